@@ -1,0 +1,165 @@
+//! Settings: defaults, then `nexus.toml` (in the data dir, or `--config FILE`), then flags,
+//! then `NEXUS_*` environment variables (storage-and-scale.md §1: flags override the file and
+//! the environment overrides both).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+pub const DEFAULT_DATA_DIR: &str = "./nexus-data";
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
+
+/// The flags every store-opening command shares.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StoreFlags {
+    /// Where everything lives (the SQLite file, blobs, scripts, nexus.toml).
+    #[arg(long, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// `postgres://…` selects PostgreSQL instead of the SQLite file in the data dir.
+    #[arg(long, value_name = "URL")]
+    pub database_url: Option<String>,
+    /// A configuration file to read instead of `<data dir>/nexus.toml`.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Settings {
+    pub storage: Storage,
+    pub kernel: KernelSettings,
+    pub server: ServerSettings,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Storage {
+    pub url: Option<String>,
+    pub sqlite: SqliteSettings,
+    pub postgres: PostgresSettings,
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Self {
+            url: None,
+            sqlite: SqliteSettings::default(),
+            postgres: PostgresSettings::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SqliteSettings {
+    pub busy_timeout_ms: u64,
+}
+
+impl Default for SqliteSettings {
+    fn default() -> Self {
+        Self { busy_timeout_ms: 5000 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PostgresSettings {
+    pub max_connections: u32,
+}
+
+impl Default for PostgresSettings {
+    fn default() -> Self {
+        Self { max_connections: 20 }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KernelSettings {
+    pub sweep_interval_ms: u64,
+    pub node_id: String,
+}
+
+impl Default for KernelSettings {
+    fn default() -> Self {
+        Self {
+            sweep_interval_ms: 5000,
+            node_id: "auto".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ServerSettings {
+    pub listen: Option<String>,
+}
+
+/// Resolved settings plus the data dir they were read for.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub data_dir: PathBuf,
+    pub settings: Settings,
+}
+
+impl Resolved {
+    /// The store URL: the configured one, or the SQLite file in the data dir.
+    pub fn store_url(&self) -> String {
+        self.settings
+            .storage
+            .url
+            .clone()
+            .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("nexus.db").display()))
+    }
+
+    pub fn store_options(&self) -> nexus_store::StoreOptions {
+        let mut options = nexus_store::StoreOptions::new(self.store_url());
+        options.sqlite_busy_timeout_ms = self.settings.storage.sqlite.busy_timeout_ms;
+        options.postgres_max_connections = self.settings.storage.postgres.max_connections;
+        options
+    }
+}
+
+/// Reads the settings for a command.
+pub fn resolve(flags: &StoreFlags, listen: Option<&str>) -> anyhow::Result<Resolved> {
+    let data_dir = std::env::var_os("NEXUS_DATA_DIR")
+        .map(PathBuf::from)
+        .or_else(|| flags.data_dir.clone())
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
+    let mut figment = Figment::from(Serialized::defaults(Settings::default()));
+    match &flags.config {
+        Some(file) => {
+            anyhow::ensure!(
+                file.exists(),
+                "the configuration file {} does not exist",
+                file.display()
+            );
+            figment = figment.merge(Toml::file(file));
+        }
+        None => figment = figment.merge(Toml::file(data_dir.join("nexus.toml"))),
+    }
+    if let Some(url) = &flags.database_url {
+        figment = figment.merge(Serialized::default("storage.url", url));
+    }
+    if let Some(listen) = listen {
+        figment = figment.merge(Serialized::default("server.listen", listen));
+    }
+    figment = figment
+        .merge(Env::raw().only(&["NEXUS_DATABASE_URL"]).map(|_| "storage.url".into()))
+        .merge(Env::raw().only(&["NEXUS_LISTEN"]).map(|_| "server.listen".into()))
+        .merge(Env::raw().only(&["NEXUS_NODE_ID"]).map(|_| "kernel.node_id".into()));
+    let settings: Settings = figment.extract().context("reading the configuration")?;
+    Ok(Resolved { data_dir, settings })
+}
+
+/// Creates the data dir layout the embedded default needs.
+pub fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
+    for sub in ["", "blobs", "scripts"] {
+        let path = dir.join(sub);
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,109 @@
+//! `nexus serve` and `nexus migrate`.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use nexus_store::{Engine, Store};
+
+use crate::config::{self, StoreFlags};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub store: StoreFlags,
+    /// The address to listen on.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Refuse to start while a migration is pending instead of applying it.
+    #[arg(long)]
+    pub no_migrate: bool,
+    /// Log as JSON lines instead of text.
+    #[arg(long)]
+    pub log_json: bool,
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NEXUS_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+/// Opens the store a command's flags name, preparing the data dir for SQLite.
+pub async fn open_store(resolved: &config::Resolved, single_node: bool) -> anyhow::Result<Store> {
+    let mut options = resolved.store_options();
+    if options.url.starts_with("sqlite:") {
+        config::prepare_data_dir(&resolved.data_dir)?;
+    }
+    options.single_node_lock = single_node;
+    Store::open(&options)
+        .await
+        .with_context(|| format!("opening the store at {}", nexus_store::redact_url(&options.url)))
+}
+
+pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    init_logs(args.log_json);
+    let resolved = config::resolve(&args.store, args.listen.as_deref())?;
+    let store = open_store(&resolved, true).await?;
+    if args.no_migrate {
+        let pending = store.pending_migrations().await?;
+        anyhow::ensure!(
+            pending == 0,
+            "{pending} migration(s) pending; run `nexus migrate` first"
+        );
+    } else {
+        store.migrate().await.context("applying migrations")?;
+    }
+    let listen = resolved
+        .settings
+        .server
+        .listen
+        .clone()
+        .unwrap_or_else(|| config::DEFAULT_LISTEN.into());
+    let listener = tokio::net::TcpListener::bind(&listen)
+        .await
+        .with_context(|| format!("listening on {listen}"))?;
+    let local = listener.local_addr()?;
+    tracing::info!(address = %local, store = store.dialect(), data_dir = %resolved.data_dir.display(), "nexus serving");
+    let state = nexus_server::AppState::new(nexus_kernel::Kernel::new(store));
+    nexus_server::serve(listener, state, shutdown_signal()).await?;
+    tracing::info!("nexus stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutdown requested; draining");
+}
+
+pub async fn migrate(flags: StoreFlags) -> anyhow::Result<ExitCode> {
+    let resolved = config::resolve(&flags, None)?;
+    let store = open_store(&resolved, false).await?;
+    let pending = store.pending_migrations().await?;
+    store.migrate().await?;
+    println!("applied {pending} migration(s)");
+    Ok(ExitCode::SUCCESS)
+}

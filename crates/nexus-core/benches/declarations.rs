@@ -1,0 +1,94 @@
+//! Declaration benchmarks: validate + render + sort a 1,000-entry declaration with 20 aliases,
+//! the same through the full assembly, its provider projection, and 10,000 call resolutions.
+//!
+//! `cargo bench -p nexus-core --bench declarations`
+
+use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use nexus_core::declaration::{AssemblyInput, Resolver, assemble, project, validate_declaration};
+use nexus_core::registry;
+use serde_json::{Value, json};
+
+const RUNNER: &str = "0190a000-0000-7000-8000-000000000001";
+
+/// 20 aliases, 19 plain kernel entries, and 961 functions (every fourth one routed), shuffled.
+fn declaration() -> Vec<Value> {
+    let mut out = Vec::with_capacity(1000);
+    let tools = registry::entries();
+    for i in 0..20 {
+        let tool = tools[i % tools.len()];
+        let mut alias = json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
+            "description": format!("Alias {i} of {{{{{}}}}}; see {{{{wait}}}}.", tool.wire)});
+        if tool.wire == "delegate_task" {
+            alias["params"] = json!({"run_in_background": {"maps_to": "wait", "invert": true, "description": "false: block."}});
+        }
+        out.push(alias);
+    }
+    for tool in tools {
+        out.push(tool.definition().clone());
+    }
+    let mut i = 0;
+    while out.len() < 1000 {
+        let mut f = json!({"type": "function", "function": {"name": format!("tool_{i:04}"),
+            "description": format!("Does thing number {i} to a file."),
+            "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."},
+                "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}}});
+        if i % 4 == 0 {
+            f["route"] = json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
+        }
+        out.push(f);
+        i += 1;
+    }
+    // A deterministic interleave so the sort has work to do.
+    let n = out.len();
+    (0..n).map(|k| out[(k * 7919) % n].clone()).collect()
+}
+
+fn benches(c: &mut Criterion) {
+    let raw = Value::Array(declaration());
+    let stored = validate_declaration(&raw, "/tools").expect("the bench declaration is valid");
+    assert_eq!(stored.len(), 1000);
+
+    c.bench_function("validate_render_sort_1000_entries_20_aliases", |b| {
+        b.iter(|| validate_declaration(black_box(&raw), "/tools").unwrap())
+    });
+
+    let runner = uuid::Uuid::parse_str(RUNNER).unwrap();
+    let served: Vec<Value> = (0..1000)
+        .filter(|i| i % 4 == 0)
+        .map(|i| json!({"name": format!("served_{i}"), "effect_profile": {}}))
+        .collect();
+    let input = AssemblyInput {
+        entries: raw.clone(),
+        default_runner_executor_public_id: Some(runner),
+        runners: vec![nexus_core::declaration::RunnerFacts {
+            public_id: runner,
+            display_name: "bench".into(),
+            eligible: true,
+            served_tools: Value::Array(served),
+            environment: json!({"os": "linux"}),
+            documents: json!([]),
+        }],
+        ..AssemblyInput::default()
+    };
+    assemble(&input).expect("the bench assembly is valid");
+    c.bench_function("assemble_1000_entries_20_aliases", |b| b.iter(|| assemble(black_box(&input)).unwrap()));
+
+    c.bench_function("project_1000_entries", |b| b.iter(|| project(black_box(&stored), &[])));
+
+    let names: Vec<String> = stored
+        .iter()
+        .filter_map(|e| nexus_core::declaration::callable_of(e).map(str::to_string))
+        .collect();
+    let args = json!({"prompt": "x", "run_in_background": false, "path": "a", "name": "s"});
+    c.bench_function("resolve_10000_calls", |b| {
+        b.iter(|| {
+            let resolver = Resolver::new(black_box(&stored));
+            for k in 0..10_000 {
+                black_box(resolver.resolve(&names[k % names.len()], &args));
+            }
+        })
+    });
+}
+
+criterion_group!(declarations, benches);
+criterion_main!(declarations);

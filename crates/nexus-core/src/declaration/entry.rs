@@ -1,0 +1,271 @@
+//! Entry shapes and their per-entry grammar (declarations.md §2).
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use super::alias::{self, AliasFacts};
+use super::error::DeclError;
+use super::pointer;
+use crate::bounds;
+use crate::registry::{self, KernelTool, ToolClass};
+
+/// A runner route (shape 2): `{kind:"runner", runner_executor_public_id, tool_name}`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Route {
+    /// The runner the calls go to.
+    pub runner_executor_public_id: Uuid,
+    /// The name the runner serves the tool under.
+    pub tool_name: String,
+}
+
+impl Route {
+    /// The stored route object, with the runner id as a lowercase hyphenated UUID.
+    pub fn to_json(&self) -> Value {
+        serde_json::json!({
+            "kind": "runner",
+            "runner_executor_public_id": self.runner_executor_public_id.to_string(),
+            "tool_name": self.tool_name,
+        })
+    }
+}
+
+/// What an entry is, once its grammar has passed.
+#[derive(Debug, Clone)]
+pub(crate) enum Kind {
+    /// Shape 1, or shape 3 when `kernel` is set (the callable is that tool's wire name).
+    Function {
+        callable: String,
+        kernel: Option<&'static KernelTool>,
+    },
+    /// Shape 2.
+    Routed { callable: String, route: Route },
+    /// Shape 4.
+    Alias(Box<AliasFacts>),
+    /// Shape 5, named for duplicate checks by its `name` or `type`.
+    Provider { name: String },
+}
+
+/// One parsed entry.
+#[derive(Debug, Clone)]
+pub(crate) struct Parsed {
+    pub kind: Kind,
+}
+
+impl Parsed {
+    /// The callable, or the shape-5 duplicate name.
+    pub fn name(&self) -> &str {
+        match &self.kind {
+            Kind::Function { callable, .. } | Kind::Routed { callable, .. } => callable,
+            Kind::Alias(a) => &a.name,
+            Kind::Provider { name } => name,
+        }
+    }
+
+    /// The callable (shape 5 has none).
+    pub fn callable(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Provider { .. } => None,
+            _ => Some(self.name()),
+        }
+    }
+
+    /// The kernel tool a call to this entry reaches, if any (plain kernel or alias).
+    pub fn kernel_tool(&self) -> Option<&'static KernelTool> {
+        match &self.kind {
+            Kind::Function { kernel, .. } => *kernel,
+            Kind::Alias(a) => Some(a.tool),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `entry` is shape 5: an object whose `type` is present and not `"function"`.
+pub(crate) fn is_provider(entry: &Map<String, Value>) -> bool {
+    entry.get("type").is_some_and(|t| t.as_str() != Some("function"))
+}
+
+/// The callable of an entry: `function.name` or `name` (shapes 1–4). `None` for shape 5 or an
+/// entry without a string name.
+pub fn callable_of(entry: &Value) -> Option<&str> {
+    let obj = entry.as_object()?;
+    if is_provider(obj) {
+        return None;
+    }
+    if let Some(Value::Object(f)) = obj.get("function")
+        && let Some(Value::String(n)) = f.get("name")
+    {
+        return Some(n);
+    }
+    obj.get("name").and_then(Value::as_str)
+}
+
+/// The name an entry is known by for duplicate checks and sorting: its callable, or for shape 5
+/// its `name`, else its `type` (§2, §6).
+pub fn duplicate_name_of(entry: &Value) -> Option<Cow<'_, str>> {
+    let obj = entry.as_object()?;
+    if is_provider(obj) {
+        if let Some(Value::String(n)) = obj.get("name") {
+            return Some(Cow::Borrowed(n));
+        }
+        return match obj.get("type") {
+            Some(Value::String(t)) => Some(Cow::Borrowed(t)),
+            Some(t) => Some(Cow::Owned(t.to_string())),
+            None => None,
+        };
+    }
+    callable_of(entry).map(Cow::Borrowed)
+}
+
+/// A callable or served name: a non-empty string of at most 128 characters with no NUL.
+pub(crate) fn is_name(s: &str) -> bool {
+    !s.is_empty() && !s.contains('\0') && s.chars().count() <= bounds::NAME_CHARS
+}
+
+/// Checks a callable name (`invalid`).
+pub(crate) fn check_callable(value: Option<&Value>, path: &str) -> Result<String, DeclError> {
+    match value {
+        Some(Value::String(s)) if is_name(s) => Ok(s.clone()),
+        Some(Value::String(s)) => Err(DeclError::validation(
+            "invalid",
+            path,
+            format!("callable name {s:?} must be non-empty, at most 128 characters, with no NUL"),
+        )),
+        Some(other) => Err(DeclError::validation(
+            "invalid",
+            path,
+            format!("callable name must be a string, got {other}"),
+        )),
+        None => Err(DeclError::validation("invalid", path, "the entry has no callable name")),
+    }
+}
+
+/// Checks a top-level `defer_loading` (absent or boolean).
+pub(crate) fn check_defer(obj: &Map<String, Value>, path: &str) -> Result<Option<bool>, DeclError> {
+    match obj.get("defer_loading") {
+        None => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(other) => Err(DeclError::validation(
+            "invalid",
+            pointer::push(path, "defer_loading"),
+            format!("defer_loading must be true or false, got {other}"),
+        )),
+    }
+}
+
+/// Parses a hyphenated UUID (any case).
+pub(crate) fn parse_uuid(s: &str) -> Option<Uuid> {
+    if s.len() != 36 {
+        return None;
+    }
+    Uuid::parse_str(s).ok()
+}
+
+/// Parses one entry's grammar. `imported` marks an entry made by a runner import (§7.2 step 4),
+/// which may route to an overridable memory wire name.
+pub(crate) fn parse(value: &Value, path: &str, imported: bool) -> Result<Parsed, DeclError> {
+    let Some(obj) = value.as_object() else {
+        return Err(DeclError::validation("invalid", path, format!("a tool entry must be an object, got {value}")));
+    };
+    if is_provider(obj) {
+        let name = duplicate_name_of(value).map(Cow::into_owned).unwrap_or_default();
+        return Ok(Parsed { kind: Kind::Provider { name } });
+    }
+    if obj.contains_key("canonical") {
+        let facts = alias::parse(obj, path)?;
+        return Ok(Parsed { kind: Kind::Alias(Box::new(facts)) });
+    }
+    if obj.get("type").and_then(Value::as_str) != Some("function") {
+        return Err(DeclError::validation(
+            "invalid",
+            path,
+            "a tool entry needs \"type\" (\"function\" or a provider tool type) or \"canonical\"",
+        ));
+    }
+    check_defer(obj, path)?;
+    let (name_value, name_path) = match obj.get("function") {
+        Some(Value::Object(f)) => (f.get("name"), pointer::push(&pointer::push(path, "function"), "name")),
+        Some(other) => {
+            return Err(DeclError::validation(
+                "invalid",
+                pointer::push(path, "function"),
+                format!("function must be an object, got {other}"),
+            ));
+        }
+        None => (obj.get("name"), pointer::push(path, "name")),
+    };
+    let callable = check_callable(name_value, &name_path)?;
+    let kernel = registry::resolve(&callable);
+    if let Some(route) = obj.get("route") {
+        let route_path = pointer::push(path, "route");
+        if kernel.is_some() {
+            return Err(DeclError::validation(
+                "invalid_tool_route",
+                route_path,
+                format!("{callable:?} is a kernel tool and cannot carry a route"),
+            ));
+        }
+        let route = parse_route(route, &route_path, imported)?;
+        return Ok(Parsed { kind: Kind::Routed { callable, route } });
+    }
+    match kernel {
+        Some(tool) if tool.wire == callable => Ok(Parsed {
+            kind: Kind::Function { callable, kernel: Some(tool) },
+        }),
+        Some(tool) => Err(DeclError::validation(
+            "kernel_tool_redefined",
+            name_path,
+            format!(
+                "{callable:?} is the kernel tool {}; declare it by its catalog definition (name {:?}) or through an alias",
+                tool.canonical, tool.wire
+            ),
+        )),
+        None => Ok(Parsed { kind: Kind::Function { callable, kernel: None } }),
+    }
+}
+
+/// Parses a `route` object (§2 shape 2 rules).
+pub(crate) fn parse_route(value: &Value, path: &str, imported: bool) -> Result<Route, DeclError> {
+    let bad = |p: String, m: String| DeclError::validation("invalid_tool_route", p, m);
+    let Some(obj) = value.as_object() else {
+        return Err(bad(path.into(), format!("route must be an object, got {value}")));
+    };
+    if obj.get("kind").and_then(Value::as_str) != Some("runner") {
+        return Err(bad(pointer::push(path, "kind"), "route.kind must be \"runner\"".into()));
+    }
+    let id_path = pointer::push(path, "runner_executor_public_id");
+    let runner = match obj.get("runner_executor_public_id") {
+        None | Some(Value::Null) => {
+            return Err(DeclError::validation(
+                "runner_target_required",
+                id_path,
+                "a runner route names its runner_executor_public_id",
+            ));
+        }
+        Some(Value::String(s)) => parse_uuid(s)
+            .ok_or_else(|| bad(id_path.clone(), format!("runner_executor_public_id {s:?} is not a UUID")))?,
+        Some(other) => return Err(bad(id_path, format!("runner_executor_public_id must be a UUID string, got {other}"))),
+    };
+    let name_path = pointer::push(path, "tool_name");
+    let tool_name = match obj.get("tool_name") {
+        Some(Value::String(s)) if is_name(s) => s.clone(),
+        other => {
+            return Err(bad(
+                name_path,
+                format!(
+                    "route.tool_name must be a non-empty string of at most 128 characters with no NUL, got {}",
+                    other.map_or("nothing".to_string(), Value::to_string)
+                ),
+            ));
+        }
+    };
+    if let Some(tool) = registry::resolve(&tool_name) {
+        let skill = tool_name == "skill";
+        let memory_import = imported && tool.class() == ToolClass::Overridable && tool.wire == tool_name;
+        if !skill && !memory_import {
+            return Err(bad(name_path, format!("route.tool_name {tool_name:?} is a kernel tool name")));
+        }
+    }
+    Ok(Route { runner_executor_public_id: runner, tool_name })
+}

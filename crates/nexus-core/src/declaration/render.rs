@@ -1,0 +1,227 @@
+//! The spelling map (declarations.md §4.2) and the render (§4.3).
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+use super::alias::AliasFacts;
+use super::entry::{Kind, Parsed};
+use crate::registry::{self, KernelTool, Spelling, render::render_text};
+
+/// The spelling map M of a parsed set, holding only the wire names that are not spelled as
+/// themselves.
+pub(crate) fn spelling_map(parsed: &[Parsed]) -> HashMap<String, String> {
+    let mut map: HashMap<String, String> = HashMap::new();
+    let plain: Vec<&str> = parsed
+        .iter()
+        .filter_map(|p| match &p.kind {
+            Kind::Function { kernel: Some(t), .. } => Some(t.wire),
+            _ => None,
+        })
+        .collect();
+    for p in parsed {
+        let Kind::Alias(a) = &p.kind else { continue };
+        let wire = a.tool.wire;
+        if plain.contains(&wire) {
+            continue;
+        }
+        match map.get(wire) {
+            Some(current) if current.as_bytes() <= a.name.as_bytes() => {}
+            _ => {
+                map.insert(wire.to_string(), a.name.clone());
+            }
+        }
+    }
+    // An alias spelled exactly as its own wire name (an identity alias) needs no entry.
+    map.retain(|wire, name| wire != name);
+    map
+}
+
+/// M, except that the alias's own canonical spells as the alias's own name.
+struct AliasSpelling<'a> {
+    map: &'a HashMap<String, String>,
+    wire: &'a str,
+    name: &'a str,
+}
+
+impl Spelling for AliasSpelling<'_> {
+    fn spell(&self, wire: &str) -> Option<&str> {
+        if wire == self.wire {
+            Some(self.name)
+        } else {
+            self.map.get(wire).map(String::as_str)
+        }
+    }
+}
+
+/// The `function` block of a rendered alias: `{name, description, parameters}`.
+pub(crate) fn alias_function(facts: &AliasFacts, map: &HashMap<String, String>) -> Value {
+    let spelling = AliasSpelling {
+        map,
+        wire: facts.tool.wire,
+        name: &facts.name,
+    };
+    let description = match &facts.description {
+        Some(d) => render_text(d, &spelling),
+        None => facts.tool.description(&spelling),
+    };
+    let mut schema = facts.tool.rendered_parameters(&spelling);
+    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+        let old = std::mem::take(props);
+        for (key, mut prop) in old {
+            if facts.omit.contains(&key) {
+                continue;
+            }
+            match facts.params.iter().find(|p| p.maps_to == key) {
+                Some(param) => {
+                    if let Value::Object(obj) = &mut prop {
+                        if param.invert
+                            && let Some(Value::Bool(b)) = obj.get_mut("default")
+                        {
+                            *b = !*b;
+                        }
+                        if let Some(d) = &param.description {
+                            obj.insert("description".into(), Value::String(render_text(d, &spelling)));
+                        }
+                    }
+                    props.insert(param.name.clone(), prop);
+                }
+                None => {
+                    props.insert(key, prop);
+                }
+            }
+        }
+    }
+    if let Some(obj) = schema.as_object_mut()
+        && let Some(Value::Array(required)) = obj.get_mut("required")
+    {
+        let renamed: Vec<Value> = required
+            .iter()
+            .filter_map(|r| {
+                let r = r.as_str()?;
+                if facts.omit.iter().any(|o| o == r) {
+                    return None;
+                }
+                Some(Value::String(
+                    facts
+                        .params
+                        .iter()
+                        .find(|p| p.maps_to == r)
+                        .map_or(r, |p| p.name.as_str())
+                        .to_string(),
+                ))
+            })
+            .collect();
+        if renamed.is_empty() {
+            obj.shift_remove("required");
+        } else {
+            *required = renamed;
+        }
+    }
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(facts.name.clone()));
+    function.insert("description".into(), Value::String(description));
+    function.insert("parameters".into(), schema);
+    Value::Object(function)
+}
+
+/// A rendered alias entry:
+/// `{type:"function", function:{name, description, parameters}, canonical, params?, omit?,
+/// description?, defer_loading?}`.
+pub(crate) fn alias_entry(facts: &AliasFacts, map: &HashMap<String, String>) -> Value {
+    let mut entry = Map::new();
+    entry.insert("type".into(), Value::String("function".into()));
+    entry.insert("function".into(), alias_function(facts, map));
+    entry.insert("canonical".into(), Value::String(facts.canonical.clone()));
+    if let Some(p) = &facts.raw_params {
+        entry.insert("params".into(), p.clone());
+    }
+    if let Some(o) = &facts.raw_omit {
+        entry.insert("omit".into(), o.clone());
+    }
+    if let Some(d) = &facts.description {
+        entry.insert("description".into(), Value::String(d.clone()));
+    }
+    if let Some(d) = facts.defer_loading {
+        entry.insert("defer_loading".into(), Value::Bool(d));
+    }
+    Value::Object(entry)
+}
+
+/// A plain kernel entry re-rendered from its template with M, keeping its `defer_loading`.
+pub(crate) fn plain_entry(tool: &KernelTool, map: &HashMap<String, String>, defer: Option<bool>) -> Value {
+    let mut def = if map.is_empty() {
+        tool.definition().clone()
+    } else {
+        tool.definition_with(map)
+    };
+    if let (Some(d), Value::Object(obj)) = (defer, &mut def) {
+        obj.insert("defer_loading".into(), Value::Bool(d));
+    }
+    def
+}
+
+/// A function entry in nested form without its top-level `defer_loading` (§3 normalization).
+pub(crate) fn normalize_function(entry: &Map<String, Value>) -> Value {
+    if entry.contains_key("function") {
+        let mut out = entry.clone();
+        out.shift_remove("defer_loading");
+        return Value::Object(out);
+    }
+    let mut function = Map::new();
+    for (k, v) in entry {
+        if k != "type" && k != "defer_loading" {
+            function.insert(k.clone(), v.clone());
+        }
+    }
+    let mut out = Map::new();
+    out.insert("type".into(), entry.get("type").cloned().unwrap_or(Value::Null));
+    out.insert("function".into(), Value::Object(function));
+    Value::Object(out)
+}
+
+/// The compact serialization of a catalog definition, cached per tool.
+pub(crate) fn catalog_bytes(tool: &KernelTool) -> &'static str {
+    static BYTES: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
+    BYTES
+        .get_or_init(|| {
+            registry::entries()
+                .iter()
+                .map(|t| (t.wire, serde_json::to_string(t.definition()).expect("serializes")))
+                .collect()
+        })
+        .get(tool.wire)
+        .map(String::as_str)
+        .expect("every registry entry has a definition")
+}
+
+/// The stored render of a parsed set (§4.3).
+pub(crate) fn render_set(values: &[Value], parsed: &[Parsed]) -> Vec<Value> {
+    if !parsed.iter().any(|p| matches!(p.kind, Kind::Alias(_))) {
+        return values.to_vec();
+    }
+    let map = spelling_map(parsed);
+    values
+        .iter()
+        .zip(parsed)
+        .map(|(value, p)| match &p.kind {
+            Kind::Alias(a) => alias_entry(a, &map),
+            Kind::Function { kernel: Some(tool), .. } => {
+                let defer = value.get("defer_loading").and_then(Value::as_bool);
+                plain_entry(tool, &map, defer)
+            }
+            _ => value.clone(),
+        })
+        .collect()
+}
+
+/// The spelling map M (§4.2) of a stored declaration: kernel wire name → callable, holding only
+/// the names not spelled as themselves. Entries that do not parse are ignored.
+pub fn spelling_map_of(set: &[Value]) -> HashMap<String, String> {
+    let parsed: Vec<Parsed> = set
+        .iter()
+        .filter_map(|v| super::entry::parse(v, "", true).ok())
+        .collect();
+    spelling_map(&parsed)
+}

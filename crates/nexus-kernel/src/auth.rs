@@ -1,0 +1,80 @@
+//! Authentication on the two planes. Every failure — missing, malformed, unknown, expired,
+//! revoked, wrong plane, fenced by a newer epoch — is the same [`KernelError::unauthorized`],
+//! and every path hashes a secret once so failing paths take comparable time.
+
+use nexus_store::{CredentialRow, Engine, ExecutorRow, MemberRow, Plane};
+
+use crate::credentials::{parse_bearer, secret_matches, token_from_header};
+use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, time};
+
+/// A member authenticated on the member plane.
+#[derive(Debug, Clone)]
+pub struct MemberPrincipal {
+    pub member: MemberRow,
+    pub credential: CredentialRow,
+}
+
+/// An executor address authenticated on the transport plane at its current epoch.
+#[derive(Debug, Clone)]
+pub struct ExecutorPrincipal {
+    pub executor: ExecutorRow,
+    pub credential: CredentialRow,
+}
+
+/// A hash that never matches, used so unknown ids cost the same hashing work as known ones.
+const NEVER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+impl Kernel {
+    /// Verifies a bearer for `plane`; returns the credential row when it is valid and current.
+    async fn credential(&self, header: Option<&str>, plane: Plane) -> KernelResult<CredentialRow> {
+        let parsed = header.and_then(token_from_header).and_then(parse_bearer);
+        let Some((id, secret)) = parsed else {
+            secret_matches("", NEVER);
+            return Err(KernelError::unauthorized());
+        };
+        let row = self.store.credential_by_public_id(id).await?;
+        let stored = row.as_ref().map_or(NEVER, |r| r.secret_sha256.as_str());
+        let matches = secret_matches(secret, stored);
+        let now = time::now_ms();
+        match row {
+            Some(row)
+                if matches
+                    && row.plane == plane
+                    && row.revoked_at.is_none()
+                    && row.expires_at.is_none_or(|at| at > now) =>
+            {
+                Ok(row)
+            }
+            _ => Err(KernelError::unauthorized()),
+        }
+    }
+
+    /// Authenticates a member-plane bearer.
+    pub async fn authenticate_member(&self, header: Option<&str>) -> KernelResult<MemberPrincipal> {
+        let credential = self.credential(header, Plane::Member).await?;
+        let member_id = credential.member_id.ok_or_else(KernelError::unauthorized)?;
+        let member = self
+            .store
+            .member_by_id(member_id)
+            .await?
+            .ok_or_else(KernelError::unauthorized)?;
+        Ok(MemberPrincipal { member, credential })
+    }
+
+    /// Authenticates a transport-plane bearer: the executor must be active and the credential
+    /// minted at the executor's current epoch.
+    pub async fn authenticate_executor(&self, header: Option<&str>) -> KernelResult<ExecutorPrincipal> {
+        let credential = self.credential(header, Plane::ExecutorTransport).await?;
+        let executor_id = credential.executor_id.ok_or_else(KernelError::unauthorized)?;
+        let executor = self
+            .store
+            .executor_by_id(executor_id)
+            .await?
+            .ok_or_else(KernelError::unauthorized)?;
+        if executor.status != "active" || executor.credential_epoch != credential.epoch {
+            return Err(KernelError::unauthorized());
+        }
+        Ok(ExecutorPrincipal { executor, credential })
+    }
+}

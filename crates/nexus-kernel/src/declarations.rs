@@ -1,0 +1,209 @@
+//! Profile writes and the assembly preview (declarations.md §12): the kernel gathers the facts
+//! (stored profile, runner announcements, eligibility) and the pure core decides.
+
+use nexus_core::codes::Code;
+use nexus_core::declaration::{self, AssemblyInput, DeclError, RunnerFacts};
+use nexus_store::{Engine, ExecutorKind, MemberKind, MemberRow};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::auth::MemberPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, time};
+
+impl From<DeclError> for KernelError {
+    fn from(err: DeclError) -> Self {
+        let code = err.code();
+        let mut out = KernelError::new(code, err.message).with_path(err.path);
+        if code == Code::ValidationFailed {
+            out = out.with_reason(err.reason);
+        }
+        if let Some(detail) = err.detail {
+            out = out.with_detail(detail);
+        }
+        out
+    }
+}
+
+fn require_agent(principal: &MemberPrincipal) -> KernelResult<&MemberRow> {
+    match principal.member.kind {
+        MemberKind::Agent => Ok(&principal.member),
+        MemberKind::Human => Err(KernelError::new(
+            Code::NotAgent,
+            "only an agent has a profile configuration",
+        )),
+    }
+}
+
+/// Every runner id an assembly input mentions: the selector, the candidates, and the routes of
+/// the explicit entries (malformed ids are left to the grammar to refuse).
+fn mentioned_runners(input: &AssemblyInput) -> Vec<Uuid> {
+    let mut ids: Vec<Uuid> = Vec::new();
+    let mut push = |id: Uuid| {
+        if !ids.contains(&id) {
+            ids.push(id);
+        }
+    };
+    if let Some(id) = input.default_runner_executor_public_id {
+        push(id);
+    }
+    for v in input.runner_executor_public_ids.as_array().into_iter().flatten() {
+        if let Some(id) = v.as_str().and_then(|s| Uuid::parse_str(s).ok()) {
+            push(id);
+        }
+    }
+    for entry in input.entries.as_array().into_iter().flatten() {
+        let id = entry
+            .pointer("/route/runner_executor_public_id")
+            .and_then(Value::as_str);
+        if let Some(id) = id.and_then(|s| Uuid::parse_str(s).ok()) {
+            push(id);
+        }
+    }
+    ids
+}
+
+fn parse_stored(text: &str, fallback: Value) -> Value {
+    serde_json::from_str(text).unwrap_or(fallback)
+}
+
+impl Kernel {
+    /// `PUT /agent_api/v1/profile/configuration`: validates and stores a whole replacement.
+    pub async fn put_configuration(&self, principal: &MemberPrincipal, body: &Value) -> KernelResult<Value> {
+        let agent = require_agent(principal)?;
+        let Some(configuration) = body.get("configuration").filter(|c| c.is_object()) else {
+            return Err(KernelError::new(
+                Code::ParameterMissing,
+                "the body needs a `configuration` object",
+            ));
+        };
+        let validated = declaration::validate_configuration(configuration)?;
+        if let Some(model) = &validated.default_model {
+            self.providers
+                .resolve(model, &|var| std::env::var_os(var).is_some())
+                .map_err(|e| {
+                    KernelError::validation(
+                        e.as_str(),
+                        "/configuration/default_model",
+                        format!("default_model {model:?} does not resolve: {}", e.as_str()),
+                    )
+                })?;
+        }
+        let stored = serde_json::to_string(&validated.to_stored_json()).expect("a configuration serializes");
+        self.store
+            .set_member_configuration(agent.id, Some(&stored), time::now_ms())
+            .await?;
+        let member = self
+            .store
+            .member_by_id(agent.id)
+            .await?
+            .ok_or_else(KernelError::unauthorized)?;
+        self.profile(&MemberPrincipal {
+            member,
+            credential: principal.credential.clone(),
+        })
+        .await
+    }
+
+    /// `POST /agent_api/v1/tools/assembly`: runs the assembly on a candidate configuration
+    /// (or the stored profile) and a runner choice. Creates nothing.
+    pub async fn assembly_preview(&self, principal: &MemberPrincipal, body: &Value) -> KernelResult<Value> {
+        let agent = require_agent(principal)?;
+        let Some(selector) = body.get("default_runner_executor_public_id") else {
+            return Err(KernelError::new(
+                Code::ParameterMissing,
+                "default_runner_executor_public_id is required (a runner id, or null for none)",
+            ));
+        };
+        let selected = match selector {
+            Value::Null => None,
+            Value::String(s) => Some(Uuid::parse_str(s).map_err(|_| {
+                KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("default_runner_executor_public_id {s:?} is not a UUID"),
+                )
+            })?),
+            other => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("default_runner_executor_public_id must be a UUID string or null, got {other}"),
+                ));
+            }
+        };
+        let mut input = match body.get("configuration") {
+            None => {
+                let stored = crate::profile::configuration_read(agent.configuration.as_deref());
+                let mut input = AssemblyInput::from_configuration(&stored);
+                input.paths = declaration::AssemblyPaths::under("/profile/configuration", "tool_definitions");
+                input
+            }
+            Some(c) if c.is_object() => AssemblyInput::from_configuration(c),
+            Some(_) => {
+                return Err(KernelError::new(
+                    Code::ParameterMissing,
+                    "configuration must be an object",
+                ));
+            }
+        };
+        input.default_runner_executor_public_id = selected;
+        input.tool_names = match body.get("tool_names") {
+            None | Some(Value::Null) => None,
+            Some(Value::Array(names)) => Some(
+                names
+                    .iter()
+                    .map(|n| n.as_str().map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .ok_or_else(|| KernelError::validation("invalid", "/tool_names", "tool_names must be strings"))?,
+            ),
+            Some(_) => {
+                return Err(KernelError::validation(
+                    "invalid",
+                    "/tool_names",
+                    "tool_names must be an array of strings",
+                ));
+            }
+        };
+        self.gather_facts(agent, &mut input).await?;
+        Ok(declaration::assemble(&input)?.to_response_json())
+    }
+
+    /// Fills the runner facts and skill sources an assembly needs, as the store has them now.
+    pub async fn gather_facts(&self, principal: &MemberRow, input: &mut AssemblyInput) -> KernelResult<()> {
+        for id in mentioned_runners(input) {
+            let Some(runner) = self.store.executor_by_public_id(id).await? else {
+                continue;
+            };
+            if runner.kind != ExecutorKind::Runner || runner.account_id != principal.account_id {
+                continue;
+            }
+            input.runners.push(RunnerFacts {
+                public_id: runner.public_id,
+                display_name: runner.display_name.clone(),
+                eligible: self.runner_eligible_for(&runner, principal).await?,
+                served_tools: parse_stored(&runner.served_tools, Value::Array(vec![])),
+                environment: parse_stored(&runner.environment, Value::Object(Default::default())),
+                documents: parse_stored(&runner.served_documents, Value::Array(vec![])),
+            });
+        }
+        if principal.kind == MemberKind::Agent {
+            if let Some(app) = self.store.agent_application_of(principal.id).await? {
+                input.agent_application_executor_public_id = Some(app.public_id);
+                let docs = parse_stored(&app.served_documents, Value::Array(vec![]));
+                input.agent_application_documents = docs
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|d| {
+                        Some((
+                            d.get("name")?.as_str()?.to_string(),
+                            d.get("description")?.as_str()?.to_string(),
+                        ))
+                    })
+                    .collect();
+            }
+        }
+        // Memory skill documents (`workspace/skills/*`, `user/skills/*`) join here with the
+        // memory family; until then those sources are empty.
+        Ok(())
+    }
+}

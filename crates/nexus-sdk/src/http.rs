@@ -1,0 +1,70 @@
+//! The transport both clients share: a base URL, a bearer and one `reqwest` client.
+
+use reqwest::{Method, RequestBuilder, header};
+use serde::de::DeserializeOwned;
+
+use crate::error::{ApiError, Error, Result};
+
+/// A base URL, a bearer and a connection pool.
+#[derive(Debug, Clone)]
+pub(crate) struct Http {
+    base: String,
+    /// `None` when the token holds bytes a header cannot carry; every authed call then fails
+    /// with [`Error::InvalidBearer`].
+    bearer: Option<header::HeaderValue>,
+    inner: reqwest::Client,
+}
+
+impl Http {
+    /// Builds the transport. A trailing `/` on `base_url` is ignored.
+    pub(crate) fn new(base_url: &str, token: &str, inner: reqwest::Client) -> Http {
+        let bearer = header::HeaderValue::from_str(&format!("Bearer {token}"))
+            .ok()
+            .map(|mut value| {
+                value.set_sensitive(true);
+                value
+            });
+        Http {
+            base: base_url.trim_end_matches('/').to_owned(),
+            bearer,
+            inner,
+        }
+    }
+
+    /// The base URL, without a trailing `/`.
+    pub(crate) fn base_url(&self) -> &str {
+        &self.base
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// A request carrying the bearer.
+    pub(crate) fn authed(&self, method: Method, path: &str) -> Result<RequestBuilder> {
+        let bearer = self.bearer.clone().ok_or(Error::InvalidBearer)?;
+        Ok(self
+            .inner
+            .request(method, self.url(path))
+            .header(header::AUTHORIZATION, bearer)
+            .header(header::ACCEPT, "application/json"))
+    }
+
+    /// A request without a credential (`/healthz`).
+    pub(crate) fn anonymous(&self, method: Method, path: &str) -> RequestBuilder {
+        self.inner
+            .request(method, self.url(path))
+            .header(header::ACCEPT, "application/json")
+    }
+
+    /// Sends `request`; a 2xx body is decoded as `T`, anything else becomes an [`ApiError`].
+    pub(crate) async fn send<T: DeserializeOwned>(request: RequestBuilder) -> Result<T> {
+        let response = request.send().await?;
+        let status = response.status();
+        let bytes = response.bytes().await?;
+        if !status.is_success() {
+            return Err(ApiError::from_response(status.as_u16(), &bytes).into());
+        }
+        Ok(serde_json::from_slice(&bytes)?)
+    }
+}

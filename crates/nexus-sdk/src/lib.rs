@@ -1,0 +1,25 @@
+//! Rust SDK for Nexus.
+//!
+//! - [`tools`]: one constant per canonical kernel tool name, for `kernel_tools`.
+//! - [`Client`]: the member plane (catalog, profile, configuration, assembly).
+//! - [`ExecutorClient`]: the executor transport plane.
+//! - [`adaptations`]: client-side adaptation packs that turn the served catalog into a
+//!   per-model declaration (declarations.md §13).
+//!
+//! Every response is deserialized leniently: unknown fields are ignored, so a newer kernel never
+//! breaks an older SDK.
+
+#![warn(missing_docs)]
+
+pub mod adaptations;
+mod catalog;
+mod client;
+mod error;
+mod executor_client;
+mod http;
+pub mod tools;
+
+pub use catalog::{Catalog, CatalogEntry};
+pub use client::Client;
+pub use error::{ApiError, Error, Result};
+pub use executor_client::ExecutorClient;

@@ -1,0 +1,83 @@
+//! The Nexus HTTP server: thin axum handlers that parse, call the kernel, and map typed errors
+//! to the envelope.
+//!
+//! Architecture Invariant: handlers hold no business rules and no SQL. A handler that needs a
+//! decision asks the kernel.
+
+pub mod auth;
+pub mod body;
+pub mod error;
+pub mod routes;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use nexus_core::codes::Code;
+use nexus_kernel::Kernel;
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::ApiError;
+
+/// What every handler can reach.
+#[derive(Clone)]
+pub struct AppState {
+    pub kernel: Kernel,
+    pub catalog: Arc<routes::tools::CatalogBytes>,
+}
+
+impl AppState {
+    pub fn new(kernel: Kernel) -> Self {
+        Self {
+            kernel,
+            catalog: Arc::new(routes::tools::CatalogBytes::render()),
+        }
+    }
+}
+
+/// The whole API as one router.
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/healthz", get(routes::health::healthz))
+        .route("/agent_api/v1/tools", get(routes::tools::list))
+        .route("/agent_api/v1/tools/assembly", post(routes::assembly::preview))
+        .route("/agent_api/v1/profile", get(routes::profile::read))
+        .route(
+            "/agent_api/v1/profile/configuration",
+            put(routes::profile::put_configuration),
+        )
+        .route("/agent_api/v1/executor", get(routes::executor::describe))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(nexus_core::bounds::REQUEST_BODY))
+        .layer(CatchPanicLayer::custom(panic_response))
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::new(Code::NotFound, "no such route")
+}
+
+async fn method_not_allowed() -> ApiError {
+    ApiError::of(Code::MethodNotAllowed)
+}
+
+fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
+    tracing::error!("a handler panicked");
+    ApiError::of(Code::InternalError).into_response()
+}
+
+/// Serves `router` on `listener` until `shutdown` resolves, then drains in-flight requests.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}

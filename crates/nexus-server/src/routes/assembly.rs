@@ -1,0 +1,19 @@
+//! `POST /agent_api/v1/tools/assembly` (declarations.md §12.1): a read-only preview of the
+//! assembly for a candidate configuration and runner choice.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::Value;
+
+use crate::AppState;
+use crate::auth::Member;
+use crate::body::JsonObject;
+use crate::error::ApiResult;
+
+pub async fn preview(
+    State(state): State<AppState>,
+    Member(principal): Member,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.assembly_preview(&principal, &body).await?))
+}

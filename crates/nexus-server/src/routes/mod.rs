@@ -1,0 +1,7 @@
+//! One file per route family. Each handler parses, calls the kernel, and returns JSON.
+
+pub mod assembly;
+pub mod executor;
+pub mod health;
+pub mod profile;
+pub mod tools;

@@ -1,0 +1,25 @@
+//! Store errors. The kernel maps them to typed kernel errors; nothing here knows HTTP.
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// A unique constraint refused the write (a taken handle, a second active runner name, …).
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A row the call requires does not exist.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The store cannot be reached or failed underneath.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    #[error("migration error: {0}")]
+    Migration(#[from] sqlx::migrate::MigrateError),
+    /// A bad URL or option, or a second node on one SQLite file.
+    #[error("configuration: {0}")]
+    Config(String),
+    /// A stored value could not be read back (a corrupt enum word, …).
+    #[error("corrupt row: {0}")]
+    Corrupt(String),
+    /// A string bound for storage holds U+0000 (`unsupported_text`).
+    #[error("unsupported_text: the value contains U+0000")]
+    UnsupportedText,
+}

@@ -1,0 +1,286 @@
+//! The Nexus store: one interface ([`Engine`]), two engines (SQLite, the embedded default, and
+//! PostgreSQL, for several kernel nodes on one database), the same migrations in both dialects.
+//!
+//! Architecture Invariant: no SQL appears outside this crate. The kernel talks to [`Store`],
+//! never to sqlx.
+//! Architecture Invariant: every state change and its event row commit in one transaction.
+
+pub mod error;
+pub mod model;
+mod postgres;
+mod row;
+mod sql;
+mod sqlite;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::StoreError;
+pub use model::*;
+pub use postgres::PgStore;
+pub use sqlite::SqliteStore;
+
+use uuid::Uuid;
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// How to open a store.
+///
+/// # Database URLs
+///
+/// - `sqlite://PATH` (also `sqlite:PATH`; `sqlite:///abs/path` is absolute): the SQLite file,
+///   created with its parent directory when missing. A lock file `PATH.lock` beside it holds an
+///   exclusive `flock` for the store's lifetime, so a second process (or a second open in this
+///   process) on the same file is refused with [`StoreError::Config`]. `sqlite::memory:` opens
+///   a private in-memory database (one connection, no lock), for tests.
+/// - `postgres://…` or `postgresql://…`: any URL sqlx accepts. **Schema selection**: the
+///   non-standard query parameter `schema=NAME` (for example
+///   `postgres://nexus@db/nexus?schema=tenant_a`) is removed before the URL reaches sqlx, and
+///   sets `search_path` to `NAME` on every pooled connection; [`Engine::migrate`] then creates
+///   the schema when missing and applies the migrations inside it. `NAME` must match
+///   `[A-Za-z_][A-Za-z0-9_]*`. sqlx's own libpq-style forms also work for a schema that already
+///   exists: `?options[search_path]=NAME` or `?options=-c%20search_path%3DNAME`.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    /// `sqlite://PATH` or `postgres://…` (see the type's docs for schema selection).
+    pub url: String,
+    /// SQLite `busy_timeout` in milliseconds.
+    pub sqlite_busy_timeout_ms: u64,
+    /// PostgreSQL pool size.
+    pub postgres_max_connections: u32,
+    /// SQLite only: hold the single-node advisory lock (`flock` on `<db>.lock`) for the
+    /// store's lifetime. `nexus serve` sets it, so a second server on one file refuses to
+    /// start; short-lived admin commands do not, so they can run beside a server.
+    pub single_node_lock: bool,
+}
+
+impl StoreOptions {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            sqlite_busy_timeout_ms: 5000,
+            postgres_max_connections: 20,
+            single_node_lock: true,
+        }
+    }
+}
+
+/// The one store interface. Both engines implement it; [`Store`] dispatches to one of them.
+///
+/// Methods that create things take ids and timestamps from the caller (the kernel owns the
+/// clock and id generation), so both engines write identical rows for identical calls.
+#[allow(async_fn_in_trait)]
+pub trait Engine {
+    /// Applies pending migrations.
+    async fn migrate(&self) -> Result<()>;
+    /// How many embedded migrations are not yet applied.
+    async fn pending_migrations(&self) -> Result<usize>;
+
+    // ---- accounts and workspaces ----
+    /// Returns the account with `handle`, creating it (with `public_id`) when absent.
+    async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow>;
+    async fn account_by_id(&self, id: i64) -> Result<Option<AccountRow>>;
+    /// Returns the workspace with `handle` in the account, creating it when absent.
+    async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow>;
+    async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>>;
+    /// Upserts a member's standing in a workspace.
+    async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()>;
+    async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>>;
+
+    // ---- members ----
+    /// Creates a member. An agent (with `agent_executor_public_id`) also gets its
+    /// agent_application executor, managed by its steward, in the same transaction.
+    /// A taken handle is `StoreError::Conflict`.
+    async fn create_member(&self, new: NewMember) -> Result<(MemberRow, Option<ExecutorRow>)>;
+    async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>>;
+    async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>>;
+    async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>>;
+    /// Replaces an agent's stored configuration JSON (whole replacement).
+    async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()>;
+
+    // ---- executors ----
+    /// Registers a runner. Only one non-revoked runner may exist per (account, manager,
+    /// display_name): a second is `StoreError::Conflict`.
+    async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow>;
+    async fn executor_by_id(&self, id: i64) -> Result<Option<ExecutorRow>>;
+    async fn executor_by_public_id(&self, public_id: Uuid) -> Result<Option<ExecutorRow>>;
+    /// The non-revoked runner with this registration name under this manager.
+    async fn active_runner_by_name(&self, account_id: i64, manager_id: i64, name: &str) -> Result<Option<ExecutorRow>>;
+    /// The agent_application executor of an agent member.
+    async fn agent_application_of(&self, agent_member_id: i64) -> Result<Option<ExecutorRow>>;
+    /// Every executor of the account (optionally of one kind), ordered by id.
+    async fn list_executors(&self, account_id: i64, kind: Option<ExecutorKind>) -> Result<Vec<ExecutorRow>>;
+    /// Increments `credential_epoch` and returns the new epoch; older transport credentials
+    /// are fenced from then on.
+    async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64>;
+    /// Marks the executor `revoked`.
+    async fn revoke_executor(&self, executor_id: i64, now: i64) -> Result<()>;
+    /// Replaces the stored announcement whole and sets `last_seen_at = now`.
+    async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()>;
+
+    // ---- credentials ----
+    async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow>;
+    async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>>;
+    /// Sets `revoked_at`; returns false when the credential does not exist or was revoked.
+    async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool>;
+    /// Whether a non-revoked, unexpired transport credential exists at `epoch`.
+    async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool>;
+}
+
+/// A store handle: one of the two engines. Cheap to clone (pools are shared).
+#[derive(Clone)]
+pub enum Store {
+    Sqlite(SqliteStore),
+    Postgres(PgStore),
+}
+
+macro_rules! dispatch {
+    ($self:ident, $method:ident ( $($arg:expr),* )) => {
+        match $self {
+            Store::Sqlite(s) => s.$method($($arg),*).await,
+            Store::Postgres(s) => s.$method($($arg),*).await,
+        }
+    };
+}
+
+impl Store {
+    /// Opens the store named by `options.url` (`sqlite://…` or `postgres://…`).
+    pub async fn open(options: &StoreOptions) -> Result<Store> {
+        if options.url.starts_with("postgres://") || options.url.starts_with("postgresql://") {
+            Ok(Store::Postgres(PgStore::open(options).await?))
+        } else if options.url.starts_with("sqlite:") {
+            Ok(Store::Sqlite(SqliteStore::open(options).await?))
+        } else {
+            Err(StoreError::Config(format!(
+                "unsupported database url (expected sqlite:// or postgres://): {}",
+                redact_url(&options.url)
+            )))
+        }
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn dialect(&self) -> &'static str {
+        match self {
+            Store::Sqlite(_) => "sqlite",
+            Store::Postgres(_) => "postgres",
+        }
+    }
+}
+
+/// The text guard (storage-and-scale.md §3): a string bound for storage must not hold U+0000.
+/// Both engines call it before every write, so they refuse the same values.
+pub(crate) fn check_text(value: &str) -> Result<()> {
+    if value.contains('\0') {
+        Err(StoreError::UnsupportedText)
+    } else {
+        Ok(())
+    }
+}
+
+/// Maps a sqlx error from a write: a unique violation is a [`StoreError::Conflict`], a foreign
+/// key violation a [`StoreError::NotFound`] (the referenced row is missing).
+pub(crate) fn write_error(error: sqlx::Error) -> StoreError {
+    if let Some(db) = error.as_database_error() {
+        if db.is_unique_violation() {
+            return StoreError::Conflict(db.message().to_string());
+        }
+        if db.is_foreign_key_violation() {
+            return StoreError::NotFound(format!("a referenced row is missing: {}", db.message()));
+        }
+    }
+    StoreError::Database(error)
+}
+
+/// A URL with any password replaced, for logs and errors.
+pub fn redact_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let userinfo = &url[scheme + 3..at];
+            match userinfo.find(':') {
+                Some(colon) => format!("{}{}:***{}", &url[..scheme + 3], &userinfo[..colon], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+impl Engine for Store {
+    async fn migrate(&self) -> Result<()> {
+        dispatch!(self, migrate())
+    }
+    async fn pending_migrations(&self) -> Result<usize> {
+        dispatch!(self, pending_migrations())
+    }
+    async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow> {
+        dispatch!(self, ensure_account(public_id, handle, now))
+    }
+    async fn account_by_id(&self, id: i64) -> Result<Option<AccountRow>> {
+        dispatch!(self, account_by_id(id))
+    }
+    async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow> {
+        dispatch!(self, ensure_workspace(public_id, account_id, handle, now))
+    }
+    async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
+        dispatch!(self, workspace_by_public_id(public_id))
+    }
+    async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
+        dispatch!(self, set_standing(workspace_id, member_id, standing))
+    }
+    async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>> {
+        dispatch!(self, standing(workspace_id, member_id))
+    }
+    async fn create_member(&self, new: NewMember) -> Result<(MemberRow, Option<ExecutorRow>)> {
+        dispatch!(self, create_member(new))
+    }
+    async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
+        dispatch!(self, member_by_id(id))
+    }
+    async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
+        dispatch!(self, member_by_public_id(public_id))
+    }
+    async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
+        dispatch!(self, member_by_handle(account_id, handle))
+    }
+    async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()> {
+        dispatch!(self, set_member_configuration(member_id, configuration, now))
+    }
+    async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow> {
+        dispatch!(self, create_runner(new))
+    }
+    async fn executor_by_id(&self, id: i64) -> Result<Option<ExecutorRow>> {
+        dispatch!(self, executor_by_id(id))
+    }
+    async fn executor_by_public_id(&self, public_id: Uuid) -> Result<Option<ExecutorRow>> {
+        dispatch!(self, executor_by_public_id(public_id))
+    }
+    async fn active_runner_by_name(&self, account_id: i64, manager_id: i64, name: &str) -> Result<Option<ExecutorRow>> {
+        dispatch!(self, active_runner_by_name(account_id, manager_id, name))
+    }
+    async fn agent_application_of(&self, agent_member_id: i64) -> Result<Option<ExecutorRow>> {
+        dispatch!(self, agent_application_of(agent_member_id))
+    }
+    async fn list_executors(&self, account_id: i64, kind: Option<ExecutorKind>) -> Result<Vec<ExecutorRow>> {
+        dispatch!(self, list_executors(account_id, kind))
+    }
+    async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64> {
+        dispatch!(self, advance_executor_epoch(executor_id))
+    }
+    async fn revoke_executor(&self, executor_id: i64, now: i64) -> Result<()> {
+        dispatch!(self, revoke_executor(executor_id, now))
+    }
+    async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
+        dispatch!(self, put_announcement(executor_id, announcement, now))
+    }
+    async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
+        dispatch!(self, insert_credential(new))
+    }
+    async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>> {
+        dispatch!(self, credential_by_public_id(public_id))
+    }
+    async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
+        dispatch!(self, revoke_credential(public_id, now))
+    }
+    async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool> {
+        dispatch!(self, has_transport_credential_at(executor_id, epoch, now))
+    }
+}

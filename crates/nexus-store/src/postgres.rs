@@ -1,0 +1,487 @@
+//! The PostgreSQL engine: several kernel nodes on one database, through an sqlx pool.
+//!
+//! Any node serves any request. Read-modify-write sequences lock their rows `FOR UPDATE`;
+//! the statements of this first migration are single-statement updates or
+//! insert-then-select, so none needs an explicit row lock yet.
+//!
+//! Schema selection: [`PgStore::open_in_schema`], or `?schema=NAME` in the URL (see
+//! [`crate::StoreOptions`]), sets `search_path` on every pooled connection.
+
+use std::str::FromStr;
+use std::sync::Arc;
+
+use sqlx::migrate::{Migrate, Migrator};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
+use sqlx::{AssertSqlSafe, PgConnection, Row};
+use uuid::Uuid;
+
+use crate::model::*;
+use crate::row::{self, Columns};
+use crate::sqlite::pending_of;
+use crate::{Engine, Result, StoreError, StoreOptions, check_text, redact_url, sql, write_error};
+
+static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
+
+/// The PostgreSQL engine. Cheap to clone: the pool is shared.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: PgPool,
+    /// The schema every connection works in (`search_path`), when one was selected.
+    schema: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.schema)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Whether `name` is a plain SQL identifier (so it can be quoted without escaping).
+pub(crate) fn valid_schema_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name.len() <= 63
+}
+
+/// Splits the non-standard `schema=NAME` query parameter off a PostgreSQL URL: returns the URL
+/// sqlx should see and the schema, if any.
+pub(crate) fn split_schema(url: &str) -> Result<(String, Option<String>)> {
+    let Some((base, query)) = url.split_once('?') else {
+        return Ok((url.to_string(), None));
+    };
+    let mut schema = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        match pair.split_once('=') {
+            Some(("schema", value)) => {
+                if !valid_schema_name(value) {
+                    return Err(StoreError::Config(format!(
+                        "invalid schema name {value:?} in database url (expected [A-Za-z_][A-Za-z0-9_]*)"
+                    )));
+                }
+                if schema.replace(value.to_string()).is_some() {
+                    return Err(StoreError::Config("database url names `schema` twice".into()));
+                }
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let url = if kept.is_empty() {
+        base.to_string()
+    } else {
+        format!("{base}?{}", kept.join("&"))
+    };
+    Ok((url, schema))
+}
+
+impl PgStore {
+    /// Opens a pool on `options.url` (honouring `?schema=NAME`).
+    pub async fn open(options: &StoreOptions) -> Result<Self> {
+        let (url, schema) = split_schema(&options.url)?;
+        Self::connect(&url, schema, options).await
+    }
+
+    /// Opens a pool whose connections all work in `schema` (`search_path`); [`Engine::migrate`]
+    /// creates the schema when missing and applies the migrations inside it.
+    pub async fn open_in_schema(options: &StoreOptions, schema: &str) -> Result<Self> {
+        let (url, from_url) = split_schema(&options.url)?;
+        if !valid_schema_name(schema) {
+            return Err(StoreError::Config(format!(
+                "invalid schema name {schema:?} (expected [A-Za-z_][A-Za-z0-9_]*)"
+            )));
+        }
+        if let Some(other) = from_url.filter(|s| s != schema) {
+            return Err(StoreError::Config(format!(
+                "schema {schema:?} asked for, but the database url names schema {other:?}"
+            )));
+        }
+        Self::connect(&url, Some(schema.to_string()), options).await
+    }
+
+    async fn connect(url: &str, schema: Option<String>, options: &StoreOptions) -> Result<Self> {
+        let mut connect = PgConnectOptions::from_str(url)
+            .map_err(|e| StoreError::Config(format!("bad postgres url {}: {e}", redact_url(url))))?;
+        if let Some(schema) = &schema {
+            connect = connect.options([("search_path", schema.as_str())]);
+        }
+        let pool = PgPoolOptions::new()
+            .max_connections(options.postgres_max_connections.max(1))
+            .connect_with(connect)
+            .await?;
+        Ok(Self {
+            pool,
+            schema: schema.map(Arc::from),
+        })
+    }
+
+    /// The schema this store works in, when one was selected.
+    pub fn schema(&self) -> Option<&str> {
+        self.schema.as_deref()
+    }
+
+    /// Closes the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    #[cfg(feature = "testing")]
+    pub(crate) fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    async fn one_member(&self, q: PgQuery<'_>) -> Result<Option<MemberRow>> {
+        q.fetch_optional(&self.pool).await?.map(|r| row::member(&r)).transpose()
+    }
+
+    async fn one_executor(&self, q: PgQuery<'_>) -> Result<Option<ExecutorRow>> {
+        q.fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::executor(&r))
+            .transpose()
+    }
+}
+
+type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
+
+impl Columns for PgRow {
+    fn public_id(&self, column: &str) -> Result<Uuid> {
+        Ok(self.try_get(column)?)
+    }
+    fn int(&self, column: &str) -> Result<i64> {
+        Ok(self.try_get(column)?)
+    }
+    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+        Ok(self.try_get(column)?)
+    }
+    fn text(&self, column: &str) -> Result<String> {
+        Ok(self.try_get(column)?)
+    }
+    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+        Ok(self.try_get(column)?)
+    }
+}
+
+async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {
+    let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
+        .fetch_one(&mut *conn)
+        .await?;
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let applied = conn.list_applied_migrations("_sqlx_migrations").await?;
+    Ok(applied.into_iter().map(|m| m.version).collect())
+}
+
+impl Engine for PgStore {
+    async fn migrate(&self) -> Result<()> {
+        if let Some(schema) = &self.schema {
+            // The name was checked to be a plain identifier when the store was opened.
+            sqlx::query(AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")))
+                .execute(&self.pool)
+                .await?;
+        }
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn pending_migrations(&self) -> Result<usize> {
+        let mut conn = self.pool.acquire().await?;
+        let applied = applied_versions(&mut conn).await?;
+        Ok(pending_of(&MIGRATOR, &applied))
+    }
+
+    async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow> {
+        check_text(handle)?;
+        sqlx::query(sql::INSERT_ACCOUNT)
+            .bind(public_id)
+            .bind(handle)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        let r = sqlx::query(sql::ACCOUNT_BY_HANDLE)
+            .bind(handle)
+            .fetch_one(&self.pool)
+            .await?;
+        row::account(&r)
+    }
+
+    async fn account_by_id(&self, id: i64) -> Result<Option<AccountRow>> {
+        sqlx::query(sql::ACCOUNT_BY_ID)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::account(&r))
+            .transpose()
+    }
+
+    async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow> {
+        check_text(handle)?;
+        sqlx::query(sql::INSERT_WORKSPACE)
+            .bind(public_id)
+            .bind(account_id)
+            .bind(handle)
+            .bind(now)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        let r = sqlx::query(sql::WORKSPACE_BY_HANDLE)
+            .bind(account_id)
+            .bind(handle)
+            .fetch_one(&self.pool)
+            .await?;
+        row::workspace(&r)
+    }
+
+    async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
+        sqlx::query(sql::WORKSPACE_BY_PUBLIC_ID)
+            .bind(public_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::workspace(&r))
+            .transpose()
+    }
+
+    async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
+        sqlx::query(sql::UPSERT_STANDING)
+            .bind(workspace_id)
+            .bind(member_id)
+            .bind(standing.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        Ok(())
+    }
+
+    async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>> {
+        let value: Option<String> = sqlx::query_scalar(sql::STANDING)
+            .bind(workspace_id)
+            .bind(member_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        value.map(|v| row::standing(&v)).transpose()
+    }
+
+    async fn create_member(&self, new: NewMember) -> Result<(MemberRow, Option<ExecutorRow>)> {
+        row::check_member_text(&new)?;
+        let agent = row::agent_executor_of(&new)?;
+        let mut tx = self.pool.begin().await?;
+        let r = sqlx::query(sql::INSERT_MEMBER)
+            .bind(new.public_id)
+            .bind(new.account_id)
+            .bind(new.kind.as_str())
+            .bind(&new.handle)
+            .bind(&new.display_name)
+            .bind(&new.role)
+            .bind(new.steward_id)
+            .bind(new.now)
+            .fetch_one(&mut *tx)
+            .await
+            .map_err(write_error)?;
+        let member = row::member(&r)?;
+        let executor = match agent {
+            Some((public_id, display_name, manager_id)) => {
+                let r = sqlx::query(sql::INSERT_EXECUTOR)
+                    .bind(public_id)
+                    .bind(new.account_id)
+                    .bind(ExecutorKind::AgentApplication.as_str())
+                    .bind(display_name)
+                    .bind(AssignmentScope::UserPrivate.as_str())
+                    .bind(manager_id)
+                    .bind(member.id)
+                    .bind(new.now)
+                    .fetch_one(&mut *tx)
+                    .await
+                    .map_err(write_error)?;
+                Some(row::executor(&r)?)
+            }
+            None => None,
+        };
+        tx.commit().await.map_err(write_error)?;
+        Ok((member, executor))
+    }
+
+    async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
+        self.one_member(sqlx::query(sql::MEMBER_BY_ID).bind(id)).await
+    }
+
+    async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
+        self.one_member(sqlx::query(sql::MEMBER_BY_PUBLIC_ID).bind(public_id))
+            .await
+    }
+
+    async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
+        if check_text(handle).is_err() {
+            return Ok(None); // nothing stored holds U+0000
+        }
+        self.one_member(sqlx::query(sql::MEMBER_BY_HANDLE).bind(account_id).bind(handle))
+            .await
+    }
+
+    async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()> {
+        if let Some(c) = configuration {
+            check_text(c)?;
+        }
+        let done = sqlx::query(sql::SET_MEMBER_CONFIGURATION)
+            .bind(configuration)
+            .bind(now)
+            .bind(member_id)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("member {member_id}")));
+        }
+        Ok(())
+    }
+
+    async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow> {
+        check_text(&new.display_name)?;
+        let r = sqlx::query(sql::INSERT_EXECUTOR)
+            .bind(new.public_id)
+            .bind(new.account_id)
+            .bind(ExecutorKind::Runner.as_str())
+            .bind(&new.display_name)
+            .bind(new.assignment_scope.as_str())
+            .bind(new.manager_id)
+            .bind(None::<i64>)
+            .bind(new.now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(write_error)?;
+        row::executor(&r)
+    }
+
+    async fn executor_by_id(&self, id: i64) -> Result<Option<ExecutorRow>> {
+        self.one_executor(sqlx::query(sql::EXECUTOR_BY_ID).bind(id)).await
+    }
+
+    async fn executor_by_public_id(&self, public_id: Uuid) -> Result<Option<ExecutorRow>> {
+        self.one_executor(sqlx::query(sql::EXECUTOR_BY_PUBLIC_ID).bind(public_id))
+            .await
+    }
+
+    async fn active_runner_by_name(&self, account_id: i64, manager_id: i64, name: &str) -> Result<Option<ExecutorRow>> {
+        if check_text(name).is_err() {
+            return Ok(None);
+        }
+        self.one_executor(
+            sqlx::query(sql::ACTIVE_RUNNER_BY_NAME)
+                .bind(account_id)
+                .bind(manager_id)
+                .bind(name),
+        )
+        .await
+    }
+
+    async fn agent_application_of(&self, agent_member_id: i64) -> Result<Option<ExecutorRow>> {
+        self.one_executor(sqlx::query(sql::AGENT_APPLICATION_OF).bind(agent_member_id))
+            .await
+    }
+
+    async fn list_executors(&self, account_id: i64, kind: Option<ExecutorKind>) -> Result<Vec<ExecutorRow>> {
+        let rows = match kind {
+            Some(kind) => {
+                sqlx::query(sql::EXECUTORS_OF_ACCOUNT_KIND)
+                    .bind(account_id)
+                    .bind(kind.as_str())
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+            None => {
+                sqlx::query(sql::EXECUTORS_OF_ACCOUNT)
+                    .bind(account_id)
+                    .fetch_all(&self.pool)
+                    .await?
+            }
+        };
+        rows.iter().map(row::executor).collect()
+    }
+
+    async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64> {
+        let epoch: Option<i64> = sqlx::query_scalar(sql::ADVANCE_EPOCH)
+            .bind(executor_id)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(write_error)?;
+        epoch.ok_or_else(|| StoreError::NotFound(format!("executor {executor_id}")))
+    }
+
+    async fn revoke_executor(&self, executor_id: i64, _now: i64) -> Result<()> {
+        let done = sqlx::query(sql::REVOKE_EXECUTOR)
+            .bind(executor_id)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("executor {executor_id}")));
+        }
+        Ok(())
+    }
+
+    async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
+        row::check_announcement_text(announcement)?;
+        let done = sqlx::query(sql::PUT_ANNOUNCEMENT)
+            .bind(&announcement.served_tools)
+            .bind(&announcement.environment)
+            .bind(&announcement.served_documents)
+            .bind(now)
+            .bind(executor_id)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound(format!("executor {executor_id}")));
+        }
+        Ok(())
+    }
+
+    async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
+        check_text(&new.secret_sha256)?;
+        let r = sqlx::query(sql::INSERT_CREDENTIAL)
+            .bind(new.public_id)
+            .bind(new.plane.as_str())
+            .bind(new.member_id)
+            .bind(new.executor_id)
+            .bind(new.epoch)
+            .bind(&new.secret_sha256)
+            .bind(new.expires_at)
+            .bind(new.now)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(write_error)?;
+        row::credential(&r)
+    }
+
+    async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>> {
+        sqlx::query(sql::CREDENTIAL_BY_PUBLIC_ID)
+            .bind(public_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::credential(&r))
+            .transpose()
+    }
+
+    async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
+        let done = sqlx::query(sql::REVOKE_CREDENTIAL)
+            .bind(now)
+            .bind(public_id)
+            .execute(&self.pool)
+            .await
+            .map_err(write_error)?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool> {
+        let found = sqlx::query(sql::HAS_TRANSPORT_CREDENTIAL_AT)
+            .bind(executor_id)
+            .bind(epoch)
+            .bind(now)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(found.is_some())
+    }
+}

@@ -1,0 +1,463 @@
+//! Test harness (feature `testing`): a fresh, migrated store per test on each engine.
+//!
+//! - [`sqlite`]: a database file in its own temporary directory.
+//! - [`postgres`]: a uniquely named schema (`t_<uuid>`) in the database named by
+//!   `NEXUS_TEST_DATABASE_URL`, dropped (best effort) when the [`TestStore`] drops. Without the
+//!   variable, or with the server unreachable, it returns `None`, unless
+//!   `NEXUS_REQUIRE_POSTGRES=1`, which turns both cases into a panic.
+//! - [`engines`]: SQLite, then PostgreSQL when available.
+//!
+//! [`TestStore::url`] opens the same store from another process (`nexus --database-url …`):
+//! `sqlite://PATH`, or the PostgreSQL URL with `?schema=NAME` (see [`crate::StoreOptions`]).
+//! Mind the SQLite single-node lock: the test must drop its own store before a child process
+//! opens the same file.
+//!
+//! [`introspect`] reads a store's schema as raw catalog facts for the parity test.
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection, Row};
+use uuid::Uuid;
+
+use crate::postgres::split_schema;
+use crate::{Engine, Result, Store, StoreOptions};
+
+/// The variable naming the PostgreSQL database tests may use.
+pub const DATABASE_URL_VAR: &str = "NEXUS_TEST_DATABASE_URL";
+/// Set to `1` to make a missing or unreachable PostgreSQL fail the tests instead of skipping.
+pub const REQUIRE_POSTGRES_VAR: &str = "NEXUS_REQUIRE_POSTGRES";
+
+/// A fresh, migrated store for one test. Dropping it removes the temporary directory
+/// (SQLite) or drops the schema (PostgreSQL, best effort). `store` may be moved out (and
+/// dropped early, say before a child process opens the same SQLite file); the cleanup guards
+/// stay with the rest of the value.
+pub struct TestStore {
+    pub store: Store,
+    /// `sqlite` or `postgres`.
+    pub dialect: &'static str,
+    /// A URL another process can open: `sqlite://PATH`, or the PostgreSQL URL with
+    /// `?schema=NAME`.
+    pub url: String,
+    /// The PostgreSQL schema (`None` for SQLite).
+    pub schema: Option<String>,
+    /// The PostgreSQL URL without the schema (`None` for SQLite).
+    pub base_url: Option<String>,
+    /// Keeps the SQLite directory alive; declared after `store` so the pool drops first.
+    dir: Option<tempfile::TempDir>,
+    /// Drops the PostgreSQL schema.
+    _schema_guard: Option<SchemaGuard>,
+}
+
+impl TestStore {
+    /// Options that open this same store again (`Store::open`).
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions {
+            postgres_max_connections: 5,
+            ..StoreOptions::new(self.url.clone())
+        }
+    }
+
+    /// The SQLite file (`None` for PostgreSQL).
+    pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
+        self.dir.as_ref().map(|d| d.path().join("nexus.db"))
+    }
+}
+
+impl std::fmt::Debug for TestStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestStore")
+            .field("dialect", &self.dialect)
+            .field("url", &crate::redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Drops a test schema when it goes out of scope.
+struct SchemaGuard {
+    base_url: String,
+    schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let base = std::mem::take(&mut self.base_url);
+        let schema = std::mem::take(&mut self.schema);
+        // On a thread with its own runtime: `drop` cannot await, and it may run inside (or
+        // outside) the test's runtime. A failure never fails the test.
+        let worker = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            runtime.block_on(async move {
+                let drop_it = async {
+                    let mut conn = PgConnection::connect(&base).await?;
+                    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+                    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+                    conn.close().await
+                };
+                match tokio::time::timeout(Duration::from_secs(20), drop_it).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => eprintln!("note: could not drop test schema {schema}: {e}"),
+                    Err(_) => eprintln!("note: dropping test schema {schema} timed out"),
+                }
+            });
+        });
+        let _ = worker.join();
+    }
+}
+
+fn require_postgres() -> bool {
+    std::env::var(REQUIRE_POSTGRES_VAR).is_ok_and(|v| v == "1")
+}
+
+/// A fresh, migrated SQLite store in its own temporary directory.
+pub async fn sqlite() -> TestStore {
+    let dir = tempfile::Builder::new()
+        .prefix("nexus-store-test")
+        .tempdir()
+        .expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("nexus.db").display());
+    let store = Store::open(&StoreOptions::new(url.clone()))
+        .await
+        .expect("open the SQLite test store");
+    store.migrate().await.expect("migrate the SQLite test store");
+    TestStore {
+        store,
+        dialect: "sqlite",
+        url,
+        schema: None,
+        base_url: None,
+        dir: Some(dir),
+        _schema_guard: None,
+    }
+}
+
+/// A fresh, migrated PostgreSQL store in its own schema, or `None` when PostgreSQL is not
+/// configured or not reachable (a panic instead under `NEXUS_REQUIRE_POSTGRES=1`).
+pub async fn postgres() -> Option<TestStore> {
+    let require = require_postgres();
+    let configured = std::env::var(DATABASE_URL_VAR).ok().filter(|u| !u.trim().is_empty());
+    let Some(configured) = configured else {
+        if require {
+            panic!(
+                "{REQUIRE_POSTGRES_VAR}=1 but {DATABASE_URL_VAR} is not set: point it at a \
+                 PostgreSQL database, e.g. postgres://postgres@127.0.0.1:5432/test"
+            );
+        }
+        return None;
+    };
+    let (base, _) = split_schema(&configured).expect("a valid NEXUS_TEST_DATABASE_URL");
+    let schema = format!("t_{}", Uuid::now_v7().simple());
+    if let Err(e) = create_schema(&base, &schema).await {
+        let shown = crate::redact_url(&base);
+        if require {
+            panic!("{REQUIRE_POSTGRES_VAR}=1 but PostgreSQL at {shown} is unusable: {e}");
+        }
+        eprintln!("note: PostgreSQL at {shown} is unusable ({e}); skipping the PostgreSQL engine");
+        return None;
+    }
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}schema={schema}");
+    let options = StoreOptions {
+        postgres_max_connections: 5,
+        ..StoreOptions::new(url.clone())
+    };
+    // From here on the schema exists: the guard drops it even if opening fails.
+    let guard = SchemaGuard {
+        base_url: base.clone(),
+        schema: schema.clone(),
+    };
+    let store = Store::open(&options).await.expect("open the PostgreSQL test store");
+    store.migrate().await.expect("migrate the PostgreSQL test store");
+    Some(TestStore {
+        store,
+        dialect: "postgres",
+        url,
+        schema: Some(schema),
+        base_url: Some(base),
+        dir: None,
+        _schema_guard: Some(guard),
+    })
+}
+
+async fn create_schema(base: &str, schema: &str) -> std::result::Result<(), String> {
+    let work = async {
+        let mut conn = PgConnection::connect(base).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+            .execute(&mut conn)
+            .await?;
+        conn.close().await
+    };
+    match tokio::time::timeout(Duration::from_secs(10), work).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out after 10 s".into()),
+    }
+}
+
+/// Every engine available: SQLite, then PostgreSQL when configured and reachable.
+pub async fn engines() -> Vec<TestStore> {
+    let mut all = vec![sqlite().await];
+    all.extend(postgres().await);
+    all
+}
+
+// ---- schema introspection (for the parity test) ----
+
+/// One column as the catalog reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawColumn {
+    pub table: String,
+    pub name: String,
+    /// SQLite: the declared type (`INTEGER`, `BIGINT`, `TEXT`, …). PostgreSQL:
+    /// `information_schema.columns.data_type` (`bigint`, `uuid`, `text`, `boolean`, …).
+    pub declared_type: String,
+    pub not_null: bool,
+    /// The default expression as the catalog prints it.
+    pub default: Option<String>,
+    /// SQLite: the rowid alias (`INTEGER PRIMARY KEY`). PostgreSQL: an identity column.
+    pub identity: bool,
+}
+
+/// One index, including those behind primary keys and unique constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawIndex {
+    pub table: String,
+    pub name: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// The index behind the primary key.
+    pub primary: bool,
+    /// Behind a `UNIQUE` (or primary key) constraint, rather than `CREATE INDEX`.
+    pub constraint: bool,
+    /// A partial index's predicate as the catalog prints it.
+    pub predicate: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawForeignKey {
+    pub table: String,
+    pub column: String,
+    pub references_table: String,
+    pub references_column: String,
+}
+
+/// A schema as raw catalog facts (tables other than `_sqlx_migrations`), ordered by table.
+#[derive(Debug, Clone)]
+pub struct RawSchema {
+    pub dialect: &'static str,
+    pub columns: Vec<RawColumn>,
+    /// `(table, primary key columns in key order)`, for tables with a primary key.
+    pub primary_keys: Vec<(String, Vec<String>)>,
+    pub indexes: Vec<RawIndex>,
+    pub foreign_keys: Vec<RawForeignKey>,
+}
+
+/// Reads the schema of the store's database (PostgreSQL: its current schema).
+pub async fn introspect(store: &Store) -> Result<RawSchema> {
+    match store {
+        Store::Sqlite(s) => introspect_sqlite(s.pool()).await,
+        Store::Postgres(s) => introspect_postgres(s.pool()).await,
+    }
+}
+
+const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations'";
+
+async fn introspect_sqlite(pool: &sqlx::SqlitePool) -> Result<RawSchema> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT m.name AS table_name, p.name AS column_name, p.type AS declared_type, \
+         p.\"notnull\" AS not_null, p.dflt_value AS default_value, p.pk AS pk \
+         FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, p.cid"
+    )))
+    .fetch_all(pool)
+    .await?;
+    let mut columns = Vec::new();
+    let mut pk: Vec<(String, i64, String)> = Vec::new();
+    for r in &rows {
+        let table: String = r.try_get("table_name")?;
+        let name: String = r.try_get("column_name")?;
+        let declared_type: String = r.try_get("declared_type")?;
+        let pk_position: i64 = r.try_get("pk")?;
+        if pk_position > 0 {
+            pk.push((table.clone(), pk_position, name.clone()));
+        }
+        columns.push(RawColumn {
+            table,
+            name,
+            declared_type,
+            not_null: r.try_get::<i64, _>("not_null")? != 0,
+            default: r.try_get("default_value")?,
+            identity: false,
+        });
+    }
+    pk.sort();
+    let mut primary_keys: Vec<(String, Vec<String>)> = Vec::new();
+    for (table, _, column) in pk {
+        match primary_keys.last_mut() {
+            Some((t, cols)) if *t == table => cols.push(column),
+            _ => primary_keys.push((table, vec![column])),
+        }
+    }
+    // The rowid alias: a sole INTEGER primary key column.
+    for (table, cols) in &primary_keys {
+        if let [only] = cols.as_slice() {
+            for c in columns.iter_mut().filter(|c| &c.table == table && &c.name == only) {
+                c.identity = c.declared_type.eq_ignore_ascii_case("INTEGER");
+            }
+        }
+    }
+
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT m.name AS table_name, il.name AS index_name, il.\"unique\" AS is_unique, \
+         il.origin AS origin, \
+         (SELECT s.sql FROM sqlite_master s WHERE s.type = 'index' AND s.name = il.name) AS definition \
+         FROM sqlite_master m JOIN pragma_index_list(m.name) il WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, il.name"
+    )))
+    .fetch_all(pool)
+    .await?;
+    let mut indexes = Vec::new();
+    for r in &rows {
+        let name: String = r.try_get("index_name")?;
+        let origin: String = r.try_get("origin")?;
+        let definition: Option<String> = r.try_get("definition")?;
+        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+            .bind(&name)
+            .fetch_all(pool)
+            .await?;
+        let predicate = definition.as_deref().and_then(|d| {
+            let upper = d.to_ascii_uppercase();
+            upper
+                .find(" WHERE ")
+                .map(|at| d[at + " WHERE ".len()..].trim().to_string())
+        });
+        indexes.push(RawIndex {
+            table: r.try_get("table_name")?,
+            name,
+            columns,
+            unique: r.try_get::<i64, _>("is_unique")? != 0,
+            primary: origin == "pk",
+            constraint: origin == "pk" || origin == "u",
+            predicate,
+        });
+    }
+
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "SELECT m.name AS table_name, f.\"from\" AS column_name, f.\"table\" AS references_table, \
+         f.\"to\" AS references_column \
+         FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, f.\"from\""
+    )))
+    .fetch_all(pool)
+    .await?;
+    let mut foreign_keys = Vec::new();
+    for r in &rows {
+        foreign_keys.push(RawForeignKey {
+            table: r.try_get("table_name")?,
+            column: r.try_get("column_name")?,
+            references_table: r.try_get("references_table")?,
+            references_column: r.try_get("references_column")?,
+        });
+    }
+    Ok(RawSchema {
+        dialect: "sqlite",
+        columns,
+        primary_keys,
+        indexes,
+        foreign_keys,
+    })
+}
+
+async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
+    let rows = sqlx::query(
+        "SELECT table_name::text AS table_name, column_name::text AS column_name, \
+         data_type::text AS data_type, is_nullable::text AS is_nullable, \
+         column_default::text AS column_default, is_identity::text AS is_identity \
+         FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name <> '_sqlx_migrations' \
+         ORDER BY table_name, ordinal_position",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut columns = Vec::new();
+    for r in &rows {
+        columns.push(RawColumn {
+            table: r.try_get("table_name")?,
+            name: r.try_get("column_name")?,
+            declared_type: r.try_get("data_type")?,
+            not_null: r.try_get::<String, _>("is_nullable")? == "NO",
+            default: r.try_get("column_default")?,
+            identity: r.try_get::<String, _>("is_identity")? == "YES",
+        });
+    }
+
+    let rows = sqlx::query(
+        "SELECT t.relname::text AS table_name, i.relname::text AS index_name, \
+         ix.indisunique AS is_unique, ix.indisprimary AS is_primary, \
+         EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = ix.indexrelid \
+                 AND c.conrelid = t.oid AND c.contype IN ('u', 'p')) AS from_constraint, \
+         pg_get_expr(ix.indpred, ix.indrelid) AS predicate, \
+         ARRAY(SELECT a.attname::text \
+               FROM unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+               JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+               ORDER BY k.ord) AS columns \
+         FROM pg_index ix \
+         JOIN pg_class i ON i.oid = ix.indexrelid \
+         JOIN pg_class t ON t.oid = ix.indrelid \
+         JOIN pg_namespace n ON n.oid = t.relnamespace \
+         WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations' \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut indexes = Vec::new();
+    let mut primary_keys = Vec::new();
+    for r in &rows {
+        let index = RawIndex {
+            table: r.try_get("table_name")?,
+            name: r.try_get("index_name")?,
+            columns: r.try_get("columns")?,
+            unique: r.try_get("is_unique")?,
+            primary: r.try_get("is_primary")?,
+            constraint: r.try_get("from_constraint")?,
+            predicate: r.try_get("predicate")?,
+        };
+        if index.primary {
+            primary_keys.push((index.table.clone(), index.columns.clone()));
+        }
+        indexes.push(index);
+    }
+
+    let rows = sqlx::query(
+        "SELECT cl.relname::text AS table_name, a.attname::text AS column_name, \
+         rcl.relname::text AS references_table, ra.attname::text AS references_column \
+         FROM pg_constraint c \
+         CROSS JOIN LATERAL unnest(c.conkey, c.confkey) AS k(col, refcol) \
+         JOIN pg_class cl ON cl.oid = c.conrelid \
+         JOIN pg_namespace n ON n.oid = cl.relnamespace \
+         JOIN pg_class rcl ON rcl.oid = c.confrelid \
+         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.col \
+         JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.refcol \
+         WHERE c.contype = 'f' AND n.nspname = current_schema() \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut foreign_keys = Vec::new();
+    for r in &rows {
+        foreign_keys.push(RawForeignKey {
+            table: r.try_get("table_name")?,
+            column: r.try_get("column_name")?,
+            references_table: r.try_get("references_table")?,
+            references_column: r.try_get("references_column")?,
+        });
+    }
+    Ok(RawSchema {
+        dialect: "postgres",
+        columns,
+        primary_keys,
+        indexes,
+        foreign_keys,
+    })
+}

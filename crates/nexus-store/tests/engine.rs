@@ -1,0 +1,733 @@
+//! Every `Engine` method, on every available engine (SQLite always; PostgreSQL with
+//! `NEXUS_TEST_DATABASE_URL`, required with `NEXUS_REQUIRE_POSTGRES=1`).
+
+use nexus_store::testing::{self, TestStore};
+use nexus_store::*;
+use uuid::Uuid;
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn id() -> Uuid {
+    Uuid::now_v7()
+}
+
+async fn account(s: &Store, handle: &str) -> AccountRow {
+    s.ensure_account(id(), handle, NOW).await.unwrap()
+}
+
+fn human(account_id: i64, handle: &str) -> NewMember {
+    NewMember {
+        public_id: id(),
+        account_id,
+        kind: MemberKind::Human,
+        handle: handle.into(),
+        display_name: format!("Human {handle}"),
+        role: "admin".into(),
+        steward_id: None,
+        agent_executor_public_id: None,
+        now: NOW,
+    }
+}
+
+fn agent(account_id: i64, handle: &str, steward_id: i64) -> NewMember {
+    NewMember {
+        public_id: id(),
+        account_id,
+        kind: MemberKind::Agent,
+        handle: handle.into(),
+        display_name: format!("Agent {handle}"),
+        role: "member".into(),
+        steward_id: Some(steward_id),
+        agent_executor_public_id: Some(id()),
+        now: NOW + 1,
+    }
+}
+
+fn runner(account_id: i64, manager_id: i64, name: &str) -> NewRunner {
+    NewRunner {
+        public_id: id(),
+        account_id,
+        display_name: name.into(),
+        assignment_scope: AssignmentScope::UserPrivate,
+        manager_id,
+        now: NOW + 2,
+    }
+}
+
+fn transport(executor_id: i64, epoch: i64, expires_at: Option<i64>) -> NewCredential {
+    NewCredential {
+        public_id: id(),
+        plane: Plane::ExecutorTransport,
+        member_id: None,
+        executor_id: Some(executor_id),
+        epoch,
+        secret_sha256: "ab".repeat(32),
+        expires_at,
+        now: NOW,
+    }
+}
+
+/// Runs `body` once per engine, naming the engine in any failure.
+macro_rules! each_engine {
+    (|$ts:ident| $body:block) => {{
+        for $ts in testing::engines().await {
+            let _dialect = $ts.dialect;
+            $body
+        }
+    }};
+}
+
+#[tokio::test]
+async fn accounts_and_workspaces() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let first_id = id();
+        let a = s.ensure_account(first_id, "acme", NOW).await.unwrap();
+        assert_eq!(
+            (a.public_id, a.handle.as_str(), a.created_at),
+            (first_id, "acme", NOW),
+            "{d}"
+        );
+        // Get-or-create: a second call returns the stored row, not the new public id.
+        let again = s.ensure_account(id(), "acme", NOW + 5).await.unwrap();
+        assert_eq!(again, a, "{d}");
+        assert_eq!(s.account_by_id(a.id).await.unwrap(), Some(a.clone()), "{d}");
+        assert_eq!(s.account_by_id(a.id + 1000).await.unwrap(), None, "{d}");
+        // A public id already taken by another handle is a conflict.
+        let err = s.ensure_account(first_id, "other", NOW).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+
+        let ws_id = id();
+        let w = s.ensure_workspace(ws_id, a.id, "default", NOW).await.unwrap();
+        assert_eq!(
+            (w.public_id, w.account_id, w.handle.as_str()),
+            (ws_id, a.id, "default"),
+            "{d}"
+        );
+        assert_eq!(
+            s.ensure_workspace(id(), a.id, "default", NOW + 1).await.unwrap(),
+            w,
+            "{d}"
+        );
+        assert_eq!(s.workspace_by_public_id(ws_id).await.unwrap(), Some(w.clone()), "{d}");
+        assert_eq!(s.workspace_by_public_id(id()).await.unwrap(), None, "{d}");
+        // The same handle in another account is another workspace.
+        let b = account(s, "beta").await;
+        let w2 = s.ensure_workspace(id(), b.id, "default", NOW).await.unwrap();
+        assert_ne!(w2.id, w.id, "{d}");
+        // A missing account is refused by the foreign key.
+        let err = s.ensure_workspace(id(), a.id + 1000, "x", NOW).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+    });
+}
+
+#[tokio::test]
+async fn ensure_is_race_safe() {
+    each_engine!(|ts| {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let s = ts.store.clone();
+            tasks.push(tokio::spawn(async move { s.ensure_account(id(), "racy", NOW).await }));
+        }
+        let mut ids = Vec::new();
+        for t in tasks {
+            ids.push(t.await.unwrap().unwrap().id);
+        }
+        ids.dedup();
+        assert_eq!(ids.len(), 1, "{}: {ids:?}", ts.dialect);
+        let account_id = ids[0];
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let s = ts.store.clone();
+            tasks.push(tokio::spawn(async move {
+                s.ensure_workspace(id(), account_id, "w", NOW).await
+            }));
+        }
+        let mut ids = Vec::new();
+        for t in tasks {
+            ids.push(t.await.unwrap().unwrap().id);
+        }
+        ids.dedup();
+        assert_eq!(ids.len(), 1, "{}: {ids:?}", ts.dialect);
+    });
+}
+
+#[tokio::test]
+async fn standing_upserts() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let a = account(s, "acme").await;
+        let w = s.ensure_workspace(id(), a.id, "default", NOW).await.unwrap();
+        let (m, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        let (other, _) = s.create_member(human(a.id, "bo")).await.unwrap();
+        assert_eq!(s.standing(w.id, m.id).await.unwrap(), None, "{d}");
+        s.set_standing(w.id, m.id, Standing::Read).await.unwrap();
+        assert_eq!(s.standing(w.id, m.id).await.unwrap(), Some(Standing::Read), "{d}");
+        s.set_standing(w.id, m.id, Standing::Write).await.unwrap();
+        assert_eq!(s.standing(w.id, m.id).await.unwrap(), Some(Standing::Write), "{d}");
+        assert_eq!(s.standing(w.id, other.id).await.unwrap(), None, "{d}");
+        let err = s.set_standing(w.id, m.id + 1000, Standing::Read).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+    });
+}
+
+#[tokio::test]
+async fn members_and_agent_applications() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let a = account(s, "acme").await;
+        let new = human(a.id, "ana");
+        let (h, none) = s.create_member(new.clone()).await.unwrap();
+        assert!(none.is_none(), "{d}");
+        assert_eq!(
+            (
+                h.public_id,
+                h.account_id,
+                h.kind,
+                h.handle.as_str(),
+                h.display_name.as_str()
+            ),
+            (new.public_id, a.id, MemberKind::Human, "ana", "Human ana"),
+            "{d}"
+        );
+        assert_eq!(
+            (h.role.as_str(), h.steward_id, h.configuration.as_deref()),
+            ("admin", None, None),
+            "{d}"
+        );
+        assert_eq!((h.created_at, h.updated_at), (NOW, NOW), "{d}");
+        assert_eq!(s.member_by_id(h.id).await.unwrap(), Some(h.clone()), "{d}");
+        assert_eq!(
+            s.member_by_public_id(h.public_id).await.unwrap(),
+            Some(h.clone()),
+            "{d}"
+        );
+        assert_eq!(s.member_by_handle(a.id, "ana").await.unwrap(), Some(h.clone()), "{d}");
+        assert_eq!(s.member_by_handle(a.id, "nobody").await.unwrap(), None, "{d}");
+        assert_eq!(s.member_by_id(h.id + 1000).await.unwrap(), None, "{d}");
+        assert_eq!(s.member_by_public_id(id()).await.unwrap(), None, "{d}");
+
+        // A taken handle is a conflict; the same handle in another account is not.
+        let err = s.create_member(human(a.id, "ana")).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+        let b = account(s, "beta").await;
+        s.create_member(human(b.id, "ana")).await.unwrap();
+
+        // An agent gets its agent_application executor in the same transaction.
+        let new_agent = agent(a.id, "scout", h.id);
+        let (ag, exec) = s.create_member(new_agent.clone()).await.unwrap();
+        assert_eq!((ag.kind, ag.steward_id), (MemberKind::Agent, Some(h.id)), "{d}");
+        let exec = exec.expect("agent_application executor");
+        assert_eq!(exec.public_id, new_agent.agent_executor_public_id.unwrap(), "{d}");
+        assert_eq!(exec.kind, ExecutorKind::AgentApplication, "{d}");
+        assert_eq!(exec.status, "active", "{d}");
+        assert_eq!(exec.credential_epoch, 0, "{d}");
+        assert_eq!(exec.assignment_scope, AssignmentScope::UserPrivate, "{d}");
+        assert_eq!((exec.manager_id, exec.agent_id), (Some(h.id), Some(ag.id)), "{d}");
+        assert_eq!(exec.display_name, "Agent scout", "{d}");
+        assert_eq!(
+            (exec.served_tools.as_str(), exec.environment.as_str()),
+            ("[]", "{}"),
+            "{d}"
+        );
+        assert_eq!((exec.served_documents.as_str(), exec.last_seen_at), ("[]", None), "{d}");
+        assert_eq!((exec.account_id, exec.created_at), (a.id, NOW + 1), "{d}");
+        assert_eq!(s.agent_application_of(ag.id).await.unwrap(), Some(exec.clone()), "{d}");
+        assert_eq!(s.agent_application_of(h.id).await.unwrap(), None, "{d}");
+
+        // A failed agent creation leaves neither row behind.
+        let mut dup = agent(a.id, "scout", h.id);
+        let exec_id = dup.agent_executor_public_id.unwrap();
+        let err = s.create_member(dup.clone()).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+        assert_eq!(s.executor_by_public_id(exec_id).await.unwrap(), None, "{d}");
+        // An executor public id collision rolls the member back.
+        dup.handle = "scout2".into();
+        dup.agent_executor_public_id = Some(exec.public_id);
+        let err = s.create_member(dup.clone()).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+        assert_eq!(s.member_by_handle(a.id, "scout2").await.unwrap(), None, "{d}");
+        // An agent without an executor id, or a human with one, is refused.
+        let mut bad = agent(a.id, "bad", h.id);
+        bad.agent_executor_public_id = None;
+        assert!(
+            matches!(s.create_member(bad).await.unwrap_err(), StoreError::Config(_)),
+            "{d}"
+        );
+        let mut bad = human(a.id, "bad");
+        bad.agent_executor_public_id = Some(id());
+        assert!(
+            matches!(s.create_member(bad).await.unwrap_err(), StoreError::Config(_)),
+            "{d}"
+        );
+
+        // Configuration is replaced whole and stamps updated_at; the bytes are kept verbatim.
+        let config = r#"{"z":1,"a":{"y":[2,1]}}"#;
+        s.set_member_configuration(ag.id, Some(config), NOW + 10).await.unwrap();
+        let got = s.member_by_id(ag.id).await.unwrap().unwrap();
+        assert_eq!(
+            (got.configuration.as_deref(), got.updated_at),
+            (Some(config), NOW + 10),
+            "{d}"
+        );
+        s.set_member_configuration(ag.id, None, NOW + 11).await.unwrap();
+        assert_eq!(s.member_by_id(ag.id).await.unwrap().unwrap().configuration, None, "{d}");
+        let err = s.set_member_configuration(ag.id + 1000, None, NOW).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+    });
+}
+
+#[tokio::test]
+async fn runners_names_and_listing() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let a = account(s, "acme").await;
+        let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        let (h2, _) = s.create_member(human(a.id, "bo")).await.unwrap();
+        let (ag, app) = s.create_member(agent(a.id, "scout", h.id)).await.unwrap();
+        let app = app.unwrap();
+
+        let new = runner(a.id, h.id, "laptop");
+        let r = s.create_runner(new.clone()).await.unwrap();
+        assert_eq!(
+            (r.public_id, r.kind, r.status.as_str()),
+            (new.public_id, ExecutorKind::Runner, "active"),
+            "{d}"
+        );
+        assert_eq!((r.display_name.as_str(), r.credential_epoch), ("laptop", 0), "{d}");
+        assert_eq!(
+            (r.manager_id, r.agent_id, r.created_at),
+            (Some(h.id), None, NOW + 2),
+            "{d}"
+        );
+        assert_eq!(s.executor_by_id(r.id).await.unwrap(), Some(r.clone()), "{d}");
+        assert_eq!(
+            s.executor_by_public_id(r.public_id).await.unwrap(),
+            Some(r.clone()),
+            "{d}"
+        );
+        assert_eq!(s.executor_by_id(r.id + 1000).await.unwrap(), None, "{d}");
+        assert_eq!(s.executor_by_public_id(id()).await.unwrap(), None, "{d}");
+        assert_eq!(
+            s.active_runner_by_name(a.id, h.id, "laptop").await.unwrap(),
+            Some(r.clone()),
+            "{d}"
+        );
+        assert_eq!(
+            s.active_runner_by_name(a.id, h2.id, "laptop").await.unwrap(),
+            None,
+            "{d}"
+        );
+
+        // One non-revoked runner per (account, manager, name).
+        let err = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+        // Another manager may use the name.
+        let other = s.create_runner(runner(a.id, h2.id, "laptop")).await.unwrap();
+        // After revocation the name is free again.
+        s.revoke_executor(r.id, NOW + 3).await.unwrap();
+        assert_eq!(s.executor_by_id(r.id).await.unwrap().unwrap().status, "revoked", "{d}");
+        assert_eq!(
+            s.active_runner_by_name(a.id, h.id, "laptop").await.unwrap(),
+            None,
+            "{d}"
+        );
+        let r2 = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+        assert_eq!(
+            s.active_runner_by_name(a.id, h.id, "laptop").await.unwrap(),
+            Some(r2.clone()),
+            "{d}"
+        );
+        let err = s.revoke_executor(r.id + 1000, NOW).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+        // A missing manager is refused by the foreign key.
+        let err = s.create_runner(runner(a.id, h.id + 1000, "ghost")).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+
+        let all: Vec<i64> = s
+            .list_executors(a.id, None)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(all, vec![app.id, r.id, other.id, r2.id], "{d}");
+        let runners: Vec<i64> = s
+            .list_executors(a.id, Some(ExecutorKind::Runner))
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(runners, vec![r.id, other.id, r2.id], "{d}");
+        let apps = s
+            .list_executors(a.id, Some(ExecutorKind::AgentApplication))
+            .await
+            .unwrap();
+        assert_eq!(apps, vec![app.clone()], "{d}");
+        assert_eq!(apps[0].agent_id, Some(ag.id), "{d}");
+        let b = account(s, "beta").await;
+        assert!(s.list_executors(b.id, None).await.unwrap().is_empty(), "{d}");
+    });
+}
+
+#[tokio::test]
+async fn announcements_replace_whole() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let a = account(s, "acme").await;
+        let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        let r = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+        let ann = Announcement {
+            served_tools: r#"[{"name":"read","z":1,"a":2}]"#.into(),
+            environment: r#"{"os":"linux","arch":"x86_64"}"#.into(),
+            served_documents: r#"[{"name":"skill"}]"#.into(),
+        };
+        s.put_announcement(r.id, &ann, NOW + 7).await.unwrap();
+        let got = s.executor_by_id(r.id).await.unwrap().unwrap();
+        assert_eq!(got.served_tools, ann.served_tools, "{d}");
+        assert_eq!(got.environment, ann.environment, "{d}");
+        assert_eq!(got.served_documents, ann.served_documents, "{d}");
+        assert_eq!(got.last_seen_at, Some(NOW + 7), "{d}");
+        let empty = Announcement {
+            served_tools: "[]".into(),
+            environment: "{}".into(),
+            served_documents: "[]".into(),
+        };
+        s.put_announcement(r.id, &empty, NOW + 8).await.unwrap();
+        let got = s.executor_by_id(r.id).await.unwrap().unwrap();
+        assert_eq!(
+            (got.served_tools.as_str(), got.last_seen_at),
+            ("[]", Some(NOW + 8)),
+            "{d}"
+        );
+        let err = s.put_announcement(r.id + 1000, &empty, NOW).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+    });
+}
+
+#[tokio::test]
+async fn credentials_and_epochs() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let a = account(s, "acme").await;
+        let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        let r = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+
+        // A member credential.
+        let new = NewCredential {
+            public_id: id(),
+            plane: Plane::Member,
+            member_id: Some(h.id),
+            executor_id: None,
+            epoch: 0,
+            secret_sha256: "cd".repeat(32),
+            expires_at: None,
+            now: NOW,
+        };
+        let c = s.insert_credential(new.clone()).await.unwrap();
+        assert_eq!(
+            (c.public_id, c.plane, c.member_id, c.executor_id),
+            (new.public_id, Plane::Member, Some(h.id), None),
+            "{d}"
+        );
+        assert_eq!(
+            (c.epoch, c.secret_sha256.as_str()),
+            (0, new.secret_sha256.as_str()),
+            "{d}"
+        );
+        assert_eq!((c.expires_at, c.revoked_at, c.created_at), (None, None, NOW), "{d}");
+        assert_eq!(
+            s.credential_by_public_id(c.public_id).await.unwrap(),
+            Some(c.clone()),
+            "{d}"
+        );
+        assert_eq!(s.credential_by_public_id(id()).await.unwrap(), None, "{d}");
+        let err = s.insert_credential(new.clone()).await.unwrap_err();
+        assert!(matches!(err, StoreError::Conflict(_)), "{d}: {err:?}");
+        // Revocation: true once, then false; the row is still returned.
+        assert!(s.revoke_credential(c.public_id, NOW + 1).await.unwrap(), "{d}");
+        assert!(!s.revoke_credential(c.public_id, NOW + 2).await.unwrap(), "{d}");
+        assert!(!s.revoke_credential(id(), NOW).await.unwrap(), "{d}");
+        let revoked = s.credential_by_public_id(c.public_id).await.unwrap().unwrap();
+        assert_eq!(revoked.revoked_at, Some(NOW + 1), "{d}");
+
+        // A member credential does not count as transport.
+        assert!(!s.has_transport_credential_at(r.id, 0, NOW).await.unwrap(), "{d}");
+        let t0 = s.insert_credential(transport(r.id, 0, None)).await.unwrap();
+        assert_eq!(
+            (t0.plane, t0.executor_id, t0.member_id),
+            (Plane::ExecutorTransport, Some(r.id), None),
+            "{d}"
+        );
+        assert!(s.has_transport_credential_at(r.id, 0, NOW).await.unwrap(), "{d}");
+        assert!(!s.has_transport_credential_at(r.id, 1, NOW).await.unwrap(), "{d}");
+
+        // Re-pairing advances the epoch; the old credential is fenced at the new epoch.
+        assert_eq!(s.advance_executor_epoch(r.id).await.unwrap(), 1, "{d}");
+        assert_eq!(s.advance_executor_epoch(r.id).await.unwrap(), 2, "{d}");
+        assert_eq!(
+            s.executor_by_id(r.id).await.unwrap().unwrap().credential_epoch,
+            2,
+            "{d}"
+        );
+        assert!(!s.has_transport_credential_at(r.id, 2, NOW).await.unwrap(), "{d}");
+        let err = s.advance_executor_epoch(r.id + 1000).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+
+        // Expiry: valid strictly before expires_at.
+        let t2 = s.insert_credential(transport(r.id, 2, Some(NOW + 100))).await.unwrap();
+        assert!(s.has_transport_credential_at(r.id, 2, NOW + 99).await.unwrap(), "{d}");
+        assert!(!s.has_transport_credential_at(r.id, 2, NOW + 100).await.unwrap(), "{d}");
+        // Revoked ones never count.
+        assert!(s.revoke_credential(t2.public_id, NOW + 1).await.unwrap(), "{d}");
+        assert!(!s.has_transport_credential_at(r.id, 2, NOW + 1).await.unwrap(), "{d}");
+        assert!(s.revoke_credential(t0.public_id, NOW + 1).await.unwrap(), "{d}");
+        assert!(!s.has_transport_credential_at(r.id, 0, NOW).await.unwrap(), "{d}");
+        // Another executor's credential does not count.
+        let other = s.create_runner(runner(a.id, h.id, "desktop")).await.unwrap();
+        s.insert_credential(transport(other.id, 0, None)).await.unwrap();
+        assert!(!s.has_transport_credential_at(r.id, 0, NOW).await.unwrap(), "{d}");
+        // A missing executor is refused by the foreign key.
+        let err = s.insert_credential(transport(r.id + 1000, 0, None)).await.unwrap_err();
+        assert!(matches!(err, StoreError::NotFound(_)), "{d}: {err:?}");
+    });
+}
+
+#[tokio::test]
+async fn nul_text_is_refused_everywhere() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let nul = |e: StoreError| assert!(matches!(e, StoreError::UnsupportedText), "{d}: {e:?}");
+        nul(s.ensure_account(id(), "a\0b", NOW).await.unwrap_err());
+        let a = account(s, "acme").await;
+        nul(s.ensure_workspace(id(), a.id, "w\0", NOW).await.unwrap_err());
+        nul(s.create_member(human(a.id, "ana\0")).await.unwrap_err());
+        let mut m = human(a.id, "ana");
+        m.display_name = "A\0".into();
+        nul(s.create_member(m).await.unwrap_err());
+        let mut m = human(a.id, "ana");
+        m.role = "admin\0".into();
+        nul(s.create_member(m).await.unwrap_err());
+        let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        nul(s
+            .set_member_configuration(h.id, Some("{\"a\":\"\0\"}"), NOW)
+            .await
+            .unwrap_err());
+        nul(s.create_runner(runner(a.id, h.id, "lap\0top")).await.unwrap_err());
+        let r = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+        for which in 0..3 {
+            let mut ann = Announcement {
+                served_tools: "[]".into(),
+                environment: "{}".into(),
+                served_documents: "[]".into(),
+            };
+            match which {
+                0 => ann.served_tools = "[\"\0\"]".into(),
+                1 => ann.environment = "{\"\0\":1}".into(),
+                _ => ann.served_documents = "[\0]".into(),
+            }
+            nul(s.put_announcement(r.id, &ann, NOW).await.unwrap_err());
+        }
+        let mut c = transport(r.id, 0, None);
+        c.secret_sha256 = "\0".into();
+        nul(s.insert_credential(c).await.unwrap_err());
+        // Lookups with U+0000 find nothing (nothing stored holds it) on both engines.
+        assert_eq!(s.member_by_handle(a.id, "ana\0").await.unwrap(), None, "{d}");
+        assert_eq!(
+            s.active_runner_by_name(a.id, h.id, "laptop\0").await.unwrap(),
+            None,
+            "{d}"
+        );
+        // Nothing was written by the refused calls.
+        assert_eq!(s.list_executors(a.id, None).await.unwrap().len(), 1, "{d}");
+        assert_eq!(s.member_by_id(h.id).await.unwrap().unwrap().configuration, None, "{d}");
+    });
+}
+
+#[tokio::test]
+async fn migrations_are_idempotent() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        assert_eq!(s.pending_migrations().await.unwrap(), 0, "{}", ts.dialect);
+        s.migrate().await.unwrap();
+        s.migrate().await.unwrap();
+        assert_eq!(s.pending_migrations().await.unwrap(), 0, "{}", ts.dialect);
+        // Data survives a repeated migration.
+        account(s, "acme").await;
+        s.migrate().await.unwrap();
+        assert!(s.account_by_id(1).await.unwrap().is_some(), "{}", ts.dialect);
+    });
+}
+
+#[tokio::test]
+async fn fresh_sqlite_file_has_pending_migrations() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sub").join("dir").join("nexus.db");
+    let url = format!("sqlite://{}", path.display());
+    let s = Store::open(&StoreOptions::new(url)).await.unwrap();
+    assert!(path.exists(), "the file and its parents are created");
+    assert!(
+        dir.path().join("sub/dir/nexus.db.lock").exists(),
+        "the lock file sits beside it"
+    );
+    assert_eq!(s.pending_migrations().await.unwrap(), 1);
+    s.migrate().await.unwrap();
+    assert_eq!(s.pending_migrations().await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn sqlite_memory_store_works() {
+    let s = Store::open(&StoreOptions::new("sqlite::memory:")).await.unwrap();
+    s.migrate().await.unwrap();
+    let a = account(&s, "acme").await;
+    assert_eq!(s.account_by_id(a.id).await.unwrap(), Some(a));
+}
+
+#[tokio::test]
+async fn sqlite_pragmas_are_set() {
+    let ts = testing::sqlite().await;
+    let Store::Sqlite(s) = &ts.store else { unreachable!() };
+    assert!(s.path().is_some());
+    // WAL leaves its side file once a write happened.
+    account(&ts.store, "acme").await;
+    let wal = format!("{}-wal", ts.sqlite_path().unwrap().display());
+    assert!(std::path::Path::new(&wal).exists(), "journal_mode=WAL");
+    // foreign_keys=ON: a dangling reference is refused (checked in other tests too).
+    let err = ts.store.ensure_workspace(id(), 999, "w", NOW).await.unwrap_err();
+    assert!(matches!(err, StoreError::NotFound(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn sqlite_second_open_in_process_is_refused() {
+    let ts = testing::sqlite().await;
+    let err = Store::open(&ts.options())
+        .await
+        .err()
+        .expect("a second open must be refused");
+    match &err {
+        StoreError::Config(msg) => assert!(msg.contains("already in use by another nexus process"), "{msg}"),
+        other => panic!("expected Config, got {other:?}"),
+    }
+    // A clone shares the lock; once every handle is gone the file opens again.
+    let clone = ts.store.clone();
+    let TestStore { store, url, .. } = ts;
+    drop(store);
+    assert!(
+        Store::open(&StoreOptions::new(url.clone())).await.is_err(),
+        "the clone still holds it"
+    );
+    drop(clone);
+    let reopened = Store::open(&StoreOptions::new(url))
+        .await
+        .expect("reopen after release");
+    assert_eq!(reopened.pending_migrations().await.unwrap(), 0);
+}
+
+/// The child half of `sqlite_second_process_is_refused` (a no-op unless that test runs it).
+#[tokio::test]
+async fn child_open_probe() {
+    let Ok(url) = std::env::var("NEXUS_STORE_CHILD_OPEN") else {
+        return;
+    };
+    match Store::open(&StoreOptions::new(url)).await {
+        Ok(_) => println!("PROBE: OPENED"),
+        Err(e) => println!("PROBE: REFUSED: {e}"),
+    }
+}
+
+fn probe(url: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["child_open_probe", "--exact", "--nocapture", "--test-threads=1"])
+        .env("NEXUS_STORE_CHILD_OPEN", url)
+        .output()
+        .expect("run the probe");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // libtest prints `test child_open_probe ... ` on the same line before the probe's output.
+    let at = stdout
+        .find("PROBE: ")
+        .unwrap_or_else(|| panic!("no probe line in {stdout:?}"));
+    stdout[at..].lines().next().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn sqlite_second_process_is_refused() {
+    let ts = testing::sqlite().await;
+    let line = probe(&ts.url);
+    assert!(
+        line.contains("REFUSED") && line.contains("already in use by another nexus process"),
+        "{line}"
+    );
+    let TestStore { store, url, .. } = ts;
+    drop(store);
+    assert_eq!(probe(&url), "PROBE: OPENED");
+}
+
+#[tokio::test]
+async fn postgres_url_selects_the_schema() {
+    let Some(ts) = testing::postgres().await else { return };
+    let schema = ts.schema.clone().unwrap();
+    assert!(ts.url.contains(&format!("schema={schema}")), "{}", ts.url);
+    let a = account(&ts.store, "acme").await;
+    // `?schema=NAME` through plain Store::open sees the same rows.
+    let other = Store::open(&ts.options()).await.unwrap();
+    assert_eq!(other.dialect(), "postgres");
+    assert_eq!(other.account_by_id(a.id).await.unwrap(), Some(a.clone()));
+    assert_eq!(other.pending_migrations().await.unwrap(), 0);
+    let Store::Postgres(pg) = &other else { unreachable!() };
+    assert_eq!(pg.schema(), Some(schema.as_str()));
+    // sqlx's own libpq-style form works too.
+    let base = ts.base_url.clone().unwrap();
+    let sep = if base.contains('?') { '&' } else { '?' };
+    let native = Store::open(&StoreOptions::new(format!("{base}{sep}options[search_path]={schema}")))
+        .await
+        .unwrap();
+    assert_eq!(native.account_by_id(a.id).await.unwrap(), Some(a));
+    // A bad schema name is a configuration error.
+    let err = Store::open(&StoreOptions::new(format!("{base}{sep}schema=no;pe")))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, StoreError::Config(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn postgres_fresh_schema_has_pending_migrations() {
+    let Some(ts) = testing::postgres().await else { return };
+    // A second, empty schema beside the test's own: open_in_schema, then migrate creates it.
+    let schema = format!("{}_b", ts.schema.as_deref().unwrap());
+    let options = StoreOptions::new(ts.base_url.clone().unwrap());
+    let pg = PgStore::open_in_schema(&options, &schema).await.unwrap();
+    let result = async {
+        assert_eq!(pg.pending_migrations().await?, 1);
+        pg.migrate().await?;
+        assert_eq!(pg.pending_migrations().await?, 0);
+        // Isolation: the new schema does not see the test schema's rows.
+        account(&ts.store, "acme").await;
+        assert_eq!(pg.account_by_id(1).await?, None);
+        Ok::<_, StoreError>(())
+    }
+    .await;
+    // Clean up the extra schema through a store in the test schema (best effort).
+    let Store::Postgres(_) = &ts.store else { unreachable!() };
+    drop_schema(&ts, &schema).await;
+    result.unwrap();
+}
+
+async fn drop_schema(ts: &TestStore, schema: &str) {
+    use sqlx::Connection;
+    if let Ok(mut conn) = sqlx::PgConnection::connect(ts.base_url.as_deref().unwrap()).await {
+        let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"
+        )))
+        .execute(&mut conn)
+        .await;
+    }
+}
