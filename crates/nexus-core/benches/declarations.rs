@@ -3,8 +3,10 @@
 //!
 //! `cargo bench -p nexus-core --bench declarations`
 
-use criterion::{Criterion, black_box, criterion_group, criterion_main};
-use nexus_core::declaration::{AssemblyInput, Resolver, assemble, project, validate_declaration};
+use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
+use nexus_core::declaration::{
+    AssemblyInput, Resolver, assemble, assemble_owned, project, validate_declaration, validate_declaration_owned,
+};
 use nexus_core::registry;
 use serde_json::{Value, json};
 
@@ -19,7 +21,8 @@ fn declaration() -> Vec<Value> {
         let mut alias = json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
             "description": format!("Alias {i} of {{{{{}}}}}; see {{{{wait}}}}.", tool.wire)});
         if tool.wire == "delegate_task" {
-            alias["params"] = json!({"run_in_background": {"maps_to": "wait", "invert": true, "description": "false: block."}});
+            alias["params"] =
+                json!({"run_in_background": {"maps_to": "wait", "invert": true, "description": "false: block."}});
         }
         out.push(alias);
     }
@@ -33,7 +36,8 @@ fn declaration() -> Vec<Value> {
             "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."},
                 "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}}});
         if i % 4 == 0 {
-            f["route"] = json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
+            f["route"] =
+                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
         }
         out.push(f);
         i += 1;
@@ -48,7 +52,38 @@ fn benches(c: &mut Criterion) {
     let stored = validate_declaration(&raw, "/tools").expect("the bench declaration is valid");
     assert_eq!(stored.len(), 1000);
 
+    // The door owns its parsed body, so the owned entry points are what it calls; the input
+    // copy is made in setup, outside the timing.
+    let list = raw.as_array().unwrap().clone();
     c.bench_function("validate_render_sort_1000_entries_20_aliases", |b| {
+        b.iter_batched(
+            || list.clone(),
+            |l| validate_declaration_owned(l, "/tools").unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    c.bench_function("phase_validate_and_render", |b| {
+        b.iter_batched(
+            || list.clone(),
+            |l| nexus_core::declaration::validate_and_render_owned(l, "/t").unwrap(),
+            BatchSize::SmallInput,
+        )
+    });
+    let rendered = nexus_core::declaration::validate_and_render(&list, "/t").unwrap();
+    c.bench_function("phase_sort", |b| {
+        b.iter_batched(
+            || rendered.clone(),
+            |mut l| {
+                nexus_core::declaration::sort(&mut l);
+                l
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    c.bench_function("phase_bound", |b| {
+        b.iter(|| nexus_core::declaration::check_bound(black_box(&stored), "").unwrap())
+    });
+    c.bench_function("validate_render_sort_1000_entries_20_aliases_borrowed", |b| {
         b.iter(|| validate_declaration(black_box(&raw), "/tools").unwrap())
     });
 
@@ -71,7 +106,12 @@ fn benches(c: &mut Criterion) {
         ..AssemblyInput::default()
     };
     assemble(&input).expect("the bench assembly is valid");
-    c.bench_function("assemble_1000_entries_20_aliases", |b| b.iter(|| assemble(black_box(&input)).unwrap()));
+    c.bench_function("assemble_1000_entries_20_aliases", |b| {
+        b.iter_batched(|| input.clone(), |i| assemble_owned(i).unwrap(), BatchSize::SmallInput)
+    });
+    c.bench_function("assemble_1000_entries_20_aliases_borrowed", |b| {
+        b.iter(|| assemble(black_box(&input)).unwrap())
+    });
 
     c.bench_function("project_1000_entries", |b| b.iter(|| project(black_box(&stored), &[])));
 

@@ -11,3 +11,8 @@ pub mod jcs;
 pub mod registry;
 pub mod approval;
 pub mod declaration;
+pub mod steps;
+pub mod results;
+pub mod pairing;
+pub mod graph;
+pub mod rounds;

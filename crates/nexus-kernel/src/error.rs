@@ -15,6 +15,10 @@ pub struct KernelError {
     pub path: Option<String>,
     /// `tool_not_declared`, `reserved_namespace`, `invalid_announcement`: the detail.
     pub detail: Option<String>,
+    /// Further envelope members some codes carry (`invalid_steps` → `steps`,
+    /// `stale_revision` → `current_revision`, `conversation_hosted` → ids). Merged into
+    /// `error` as given.
+    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl KernelError {
@@ -25,6 +29,7 @@ impl KernelError {
             reason: None,
             path: None,
             detail: None,
+            extra: None,
         }
     }
 
@@ -50,6 +55,12 @@ impl KernelError {
 
     pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
         self.detail = Some(detail.into());
+        self
+    }
+
+    /// Adds one extra envelope member.
+    pub fn with_extra(mut self, key: &str, value: serde_json::Value) -> Self {
+        self.extra.get_or_insert_with(Default::default).insert(key.to_string(), value);
         self
     }
 

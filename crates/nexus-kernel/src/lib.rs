@@ -12,6 +12,7 @@ pub mod declarations;
 pub mod error;
 pub mod profile;
 pub mod time;
+pub mod tools;
 
 pub use auth::{ExecutorPrincipal, MemberPrincipal};
 pub use error::{KernelError, KernelResult};

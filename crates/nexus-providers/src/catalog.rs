@@ -10,6 +10,7 @@ use crate::model_ref::ModelRef;
 pub struct Instance {
     /// `anthropic`, `openai` or `scripted`.
     pub kind: String,
+    /// `false` when configured `enabled = false` (`provider_disabled`).
     pub enabled: bool,
     /// The environment variable holding the key; `None` when no key is required.
     pub api_key_env: Option<String>,
@@ -32,17 +33,22 @@ impl Instance {
 /// Why a ref does not resolve. `as_str` is the spec's failure word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum ResolveError {
+    /// No such instance (or the ref breaks the grammar).
     #[error("unknown_provider")]
     UnknownProvider,
+    /// The instance has a `models` table and the model is not in it.
     #[error("unknown_model")]
     UnknownModel,
+    /// The instance is configured `enabled = false`.
     #[error("provider_disabled")]
     ProviderDisabled,
+    /// The instance's key variable is unset.
     #[error("missing_credential")]
     MissingCredential,
 }
 
 impl ResolveError {
+    /// The spec's failure word.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::UnknownProvider => "unknown_provider",
@@ -75,6 +81,21 @@ impl ProviderCatalog {
         catalog
     }
 
+    /// Adds or replaces instance `name`.
+    pub fn insert(&mut self, name: impl Into<String>, instance: Instance) {
+        self.instances.insert(name.into(), instance);
+    }
+
+    /// The instance named `name`, if configured.
+    pub fn get(&self, name: &str) -> Option<&Instance> {
+        self.instances.get(name)
+    }
+
+    /// Every instance, by name.
+    pub fn instances(&self) -> impl Iterator<Item = (&str, &Instance)> {
+        self.instances.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Resolves `model_ref`; `env` answers whether an environment variable is set.
     pub fn resolve(&self, model_ref: &str, env: &dyn Fn(&str) -> bool) -> Result<(), ResolveError> {
         let parsed = ModelRef::parse(model_ref).ok_or(ResolveError::UnknownProvider)?;
@@ -85,15 +106,15 @@ impl ProviderCatalog {
         if !instance.enabled {
             return Err(ResolveError::ProviderDisabled);
         }
-        if let Some(models) = &instance.models {
-            if !models.iter().any(|m| m == parsed.model) {
-                return Err(ResolveError::UnknownModel);
-            }
+        if let Some(models) = &instance.models
+            && !models.iter().any(|m| m == parsed.model)
+        {
+            return Err(ResolveError::UnknownModel);
         }
-        if let Some(var) = &instance.api_key_env {
-            if !env(var) {
-                return Err(ResolveError::MissingCredential);
-            }
+        if let Some(var) = &instance.api_key_env
+            && !env(var)
+        {
+            return Err(ResolveError::MissingCredential);
         }
         Ok(())
     }

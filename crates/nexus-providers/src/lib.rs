@@ -1,14 +1,25 @@
 //! Model providers behind one trait (providers.md).
 //!
 //! This crate holds what the kernel needs to know about models without ever branching on a
-//! provider: the model-ref grammar and the instance catalog that resolves a ref at acceptance
-//! and at the profile writer. The adapters (`scripted`, `anthropic`, `openai`) and the async
-//! `Provider` trait land with the run engine.
+//! provider: the model-ref grammar, the instance catalog that resolves a ref at acceptance and
+//! at the profile writer, the neutral request and reply ([`neutral`]), the [`Provider`] trait,
+//! the offline [`Scripted`] provider and the [`Providers`] registry. The `anthropic` and
+//! `openai` adapters come later.
 //!
 //! Architecture Invariant: provider-specific code lives only in this crate.
 
+#![warn(missing_docs)]
+
 pub mod catalog;
 pub mod model_ref;
+pub mod neutral;
+pub mod provider;
+pub mod registry;
+pub mod scripted;
 
 pub use catalog::{Instance, ProviderCatalog, ResolveError};
 pub use model_ref::ModelRef;
+pub use neutral::{Entry, ModelReply, ModelRequest, Part, RawToolCall, RequestOptions, StopReason, Usage};
+pub use provider::{EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
+pub use registry::Providers;
+pub use scripted::Scripted;

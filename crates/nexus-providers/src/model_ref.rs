@@ -4,7 +4,9 @@
 /// A parsed model ref.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelRef<'a> {
+    /// The instance name, before the first `/`.
     pub provider: &'a str,
+    /// The rest (may contain `/`).
     pub model: &'a str,
 }
 

@@ -37,6 +37,9 @@ pub fn envelope(err: &KernelError) -> Value {
             inner.insert(key.into(), json!(v));
         }
     }
+    for (key, value) in err.extra.iter().flatten() {
+        inner.insert(key.clone(), value.clone());
+    }
     json!({ "error": inner })
 }
 

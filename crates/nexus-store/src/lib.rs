@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod model;
+mod ops;
 mod postgres;
 mod row;
 mod sql;
@@ -18,6 +19,9 @@ pub use error::StoreError;
 pub use model::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use tx::{PgTx, SqliteTx, Tx};
+
+mod tx;
 
 use uuid::Uuid;
 
@@ -124,6 +128,72 @@ pub trait Engine {
     async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool>;
     /// Whether a non-revoked, unexpired transport credential exists at `epoch`.
     async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool>;
+
+    // ---- runs (reads outside a transaction; writes go through [`Tx`]) ----
+    async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>>;
+    async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>>;
+    /// The workspace's runs with `id > after_id` (optionally of one status), by id, at most
+    /// `limit`.
+    async fn runs_of_workspace(
+        &self,
+        workspace_id: i64,
+        status: Option<&str>,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<RunRow>>;
+    /// The run's tasks with `id > after_id`, by id, at most `limit`.
+    async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
+    async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>>;
+    async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>>;
+    /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
+    async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>>;
+    /// The run's events with `sequence > after_sequence`, in order, at most `limit`.
+    async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>>;
+    /// `runs.last_event_sequence` (0 before the first event); `NotFound` for no such run.
+    async fn latest_event_sequence(&self, run_id: i64) -> Result<i64>;
+    async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>>;
+
+    // ---- jobs (storage-and-scale.md §5) ----
+    async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>>;
+    /// Leases up to `limit` jobs with `available_at <= now` and no live lease
+    /// (`locked_until IS NULL OR locked_until < now`) to `node_id` until `now + lease_ms`,
+    /// counting an attempt on each; by id. PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite: one
+    /// `UPDATE … RETURNING` in `BEGIN IMMEDIATE`. No job goes to two nodes at once.
+    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>>;
+    /// Extends the lease to `now + lease_ms` when `node_id` still holds it; false otherwise.
+    async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool>;
+    /// Clears every lease held by `node_id` (at start: an earlier process of this node is
+    /// gone). Returns how many were released.
+    async fn release_node_leases(&self, node_id: &str) -> Result<u64>;
+    /// Unlocks the job and makes it available at `available_at` (a retry later).
+    async fn requeue_job(&self, job_id: i64, available_at: i64) -> Result<bool>;
+    /// Deletes the job; false when it was already gone.
+    async fn delete_job(&self, job_id: i64) -> Result<bool>;
+
+    // ---- the sweep and the approval queue ----
+    /// `(run_id, task_id)` of parked tasks (`needs_approval | running | dispatched |
+    /// awaiting_input`) with `deadline_at <= now` and `id > after_task_id` on runs that are not
+    /// `completed | canceled`, by task id, at most `limit` (the sweep uses 500).
+    async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>>;
+    /// Tasks at `needs_approval` on the workspace's runs with `id > after_task_id`, oldest
+    /// (lowest id) first, at most `limit`.
+    async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
+    /// The inbox: tasks addressed to `executor_id` in one of `statuses` (1 to
+    /// [`MAX_EXPECTED_STATUSES`]) with `id > after_task_id`, on runs `running | canceling`, by
+    /// id, at most `limit`.
+    async fn addressed_tasks(
+        &self,
+        executor_id: i64,
+        statuses: &[&str],
+        after_task_id: i64,
+        limit: i64,
+    ) -> Result<Vec<TaskRow>>;
+
+    // ---- idempotency receipts (errors-and-auth.md §6) ----
+    /// The unexpired receipt (`expires_at > now`) of the scope.
+    async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>>;
+    /// Deletes receipts with `expires_at <= now`; returns how many.
+    async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64>;
 }
 
 /// A store handle: one of the two engines. Cheap to clone (pools are shared).
@@ -154,6 +224,16 @@ impl Store {
                 "unsupported database url (expected sqlite:// or postgres://): {}",
                 redact_url(&options.url)
             )))
+        }
+    }
+
+    /// Opens a unit of work. SQLite: `BEGIN IMMEDIATE` (the database write lock, so the run
+    /// lock is implicit); PostgreSQL: a `READ COMMITTED` transaction. Dropping the [`Tx`]
+    /// without [`Tx::commit`] rolls everything back.
+    pub async fn begin(&self) -> Result<Tx> {
+        match self {
+            Store::Sqlite(s) => Ok(Tx::Sqlite(s.begin().await?)),
+            Store::Postgres(s) => Ok(Tx::Postgres(s.begin().await?)),
         }
     }
 
@@ -282,5 +362,80 @@ impl Engine for Store {
     }
     async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool> {
         dispatch!(self, has_transport_credential_at(executor_id, epoch, now))
+    }
+    async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>> {
+        dispatch!(self, run_by_id(id))
+    }
+    async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
+        dispatch!(self, run_by_public_id(public_id))
+    }
+    async fn runs_of_workspace(
+        &self,
+        workspace_id: i64,
+        status: Option<&str>,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<RunRow>> {
+        dispatch!(self, runs_of_workspace(workspace_id, status, after_id, limit))
+    }
+    async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+        dispatch!(self, tasks_of_run(run_id, after_id, limit))
+    }
+    async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+        dispatch!(self, task_by_key(run_id, key))
+    }
+    async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>> {
+        dispatch!(self, task_by_id(id))
+    }
+    async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
+        dispatch!(self, edges_of_run(run_id))
+    }
+    async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>> {
+        dispatch!(self, events_after(run_id, after_sequence, limit))
+    }
+    async fn latest_event_sequence(&self, run_id: i64) -> Result<i64> {
+        dispatch!(self, latest_event_sequence(run_id))
+    }
+    async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
+        dispatch!(self, sealed_request(task_id, generation))
+    }
+    async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
+        dispatch!(self, job_by_id(job_id))
+    }
+    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
+        dispatch!(self, dequeue_jobs(node_id, now, lease_ms, limit))
+    }
+    async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool> {
+        dispatch!(self, renew_job_lease(job_id, node_id, now, lease_ms))
+    }
+    async fn release_node_leases(&self, node_id: &str) -> Result<u64> {
+        dispatch!(self, release_node_leases(node_id))
+    }
+    async fn requeue_job(&self, job_id: i64, available_at: i64) -> Result<bool> {
+        dispatch!(self, requeue_job(job_id, available_at))
+    }
+    async fn delete_job(&self, job_id: i64) -> Result<bool> {
+        dispatch!(self, delete_job(job_id))
+    }
+    async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+        dispatch!(self, expired_parks(now, after_task_id, limit))
+    }
+    async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+        dispatch!(self, held_approvals(workspace_id, after_task_id, limit))
+    }
+    async fn addressed_tasks(
+        &self,
+        executor_id: i64,
+        statuses: &[&str],
+        after_task_id: i64,
+        limit: i64,
+    ) -> Result<Vec<TaskRow>> {
+        dispatch!(self, addressed_tasks(executor_id, statuses, after_task_id, limit))
+    }
+    async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+        dispatch!(self, idempotency_get(scope_hash, now))
+    }
+    async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
+        dispatch!(self, purge_idempotency_receipts(now))
     }
 }

@@ -233,3 +233,316 @@ pub struct Announcement {
     pub environment: String,
     pub served_documents: String,
 }
+
+// ---- runs (migration 0002) ----
+//
+// Enum-like words (statuses, kinds, origins) are plain strings: the kernel owns their meaning,
+// and the tables' CHECK constraints refuse unknown words. JSON columns hold the stored text.
+
+/// Run statuses (runs.md §1).
+pub mod run_status {
+    pub const PENDING: &str = "pending";
+    pub const RUNNING: &str = "running";
+    pub const NEEDS_ATTENTION: &str = "needs_attention";
+    pub const CANCELING: &str = "canceling";
+    pub const COMPLETED: &str = "completed";
+    pub const CANCELED: &str = "canceled";
+}
+
+/// Task statuses (runs.md §5).
+pub mod task_status {
+    pub const WAITING: &str = "waiting";
+    pub const NEEDS_APPROVAL: &str = "needs_approval";
+    pub const RUNNING: &str = "running";
+    pub const DISPATCHED: &str = "dispatched";
+    pub const AWAITING_INPUT: &str = "awaiting_input";
+    pub const COMPLETED: &str = "completed";
+    pub const FAILED: &str = "failed";
+    pub const CANCELED: &str = "canceled";
+    pub const TIMED_OUT: &str = "timed_out";
+    pub const SKIPPED: &str = "skipped";
+    pub const UNCERTAIN: &str = "uncertain";
+    /// The parked statuses: the rows with a deadline the sweep watches.
+    pub const PARKED: [&str; 4] = [NEEDS_APPROVAL, RUNNING, DISPATCHED, AWAITING_INPUT];
+    /// The open (live) statuses: `waiting` plus the parked ones.
+    pub const OPEN: [&str; 5] = [WAITING, NEEDS_APPROVAL, RUNNING, DISPATCHED, AWAITING_INPUT];
+}
+
+/// How many statuses one conditional task update may expect (there are 11 task statuses).
+pub const MAX_EXPECTED_STATUSES: usize = 12;
+
+/// A row of `runs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunRow {
+    pub id: i64,
+    pub public_id: Uuid,
+    pub workspace_id: i64,
+    /// The member who created the run.
+    pub created_by_id: i64,
+    pub answering_member_id: i64,
+    pub declaring_agent_id: Option<i64>,
+    /// `pending | running | needs_attention | canceling | completed | canceled`.
+    pub status: String,
+    /// JSON: `{"kind":"standalone"}` or `{"kind":"conversation",…}`.
+    pub hosting: String,
+    /// `bypass | ask | rules`.
+    pub approval_mode: String,
+    /// JSON, when `approval_mode` is `rules`.
+    pub approval_rules: Option<String>,
+    pub default_runner_id: Option<i64>,
+    pub deliverable_task_id: Option<i64>,
+    /// The count of authored envelopes.
+    pub revision: i64,
+    /// JSON `{reason, task_key}` or null.
+    pub attention: Option<String>,
+    /// The sequence of the run's latest event (0 before the first). Only
+    /// [`crate::Tx::append_event`] moves it; [`crate::Tx::update_run`] never writes it.
+    pub last_event_sequence: i64,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub ended_at: Option<i64>,
+}
+
+/// A new run. `deliverable_task_id` and `attention` start null, `last_event_sequence` 0.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub public_id: Uuid,
+    pub workspace_id: i64,
+    pub created_by_id: i64,
+    pub answering_member_id: i64,
+    pub declaring_agent_id: Option<i64>,
+    pub status: String,
+    pub hosting: String,
+    pub approval_mode: String,
+    pub approval_rules: Option<String>,
+    pub default_runner_id: Option<i64>,
+    pub revision: i64,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+}
+
+/// A row of `tasks`: every column. JSON columns hold the stored text.
+///
+/// [`crate::Tx::update_task`] writes every column except the identity (`id`, `run_id`, `key`,
+/// `kind`, `origin`, `created_at`) and `frozen_context`, which only the insert writes.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TaskRow {
+    pub id: i64,
+    pub run_id: i64,
+    pub key: String,
+    /// `model_task | tool_task | await_task`.
+    pub kind: String,
+    /// See [`task_status`].
+    pub status: String,
+    pub generation: i64,
+    /// `author | model | kernel`.
+    pub origin: String,
+    /// `propagate | absorb | halt`.
+    pub on_failure: String,
+    /// `abandoned`, `canceled`, … (not a status).
+    pub failure_resolution: Option<String>,
+    /// `visible | collapsed | hidden`.
+    pub visibility: String,
+    pub mainline: bool,
+    /// The `delegate_task` call key a branch round belongs to.
+    pub branch_of: Option<String>,
+    /// The key of the row this one pairs with.
+    pub pairs_with: Option<String>,
+    pub declaring_task_id: Option<i64>,
+    pub tool_name: Option<String>,
+    pub tool_alias: Option<String>,
+    /// JSON object.
+    pub tool_input: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub target_executor_id: Option<i64>,
+    pub addressed_executor_id: Option<i64>,
+    pub addressed_role: Option<String>,
+    /// JSON: the five-key effect profile.
+    pub effect_profile: Option<String>,
+    pub timeout_ms: Option<i64>,
+    pub await_started_at: Option<i64>,
+    /// Materialized `await_started_at + effective timeout`.
+    pub deadline_at: Option<i64>,
+    pub claim_token: Option<String>,
+    pub claimed_at: Option<i64>,
+    pub claimant_id: Option<i64>,
+    /// JSON: the MCP-shaped content list.
+    pub content: Option<String>,
+    pub structured_present: bool,
+    /// JSON.
+    pub structured_content: Option<String>,
+    pub is_error: bool,
+    pub title: Option<String>,
+    /// JSON.
+    pub metadata: Option<String>,
+    pub error_key: Option<String>,
+    pub error_detail: Option<String>,
+    /// JSON: `{origin, decided_by, decided_at}`.
+    pub approval: Option<String>,
+    /// JSON, model tasks: prompt, instructions, model, tool_definitions, environment, skills,
+    /// memory… Written once, at insert.
+    pub frozen_context: Option<String>,
+    /// JSON.
+    pub request_surface: Option<String>,
+    /// JSON.
+    pub usage: Option<String>,
+    /// JSON: the model's assistant entry (text + tool_calls).
+    pub reply: Option<String>,
+    pub resolution_token_sha256: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub settled_at: Option<i64>,
+}
+
+/// A new task: every column of [`TaskRow`] but `id`. Build with `..Default::default()`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NewTask {
+    pub run_id: i64,
+    pub key: String,
+    pub kind: String,
+    pub status: String,
+    pub generation: i64,
+    pub origin: String,
+    pub on_failure: String,
+    pub failure_resolution: Option<String>,
+    pub visibility: String,
+    pub mainline: bool,
+    pub branch_of: Option<String>,
+    pub pairs_with: Option<String>,
+    pub declaring_task_id: Option<i64>,
+    pub tool_name: Option<String>,
+    pub tool_alias: Option<String>,
+    pub tool_input: Option<String>,
+    pub tool_call_id: Option<String>,
+    pub target_executor_id: Option<i64>,
+    pub addressed_executor_id: Option<i64>,
+    pub addressed_role: Option<String>,
+    pub effect_profile: Option<String>,
+    pub timeout_ms: Option<i64>,
+    pub await_started_at: Option<i64>,
+    pub deadline_at: Option<i64>,
+    pub claim_token: Option<String>,
+    pub claimed_at: Option<i64>,
+    pub claimant_id: Option<i64>,
+    pub content: Option<String>,
+    pub structured_present: bool,
+    pub structured_content: Option<String>,
+    pub is_error: bool,
+    pub title: Option<String>,
+    pub metadata: Option<String>,
+    pub error_key: Option<String>,
+    pub error_detail: Option<String>,
+    pub approval: Option<String>,
+    pub frozen_context: Option<String>,
+    pub request_surface: Option<String>,
+    pub usage: Option<String>,
+    pub reply: Option<String>,
+    pub resolution_token_sha256: Option<String>,
+    pub created_at: i64,
+    pub started_at: Option<i64>,
+    pub settled_at: Option<i64>,
+}
+
+/// A row of `task_edges`: `task_id` depends on `depends_on_id`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EdgeRow {
+    pub task_id: i64,
+    pub depends_on_id: i64,
+    /// `after | reads | pairs`.
+    pub kind: String,
+}
+
+/// A row of `events` (runs.md §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventRow {
+    pub run_id: i64,
+    /// 1, 2, 3, … per run, without gaps.
+    pub sequence: i64,
+    /// The event type (`run_status_changed`, …); the column is `type`.
+    pub kind: String,
+    pub at: i64,
+    pub task_key: Option<String>,
+    /// JSON object.
+    pub data: String,
+}
+
+/// A row of `jobs` (storage-and-scale.md §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobRow {
+    pub id: i64,
+    pub kind: String,
+    pub run_id: i64,
+    pub task_id: Option<i64>,
+    pub generation: i64,
+    pub available_at: i64,
+    /// The node holding the lease.
+    pub locked_by: Option<String>,
+    pub locked_until: Option<i64>,
+    /// How many times the job was dequeued.
+    pub attempts: i64,
+}
+
+/// A new job: unlocked, no attempts yet.
+#[derive(Debug, Clone)]
+pub struct NewJob {
+    pub kind: String,
+    pub run_id: i64,
+    pub task_id: Option<i64>,
+    pub generation: i64,
+    pub available_at: i64,
+}
+
+/// A row of `sealed_requests`: one per (task, generation).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedRequestRow {
+    pub id: i64,
+    pub task_id: i64,
+    pub generation: i64,
+    /// JSON: the neutral sealed record.
+    pub record: String,
+    pub body_sha256: String,
+    pub request_bytes: i64,
+    /// The exact provider body bytes.
+    pub body: Vec<u8>,
+    /// JSON list of attempts.
+    pub attempts: String,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewSealedRequest {
+    pub task_id: i64,
+    pub generation: i64,
+    pub record: String,
+    pub body_sha256: String,
+    pub request_bytes: i64,
+    pub body: Vec<u8>,
+    pub attempts: String,
+    pub created_at: i64,
+}
+
+/// A row of `idempotency_receipts` (errors-and-auth.md §6).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceiptRow {
+    pub id: i64,
+    /// Hash of (member, route template, path ids, key).
+    pub scope_hash: String,
+    /// SHA-256 of the canonical JSON of the request body.
+    pub envelope_sha256: String,
+    /// The HTTP status of the original response.
+    pub status: i64,
+    /// The original response body (JSON).
+    pub body: String,
+    pub expires_at: i64,
+    pub created_at: i64,
+}
+
+#[derive(Debug, Clone)]
+pub struct NewReceipt {
+    pub scope_hash: String,
+    pub envelope_sha256: String,
+    pub status: i64,
+    pub body: String,
+    pub expires_at: i64,
+    pub created_at: i64,
+}

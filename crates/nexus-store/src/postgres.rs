@@ -127,6 +127,16 @@ impl PgStore {
         self.pool.close().await;
     }
 
+    /// A write transaction (`READ COMMITTED`).
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
+        Ok(self.pool.begin().await?)
+    }
+
+    /// Opens a unit of work (`READ COMMITTED`).
+    pub async fn begin(&self) -> Result<crate::PgTx> {
+        Ok(crate::PgTx(self.write_tx().await?))
+    }
+
     #[cfg(feature = "testing")]
     pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
@@ -162,6 +172,24 @@ impl Columns for PgRow {
     fn opt_text(&self, column: &str) -> Result<Option<String>> {
         Ok(self.try_get(column)?)
     }
+    fn boolean(&self, column: &str) -> Result<bool> {
+        Ok(self.try_get(column)?)
+    }
+    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+        Ok(self.try_get(column)?)
+    }
+}
+
+/// PostgreSQL binds a public id as `uuid`.
+fn uid(id: Uuid) -> Uuid {
+    id
+}
+
+/// The run-table operations over a PostgreSQL connection (see `crate::ops`).
+pub(crate) mod ops {
+    use super::uid;
+    use sqlx::PgConnection as Conn;
+    crate::ops::engine_ops!(lock_run = sql::LOCK_RUN_PG, dequeue = sql::DEQUEUE_JOBS_PG);
 }
 
 async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {
@@ -484,4 +512,6 @@ impl Engine for PgStore {
             .await?;
         Ok(found.is_some())
     }
+
+    crate::ops::engine_methods!();
 }

@@ -13,6 +13,10 @@ pub(crate) trait Columns {
     fn opt_int(&self, column: &str) -> Result<Option<i64>>;
     fn text(&self, column: &str) -> Result<String>;
     fn opt_text(&self, column: &str) -> Result<Option<String>>;
+    /// INTEGER 0/1 in SQLite, `boolean` in PostgreSQL.
+    fn boolean(&self, column: &str) -> Result<bool>;
+    /// BLOB in SQLite, `bytea` in PostgreSQL.
+    fn bytes(&self, column: &str) -> Result<Vec<u8>>;
 }
 
 /// Parses a stored enum word, or reports the row as corrupt.
@@ -128,4 +132,272 @@ pub(crate) fn check_announcement_text(a: &Announcement) -> Result<()> {
     crate::check_text(&a.served_tools)?;
     crate::check_text(&a.environment)?;
     crate::check_text(&a.served_documents)
+}
+
+// ---- runs (migration 0002) ----
+
+pub(crate) fn run(r: &impl Columns) -> Result<RunRow> {
+    Ok(RunRow {
+        id: r.int("id")?,
+        public_id: r.public_id("public_id")?,
+        workspace_id: r.int("workspace_id")?,
+        created_by_id: r.int("created_by_id")?,
+        answering_member_id: r.int("answering_member_id")?,
+        declaring_agent_id: r.opt_int("declaring_agent_id")?,
+        status: r.text("status")?,
+        hosting: r.text("hosting")?,
+        approval_mode: r.text("approval_mode")?,
+        approval_rules: r.opt_text("approval_rules")?,
+        default_runner_id: r.opt_int("default_runner_id")?,
+        deliverable_task_id: r.opt_int("deliverable_task_id")?,
+        revision: r.int("revision")?,
+        attention: r.opt_text("attention")?,
+        last_event_sequence: r.int("last_event_sequence")?,
+        created_at: r.int("created_at")?,
+        started_at: r.opt_int("started_at")?,
+        ended_at: r.opt_int("ended_at")?,
+    })
+}
+
+pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
+    Ok(TaskRow {
+        id: r.int("id")?,
+        run_id: r.int("run_id")?,
+        key: r.text("key")?,
+        kind: r.text("kind")?,
+        origin: r.text("origin")?,
+        frozen_context: r.opt_text("frozen_context")?,
+        created_at: r.int("created_at")?,
+        status: r.text("status")?,
+        generation: r.int("generation")?,
+        on_failure: r.text("on_failure")?,
+        failure_resolution: r.opt_text("failure_resolution")?,
+        visibility: r.text("visibility")?,
+        mainline: r.boolean("mainline")?,
+        branch_of: r.opt_text("branch_of")?,
+        pairs_with: r.opt_text("pairs_with")?,
+        declaring_task_id: r.opt_int("declaring_task_id")?,
+        tool_name: r.opt_text("tool_name")?,
+        tool_alias: r.opt_text("tool_alias")?,
+        tool_input: r.opt_text("tool_input")?,
+        tool_call_id: r.opt_text("tool_call_id")?,
+        target_executor_id: r.opt_int("target_executor_id")?,
+        addressed_executor_id: r.opt_int("addressed_executor_id")?,
+        addressed_role: r.opt_text("addressed_role")?,
+        effect_profile: r.opt_text("effect_profile")?,
+        timeout_ms: r.opt_int("timeout_ms")?,
+        await_started_at: r.opt_int("await_started_at")?,
+        deadline_at: r.opt_int("deadline_at")?,
+        claim_token: r.opt_text("claim_token")?,
+        claimed_at: r.opt_int("claimed_at")?,
+        claimant_id: r.opt_int("claimant_id")?,
+        content: r.opt_text("content")?,
+        structured_present: r.boolean("structured_present")?,
+        structured_content: r.opt_text("structured_content")?,
+        is_error: r.boolean("is_error")?,
+        title: r.opt_text("title")?,
+        metadata: r.opt_text("metadata")?,
+        error_key: r.opt_text("error_key")?,
+        error_detail: r.opt_text("error_detail")?,
+        approval: r.opt_text("approval")?,
+        request_surface: r.opt_text("request_surface")?,
+        usage: r.opt_text("usage")?,
+        reply: r.opt_text("reply")?,
+        resolution_token_sha256: r.opt_text("resolution_token_sha256")?,
+        started_at: r.opt_int("started_at")?,
+        settled_at: r.opt_int("settled_at")?,
+    })
+}
+
+pub(crate) fn edge(r: &impl Columns) -> Result<EdgeRow> {
+    Ok(EdgeRow {
+        task_id: r.int("task_id")?,
+        depends_on_id: r.int("depends_on_id")?,
+        kind: r.text("kind")?,
+    })
+}
+
+pub(crate) fn event(r: &impl Columns) -> Result<EventRow> {
+    Ok(EventRow {
+        run_id: r.int("run_id")?,
+        sequence: r.int("sequence")?,
+        kind: r.text("type")?,
+        at: r.int("at")?,
+        task_key: r.opt_text("task_key")?,
+        data: r.text("data")?,
+    })
+}
+
+pub(crate) fn job(r: &impl Columns) -> Result<JobRow> {
+    Ok(JobRow {
+        id: r.int("id")?,
+        kind: r.text("kind")?,
+        run_id: r.int("run_id")?,
+        task_id: r.opt_int("task_id")?,
+        generation: r.int("generation")?,
+        available_at: r.int("available_at")?,
+        locked_by: r.opt_text("locked_by")?,
+        locked_until: r.opt_int("locked_until")?,
+        attempts: r.int("attempts")?,
+    })
+}
+
+pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {
+    Ok(SealedRequestRow {
+        id: r.int("id")?,
+        task_id: r.int("task_id")?,
+        generation: r.int("generation")?,
+        record: r.text("record")?,
+        body_sha256: r.text("body_sha256")?,
+        request_bytes: r.int("request_bytes")?,
+        body: r.bytes("body")?,
+        attempts: r.text("attempts")?,
+        created_at: r.int("created_at")?,
+    })
+}
+
+pub(crate) fn receipt(r: &impl Columns) -> Result<ReceiptRow> {
+    Ok(ReceiptRow {
+        id: r.int("id")?,
+        scope_hash: r.text("scope_hash")?,
+        envelope_sha256: r.text("envelope_sha256")?,
+        status: r.int("status")?,
+        body: r.text("body")?,
+        expires_at: r.int("expires_at")?,
+        created_at: r.int("created_at")?,
+    })
+}
+
+/// Binds the mutable task columns (`sql::INSERT_TASK` `$7`–`$44`, `sql::UPDATE_TASK`
+/// `$16`–`$53`) of a [`TaskRow`] or [`NewTask`], in the statements' order.
+macro_rules! bind_task_mutable {
+    ($q:expr, $t:expr) => {
+        $q.bind(&$t.status)
+            .bind(&$t.generation)
+            .bind(&$t.on_failure)
+            .bind(&$t.failure_resolution)
+            .bind(&$t.visibility)
+            .bind(&$t.mainline)
+            .bind(&$t.branch_of)
+            .bind(&$t.pairs_with)
+            .bind(&$t.declaring_task_id)
+            .bind(&$t.tool_name)
+            .bind(&$t.tool_alias)
+            .bind(&$t.tool_input)
+            .bind(&$t.tool_call_id)
+            .bind(&$t.target_executor_id)
+            .bind(&$t.addressed_executor_id)
+            .bind(&$t.addressed_role)
+            .bind(&$t.effect_profile)
+            .bind(&$t.timeout_ms)
+            .bind(&$t.await_started_at)
+            .bind(&$t.deadline_at)
+            .bind(&$t.claim_token)
+            .bind(&$t.claimed_at)
+            .bind(&$t.claimant_id)
+            .bind(&$t.content)
+            .bind(&$t.structured_present)
+            .bind(&$t.structured_content)
+            .bind(&$t.is_error)
+            .bind(&$t.title)
+            .bind(&$t.metadata)
+            .bind(&$t.error_key)
+            .bind(&$t.error_detail)
+            .bind(&$t.approval)
+            .bind(&$t.request_surface)
+            .bind(&$t.usage)
+            .bind(&$t.reply)
+            .bind(&$t.resolution_token_sha256)
+            .bind(&$t.started_at)
+            .bind(&$t.settled_at)
+    };
+}
+pub(crate) use bind_task_mutable;
+
+/// The text guard over every string of a task (new or updated).
+macro_rules! check_task_text {
+    ($t:expr) => {{
+        let t = $t;
+        for s in [&t.status, &t.on_failure, &t.visibility] {
+            $crate::check_text(s)?;
+        }
+        for s in [
+            &t.failure_resolution,
+            &t.branch_of,
+            &t.pairs_with,
+            &t.tool_name,
+            &t.tool_alias,
+            &t.tool_input,
+            &t.tool_call_id,
+            &t.addressed_role,
+            &t.effect_profile,
+            &t.claim_token,
+            &t.content,
+            &t.structured_content,
+            &t.title,
+            &t.metadata,
+            &t.error_key,
+            &t.error_detail,
+            &t.approval,
+            &t.request_surface,
+            &t.usage,
+            &t.reply,
+            &t.resolution_token_sha256,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            $crate::check_text(s)?;
+        }
+        Ok::<(), $crate::StoreError>(())
+    }};
+}
+
+pub(crate) fn check_new_task_text(t: &NewTask) -> Result<()> {
+    for s in [&t.key, &t.kind, &t.origin] {
+        crate::check_text(s)?;
+    }
+    if let Some(f) = &t.frozen_context {
+        crate::check_text(f)?;
+    }
+    check_task_text!(t)
+}
+
+pub(crate) fn check_task_row_text(t: &TaskRow) -> Result<()> {
+    check_task_text!(t)
+}
+
+pub(crate) fn check_new_run_text(r: &NewRun) -> Result<()> {
+    for s in [&r.status, &r.hosting, &r.approval_mode] {
+        crate::check_text(s)?;
+    }
+    if let Some(rules) = &r.approval_rules {
+        crate::check_text(rules)?;
+    }
+    Ok(())
+}
+
+pub(crate) fn check_run_row_text(r: &RunRow) -> Result<()> {
+    crate::check_text(&r.status)?;
+    if let Some(a) = &r.attention {
+        crate::check_text(a)?;
+    }
+    Ok(())
+}
+
+/// The expected statuses as the 12 slots of a conditional statement: the list, padded by
+/// repeating its first word. Empty or longer than [`MAX_EXPECTED_STATUSES`] is refused.
+pub(crate) fn status_slots<'a>(statuses: &[&'a str]) -> Result<[&'a str; MAX_EXPECTED_STATUSES]> {
+    let Some(first) = statuses.first() else {
+        return Err(StoreError::Config("expected statuses: name at least one status".into()));
+    };
+    if statuses.len() > MAX_EXPECTED_STATUSES {
+        return Err(StoreError::Config(format!(
+            "expected statuses: at most {MAX_EXPECTED_STATUSES}, got {}",
+            statuses.len()
+        )));
+    }
+    let mut slots = [*first; MAX_EXPECTED_STATUSES];
+    slots[..statuses.len()].copy_from_slice(statuses);
+    Ok(slots)
 }

@@ -85,3 +85,215 @@ pub(crate) const REVOKE_CREDENTIAL: &str =
 pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials \
      WHERE plane = 'executor_transport' AND executor_id = $1 AND epoch = $2 \
      AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3) LIMIT 1";
+// ---- runs (migration 0002) ----
+
+macro_rules! run_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
+             declaring_agent_id, status, hosting, approval_mode, approval_rules, default_runner_id, \
+             deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
+             ended_at FROM runs ",
+            $where
+        )
+    };
+}
+
+/// `$1` public id, `$2` workspace, `$3` created by, `$4` answering, `$5` declaring agent, `$6` status,
+/// `$7` hosting, `$8` approval mode, `$9` rules, `$10` default runner, `$11` revision, `$12` created,
+/// `$13` started.
+pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (public_id, workspace_id, created_by_id, answering_member_id, \
+     declaring_agent_id, status, hosting, approval_mode, approval_rules, default_runner_id, \
+     deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
+     ended_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, NULL, 0, $12, $13, \
+     NULL) RETURNING id, public_id, workspace_id, created_by_id, answering_member_id, \
+     declaring_agent_id, status, hosting, approval_mode, approval_rules, default_runner_id, \
+     deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
+     ended_at";
+
+/// The whole mutable row; never `last_event_sequence` (only the event append moves it).
+pub(crate) const UPDATE_RUN: &str = "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, attention = $5, \
+     started_at = $6, ended_at = $7, default_runner_id = $8 WHERE id = $1";
+
+pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
+
+/// The PostgreSQL run lock (storage-and-scale.md §3: the run row first).
+pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
+
+pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
+
+pub(crate) const RUNS_OF_WORKSPACE: &str = run_select!("WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT $3");
+
+pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
+    run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT $3");
+
+/// Under the run lock (the UPDATE takes it on PostgreSQL; SQLite holds the write lock).
+pub(crate) const BUMP_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = last_event_sequence + 1 WHERE id = $1 RETURNING \
+     last_event_sequence";
+
+pub(crate) const LATEST_EVENT_SEQUENCE: &str = "SELECT last_event_sequence FROM runs WHERE id = $1";
+
+pub(crate) const INSERT_EVENT: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ($1, $2, $3, $4, \
+     $5, $6)";
+
+pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_key, data FROM events WHERE run_id = $1 AND \
+     sequence > $2 ORDER BY sequence LIMIT $3";
+
+// ---- tasks ----
+
+macro_rules! task_select {
+    ($where:literal) => {
+        concat!(
+            "SELECT id, run_id, key, kind, origin, frozen_context, created_at, status, generation, \
+             on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
+             declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
+             addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
+             deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
+             structured_content, is_error, title, metadata, error_key, error_detail, approval, \
+             request_surface, usage, reply, resolution_token_sha256, started_at, settled_at FROM \
+             tasks",
+            $where
+        )
+    };
+}
+
+/// The only statement that writes `frozen_context`. `$1`–`$6`: run, key, kind, origin,
+/// frozen context, created; `$7`–`$44`: the mutable columns in [`crate::row`]'s bind order.
+pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, origin, frozen_context, created_at, status, \
+     generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
+     declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
+     addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
+     deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
+     structured_content, is_error, title, metadata, error_key, error_detail, approval, \
+     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at) VALUES \
+     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
+     $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, \
+     $37, $38, $39, $40, $41, $42, $43, $44) RETURNING id, run_id, key, kind, origin, \
+     frozen_context, created_at, status, generation, on_failure, failure_resolution, \
+     visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, \
+     tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, \
+     effect_profile, timeout_ms, await_started_at, deadline_at, claim_token, claimed_at, \
+     claimant_id, content, structured_present, structured_content, is_error, title, metadata, \
+     error_key, error_detail, approval, request_surface, usage, reply, \
+     resolution_token_sha256, started_at, settled_at";
+
+/// The conditional task update (storage-and-scale.md §8.1): `$1` id, `$2` expected generation,
+/// `$3`–`$14` the expected statuses (padded by repeating one), `$15` the expected claim token or
+/// null, `$16`–`$53` the mutable columns. Every column but the identity and the frozen context.
+pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET status = $16, generation = $17, on_failure = $18, failure_resolution = \
+     $19, visibility = $20, mainline = $21, branch_of = $22, pairs_with = $23, \
+     declaring_task_id = $24, tool_name = $25, tool_alias = $26, tool_input = $27, \
+     tool_call_id = $28, target_executor_id = $29, addressed_executor_id = $30, \
+     addressed_role = $31, effect_profile = $32, timeout_ms = $33, await_started_at = $34, \
+     deadline_at = $35, claim_token = $36, claimed_at = $37, claimant_id = $38, content = \
+     $39, structured_present = $40, structured_content = $41, is_error = $42, title = $43, \
+     metadata = $44, error_key = $45, error_detail = $46, approval = $47, request_surface = \
+     $48, usage = $49, reply = $50, resolution_token_sha256 = $51, started_at = $52, \
+     settled_at = $53 WHERE id = $1 AND generation = $2 AND status IN ($3, $4, $5, $6, $7, \
+     $8, $9, $10, $11, $12, $13, $14) AND ($15 IS NULL OR claim_token = $15)";
+
+pub(crate) const TASK_BY_ID: &str = task_select!("WHERE id = $1");
+
+pub(crate) const TASK_BY_KEY: &str = task_select!("WHERE run_id = $1 AND key = $2");
+
+pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY id");
+
+pub(crate) const TASKS_OF_RUN_PAGE: &str = task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3");
+
+/// Parked rows past their deadline on live runs (the sweep's candidates).
+pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE \
+     t.status IN ('needs_approval', 'running', 'dispatched', 'awaiting_input') AND \
+     t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', 'canceled') ORDER BY \
+     t.id LIMIT $3";
+
+macro_rules! task_select_t {
+    ($where:literal) => {
+        concat!(
+            "SELECT t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, t.created_at, \
+             t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
+             t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, t.tool_input, \
+             t.tool_call_id, t.target_executor_id, t.addressed_executor_id, t.addressed_role, \
+             t.effect_profile, t.timeout_ms, t.await_started_at, t.deadline_at, t.claim_token, \
+             t.claimed_at, t.claimant_id, t.content, t.structured_present, t.structured_content, \
+             t.is_error, t.title, t.metadata, t.error_key, t.error_detail, t.approval, \
+             t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
+             t.settled_at FROM tasks t JOIN runs r ON r.id = t.run_id ",
+            $where
+        )
+    };
+}
+
+pub(crate) const HELD_APPROVALS: &str =
+    task_select_t!("WHERE r.workspace_id = $1 AND t.status = 'needs_approval' AND t.id > $2 ORDER BY t.id LIMIT $3");
+
+/// The inbox (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit, `$4`–`$15` statuses.
+pub(crate) const ADDRESSED_TASKS: &str = task_select_t!(
+    "WHERE t.addressed_executor_id = $1 AND t.status IN ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+     AND t.id > $2 AND r.status IN ('running', 'canceling') ORDER BY t.id LIMIT $3"
+);
+
+// ---- edges ----
+
+pub(crate) const INSERT_EDGE: &str = "INSERT INTO task_edges (task_id, depends_on_id, kind) VALUES ($1, $2, $3) ON CONFLICT DO \
+     NOTHING";
+
+pub(crate) const EDGES_OF_RUN: &str = "SELECT e.task_id AS task_id, e.depends_on_id AS depends_on_id, e.kind AS kind FROM \
+     task_edges e JOIN tasks t ON t.id = e.task_id WHERE t.run_id = $1 ORDER BY e.task_id, \
+     e.depends_on_id, e.kind";
+
+// ---- jobs ----
+
+pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, locked_by, \
+     locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0) RETURNING id";
+
+pub(crate) const JOB_BY_ID: &str = "SELECT id, kind, run_id, task_id, generation, available_at, locked_by, locked_until, \
+     attempts FROM jobs WHERE id = $1";
+
+pub(crate) const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = $1";
+
+/// `$1` node, `$2` lease end, `$3` now, `$4` limit; inside `BEGIN IMMEDIATE`.
+pub(crate) const DEQUEUE_JOBS_SQLITE: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
+     (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
+     < $3) ORDER BY id LIMIT $4) RETURNING id, kind, run_id, task_id, generation, \
+     available_at, locked_by, locked_until, attempts";
+
+/// The same, with the candidates locked `FOR UPDATE SKIP LOCKED` so nodes divide the work.
+pub(crate) const DEQUEUE_JOBS_PG: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
+     (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
+     < $3) ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING id, kind, run_id, task_id, \
+     generation, available_at, locked_by, locked_until, attempts";
+
+pub(crate) const RENEW_JOB_LEASE: &str = "UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2";
+
+pub(crate) const RELEASE_NODE_LEASES: &str =
+    "UPDATE jobs SET locked_by = NULL, locked_until = NULL WHERE locked_by = $1";
+
+pub(crate) const REQUEUE_JOB: &str =
+    "UPDATE jobs SET available_at = $2, locked_by = NULL, locked_until = NULL WHERE id = $1";
+
+// ---- sealed requests ----
+
+pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
+     body, attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, \
+     task_id, generation, record, body_sha256, request_bytes, body, attempts, created_at";
+
+pub(crate) const SEALED_REQUEST: &str = "SELECT id, task_id, generation, record, body_sha256, request_bytes, body, attempts, \
+     created_at FROM sealed_requests WHERE task_id = $1 AND generation = $2";
+
+pub(crate) const SET_SEALED_ATTEMPTS: &str =
+    "UPDATE sealed_requests SET attempts = $3 WHERE task_id = $1 AND generation = $2";
+
+// ---- idempotency receipts ----
+
+pub(crate) const RECEIPT_GET: &str = "SELECT id, scope_hash, envelope_sha256, status, body, expires_at, created_at FROM \
+     idempotency_receipts WHERE scope_hash = $1 AND expires_at > $2";
+
+pub(crate) const RECEIPT_DROP_EXPIRED_SCOPE: &str =
+    "DELETE FROM idempotency_receipts WHERE scope_hash = $1 AND expires_at <= $2";
+
+/// A taken scope returns no row (a conflict that leaves the transaction usable).
+pub(crate) const RECEIPT_PUT: &str = "INSERT INTO idempotency_receipts (scope_hash, envelope_sha256, status, body, expires_at, \
+     created_at) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (scope_hash) DO NOTHING \
+     RETURNING id, scope_hash, envelope_sha256, status, body, expires_at, created_at";
+
+pub(crate) const RECEIPTS_PURGE: &str = "DELETE FROM idempotency_receipts WHERE expires_at <= $1";

@@ -160,6 +160,16 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
+    /// A write transaction: `BEGIN IMMEDIATE`.
+    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
+        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    }
+
+    /// Opens a unit of work (`BEGIN IMMEDIATE`).
+    pub async fn begin(&self) -> Result<crate::SqliteTx> {
+        Ok(crate::SqliteTx(self.write_tx().await?))
+    }
+
     #[cfg(feature = "testing")]
     pub(crate) fn pool(&self) -> &SqlitePool {
         &self.pool
@@ -201,6 +211,24 @@ impl Columns for SqliteRow {
     fn opt_text(&self, column: &str) -> Result<Option<String>> {
         Ok(self.try_get(column)?)
     }
+    fn boolean(&self, column: &str) -> Result<bool> {
+        Ok(self.try_get(column)?)
+    }
+    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+        Ok(self.try_get(column)?)
+    }
+}
+
+/// How SQLite binds a public id (see [`id_text`]).
+fn uid(id: Uuid) -> String {
+    id_text(id)
+}
+
+/// The run-table operations over a SQLite connection (see `crate::ops`).
+pub(crate) mod ops {
+    use super::uid;
+    use sqlx::SqliteConnection as Conn;
+    crate::ops::engine_ops!(lock_run = sql::RUN_BY_ID, dequeue = sql::DEQUEUE_JOBS_SQLITE);
 }
 
 async fn applied_versions(conn: &mut SqliteConnection) -> Result<Vec<i64>> {
@@ -525,4 +553,6 @@ impl Engine for SqliteStore {
             .await?;
         Ok(found.is_some())
     }
+
+    crate::ops::engine_methods!();
 }

@@ -578,7 +578,7 @@ async fn fresh_sqlite_file_has_pending_migrations() {
         dir.path().join("sub/dir/nexus.db.lock").exists(),
         "the lock file sits beside it"
     );
-    assert_eq!(s.pending_migrations().await.unwrap(), 1);
+    assert_eq!(s.pending_migrations().await.unwrap(), 2);
     s.migrate().await.unwrap();
     assert_eq!(s.pending_migrations().await.unwrap(), 0);
 }
@@ -706,7 +706,7 @@ async fn postgres_fresh_schema_has_pending_migrations() {
     let options = StoreOptions::new(ts.base_url.clone().unwrap());
     let pg = PgStore::open_in_schema(&options, &schema).await.unwrap();
     let result = async {
-        assert_eq!(pg.pending_migrations().await?, 1);
+        assert_eq!(pg.pending_migrations().await?, 2);
         pg.migrate().await?;
         assert_eq!(pg.pending_migrations().await?, 0);
         // Isolation: the new schema does not see the test schema's rows.

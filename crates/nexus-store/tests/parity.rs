@@ -53,6 +53,7 @@ struct Normal {
 /// | `uuid`        | `TEXT` named `public_id` or `*_public_id`     | `uuid`                   |
 /// | `text`        | `TEXT` (JSON included)                        | `text`                   |
 /// | `bool`        | `INTEGER` that is not the rowid (0/1)         | `boolean`                |
+/// | `bytes`       | `BLOB`                                        | `bytea`                  |
 ///
 /// Anything else (`jsonb`, `integer`, `varchar`, `REAL`, …) is not portable and fails.
 fn kind(dialect: &str, c: &RawColumn) -> String {
@@ -64,11 +65,13 @@ fn kind(dialect: &str, c: &RawColumn) -> String {
         ("sqlite", "bigint") => "int64",
         ("sqlite", "text") if public_id => "uuid",
         ("sqlite", "text") => "text",
+        ("sqlite", "blob") => "bytes",
         ("postgres", "bigint") if c.identity => "id",
         ("postgres", "bigint") => "int64",
         ("postgres", "uuid") => "uuid",
         ("postgres", "text") => "text",
         ("postgres", "boolean") => "bool",
+        ("postgres", "bytea") => "bytes",
         _ => return format!("NOT PORTABLE: {dialect} {}", c.declared_type),
     };
     kind.to_string()
@@ -95,14 +98,16 @@ fn default(d: &Option<String>) -> Option<String> {
 /// A predicate without casts, parentheses, spacing or letter case:
 /// `((kind = 'runner'::text) AND (status = 'active'::text))` and
 /// `kind = 'runner' AND status = 'active'` both become `kind='runner'andstatus='active'`.
+/// PostgreSQL prints `status IN ('a', 'b')` as `(status = ANY (ARRAY['a'::text, 'b'::text]))`:
+/// both become `statusin'a','b'`.
 fn predicate(p: &Option<String>) -> Option<String> {
     let p = p.as_deref()?.replace("::text", "").replace("::bigint", "");
-    Some(
-        p.chars()
-            .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
-            .collect::<String>()
-            .to_lowercase(),
-    )
+    let p = p
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
+        .collect::<String>()
+        .to_lowercase();
+    Some(p.replace("=anyarray[", "in").replace(']', ""))
 }
 
 fn index(i: &RawIndex) -> Index {
@@ -180,6 +185,13 @@ async fn schemas_match_across_dialects() {
         "workspace_members",
         "executors",
         "credentials",
+        "runs",
+        "tasks",
+        "task_edges",
+        "events",
+        "jobs",
+        "sealed_requests",
+        "idempotency_receipts",
     ] {
         assert!(
             s.tables.contains(table),
@@ -191,6 +203,40 @@ async fn schemas_match_across_dialects() {
         s.indexes.iter().any(|i| i.predicate.is_some()),
         "the partial runner index is seen"
     );
+    // Sanity: the run tables' indexes and portable kinds are seen at all.
+    for (table, columns, partial) in [
+        ("tasks", vec!["deadline_at"], true),
+        ("tasks", vec!["addressed_executor_id", "status", "id"], false),
+        ("tasks", vec!["run_id", "key"], false),
+        ("jobs", vec!["available_at"], true),
+        ("events", vec!["run_id", "sequence"], false),
+        ("sealed_requests", vec!["task_id", "generation"], false),
+        ("idempotency_receipts", vec!["scope_hash"], false),
+    ] {
+        let columns: Vec<String> = columns.into_iter().map(String::from).collect();
+        for (dialect, n) in [("SQLite", &s), ("PostgreSQL", &p)] {
+            assert!(
+                n.indexes
+                    .iter()
+                    .any(|i| i.table == table && i.columns == columns && i.predicate.is_some() == partial),
+                "{dialect} misses the index {table}{columns:?}"
+            );
+        }
+    }
+    for (table, column, kind) in [
+        ("tasks", "mainline", "bool"),
+        ("tasks", "is_error", "bool"),
+        ("runs", "public_id", "uuid"),
+        ("sealed_requests", "body", "bytes"),
+        ("tasks", "frozen_context", "text"),
+    ] {
+        assert!(
+            s.columns
+                .iter()
+                .any(|c| c.table == table && c.name == column && c.kind == kind),
+            "SQLite {table}.{column} is not {kind}"
+        );
+    }
 
     let mut problems = Vec::new();
     for c in s.columns.iter().chain(&p.columns) {
@@ -225,6 +271,8 @@ fn normalization_rules() {
     assert_eq!(kind("sqlite", &col("is_error", "INTEGER", false)), "bool");
     assert_eq!(kind("postgres", &col("is_error", "boolean", false)), "bool");
     assert_eq!(kind("sqlite", &col("created_at", "BIGINT", false)), "int64");
+    assert_eq!(kind("sqlite", &col("body", "BLOB", false)), "bytes");
+    assert_eq!(kind("postgres", &col("body", "bytea", false)), "bytes");
     assert!(kind("postgres", &col("data", "jsonb", false)).starts_with("NOT PORTABLE"));
     assert!(
         kind("postgres", &col("public_id", "text", false)) == "text",
@@ -235,5 +283,11 @@ fn normalization_rules() {
     assert_eq!(
         predicate(&Some("((kind = 'runner'::text) AND (status = 'active'::text))".into())),
         predicate(&Some("kind = 'runner' AND status = 'active'".into()))
+    );
+    assert_eq!(
+        predicate(&Some(
+            "(status = ANY (ARRAY['needs_approval'::text, 'running'::text]))".into()
+        )),
+        predicate(&Some("status IN ('needs_approval', 'running')".into()))
     );
 }

@@ -110,9 +110,7 @@ fn parse_rule(value: &Value, i: usize) -> Result<Rule, RuleError> {
     };
     let path = match obj.get("path") {
         None => None,
-        Some(Value::String(s)) if !s.split('.').any(str::is_empty) => {
-            Some(s.split('.').map(str::to_string).collect())
-        }
+        Some(Value::String(s)) if !s.split('.').any(str::is_empty) => Some(s.split('.').map(str::to_string).collect()),
         Some(_) => return Err(err("path_invalid", at("path"))),
     };
     let r#match = match obj.get("match") {
@@ -126,5 +124,12 @@ fn parse_rule(value: &Value, i: usize) -> Result<Rule, RuleError> {
         Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(err("reason_invalid", at("reason"))),
     };
-    Ok(Rule { tool, verdict, path, r#match, reason, origin })
+    Ok(Rule {
+        tool,
+        verdict,
+        path,
+        r#match,
+        reason,
+        origin,
+    })
 }

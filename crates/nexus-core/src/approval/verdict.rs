@@ -105,13 +105,27 @@ pub fn evaluate(rules: &[Rule], mode: Mode, origin: Origin, tool_name: &str, inp
         .collect();
     if let Some(deny) = hits.iter().find(|r| r.verdict == RuleVerdict::Deny) {
         let detail = deny.reason.as_deref().unwrap_or("denied by an approval rule");
-        return Decision::Deny { detail: cut(detail, bounds::REASON_BYTES) };
+        return Decision::Deny {
+            detail: cut(detail, bounds::REASON_BYTES),
+        };
     }
     let ask = hits.iter().any(|r| r.verdict == RuleVerdict::Ask);
     let allow = hits.iter().any(|r| r.verdict == RuleVerdict::Allow);
     match origin {
-        Origin::Author => if ask { Decision::Hold } else { Decision::Grant(GrantOrigin::Author) },
-        Origin::Kernel => if ask { Decision::Hold } else { Decision::Grant(GrantOrigin::Kernel) },
+        Origin::Author => {
+            if ask {
+                Decision::Hold
+            } else {
+                Decision::Grant(GrantOrigin::Author)
+            }
+        }
+        Origin::Kernel => {
+            if ask {
+                Decision::Hold
+            } else {
+                Decision::Grant(GrantOrigin::Kernel)
+            }
+        }
         Origin::Model => match mode {
             Mode::Bypass => Decision::Grant(GrantOrigin::Mode),
             Mode::Ask if ask => Decision::Hold,
@@ -119,7 +133,9 @@ pub fn evaluate(rules: &[Rule], mode: Mode, origin: Origin, tool_name: &str, inp
             Mode::Ask => Decision::Hold,
             Mode::Rules if ask => Decision::Hold,
             Mode::Rules if allow => Decision::Grant(GrantOrigin::Rule),
-            Mode::Rules => Decision::Deny { detail: cut(&format!("no approval rule allows `{tool_name}`"), bounds::REASON_BYTES) },
+            Mode::Rules => Decision::Deny {
+                detail: cut(&format!("no approval rule allows `{tool_name}`"), bounds::REASON_BYTES),
+            },
         },
     }
 }

@@ -165,7 +165,7 @@ pub(crate) fn parse(obj: &Map<String, Value>, path: &str) -> Result<AliasFacts, 
             ));
         }
     };
-    let schema = tool.parameter_schema();
+    let schema = super::render::schema_of(tool);
     let props = schema.get("properties").and_then(Value::as_object);
     let kernel_param = |p: &str| props.and_then(|m| m.get(p));
     // Row 7.
@@ -212,7 +212,10 @@ pub(crate) fn parse(obj: &Map<String, Value>, path: &str) -> Result<AliasFacts, 
         for (pname, spec) in params {
             let p = pointer::push(&params_path, pname);
             let Some(spec) = spec.as_object() else {
-                return Err(unknown(p, format!("alias {name:?}: params.{pname} must be an object, got {spec}")));
+                return Err(unknown(
+                    p,
+                    format!("alias {name:?}: params.{pname} must be an object, got {spec}"),
+                ));
             };
             if let Some(key) = spec.keys().find(|k| !PARAM_KEYS.contains(&k.as_str())) {
                 return Err(unknown(
@@ -249,9 +252,8 @@ pub(crate) fn parse(obj: &Map<String, Value>, path: &str) -> Result<AliasFacts, 
             specs.push((pname, spec, target));
         }
         for (pname, _, _) in &specs {
-            let shadows = kernel_param(pname).is_some()
-                && !specs.iter().any(|(_, _, t)| t == *pname)
-                && !omit.contains(pname);
+            let shadows =
+                kernel_param(pname).is_some() && !specs.iter().any(|(_, _, t)| t == *pname) && !omit.contains(pname);
             if shadows {
                 return Err(unknown(
                     pointer::push(&params_path, pname),

@@ -7,13 +7,11 @@ use uuid::Uuid;
 
 use super::entry::{self, Parsed, Route, callable_of};
 use super::error::{DeclError, DeclErrorKind};
-use super::imports::{
-    import_callable, parse_kernel_tools, parse_runner_executor_public_ids, parse_runner_tool_names,
-};
+use super::imports::{import_callable, parse_kernel_tools, parse_runner_executor_public_ids, parse_runner_tool_names};
 use super::order;
 use super::pointer;
 use super::render::render_set;
-use super::set::{check_duplicates, check_set, narrow, parse_all};
+use super::set::{check_duplicates, check_set, narrow_owned, parse_all};
 use crate::registry;
 
 /// What the kernel knows of one runner at acceptance.
@@ -170,26 +168,46 @@ impl Assembly {
     }
 }
 
-/// Runs the assembly of §7.2.
+fn explicit_entries(input: &AssemblyInput) -> Result<(), DeclError> {
+    match &input.entries {
+        Value::Null | Value::Array(_) => Ok(()),
+        other => Err(DeclError::validation(
+            "invalid",
+            &input.paths.entries,
+            format!("the explicit tools are an array of entries, got {other}"),
+        )),
+    }
+}
+
+/// Runs the assembly of §7.2. The explicit entries are copied once; use [`assemble_owned`]
+/// to avoid that copy.
 pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
+    explicit_entries(input)?;
+    let explicit = match &input.entries {
+        Value::Array(a) => a.clone(),
+        _ => Vec::new(),
+    };
+    run(input, explicit)
+}
+
+/// [`assemble`], consuming the input so the explicit entries move into the result.
+pub fn assemble_owned(mut input: AssemblyInput) -> Result<Assembly, DeclError> {
+    explicit_entries(&input)?;
+    let explicit = match std::mem::take(&mut input.entries) {
+        Value::Array(a) => a,
+        _ => Vec::new(),
+    };
+    run(&input, explicit)
+}
+
+fn run(input: &AssemblyInput, explicit: Vec<Value>) -> Result<Assembly, DeclError> {
     let paths = &input.paths;
     // Step 1.
-    let explicit: &[Value] = match &input.entries {
-        Value::Null => &[],
-        Value::Array(a) => a,
-        other => {
-            return Err(DeclError::validation(
-                "invalid",
-                &paths.entries,
-                format!("the explicit tools are an array of entries, got {other}"),
-            ));
-        }
-    };
     let entry_path = |i: usize| pointer::index(&paths.entries, i);
-    let mut parsed = check_set(explicit, &entry_path, explicit.len())?;
+    let mut parsed = check_set(&explicit, &entry_path, explicit.len())?;
     let kernel_tools = parse_kernel_tools(&input.kernel_tools, &paths.kernel_tools)?.unwrap_or_default();
-    let candidates = parse_runner_executor_public_ids(&input.runner_executor_public_ids, &paths.candidates)?
-        .unwrap_or_default();
+    let candidates =
+        parse_runner_executor_public_ids(&input.runner_executor_public_ids, &paths.candidates)?.unwrap_or_default();
     let allowlist = parse_runner_tool_names(&input.runner_tool_names, &paths.allowlist)?;
     let importing = !candidates.is_empty() && allowlist.as_ref().is_none_or(|a| !a.is_empty());
     // Step 2.
@@ -213,23 +231,32 @@ pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
         }
     }
     // Step 3.
-    let mut set: Vec<Value> = explicit.to_vec();
-    let mut origins: Vec<String> = (0..explicit.len()).map(entry_path).collect();
-    let explicit_callables: HashSet<&str> = explicit.iter().filter_map(callable_of).collect();
-    for (j, canonical) in kernel_tools.iter().enumerate() {
-        let tool = registry::resolve_canonical(canonical).expect("parse_kernel_tools checked it");
-        if !explicit_callables.contains(tool.wire) {
-            set.push(tool.definition().clone());
-            origins.push(pointer::index(&paths.kernel_tools, j));
+    let explicit_len = explicit.len();
+    // Where each set member came from: explicit entries first, then (index into K) the
+    // kernel_tools definitions, then (None) the imports.
+    let mut kernel_origin: Vec<usize> = Vec::new();
+    let mut added: Vec<Value> = Vec::new();
+    {
+        let explicit_callables: HashSet<&str> = explicit.iter().filter_map(callable_of).collect();
+        for (j, canonical) in kernel_tools.iter().enumerate() {
+            let tool = registry::resolve_canonical(canonical).expect("parse_kernel_tools checked it");
+            if !explicit_callables.contains(tool.wire) {
+                added.push(tool.definition().clone());
+                kernel_origin.push(j);
+            }
         }
     }
+    let mut set = explicit;
+    set.append(&mut added);
     let import_start = set.len();
     // Step 4.
     if let (Some(s), true) = (selected, importing) {
         let runner = input.runner(s).expect("an eligible runner has facts");
         let mut taken: HashSet<String> = set.iter().filter_map(callable_of).map(str::to_string).collect();
         for announcement in runner.served_tools.as_array().into_iter().flatten() {
-            let Some(served) = announcement.get("name").and_then(Value::as_str) else { continue };
+            let Some(served) = announcement.get("name").and_then(Value::as_str) else {
+                continue;
+            };
             let (Some(description), Some(schema)) = (announcement.get("description"), announcement.get("input_schema"))
             else {
                 continue;
@@ -248,22 +275,37 @@ pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
             entry.insert("function".into(), Value::Object(function));
             entry.insert(
                 "route".into(),
-                Route { runner_executor_public_id: s, tool_name: served.to_string() }.to_json(),
+                Route {
+                    runner_executor_public_id: s,
+                    tool_name: served.to_string(),
+                }
+                .to_json(),
             );
             entry.insert("defer_loading".into(), Value::Bool(true));
             set.push(Value::Object(entry));
-            origins.push(paths.allowlist.clone());
         }
     }
     // Step 5.
-    let origin_path = |i: usize| origins[i].clone();
+    let origin_path = |i: usize| {
+        if i < explicit_len {
+            entry_path(i)
+        } else if i < import_start {
+            pointer::index(&paths.kernel_tools, kernel_origin[i - explicit_len])
+        } else {
+            paths.allowlist.clone()
+        }
+    };
     check_duplicates(&set, &origin_path)?;
-    let rest = parse_all(&set[explicit.len()..], &|i| origins[explicit.len() + i].clone(), import_start - explicit.len())?;
+    let rest = parse_all(
+        &set[explicit_len..],
+        &|i| origin_path(explicit_len + i),
+        import_start - explicit_len,
+    )?;
     parsed.extend(rest);
-    let mut rendered = render_set(&set, &parsed);
+    let mut rendered = render_set(set, &parsed);
     // Step 6.
     if let Some(names) = &input.tool_names {
-        rendered = narrow(&rendered, Some(names)).map_err(|e| e.under(&paths.tool_names))?;
+        rendered = narrow_owned(rendered, names).map_err(|e| e.under(&paths.tool_names))?;
     }
     // Step 7.
     order::sort(&mut rendered);
@@ -271,11 +313,16 @@ pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
     // Step 8.
     let finals: Vec<(Option<Parsed>, &Value)> = rendered
         .iter()
-        .map(|v| (entry::parse(v, "", true).ok(), v))
+        .map(|v| (entry::parse(v, &String::new, true).ok(), v))
         .collect();
     let mut routed_runners: Vec<Uuid> = Vec::new();
     for (p, _) in &finals {
-        let Some(Parsed { kind: entry::Kind::Routed { callable, route } }) = p else { continue };
+        let Some(Parsed {
+            kind: entry::Kind::Routed { callable, route },
+        }) = p
+        else {
+            continue;
+        };
         let id = route.runner_executor_public_id;
         let Some(runner) = input.runner(id).filter(|r| r.eligible) else {
             return Err(DeclError::of_kind(
@@ -289,7 +336,10 @@ pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
             return Err(DeclError::of_kind(
                 DeclErrorKind::ToolNotServed,
                 &paths.entries,
-                format!("{callable:?} routes to {:?}, which runner {id} does not serve", route.tool_name),
+                format!(
+                    "{callable:?} routes to {:?}, which runner {id} does not serve",
+                    route.tool_name
+                ),
                 Some(route.tool_name.clone()),
             ));
         }
@@ -317,7 +367,11 @@ pub fn assemble(input: &AssemblyInput) -> Result<Assembly, DeclError> {
     });
     // Step 10.
     let skills = skill_catalog(input, &finals);
-    Ok(Assembly { tool_definitions: rendered, environment, skills })
+    Ok(Assembly {
+        tool_definitions: rendered,
+        environment,
+        skills,
+    })
 }
 
 fn skill_entry(callable: &str, name: &str, description: &str, source: &str, executor: Option<Uuid>) -> Value {
@@ -339,18 +393,30 @@ fn skill_catalog(input: &AssemblyInput, finals: &[(Option<Parsed>, &Value)]) -> 
         let Some(p) = p else { continue };
         match &p.kind {
             entry::Kind::Routed { callable, route } if route.tool_name == "skill" => {
-                let Some(runner) = input.runner(route.runner_executor_public_id) else { continue };
+                let Some(runner) = input.runner(route.runner_executor_public_id) else {
+                    continue;
+                };
                 for doc in runner.documents.as_array().into_iter().flatten() {
                     let name = doc.get("name").and_then(Value::as_str).unwrap_or_default();
                     let description = doc.get("description").and_then(Value::as_str).unwrap_or_default();
-                    out.push(skill_entry(callable, name, description, "runner", Some(runner.public_id)));
+                    out.push(skill_entry(
+                        callable,
+                        name,
+                        description,
+                        "runner",
+                        Some(runner.public_id),
+                    ));
                 }
             }
             _ if p.kernel_tool().is_some_and(|t| t.canonical == "nexus.skill.load") => {
                 let callable = p.name();
                 let mut seen: HashSet<&str> = HashSet::new();
                 let sources: [(&[(String, String)], &str, Option<Uuid>); 3] = [
-                    (&input.agent_application_documents, "agent_application", input.agent_application_executor_public_id),
+                    (
+                        &input.agent_application_documents,
+                        "agent_application",
+                        input.agent_application_executor_public_id,
+                    ),
                     (&input.workspace_skills, "workspace", None),
                     (&input.user_skills, "user", None),
                 ];

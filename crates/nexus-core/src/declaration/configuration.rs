@@ -95,7 +95,11 @@ const BASE: &str = "/configuration";
 /// and model for the account). Unknown keys are ignored. Paths are `/configuration/…`.
 pub fn validate_configuration(value: &Value) -> Result<Configuration, DeclError> {
     let Some(obj) = value.as_object() else {
-        return Err(DeclError::validation("invalid", BASE, format!("configuration must be an object, got {value}")));
+        return Err(DeclError::validation(
+            "invalid",
+            BASE,
+            format!("configuration must be an object, got {value}"),
+        ));
     };
     let null = Value::Null;
     let field = |k: &str| obj.get(k).unwrap_or(&null);
@@ -120,9 +124,8 @@ pub fn validate_configuration(value: &Value) -> Result<Configuration, DeclError>
     };
     let imports_tools = runner_executor_public_ids.as_ref().is_some_and(|c| !c.is_empty())
         && runner_tool_names.as_ref().is_none_or(|a| !a.is_empty());
-    let declares = !tool_definitions.is_empty()
-        || kernel_tools.as_ref().is_some_and(|k| !k.is_empty())
-        || imports_tools;
+    let declares =
+        !tool_definitions.is_empty() || kernel_tools.as_ref().is_some_and(|k| !k.is_empty()) || imports_tools;
     if declares && approval_mode.is_none() {
         return Err(DeclError::validation(
             "approval_mode_required",
@@ -205,4 +208,3 @@ pub fn validate_configuration(value: &Value) -> Result<Configuration, DeclError>
         instructions,
     })
 }
-

@@ -81,9 +81,20 @@ impl Parsed {
     }
 }
 
+/// A member of a small object, found by a linear scan (cheaper than hashing for the handful of
+/// keys a tool entry has).
+#[inline]
+pub(crate) fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if obj.len() <= 8 {
+        obj.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        obj.get(key)
+    }
+}
+
 /// Whether `entry` is shape 5: an object whose `type` is present and not `"function"`.
 pub(crate) fn is_provider(entry: &Map<String, Value>) -> bool {
-    entry.get("type").is_some_and(|t| t.as_str() != Some("function"))
+    field(entry, "type").is_some_and(|t| t.as_str() != Some("function"))
 }
 
 /// The callable of an entry: `function.name` or `name` (shapes 1–4). `None` for shape 5 or an
@@ -93,12 +104,12 @@ pub fn callable_of(entry: &Value) -> Option<&str> {
     if is_provider(obj) {
         return None;
     }
-    if let Some(Value::Object(f)) = obj.get("function")
-        && let Some(Value::String(n)) = f.get("name")
+    if let Some(Value::Object(f)) = field(obj, "function")
+        && let Some(Value::String(n)) = field(f, "name")
     {
         return Some(n);
     }
-    obj.get("name").and_then(Value::as_str)
+    field(obj, "name").and_then(Value::as_str)
 }
 
 /// The name an entry is known by for duplicate checks and sorting: its callable, or for shape 5
@@ -106,10 +117,10 @@ pub fn callable_of(entry: &Value) -> Option<&str> {
 pub fn duplicate_name_of(entry: &Value) -> Option<Cow<'_, str>> {
     let obj = entry.as_object()?;
     if is_provider(obj) {
-        if let Some(Value::String(n)) = obj.get("name") {
+        if let Some(Value::String(n)) = field(obj, "name") {
             return Some(Cow::Borrowed(n));
         }
-        return match obj.get("type") {
+        return match field(obj, "type") {
             Some(Value::String(t)) => Some(Cow::Borrowed(t)),
             Some(t) => Some(Cow::Owned(t.to_string())),
             None => None,
@@ -143,7 +154,7 @@ pub(crate) fn check_callable(value: Option<&Value>, path: &str) -> Result<String
 
 /// Checks a top-level `defer_loading` (absent or boolean).
 pub(crate) fn check_defer(obj: &Map<String, Value>, path: &str) -> Result<Option<bool>, DeclError> {
-    match obj.get("defer_loading") {
+    match field(obj, "defer_loading") {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(other) => Err(DeclError::validation(
@@ -163,96 +174,156 @@ pub(crate) fn parse_uuid(s: &str) -> Option<Uuid> {
 }
 
 /// Parses one entry's grammar. `imported` marks an entry made by a runner import (§7.2 step 4),
-/// which may route to an overridable memory wire name.
-pub(crate) fn parse(value: &Value, path: &str, imported: bool) -> Result<Parsed, DeclError> {
+/// which may route to an overridable memory wire name. `path` builds the entry's pointer; it is
+/// only called on refusal.
+pub(crate) fn parse(value: &Value, path: &dyn Fn() -> String, imported: bool) -> Result<Parsed, DeclError> {
     let Some(obj) = value.as_object() else {
-        return Err(DeclError::validation("invalid", path, format!("a tool entry must be an object, got {value}")));
-    };
-    if is_provider(obj) {
-        let name = duplicate_name_of(value).map(Cow::into_owned).unwrap_or_default();
-        return Ok(Parsed { kind: Kind::Provider { name } });
-    }
-    if obj.contains_key("canonical") {
-        let facts = alias::parse(obj, path)?;
-        return Ok(Parsed { kind: Kind::Alias(Box::new(facts)) });
-    }
-    if obj.get("type").and_then(Value::as_str) != Some("function") {
         return Err(DeclError::validation(
             "invalid",
-            path,
+            path(),
+            format!("a tool entry must be an object, got {value}"),
+        ));
+    };
+    let (mut ty, mut canonical, mut function, mut name, mut route) = (None, false, None, None, None);
+    for (k, v) in obj {
+        match k.as_str() {
+            "type" => ty = Some(v),
+            "canonical" => canonical = true,
+            "function" => function = Some(v),
+            "name" => name = Some(v),
+            "route" => route = Some(v),
+            _ => {}
+        }
+    }
+    if ty.is_some_and(|t| t.as_str() != Some("function")) {
+        let name = duplicate_name_of(value).map(Cow::into_owned).unwrap_or_default();
+        return Ok(Parsed {
+            kind: Kind::Provider { name },
+        });
+    }
+    if canonical {
+        let facts = alias::parse(obj, &path())?;
+        return Ok(Parsed {
+            kind: Kind::Alias(Box::new(facts)),
+        });
+    }
+    if ty.is_none() {
+        return Err(DeclError::validation(
+            "invalid",
+            path(),
             "a tool entry needs \"type\" (\"function\" or a provider tool type) or \"canonical\"",
         ));
     }
-    check_defer(obj, path)?;
-    let (name_value, name_path) = match obj.get("function") {
-        Some(Value::Object(f)) => (f.get("name"), pointer::push(&pointer::push(path, "function"), "name")),
+    if let Some(d) = field(obj, "defer_loading")
+        && !d.is_boolean()
+    {
+        check_defer(obj, &path())?;
+    }
+    let nested = function.is_some();
+    let name_value = match function {
+        Some(Value::Object(f)) => field(f, "name"),
         Some(other) => {
             return Err(DeclError::validation(
                 "invalid",
-                pointer::push(path, "function"),
+                pointer::push(&path(), "function"),
                 format!("function must be an object, got {other}"),
             ));
         }
-        None => (obj.get("name"), pointer::push(path, "name")),
+        None => name,
     };
-    let callable = check_callable(name_value, &name_path)?;
+    let name_path = || {
+        if nested {
+            pointer::push(&pointer::push(&path(), "function"), "name")
+        } else {
+            pointer::push(&path(), "name")
+        }
+    };
+    let callable = match name_value {
+        Some(Value::String(s)) if is_name(s) => s.clone(),
+        other => return Err(check_callable(other, &name_path()).expect_err("not a valid name")),
+    };
     let kernel = registry::resolve(&callable);
-    if let Some(route) = obj.get("route") {
-        let route_path = pointer::push(path, "route");
+    if let Some(route) = route {
+        let route_path = || pointer::push(&path(), "route");
         if kernel.is_some() {
             return Err(DeclError::validation(
                 "invalid_tool_route",
-                route_path,
+                route_path(),
                 format!("{callable:?} is a kernel tool and cannot carry a route"),
             ));
         }
         let route = parse_route(route, &route_path, imported)?;
-        return Ok(Parsed { kind: Kind::Routed { callable, route } });
+        return Ok(Parsed {
+            kind: Kind::Routed { callable, route },
+        });
     }
     match kernel {
         Some(tool) if tool.wire == callable => Ok(Parsed {
-            kind: Kind::Function { callable, kernel: Some(tool) },
+            kind: Kind::Function {
+                callable,
+                kernel: Some(tool),
+            },
         }),
         Some(tool) => Err(DeclError::validation(
             "kernel_tool_redefined",
-            name_path,
+            name_path(),
             format!(
                 "{callable:?} is the kernel tool {}; declare it by its catalog definition (name {:?}) or through an alias",
                 tool.canonical, tool.wire
             ),
         )),
-        None => Ok(Parsed { kind: Kind::Function { callable, kernel: None } }),
+        None => Ok(Parsed {
+            kind: Kind::Function { callable, kernel: None },
+        }),
     }
 }
 
-/// Parses a `route` object (§2 shape 2 rules).
-pub(crate) fn parse_route(value: &Value, path: &str, imported: bool) -> Result<Route, DeclError> {
+/// Parses a `route` object (§2 shape 2 rules). `path` builds the route's pointer on refusal.
+pub(crate) fn parse_route(value: &Value, path: &dyn Fn() -> String, imported: bool) -> Result<Route, DeclError> {
     let bad = |p: String, m: String| DeclError::validation("invalid_tool_route", p, m);
     let Some(obj) = value.as_object() else {
-        return Err(bad(path.into(), format!("route must be an object, got {value}")));
+        return Err(bad(path(), format!("route must be an object, got {value}")));
     };
-    if obj.get("kind").and_then(Value::as_str) != Some("runner") {
-        return Err(bad(pointer::push(path, "kind"), "route.kind must be \"runner\"".into()));
+    let (mut kind, mut id, mut tool) = (None, None, None);
+    for (k, v) in obj {
+        match k.as_str() {
+            "kind" => kind = Some(v),
+            "runner_executor_public_id" => id = Some(v),
+            "tool_name" => tool = Some(v),
+            _ => {}
+        }
     }
-    let id_path = pointer::push(path, "runner_executor_public_id");
-    let runner = match obj.get("runner_executor_public_id") {
+    if kind.and_then(Value::as_str) != Some("runner") {
+        return Err(bad(
+            pointer::push(&path(), "kind"),
+            "route.kind must be \"runner\"".into(),
+        ));
+    }
+    let id_path = || pointer::push(&path(), "runner_executor_public_id");
+    let runner = match id {
         None | Some(Value::Null) => {
             return Err(DeclError::validation(
                 "runner_target_required",
-                id_path,
+                id_path(),
                 "a runner route names its runner_executor_public_id",
             ));
         }
-        Some(Value::String(s)) => parse_uuid(s)
-            .ok_or_else(|| bad(id_path.clone(), format!("runner_executor_public_id {s:?} is not a UUID")))?,
-        Some(other) => return Err(bad(id_path, format!("runner_executor_public_id must be a UUID string, got {other}"))),
+        Some(Value::String(s)) => {
+            parse_uuid(s).ok_or_else(|| bad(id_path(), format!("runner_executor_public_id {s:?} is not a UUID")))?
+        }
+        Some(other) => {
+            return Err(bad(
+                id_path(),
+                format!("runner_executor_public_id must be a UUID string, got {other}"),
+            ));
+        }
     };
-    let name_path = pointer::push(path, "tool_name");
-    let tool_name = match obj.get("tool_name") {
+    let name_path = || pointer::push(&path(), "tool_name");
+    let tool_name = match tool {
         Some(Value::String(s)) if is_name(s) => s.clone(),
         other => {
             return Err(bad(
-                name_path,
+                name_path(),
                 format!(
                     "route.tool_name must be a non-empty string of at most 128 characters with no NUL, got {}",
                     other.map_or("nothing".to_string(), Value::to_string)
@@ -264,8 +335,14 @@ pub(crate) fn parse_route(value: &Value, path: &str, imported: bool) -> Result<R
         let skill = tool_name == "skill";
         let memory_import = imported && tool.class() == ToolClass::Overridable && tool.wire == tool_name;
         if !skill && !memory_import {
-            return Err(bad(name_path, format!("route.tool_name {tool_name:?} is a kernel tool name")));
+            return Err(bad(
+                name_path(),
+                format!("route.tool_name {tool_name:?} is a kernel tool name"),
+            ));
         }
     }
-    Ok(Route { runner_executor_public_id: runner, tool_name })
+    Ok(Route {
+        runner_executor_public_id: runner,
+        tool_name,
+    })
 }

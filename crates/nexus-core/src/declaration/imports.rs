@@ -32,10 +32,16 @@ pub fn parse_kernel_tools(value: &Value, path: &str) -> Result<Option<Vec<String
     for (i, item) in items.iter().enumerate() {
         let p = pointer::index(path, i);
         let Some(name) = item.as_str() else {
-            return Err(invalid(p, format!("kernel_tools entries are canonical names, got {item}")));
+            return Err(invalid(
+                p,
+                format!("kernel_tools entries are canonical names, got {item}"),
+            ));
         };
         if registry::resolve_canonical(name).is_none() {
-            return Err(invalid(p, format!("{name:?} is not the canonical name of a live kernel tool")));
+            return Err(invalid(
+                p,
+                format!("{name:?} is not the canonical name of a live kernel tool"),
+            ));
         }
         if out.iter().any(|o| o == name) {
             return Err(invalid(p, format!("{name:?} is listed twice")));
@@ -55,7 +61,10 @@ pub fn parse_runner_executor_public_ids(value: &Value, path: &str) -> Result<Opt
     for (i, item) in items.iter().enumerate() {
         let p = pointer::index(path, i);
         let Some(id) = item.as_str().and_then(parse_uuid) else {
-            return Err(invalid(p, format!("runner_executor_public_ids entries are UUIDs, got {item}")));
+            return Err(invalid(
+                p,
+                format!("runner_executor_public_ids entries are UUIDs, got {item}"),
+            ));
         };
         if out.contains(&id) {
             return Err(invalid(p, format!("runner {id} is listed twice")));
@@ -79,7 +88,9 @@ pub fn parse_runner_tool_names(value: &Value, path: &str) -> Result<Option<Vec<S
             _ => {
                 return Err(invalid(
                     p,
-                    format!("runner_tool_names entries are non-empty names of at most 128 characters with no NUL, got {item}"),
+                    format!(
+                        "runner_tool_names entries are non-empty names of at most 128 characters with no NUL, got {item}"
+                    ),
                 ));
             }
         };

@@ -27,19 +27,18 @@ mod set;
 mod skills;
 
 pub use alias::{AliasFacts, AliasParam};
-pub use assembly::{Assembly, AssemblyInput, AssemblyPaths, RunnerFacts, assemble};
+pub use assembly::{Assembly, AssemblyInput, AssemblyPaths, RunnerFacts, assemble, assemble_owned};
 pub use configuration::{ApprovalMode, Configuration, validate_configuration};
 pub use entry::{Route, callable_of, duplicate_name_of};
 pub use error::{DeclError, DeclErrorKind};
-pub use imports::{
-    import_callable, parse_kernel_tools, parse_runner_executor_public_ids,
-    parse_runner_tool_names,
-};
+pub use imports::{import_callable, parse_kernel_tools, parse_runner_executor_public_ids, parse_runner_tool_names};
 pub use order::{canonical_len, check_bound, sort};
 pub use projection::project;
 pub use render::spelling_map_of;
 pub use resolve::{ResolvedCall, Resolver, express_through_alias, resolve_call};
-pub use set::{narrow, validate_and_render, validate_declaration};
+pub use set::{
+    narrow, validate_and_render, validate_and_render_owned, validate_declaration, validate_declaration_owned,
+};
 pub use skills::{SKILLS_BLOCK_HEADER, skills_block};
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub(crate) fn facts(declaration: &[Value]) -> Vec<Facts> {
     declaration
         .iter()
         .map(|v| Facts {
-            parsed: entry::parse(v, "", true).ok(),
+            parsed: entry::parse(v, &String::new, true).ok(),
             deferred: v.get("defer_loading") == Some(&Value::Bool(true)),
         })
         .collect()

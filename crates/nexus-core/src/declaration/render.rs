@@ -9,6 +9,41 @@ use super::alias::AliasFacts;
 use super::entry::{Kind, Parsed};
 use crate::registry::{self, KernelTool, Spelling, render::render_text};
 
+/// A kernel tool's unrendered parameter schema, parsed once per process.
+pub(crate) fn schema_of(tool: &KernelTool) -> &'static Value {
+    static SCHEMAS: OnceLock<HashMap<&'static str, Value>> = OnceLock::new();
+    SCHEMAS
+        .get_or_init(|| {
+            registry::entries()
+                .iter()
+                .map(|t| (t.wire, t.parameter_schema()))
+                .collect()
+        })
+        .get(tool.wire)
+        .expect("every registry entry has a schema")
+}
+
+/// The parameter schema with its descriptions rendered with `spelling` (as
+/// [`KernelTool::rendered_parameters`], from the cached parse).
+fn rendered_schema(tool: &KernelTool, spelling: &dyn Spelling) -> Value {
+    let mut schema = schema_of(tool).clone();
+    registry::render::render_schema_descriptions(&mut schema, spelling);
+    schema
+}
+
+/// `{type:"function", function:{name, description, parameters}}` under `spelling` (as
+/// [`KernelTool::definition_with`], from the cached parse).
+fn definition_with(tool: &KernelTool, spelling: &dyn Spelling) -> Value {
+    let mut function = Map::new();
+    function.insert("name".into(), Value::String(tool.wire.to_string()));
+    function.insert("description".into(), Value::String(tool.description(spelling)));
+    function.insert("parameters".into(), rendered_schema(tool, spelling));
+    let mut def = Map::new();
+    def.insert("type".into(), Value::String("function".into()));
+    def.insert("function".into(), Value::Object(function));
+    Value::Object(def)
+}
+
 /// The spelling map M of a parsed set, holding only the wire names that are not spelled as
 /// themselves.
 pub(crate) fn spelling_map(parsed: &[Parsed]) -> HashMap<String, String> {
@@ -66,7 +101,7 @@ pub(crate) fn alias_function(facts: &AliasFacts, map: &HashMap<String, String>) 
         Some(d) => render_text(d, &spelling),
         None => facts.tool.description(&spelling),
     };
-    let mut schema = facts.tool.rendered_parameters(&spelling);
+    let mut schema = rendered_schema(facts.tool, &spelling);
     if let Some(Value::Object(props)) = schema.get_mut("properties") {
         let old = std::mem::take(props);
         for (key, mut prop) in old {
@@ -154,7 +189,7 @@ pub(crate) fn plain_entry(tool: &KernelTool, map: &HashMap<String, String>, defe
     let mut def = if map.is_empty() {
         tool.definition().clone()
     } else {
-        tool.definition_with(map)
+        definition_with(tool, map)
     };
     if let (Some(d), Value::Object(obj)) = (defer, &mut def) {
         obj.insert("defer_loading".into(), Value::Bool(d));
@@ -162,23 +197,55 @@ pub(crate) fn plain_entry(tool: &KernelTool, map: &HashMap<String, String>, defe
     def
 }
 
-/// A function entry in nested form without its top-level `defer_loading` (§3 normalization).
-pub(crate) fn normalize_function(entry: &Map<String, Value>) -> Value {
-    if entry.contains_key("function") {
-        let mut out = entry.clone();
-        out.shift_remove("defer_loading");
-        return Value::Object(out);
-    }
-    let mut function = Map::new();
-    for (k, v) in entry {
-        if k != "type" && k != "defer_loading" {
-            function.insert(k.clone(), v.clone());
+/// A function entry in nested form without its top-level `defer_loading` (§3 normalization),
+/// as a serializable view (nothing is copied).
+pub(crate) struct Normalized<'a>(pub &'a Map<String, Value>);
+
+struct FlatFunction<'a>(&'a Map<String, Value>);
+
+impl serde::Serialize for Normalized<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let entry = self.0;
+        let mut map = s.serialize_map(None)?;
+        if entry.contains_key("function") {
+            for (k, v) in entry {
+                if k != "defer_loading" {
+                    map.serialize_entry(k, v)?;
+                }
+            }
+        } else {
+            map.serialize_entry("type", entry.get("type").unwrap_or(&Value::Null))?;
+            map.serialize_entry("function", &FlatFunction(entry))?;
         }
+        map.end()
     }
-    let mut out = Map::new();
-    out.insert("type".into(), entry.get("type").cloned().unwrap_or(Value::Null));
-    out.insert("function".into(), Value::Object(function));
-    Value::Object(out)
+}
+
+impl serde::Serialize for FlatFunction<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in self.0 {
+            if k != "type" && k != "defer_loading" {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// The compact bytes of a function entry's §3 normalization.
+pub(crate) fn normalized_bytes(entry: &Map<String, Value>) -> String {
+    serde_json::to_string(&Normalized(entry)).expect("serializes")
+}
+
+/// Whether a plain kernel entry is already in rendered form: `{type, function}` with an optional
+/// trailing `defer_loading`.
+fn is_rendered_form(entry: &Value) -> bool {
+    let Some(obj) = entry.as_object() else { return false };
+    let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
+    matches!(keys.as_slice(), ["type", "function"] | ["type", "function", "defer_loading"])
 }
 
 /// The compact serialization of a catalog definition, cached per tool.
@@ -196,24 +263,32 @@ pub(crate) fn catalog_bytes(tool: &KernelTool) -> &'static str {
         .expect("every registry entry has a definition")
 }
 
-/// The stored render of a parsed set (§4.3).
-pub(crate) fn render_set(values: &[Value], parsed: &[Parsed]) -> Vec<Value> {
+/// The stored render of a parsed set (§4.3), in place: alias and plain kernel entries are
+/// replaced, every other entry is moved through untouched.
+pub(crate) fn render_set(mut values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value> {
     if !parsed.iter().any(|p| matches!(p.kind, Kind::Alias(_))) {
-        return values.to_vec();
+        return values;
     }
     let map = spelling_map(parsed);
-    values
-        .iter()
-        .zip(parsed)
-        .map(|(value, p)| match &p.kind {
-            Kind::Alias(a) => alias_entry(a, &map),
+    for (value, p) in values.iter_mut().zip(parsed) {
+        match &p.kind {
+            Kind::Alias(a) => *value = alias_entry(a, &map),
             Kind::Function { kernel: Some(tool), .. } => {
+                // Under an empty map an entry in rendered form holding the catalog bytes is
+                // already its own render.
+                if map.is_empty()
+                    && is_rendered_form(value)
+                    && value.as_object().is_some_and(|o| normalized_bytes(o) == catalog_bytes(tool))
+                {
+                    continue;
+                }
                 let defer = value.get("defer_loading").and_then(Value::as_bool);
-                plain_entry(tool, &map, defer)
+                *value = plain_entry(tool, &map, defer);
             }
-            _ => value.clone(),
-        })
-        .collect()
+            _ => {}
+        }
+    }
+    values
 }
 
 /// The spelling map M (§4.2) of a stored declaration: kernel wire name → callable, holding only
@@ -221,7 +296,7 @@ pub(crate) fn render_set(values: &[Value], parsed: &[Parsed]) -> Vec<Value> {
 pub fn spelling_map_of(set: &[Value]) -> HashMap<String, String> {
     let parsed: Vec<Parsed> = set
         .iter()
-        .filter_map(|v| super::entry::parse(v, "", true).ok())
+        .filter_map(|v| super::entry::parse(v, &String::new, true).ok())
         .collect();
     spelling_map(&parsed)
 }

@@ -33,7 +33,7 @@ enum Target {
 }
 
 fn target_of(value: &Value) -> Target {
-    match entry::parse(value, "", true) {
+    match entry::parse(value, &String::new, true) {
         Ok(p) => match p.kind {
             Kind::Routed { route, .. } => Target::Routed(route),
             Kind::Alias(a) => Target::Alias(a),

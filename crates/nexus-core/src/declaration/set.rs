@@ -8,7 +8,7 @@ use super::entry::{self, Kind, Parsed, duplicate_name_of};
 use super::error::{DeclError, DeclErrorKind};
 use super::order;
 use super::pointer;
-use super::render::{self, alias_function, catalog_bytes, normalize_function, spelling_map};
+use super::render::{self, alias_function, catalog_bytes, normalized_bytes, spelling_map};
 
 /// Refuses the second entry that reuses a name (`duplicate_tool_name`, §4.1 row 1).
 pub(crate) fn check_duplicates(values: &[Value], paths: &dyn Fn(usize) -> String) -> Result<(), DeclError> {
@@ -17,11 +17,7 @@ pub(crate) fn check_duplicates(values: &[Value], paths: &dyn Fn(usize) -> String
         if let Some(name) = duplicate_name_of(value)
             && !seen.insert(name.clone())
         {
-            let mut e = DeclError::validation(
-                "duplicate_tool_name",
-                paths(i),
-                format!("{name:?} is declared twice"),
-            );
+            let mut e = DeclError::validation("duplicate_tool_name", paths(i), format!("{name:?} is declared twice"));
             e.detail = Some(name.into_owned());
             return Err(e);
         }
@@ -38,7 +34,7 @@ pub(crate) fn parse_all(
     values
         .iter()
         .enumerate()
-        .map(|(i, v)| entry::parse(v, &paths(i), i >= import_start))
+        .map(|(i, v)| entry::parse(v, &|| paths(i), i >= import_start))
         .collect()
 }
 
@@ -52,9 +48,12 @@ pub(crate) fn check_bytes(
 ) -> Result<(), DeclError> {
     for (i, (value, p)) in values.iter().zip(parsed).enumerate() {
         match &p.kind {
-            Kind::Function { kernel: Some(tool), callable } => {
+            Kind::Function {
+                kernel: Some(tool),
+                callable,
+            } => {
                 let obj = value.as_object().expect("parsed functions are objects");
-                let given = serde_json::to_string(&normalize_function(obj)).expect("serializes");
+                let given = normalized_bytes(obj);
                 if given == catalog_bytes(tool) {
                     continue;
                 }
@@ -111,8 +110,13 @@ pub(crate) fn check_set(
 /// Validates a list of entries (§2–§4) and returns its stored render (§4.3), in input order.
 /// Refusal paths are `base/<index>/…`.
 pub fn validate_and_render(entries: &[Value], base: &str) -> Result<Vec<Value>, DeclError> {
+    validate_and_render_owned(entries.to_vec(), base)
+}
+
+/// [`validate_and_render`] over an owned list: nothing is cloned but the rendered entries.
+pub fn validate_and_render_owned(entries: Vec<Value>, base: &str) -> Result<Vec<Value>, DeclError> {
     let paths = |i: usize| pointer::index(base, i);
-    let parsed = check_set(entries, &paths, entries.len())?;
+    let parsed = check_set(&entries, &paths, entries.len())?;
     Ok(render::render_set(entries, &parsed))
 }
 
@@ -120,18 +124,21 @@ pub fn validate_and_render(entries: &[Value], base: &str) -> Result<Vec<Value>, 
 /// `tool_definitions`): grammar, render, canonical sort and bound. `base` is the array's JSON
 /// pointer. `null` reads as `[]`.
 pub fn validate_declaration(entries: &Value, base: &str) -> Result<Vec<Value>, DeclError> {
-    let list: &[Value] = match entries {
-        Value::Null => &[],
-        Value::Array(a) => a,
-        other => {
-            return Err(DeclError::validation(
-                "invalid",
-                base,
-                format!("a declaration is an array of tool entries, got {other}"),
-            ));
-        }
-    };
-    let mut rendered = validate_and_render(list, base)?;
+    match entries {
+        Value::Null => Ok(Vec::new()),
+        Value::Array(a) => validate_declaration_owned(a.clone(), base),
+        other => Err(DeclError::validation(
+            "invalid",
+            base,
+            format!("a declaration is an array of tool entries, got {other}"),
+        )),
+    }
+}
+
+/// [`validate_declaration`] over an owned list (the door's parsed body): the entries are
+/// validated, rendered in place, sorted by moving and bounded, without a copy.
+pub fn validate_declaration_owned(entries: Vec<Value>, base: &str) -> Result<Vec<Value>, DeclError> {
+    let mut rendered = validate_and_render_owned(entries, base)?;
     order::sort(&mut rendered);
     order::check_bound(&rendered, base)?;
     Ok(rendered)
@@ -160,32 +167,45 @@ pub fn narrow(set: &[Value], names: Option<&[String]>) -> Result<Vec<Value>, Dec
         .filter(|v| duplicate_name_of(v).is_some_and(|n| wanted.contains(n.as_ref())))
         .cloned()
         .collect();
-    rerender(&kept)
+    rerender(kept)
+}
+
+/// [`narrow`] over an owned set (no copy of the kept entries).
+pub(crate) fn narrow_owned(set: Vec<Value>, names: &[String]) -> Result<Vec<Value>, DeclError> {
+    let known: HashSet<std::borrow::Cow<'_, str>> = set.iter().filter_map(duplicate_name_of).collect();
+    if let Some((i, missing)) = names.iter().enumerate().find(|(_, n)| !known.contains(n.as_str())) {
+        return Err(DeclError::of_kind(
+            DeclErrorKind::ToolNotDeclared,
+            pointer::index("", i),
+            format!("{missing:?} is not a tool of this declaration"),
+            Some(missing.clone()),
+        ));
+    }
+    drop(known);
+    let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+    let kept: Vec<Value> = set
+        .into_iter()
+        .filter(|v| duplicate_name_of(v).is_some_and(|n| wanted.contains(n.as_ref())))
+        .collect();
+    rerender(kept)
 }
 
 /// Re-renders an already-validated set under its own (possibly changed) spelling map.
-pub(crate) fn rerender(set: &[Value]) -> Result<Vec<Value>, DeclError> {
+pub(crate) fn rerender(mut set: Vec<Value>) -> Result<Vec<Value>, DeclError> {
     let paths = |i: usize| pointer::index("", i);
-    let parsed = parse_all(set, &paths, 0)?;
+    let parsed = parse_all(&set, &paths, 0)?;
     if parsed.iter().any(|p| matches!(p.kind, Kind::Alias(_))) {
         return Ok(render::render_set(set, &parsed));
     }
     let empty = HashMap::new();
-    Ok(set
-        .iter()
-        .zip(&parsed)
-        .map(|(value, p)| match &p.kind {
-            Kind::Function { kernel: Some(tool), .. } => {
-                let obj = value.as_object().expect("parsed functions are objects");
-                let given = serde_json::to_string(&normalize_function(obj)).expect("serializes");
-                if given == catalog_bytes(tool) {
-                    value.clone()
-                } else {
-                    let defer = obj.get("defer_loading").and_then(Value::as_bool);
-                    render::plain_entry(tool, &empty, defer)
-                }
+    for (value, p) in set.iter_mut().zip(&parsed) {
+        if let Kind::Function { kernel: Some(tool), .. } = &p.kind {
+            let obj = value.as_object().expect("parsed functions are objects");
+            if normalized_bytes(obj) != catalog_bytes(tool) {
+                let defer = obj.get("defer_loading").and_then(Value::as_bool);
+                *value = render::plain_entry(tool, &empty, defer);
             }
-            _ => value.clone(),
-        })
-        .collect())
+        }
+    }
+    Ok(set)
 }

@@ -51,7 +51,11 @@ pub fn skills_block(declaration: &[Value], skills: &[Value]) -> Option<String> {
                 _ => String::new(),
             };
             let description = str_of(s, "description").replace(['\r', '\n'], " ");
-            format!("- {} / {}{uuid}: {description}", str_of(s, "callable"), str_of(s, "name"))
+            format!(
+                "- {} / {}{uuid}: {description}",
+                str_of(s, "callable"),
+                str_of(s, "name")
+            )
         })
         .collect();
     let mut block = String::from(SKILLS_BLOCK_HEADER);

@@ -47,7 +47,10 @@ fn imports_every_model_describable_tool_routed_and_deferred() {
     let a = assemble(&input).unwrap();
     assert_eq!(callables(&a), ["grep", "read"]);
     let read = &a.tool_definitions[1];
-    assert_eq!(read["route"], json!({"kind": "runner", "runner_executor_public_id": id(1).to_string(), "tool_name": "read"}));
+    assert_eq!(
+        read["route"],
+        json!({"kind": "runner", "runner_executor_public_id": id(1).to_string(), "tool_name": "read"})
+    );
     assert_eq!(read["defer_loading"], json!(true));
     assert_eq!(read["function"]["parameters"], announcement("read")["input_schema"]);
     let keys: Vec<&str> = read.as_object().unwrap().keys().map(String::as_str).collect();
@@ -86,16 +89,30 @@ fn collisions_are_renamed_and_memory_names_may_be_imported() {
     let a = assemble(&input).unwrap();
     let names = callables(&a);
     assert!(names.contains(&"read"));
-    assert!(names.iter().any(|n| n.starts_with("read__") && n.len() == 18), "{names:?}");
-    let mem = a.tool_definitions.iter().find(|e| callable_of(e).unwrap().starts_with("memory_read__")).unwrap();
+    assert!(
+        names.iter().any(|n| n.starts_with("read__") && n.len() == 18),
+        "{names:?}"
+    );
+    let mem = a
+        .tool_definitions
+        .iter()
+        .find(|e| callable_of(e).unwrap().starts_with("memory_read__"))
+        .unwrap();
     assert_eq!(mem["route"]["tool_name"], json!("memory_read"));
     // An explicit entry routing to a memory name is still refused.
     let mut explicit = func("m");
-    explicit["route"] = json!({"kind": "runner", "runner_executor_public_id": id(1).to_string(), "tool_name": "memory_read"});
+    explicit["route"] =
+        json!({"kind": "runner", "runner_executor_public_id": id(1).to_string(), "tool_name": "memory_read"});
     let mut input = importing(1, &["memory_read"]);
     input.entries = json!([explicit]);
     let e = assemble(&input).unwrap_err();
-    assert_eq!((e.reason, e.path.as_str()), ("invalid_tool_route", "/configuration/tool_definitions/0/route/tool_name"));
+    assert_eq!(
+        (e.reason, e.path.as_str()),
+        (
+            "invalid_tool_route",
+            "/configuration/tool_definitions/0/route/tool_name"
+        )
+    );
 }
 
 #[test]
@@ -114,9 +131,15 @@ fn kernel_tools_add_catalog_definitions_unless_explicit() {
         ..AssemblyInput::default()
     };
     assert_eq!(callables(&assemble(&input).unwrap()), ["wait"]);
-    let bad = AssemblyInput { kernel_tools: json!(["wait"]), ..AssemblyInput::default() };
+    let bad = AssemblyInput {
+        kernel_tools: json!(["wait"]),
+        ..AssemblyInput::default()
+    };
     let e = assemble(&bad).unwrap_err();
-    assert_eq!((e.reason, e.path.as_str()), ("invalid", "/configuration/kernel_tools/0"));
+    assert_eq!(
+        (e.reason, e.path.as_str()),
+        ("invalid", "/configuration/kernel_tools/0")
+    );
 }
 
 #[test]
@@ -142,15 +165,24 @@ fn step_2_runner_not_declared_and_not_eligible() {
     input.default_runner_executor_public_id = Some(id(2));
     input.runners.push(runner(2, &[]));
     let e = assemble(&input).unwrap_err();
-    assert_eq!((e.kind, e.code()), (DeclErrorKind::RunnerNotDeclared, Code::RunnerNotDeclared));
+    assert_eq!(
+        (e.kind, e.code()),
+        (DeclErrorKind::RunnerNotDeclared, Code::RunnerNotDeclared)
+    );
     // Not importing ([] allowlist): S need not be a candidate.
     input.runner_tool_names = json!([]);
     assert!(assemble(&input).is_ok());
     input.runners[1].eligible = false;
     let e = assemble(&input).unwrap_err();
-    assert_eq!((e.kind, e.reason), (DeclErrorKind::RunnerNotEligible, "runner_not_eligible"));
+    assert_eq!(
+        (e.kind, e.reason),
+        (DeclErrorKind::RunnerNotEligible, "runner_not_eligible")
+    );
     // A runner with no facts is not eligible.
-    let input = AssemblyInput { default_runner_executor_public_id: Some(id(9)), ..AssemblyInput::default() };
+    let input = AssemblyInput {
+        default_runner_executor_public_id: Some(id(9)),
+        ..AssemblyInput::default()
+    };
     assert_eq!(assemble(&input).unwrap_err().kind, DeclErrorKind::RunnerNotEligible);
 }
 
@@ -158,12 +190,22 @@ fn step_2_runner_not_declared_and_not_eligible() {
 fn step_8_routes_need_eligible_serving_runners() {
     let mut routed = func("build");
     routed["route"] = json!({"kind": "runner", "runner_executor_public_id": id(3).to_string(), "tool_name": "make"});
-    let mut input = AssemblyInput { entries: json!([routed]), runners: vec![runner(3, &["make"])], ..AssemblyInput::default() };
+    let mut input = AssemblyInput {
+        entries: json!([routed]),
+        runners: vec![runner(3, &["make"])],
+        ..AssemblyInput::default()
+    };
     let a = assemble(&input).unwrap();
-    assert_eq!(a.environment["executors"][0]["runner_executor_public_id"], json!(id(3).to_string()));
+    assert_eq!(
+        a.environment["executors"][0]["runner_executor_public_id"],
+        json!(id(3).to_string())
+    );
     input.runners[0].served_tools = json!([]);
     let e = assemble(&input).unwrap_err();
-    assert_eq!((e.kind, e.code(), e.detail.as_deref()), (DeclErrorKind::ToolNotServed, Code::ToolNotServed, Some("make")));
+    assert_eq!(
+        (e.kind, e.code(), e.detail.as_deref()),
+        (DeclErrorKind::ToolNotServed, Code::ToolNotServed, Some("make"))
+    );
     input.runners[0].eligible = false;
     assert_eq!(assemble(&input).unwrap_err().kind, DeclErrorKind::RunnerNotEligible);
     input.runners.clear();
@@ -183,7 +225,12 @@ fn executors_list_the_selected_runner_then_routed_runners() {
     input.runner_executor_public_ids = json!([id(1).to_string(), id(4).to_string(), id(3).to_string()]);
     let a = assemble(&input).unwrap();
     let ids = |k: &str| -> Vec<String> {
-        a.environment[k].as_array().unwrap().iter().map(|e| e["runner_executor_public_id"].as_str().unwrap().to_string()).collect()
+        a.environment[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["runner_executor_public_id"].as_str().unwrap().to_string())
+            .collect()
     };
     assert_eq!(ids("executors"), [id(1).to_string(), id(3).to_string()]);
     assert_eq!(ids("runner_candidates"), [id(1).to_string(), id(3).to_string()]);
@@ -200,11 +247,20 @@ fn step_6_narrowing() {
     assert_eq!(callables(&a), ["wait", "x"]);
     // Without the alias, `wait` is the catalog definition again.
     assert_eq!(bytes(&a.tool_definitions[0]), bytes(&plain("wait")));
-    let missing = AssemblyInput { tool_names: Some(vec!["x".into(), "nope".into()]), ..input.clone() };
+    let missing = AssemblyInput {
+        tool_names: Some(vec!["x".into(), "nope".into()]),
+        ..input.clone()
+    };
     let e = assemble(&missing).unwrap_err();
-    assert_eq!((e.kind, e.code()), (DeclErrorKind::ToolNotDeclared, Code::ToolNotDeclared));
+    assert_eq!(
+        (e.kind, e.code()),
+        (DeclErrorKind::ToolNotDeclared, Code::ToolNotDeclared)
+    );
     assert_eq!((e.detail.as_deref(), e.path.as_str()), (Some("nope"), "/tool_names/1"));
-    let none = AssemblyInput { tool_names: Some(vec![]), ..input };
+    let none = AssemblyInput {
+        tool_names: Some(vec![]),
+        ..input
+    };
     assert!(assemble(&none).unwrap().tool_definitions.is_empty());
 }
 
@@ -217,7 +273,10 @@ fn the_skill_catalog_follows_source_precedence() {
         runners: vec![runner(1, &["skill"])],
         agent_application_executor_public_id: Some(id(7)),
         agent_application_documents: vec![("style-guide".into(), "House rules.".into())],
-        workspace_skills: vec![("style-guide".into(), "Shadowed.".into()), ("deploy".into(), "Ships it.".into())],
+        workspace_skills: vec![
+            ("style-guide".into(), "Shadowed.".into()),
+            ("deploy".into(), "Ships it.".into()),
+        ],
         user_skills: vec![("deploy".into(), "Shadowed.".into()), ("notes".into(), "Mine.".into())],
         ..AssemblyInput::default()
     };
@@ -235,14 +294,32 @@ fn the_skill_catalog_follows_source_precedence() {
 
 #[test]
 fn grammar_refusals_point_into_the_configuration() {
-    let input = AssemblyInput { entries: json!([agent(), agent()]), ..AssemblyInput::default() };
+    let input = AssemblyInput {
+        entries: json!([agent(), agent()]),
+        ..AssemblyInput::default()
+    };
     let e = assemble(&input).unwrap_err();
-    assert_eq!((e.reason, e.path.as_str()), ("duplicate_tool_name", "/configuration/tool_definitions/1"));
-    let input = AssemblyInput { runner_executor_public_ids: json!(["x"]), ..AssemblyInput::default() };
-    assert_eq!(assemble(&input).unwrap_err().path, "/configuration/runner_executor_public_ids/0");
-    let input = AssemblyInput { runner_tool_names: json!([""]), ..AssemblyInput::default() };
+    assert_eq!(
+        (e.reason, e.path.as_str()),
+        ("duplicate_tool_name", "/configuration/tool_definitions/1")
+    );
+    let input = AssemblyInput {
+        runner_executor_public_ids: json!(["x"]),
+        ..AssemblyInput::default()
+    };
+    assert_eq!(
+        assemble(&input).unwrap_err().path,
+        "/configuration/runner_executor_public_ids/0"
+    );
+    let input = AssemblyInput {
+        runner_tool_names: json!([""]),
+        ..AssemblyInput::default()
+    };
     assert_eq!(assemble(&input).unwrap_err().path, "/configuration/runner_tool_names/0");
-    let input = AssemblyInput { entries: json!({}), ..AssemblyInput::default() };
+    let input = AssemblyInput {
+        entries: json!({}),
+        ..AssemblyInput::default()
+    };
     assert_eq!(assemble(&input).unwrap_err().path, "/configuration/tool_definitions");
 }
 
@@ -254,6 +331,27 @@ fn the_contract_fixture_shows_the_imported_read() {
     assert_eq!(read["function"]["name"], json!("read"));
     assert_eq!(read["route"]["tool_name"], json!("read"));
     assert_eq!(read["defer_loading"], json!(true));
-    assert_eq!(fixture["environment"]["executors"][0]["environment"], json!({"os": "macos"}));
-    assert_eq!(fixture["environment"]["executors"][0]["display_name"], json!("build-mac"));
+    assert_eq!(
+        fixture["environment"]["executors"][0]["environment"],
+        json!({"os": "macos"})
+    );
+    assert_eq!(
+        fixture["environment"]["executors"][0]["display_name"],
+        json!("build-mac")
+    );
+}
+
+#[test]
+fn kernel_tools_can_change_the_spelling_of_stored_entries() {
+    // Stored under {delegate_task → Agent}; kernel_tools then declares delegate_task plainly,
+    // so every other text reads delegate_task again.
+    let stored = super::render(&[agent(), plain("wait")]);
+    let input = AssemblyInput {
+        entries: Value::Array(stored),
+        kernel_tools: json!(["nexus.graph.delegate_task"]),
+        ..AssemblyInput::default()
+    };
+    let a = assemble(&input).unwrap();
+    let wait = a.tool_definitions.iter().find(|e| callable_of(e) == Some("wait")).unwrap();
+    assert_eq!(bytes(wait), bytes(&plain("wait")));
 }

@@ -33,8 +33,16 @@ fn callable_names_are_bounded() {
     assert_refused(json!([func("")]), "invalid", "/t/0/function/name");
     assert_refused(json!([func(&"x".repeat(129))]), "invalid", "/t/0/function/name");
     assert_refused(json!([func("a\0b")]), "invalid", "/t/0/function/name");
-    assert_refused(json!([{"type": "function", "function": {"description": "d"}}]), "invalid", "/t/0/function/name");
-    assert_refused(json!([{"type": "function", "function": "x"}]), "invalid", "/t/0/function");
+    assert_refused(
+        json!([{"type": "function", "function": {"description": "d"}}]),
+        "invalid",
+        "/t/0/function/name",
+    );
+    assert_refused(
+        json!([{"type": "function", "function": "x"}]),
+        "invalid",
+        "/t/0/function",
+    );
     assert_refused(json!([{"type": "function", "name": 5}]), "invalid", "/t/0/name");
     // 128 characters (multi-byte) are fine.
     assert!(validate_declaration(&json!([func(&"é".repeat(128))]), "/t").is_ok());
@@ -50,7 +58,11 @@ fn callables_are_unique_across_shapes() {
         "duplicate_tool_name",
         "/t/1",
     );
-    assert_refused(json!([{"type": "web_search"}, {"type": "web_search"}]), "duplicate_tool_name", "/t/1");
+    assert_refused(
+        json!([{"type": "web_search"}, {"type": "web_search"}]),
+        "duplicate_tool_name",
+        "/t/1",
+    );
     let mut alias = agent();
     alias["name"] = json!("a");
     assert_refused(json!([func("a"), alias]), "duplicate_tool_name", "/t/1");
@@ -87,7 +99,9 @@ fn plain_kernel_entries_must_match_the_catalog() {
 
     // Reordered properties: same members, other order.
     let mut reordered = def.clone();
-    let props = reordered["function"]["parameters"]["properties"].as_object_mut().unwrap();
+    let props = reordered["function"]["parameters"]["properties"]
+        .as_object_mut()
+        .unwrap();
     let prompt = props.shift_remove("prompt").unwrap();
     props.insert("prompt".into(), prompt);
     assert_refused(json!([reordered]), "kernel_tool_redefined", "/t/0");
@@ -111,24 +125,48 @@ fn route_rules() {
         "/t/0/route/runner_executor_public_id",
     );
     assert_refused(
-        json!([routed("r", json!({"kind": "runner", "runner_executor_public_id": "nope", "tool_name": "read"}))]),
+        json!([routed(
+            "r",
+            json!({"kind": "runner", "runner_executor_public_id": "nope", "tool_name": "read"})
+        )]),
         "invalid_tool_route",
         "/t/0/route/runner_executor_public_id",
     );
     assert_refused(
-        json!([routed("r", json!({"kind": "runner", "runner_executor_public_id": 7, "tool_name": "read"}))]),
+        json!([routed(
+            "r",
+            json!({"kind": "runner", "runner_executor_public_id": 7, "tool_name": "read"})
+        )]),
         "invalid_tool_route",
         "/t/0/route/runner_executor_public_id",
     );
-    assert_refused(json!([routed("r", json!("runner"))]), "invalid_tool_route", "/t/0/route");
     assert_refused(
-        json!([routed("r", json!({"kind": "mcp", "runner_executor_public_id": RUNNER, "tool_name": "read"}))]),
+        json!([routed("r", json!("runner"))]),
+        "invalid_tool_route",
+        "/t/0/route",
+    );
+    assert_refused(
+        json!([routed(
+            "r",
+            json!({"kind": "mcp", "runner_executor_public_id": RUNNER, "tool_name": "read"})
+        )]),
         "invalid_tool_route",
         "/t/0/route/kind",
     );
-    for bad in [json!(""), json!("x".repeat(129)), json!("a\0"), json!(3), json!("wait"), json!("nexus.graph.wait"), json!("memory_read")] {
+    for bad in [
+        json!(""),
+        json!("x".repeat(129)),
+        json!("a\0"),
+        json!(3),
+        json!("wait"),
+        json!("nexus.graph.wait"),
+        json!("memory_read"),
+    ] {
         assert_refused(
-            json!([routed("r", json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": bad}))]),
+            json!([routed(
+                "r",
+                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": bad})
+            )]),
             "invalid_tool_route",
             "/t/0/route/tool_name",
         );

@@ -7,8 +7,15 @@ use crate::jcs;
 
 #[test]
 fn sorted_by_callable_in_byte_order() {
-    let out = validate_declaration(&json!([func("b"), func("B"), func("a"), {"type": "web_search", "name": "aa"}, {"type": "zz"}]), "/t").unwrap();
-    let names: Vec<String> = out.iter().map(|e| crate::declaration::duplicate_name_of(e).unwrap().into_owned()).collect();
+    let out = validate_declaration(
+        &json!([func("b"), func("B"), func("a"), {"type": "web_search", "name": "aa"}, {"type": "zz"}]),
+        "/t",
+    )
+    .unwrap();
+    let names: Vec<String> = out
+        .iter()
+        .map(|e| crate::declaration::duplicate_name_of(e).unwrap().into_owned())
+        .collect();
     assert_eq!(names, ["B", "a", "aa", "b", "zz"]);
 }
 

@@ -10,7 +10,13 @@ fn deferred(mut e: Value) -> Value {
 
 fn names(p: &[Value]) -> Vec<String> {
     p.iter()
-        .map(|e| e["function"]["name"].as_str().or(e["name"].as_str()).unwrap_or("").to_string())
+        .map(|e| {
+            e["function"]["name"]
+                .as_str()
+                .or(e["name"].as_str())
+                .unwrap_or("")
+                .to_string()
+        })
         .collect()
 }
 
@@ -23,8 +29,16 @@ fn entries_project_nested_with_strict_false_last() {
     routed["route"] = json!({"kind": "runner", "runner_executor_public_id": "0190a000-0000-7000-8000-000000000001", "tool_name": "x"});
     let shape5 = json!({"type": "web_search_20250305", "name": "web_search"});
     let out = project(&[flat, strict, routed, shape5.clone()], &[]);
-    assert_eq!(out[0], json!({"type": "function", "function": {"name": "f", "description": "d", "parameters": {}, "strict": false}}));
-    let keys: Vec<&str> = out[0]["function"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(
+        out[0],
+        json!({"type": "function", "function": {"name": "f", "description": "d", "parameters": {}, "strict": false}})
+    );
+    let keys: Vec<&str> = out[0]["function"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
     assert_eq!(keys, ["name", "description", "parameters", "strict"]);
     assert_eq!(out[1]["function"]["strict"], json!(true));
     assert!(out[2].get("route").is_none());
@@ -57,7 +71,10 @@ fn deferred_entries_are_omitted_only_with_eager_search_and_call() {
     assert_eq!(project(&deferred_call, &[]).len(), 4);
     // Aliases of search and call count.
     let mut aliased = base.clone();
-    aliased.extend([json!({"name": "ToolSearch", "canonical": "nexus.tools.search"}), json!({"name": "ToolCall", "canonical": "tool_call"})]);
+    aliased.extend([
+        json!({"name": "ToolSearch", "canonical": "nexus.tools.search"}),
+        json!({"name": "ToolCall", "canonical": "tool_call"}),
+    ]);
     let stored = render(&aliased);
     assert_eq!(names(&project(&stored, &[])), ["shown", "ToolSearch", "ToolCall"]);
 }

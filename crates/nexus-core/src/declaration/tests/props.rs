@@ -27,8 +27,11 @@ fn pool() -> Vec<Value> {
 }
 
 fn set_strategy() -> impl Strategy<Value = Vec<Value>> {
-    (prop::collection::vec(any::<bool>(), 14), prop::collection::vec(any::<Option<bool>>(), 14)).prop_map(
-        |(pick, defer)| {
+    (
+        prop::collection::vec(any::<bool>(), 14),
+        prop::collection::vec(any::<Option<bool>>(), 14),
+    )
+        .prop_map(|(pick, defer)| {
             pool()
                 .into_iter()
                 .zip(pick.into_iter().zip(defer))
@@ -40,8 +43,7 @@ fn set_strategy() -> impl Strategy<Value = Vec<Value>> {
                     e
                 })
                 .collect()
-        },
-    )
+        })
 }
 
 fn json_strategy() -> impl Strategy<Value = Value> {
@@ -50,7 +52,9 @@ fn json_strategy() -> impl Strategy<Value = Value> {
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|i| json!(i)),
         any::<u64>().prop_map(|u| json!(u)),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(|f| json!(f)),
         any::<String>().prop_map(Value::String),
     ];
     leaf.prop_recursive(3, 32, 6, |inner| {

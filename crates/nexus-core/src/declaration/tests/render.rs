@@ -7,7 +7,12 @@ use crate::declaration::validate_declaration;
 use crate::registry::{self, render::render_text};
 
 fn prop_names(entry: &Value) -> Vec<String> {
-    entry["function"]["parameters"]["properties"].as_object().unwrap().keys().cloned().collect()
+    entry["function"]["parameters"]["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect()
 }
 
 #[test]
@@ -22,7 +27,10 @@ fn agent_renders_run_in_background_at_waits_position_with_default_true() {
     let p = &e["function"]["parameters"]["properties"]["run_in_background"];
     assert_eq!(p["default"], json!(true));
     assert_eq!(p["type"], json!("boolean"));
-    assert_eq!(p["description"], json!("false: block until the branch finishes and return its final message."));
+    assert_eq!(
+        p["description"],
+        json!("false: block until the branch finishes and return its final message.")
+    );
     // Other schema keys are preserved, and required is kept.
     assert_eq!(e["function"]["parameters"]["additionalProperties"], json!(false));
     assert_eq!(e["function"]["parameters"]["required"], json!(["prompt"]));
@@ -32,7 +40,10 @@ fn agent_renders_run_in_background_at_waits_position_with_default_true() {
     let fkeys: Vec<&str> = e["function"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(fkeys, ["name", "description", "parameters"]);
     assert_eq!(e["function"]["name"], json!("Agent"));
-    assert_eq!(e["function"]["description"], json!(kernel.description(&crate::registry::Identity)));
+    assert_eq!(
+        e["function"]["description"],
+        json!(kernel.description(&crate::registry::Identity))
+    );
 }
 
 #[test]
@@ -42,8 +53,18 @@ fn other_kernel_texts_spell_delegate_task_as_agent() {
     for tool in registry::entries().iter().filter(|t| t.wire != "delegate_task") {
         let out = render(&[agent(), plain(tool.wire)]);
         let e = &out[1];
-        assert_eq!(e["function"]["description"], json!(render_text(tool.template, &m)), "{}", tool.wire);
-        assert_eq!(e["function"]["parameters"], tool.rendered_parameters(&m), "{}", tool.wire);
+        assert_eq!(
+            e["function"]["description"],
+            json!(render_text(tool.template, &m)),
+            "{}",
+            tool.wire
+        );
+        assert_eq!(
+            e["function"]["parameters"],
+            tool.rendered_parameters(&m),
+            "{}",
+            tool.wire
+        );
         if tool.template.contains("{{delegate_task}}") {
             assert!(e["function"]["description"].as_str().unwrap().contains("Agent"));
             checked += 1;
@@ -59,14 +80,21 @@ fn an_alias_description_spells_its_own_canonical_as_itself() {
     let mut a = agent();
     a["description"] = json!("Use {{delegate_task}} or {{wait}}; {{nothing}} {{ wait }}.");
     let out = render(&[a]);
-    assert_eq!(out[0]["function"]["description"], json!("Use Agent or wait; nothing {{ wait }}."));
-    assert_eq!(out[0]["description"], json!("Use {{delegate_task}} or {{wait}}; {{nothing}} {{ wait }}."));
+    assert_eq!(
+        out[0]["function"]["description"],
+        json!("Use Agent or wait; nothing {{ wait }}.")
+    );
+    assert_eq!(
+        out[0]["description"],
+        json!("Use {{delegate_task}} or {{wait}}; {{nothing}} {{ wait }}.")
+    );
 }
 
 #[test]
 fn a_set_without_aliases_is_stored_as_given() {
     let f = &plain("skill")["function"];
-    let flat = json!({"name": f["name"], "type": "function", "description": f["description"], "parameters": f["parameters"]});
+    let flat =
+        json!({"name": f["name"], "type": "function", "description": f["description"], "parameters": f["parameters"]});
     let set = vec![func("z"), flat.clone(), json!({"type": "web_search"})];
     assert_eq!(render(&set), set);
 }
@@ -102,13 +130,19 @@ fn mapped_parameters_are_renamed_in_place_and_in_required() {
     let out = render(&[a]);
     let params = &out[0]["function"]["parameters"];
     assert_eq!(params["required"], json!(["skill"]));
-    assert_eq!(params["properties"]["skill"]["description"], json!("Name of the skill to load."));
+    assert_eq!(
+        params["properties"]["skill"]["description"],
+        json!("Name of the skill to load.")
+    );
     assert_eq!(params["properties"]["skill"]["type"], json!("string"));
     // A non-inverted mapping without a description keeps the kernel's.
     let b = json!({"name": "S2", "canonical": "skill", "params": {"n": {"maps_to": "name"}}});
     let kernel = registry::resolve_wire("skill").unwrap().parameter_schema();
     let out = render(&[b]);
-    assert_eq!(out[0]["function"]["parameters"]["properties"]["n"], kernel["properties"]["name"]);
+    assert_eq!(
+        out[0]["function"]["parameters"]["properties"]["n"],
+        kernel["properties"]["name"]
+    );
 }
 
 #[test]
@@ -125,7 +159,8 @@ fn the_spelling_map_prefers_plain_then_the_byte_first_alias() {
 
 #[test]
 fn blank_facts_are_dropped_and_empty_maps_too() {
-    let a = json!({"name": "A", "canonical": "ask", "description": " ", "params": {}, "omit": [], "defer_loading": false});
+    let a =
+        json!({"name": "A", "canonical": "ask", "description": " ", "params": {}, "omit": [], "defer_loading": false});
     let out = render(&[a]);
     let keys: Vec<&str> = out[0].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["type", "function", "canonical", "defer_loading"]);
@@ -144,4 +179,22 @@ fn render_is_idempotent_and_rendered_plain_entries_pass_only_with_their_alias() 
         assert_refused(json!([wait]), "kernel_tool_redefined", "/t/0");
     }
     assert!(validate_declaration(&Value::Array(once), "/t").is_ok());
+}
+
+#[test]
+fn the_cached_render_equals_the_registry_render() {
+    let m: HashMap<String, String> = [
+        ("delegate_task".to_string(), "Agent".to_string()),
+        ("wait".to_string(), "Wait".to_string()),
+    ]
+    .into();
+    for tool in registry::entries() {
+        let ours = crate::declaration::render::plain_entry(tool, &m, None);
+        assert_eq!(bytes(&ours), bytes(&tool.definition_with(&m)), "{}", tool.wire);
+        let empty = HashMap::new();
+        assert_eq!(
+            bytes(&crate::declaration::render::plain_entry(tool, &empty, None)),
+            bytes(tool.definition())
+        );
+    }
 }

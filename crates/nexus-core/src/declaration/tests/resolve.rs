@@ -48,25 +48,37 @@ fn omitted_keys_are_dropped_and_others_pass() {
 #[test]
 fn identity_aliases_record_tool_alias() {
     let r = resolve_call(&declaration(), "skill", &json!({"name": "s"}));
-    assert_eq!((r.tool_name.as_str(), r.tool_alias.as_deref()), ("skill", Some("skill")));
+    assert_eq!(
+        (r.tool_name.as_str(), r.tool_alias.as_deref()),
+        ("skill", Some("skill"))
+    );
 }
 
 #[test]
 fn plain_routed_and_undeclared() {
     let d = declaration();
     let r = resolve_call(&d, "wait", &json!({"task": "t"}));
-    assert_eq!((r.tool_name.as_str(), r.tool_alias.clone(), r.entry), ("wait", None, Some(1)));
+    assert_eq!(
+        (r.tool_name.as_str(), r.tool_alias.clone(), r.entry),
+        ("wait", None, Some(1))
+    );
     let r = resolve_call(&d, "my_read", &json!({"path": "a"}));
     assert_eq!(r.tool_name, "read");
     assert_eq!(r.tool_alias.as_deref(), Some("my_read"));
     assert_eq!(
         r.route,
-        Some(Route { runner_executor_public_id: Uuid::parse_str(RUNNER).unwrap(), tool_name: "read".into() })
+        Some(Route {
+            runner_executor_public_id: Uuid::parse_str(RUNNER).unwrap(),
+            tool_name: "read".into()
+        })
     );
     let r = resolve_call(&d, "grep", &json!({}));
     assert_eq!((r.tool_name.as_str(), r.tool_alias.clone()), ("grep", None));
     let r = resolve_call(&d, "delegate_task", &json!({"prompt": "x"}));
-    assert_eq!((r.tool_name.as_str(), r.entry, r.tool_alias.clone()), ("delegate_task", None, None));
+    assert_eq!(
+        (r.tool_name.as_str(), r.entry, r.tool_alias.clone()),
+        ("delegate_task", None, None)
+    );
     assert_eq!(r.tool_input, json!({"prompt": "x"}));
     let r = resolve_call(&d, "f", &json!({"a": 1}));
     assert_eq!((r.tool_name.as_str(), r.entry), ("f", Some(6)));

@@ -42,8 +42,15 @@ fn deferred_and_undeclared_callables_are_left_out() {
     let mut deferred = mac();
     deferred["defer_loading"] = json!(true);
     let set = vec![plain("skill"), deferred];
-    let skills = vec![skill("mac_skill", "a", "runner"), skill("skill", "b", "user"), skill("other", "c", "user")];
-    assert_eq!(skills_block(&set, &skills).unwrap(), format!("{SKILLS_BLOCK_HEADER}\n- skill / b: About b."));
+    let skills = vec![
+        skill("mac_skill", "a", "runner"),
+        skill("skill", "b", "user"),
+        skill("other", "c", "user"),
+    ];
+    assert_eq!(
+        skills_block(&set, &skills).unwrap(),
+        format!("{SKILLS_BLOCK_HEADER}\n- skill / b: About b.")
+    );
     assert_eq!(skills_block(&set, &skills[..1]), None);
     assert_eq!(skills_block(&[func("x")], &skills), None);
 }

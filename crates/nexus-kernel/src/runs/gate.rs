@@ -1,0 +1,502 @@
+//! Addressing (executor.md §5), the approval gate (approvals.md §3–§4) and release.
+//!
+//! A tool row that becomes ready is addressed once, then crosses `needs_approval` in the same
+//! transaction (even under `bypass`): the event stream reads
+//! `waiting → needs_approval → dispatched | running | failed`, or stays at `needs_approval`
+//! (a HOLD). An addressing refusal fails the row `tool_not_served` from `waiting`, with no park.
+//!
+//! The `timeout_ms` column of a tool row holds its authored budget until release; release
+//! writes the effective budget (authored, else announced, else 600,000 ms). A held row's
+//! budget is always 24 h and is not stored in the column (reads report it).
+
+use nexus_core::approval::{self, Decision, GrantOrigin, Mode, Origin};
+use nexus_core::codes::task_error;
+use nexus_core::registry::{self, EffectProfile};
+use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskRow, Tx};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::AfterCommit;
+use crate::error::KernelResult;
+use crate::{Kernel, time};
+
+/// The approval hold's budget (approvals.md §4).
+pub(crate) const HOLD_TIMEOUT_MS: i64 = 86_400_000;
+/// A tool row's budget when neither the step nor the announcement sets one (executor.md §13).
+pub(crate) const DEFAULT_TOOL_TIMEOUT_MS: i64 = 600_000;
+/// The job kind that evaluates a kernel tool.
+pub(crate) const KERNEL_TOOL_JOB: &str = "kernel_tool";
+
+/// Where a row goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Addressee {
+    /// The kernel runs it: no addressee.
+    Kernel,
+    /// An executor address.
+    Executor {
+        id: i64,
+        public_id: Uuid,
+        /// `runner` or `agent_application`.
+        role: &'static str,
+    },
+}
+
+/// The addressing decision (executor.md §5).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Addressing {
+    pub addressee: Addressee,
+    /// The frozen five-key profile: the addressee's announced entry, or the registry's.
+    pub effect_profile: Value,
+    /// The announced entry's `timeout_ms`, if any.
+    pub announced_timeout_ms: Option<i64>,
+}
+
+/// The frozen context a tool row executes under: its declaring round's (or its own, when the
+/// row carries one).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Frozen {
+    pub tool_definitions: Vec<Value>,
+    pub environment: Value,
+    pub skills: Vec<Value>,
+}
+
+impl Frozen {
+    /// Parses a stored `frozen_context` (`{tool_definitions, environment, skills, …}`).
+    pub(crate) fn parse(stored: Option<&str>) -> Option<Frozen> {
+        let v: Value = serde_json::from_str(stored?).ok()?;
+        let obj = v.as_object()?;
+        let list = |k: &str| obj.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
+        Some(Frozen {
+            tool_definitions: list("tool_definitions"),
+            environment: obj.get("environment").cloned().unwrap_or_else(|| json!({})),
+            skills: list("skills"),
+        })
+    }
+}
+
+fn parse_json(text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+}
+
+/// The announced entry of `name` in an executor's stored `served_tools`.
+pub(crate) fn served_entry(executor: &ExecutorRow, name: &str) -> Option<Value> {
+    let tools: Value = serde_json::from_str(&executor.served_tools).ok()?;
+    tools
+        .as_array()?
+        .iter()
+        .find(|e| e.get("name").and_then(Value::as_str) == Some(name))
+        .cloned()
+}
+
+fn announces_document(executor: &ExecutorRow, name: &str) -> bool {
+    let docs: Value = serde_json::from_str(&executor.served_documents).unwrap_or(Value::Null);
+    docs.as_array()
+        .into_iter()
+        .flatten()
+        .any(|d| d.get("name").and_then(Value::as_str) == Some(name))
+}
+
+/// The five-key profile of an announced entry (reduced at the announcement door), and its
+/// `timeout_ms`.
+fn announced_profile(entry: &Value) -> (Value, Option<i64>) {
+    let profile = entry
+        .get("effect_profile")
+        .and_then(|p| EffectProfile::parse(p).ok())
+        .map(|p| p.to_json())
+        .unwrap_or(Value::Null);
+    (profile, entry.get("timeout_ms").and_then(Value::as_i64))
+}
+
+fn kernel_addressing(tool: &registry::KernelTool) -> Addressing {
+    Addressing {
+        addressee: Addressee::Kernel,
+        effect_profile: tool.effect.to_json(),
+        announced_timeout_ms: None,
+    }
+}
+
+/// `approval` fact JSON: `{origin, decided_by?, decided_at}`.
+pub(crate) fn approval_fact(origin: &str, decided_by: Option<Uuid>, now: i64) -> String {
+    let mut m = Map::new();
+    m.insert("origin".into(), json!(origin));
+    if let Some(by) = decided_by {
+        m.insert("decided_by".into(), json!(by.to_string()));
+    }
+    m.insert("decided_at".into(), json!(time::iso(now)));
+    Value::Object(m).to_string()
+}
+
+fn grant_word(origin: GrantOrigin) -> &'static str {
+    match origin {
+        GrantOrigin::Mode => "mode",
+        GrantOrigin::Rule => "rule",
+        GrantOrigin::Author => "author",
+        GrantOrigin::Kernel => "kernel",
+    }
+}
+
+/// The verdict of approvals.md §3 for this row under the run's frozen mode and rules.
+pub(crate) fn verdict(run: &RunRow, task: &TaskRow) -> Decision {
+    let mode = match run.approval_mode.as_str() {
+        "ask" => Mode::Ask,
+        "rules" => Mode::Rules,
+        _ => Mode::Bypass,
+    };
+    let origin = match task.origin.as_str() {
+        "author" => Origin::Author,
+        "kernel" => Origin::Kernel,
+        _ => Origin::Model,
+    };
+    let rules = run
+        .approval_rules
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        .filter(|v| !v.is_null())
+        .map(|v| approval::parse_rules(&v).unwrap_or_default())
+        .unwrap_or_default();
+    let input = parse_json(task.tool_input.as_deref());
+    approval::evaluate(&rules, mode, origin, task.tool_name.as_deref().unwrap_or(""), &input)
+}
+
+impl Kernel {
+    /// The frozen context the row executes under: its own `frozen_context` when it has one,
+    /// else its declaring round's.
+    pub(crate) async fn frozen_of(&self, tx: &mut Tx, task: &TaskRow) -> KernelResult<Frozen> {
+        if let Some(f) = Frozen::parse(task.frozen_context.as_deref()) {
+            return Ok(f);
+        }
+        let mut declaring = task.declaring_task_id;
+        // A tool_call child's declaring row may itself be a tool row: follow to a round.
+        for _ in 0..8 {
+            let Some(id) = declaring else { break };
+            let Some(row) = tx.task_by_id(id).await? else { break };
+            if let Some(f) = Frozen::parse(row.frozen_context.as_deref()) {
+                return Ok(f);
+            }
+            declaring = row.declaring_task_id;
+        }
+        Ok(Frozen { environment: json!({}), ..Frozen::default() })
+    }
+
+    /// Whether an agent_application address may take this run's work: it is the declaring
+    /// agent's own address, and active.
+    fn agent_address_eligible(run: &RunRow, executor: &ExecutorRow) -> bool {
+        executor.kind == ExecutorKind::AgentApplication
+            && executor.status == "active"
+            && executor.agent_id.is_some()
+            && executor.agent_id == run.declaring_agent_id
+    }
+
+    /// Addresses a tool row (executor.md §5). `Ok(Err(detail))` is a `tool_not_served`
+    /// refusal.
+    pub(crate) async fn address(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        task: &TaskRow,
+    ) -> KernelResult<Result<Addressing, String>> {
+        let tool_name = task.tool_name.clone().unwrap_or_default();
+        let input = parse_json(task.tool_input.as_deref());
+        // 1. A frozen runner target.
+        if let Some(target) = task.target_executor_id {
+            let Some(runner) = self.store.executor_by_id(target).await? else {
+                return Ok(Err(format!("runner {target} no longer exists")));
+            };
+            let answering = self.store.member_by_id(run.answering_member_id).await?;
+            let eligible = match &answering {
+                Some(m) => self.runner_eligible_for(&runner, m).await?,
+                None => false,
+            };
+            if runner.kind != ExecutorKind::Runner || !eligible {
+                return Ok(Err(format!(
+                    "runner {} is not eligible for this run any more",
+                    runner.public_id
+                )));
+            }
+            let Some(entry) = served_entry(&runner, &tool_name) else {
+                return Ok(Err(format!(
+                    "runner {} no longer serves `{tool_name}`",
+                    runner.public_id
+                )));
+            };
+            if tool_name == "skill" {
+                let doc = input.get("name").and_then(Value::as_str).unwrap_or("");
+                let frozen = self.frozen_of(tx, task).await?;
+                let callable = task.tool_alias.as_deref().unwrap_or(&tool_name);
+                let in_catalog = frozen.skills.iter().any(|s| {
+                    s.get("callable").and_then(Value::as_str) == Some(callable)
+                        && s.get("name").and_then(Value::as_str) == Some(doc)
+                });
+                if !in_catalog {
+                    // Answered by the kernel with `skill_unknown` (kernel-tools.md §9).
+                    let tool = registry::resolve_wire("skill").expect("skill is a kernel tool");
+                    return Ok(Ok(kernel_addressing(tool)));
+                }
+                if !announces_document(&runner, doc) {
+                    return Ok(Err(format!(
+                        "runner {} no longer announces the skill `{doc}`",
+                        runner.public_id
+                    )));
+                }
+            }
+            let (effect_profile, announced_timeout_ms) = announced_profile(&entry);
+            return Ok(Ok(Addressing {
+                addressee: Addressee::Executor { id: runner.id, public_id: runner.public_id, role: "runner" },
+                effect_profile,
+                announced_timeout_ms,
+            }));
+        }
+        if let Some(tool) = registry::resolve_wire(&tool_name) {
+            // 2. The skill tool: the frozen catalog entry's source.
+            if tool.canonical == "nexus.skill.load" {
+                let doc = input.get("name").and_then(Value::as_str).unwrap_or("");
+                let frozen = self.frozen_of(tx, task).await?;
+                let callable = task.tool_alias.as_deref().unwrap_or(&tool_name);
+                let entry = frozen.skills.iter().find(|s| {
+                    s.get("callable").and_then(Value::as_str) == Some(callable)
+                        && s.get("name").and_then(Value::as_str) == Some(doc)
+                });
+                let source = entry.and_then(|e| e.get("source")).and_then(Value::as_str);
+                if source == Some("agent_application") {
+                    let id = entry
+                        .and_then(|e| e.get("executor_public_id"))
+                        .and_then(Value::as_str)
+                        .and_then(|s| Uuid::parse_str(s).ok());
+                    let app = match id {
+                        Some(id) => self.store.executor_by_public_id(id).await?,
+                        None => None,
+                    };
+                    let Some(app) = app.filter(|a| Self::agent_address_eligible(run, a)) else {
+                        return Ok(Err(format!("the skill source of `{doc}` is no longer eligible")));
+                    };
+                    let Some(served) = served_entry(&app, "skill") else {
+                        return Ok(Err(format!("{} no longer serves `skill`", app.public_id)));
+                    };
+                    if !announces_document(&app, doc) {
+                        return Ok(Err(format!("{} no longer announces the skill `{doc}`", app.public_id)));
+                    }
+                    let (effect_profile, announced_timeout_ms) = announced_profile(&served);
+                    return Ok(Ok(Addressing {
+                        addressee: Addressee::Executor {
+                            id: app.id,
+                            public_id: app.public_id,
+                            role: "agent_application",
+                        },
+                        effect_profile,
+                        announced_timeout_ms,
+                    }));
+                }
+                // Memory sources and unknown documents are the kernel's.
+                return Ok(Ok(kernel_addressing(tool)));
+            }
+            // 3. Any other kernel name.
+            return Ok(Ok(kernel_addressing(tool)));
+        }
+        // 4. A non-kernel name: the declaring agent's address.
+        if let Some(agent) = run.declaring_agent_id
+            && let Some(app) = self.store.agent_application_of(agent).await?
+            && Self::agent_address_eligible(run, &app)
+            && let Some(entry) = served_entry(&app, &tool_name)
+        {
+            let (effect_profile, announced_timeout_ms) = announced_profile(&entry);
+            return Ok(Ok(Addressing {
+                addressee: Addressee::Executor {
+                    id: app.id,
+                    public_id: app.public_id,
+                    role: "agent_application",
+                },
+                effect_profile,
+                announced_timeout_ms,
+            }));
+        }
+        // 5. Nobody serves it.
+        Ok(Err(format!("no executor serves `{tool_name}` for this run")))
+    }
+
+    /// The declaring agent's agent_application address, for holds and tokenless asks
+    /// (`None` on a human's run, or when the address is revoked).
+    pub(crate) async fn declaring_address(&self, run: &RunRow) -> KernelResult<Option<ExecutorRow>> {
+        let Some(agent) = run.declaring_agent_id else { return Ok(None) };
+        Ok(self
+            .store
+            .agent_application_of(agent)
+            .await?
+            .filter(|a| Self::agent_address_eligible(run, a)))
+    }
+
+    /// helper 2 → helper 1 hand-off: a tool row became ready (inside the scheduling tx). The
+    /// row is at `waiting`.
+    pub(crate) async fn on_tool_ready(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        now: i64,
+    ) -> KernelResult<Vec<AfterCommit>> {
+        let mut effects = Vec::new();
+        let addressing = match self.address(tx, run, task).await? {
+            Ok(a) => a,
+            Err(detail) => {
+                self.fail(tx, run, task, task_error::TOOL_NOT_SERVED, Some(detail), now, &mut effects)
+                    .await?;
+                return Ok(effects);
+            }
+        };
+        task.effect_profile = Some(addressing.effect_profile.to_string());
+        match verdict(run, task) {
+            Decision::Hold => {
+                self.hold(tx, run, task, now, true, &mut effects).await?;
+            }
+            Decision::Grant(origin) => {
+                self.transition(tx, run, task, "needs_approval", now).await?;
+                let fact = approval_fact(grant_word(origin), None, now);
+                self.release(tx, run, task, &addressing, fact, now, &mut effects).await?;
+            }
+            Decision::Deny { detail } => {
+                self.transition(tx, run, task, "needs_approval", now).await?;
+                self.fail(tx, run, task, task_error::APPROVAL_DENIED, Some(detail), now, &mut effects)
+                    .await?;
+            }
+        }
+        Ok(effects)
+    }
+
+    /// Settles a row `failed` with `key`/`detail` (from any open status), then runs the
+    /// scheduling consequences.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn fail(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        self.settle_with(tx, run, task, "failed", key, detail, now, effects).await
+    }
+
+    /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
+    /// its park, then calls `after_settle`. Returns false when the row had moved (idle).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn settle_with(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        status: &str,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        task.error_key = Some(key.to_string());
+        task.error_detail = detail;
+        task.settled_at = Some(now);
+        if !self.transition(tx, run, task, status, now).await? {
+            return Ok(false);
+        }
+        effects.extend(self.after_settle(tx, run, task, now).await?);
+        Ok(true)
+    }
+
+    /// HOLD (approvals.md §4): the row sits at `needs_approval` on a fresh 24 h clock,
+    /// addressed to the declaring agent's address (none on a human's run), with its effect
+    /// profile frozen. `from_waiting`: the row crosses into `needs_approval` now; otherwise
+    /// it is re-held in place (approve found a changed profile).
+    pub(crate) async fn hold(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        now: i64,
+        from_waiting: bool,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        let address = self.declaring_address(run).await?;
+        task.addressed_executor_id = address.as_ref().map(|a| a.id);
+        task.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+        task.await_started_at = Some(now);
+        task.deadline_at = Some(now + HOLD_TIMEOUT_MS);
+        let moved = if from_waiting {
+            self.transition(tx, run, task, "needs_approval", now).await?
+        } else {
+            tx.update_task(task, task.generation, &["needs_approval"]).await?
+        };
+        if !moved {
+            return Ok(false);
+        }
+        let data = json!({"reason": "approval_required", "task_key": task.key});
+        let event = tx.append_event(run.id, "attention_required", Some(&task.key), &data, now).await?;
+        effects.push(AfterCommit::Event(event));
+        if let Some(a) = address {
+            effects.push(AfterCommit::WorkAvailable {
+                executor_public_id: a.public_id,
+                kind: "approval",
+                run: run.public_id,
+                task_key: task.key.clone(),
+            });
+        }
+        Ok(true)
+    }
+
+    /// Release (approvals.md §5 step 8): the one grant path for mode, rule and human grants.
+    /// The row is at `needs_approval`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn release(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        addressing: &Addressing,
+        approval: String,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        task.approval = Some(approval);
+        task.effect_profile = Some(addressing.effect_profile.to_string());
+        task.await_started_at = Some(now);
+        let authored = task.timeout_ms;
+        match &addressing.addressee {
+            Addressee::Kernel => {
+                let budget = authored.unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
+                task.addressed_executor_id = None;
+                task.addressed_role = None;
+                task.timeout_ms = Some(budget);
+                task.deadline_at = Some(now + budget);
+                task.started_at = task.started_at.or(Some(now));
+                if !self.transition(tx, run, task, "running", now).await? {
+                    return Ok(false);
+                }
+                tx.insert_job(NewJob {
+                    kind: KERNEL_TOOL_JOB.to_string(),
+                    run_id: run.id,
+                    task_id: Some(task.id),
+                    generation: task.generation,
+                    available_at: now,
+                })
+                .await?;
+                effects.push(AfterCommit::WakeJobs);
+            }
+            Addressee::Executor { id, public_id, role } => {
+                let budget = authored.or(addressing.announced_timeout_ms).unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
+                task.addressed_executor_id = Some(*id);
+                task.addressed_role = Some((*role).to_string());
+                task.timeout_ms = Some(budget);
+                task.deadline_at = Some(now + budget);
+                task.started_at = task.started_at.or(Some(now));
+                if !self.transition(tx, run, task, "dispatched", now).await? {
+                    return Ok(false);
+                }
+                effects.push(AfterCommit::WorkAvailable {
+                    executor_public_id: *public_id,
+                    kind: "tool_call",
+                    run: run.public_id,
+                    task_key: task.key.clone(),
+                });
+            }
+        }
+        Ok(true)
+    }
+}

@@ -1,0 +1,649 @@
+//! The run-table operations (migration 0002), written once for both engines.
+//!
+//! [`engine_ops!`] expands, inside each engine's `ops` module, to free functions over that
+//! engine's connection type `Conn` (a pooled connection or an open transaction both deref to
+//! it). The invoking module supplies `Conn`, `uid` (how the engine binds a public id: TEXT in
+//! SQLite, `uuid` in PostgreSQL) and the two dialect-specific statements (the run lock and the
+//! job dequeue). [`engine_methods!`] expands to the [`crate::Engine`] methods over a pool.
+
+macro_rules! engine_ops {
+    (lock_run = $lock_run:expr, dequeue = $dequeue:expr $(,)?) => {
+        #[allow(unused_imports)]
+        use $crate::model::*;
+        use $crate::row;
+        use $crate::sql;
+        use $crate::{Result, StoreError, check_text, write_error};
+
+        // ---- runs ----
+
+        pub(crate) async fn insert_run(c: &mut Conn, new: &NewRun) -> Result<RunRow> {
+            row::check_new_run_text(new)?;
+            let r = sqlx::query(sql::INSERT_RUN)
+                .bind(uid(new.public_id))
+                .bind(new.workspace_id)
+                .bind(new.created_by_id)
+                .bind(new.answering_member_id)
+                .bind(new.declaring_agent_id)
+                .bind(&new.status)
+                .bind(&new.hosting)
+                .bind(&new.approval_mode)
+                .bind(&new.approval_rules)
+                .bind(new.default_runner_id)
+                .bind(new.revision)
+                .bind(new.created_at)
+                .bind(new.started_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            row::run(&r)
+        }
+
+        pub(crate) async fn update_run(c: &mut Conn, run: &RunRow) -> Result<()> {
+            row::check_run_row_text(run)?;
+            let done = sqlx::query(sql::UPDATE_RUN)
+                .bind(run.id)
+                .bind(&run.status)
+                .bind(run.deliverable_task_id)
+                .bind(run.revision)
+                .bind(&run.attention)
+                .bind(run.started_at)
+                .bind(run.ended_at)
+                .bind(run.default_runner_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("run {}", run.id)));
+            }
+            Ok(())
+        }
+
+        pub(crate) async fn run_by_id(c: &mut Conn, id: i64) -> Result<Option<RunRow>> {
+            sqlx::query(sql::RUN_BY_ID)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::run(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn lock_run(c: &mut Conn, id: i64) -> Result<RunRow> {
+            let r = sqlx::query($lock_run).bind(id).fetch_optional(&mut *c).await?;
+            match r {
+                Some(r) => row::run(&r),
+                None => Err(StoreError::NotFound(format!("run {id}"))),
+            }
+        }
+
+        pub(crate) async fn run_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<RunRow>> {
+            sqlx::query(sql::RUN_BY_PUBLIC_ID)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::run(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn runs_of_workspace(
+            c: &mut Conn,
+            workspace_id: i64,
+            status: Option<&str>,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<RunRow>> {
+            let rows = match status {
+                Some(status) => {
+                    if check_text(status).is_err() {
+                        return Ok(Vec::new());
+                    }
+                    sqlx::query(sql::RUNS_OF_WORKSPACE_STATUS)
+                        .bind(workspace_id)
+                        .bind(after_id)
+                        .bind(limit)
+                        .bind(status)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+                None => {
+                    sqlx::query(sql::RUNS_OF_WORKSPACE)
+                        .bind(workspace_id)
+                        .bind(after_id)
+                        .bind(limit)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+            };
+            rows.iter().map(row::run).collect()
+        }
+
+        // ---- events ----
+
+        pub(crate) async fn append_event(
+            c: &mut Conn,
+            run_id: i64,
+            kind: &str,
+            task_key: Option<&str>,
+            data: &serde_json::Value,
+            at: i64,
+        ) -> Result<EventRow> {
+            check_text(kind)?;
+            if let Some(k) = task_key {
+                check_text(k)?;
+            }
+            let data = serde_json::to_string(data)
+                .map_err(|e| StoreError::Corrupt(format!("event data does not serialize: {e}")))?;
+            check_text(&data)?;
+            let sequence: Option<i64> = sqlx::query_scalar(sql::BUMP_EVENT_SEQUENCE)
+                .bind(run_id)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let sequence = sequence.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
+            sqlx::query(sql::INSERT_EVENT)
+                .bind(run_id)
+                .bind(sequence)
+                .bind(kind)
+                .bind(at)
+                .bind(task_key)
+                .bind(&data)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(EventRow {
+                run_id,
+                sequence,
+                kind: kind.to_string(),
+                at,
+                task_key: task_key.map(str::to_string),
+                data,
+            })
+        }
+
+        pub(crate) async fn latest_event_sequence(c: &mut Conn, run_id: i64) -> Result<i64> {
+            let s: Option<i64> = sqlx::query_scalar(sql::LATEST_EVENT_SEQUENCE)
+                .bind(run_id)
+                .fetch_optional(&mut *c)
+                .await?;
+            s.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))
+        }
+
+        pub(crate) async fn events_after(c: &mut Conn, run_id: i64, after: i64, limit: i64) -> Result<Vec<EventRow>> {
+            let rows = sqlx::query(sql::EVENTS_AFTER)
+                .bind(run_id)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::event).collect()
+        }
+
+        // ---- tasks ----
+
+        pub(crate) async fn insert_task(c: &mut Conn, new: &NewTask) -> Result<TaskRow> {
+            row::check_new_task_text(new)?;
+            let q = sqlx::query(sql::INSERT_TASK)
+                .bind(new.run_id)
+                .bind(&new.key)
+                .bind(&new.kind)
+                .bind(&new.origin)
+                .bind(&new.frozen_context)
+                .bind(new.created_at);
+            let r = row::bind_task_mutable!(q, new)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            row::task(&r)
+        }
+
+        pub(crate) async fn update_task(
+            c: &mut Conn,
+            task: &TaskRow,
+            expect_generation: i64,
+            expect_statuses: &[&str],
+            expect_claim_token: Option<&str>,
+        ) -> Result<bool> {
+            row::check_task_row_text(task)?;
+            let slots = row::status_slots(expect_statuses)?;
+            let mut q = sqlx::query(sql::UPDATE_TASK)
+                .bind(task.id)
+                .bind(expect_generation);
+            for s in slots {
+                q = q.bind(s);
+            }
+            let q = q.bind(expect_claim_token);
+            let done = row::bind_task_mutable!(q, task)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn task_by_id(c: &mut Conn, id: i64) -> Result<Option<TaskRow>> {
+            sqlx::query(sql::TASK_BY_ID)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::task(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_by_key(c: &mut Conn, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+            if check_text(key).is_err() {
+                return Ok(None);
+            }
+            sqlx::query(sql::TASK_BY_KEY)
+                .bind(run_id)
+                .bind(key)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::task(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn tasks_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::TASKS_OF_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn tasks_of_run_page(
+            c: &mut Conn,
+            run_id: i64,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::TASKS_OF_RUN_PAGE)
+                .bind(run_id)
+                .bind(after_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn expired_parks(
+            c: &mut Conn,
+            now: i64,
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<(i64, i64)>> {
+            let rows = sqlx::query(sql::EXPIRED_PARKS)
+                .bind(now)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    use $crate::row::Columns;
+                    Ok((r.int("run_id")?, r.int("id")?))
+                })
+                .collect()
+        }
+
+        pub(crate) async fn held_approvals(
+            c: &mut Conn,
+            workspace_id: i64,
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::HELD_APPROVALS)
+                .bind(workspace_id)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn addressed_tasks(
+            c: &mut Conn,
+            executor_id: i64,
+            statuses: &[&str],
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            let slots = row::status_slots(statuses)?;
+            let mut q = sqlx::query(sql::ADDRESSED_TASKS)
+                .bind(executor_id)
+                .bind(after_task_id)
+                .bind(limit);
+            for s in slots {
+                q = q.bind(s);
+            }
+            let rows = q.fetch_all(&mut *c).await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        // ---- edges ----
+
+        pub(crate) async fn insert_edge(c: &mut Conn, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
+            check_text(kind)?;
+            let done = sqlx::query(sql::INSERT_EDGE)
+                .bind(task_id)
+                .bind(depends_on_id)
+                .bind(kind)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn edges_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<EdgeRow>> {
+            let rows = sqlx::query(sql::EDGES_OF_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::edge).collect()
+        }
+
+        // ---- jobs ----
+
+        pub(crate) async fn insert_job(c: &mut Conn, new: &NewJob) -> Result<i64> {
+            check_text(&new.kind)?;
+            let id: i64 = sqlx::query_scalar(sql::INSERT_JOB)
+                .bind(&new.kind)
+                .bind(new.run_id)
+                .bind(new.task_id)
+                .bind(new.generation)
+                .bind(new.available_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(id)
+        }
+
+        pub(crate) async fn delete_job(c: &mut Conn, job_id: i64) -> Result<bool> {
+            let done = sqlx::query(sql::DELETE_JOB)
+                .bind(job_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn job_by_id(c: &mut Conn, job_id: i64) -> Result<Option<JobRow>> {
+            sqlx::query(sql::JOB_BY_ID)
+                .bind(job_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::job(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn dequeue_jobs(
+            c: &mut Conn,
+            node_id: &str,
+            now: i64,
+            lease_ms: i64,
+            limit: i64,
+        ) -> Result<Vec<JobRow>> {
+            check_text(node_id)?;
+            let rows = sqlx::query($dequeue)
+                .bind(node_id)
+                .bind(now.saturating_add(lease_ms))
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let mut jobs = rows.iter().map(row::job).collect::<Result<Vec<_>>>()?;
+            jobs.sort_by_key(|j| j.id);
+            Ok(jobs)
+        }
+
+        pub(crate) async fn renew_job_lease(
+            c: &mut Conn,
+            job_id: i64,
+            node_id: &str,
+            now: i64,
+            lease_ms: i64,
+        ) -> Result<bool> {
+            check_text(node_id)?;
+            let done = sqlx::query(sql::RENEW_JOB_LEASE)
+                .bind(job_id)
+                .bind(node_id)
+                .bind(now.saturating_add(lease_ms))
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn release_node_leases(c: &mut Conn, node_id: &str) -> Result<u64> {
+            check_text(node_id)?;
+            let done = sqlx::query(sql::RELEASE_NODE_LEASES)
+                .bind(node_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected())
+        }
+
+        pub(crate) async fn requeue_job(c: &mut Conn, job_id: i64, available_at: i64) -> Result<bool> {
+            let done = sqlx::query(sql::REQUEUE_JOB)
+                .bind(job_id)
+                .bind(available_at)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        // ---- sealed requests ----
+
+        pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
+            check_text(&new.record)?;
+            check_text(&new.body_sha256)?;
+            check_text(&new.attempts)?;
+            let r = sqlx::query(sql::INSERT_SEALED_REQUEST)
+                .bind(new.task_id)
+                .bind(new.generation)
+                .bind(&new.record)
+                .bind(&new.body_sha256)
+                .bind(new.request_bytes)
+                .bind(&new.body)
+                .bind(&new.attempts)
+                .bind(new.created_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            row::sealed_request(&r)
+        }
+
+        pub(crate) async fn sealed_request(
+            c: &mut Conn,
+            task_id: i64,
+            generation: i64,
+        ) -> Result<Option<SealedRequestRow>> {
+            sqlx::query(sql::SEALED_REQUEST)
+                .bind(task_id)
+                .bind(generation)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::sealed_request(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn set_sealed_attempts(
+            c: &mut Conn,
+            task_id: i64,
+            generation: i64,
+            attempts: &str,
+        ) -> Result<bool> {
+            check_text(attempts)?;
+            let done = sqlx::query(sql::SET_SEALED_ATTEMPTS)
+                .bind(task_id)
+                .bind(generation)
+                .bind(attempts)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        // ---- idempotency receipts ----
+
+        pub(crate) async fn idempotency_get(c: &mut Conn, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+            if check_text(scope_hash).is_err() {
+                return Ok(None);
+            }
+            sqlx::query(sql::RECEIPT_GET)
+                .bind(scope_hash)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::receipt(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn idempotency_put(c: &mut Conn, new: &NewReceipt) -> Result<ReceiptRow> {
+            check_text(&new.scope_hash)?;
+            check_text(&new.envelope_sha256)?;
+            check_text(&new.body)?;
+            // An expired receipt frees its scope.
+            sqlx::query(sql::RECEIPT_DROP_EXPIRED_SCOPE)
+                .bind(&new.scope_hash)
+                .bind(new.created_at)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let r = sqlx::query(sql::RECEIPT_PUT)
+                .bind(&new.scope_hash)
+                .bind(&new.envelope_sha256)
+                .bind(new.status)
+                .bind(&new.body)
+                .bind(new.expires_at)
+                .bind(new.created_at)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?;
+            match r {
+                Some(r) => row::receipt(&r),
+                None => Err(StoreError::Conflict(format!(
+                    "an idempotency receipt already holds scope {}",
+                    new.scope_hash
+                ))),
+            }
+        }
+
+        pub(crate) async fn purge_idempotency_receipts(c: &mut Conn, now: i64) -> Result<u64> {
+            let done = sqlx::query(sql::RECEIPTS_PURGE)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected())
+        }
+    };
+}
+pub(crate) use engine_ops;
+
+/// The run-table [`crate::Engine`] methods of one engine, over its pool. The invoking module
+/// has `ops` (from [`engine_ops!`]) and `self.pool` and `self.write_tx()` (a write transaction:
+/// `BEGIN IMMEDIATE` on SQLite).
+macro_rules! engine_methods {
+    () => {
+        async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>> {
+            ops::run_by_id(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
+            ops::run_by_public_id(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn runs_of_workspace(
+            &self,
+            workspace_id: i64,
+            status: Option<&str>,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<RunRow>> {
+            ops::runs_of_workspace(
+                &mut *self.pool.acquire().await?,
+                workspace_id,
+                status,
+                after_id,
+                limit,
+            )
+            .await
+        }
+        async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+            ops::tasks_of_run_page(&mut *self.pool.acquire().await?, run_id, after_id, limit).await
+        }
+        async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+            ops::task_by_key(&mut *self.pool.acquire().await?, run_id, key).await
+        }
+        async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>> {
+            ops::task_by_id(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
+            ops::edges_of_run(&mut *self.pool.acquire().await?, run_id).await
+        }
+        async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>> {
+            ops::events_after(&mut *self.pool.acquire().await?, run_id, after_sequence, limit).await
+        }
+        async fn latest_event_sequence(&self, run_id: i64) -> Result<i64> {
+            ops::latest_event_sequence(&mut *self.pool.acquire().await?, run_id).await
+        }
+        async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
+            ops::sealed_request(&mut *self.pool.acquire().await?, task_id, generation).await
+        }
+        async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
+            ops::job_by_id(&mut *self.pool.acquire().await?, job_id).await
+        }
+        async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
+            let mut tx = self.write_tx().await?;
+            let jobs = ops::dequeue_jobs(&mut tx, node_id, now, lease_ms, limit).await?;
+            tx.commit().await.map_err(write_error)?;
+            Ok(jobs)
+        }
+        async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool> {
+            ops::renew_job_lease(&mut *self.pool.acquire().await?, job_id, node_id, now, lease_ms).await
+        }
+        async fn release_node_leases(&self, node_id: &str) -> Result<u64> {
+            ops::release_node_leases(&mut *self.pool.acquire().await?, node_id).await
+        }
+        async fn requeue_job(&self, job_id: i64, available_at: i64) -> Result<bool> {
+            ops::requeue_job(&mut *self.pool.acquire().await?, job_id, available_at).await
+        }
+        async fn delete_job(&self, job_id: i64) -> Result<bool> {
+            ops::delete_job(&mut *self.pool.acquire().await?, job_id).await
+        }
+        async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            ops::expired_parks(&mut *self.pool.acquire().await?, now, after_task_id, limit).await
+        }
+        async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+            ops::held_approvals(
+                &mut *self.pool.acquire().await?,
+                workspace_id,
+                after_task_id,
+                limit,
+            )
+            .await
+        }
+        async fn addressed_tasks(
+            &self,
+            executor_id: i64,
+            statuses: &[&str],
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            ops::addressed_tasks(
+                &mut *self.pool.acquire().await?,
+                executor_id,
+                statuses,
+                after_task_id,
+                limit,
+            )
+            .await
+        }
+        async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+            ops::idempotency_get(&mut *self.pool.acquire().await?, scope_hash, now).await
+        }
+        async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
+            ops::purge_idempotency_receipts(&mut *self.pool.acquire().await?, now).await
+        }
+    };
+}
+pub(crate) use engine_methods;

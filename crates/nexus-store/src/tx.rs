@@ -1,0 +1,231 @@
+//! The unit of work: one transaction on either engine, through which the kernel writes run
+//! state so that each change and its event commit together (storage-and-scale.md §3).
+//!
+//! Lock order: the run row first ([`Tx::lock_run`]), then task rows by ascending id. On
+//! PostgreSQL the run lock is `SELECT … FOR UPDATE`; on SQLite the transaction is
+//! `BEGIN IMMEDIATE`, which already holds the database write lock.
+//!
+//! A [`Tx`] dropped without [`Tx::commit`] rolls back: neither its changes nor its events
+//! exist. On PostgreSQL a failed statement (a unique violation, say) aborts the transaction:
+//! drop it and start again. [`Tx::idempotency_put`] and [`Tx::insert_edge`] avoid that: a
+//! taken scope or an existing edge leaves the transaction usable.
+
+use serde_json::Value;
+
+use crate::model::*;
+use crate::{Result, postgres, sqlite, write_error};
+
+/// An open SQLite transaction (`BEGIN IMMEDIATE`).
+pub struct SqliteTx(pub(crate) sqlx::Transaction<'static, sqlx::Sqlite>);
+
+/// An open PostgreSQL transaction (`READ COMMITTED`).
+pub struct PgTx(pub(crate) sqlx::Transaction<'static, sqlx::Postgres>);
+
+impl std::fmt::Debug for SqliteTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SqliteTx")
+    }
+}
+
+impl std::fmt::Debug for PgTx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PgTx")
+    }
+}
+
+/// The unit of work, from [`crate::Store::begin`]. Dispatches to the engine like
+/// [`crate::Store`].
+#[derive(Debug)]
+pub enum Tx {
+    Sqlite(SqliteTx),
+    Postgres(PgTx),
+}
+
+macro_rules! tx_dispatch {
+    ($self:ident, $f:ident ( $($arg:expr),* )) => {
+        match $self {
+            Tx::Sqlite(t) => sqlite::ops::$f(&mut t.0, $($arg),*).await,
+            Tx::Postgres(t) => postgres::ops::$f(&mut t.0, $($arg),*).await,
+        }
+    };
+}
+
+impl Tx {
+    /// Commits every change and event of the unit of work.
+    pub async fn commit(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => t.0.commit().await.map_err(write_error),
+            Tx::Postgres(t) => t.0.commit().await.map_err(write_error),
+        }
+    }
+
+    /// Rolls back explicitly (dropping the `Tx` does the same).
+    pub async fn rollback(self) -> Result<()> {
+        match self {
+            Tx::Sqlite(t) => Ok(t.0.rollback().await?),
+            Tx::Postgres(t) => Ok(t.0.rollback().await?),
+        }
+    }
+
+    /// `sqlite` or `postgres`.
+    pub fn dialect(&self) -> &'static str {
+        match self {
+            Tx::Sqlite(_) => "sqlite",
+            Tx::Postgres(_) => "postgres",
+        }
+    }
+
+    // ---- runs ----
+
+    /// Locks the run row and returns it, fresh. PostgreSQL: `SELECT … FOR UPDATE`; SQLite:
+    /// a plain read (the write lock is held). `NotFound` for no such run.
+    pub async fn lock_run(&mut self, run_id: i64) -> Result<RunRow> {
+        tx_dispatch!(self, lock_run(run_id))
+    }
+
+    /// Inserts a run (`last_event_sequence` 0, no deliverable, no attention). A taken public id
+    /// is `Conflict`.
+    pub async fn insert_run(&mut self, new: NewRun) -> Result<RunRow> {
+        tx_dispatch!(self, insert_run(&new))
+    }
+
+    /// Writes the run's mutable columns: `status`, `deliverable_task_id`, `revision`,
+    /// `attention`, `started_at`, `ended_at`, `default_runner_id`. Never
+    /// `last_event_sequence` (only [`Tx::append_event`] moves it). `NotFound` for no such run.
+    pub async fn update_run(&mut self, run: &RunRow) -> Result<()> {
+        tx_dispatch!(self, update_run(run))
+    }
+
+    pub async fn run_by_id(&mut self, run_id: i64) -> Result<Option<RunRow>> {
+        tx_dispatch!(self, run_by_id(run_id))
+    }
+
+    // ---- events ----
+
+    /// Increments `runs.last_event_sequence` (under the run lock) and inserts the event with
+    /// that sequence: 1, 2, 3, … per run, without gaps. `data` is stored as compact JSON
+    /// (member order kept). `NotFound` for no such run.
+    pub async fn append_event(
+        &mut self,
+        run_id: i64,
+        kind: &str,
+        task_key: Option<&str>,
+        data: &Value,
+        at: i64,
+    ) -> Result<EventRow> {
+        tx_dispatch!(self, append_event(run_id, kind, task_key, data, at))
+    }
+
+    // ---- tasks ----
+
+    /// Inserts a task: the only statement that writes `frozen_context`. A key already used in
+    /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
+    /// [`Tx::task_by_key`] first when a repeat is expected).
+    pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
+        tx_dispatch!(self, insert_task(&new))
+    }
+
+    /// The conditional update: writes every column of `task` except the identity (`id`,
+    /// `run_id`, `key`, `kind`, `origin`, `created_at`) and `frozen_context`, only where the
+    /// stored row has `generation = expect_generation` and `status` in `expect_statuses`
+    /// (1 to [`MAX_EXPECTED_STATUSES`] words). Returns false (idle) when no row matched.
+    /// A retry passes the new generation in `task.generation` and the old one here.
+    pub async fn update_task(
+        &mut self,
+        task: &TaskRow,
+        expect_generation: i64,
+        expect_statuses: &[&str],
+    ) -> Result<bool> {
+        tx_dispatch!(self, update_task(task, expect_generation, expect_statuses, None))
+    }
+
+    /// [`Tx::update_task`] with `AND claim_token = expect_claim_token` too (executor settles:
+    /// a stale claim token never settles).
+    pub async fn update_task_claimed(
+        &mut self,
+        task: &TaskRow,
+        expect_generation: i64,
+        expect_statuses: &[&str],
+        expect_claim_token: &str,
+    ) -> Result<bool> {
+        tx_dispatch!(
+            self,
+            update_task(task, expect_generation, expect_statuses, Some(expect_claim_token))
+        )
+    }
+
+    /// Every task of the run, by id.
+    pub async fn tasks_of_run(&mut self, run_id: i64) -> Result<Vec<TaskRow>> {
+        tx_dispatch!(self, tasks_of_run(run_id))
+    }
+
+    pub async fn task_by_key(&mut self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+        tx_dispatch!(self, task_by_key(run_id, key))
+    }
+
+    pub async fn task_by_id(&mut self, task_id: i64) -> Result<Option<TaskRow>> {
+        tx_dispatch!(self, task_by_id(task_id))
+    }
+
+    // ---- edges ----
+
+    /// Adds the edge `task_id` → `depends_on_id` (`after | reads | pairs`). Returns false when
+    /// the same edge already exists (no error, the transaction stays usable).
+    pub async fn insert_edge(&mut self, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
+        tx_dispatch!(self, insert_edge(task_id, depends_on_id, kind))
+    }
+
+    /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
+    pub async fn edges_of_run(&mut self, run_id: i64) -> Result<Vec<EdgeRow>> {
+        tx_dispatch!(self, edges_of_run(run_id))
+    }
+
+    // ---- jobs ----
+
+    /// Inserts a job (unlocked, 0 attempts) and returns its id.
+    pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
+        tx_dispatch!(self, insert_job(&new))
+    }
+
+    /// Deletes the job; false when it was already gone (a kernel tool job is deleted in the
+    /// transaction that starts its evaluation: at most once).
+    pub async fn delete_job(&mut self, job_id: i64) -> Result<bool> {
+        tx_dispatch!(self, delete_job(job_id))
+    }
+
+    pub async fn job_by_id(&mut self, job_id: i64) -> Result<Option<JobRow>> {
+        tx_dispatch!(self, job_by_id(job_id))
+    }
+
+    // ---- sealed requests ----
+
+    /// Stores the sealed request of (task, generation), with the exact provider body bytes.
+    /// A second seal of the same pair is `Conflict`.
+    pub async fn insert_sealed_request(&mut self, new: NewSealedRequest) -> Result<SealedRequestRow> {
+        tx_dispatch!(self, insert_sealed_request(&new))
+    }
+
+    pub async fn sealed_request(&mut self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
+        tx_dispatch!(self, sealed_request(task_id, generation))
+    }
+
+    /// Replaces the attempts JSON of a sealed request; false when there is none.
+    pub async fn set_sealed_attempts(&mut self, task_id: i64, generation: i64, attempts: &str) -> Result<bool> {
+        tx_dispatch!(self, set_sealed_attempts(task_id, generation, attempts))
+    }
+
+    // ---- idempotency receipts ----
+
+    /// The unexpired receipt (`expires_at > now`) of the scope.
+    pub async fn idempotency_get(&mut self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+        tx_dispatch!(self, idempotency_get(scope_hash, now))
+    }
+
+    /// Stores a receipt. An expired receipt of the same scope (`expires_at <= created_at`) is
+    /// replaced; a live one, or one a concurrent transaction holds, makes this `Conflict`
+    /// (the second request should then read the first's receipt and replay it). The
+    /// transaction stays usable after the conflict.
+    pub async fn idempotency_put(&mut self, new: NewReceipt) -> Result<ReceiptRow> {
+        tx_dispatch!(self, idempotency_put(&new))
+    }
+}

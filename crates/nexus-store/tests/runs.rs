@@ -1,0 +1,1185 @@
+//! The run tables (migration 0002) and the unit of work, on every available engine (SQLite
+//! always; PostgreSQL with `NEXUS_TEST_DATABASE_URL`, required with `NEXUS_REQUIRE_POSTGRES=1`).
+
+use std::collections::BTreeSet;
+
+use nexus_store::testing;
+use nexus_store::*;
+use serde_json::json;
+use uuid::Uuid;
+
+const NOW: i64 = 1_700_000_000_000;
+
+/// What every test needs: a workspace, a human member, a runner.
+struct Fixture {
+    workspace_id: i64,
+    member_id: i64,
+    runner_id: i64,
+}
+
+async fn fixture(s: &Store) -> Fixture {
+    let account = s.ensure_account(Uuid::now_v7(), "acme", NOW).await.unwrap();
+    let ws = s
+        .ensure_workspace(Uuid::now_v7(), account.id, "main", NOW)
+        .await
+        .unwrap();
+    let (member, _) = s
+        .create_member(NewMember {
+            public_id: Uuid::now_v7(),
+            account_id: account.id,
+            kind: MemberKind::Human,
+            handle: "ada".into(),
+            display_name: "Ada".into(),
+            role: "admin".into(),
+            steward_id: None,
+            agent_executor_public_id: None,
+            now: NOW,
+        })
+        .await
+        .unwrap();
+    let runner = s
+        .create_runner(NewRunner {
+            public_id: Uuid::now_v7(),
+            account_id: account.id,
+            display_name: "laptop".into(),
+            assignment_scope: AssignmentScope::UserPrivate,
+            manager_id: member.id,
+            now: NOW,
+        })
+        .await
+        .unwrap();
+    Fixture {
+        workspace_id: ws.id,
+        member_id: member.id,
+        runner_id: runner.id,
+    }
+}
+
+fn new_run(f: &Fixture, status: &str) -> NewRun {
+    NewRun {
+        public_id: Uuid::now_v7(),
+        workspace_id: f.workspace_id,
+        created_by_id: f.member_id,
+        answering_member_id: f.member_id,
+        declaring_agent_id: None,
+        status: status.into(),
+        hosting: r#"{"kind":"standalone"}"#.into(),
+        approval_mode: "ask".into(),
+        approval_rules: None,
+        default_runner_id: None,
+        revision: 1,
+        created_at: NOW,
+        started_at: None,
+    }
+}
+
+fn tool_task(run_id: i64, key: &str, status: &str) -> NewTask {
+    NewTask {
+        run_id,
+        key: key.into(),
+        kind: "tool_task".into(),
+        status: status.into(),
+        generation: 1,
+        origin: "author".into(),
+        on_failure: "propagate".into(),
+        visibility: "collapsed".into(),
+        tool_name: Some("read_file".into()),
+        tool_input: Some(r#"{"path":"a.txt"}"#.into()),
+        created_at: NOW,
+        ..Default::default()
+    }
+}
+
+/// A run (committed) on a fresh store.
+async fn run_in(s: &Store, f: &Fixture, status: &str) -> RunRow {
+    let mut tx = s.begin().await.unwrap();
+    let run = tx.insert_run(new_run(f, status)).await.unwrap();
+    tx.commit().await.unwrap();
+    run
+}
+
+async fn task_in(s: &Store, new: NewTask) -> TaskRow {
+    let mut tx = s.begin().await.unwrap();
+    let t = tx.insert_task(new).await.unwrap();
+    tx.commit().await.unwrap();
+    t
+}
+
+macro_rules! each_engine {
+    (|$ts:ident| $body:block) => {{
+        for $ts in testing::engines().await {
+            let _dialect = $ts.dialect;
+            $body
+        }
+    }};
+}
+
+/// A task with every column set, to prove each one round-trips.
+fn full_task(run_id: i64, f: &Fixture, declaring: Option<i64>) -> NewTask {
+    NewTask {
+        run_id,
+        key: "r1t1".into(),
+        kind: "tool_task".into(),
+        status: "dispatched".into(),
+        generation: 3,
+        origin: "model".into(),
+        on_failure: "halt".into(),
+        failure_resolution: Some("abandoned".into()),
+        visibility: "hidden".into(),
+        mainline: true,
+        branch_of: Some("call-1".into()),
+        pairs_with: Some("r1".into()),
+        declaring_task_id: declaring,
+        tool_name: Some("read_file".into()),
+        tool_alias: Some("Read".into()),
+        tool_input: Some(r#"{"z":1,"a":2}"#.into()),
+        tool_call_id: Some("toolu_1".into()),
+        target_executor_id: Some(f.runner_id),
+        addressed_executor_id: Some(f.runner_id),
+        addressed_role: Some("runner".into()),
+        effect_profile: Some(r#"{"reads":true}"#.into()),
+        timeout_ms: Some(60_000),
+        await_started_at: Some(NOW + 1),
+        deadline_at: Some(NOW + 60_001),
+        claim_token: Some("tok".into()),
+        claimed_at: Some(NOW + 2),
+        claimant_id: Some(f.runner_id),
+        content: Some(r#"[{"type":"text","text":"hi"}]"#.into()),
+        structured_present: true,
+        structured_content: Some(r#"{"ok":true}"#.into()),
+        is_error: true,
+        title: Some("Read a.txt".into()),
+        metadata: Some(r#"{"m":1}"#.into()),
+        error_key: Some("tool_error".into()),
+        error_detail: Some("boom".into()),
+        approval: Some(r#"{"origin":"member","decided_by":"x","decided_at":1}"#.into()),
+        frozen_context: Some(r#"{"prompt":"p","tool_definitions":[]}"#.into()),
+        request_surface: Some(r#"{"s":1}"#.into()),
+        usage: Some(r#"{"input_tokens":3}"#.into()),
+        reply: Some(r#"{"text":"t","tool_calls":[]}"#.into()),
+        resolution_token_sha256: Some("ab".repeat(32)),
+        created_at: NOW,
+        started_at: Some(NOW + 3),
+        settled_at: Some(NOW + 4),
+    }
+}
+
+/// Compares a stored task with what was inserted, column by column.
+fn assert_task_is(t: &TaskRow, n: &NewTask) {
+    let expected = TaskRow {
+        id: t.id,
+        run_id: n.run_id,
+        key: n.key.clone(),
+        kind: n.kind.clone(),
+        status: n.status.clone(),
+        generation: n.generation,
+        origin: n.origin.clone(),
+        on_failure: n.on_failure.clone(),
+        failure_resolution: n.failure_resolution.clone(),
+        visibility: n.visibility.clone(),
+        mainline: n.mainline,
+        branch_of: n.branch_of.clone(),
+        pairs_with: n.pairs_with.clone(),
+        declaring_task_id: n.declaring_task_id,
+        tool_name: n.tool_name.clone(),
+        tool_alias: n.tool_alias.clone(),
+        tool_input: n.tool_input.clone(),
+        tool_call_id: n.tool_call_id.clone(),
+        target_executor_id: n.target_executor_id,
+        addressed_executor_id: n.addressed_executor_id,
+        addressed_role: n.addressed_role.clone(),
+        effect_profile: n.effect_profile.clone(),
+        timeout_ms: n.timeout_ms,
+        await_started_at: n.await_started_at,
+        deadline_at: n.deadline_at,
+        claim_token: n.claim_token.clone(),
+        claimed_at: n.claimed_at,
+        claimant_id: n.claimant_id,
+        content: n.content.clone(),
+        structured_present: n.structured_present,
+        structured_content: n.structured_content.clone(),
+        is_error: n.is_error,
+        title: n.title.clone(),
+        metadata: n.metadata.clone(),
+        error_key: n.error_key.clone(),
+        error_detail: n.error_detail.clone(),
+        approval: n.approval.clone(),
+        frozen_context: n.frozen_context.clone(),
+        request_surface: n.request_surface.clone(),
+        usage: n.usage.clone(),
+        reply: n.reply.clone(),
+        resolution_token_sha256: n.resolution_token_sha256.clone(),
+        created_at: n.created_at,
+        started_at: n.started_at,
+        settled_at: n.settled_at,
+    };
+    assert_eq!(t, &expected);
+}
+
+#[tokio::test]
+async fn every_row_type_round_trips() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let mut tx = s.begin().await.unwrap();
+        let mut new = new_run(&f, "pending");
+        new.approval_mode = "rules".into();
+        new.approval_rules = Some(r#"[{"tool":"read_*","decision":"allow"}]"#.into());
+        new.default_runner_id = Some(f.runner_id);
+        new.started_at = Some(NOW + 5);
+        let run = tx.insert_run(new.clone()).await.unwrap();
+        assert_eq!(
+            run,
+            RunRow {
+                id: run.id,
+                public_id: new.public_id,
+                workspace_id: f.workspace_id,
+                created_by_id: f.member_id,
+                answering_member_id: f.member_id,
+                declaring_agent_id: None,
+                status: "pending".into(),
+                hosting: new.hosting.clone(),
+                approval_mode: "rules".into(),
+                approval_rules: new.approval_rules.clone(),
+                default_runner_id: Some(f.runner_id),
+                deliverable_task_id: None,
+                revision: 1,
+                attention: None,
+                last_event_sequence: 0,
+                created_at: NOW,
+                started_at: Some(NOW + 5),
+                ended_at: None,
+            }
+        );
+        let seed = tx.insert_task(tool_task(run.id, "seed", "waiting")).await.unwrap();
+        let full = full_task(run.id, &f, Some(seed.id));
+        let t = tx.insert_task(full.clone()).await.unwrap();
+        assert_task_is(&t, &full);
+        // A minimal task: nullable columns stay null, booleans false.
+        let minimal = tool_task(run.id, "min", "waiting");
+        assert_task_is(&tx.task_by_key(run.id, "min").await.unwrap().unwrap(), &minimal);
+
+        assert!(tx.insert_edge(t.id, seed.id, "after").await.unwrap());
+        assert!(tx.insert_edge(t.id, seed.id, "reads").await.unwrap());
+        assert!(
+            !tx.insert_edge(t.id, seed.id, "after").await.unwrap(),
+            "a repeated edge is a no-op"
+        );
+        let e = tx
+            .append_event(
+                run.id,
+                "tasks_appended",
+                None,
+                &json!({"keys": ["seed"], "origin": "author"}),
+                NOW,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            e,
+            EventRow {
+                run_id: run.id,
+                sequence: 1,
+                kind: "tasks_appended".into(),
+                at: NOW,
+                task_key: None,
+                data: r#"{"keys":["seed"],"origin":"author"}"#.into(),
+            }
+        );
+        let job_id = tx
+            .insert_job(NewJob {
+                kind: "model_call".into(),
+                run_id: run.id,
+                task_id: Some(t.id),
+                generation: 3,
+                available_at: NOW,
+            })
+            .await
+            .unwrap();
+        let sealed = NewSealedRequest {
+            task_id: t.id,
+            generation: 3,
+            record: r#"{"model":"scripted/echo"}"#.into(),
+            body_sha256: "cd".repeat(32),
+            request_bytes: 5,
+            body: vec![0, 1, 2, 255, b'{'],
+            attempts: "[]".into(),
+            created_at: NOW,
+        };
+        let sr = tx.insert_sealed_request(sealed.clone()).await.unwrap();
+        assert_eq!(
+            (
+                sr.task_id,
+                sr.generation,
+                &sr.record,
+                &sr.body_sha256,
+                sr.request_bytes,
+                &sr.body,
+                &sr.attempts,
+                sr.created_at
+            ),
+            (
+                t.id,
+                3,
+                &sealed.record,
+                &sealed.body_sha256,
+                5,
+                &sealed.body,
+                &sealed.attempts,
+                NOW
+            )
+        );
+        assert!(matches!(
+            tx.insert_sealed_request(sealed.clone()).await,
+            Err(StoreError::Conflict(_))
+        ));
+        tx.commit().await.unwrap();
+
+        // Reads outside the transaction see it all.
+        assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 1);
+        assert_eq!(s.run_by_public_id(run.public_id).await.unwrap().unwrap().id, run.id);
+        assert_eq!(s.run_by_public_id(Uuid::now_v7()).await.unwrap(), None);
+        assert_task_is(&s.task_by_key(run.id, "r1t1").await.unwrap().unwrap(), &full);
+        assert_task_is(&s.task_by_id(t.id).await.unwrap().unwrap(), &full);
+        assert_eq!(s.task_by_key(run.id, "nope").await.unwrap(), None);
+        assert_eq!(s.task_by_key(run.id, "bad\0").await.unwrap(), None);
+        let keys: Vec<String> = s
+            .tasks_of_run(run.id, 0, 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.key)
+            .collect();
+        assert_eq!(keys, ["seed", "r1t1", "min"]);
+        let page: Vec<String> = s
+            .tasks_of_run(run.id, seed.id, 1)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|t| t.key)
+            .collect();
+        assert_eq!(page, ["r1t1"]);
+        assert_eq!(
+            s.edges_of_run(run.id).await.unwrap(),
+            vec![
+                EdgeRow {
+                    task_id: t.id,
+                    depends_on_id: seed.id,
+                    kind: "after".into()
+                },
+                EdgeRow {
+                    task_id: t.id,
+                    depends_on_id: seed.id,
+                    kind: "reads".into()
+                },
+            ]
+        );
+        assert_eq!(s.events_after(run.id, 0, 10).await.unwrap(), vec![e]);
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 1);
+        assert!(matches!(
+            s.latest_event_sequence(run.id + 99).await,
+            Err(StoreError::NotFound(_))
+        ));
+        assert_eq!(
+            s.job_by_id(job_id).await.unwrap(),
+            Some(JobRow {
+                id: job_id,
+                kind: "model_call".into(),
+                run_id: run.id,
+                task_id: Some(t.id),
+                generation: 3,
+                available_at: NOW,
+                locked_by: None,
+                locked_until: None,
+                attempts: 0,
+            })
+        );
+        assert_eq!(s.sealed_request(t.id, 3).await.unwrap(), Some(sr.clone()));
+        assert_eq!(s.sealed_request(t.id, 4).await.unwrap(), None);
+
+        // Reads inside a transaction too.
+        let mut tx = s.begin().await.unwrap();
+        assert_eq!(tx.lock_run(run.id).await.unwrap().id, run.id);
+        assert!(matches!(tx.lock_run(run.id + 99).await, Err(StoreError::NotFound(_))));
+        assert_eq!(tx.run_by_id(run.id).await.unwrap().unwrap().id, run.id);
+        assert_eq!(tx.tasks_of_run(run.id).await.unwrap().len(), 3);
+        assert_eq!(tx.task_by_id(t.id).await.unwrap().unwrap().key, "r1t1");
+        assert_eq!(tx.edges_of_run(run.id).await.unwrap().len(), 2);
+        assert_eq!(tx.job_by_id(job_id).await.unwrap().unwrap().id, job_id);
+        assert!(tx.set_sealed_attempts(t.id, 3, r#"[{"at":1}]"#).await.unwrap());
+        assert!(!tx.set_sealed_attempts(t.id, 9, "[]").await.unwrap());
+        assert_eq!(
+            tx.sealed_request(t.id, 3).await.unwrap().unwrap().attempts,
+            r#"[{"at":1}]"#
+        );
+        assert!(tx.delete_job(job_id).await.unwrap());
+        assert!(!tx.delete_job(job_id).await.unwrap());
+        tx.commit().await.unwrap();
+        assert_eq!(s.job_by_id(job_id).await.unwrap(), None);
+    });
+}
+
+#[tokio::test]
+async fn duplicate_keys_and_bad_words_are_refused() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let mut tx = s.begin().await.unwrap();
+        assert!(matches!(
+            tx.insert_task(tool_task(run.id, "a", "waiting")).await,
+            Err(StoreError::Conflict(_))
+        ));
+        drop(tx);
+        let mut tx = s.begin().await.unwrap();
+        assert!(
+            tx.insert_task(tool_task(run.id, "b", "bogus")).await.is_err(),
+            "an unknown status word is refused"
+        );
+        drop(tx);
+        let mut tx = s.begin().await.unwrap();
+        assert!(matches!(
+            tx.insert_task(tool_task(run.id, "nul\0", "waiting")).await,
+            Err(StoreError::UnsupportedText)
+        ));
+        let mut bad = tool_task(run.id, "c", "waiting");
+        bad.frozen_context = Some("\0".into());
+        assert!(matches!(tx.insert_task(bad).await, Err(StoreError::UnsupportedText)));
+        assert!(matches!(
+            tx.append_event(run.id, "x", None, &json!({"a": "\u{0}"}), NOW).await,
+            Err(StoreError::UnsupportedText)
+        ));
+        let mut bad_run = new_run(&f, "pending");
+        bad_run.hosting = "\0".into();
+        assert!(matches!(tx.insert_run(bad_run).await, Err(StoreError::UnsupportedText)));
+        let mut t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
+        t.content = Some("\0".into());
+        assert!(matches!(
+            tx.update_task(&t, 1, &["waiting"]).await,
+            Err(StoreError::UnsupportedText)
+        ));
+        assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
+        assert!(matches!(
+            tx.append_event(run.id + 99, "x", None, &json!({}), NOW).await,
+            Err(StoreError::NotFound(_))
+        ));
+    });
+}
+
+#[tokio::test]
+async fn update_run_writes_the_mutable_row_only() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "pending").await;
+        let t = task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let mut tx = s.begin().await.unwrap();
+        let stale = tx.lock_run(run.id).await.unwrap();
+        tx.append_event(
+            run.id,
+            "run_status_changed",
+            None,
+            &json!({"from": "pending", "to": "running"}),
+            NOW,
+        )
+        .await
+        .unwrap();
+        let mut changed = stale.clone();
+        changed.status = "running".into();
+        changed.deliverable_task_id = Some(t.id);
+        changed.revision = 2;
+        changed.attention = Some(r#"{"reason":"halt_failure","task_key":"a"}"#.into());
+        changed.started_at = Some(NOW + 1);
+        changed.ended_at = Some(NOW + 2);
+        changed.default_runner_id = Some(f.runner_id);
+        // Fields outside the mutable set are ignored.
+        changed.last_event_sequence = 0;
+        changed.approval_mode = "bypass".into();
+        tx.update_run(&changed).await.unwrap();
+        tx.commit().await.unwrap();
+        let stored = s.run_by_id(run.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored,
+            RunRow {
+                last_event_sequence: 1,
+                approval_mode: "ask".into(),
+                ..changed.clone()
+            },
+            "{}",
+            ts.dialect
+        );
+        let mut tx = s.begin().await.unwrap();
+        let mut missing = stored.clone();
+        missing.id += 99;
+        assert!(matches!(tx.update_run(&missing).await, Err(StoreError::NotFound(_))));
+    });
+}
+
+#[tokio::test]
+async fn runs_of_workspace_pages_and_filters() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let a = run_in(s, &f, "pending").await;
+        let b = run_in(s, &f, "running").await;
+        let c = run_in(s, &f, "running").await;
+        let ids = |v: Vec<RunRow>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
+        assert_eq!(
+            ids(s.runs_of_workspace(f.workspace_id, None, 0, 10).await.unwrap()),
+            [a.id, b.id, c.id]
+        );
+        assert_eq!(
+            ids(s.runs_of_workspace(f.workspace_id, None, a.id, 1).await.unwrap()),
+            [b.id]
+        );
+        assert_eq!(
+            ids(s
+                .runs_of_workspace(f.workspace_id, Some("running"), 0, 10)
+                .await
+                .unwrap()),
+            [b.id, c.id]
+        );
+        assert_eq!(
+            ids(s
+                .runs_of_workspace(f.workspace_id, Some("running"), b.id, 10)
+                .await
+                .unwrap()),
+            [c.id]
+        );
+        assert!(
+            s.runs_of_workspace(f.workspace_id + 99, None, 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            s.runs_of_workspace(f.workspace_id, Some("x\0"), 0, 10)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+    });
+}
+
+#[tokio::test]
+async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let mut new = tool_task(run.id, "a", "dispatched");
+        new.frozen_context = Some(r#"{"frozen":true}"#.into());
+        new.claim_token = Some("token-1".into());
+        let t = task_in(s, new).await;
+
+        let mut settled = t.clone();
+        settled.status = "completed".into();
+        settled.content = Some(r#"[{"type":"text","text":"done"}]"#.into());
+        settled.settled_at = Some(NOW + 10);
+        settled.is_error = true;
+        settled.mainline = true;
+        // An attempt to change the frozen context is ignored: the update never writes it.
+        settled.frozen_context = Some(r#"{"frozen":false}"#.into());
+
+        let mut tx = s.begin().await.unwrap();
+        assert!(
+            !tx.update_task(&settled, 2, &["dispatched"]).await.unwrap(),
+            "wrong generation"
+        );
+        assert!(
+            !tx.update_task(&settled, 1, &["running", "waiting"]).await.unwrap(),
+            "wrong status"
+        );
+        assert!(
+            !tx.update_task_claimed(&settled, 1, &["dispatched"], "token-0")
+                .await
+                .unwrap(),
+            "stale claim token"
+        );
+        assert!(
+            tx.update_task_claimed(&settled, 1, &task_status::OPEN, "token-1")
+                .await
+                .unwrap()
+        );
+        assert!(
+            !tx.update_task(&settled, 1, &task_status::OPEN).await.unwrap(),
+            "a second settle is idle"
+        );
+        tx.commit().await.unwrap();
+        let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+        assert_eq!(
+            stored,
+            TaskRow {
+                frozen_context: Some(r#"{"frozen":true}"#.into()),
+                ..settled.clone()
+            }
+        );
+
+        // A retry: the generation moves, the old expectation is passed.
+        let mut retry = stored.clone();
+        retry.status = "waiting".into();
+        retry.generation = 2;
+        retry.claim_token = None;
+        let mut tx = s.begin().await.unwrap();
+        assert!(tx.update_task(&retry, 1, &["completed", "failed"]).await.unwrap());
+        tx.commit().await.unwrap();
+        let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+        assert_eq!(
+            (stored.generation, stored.status.as_str(), stored.claim_token.as_deref()),
+            (2, "waiting", None)
+        );
+        // Twelve expected statuses at most.
+        let mut tx = s.begin().await.unwrap();
+        let thirteen = ["waiting"; 13];
+        assert!(matches!(
+            tx.update_task(&stored, 2, &thirteen).await,
+            Err(StoreError::Config(_))
+        ));
+        let all = [
+            "waiting",
+            "needs_approval",
+            "running",
+            "dispatched",
+            "awaiting_input",
+            "completed",
+            "failed",
+            "canceled",
+            "timed_out",
+            "skipped",
+            "uncertain",
+            "waiting",
+        ];
+        assert!(tx.update_task(&stored, 2, &all).await.unwrap());
+    });
+}
+
+#[tokio::test]
+async fn events_are_gapless_and_atomic_with_the_change() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let other = run_in(s, &f, "running").await;
+        let t = task_in(s, tool_task(run.id, "a", "waiting")).await;
+
+        // A dropped transaction leaves neither the task change nor its event.
+        {
+            let mut tx = s.begin().await.unwrap();
+            tx.lock_run(run.id).await.unwrap();
+            let mut changed = t.clone();
+            changed.status = "needs_approval".into();
+            assert!(tx.update_task(&changed, 1, &["waiting"]).await.unwrap());
+            let e = tx
+                .append_event(
+                    run.id,
+                    "task_status_changed",
+                    Some("a"),
+                    &json!({"from": "waiting"}),
+                    NOW,
+                )
+                .await
+                .unwrap();
+            assert_eq!(e.sequence, 1);
+            // dropped here, uncommitted
+        }
+        assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, "waiting");
+        assert!(s.events_after(run.id, 0, 10).await.unwrap().is_empty());
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
+        // An explicit rollback does the same.
+        let mut tx = s.begin().await.unwrap();
+        tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
+        tx.rollback().await.unwrap();
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
+
+        // Committed: 1..n per run, each run on its own counter.
+        for i in 0..5 {
+            let mut tx = s.begin().await.unwrap();
+            tx.lock_run(run.id).await.unwrap();
+            let a = tx
+                .append_event(run.id, "e", Some("a"), &json!({"i": i}), NOW + i)
+                .await
+                .unwrap();
+            let b = tx
+                .append_event(run.id, "e", None, &json!({"i": i, "second": true}), NOW + i)
+                .await
+                .unwrap();
+            assert_eq!((a.sequence, b.sequence), (2 * i + 1, 2 * i + 2));
+            let o = tx.append_event(other.id, "e", None, &json!({}), NOW).await.unwrap();
+            assert_eq!(o.sequence, i + 1);
+            tx.commit().await.unwrap();
+        }
+        let events = s.events_after(run.id, 0, 100).await.unwrap();
+        let seqs: Vec<i64> = events.iter().map(|e| e.sequence).collect();
+        assert_eq!(seqs, (1..=10).collect::<Vec<_>>());
+        assert_eq!(events[0].data, r#"{"i":0}"#);
+        assert_eq!(events[0].task_key.as_deref(), Some("a"));
+        assert_eq!(events[1].data, r#"{"i":0,"second":true}"#, "member order kept");
+        let page: Vec<i64> = s
+            .events_after(run.id, 4, 3)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(page, [5, 6, 7]);
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 10);
+        assert_eq!(s.latest_event_sequence(other.id).await.unwrap(), 5);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_appends_never_collide() {
+    each_engine!(|ts| {
+        let s = ts.store.clone();
+        let f = fixture(&s).await;
+        let run = run_in(&s, &f, "running").await;
+        const WRITERS: i64 = 6;
+        const EACH: i64 = 5;
+        let mut handles = Vec::new();
+        for w in 0..WRITERS {
+            let s = s.clone();
+            handles.push(tokio::spawn(async move {
+                let mut seen = Vec::new();
+                for i in 0..EACH {
+                    let mut tx = s.begin().await.unwrap();
+                    tx.lock_run(run.id).await.unwrap();
+                    let a = tx
+                        .append_event(run.id, "e", None, &json!({"w": w, "i": i}), NOW)
+                        .await
+                        .unwrap();
+                    tokio::task::yield_now().await;
+                    let b = tx
+                        .append_event(run.id, "e", None, &json!({"w": w, "i": i, "b": 1}), NOW)
+                        .await
+                        .unwrap();
+                    assert_eq!(b.sequence, a.sequence + 1, "one transaction's events are consecutive");
+                    tx.commit().await.unwrap();
+                    seen.extend([a.sequence, b.sequence]);
+                }
+                seen
+            }));
+        }
+        let mut all = Vec::new();
+        for h in handles {
+            all.extend(h.await.unwrap());
+        }
+        all.sort();
+        let n = WRITERS * EACH * 2;
+        assert_eq!(all, (1..=n).collect::<Vec<_>>(), "{}: distinct and gapless", ts.dialect);
+        let stored: Vec<i64> = s
+            .events_after(run.id, 0, 1000)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(stored, (1..=n).collect::<Vec<_>>());
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), n);
+    });
+}
+
+async fn jobs_in(s: &Store, run_id: i64, n: usize, available_at: i64) -> Vec<i64> {
+    let mut tx = s.begin().await.unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..n {
+        ids.push(
+            tx.insert_job(NewJob {
+                kind: "kernel_tool".into(),
+                run_id,
+                task_id: None,
+                generation: 0,
+                available_at,
+            })
+            .await
+            .unwrap(),
+        );
+    }
+    tx.commit().await.unwrap();
+    ids
+}
+
+#[tokio::test]
+async fn dequeue_respects_availability_and_leases() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let now_ids = jobs_in(s, run.id, 3, NOW).await;
+        let later = jobs_in(s, run.id, 1, NOW + 1_000).await[0];
+
+        let got = s.dequeue_jobs("node-a", NOW, 100, 2).await.unwrap();
+        assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), now_ids[..2]);
+        for j in &got {
+            assert_eq!(j.locked_by.as_deref(), Some("node-a"));
+            assert_eq!(j.locked_until, Some(NOW + 100));
+            assert_eq!(j.attempts, 1);
+        }
+        let got = s.dequeue_jobs("node-b", NOW, 100, 10).await.unwrap();
+        assert_eq!(
+            got.iter().map(|j| j.id).collect::<Vec<_>>(),
+            [now_ids[2]],
+            "leased jobs are skipped"
+        );
+        assert!(s.dequeue_jobs("node-b", NOW + 50, 100, 10).await.unwrap().is_empty());
+        // A lease ending exactly now still holds; after it, the job is free again.
+        assert!(s.dequeue_jobs("node-b", NOW + 100, 100, 10).await.unwrap().is_empty());
+        // Renewal by the holder only.
+        assert!(s.renew_job_lease(now_ids[0], "node-a", NOW + 90, 1_000).await.unwrap());
+        assert!(!s.renew_job_lease(now_ids[1], "node-b", NOW + 90, 1_000).await.unwrap());
+        let got = s.dequeue_jobs("node-b", NOW + 101, 100, 10).await.unwrap();
+        assert_eq!(
+            got.iter().map(|j| j.id).collect::<Vec<_>>(),
+            [now_ids[1], now_ids[2]],
+            "lapsed leases are taken over; the renewed one is not"
+        );
+        assert!(
+            got.iter()
+                .all(|j| j.attempts == 2 && j.locked_by.as_deref() == Some("node-b"))
+        );
+        // The later job becomes available at its time.
+        let got = s.dequeue_jobs("node-c", NOW + 1_000, 100, 10).await.unwrap();
+        assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), [later]);
+
+        // release_node_leases frees exactly that node's leases.
+        assert_eq!(s.release_node_leases("node-b").await.unwrap(), 2);
+        assert_eq!(s.release_node_leases("node-b").await.unwrap(), 0);
+        let j = s.job_by_id(now_ids[1]).await.unwrap().unwrap();
+        assert_eq!((j.locked_by, j.locked_until), (None, None));
+        assert_eq!(
+            s.job_by_id(now_ids[0]).await.unwrap().unwrap().locked_by.as_deref(),
+            Some("node-a")
+        );
+        let got = s.dequeue_jobs("node-d", NOW + 200, 100, 10).await.unwrap();
+        assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), [now_ids[1], now_ids[2]]);
+        // requeue: unlocked, available later.
+        assert!(s.requeue_job(now_ids[1], NOW + 5_000).await.unwrap());
+        let j = s.job_by_id(now_ids[1]).await.unwrap().unwrap();
+        assert_eq!((j.locked_by, j.available_at), (None, NOW + 5_000));
+        assert!(
+            s.dequeue_jobs("node-e", NOW + 4_999, 1, 10)
+                .await
+                .unwrap()
+                .iter()
+                .all(|j| j.id != now_ids[1])
+        );
+        assert!(s.delete_job(now_ids[1]).await.unwrap());
+        assert!(!s.delete_job(now_ids[1]).await.unwrap());
+        assert!(!s.requeue_job(now_ids[1], NOW).await.unwrap());
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_dequeues_never_share_a_job() {
+    each_engine!(|ts| {
+        let s = ts.store.clone();
+        let f = fixture(&s).await;
+        let run = run_in(&s, &f, "running").await;
+        let ids = jobs_in(&s, run.id, 40, NOW).await;
+        let mut handles = Vec::new();
+        for node in 0..5 {
+            let s = s.clone();
+            handles.push(tokio::spawn(async move {
+                let name = format!("node-{node}");
+                let mut mine = Vec::new();
+                loop {
+                    let got = s.dequeue_jobs(&name, NOW, 60_000, 3).await.unwrap();
+                    if got.is_empty() {
+                        break;
+                    }
+                    assert!(got.iter().all(|j| j.locked_by.as_deref() == Some(name.as_str())));
+                    mine.extend(got.into_iter().map(|j| j.id));
+                    tokio::task::yield_now().await;
+                }
+                mine
+            }));
+        }
+        let mut all = Vec::new();
+        for h in handles {
+            all.extend(h.await.unwrap());
+        }
+        let distinct: BTreeSet<i64> = all.iter().copied().collect();
+        assert_eq!(distinct.len(), all.len(), "{}: a job went to two nodes", ts.dialect);
+        assert_eq!(
+            distinct,
+            ids.into_iter().collect::<BTreeSet<_>>(),
+            "every job was handed out"
+        );
+        for id in distinct {
+            assert_eq!(s.job_by_id(id).await.unwrap().unwrap().attempts, 1);
+        }
+    });
+}
+
+#[tokio::test]
+async fn expired_parks_selects_parked_rows_past_deadline_on_live_runs() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let live = run_in(s, &f, "running").await;
+        let canceling = run_in(s, &f, "canceling").await;
+        let done = run_in(s, &f, "completed").await;
+        let canceled = run_in(s, &f, "canceled").await;
+        let park = |run_id: i64, key: &str, status: &str, deadline: Option<i64>| {
+            let mut t = tool_task(run_id, key, status);
+            t.deadline_at = deadline;
+            t
+        };
+        let mut expect = Vec::new();
+        for (i, status) in ["needs_approval", "running", "dispatched", "awaiting_input"]
+            .iter()
+            .enumerate()
+        {
+            let t = task_in(s, park(live.id, &format!("p{i}"), status, Some(NOW - 1))).await;
+            expect.push((live.id, t.id));
+        }
+        let at_now = task_in(s, park(live.id, "at-now", "dispatched", Some(NOW))).await;
+        expect.push((live.id, at_now.id));
+        let c = task_in(s, park(canceling.id, "c", "running", Some(NOW - 5))).await;
+        expect.push((canceling.id, c.id));
+        // Not candidates: future deadline, no deadline, not parked, or a finished run.
+        task_in(s, park(live.id, "future", "dispatched", Some(NOW + 1))).await;
+        task_in(s, park(live.id, "none", "dispatched", None)).await;
+        task_in(s, park(live.id, "waiting", "waiting", Some(NOW - 1))).await;
+        task_in(s, park(live.id, "settled", "completed", Some(NOW - 1))).await;
+        task_in(s, park(done.id, "d", "dispatched", Some(NOW - 1))).await;
+        task_in(s, park(canceled.id, "x", "running", Some(NOW - 1))).await;
+
+        assert_eq!(s.expired_parks(NOW, 0, 500).await.unwrap(), expect);
+        // Batches resume after the last id.
+        let first = s.expired_parks(NOW, 0, 2).await.unwrap();
+        assert_eq!(first, expect[..2]);
+        let rest = s.expired_parks(NOW, first[1].1, 500).await.unwrap();
+        assert_eq!(rest, expect[2..]);
+    });
+}
+
+#[tokio::test]
+async fn held_approvals_and_the_inbox() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let a = run_in(s, &f, "running").await;
+        let b = run_in(s, &f, "pending").await;
+        let h1 = task_in(s, tool_task(a.id, "h1", "needs_approval")).await;
+        task_in(s, tool_task(a.id, "w", "waiting")).await;
+        let h2 = task_in(s, tool_task(b.id, "h2", "needs_approval")).await;
+        let h3 = task_in(s, tool_task(a.id, "h3", "needs_approval")).await;
+        let keys = |v: Vec<TaskRow>| v.into_iter().map(|t| t.key).collect::<Vec<_>>();
+        assert_eq!(
+            keys(s.held_approvals(f.workspace_id, 0, 10).await.unwrap()),
+            ["h1", "h2", "h3"]
+        );
+        assert_eq!(keys(s.held_approvals(f.workspace_id, h1.id, 1).await.unwrap()), ["h2"]);
+        assert_eq!(keys(s.held_approvals(f.workspace_id, h2.id, 10).await.unwrap()), ["h3"]);
+        assert!(s.held_approvals(f.workspace_id + 99, 0, 10).await.unwrap().is_empty());
+        let _ = h3;
+
+        // The inbox: addressed here, in the statuses asked, on running or canceling runs.
+        let addressed = |run_id: i64, key: &str, status: &str| {
+            let mut t = tool_task(run_id, key, status);
+            t.addressed_executor_id = Some(f.runner_id);
+            t
+        };
+        let d1 = task_in(s, addressed(a.id, "d1", "dispatched")).await;
+        task_in(s, addressed(a.id, "d2", "completed")).await;
+        task_in(s, addressed(b.id, "d3", "dispatched")).await; // pending run
+        let d4 = task_in(s, addressed(a.id, "d4", "needs_approval")).await;
+        assert_eq!(
+            keys(
+                s.addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], 0, 10)
+                    .await
+                    .unwrap()
+            ),
+            ["d1", "d4"]
+        );
+        assert_eq!(
+            keys(s.addressed_tasks(f.runner_id, &["dispatched"], 0, 10).await.unwrap()),
+            ["d1"]
+        );
+        assert_eq!(
+            keys(
+                s.addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], d1.id, 10)
+                    .await
+                    .unwrap()
+            ),
+            ["d4"]
+        );
+        let _ = d4;
+        assert!(matches!(
+            s.addressed_tasks(f.runner_id, &[], 0, 10).await,
+            Err(StoreError::Config(_))
+        ));
+    });
+}
+
+fn receipt(scope: &str, envelope: &str, created_at: i64) -> NewReceipt {
+    NewReceipt {
+        scope_hash: scope.into(),
+        envelope_sha256: envelope.into(),
+        status: 201,
+        body: r#"{"run":{}}"#.into(),
+        expires_at: created_at + 86_400_000,
+        created_at,
+    }
+}
+
+#[tokio::test]
+async fn idempotency_receipts() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let mut tx = s.begin().await.unwrap();
+        assert_eq!(tx.idempotency_get("scope-1", NOW).await.unwrap(), None);
+        let r = tx.idempotency_put(receipt("scope-1", "env-1", NOW)).await.unwrap();
+        assert_eq!(
+            r,
+            ReceiptRow {
+                id: r.id,
+                scope_hash: "scope-1".into(),
+                envelope_sha256: "env-1".into(),
+                status: 201,
+                body: r#"{"run":{}}"#.into(),
+                expires_at: NOW + 86_400_000,
+                created_at: NOW,
+            }
+        );
+        // A second put of a live scope conflicts, and the transaction stays usable.
+        assert!(matches!(
+            tx.idempotency_put(receipt("scope-1", "env-2", NOW + 1)).await,
+            Err(StoreError::Conflict(_))
+        ));
+        assert_eq!(tx.idempotency_get("scope-1", NOW + 1).await.unwrap(), Some(r.clone()));
+        tx.commit().await.unwrap();
+        assert_eq!(s.idempotency_get("scope-1", NOW).await.unwrap(), Some(r.clone()));
+        // Expired: invisible, and its scope is free again.
+        let later = NOW + 86_400_000;
+        assert_eq!(s.idempotency_get("scope-1", later).await.unwrap(), None);
+        let mut tx = s.begin().await.unwrap();
+        let again = tx.idempotency_put(receipt("scope-1", "env-3", later)).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.idempotency_get("scope-1", later).await.unwrap(), Some(again));
+        let mut tx = s.begin().await.unwrap();
+        tx.idempotency_put(receipt("scope-2", "env", NOW)).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.purge_idempotency_receipts(later).await.unwrap(), 1);
+        assert_eq!(s.idempotency_get("scope-2", NOW).await.unwrap(), None);
+        assert!(s.idempotency_get("scope-1", later).await.unwrap().is_some());
+        assert_eq!(s.idempotency_get("nul\0", NOW).await.unwrap(), None);
+    });
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_receipts_for_one_scope_serialize() {
+    each_engine!(|ts| {
+        let s = ts.store.clone();
+        let mut handles = Vec::new();
+        for i in 0..6 {
+            let s = s.clone();
+            handles.push(tokio::spawn(async move {
+                let mut tx = s.begin().await.unwrap();
+                if let Some(existing) = tx.idempotency_get("scope", NOW).await.unwrap() {
+                    return Err(existing);
+                }
+                tokio::task::yield_now().await;
+                match tx.idempotency_put(receipt("scope", &format!("env-{i}"), NOW)).await {
+                    Ok(r) => {
+                        tx.commit().await.unwrap();
+                        Ok(r)
+                    }
+                    Err(StoreError::Conflict(_)) => {
+                        drop(tx);
+                        Err(s.idempotency_get("scope", NOW).await.unwrap().unwrap())
+                    }
+                    Err(e) => panic!("unexpected {e}"),
+                }
+            }));
+        }
+        let mut winners = Vec::new();
+        let mut replays = Vec::new();
+        for h in handles {
+            match h.await.unwrap() {
+                Ok(r) => winners.push(r),
+                Err(r) => replays.push(r),
+            }
+        }
+        assert_eq!(winners.len(), 1, "{}: exactly one receipt is written", ts.dialect);
+        assert!(
+            replays.iter().all(|r| r == &winners[0]),
+            "the others see the winner's receipt"
+        );
+    });
+}
+
+/// storage-and-scale.md §8.5: no statement updates `frozen_context`. Every SQL UPDATE in the
+/// crate's sources (from the keyword to the end of its string constant) must not name it.
+#[test]
+fn no_update_statement_names_frozen_context() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut updates = 0;
+    let mut offenders = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (statement, line) in update_statements(&text) {
+            updates += 1;
+            if statement.contains("frozen_context") {
+                offenders.push(format!("{}:{line}: {statement}", path.display()));
+            }
+        }
+    }
+    assert!(
+        updates >= 5,
+        "the scan finds the crate's UPDATE statements (found {updates})"
+    );
+    assert!(
+        offenders.is_empty(),
+        "an UPDATE names frozen_context:\n{}",
+        offenders.join("\n")
+    );
+    // The scan has teeth.
+    let bad =
+        "pub(crate) const X: &str = \"UPDATE tasks SET status = $1, \\\n     frozen_context = $2 WHERE id = $3\";";
+    assert!(update_statements(bad).iter().any(|(s, _)| s.contains("frozen_context")));
+    let fine =
+        "const A: &str = \"UPDATE tasks SET status = $1\";\nconst B: &str = \"SELECT frozen_context FROM tasks\";";
+    assert!(
+        update_statements(fine)
+            .iter()
+            .all(|(s, _)| !s.contains("frozen_context"))
+    );
+}
+
+/// Every SQL `UPDATE <table> SET …` in `text` (the keyword uppercase, as SQL is written here;
+/// `\`-continued string lines allowed between the words), from the keyword to the end of its
+/// string literal (`";` or `")`), with its line number.
+fn update_statements(text: &str) -> Vec<(String, usize)> {
+    fn skip_space(s: &str) -> &str {
+        s.trim_start_matches(|c: char| c.is_whitespace() || c == '\\')
+    }
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text[from..].find("UPDATE") {
+        let start = from + at;
+        from = start + "UPDATE".len();
+        let after = skip_space(&text[from..]);
+        let table_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        if table_len == 0 || !skip_space(&after[table_len..]).starts_with("SET") {
+            continue; // prose such as "FOR UPDATE", not a statement
+        }
+        let rest = &text[start..];
+        let end = rest
+            .find("\";")
+            .into_iter()
+            .chain(rest.find("\")"))
+            .min()
+            .unwrap_or(rest.len());
+        let line = text[..start].matches('\n').count() + 1;
+        out.push((rest[..end].to_string(), line));
+    }
+    out
+}
