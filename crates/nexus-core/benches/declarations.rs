@@ -62,27 +62,6 @@ fn benches(c: &mut Criterion) {
             BatchSize::SmallInput,
         )
     });
-    c.bench_function("phase_validate_and_render", |b| {
-        b.iter_batched(
-            || list.clone(),
-            |l| nexus_core::declaration::validate_and_render_owned(l, "/t").unwrap(),
-            BatchSize::SmallInput,
-        )
-    });
-    let rendered = nexus_core::declaration::validate_and_render(&list, "/t").unwrap();
-    c.bench_function("phase_sort", |b| {
-        b.iter_batched(
-            || rendered.clone(),
-            |mut l| {
-                nexus_core::declaration::sort(&mut l);
-                l
-            },
-            BatchSize::SmallInput,
-        )
-    });
-    c.bench_function("phase_bound", |b| {
-        b.iter(|| nexus_core::declaration::check_bound(black_box(&stored), "").unwrap())
-    });
     c.bench_function("validate_render_sort_1000_entries_20_aliases_borrowed", |b| {
         b.iter(|| validate_declaration(black_box(&raw), "/tools").unwrap())
     });

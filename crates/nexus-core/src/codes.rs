@@ -58,6 +58,7 @@ codes! {
     ExtensionTooLong = 409, "extension_too_long", "The extension passes the longest allowed deadline.";
     IdempotencyEnvelopeMismatch = 409, "idempotency_envelope_mismatch", "The Idempotency-Key was used with a different body.";
     NotAddressedHere = 409, "not_addressed_here", "The row is not addressed to this executor.";
+    NotAdjudicable = 409, "not_adjudicable", "The run is not running or needs_attention, so its approvals cannot be decided.";
     NotAwaitingApproval = 409, "not_awaiting_approval", "The row is not held for approval.";
     NotClaimableKind = 409, "not_claimable_kind", "Rows of this kind cannot be claimed.";
     NotClaimant = 409, "not_claimant", "The caller does not hold this claim.";
@@ -67,13 +68,16 @@ codes! {
     RunNotAppendable = 409, "run_not_appendable", "The run does not accept appends in its current state.";
     StaleClaim = 409, "stale_claim", "The claim token is stale.";
     StaleObject = 409, "stale_object", "The expected lock version does not match the stored one.";
+    StaleRevision = 409, "stale_revision", "expected_revision does not match the run's current revision.";
     TaskNotClaimable = 409, "task_not_claimable", "The task is not in a claimable state.";
     TipLive = 409, "tip_live", "The run's tip is still live.";
+    TipUnresolved = 409, "tip_unresolved", "The run's deliverable is an unadjudicated failure.";
     ContentTooLarge = 413, "content_too_large", "The content exceeds its size bound.";
     UnsupportedMediaType = 415, "unsupported_media_type", "A JSON route was given a body whose Content-Type is not JSON.";
     RangeNotSatisfiable = 416, "range_not_satisfiable", "The requested byte range cannot be served.";
     ValidationFailed = 422, "validation_failed", "The body breaks the grammar; reason and path say where.";
     InvalidSteps = 422, "invalid_steps", "One or more steps break the step grammar.";
+    EdgeAuthoringRefused = 422, "edge_authoring_refused", "Raw graph fields are refused: edges come only from written order, after and results.";
     InvalidApprovalMode = 422, "invalid_approval_mode", "approval_mode is not one of bypass, ask, rules.";
     InvalidApprovalRules = 422, "invalid_approval_rules", "approval_rules break the rule grammar.";
     RunnerNotDeclared = 422, "runner_not_declared", "The selected runner is not among the declared candidates.";

@@ -80,6 +80,7 @@ impl Kernel {
         let validated = declaration::validate_configuration(configuration)?;
         if let Some(model) = &validated.default_model {
             self.providers
+                .catalog()
                 .resolve(model, &|var| std::env::var_os(var).is_some())
                 .map_err(|e| {
                     KernelError::validation(
@@ -117,7 +118,9 @@ impl Kernel {
         };
         let selected = match selector {
             Value::Null => None,
-            Value::String(s) => Some(Uuid::parse_str(s).map_err(|_| {
+            // The same grammar as every other runner id of a declaration: the hyphenated form
+            // (any case), not the simple, braced or URN forms `Uuid::parse_str` also takes.
+            Value::String(s) => Some(Uuid::parse_str(s).ok().filter(|_| s.len() == 36).ok_or_else(|| {
                 KernelError::new(
                     Code::ParameterInvalid,
                     format!("default_runner_executor_public_id {s:?} is not a UUID"),
@@ -185,22 +188,22 @@ impl Kernel {
                 documents: parse_stored(&runner.served_documents, Value::Array(vec![])),
             });
         }
-        if principal.kind == MemberKind::Agent {
-            if let Some(app) = self.store.agent_application_of(principal.id).await? {
-                input.agent_application_executor_public_id = Some(app.public_id);
-                let docs = parse_stored(&app.served_documents, Value::Array(vec![]));
-                input.agent_application_documents = docs
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|d| {
-                        Some((
-                            d.get("name")?.as_str()?.to_string(),
-                            d.get("description")?.as_str()?.to_string(),
-                        ))
-                    })
-                    .collect();
-            }
+        if principal.kind == MemberKind::Agent
+            && let Some(app) = self.store.agent_application_of(principal.id).await?
+        {
+            input.agent_application_executor_public_id = Some(app.public_id);
+            let docs = parse_stored(&app.served_documents, Value::Array(vec![]));
+            input.agent_application_documents = docs
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|d| {
+                    Some((
+                        d.get("name")?.as_str()?.to_string(),
+                        d.get("description")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect();
         }
         // Memory skill documents (`workspace/skills/*`, `user/skills/*`) join here with the
         // memory family; until then those sources are empty.

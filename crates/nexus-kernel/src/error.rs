@@ -60,7 +60,9 @@ impl KernelError {
 
     /// Adds one extra envelope member.
     pub fn with_extra(mut self, key: &str, value: serde_json::Value) -> Self {
-        self.extra.get_or_insert_with(Default::default).insert(key.to_string(), value);
+        self.extra
+            .get_or_insert_with(Default::default)
+            .insert(key.to_string(), value);
         self
     }
 

@@ -82,3 +82,37 @@ mod tests {
         }
     }
 }
+
+/// A JSON object body that may be omitted entirely (an empty body reads as `{}`), for verbs
+/// whose body is optional (`start`, `stop`, `approve`, `deny`).
+#[derive(Debug)]
+pub struct OptionalJsonObject(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for OptionalJsonObject {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let has_type = req.headers().contains_key(header::CONTENT_TYPE);
+        let length_zero = req
+            .headers()
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() == "0");
+        if !has_type {
+            let bytes = Bytes::from_request(req, state)
+                .await
+                .map_err(|_| ApiError::new(Code::BadRequest, "the request body could not be read"))?;
+            if bytes.is_empty() {
+                return Ok(OptionalJsonObject(Value::Object(Default::default())));
+            }
+            return Err(ApiError::new(
+                Code::UnsupportedMediaType,
+                "this route takes a JSON body: send Content-Type: application/json",
+            ));
+        }
+        if length_zero {
+            return Ok(OptionalJsonObject(Value::Object(Default::default())));
+        }
+        Ok(OptionalJsonObject(JsonObject::from_request(req, state).await?.0))
+    }
+}

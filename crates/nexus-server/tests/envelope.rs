@@ -88,10 +88,15 @@ async fn malformed_json_is_bad_request() {
             ("single quotes", b"{'configuration':{}}"),
             ("empty body", b""),
             ("bare word", b"configuration"),
+            ("NUL after the object", b"{\"configuration\":{}}\x00"),
         ] {
             let reply = put(&h, Some("application/json"), bytes).await;
             assert_envelope(&reply, StatusCode::BAD_REQUEST, "bad_request", what);
         }
+        // Nesting past the parser's depth limit is a 400 too, not a crash.
+        let deep = format!("{{\"configuration\":{}{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        let reply = put(&h, Some("application/json"), deep.into_bytes()).await;
+        assert_envelope(&reply, StatusCode::BAD_REQUEST, "bad_request", "deep nesting");
     }
 }
 
@@ -209,10 +214,13 @@ async fn a_body_over_two_mib_is_content_too_large() {
     }
 }
 
+/// (what, content type, body, status, code).
+type Case = (&'static str, Option<&'static str>, Vec<u8>, StatusCode, &'static str);
+
 #[tokio::test]
 async fn the_assembly_route_shares_the_extractor() {
     for h in harnesses().await {
-        let cases: [(&str, Option<&str>, Vec<u8>, StatusCode, &str); 5] = [
+        let cases: [Case; 5] = [
             (
                 "malformed",
                 Some("application/json"),

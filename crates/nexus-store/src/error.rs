@@ -19,6 +19,12 @@ pub enum StoreError {
     /// A stored value could not be read back (a corrupt enum word, …).
     #[error("corrupt row: {0}")]
     Corrupt(String),
+    /// A statement of this unit of work failed in the database (a unique or foreign key
+    /// violation, a lost connection, …), so the transaction is void: PostgreSQL aborts it, and
+    /// both engines then refuse every further statement and the commit. Drop the
+    /// [`crate::Tx`] (it rolls back) and begin again.
+    #[error("transaction aborted by an earlier failed statement; drop it and begin again")]
+    TxAborted,
     /// A string bound for storage holds U+0000 (`unsupported_text`).
     #[error("unsupported_text: the value contains U+0000")]
     UnsupportedText,

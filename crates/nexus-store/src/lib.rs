@@ -256,6 +256,20 @@ pub(crate) fn check_text(value: &str) -> Result<()> {
     }
 }
 
+/// The text guard over a JSON value: no string (member names included) may hold U+0000, even
+/// though serialization would escape it.
+pub(crate) fn check_json(value: &serde_json::Value) -> Result<()> {
+    match value {
+        serde_json::Value::String(s) => check_text(s),
+        serde_json::Value::Array(items) => items.iter().try_for_each(check_json),
+        serde_json::Value::Object(members) => members.iter().try_for_each(|(k, v)| {
+            check_text(k)?;
+            check_json(v)
+        }),
+        _ => Ok(()),
+    }
+}
+
 /// Maps a sqlx error from a write: a unique violation is a [`StoreError::Conflict`], a foreign
 /// key violation a [`StoreError::NotFound`] (the referenced row is missing).
 pub(crate) fn write_error(error: sqlx::Error) -> StoreError {
@@ -264,10 +278,27 @@ pub(crate) fn write_error(error: sqlx::Error) -> StoreError {
             return StoreError::Conflict(db.message().to_string());
         }
         if db.is_foreign_key_violation() {
-            return StoreError::NotFound(format!("a referenced row is missing: {}", db.message()));
+            return StoreError::NotFound(format!("{FK_MISSING}: {}", db.message()));
         }
     }
     StoreError::Database(error)
+}
+
+/// The message prefix of a foreign key violation's [`StoreError::NotFound`].
+pub(crate) const FK_MISSING: &str = "a referenced row is missing";
+/// The message prefix of [`Tx::idempotency_put`]'s conflict, which no statement failure caused.
+pub(crate) const RECEIPT_TAKEN: &str = "an idempotency receipt already holds scope";
+
+/// Whether an error means a statement failed in the database, which aborts a PostgreSQL
+/// transaction (so [`Tx`] voids itself on both engines). The store's own answers (a missing
+/// run found by a read, a taken receipt scope, the text guard, a bad argument) do not.
+pub(crate) fn voids_transaction(error: &StoreError) -> bool {
+    match error {
+        StoreError::Database(_) | StoreError::Migration(_) => true,
+        StoreError::Conflict(m) => !m.starts_with(RECEIPT_TAKEN),
+        StoreError::NotFound(m) => m.starts_with(FK_MISSING),
+        StoreError::Config(_) | StoreError::Corrupt(_) | StoreError::UnsupportedText | StoreError::TxAborted => false,
+    }
 }
 
 /// A URL with any password replaced, for logs and errors.

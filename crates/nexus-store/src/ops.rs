@@ -130,6 +130,7 @@ macro_rules! engine_ops {
             if let Some(k) = task_key {
                 check_text(k)?;
             }
+            $crate::check_json(data)?;
             let data = serde_json::to_string(data)
                 .map_err(|e| StoreError::Corrupt(format!("event data does not serialize: {e}")))?;
             check_text(&data)?;
@@ -523,7 +524,8 @@ macro_rules! engine_ops {
             match r {
                 Some(r) => row::receipt(&r),
                 None => Err(StoreError::Conflict(format!(
-                    "an idempotency receipt already holds scope {}",
+                    "{} {}",
+                    $crate::RECEIPT_TAKEN,
                     new.scope_hash
                 ))),
             }

@@ -1,8 +1,9 @@
 //! The PostgreSQL engine: several kernel nodes on one database, through an sqlx pool.
 //!
-//! Any node serves any request. Read-modify-write sequences lock their rows `FOR UPDATE`;
-//! the statements of this first migration are single-statement updates or
-//! insert-then-select, so none needs an explicit row lock yet.
+//! Any node serves any request. Read-modify-write sequences lock their rows `FOR UPDATE`: the
+//! run-table unit of work ([`crate::Tx`]) locks the run row first (`Tx::lock_run`), and the job
+//! dequeue takes its candidates `FOR UPDATE SKIP LOCKED` so nodes divide the work. The
+//! foundation statements are single-statement updates or insert-then-select.
 //!
 //! Schema selection: [`PgStore::open_in_schema`], or `?schema=NAME` in the URL (see
 //! [`crate::StoreOptions`]), sets `search_path` on every pooled connection.
@@ -134,7 +135,7 @@ impl PgStore {
 
     /// Opens a unit of work (`READ COMMITTED`).
     pub async fn begin(&self) -> Result<crate::PgTx> {
-        Ok(crate::PgTx(self.write_tx().await?))
+        Ok(crate::PgTx::new(self.write_tx().await?))
     }
 
     #[cfg(feature = "testing")]

@@ -151,7 +151,7 @@ macro_rules! task_select {
              deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
              structured_content, is_error, title, metadata, error_key, error_detail, approval, \
              request_surface, usage, reply, resolution_token_sha256, started_at, settled_at FROM \
-             tasks",
+             tasks ",
             $where
         )
     };

@@ -167,7 +167,7 @@ impl SqliteStore {
 
     /// Opens a unit of work (`BEGIN IMMEDIATE`).
     pub async fn begin(&self) -> Result<crate::SqliteTx> {
-        Ok(crate::SqliteTx(self.write_tx().await?))
+        Ok(crate::SqliteTx::new(self.write_tx().await?))
     }
 
     #[cfg(feature = "testing")]

@@ -91,6 +91,18 @@ impl Drop for SchemaGuard {
             runtime.block_on(async move {
                 let drop_it = async {
                     let mut conn = PgConnection::connect(&base).await?;
+                    // A session of the test may still hold locks in the schema: a dropped,
+                    // uncommitted transaction whose queued ROLLBACK never ran because this drop
+                    // blocks the test's runtime. The test is over, so end those sessions.
+                    sqlx::query(
+                        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+                         JOIN pg_class c ON c.oid = l.relation \
+                         JOIN pg_namespace n ON n.oid = c.relnamespace \
+                         WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()",
+                    )
+                    .bind(&schema)
+                    .fetch_all(&mut conn)
+                    .await?;
                     let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
                     sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
                     conn.close().await

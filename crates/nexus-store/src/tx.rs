@@ -6,20 +6,43 @@
 //! `BEGIN IMMEDIATE`, which already holds the database write lock.
 //!
 //! A [`Tx`] dropped without [`Tx::commit`] rolls back: neither its changes nor its events
-//! exist. On PostgreSQL a failed statement (a unique violation, say) aborts the transaction:
-//! drop it and start again. [`Tx::idempotency_put`] and [`Tx::insert_edge`] avoid that: a
-//! taken scope or an existing edge leaves the transaction usable.
+//! exist. A statement that fails in the database (a unique or foreign key violation:
+//! `Conflict`, `NotFound`; or `Database`) voids the unit of work on both engines, as PostgreSQL
+//! aborts the transaction: every later call and the commit answer [`StoreError::TxAborted`];
+//! drop it and begin again. The store's own answers do not void it: `NotFound` for a missing
+//! run found by a read (`lock_run`, `update_run`, `append_event`), the text guard, a bad
+//! argument (`Config`), and the two designed non-failures — [`Tx::idempotency_put`]'s
+//! `Conflict` for a taken scope and [`Tx::insert_edge`]'s `false` for an existing edge.
 
 use serde_json::Value;
 
 use crate::model::*;
-use crate::{Result, postgres, sqlite, write_error};
+use crate::{Result, StoreError, postgres, sqlite, voids_transaction, write_error};
 
 /// An open SQLite transaction (`BEGIN IMMEDIATE`).
-pub struct SqliteTx(pub(crate) sqlx::Transaction<'static, sqlx::Sqlite>);
+pub struct SqliteTx {
+    pub(crate) tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    /// A statement failed in the database: the unit of work is void.
+    pub(crate) void: bool,
+}
 
 /// An open PostgreSQL transaction (`READ COMMITTED`).
-pub struct PgTx(pub(crate) sqlx::Transaction<'static, sqlx::Postgres>);
+pub struct PgTx {
+    pub(crate) tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    pub(crate) void: bool,
+}
+
+impl SqliteTx {
+    pub(crate) fn new(tx: sqlx::Transaction<'static, sqlx::Sqlite>) -> Self {
+        Self { tx, void: false }
+    }
+}
+
+impl PgTx {
+    pub(crate) fn new(tx: sqlx::Transaction<'static, sqlx::Postgres>) -> Self {
+        Self { tx, void: false }
+    }
+}
 
 impl std::fmt::Debug for SqliteTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -41,29 +64,60 @@ pub enum Tx {
     Postgres(PgTx),
 }
 
+/// Runs one operation on the engine's transaction. A void unit of work refuses it
+/// (`TxAborted`); a statement failure voids the unit of work, on both engines alike (PostgreSQL
+/// aborts the transaction; SQLite would carry on, so the flag keeps the engines in step).
 macro_rules! tx_dispatch {
-    ($self:ident, $f:ident ( $($arg:expr),* )) => {
-        match $self {
-            Tx::Sqlite(t) => sqlite::ops::$f(&mut t.0, $($arg),*).await,
-            Tx::Postgres(t) => postgres::ops::$f(&mut t.0, $($arg),*).await,
+    ($self:ident, $f:ident ( $($arg:expr),* )) => {{
+        let (void, result) = match $self {
+            Tx::Sqlite(t) => {
+                if t.void {
+                    return Err(StoreError::TxAborted);
+                }
+                (&mut t.void, sqlite::ops::$f(&mut t.tx, $($arg),*).await)
+            }
+            Tx::Postgres(t) => {
+                if t.void {
+                    return Err(StoreError::TxAborted);
+                }
+                (&mut t.void, postgres::ops::$f(&mut t.tx, $($arg),*).await)
+            }
+        };
+        if let Err(e) = &result {
+            if voids_transaction(e) {
+                *void = true;
+            }
         }
-    };
+        result
+    }};
 }
 
 impl Tx {
-    /// Commits every change and event of the unit of work.
+    /// Commits every change and event of the unit of work. A void unit of work (an earlier
+    /// statement failed) is rolled back instead and answers `TxAborted`: a commit never
+    /// silently loses the work.
     pub async fn commit(self) -> Result<()> {
         match self {
-            Tx::Sqlite(t) => t.0.commit().await.map_err(write_error),
-            Tx::Postgres(t) => t.0.commit().await.map_err(write_error),
+            Tx::Sqlite(t) if t.void => Err(StoreError::TxAborted),
+            Tx::Postgres(t) if t.void => Err(StoreError::TxAborted),
+            Tx::Sqlite(t) => t.tx.commit().await.map_err(write_error),
+            Tx::Postgres(t) => t.tx.commit().await.map_err(write_error),
         }
     }
 
     /// Rolls back explicitly (dropping the `Tx` does the same).
     pub async fn rollback(self) -> Result<()> {
         match self {
-            Tx::Sqlite(t) => Ok(t.0.rollback().await?),
-            Tx::Postgres(t) => Ok(t.0.rollback().await?),
+            Tx::Sqlite(t) => Ok(t.tx.rollback().await?),
+            Tx::Postgres(t) => Ok(t.tx.rollback().await?),
+        }
+    }
+
+    /// Whether an earlier statement failed, so that only dropping the unit of work remains.
+    pub fn is_void(&self) -> bool {
+        match self {
+            Tx::Sqlite(t) => t.void,
+            Tx::Postgres(t) => t.void,
         }
     }
 

@@ -257,6 +257,7 @@ async fn every_row_type_round_trips() {
         assert_task_is(&t, &full);
         // A minimal task: nullable columns stay null, booleans false.
         let minimal = tool_task(run.id, "min", "waiting");
+        tx.insert_task(minimal.clone()).await.unwrap();
         assert_task_is(&tx.task_by_key(run.id, "min").await.unwrap().unwrap(), &minimal);
 
         assert!(tx.insert_edge(t.id, seed.id, "after").await.unwrap());
@@ -329,11 +330,14 @@ async fn every_row_type_round_trips() {
                 NOW
             )
         );
+        tx.commit().await.unwrap();
+
+        let mut tx = s.begin().await.unwrap();
         assert!(matches!(
             tx.insert_sealed_request(sealed.clone()).await,
             Err(StoreError::Conflict(_))
         ));
-        tx.commit().await.unwrap();
+        drop(tx);
 
         // Reads outside the transaction see it all.
         assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 1);
@@ -459,11 +463,64 @@ async fn duplicate_keys_and_bad_words_are_refused() {
             tx.update_task(&t, 1, &["waiting"]).await,
             Err(StoreError::UnsupportedText)
         ));
+        t.content = None;
         assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
         assert!(matches!(
             tx.append_event(run.id + 99, "x", None, &json!({}), NOW).await,
             Err(StoreError::NotFound(_))
         ));
+    });
+}
+
+#[tokio::test]
+async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        task_in(s, tool_task(run.id, "a", "waiting")).await;
+
+        // A unique violation: later calls and the commit answer TxAborted, nothing is written.
+        let mut tx = s.begin().await.unwrap();
+        tx.append_event(run.id, "before", None, &json!({}), NOW).await.unwrap();
+        assert!(matches!(
+            tx.insert_task(tool_task(run.id, "a", "waiting")).await,
+            Err(StoreError::Conflict(_))
+        ));
+        assert!(tx.is_void());
+        assert!(matches!(tx.lock_run(run.id).await, Err(StoreError::TxAborted)));
+        assert!(matches!(tx.commit().await, Err(StoreError::TxAborted)));
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0, "{}", ts.dialect);
+
+        // A foreign key violation too.
+        let mut tx = s.begin().await.unwrap();
+        let mut orphan = tool_task(run.id, "b", "waiting");
+        orphan.addressed_executor_id = Some(f.runner_id + 999);
+        assert!(matches!(tx.insert_task(orphan).await, Err(StoreError::NotFound(_))));
+        assert!(tx.is_void());
+        drop(tx);
+
+        // The store's own answers leave the unit of work usable.
+        let mut tx = s.begin().await.unwrap();
+        assert!(matches!(tx.lock_run(run.id + 99).await, Err(StoreError::NotFound(_))));
+        assert!(matches!(
+            tx.insert_task(tool_task(run.id, "x\0", "waiting")).await,
+            Err(StoreError::UnsupportedText)
+        ));
+        let t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
+        assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
+        tx.idempotency_put(receipt("s", "e", NOW)).await.unwrap();
+        assert!(matches!(
+            tx.idempotency_put(receipt("s", "e", NOW)).await,
+            Err(StoreError::Conflict(_))
+        ));
+        let other = tx.insert_task(tool_task(run.id, "c", "waiting")).await.unwrap();
+        assert!(tx.insert_edge(other.id, t.id, "after").await.unwrap());
+        assert!(!tx.insert_edge(other.id, t.id, "after").await.unwrap());
+        assert!(!tx.is_void());
+        tx.append_event(run.id, "after", None, &json!({}), NOW).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 1, "{}", ts.dialect);
     });
 }
 
@@ -827,7 +884,7 @@ async fn dequeue_respects_availability_and_leases() {
         // Renewal by the holder only.
         assert!(s.renew_job_lease(now_ids[0], "node-a", NOW + 90, 1_000).await.unwrap());
         assert!(!s.renew_job_lease(now_ids[1], "node-b", NOW + 90, 1_000).await.unwrap());
-        let got = s.dequeue_jobs("node-b", NOW + 101, 100, 10).await.unwrap();
+        let got = s.dequeue_jobs("node-b", NOW + 101, 10_000, 10).await.unwrap();
         assert_eq!(
             got.iter().map(|j| j.id).collect::<Vec<_>>(),
             [now_ids[1], now_ids[2]],

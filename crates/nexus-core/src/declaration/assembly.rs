@@ -33,10 +33,13 @@ pub struct RunnerFacts {
 }
 
 impl RunnerFacts {
-    fn serves(&self, name: &str) -> bool {
+    fn served_names(&self) -> HashSet<&str> {
         self.served_tools
             .as_array()
-            .is_some_and(|a| a.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("name").and_then(Value::as_str))
+            .collect()
     }
 
     fn snapshot(&self) -> Value {
@@ -316,6 +319,7 @@ fn run(input: &AssemblyInput, explicit: Vec<Value>) -> Result<Assembly, DeclErro
         .map(|v| (entry::parse(v, &String::new, true).ok(), v))
         .collect();
     let mut routed_runners: Vec<Uuid> = Vec::new();
+    let mut served: std::collections::HashMap<Uuid, HashSet<&str>> = std::collections::HashMap::new();
     for (p, _) in &finals {
         let Some(Parsed {
             kind: entry::Kind::Routed { callable, route },
@@ -332,7 +336,8 @@ fn run(input: &AssemblyInput, explicit: Vec<Value>) -> Result<Assembly, DeclErro
                 Some(id.to_string()),
             ));
         };
-        if !runner.serves(&route.tool_name) {
+        let served = served.entry(id).or_insert_with(|| runner.served_names());
+        if !served.contains(route.tool_name.as_str()) {
             return Err(DeclError::of_kind(
                 DeclErrorKind::ToolNotServed,
                 &paths.entries,
@@ -374,6 +379,9 @@ fn run(input: &AssemblyInput, explicit: Vec<Value>) -> Result<Assembly, DeclErro
     })
 }
 
+/// One kernel skill source: its documents, its `source` word and its executor.
+type SkillSource<'a> = (&'a [(String, String)], &'static str, Option<Uuid>);
+
 fn skill_entry(callable: &str, name: &str, description: &str, source: &str, executor: Option<Uuid>) -> Value {
     let mut e = Map::new();
     e.insert("callable".into(), json!(callable));
@@ -411,7 +419,7 @@ fn skill_catalog(input: &AssemblyInput, finals: &[(Option<Parsed>, &Value)]) -> 
             _ if p.kernel_tool().is_some_and(|t| t.canonical == "nexus.skill.load") => {
                 let callable = p.name();
                 let mut seen: HashSet<&str> = HashSet::new();
-                let sources: [(&[(String, String)], &str, Option<Uuid>); 3] = [
+                let sources: [SkillSource<'_>; 3] = [
                     (
                         &input.agent_application_documents,
                         "agent_application",

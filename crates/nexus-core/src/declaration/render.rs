@@ -245,7 +245,10 @@ pub(crate) fn normalized_bytes(entry: &Map<String, Value>) -> String {
 fn is_rendered_form(entry: &Value) -> bool {
     let Some(obj) = entry.as_object() else { return false };
     let keys: Vec<&str> = obj.keys().map(String::as_str).collect();
-    matches!(keys.as_slice(), ["type", "function"] | ["type", "function", "defer_loading"])
+    matches!(
+        keys.as_slice(),
+        ["type", "function"] | ["type", "function", "defer_loading"]
+    )
 }
 
 /// The compact serialization of a catalog definition, cached per tool.
@@ -278,7 +281,9 @@ pub(crate) fn render_set(mut values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value
                 // already its own render.
                 if map.is_empty()
                     && is_rendered_form(value)
-                    && value.as_object().is_some_and(|o| normalized_bytes(o) == catalog_bytes(tool))
+                    && value
+                        .as_object()
+                        .is_some_and(|o| normalized_bytes(o) == catalog_bytes(tool))
                 {
                     continue;
                 }

@@ -55,6 +55,7 @@ impl Hub {
 
 impl Kernel {
     /// Appends one event inside `tx` and records the trigger for after the commit.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn emit(
         &self,
         tx: &mut Tx,
@@ -98,7 +99,9 @@ impl Kernel {
     }
 
     async fn catch_up(&self, run_id: i64, first_known: Option<i64>) {
-        let Some(feed) = self.runtime.hub.feed(run_id) else { return };
+        let Some(feed) = self.runtime.hub.feed(run_id) else {
+            return;
+        };
         let mut last = feed.last_sent.lock().await;
         let after = match (*last, first_known) {
             (Some(l), _) => l,

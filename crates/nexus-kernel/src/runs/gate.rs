@@ -16,7 +16,7 @@ use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskRow, Tx
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::AfterCommit;
+use super::{AfterCommit, FrozenContext, task_kind};
 use crate::error::KernelResult;
 use crate::{Kernel, time};
 
@@ -51,27 +51,12 @@ pub(crate) struct Addressing {
     pub announced_timeout_ms: Option<i64>,
 }
 
-/// The frozen context a tool row executes under: its declaring round's (or its own, when the
-/// row carries one).
+/// The frozen context a tool row executes under: its declaring round's.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Frozen {
     pub tool_definitions: Vec<Value>,
     pub environment: Value,
     pub skills: Vec<Value>,
-}
-
-impl Frozen {
-    /// Parses a stored `frozen_context` (`{tool_definitions, environment, skills, …}`).
-    pub(crate) fn parse(stored: Option<&str>) -> Option<Frozen> {
-        let v: Value = serde_json::from_str(stored?).ok()?;
-        let obj = v.as_object()?;
-        let list = |k: &str| obj.get(k).and_then(Value::as_array).cloned().unwrap_or_default();
-        Some(Frozen {
-            tool_definitions: list("tool_definitions"),
-            environment: obj.get("environment").cloned().unwrap_or_else(|| json!({})),
-            skills: list("skills"),
-        })
-    }
 }
 
 fn parse_json(text: Option<&str>) -> Value {
@@ -159,23 +144,42 @@ pub(crate) fn verdict(run: &RunRow, task: &TaskRow) -> Decision {
 }
 
 impl Kernel {
-    /// The frozen context the row executes under: its own `frozen_context` when it has one,
-    /// else its declaring round's.
+    /// The frozen context the row executes under: the model round that declared it (a
+    /// `tool_call` child's declaring row is a tool row: followed up to its round).
     pub(crate) async fn frozen_of(&self, tx: &mut Tx, task: &TaskRow) -> KernelResult<Frozen> {
-        if let Some(f) = Frozen::parse(task.frozen_context.as_deref()) {
-            return Ok(f);
-        }
+        let mut row = if task.kind == task_kind::MODEL {
+            Some(task.clone())
+        } else {
+            None
+        };
         let mut declaring = task.declaring_task_id;
-        // A tool_call child's declaring row may itself be a tool row: follow to a round.
-        for _ in 0..8 {
-            let Some(id) = declaring else { break };
-            let Some(row) = tx.task_by_id(id).await? else { break };
-            if let Some(f) = Frozen::parse(row.frozen_context.as_deref()) {
-                return Ok(f);
+        for _ in 0..16 {
+            if row.is_some() {
+                break;
             }
-            declaring = row.declaring_task_id;
+            let Some(id) = declaring else { break };
+            let Some(r) = tx.task_by_id(id).await? else { break };
+            declaring = r.declaring_task_id;
+            if r.kind == task_kind::MODEL {
+                row = Some(r);
+            }
         }
-        Ok(Frozen { environment: json!({}), ..Frozen::default() })
+        let Some(round) = row else {
+            return Ok(Frozen {
+                environment: json!({}),
+                ..Frozen::default()
+            });
+        };
+        let f = FrozenContext::of(&round);
+        Ok(Frozen {
+            tool_definitions: f.tool_definitions,
+            environment: if f.environment.is_object() {
+                f.environment
+            } else {
+                json!({})
+            },
+            skills: f.skills,
+        })
     }
 
     /// Whether an agent_application address may take this run's work: it is the declaring
@@ -241,7 +245,11 @@ impl Kernel {
             }
             let (effect_profile, announced_timeout_ms) = announced_profile(&entry);
             return Ok(Ok(Addressing {
-                addressee: Addressee::Executor { id: runner.id, public_id: runner.public_id, role: "runner" },
+                addressee: Addressee::Executor {
+                    id: runner.id,
+                    public_id: runner.public_id,
+                    role: "runner",
+                },
                 effect_profile,
                 announced_timeout_ms,
             }));
@@ -316,7 +324,9 @@ impl Kernel {
     /// The declaring agent's agent_application address, for holds and tokenless asks
     /// (`None` on a human's run, or when the address is revoked).
     pub(crate) async fn declaring_address(&self, run: &RunRow) -> KernelResult<Option<ExecutorRow>> {
-        let Some(agent) = run.declaring_agent_id else { return Ok(None) };
+        let Some(agent) = run.declaring_agent_id else {
+            return Ok(None);
+        };
         Ok(self
             .store
             .agent_application_of(agent)
@@ -337,8 +347,16 @@ impl Kernel {
         let addressing = match self.address(tx, run, task).await? {
             Ok(a) => a,
             Err(detail) => {
-                self.fail(tx, run, task, task_error::TOOL_NOT_SERVED, Some(detail), now, &mut effects)
-                    .await?;
+                self.fail(
+                    tx,
+                    run,
+                    task,
+                    task_error::TOOL_NOT_SERVED,
+                    Some(detail),
+                    now,
+                    &mut effects,
+                )
+                .await?;
                 return Ok(effects);
             }
         };
@@ -350,12 +368,21 @@ impl Kernel {
             Decision::Grant(origin) => {
                 self.transition(tx, run, task, "needs_approval", now).await?;
                 let fact = approval_fact(grant_word(origin), None, now);
-                self.release(tx, run, task, &addressing, fact, now, &mut effects).await?;
+                self.release(tx, run, task, &addressing, fact, now, &mut effects)
+                    .await?;
             }
             Decision::Deny { detail } => {
                 self.transition(tx, run, task, "needs_approval", now).await?;
-                self.fail(tx, run, task, task_error::APPROVAL_DENIED, Some(detail), now, &mut effects)
-                    .await?;
+                self.fail(
+                    tx,
+                    run,
+                    task,
+                    task_error::APPROVAL_DENIED,
+                    Some(detail),
+                    now,
+                    &mut effects,
+                )
+                .await?;
             }
         }
         Ok(effects)
@@ -374,7 +401,8 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
-        self.settle_with(tx, run, task, "failed", key, detail, now, effects).await
+        self.settle_with(tx, run, task, "failed", key, detail, now, effects)
+            .await
     }
 
     /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
@@ -428,8 +456,8 @@ impl Kernel {
             return Ok(false);
         }
         let data = json!({"reason": "approval_required", "task_key": task.key});
-        let event = tx.append_event(run.id, "attention_required", Some(&task.key), &data, now).await?;
-        effects.push(AfterCommit::Event(event));
+        self.emit(tx, run, "attention_required", Some(&task.key), data, now, effects)
+            .await?;
         if let Some(a) = address {
             effects.push(AfterCommit::WorkAvailable {
                 executor_public_id: a.public_id,
@@ -454,6 +482,7 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
+        effects.push(AfterCommit::RunEvents(run.id));
         task.approval = Some(approval);
         task.effect_profile = Some(addressing.effect_profile.to_string());
         task.await_started_at = Some(now);
@@ -480,7 +509,9 @@ impl Kernel {
                 effects.push(AfterCommit::WakeJobs);
             }
             Addressee::Executor { id, public_id, role } => {
-                let budget = authored.or(addressing.announced_timeout_ms).unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
+                let budget = authored
+                    .or(addressing.announced_timeout_ms)
+                    .unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
                 task.addressed_executor_id = Some(*id);
                 task.addressed_role = Some((*role).to_string());
                 task.timeout_ms = Some(budget);

@@ -18,11 +18,16 @@
 //!   `request_options = {provider, model, max_output_tokens, reasoning_effort, system, tools,
 //!   url, headers}`; `body_sha256`, `request_bytes`, `attempts` are columns.
 
+pub(crate) mod approvals;
 pub(crate) mod create;
 pub(crate) mod events;
+pub(crate) mod gate;
+pub(crate) mod read;
 pub(crate) mod request;
 pub(crate) mod round;
 pub(crate) mod schedule;
+pub mod stream;
+pub(crate) mod sweep;
 pub(crate) mod worker;
 
 use std::collections::HashMap;
@@ -34,9 +39,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::Kernel;
 
 pub use events::Hub;
 
@@ -251,7 +256,11 @@ impl Kernel {
         write: bool,
     ) -> KernelResult<(WorkspaceRow, Standing)> {
         let not_found = || refuse(Code::NotFound, "no such workspace");
-        let ws = self.store.workspace_by_public_id(workspace).await?.ok_or_else(not_found)?;
+        let ws = self
+            .store
+            .workspace_by_public_id(workspace)
+            .await?
+            .ok_or_else(not_found)?;
         let standing = self
             .store
             .standing(ws.id, principal.member.id)

@@ -8,8 +8,8 @@ use nexus_core::codes::task_error;
 use nexus_core::registry::EffectProfile;
 use nexus_store::{Engine, TaskRow};
 
-use crate::error::KernelResult;
 use crate::Kernel;
+use crate::error::KernelResult;
 
 /// The sweep's batch size.
 pub(crate) const SWEEP_BATCH: i64 = 500;
@@ -31,7 +31,13 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
     if !PARKED.contains(&task.status.as_str()) {
         return None;
     }
-    let of = |status, key| Some(Expiry { status, key, detail: None });
+    let of = |status, key| {
+        Some(Expiry {
+            status,
+            key,
+            detail: None,
+        })
+    };
     match task.kind.as_str() {
         "await_task" => of("timed_out", "await_timeout"),
         "tool_task" => {
@@ -54,9 +60,7 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
                 Some(Expiry {
                     status: "uncertain",
                     key: task_error::TOOL_UNCERTAIN,
-                    detail: Some(
-                        "the claim expired without a result; the effect may have happened".to_string(),
-                    ),
+                    detail: Some("the claim expired without a result; the effect may have happened".to_string()),
                 })
             }
         }
@@ -66,7 +70,8 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
 
 impl Kernel {
     /// One sweep pass at `now`: settles every expired park. Returns how many rows settled.
-    pub(crate) async fn sweep_once(&self, now: i64) -> KernelResult<usize> {
+    /// Public so tests (and operators' tools) can drive the clock.
+    pub async fn sweep_once(&self, now: i64) -> KernelResult<usize> {
         let mut after = 0;
         let mut settled = 0;
         loop {
@@ -106,7 +111,16 @@ impl Kernel {
         };
         let mut effects = Vec::new();
         let done = self
-            .settle_with(&mut tx, &mut run, &mut task, rule.status, rule.key, rule.detail, now, &mut effects)
+            .settle_with(
+                &mut tx,
+                &mut run,
+                &mut task,
+                rule.status,
+                rule.key,
+                rule.detail,
+                now,
+                &mut effects,
+            )
             .await?;
         tx.commit().await?;
         self.publish(effects).await;
@@ -120,7 +134,11 @@ mod tests {
     use nexus_core::registry::EffectProfile;
 
     fn row(kind: &str, status: &str) -> TaskRow {
-        TaskRow { kind: kind.into(), status: status.into(), ..TaskRow::default() }
+        TaskRow {
+            kind: kind.into(),
+            status: status.into(),
+            ..TaskRow::default()
+        }
     }
 
     #[test]

@@ -1,11 +1,22 @@
 //! Kernel tool handlers (kernel-tools.md): one file per wire name, dispatched by
 //! [`dispatch`]. A handler is a function of the row's input and the calling execution's frozen
-//! context; [`Kernel::evaluate_kernel_tool`](crate::Kernel) settles the row with its outcome.
+//! context; [`Kernel::evaluate_kernel_tool`] settles the row with its outcome (a trusted
+//! settle, no token) and runs the scheduling consequences.
+//!
+//! Handlers in this version: `runners_list`, `tool_search`, and `skill` where the kernel
+//! answers it (`skill_unknown`). A kernel tool without a handler stays `running` and is
+//! settled `timed_out` / `tool_timeout` by the sweep at its deadline, like a lost evaluation.
 
 mod runners_list;
+mod skill;
 mod tool_search;
 
+use nexus_core::results;
 use serde_json::Value;
+
+use crate::error::KernelResult;
+use crate::runs::AfterCommit;
+use crate::{Kernel, time};
 
 /// What a kernel tool answers. The row settles `completed` with these fields (kernel-tools.md
 /// §0): an error result is `completed` with `is_error: true` and one text line
@@ -24,7 +35,12 @@ pub struct KernelToolOutcome {
 impl KernelToolOutcome {
     /// A plain text result.
     pub fn text(text: impl Into<String>) -> Self {
-        Self { content: Value::String(text.into()), is_error: false, structured_content: None, pairs_with: None }
+        Self {
+            content: Value::String(text.into()),
+            is_error: false,
+            structured_content: None,
+            pairs_with: None,
+        }
     }
 
     /// A JSON-text result: the compact serialization of `value`, member order kept.
@@ -52,16 +68,92 @@ pub(crate) struct ToolContext<'a> {
     pub environment: &'a Value,
     /// The frozen skill catalog entries `{callable, name, description, source, executor_public_id?}`.
     pub skills: &'a [Value],
+    /// The callable the model used (`tool_alias`, else `tool_name`).
+    pub callable: &'a str,
 }
 
 /// The wire names this version evaluates in-kernel.
-pub(crate) const IMPLEMENTED: [&str; 2] = ["runners_list", "tool_search"];
+pub const IMPLEMENTED: [&str; 3] = ["runners_list", "skill", "tool_search"];
 
 /// Runs the handler of a kernel tool by its wire name. `None`: no handler in this version.
 pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Option<KernelToolOutcome> {
     match wire {
         "runners_list" => Some(runners_list::run(input, ctx)),
+        "skill" => Some(skill::run(input, ctx)),
         "tool_search" => Some(tool_search::run(input, ctx)),
         _ => None,
+    }
+}
+
+impl Kernel {
+    /// Evaluates a `kernel_tool` job (helper 1's worker deletes the job row first: at most
+    /// once). Idle unless the row is still `running` in `generation` on a live run.
+    pub(crate) async fn evaluate_kernel_tool(&self, run_id: i64, task_id: i64, generation: i64) -> KernelResult<()> {
+        let mut tx = self.store.begin().await?;
+        let mut run = tx.lock_run(run_id).await?;
+        let task = tx.task_by_id(task_id).await?;
+        let Some(mut task) = task.filter(|t| {
+            t.run_id == run_id && t.kind == "tool_task" && t.generation == generation && t.status == "running"
+        }) else {
+            tx.rollback().await?;
+            return Ok(());
+        };
+        if matches!(run.status.as_str(), "completed" | "canceled") {
+            tx.rollback().await?;
+            return Ok(());
+        }
+        let wire = task.tool_name.clone().unwrap_or_default();
+        let input: Value = task
+            .tool_input
+            .as_deref()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        let frozen = self.frozen_of(&mut tx, &task).await?;
+        let callable = task.tool_alias.clone().unwrap_or_else(|| wire.clone());
+        let ctx = ToolContext {
+            tool_definitions: &frozen.tool_definitions,
+            environment: &frozen.environment,
+            skills: &frozen.skills,
+            callable: &callable,
+        };
+        let Some(outcome) = dispatch(&wire, &input, &ctx) else {
+            tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
+            tx.rollback().await?;
+            return Ok(());
+        };
+        let now = time::now_ms();
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        if task.deadline_at.is_some_and(|d| d <= now) {
+            // The deadline wins (executor.md §13).
+            self.settle_with(
+                &mut tx,
+                &mut run,
+                &mut task,
+                "timed_out",
+                nexus_core::codes::task_error::TOOL_TIMEOUT,
+                None,
+                now,
+                &mut effects,
+            )
+            .await?;
+        } else {
+            let blocks = match results::normalize_content(&outcome.content) {
+                Ok(b) => b,
+                Err(e) => vec![results::Block::Text(format!("internal_error: {e}"))],
+            };
+            task.content = Some(results::blocks_to_json(&blocks).to_string());
+            task.is_error = outcome.is_error;
+            task.structured_present = outcome.structured_content.is_some();
+            task.structured_content = outcome.structured_content.as_ref().map(Value::to_string);
+            task.pairs_with = outcome.pairs_with.clone();
+            task.error_key = None;
+            task.error_detail = None;
+            if self.transition(&mut tx, &mut run, &mut task, "completed", now).await? {
+                effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
+            }
+        }
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(())
     }
 }

@@ -31,10 +31,16 @@ pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
                 "runner_executor_public_id".into(),
                 c.get("runner_executor_public_id").cloned().unwrap_or(Value::Null),
             );
-            r.insert("display_name".into(), c.get("display_name").cloned().unwrap_or(Value::Null));
+            r.insert(
+                "display_name".into(),
+                c.get("display_name").cloned().unwrap_or(Value::Null),
+            );
             r.insert(
                 "environment".into(),
-                c.get("environment").filter(|e| e.is_object()).cloned().unwrap_or_else(|| json!({})),
+                c.get("environment")
+                    .filter(|e| e.is_object())
+                    .cloned()
+                    .unwrap_or_else(|| json!({})),
             );
             Value::Object(r)
         })
@@ -51,7 +57,12 @@ mod tests {
     use super::*;
 
     fn ctx(env: &Value) -> ToolContext<'_> {
-        ToolContext { tool_definitions: &[], environment: env, skills: &[] }
+        ToolContext {
+            tool_definitions: &[],
+            environment: env,
+            skills: &[],
+            callable: "runners_list",
+        }
     }
 
     #[test]
@@ -76,7 +87,10 @@ mod tests {
     fn null_default_and_empty_environment() {
         let env = json!({});
         let out = run(&json!({}), &ctx(&env));
-        assert_eq!(out.content.as_str().unwrap(), r#"{"current_runner_executor_public_id":null,"runners":[]}"#);
+        assert_eq!(
+            out.content.as_str().unwrap(),
+            r#"{"current_runner_executor_public_id":null,"runners":[]}"#
+        );
     }
 
     #[test]

@@ -23,47 +23,49 @@ struct Candidate {
     haystack: String,
 }
 
-fn parse_input(input: &Value) -> Result<(String, usize), KernelToolOutcome> {
+fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>> {
     let query = match input.get("query") {
         None => {
-            return Err(KernelToolOutcome::error(
+            return Err(Box::new(KernelToolOutcome::error(
                 "parameter_invalid",
                 "`query` is required; pass the words to look for or a tool's exact name",
-            ));
+            )));
         }
         Some(Value::String(s)) => s,
         Some(other) => {
-            return Err(KernelToolOutcome::error(
+            return Err(Box::new(KernelToolOutcome::error(
                 "parameter_invalid",
                 &format!("`query` must be a string, got {other}; pass the words to look for"),
-            ));
+            )));
         }
     };
     let trimmed = query.trim();
     if trimmed.is_empty() {
-        return Err(KernelToolOutcome::error(
+        return Err(Box::new(KernelToolOutcome::error(
             "parameter_invalid",
             "`query` is blank; pass at least one word to look for",
-        ));
+        )));
     }
     if query.len() > QUERY_BYTES {
-        return Err(KernelToolOutcome::error(
+        return Err(Box::new(KernelToolOutcome::error(
             "parameter_invalid",
             &format!(
                 "`query` is {} bytes, more than the {QUERY_BYTES}-byte bound; pass a shorter query",
                 query.len()
             ),
-        ));
+        )));
     }
     let limit = match input.get("limit") {
         None => LIMIT_DEFAULT,
         Some(v) => match v.as_u64() {
             Some(n) if (1..=LIMIT_MAX).contains(&n) => n as usize,
             _ => {
-                return Err(KernelToolOutcome::error(
+                return Err(Box::new(KernelToolOutcome::error(
                     "parameter_invalid",
-                    &format!("`limit` must be an integer from 1 to {LIMIT_MAX}, got {v}; pass a value in range or omit it"),
-                ));
+                    &format!(
+                        "`limit` must be an integer from 1 to {LIMIT_MAX}, got {v}; pass a value in range or omit it"
+                    ),
+                )));
             }
         },
     };
@@ -133,7 +135,13 @@ fn candidates(ctx: &ToolContext<'_>) -> Vec<Candidate> {
             fields.push(str_field(s, "description"));
         }
         let haystack = fields.join("\n").to_lowercase();
-        out.push(Candidate { name: name.to_string(), definition, route, skills, haystack });
+        out.push(Candidate {
+            name: name.to_string(),
+            definition,
+            route,
+            skills,
+            haystack,
+        });
     }
     out
 }
@@ -153,7 +161,7 @@ fn entry_json(c: &Candidate) -> Value {
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
     let (query, limit) = match parse_input(input) {
         Ok(q) => q,
-        Err(e) => return e,
+        Err(e) => return *e,
     };
     let all = candidates(ctx);
     let matches: Vec<&Candidate> = match all.iter().find(|c| c.name == query) {
@@ -161,7 +169,9 @@ pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
         None => {
             let folded = query.to_lowercase();
             let terms: Vec<&str> = folded.split_whitespace().collect();
-            all.iter().filter(|c| terms.iter().all(|t| c.haystack.contains(t))).collect()
+            all.iter()
+                .filter(|c| terms.iter().all(|t| c.haystack.contains(t)))
+                .collect()
         }
     };
     // `{"tools":[` + entries joined by `,` + `],"truncated":false}` (the longer flag).
@@ -204,7 +214,15 @@ mod tests {
         let d = decl();
         let skills = vec![];
         let env = json!({});
-        let out = run(&input, &ToolContext { tool_definitions: &d, environment: &env, skills: &skills });
+        let out = run(
+            &input,
+            &ToolContext {
+                tool_definitions: &d,
+                environment: &env,
+                skills: &skills,
+                callable: "tool_search",
+            },
+        );
         assert!(!out.is_error, "{:?}", out.content);
         serde_json::from_str(out.content.as_str().unwrap()).unwrap()
     }
@@ -225,7 +243,12 @@ mod tests {
     #[test]
     fn terms_match_case_folded_in_declaration_order() {
         let v = run_with(json!({"query": "FILE read"}));
-        let names: Vec<&str> = v["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let names: Vec<&str> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
         assert_eq!(names, ["alpha", "mac_read"]);
         let v = run_with(json!({"query": "0190aaaa"}));
         assert_eq!(v["tools"].as_array().unwrap().len(), 1);
@@ -240,8 +263,19 @@ mod tests {
     fn bad_input_is_parameter_invalid() {
         let d = decl();
         let env = json!({});
-        let ctx = ToolContext { tool_definitions: &d, environment: &env, skills: &[] };
-        for input in [json!({}), json!({"query": "  "}), json!({"query": 3}), json!({"query": "a", "limit": 0}), json!({"query": "a", "limit": 21})] {
+        let ctx = ToolContext {
+            tool_definitions: &d,
+            environment: &env,
+            skills: &[],
+            callable: "tool_search",
+        };
+        for input in [
+            json!({}),
+            json!({"query": "  "}),
+            json!({"query": 3}),
+            json!({"query": "a", "limit": 0}),
+            json!({"query": "a", "limit": 21}),
+        ] {
             let out = run(&input, &ctx);
             assert!(out.is_error);
             assert!(out.content.as_str().unwrap().starts_with("parameter_invalid: "));

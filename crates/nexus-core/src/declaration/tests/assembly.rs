@@ -352,6 +352,10 @@ fn kernel_tools_can_change_the_spelling_of_stored_entries() {
         ..AssemblyInput::default()
     };
     let a = assemble(&input).unwrap();
-    let wait = a.tool_definitions.iter().find(|e| callable_of(e) == Some("wait")).unwrap();
+    let wait = a
+        .tool_definitions
+        .iter()
+        .find(|e| callable_of(e) == Some("wait"))
+        .unwrap();
     assert_eq!(bytes(wait), bytes(&plain("wait")));
 }

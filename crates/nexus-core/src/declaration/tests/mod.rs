@@ -55,4 +55,3 @@ pub(super) fn render(entries: &[Value]) -> Vec<Value> {
 pub(super) fn bytes(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap()
 }
-mod scratch;

@@ -1,0 +1,293 @@
+//! Approve, deny and the approval queue (approvals.md §5–§6).
+
+use std::collections::HashMap;
+
+use nexus_core::codes::{Code, task_error};
+use nexus_store::{Engine, MemberKind, RunRow, TaskRow, Tx};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::AfterCommit;
+use super::gate::approval_fact;
+use super::read::{page_limit, parse_cursor};
+use crate::auth::MemberPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, time};
+
+/// A deny `reason` is carried as `error.detail` cut to this many bytes.
+const REASON_BYTES: usize = nexus_core::bounds::REASON_BYTES;
+
+fn cut_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Approve,
+    Deny,
+}
+
+impl Verb {
+    fn word(self) -> &'static str {
+        match self {
+            Verb::Approve => "approved",
+            Verb::Deny => "denied",
+        }
+    }
+}
+
+fn parse_json(text: Option<&str>) -> Value {
+    text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
+}
+
+impl Kernel {
+    /// `POST R/tasks/{key}/approve` → `{task}`.
+    pub async fn approve(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        key: &str,
+        body: &Value,
+    ) -> KernelResult<Value> {
+        let _ = body;
+        self.adjudicate(p, ws, run, key, Verb::Approve, None).await
+    }
+
+    /// `POST R/tasks/{key}/deny` with `{reason?: string}` → `{task}`.
+    pub async fn deny(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
+        let reason = match body.get("reason") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                // Standing is checked first (approvals.md §5 check 1).
+                self.workspace_for(p, ws, true).await?;
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("reason must be a string, got {other}"),
+                ));
+            }
+        };
+        self.adjudicate(p, ws, run, key, Verb::Deny, reason).await
+    }
+
+    async fn adjudicate(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        key: &str,
+        verb: Verb,
+        reason: Option<String>,
+    ) -> KernelResult<Value> {
+        // 1. Write standing (no standing at all conceals the workspace: 404).
+        let (ws_row, _) = self.workspace_for(p, ws, true).await?;
+        // 2. The key.
+        let run_row = self.run_in(&ws_row, run).await?;
+        let mut tx = self.store.begin().await?;
+        let mut run = tx.lock_run(run_row.id).await?;
+        let Some(mut task) = tx.task_by_key(run.id, key).await? else {
+            tx.rollback().await?;
+            return Err(KernelError::new(Code::NotFound, format!("no task {key:?} in this run")));
+        };
+        // 3. The run is adjudicable.
+        if !matches!(run.status.as_str(), "running" | "needs_attention") {
+            tx.rollback().await?;
+            return Err(KernelError::new(
+                Code::NotAdjudicable,
+                format!("the run is {}, so its approvals cannot be decided", run.status),
+            ));
+        }
+        // 4. The row is held.
+        if task.kind != "tool_task" || task.status != "needs_approval" {
+            tx.rollback().await?;
+            return Err(not_awaiting(&task));
+        }
+        let now = time::now_ms();
+        let mut effects = Vec::new();
+        // 5. The hold has not expired.
+        if task.deadline_at.is_some_and(|d| d <= now) {
+            self.settle_with(
+                &mut tx,
+                &mut run,
+                &mut task,
+                "timed_out",
+                task_error::APPROVAL_EXPIRED,
+                None,
+                now,
+                &mut effects,
+            )
+            .await?;
+            tx.commit().await?;
+            self.publish(effects).await;
+            return Err(KernelError::new(
+                Code::NotAwaitingApproval,
+                format!("the approval window of {key:?} closed before this decision"),
+            ));
+        }
+        let origin = match p.member.kind {
+            MemberKind::Human => "human",
+            MemberKind::Agent => "agent",
+        };
+        let fact = approval_fact(origin, Some(p.member.public_id), now);
+        match verb {
+            Verb::Deny => {
+                self.decided_event(
+                    &mut tx,
+                    &mut run,
+                    &task,
+                    verb,
+                    origin,
+                    p.member.public_id,
+                    now,
+                    &mut effects,
+                )
+                .await?;
+                task.approval = Some(fact);
+                let detail = reason.map(|r| cut_bytes(&r, REASON_BYTES));
+                self.fail(
+                    &mut tx,
+                    &mut run,
+                    &mut task,
+                    task_error::APPROVAL_DENIED,
+                    detail,
+                    now,
+                    &mut effects,
+                )
+                .await?;
+            }
+            Verb::Approve => {
+                // 6. Addressing again, against the frozen target or name.
+                match self.address(&mut tx, &run, &task).await? {
+                    Err(detail) => {
+                        self.fail(
+                            &mut tx,
+                            &mut run,
+                            &mut task,
+                            task_error::TOOL_NOT_SERVED,
+                            Some(detail),
+                            now,
+                            &mut effects,
+                        )
+                        .await?;
+                    }
+                    Ok(addressing) => {
+                        // 7. The effect profile the approver saw must still hold.
+                        let frozen = parse_json(task.effect_profile.as_deref());
+                        if frozen != addressing.effect_profile {
+                            task.effect_profile = Some(addressing.effect_profile.to_string());
+                            self.hold(&mut tx, &mut run, &mut task, now, false, &mut effects)
+                                .await?;
+                        } else {
+                            // 8. Release.
+                            self.decided_event(
+                                &mut tx,
+                                &mut run,
+                                &task,
+                                verb,
+                                origin,
+                                p.member.public_id,
+                                now,
+                                &mut effects,
+                            )
+                            .await?;
+                            self.release(&mut tx, &mut run, &mut task, &addressing, fact, now, &mut effects)
+                                .await?;
+                        }
+                    }
+                }
+            }
+        }
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn decided_event(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &TaskRow,
+        verb: Verb,
+        origin: &str,
+        by: Uuid,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let data = json!({"decision": verb.word(), "origin": origin, "decided_by": by.to_string()});
+        self.emit(tx, run, "approval_decided", Some(&task.key), data, now, effects)
+            .await
+    }
+
+    /// `GET W/approvals?after=&limit=` → `{approvals, pagination}`: held rows of the
+    /// workspace's runs, oldest first.
+    pub async fn list_approvals(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let after = parse_cursor(after)?;
+        let limit = page_limit(limit);
+        let rows = self.store.held_approvals(ws_row.id, after, limit).await?;
+        let mut runs: HashMap<i64, Option<Uuid>> = HashMap::new();
+        let mut keys: HashMap<i64, Option<String>> = HashMap::new();
+        let mut out = Vec::with_capacity(rows.len());
+        for t in &rows {
+            let run_public = match runs.get(&t.run_id) {
+                Some(r) => *r,
+                None => {
+                    let r = self.store.run_by_id(t.run_id).await?.map(|r| r.public_id);
+                    runs.insert(t.run_id, r);
+                    r
+                }
+            };
+            let declaring = match t.declaring_task_id {
+                None => None,
+                Some(d) => match keys.get(&d) {
+                    Some(k) => k.clone(),
+                    None => {
+                        let k = self.store.task_by_id(d).await?.map(|r| r.key);
+                        keys.insert(d, k.clone());
+                        k
+                    }
+                },
+            };
+            let mut m = Map::new();
+            m.insert("run_public_id".into(), json!(run_public.map(|u| u.to_string())));
+            m.insert("task_key".into(), json!(t.key));
+            m.insert("tool_name".into(), json!(t.tool_name));
+            if let Some(a) = &t.tool_alias {
+                m.insert("tool_alias".into(), json!(a));
+            }
+            m.insert("tool_input".into(), parse_json(t.tool_input.as_deref()));
+            m.insert("effect_profile".into(), parse_json(t.effect_profile.as_deref()));
+            m.insert("deadline_at".into(), json!(t.deadline_at.map(time::iso)));
+            if let Some(k) = declaring {
+                m.insert("declaring_task_key".into(), json!(k));
+            }
+            out.push(Value::Object(m));
+        }
+        let next = (rows.len() as i64 == limit)
+            .then(|| rows.last().map(|t| t.id.to_string()))
+            .flatten();
+        Ok(json!({"approvals": out, "pagination": {"next_after": next}}))
+    }
+}
+
+fn not_awaiting(task: &TaskRow) -> KernelError {
+    KernelError::new(
+        Code::NotAwaitingApproval,
+        format!("task {:?} is {}, not awaiting approval", task.key, task.status),
+    )
+}

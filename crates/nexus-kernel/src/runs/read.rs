@@ -1,0 +1,708 @@
+//! Member-plane reads of runs (runs.md §1, §9–§11): run and task projections, the sealed
+//! request, the transcript, the graph and the durable event feed.
+//!
+//! Standing (errors-and-auth.md §2): with no standing in the workspace every route answers 404
+//! `not_found`; reads need only `read` standing, verbs `write` ([`require_write`]).
+
+use std::collections::HashMap;
+
+use nexus_core::codes::Code;
+use nexus_core::graph::{self, GraphNode};
+use nexus_core::results::{self, Block};
+use nexus_store::{Engine, EventRow, RunRow, TaskRow};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::gate::HOLD_TIMEOUT_MS;
+use super::{FrozenContext, RequestSurface, StoredReply};
+use crate::auth::MemberPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, time};
+
+/// Settled task statuses.
+pub(crate) const SETTLED: [&str; 6] = ["completed", "failed", "canceled", "timed_out", "skipped", "uncertain"];
+/// Parked task statuses.
+const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_input"];
+
+const EVENTS_DEFAULT: i64 = 100;
+const EVENTS_MAX: i64 = 500;
+const OUTPUT_PREVIEW_CHARS: usize = 200;
+
+/// `GET R/tasks/{k}/request`: the sealed record, or the exact provider body bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum RequestRead {
+    /// `{request: {entries, request_options, body_sha256, request_bytes, attempts}}`.
+    Json(Value),
+    /// `?format=provider`: the body bytes as sent.
+    Provider(Vec<u8>),
+}
+
+fn not_found(what: &str) -> KernelError {
+    KernelError::new(Code::NotFound, format!("no such {what}"))
+}
+
+fn parse(text: Option<&str>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+fn iso_opt(ms: Option<i64>) -> Value {
+    ms.map_or(Value::Null, |m| Value::String(time::iso(m)))
+}
+
+/// Parses an opaque id cursor (`after`): absent → 0; a non-negative integer, else 400.
+#[allow(clippy::result_large_err)] // KernelError is the crate-wide error type.
+pub(crate) fn parse_cursor(after: Option<&str>) -> KernelResult<i64> {
+    match after {
+        None | Some("") => Ok(0),
+        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            KernelError::new(
+                Code::ParameterInvalid,
+                format!("after {s:?} is not a cursor this route issued"),
+            )
+        }),
+    }
+}
+
+/// A page size: default 50, clamped to 1–200.
+pub(crate) fn page_limit(limit: Option<i64>) -> i64 {
+    limit
+        .unwrap_or(nexus_core::bounds::PAGE_DEFAULT as i64)
+        .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
+}
+
+fn pagination(next: Option<i64>) -> Value {
+    json!({"next_after": next.map(|n| n.to_string())})
+}
+
+fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
+    if let Some(v) = v {
+        m.insert(key.into(), v);
+    }
+}
+
+/// The blocks stored on a settled row (`[]` when none).
+fn blocks_of(task: &TaskRow) -> Vec<Block> {
+    parse(task.content.as_deref())
+        .and_then(|v| results::blocks_from_json(&v))
+        .unwrap_or_default()
+}
+
+/// `{call_id, name, task_key}` of a fan member: `name` is the model's own spelling.
+fn call_json(t: &TaskRow) -> Value {
+    json!({
+        "call_id": t.tool_call_id,
+        "name": t.tool_alias.as_ref().or(t.tool_name.as_ref()),
+        "task_key": t.key,
+    })
+}
+
+fn preview(output: &str) -> String {
+    output.chars().take(OUTPUT_PREVIEW_CHARS).collect()
+}
+
+/// Memoized id → public facts lookups for one projection.
+#[derive(Default)]
+struct Names {
+    members: HashMap<i64, Option<Uuid>>,
+    executors: HashMap<i64, Option<(Uuid, String)>>,
+    tasks: HashMap<i64, String>,
+}
+
+impl Kernel {
+    async fn member_public(&self, names: &mut Names, id: i64) -> KernelResult<Option<Uuid>> {
+        if let Some(v) = names.members.get(&id) {
+            return Ok(*v);
+        }
+        let v = self.store.member_by_id(id).await?.map(|m| m.public_id);
+        names.members.insert(id, v);
+        Ok(v)
+    }
+
+    async fn executor_public(&self, names: &mut Names, id: i64) -> KernelResult<Option<(Uuid, String)>> {
+        if let Some(v) = names.executors.get(&id) {
+            return Ok(v.clone());
+        }
+        let v = self
+            .store
+            .executor_by_id(id)
+            .await?
+            .map(|e| (e.public_id, e.display_name));
+        names.executors.insert(id, v.clone());
+        Ok(v)
+    }
+
+    async fn task_key_of(&self, names: &mut Names, id: i64) -> KernelResult<Option<String>> {
+        if let Some(k) = names.tasks.get(&id) {
+            return Ok(Some(k.clone()));
+        }
+        let k = self.store.task_by_id(id).await?.map(|t| t.key);
+        if let Some(k) = &k {
+            names.tasks.insert(id, k.clone());
+        }
+        Ok(k)
+    }
+
+    /// The run projection of runs.md §1.
+    pub(crate) async fn run_json(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
+        let mut names = Names::default();
+        self.run_json_with(&mut names, ws_public_id, run).await
+    }
+
+    async fn run_json_with(&self, names: &mut Names, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
+        let id_str = |u: Option<Uuid>| u.map_or(Value::Null, |u| Value::String(u.to_string()));
+        let created_by = self.member_public(names, run.created_by_id).await?;
+        let answering = self.member_public(names, run.answering_member_id).await?;
+        let declaring = match run.declaring_agent_id {
+            Some(a) => self.member_public(names, a).await?,
+            None => None,
+        };
+        let default_runner = match run.default_runner_id {
+            Some(e) => self.executor_public(names, e).await?.map(|(u, _)| u),
+            None => None,
+        };
+        let deliverable = match run.deliverable_task_id {
+            Some(t) => self.task_key_of(names, t).await?,
+            None => None,
+        };
+        Ok(json!({
+            "public_id": run.public_id.to_string(),
+            "workspace_public_id": ws_public_id.to_string(),
+            "hosting": parse(Some(&run.hosting)).unwrap_or_else(|| json!({"kind": "standalone"})),
+            "status": run.status,
+            "created_by": id_str(created_by),
+            "answering_principal": id_str(answering),
+            "declaring_agent": id_str(declaring),
+            "approval_mode": run.approval_mode,
+            "approval_rules": parse(run.approval_rules.as_deref()).unwrap_or(Value::Null),
+            "default_runner_executor_public_id": id_str(default_runner),
+            "deliverable_task_key": deliverable.map_or(Value::Null, Value::String),
+            "revision": run.revision,
+            "attention": parse(run.attention.as_deref()).unwrap_or(Value::Null),
+            "created_at": time::iso(run.created_at),
+            "started_at": iso_opt(run.started_at),
+            "ended_at": iso_opt(run.ended_at),
+        }))
+    }
+
+    /// `GET R` → `{run}`.
+    pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        Ok(json!({"run": self.run_json(ws_row.public_id, &run).await?}))
+    }
+
+    /// `GET W/runs?status=&after=&limit=` → `{runs, pagination}`.
+    pub async fn list_runs(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        status: Option<&str>,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        const STATUSES: [&str; 6] = [
+            "pending",
+            "running",
+            "needs_attention",
+            "canceling",
+            "completed",
+            "canceled",
+        ];
+        if let Some(s) = status
+            && !STATUSES.contains(&s)
+        {
+            return Err(KernelError::new(
+                Code::ParameterInvalid,
+                format!("status {s:?} is not a run status"),
+            ));
+        }
+        let after = parse_cursor(after)?;
+        let limit = page_limit(limit);
+        let rows = self.store.runs_of_workspace(ws_row.id, status, after, limit).await?;
+        let mut names = Names::default();
+        let mut runs = Vec::with_capacity(rows.len());
+        for r in &rows {
+            runs.push(self.run_json_with(&mut names, ws_row.public_id, r).await?);
+        }
+        let next = (rows.len() as i64 == limit)
+            .then(|| rows.last().map(|r| r.id))
+            .flatten();
+        Ok(json!({"runs": runs, "pagination": pagination(next)}))
+    }
+
+    /// The trace projection every task read carries, plus the settled error fields.
+    async fn trace_json(
+        &self,
+        names: &mut Names,
+        task: &TaskRow,
+        deps: &[(String, String, bool)],
+    ) -> KernelResult<Map<String, Value>> {
+        let mut m = Map::new();
+        m.insert("key".into(), json!(task.key));
+        m.insert("kind".into(), json!(task.kind));
+        m.insert("status".into(), json!(task.status));
+        m.insert("generation".into(), json!(task.generation));
+        m.insert("on_failure".into(), json!(task.on_failure));
+        m.insert("visibility".into(), json!(task.visibility));
+        let after: Vec<&str> = deps
+            .iter()
+            .filter(|(_, k, _)| k == "after")
+            .map(|(key, _, _)| key.as_str())
+            .collect();
+        m.insert("after".into(), json!(after));
+        m.insert("created_at".into(), json!(time::iso(task.created_at)));
+        insert_opt(&mut m, "started_at", task.started_at.map(|t| json!(time::iso(t))));
+        insert_opt(&mut m, "settled_at", task.settled_at.map(|t| json!(time::iso(t))));
+        match task.status.as_str() {
+            "waiting" => {
+                let open: Vec<&str> = deps
+                    .iter()
+                    .filter(|(_, _, settled)| !settled)
+                    .map(|(key, _, _)| key.as_str())
+                    .collect();
+                m.insert("waiting_on".into(), json!(open));
+            }
+            "needs_approval" => {
+                m.insert("waiting_on".into(), json!(["approver"]));
+            }
+            _ => {}
+        }
+        if SETTLED.contains(&task.status.as_str()) {
+            insert_opt(
+                &mut m,
+                "failure_resolution",
+                task.failure_resolution.as_ref().map(|r| json!(r)),
+            );
+            if let Some(key) = &task.error_key {
+                let mut e = Map::new();
+                e.insert("key".into(), json!(key));
+                insert_opt(&mut e, "detail", task.error_detail.as_ref().map(|d| json!(d)));
+                m.insert("error".into(), Value::Object(e));
+            }
+            if task.is_error {
+                m.insert("is_error".into(), json!(true));
+            }
+        }
+        let _ = names;
+        Ok(m)
+    }
+
+    /// The dependencies of each task: (dependency key, edge kind, dependency settled).
+    fn deps_of(tasks: &[TaskRow], edges: &[nexus_store::EdgeRow]) -> HashMap<i64, Vec<(String, String, bool)>> {
+        let by_id: HashMap<i64, &TaskRow> = tasks.iter().map(|t| (t.id, t)).collect();
+        let mut out: HashMap<i64, Vec<(String, String, bool)>> = HashMap::new();
+        for e in edges {
+            if let Some(dep) = by_id.get(&e.depends_on_id) {
+                out.entry(e.task_id).or_default().push((
+                    dep.key.clone(),
+                    e.kind.clone(),
+                    SETTLED.contains(&dep.status.as_str()),
+                ));
+            }
+        }
+        out
+    }
+
+    /// The full task read of runs.md §9.
+    async fn task_json_full(
+        &self,
+        names: &mut Names,
+        run: &RunRow,
+        task: &TaskRow,
+        tasks: &[TaskRow],
+        deps: &[(String, String, bool)],
+    ) -> KernelResult<Value> {
+        let mut m = self.trace_json(names, task, deps).await?;
+        let frozen_raw = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
+        match task.kind.as_str() {
+            "model_task" => {
+                let frozen = FrozenContext::of(task);
+                let surface = RequestSurface::of(task);
+                m.insert("mainline".into(), json!(task.mainline));
+                insert_opt(&mut m, "branch_of", task.branch_of.as_ref().map(|b| json!(b)));
+                if !surface.model.is_empty() {
+                    m.insert("model".into(), json!(surface.model));
+                }
+                let calls: Vec<Value> = tasks
+                    .iter()
+                    .filter(|t| t.kind == "tool_task" && t.declaring_task_id == Some(task.id))
+                    .map(call_json)
+                    .collect();
+                if !calls.is_empty() {
+                    m.insert("tool_calls".into(), Value::Array(calls));
+                }
+                insert_opt(&mut m, "usage", parse(task.usage.as_deref()));
+                m.insert("prompt".into(), json!(frozen.prompt));
+                insert_opt(&mut m, "instructions", surface.instructions.map(Value::String));
+                m.insert("tool_definitions".into(), Value::Array(frozen.tool_definitions));
+                m.insert(
+                    "environment".into(),
+                    if frozen.environment.is_object() {
+                        frozen.environment
+                    } else {
+                        json!({})
+                    },
+                );
+                m.insert("skills".into(), Value::Array(frozen.skills));
+                if let Some(sealed) = self.store.sealed_request(task.id, task.generation).await? {
+                    m.insert("request_bytes".into(), json!(sealed.request_bytes));
+                }
+            }
+            "tool_task" => {
+                m.insert("tool_name".into(), json!(task.tool_name));
+                insert_opt(&mut m, "tool_alias", task.tool_alias.as_ref().map(|a| json!(a)));
+                m.insert(
+                    "tool_input".into(),
+                    parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
+                );
+                insert_opt(&mut m, "tool_call_id", task.tool_call_id.as_ref().map(|c| json!(c)));
+                if let Some(d) = task.declaring_task_id {
+                    insert_opt(
+                        &mut m,
+                        "declaring_task_key",
+                        self.task_key_of(names, d).await?.map(Value::String),
+                    );
+                }
+                if let Some(t) = task.target_executor_id
+                    && let Some((id, name)) = self.executor_public(names, t).await?
+                {
+                    m.insert(
+                        "target".into(),
+                        json!({"executor_public_id": id.to_string(), "display_name": name}),
+                    );
+                }
+                if let Some(a) = task.addressed_executor_id
+                    && let Some((id, _)) = self.executor_public(names, a).await?
+                {
+                    m.insert(
+                        "addressed_to".into(),
+                        json!({"role": task.addressed_role, "executor_public_id": id.to_string()}),
+                    );
+                }
+                if let Some(c) = task.claimant_id
+                    && let Some((id, _)) = self.executor_public(names, c).await?
+                {
+                    m.insert("claimed_by".into(), json!(id.to_string()));
+                }
+                insert_opt(&mut m, "approval", parse(task.approval.as_deref()));
+                insert_opt(&mut m, "effect_profile", parse(task.effect_profile.as_deref()));
+                insert_opt(
+                    &mut m,
+                    "model_context",
+                    frozen_raw.get("model_context").cloned().filter(|v| !v.is_null()),
+                );
+            }
+            "await_task" => {
+                insert_opt(&mut m, "wait", frozen_raw.get("wait").cloned().filter(|v| !v.is_null()));
+                insert_opt(&mut m, "ask", frozen_raw.get("ask").cloned().filter(|v| !v.is_null()));
+            }
+            _ => {}
+        }
+        if PARKED.contains(&task.status.as_str()) && task.deadline_at.is_some() {
+            m.insert(
+                "deadline_at".into(),
+                json!(time::iso(task.deadline_at.unwrap_or_default())),
+            );
+            let budget = if task.status == "needs_approval" && task.kind == "tool_task" {
+                Some(HOLD_TIMEOUT_MS)
+            } else {
+                task.timeout_ms
+            };
+            insert_opt(&mut m, "timeout_ms", budget.map(|b| json!(b)));
+        }
+        if SETTLED.contains(&task.status.as_str()) {
+            let blocks = blocks_of(task);
+            let output = results::text_projection(&blocks);
+            m.insert("output_preview".into(), json!(preview(&output)));
+            m.insert("output".into(), json!(output));
+            m.insert("content".into(), results::blocks_to_json(&blocks));
+            if task.structured_present {
+                m.insert(
+                    "structured_content".into(),
+                    parse(task.structured_content.as_deref()).unwrap_or(Value::Null),
+                );
+            }
+        }
+        if task.kind == "tool_task" {
+            insert_opt(&mut m, "title", task.title.as_ref().map(|t| json!(t)));
+            insert_opt(&mut m, "metadata", parse(task.metadata.as_deref()));
+        }
+        let _ = run;
+        Ok(Value::Object(m))
+    }
+
+    /// The full task read of one row (`{task}` bodies of the member verbs use it).
+    pub(crate) async fn task_view(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
+        let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
+        let edges = self.store.edges_of_run(run.id).await?;
+        let deps = Self::deps_of(&tasks, &edges);
+        let Some(task) = tasks.iter().find(|t| t.id == task_id) else {
+            return Err(not_found("task"));
+        };
+        let mut names = Names::default();
+        names.tasks.extend(tasks.iter().map(|t| (t.id, t.key.clone())));
+        let empty = Vec::new();
+        self.task_json_full(&mut names, run, task, &tasks, deps.get(&task.id).unwrap_or(&empty))
+            .await
+    }
+
+    /// `GET R/tasks/{key}` → `{task}`.
+    pub async fn get_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let Some(task) = self.store.task_by_key(run.id, key).await? else {
+            return Err(not_found("task"));
+        };
+        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+    }
+
+    /// `GET R/tasks?after=&limit=` → `{tasks, pagination}`: trace rows in creation order.
+    pub async fn list_tasks(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let after = parse_cursor(after)?;
+        let limit = page_limit(limit);
+        let page = self.store.tasks_of_run(run.id, after, limit).await?;
+        let all = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
+        let edges = self.store.edges_of_run(run.id).await?;
+        let deps = Self::deps_of(&all, &edges);
+        let mut names = Names::default();
+        let empty = Vec::new();
+        let mut tasks = Vec::with_capacity(page.len());
+        for t in &page {
+            let mut m = self
+                .trace_json(&mut names, t, deps.get(&t.id).unwrap_or(&empty))
+                .await?;
+            if t.kind == "tool_task" {
+                m.insert("tool_name".into(), json!(t.tool_name));
+                insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
+            }
+            tasks.push(Value::Object(m));
+        }
+        let next = (page.len() as i64 == limit)
+            .then(|| page.last().map(|t| t.id))
+            .flatten();
+        Ok(json!({"tasks": tasks, "pagination": pagination(next)}))
+    }
+
+    /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes).
+    pub async fn get_request(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        key: &str,
+        provider_format: bool,
+    ) -> KernelResult<RequestRead> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let Some(task) = self.store.task_by_key(run.id, key).await? else {
+            return Err(not_found("task"));
+        };
+        let sealed = if task.kind == "model_task" {
+            self.store.sealed_request(task.id, task.generation).await?
+        } else {
+            None
+        };
+        let Some(sealed) = sealed else {
+            return Err(KernelError::of(Code::RequestNotSealed));
+        };
+        if provider_format {
+            return Ok(RequestRead::Provider(sealed.body));
+        }
+        let mut m = match parse(Some(&sealed.record)) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        m.insert("body_sha256".into(), json!(sealed.body_sha256));
+        m.insert("request_bytes".into(), json!(sealed.request_bytes));
+        m.insert(
+            "attempts".into(),
+            parse(Some(&sealed.attempts)).unwrap_or_else(|| json!([])),
+        );
+        Ok(RequestRead::Json(json!({"request": Value::Object(m)})))
+    }
+
+    /// `GET R/transcript?include_hidden=` → `{rows}` (runs.md §10).
+    pub async fn transcript(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        include_hidden: bool,
+    ) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
+        let mut rows = Vec::new();
+        for t in &tasks {
+            if t.visibility == "hidden" && !include_hidden {
+                continue;
+            }
+            match t.kind.as_str() {
+                "model_task" => {
+                    let root = t
+                        .declaring_task_id
+                        .and_then(|d| tasks.iter().find(|x| x.id == d))
+                        .is_none_or(|d| d.kind != "model_task");
+                    let prompt = root.then(|| FrozenContext::of(t).prompt).filter(|p| !p.is_empty());
+                    let base = |role: &str| {
+                        let mut m = Map::new();
+                        m.insert("key".into(), json!(t.key));
+                        m.insert("kind".into(), json!(t.kind));
+                        m.insert("role".into(), json!(role));
+                        m.insert("mainline".into(), json!(t.mainline));
+                        insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
+                        m.insert("status".into(), json!(t.status));
+                        m
+                    };
+                    if let Some(prompt) = prompt {
+                        let mut m = base("user");
+                        m.insert("text".into(), json!(prompt));
+                        m.insert("visibility".into(), json!(t.visibility));
+                        rows.push(Value::Object(m));
+                    }
+                    let mut m = base("assistant");
+                    let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
+                        SETTLED
+                            .contains(&t.status.as_str())
+                            .then(|| results::text_projection(&blocks_of(t)))
+                            .filter(|s| !s.is_empty())
+                    });
+                    insert_opt(&mut m, "text", text.map(Value::String));
+                    let calls: Vec<Value> = tasks
+                        .iter()
+                        .filter(|c| c.kind == "tool_task" && c.declaring_task_id == Some(t.id))
+                        .map(call_json)
+                        .collect();
+                    if !calls.is_empty() {
+                        m.insert("tool_calls".into(), Value::Array(calls));
+                    }
+                    m.insert("visibility".into(), json!(t.visibility));
+                    rows.push(Value::Object(m));
+                }
+                "tool_task" => {
+                    let mut m = Map::new();
+                    m.insert("key".into(), json!(t.key));
+                    m.insert("kind".into(), json!(t.kind));
+                    m.insert("role".into(), json!("tool"));
+                    m.insert("mainline".into(), json!(t.mainline));
+                    insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
+                    m.insert("status".into(), json!(t.status));
+                    m.insert("tool_name".into(), json!(t.tool_name));
+                    insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
+                    insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
+                    if SETTLED.contains(&t.status.as_str()) {
+                        let output = results::text_projection(&blocks_of(t));
+                        m.insert("output_preview".into(), json!(preview(&output)));
+                        if t.is_error {
+                            m.insert("is_error".into(), json!(true));
+                        }
+                    }
+                    m.insert("visibility".into(), json!(t.visibility));
+                    rows.push(Value::Object(m));
+                }
+                _ => {}
+            }
+        }
+        Ok(json!({"rows": rows}))
+    }
+
+    /// `GET R/graph` → `{nodes, edges, mermaid}` (runs.md §10).
+    pub async fn graph(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
+        let edges = self.store.edges_of_run(run.id).await?;
+        let ids: Vec<String> = (0..tasks.len()).map(|i| format!("n{i}")).collect();
+        let index: HashMap<i64, usize> = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+        let nodes: Vec<Value> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let mut m = Map::new();
+                m.insert("id".into(), json!(ids[i]));
+                m.insert("key".into(), json!(t.key));
+                m.insert("kind".into(), json!(t.kind));
+                m.insert("status".into(), json!(t.status));
+                m.insert("mainline".into(), json!(t.mainline));
+                insert_opt(&mut m, "tool_name", t.tool_name.as_ref().map(|n| json!(n)));
+                Value::Object(m)
+            })
+            .collect();
+        let mut pairs: Vec<(usize, usize, &str)> = edges
+            .iter()
+            .filter_map(|e| Some((*index.get(&e.depends_on_id)?, *index.get(&e.task_id)?, e.kind.as_str())))
+            .collect();
+        pairs.sort_by_key(|(from, to, _)| (*to, *from));
+        let edge_json: Vec<Value> = pairs
+            .iter()
+            .map(|(from, to, kind)| json!({"from": ids[*from], "to": ids[*to], "kind": kind}))
+            .collect();
+        let graph_nodes: Vec<GraphNode> = tasks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| GraphNode {
+                id: &ids[i],
+                key: &t.key,
+                kind: &t.kind,
+                status: &t.status,
+                tool_name: t.tool_name.as_deref(),
+            })
+            .collect();
+        let mut lines: Vec<(&str, &str)> = Vec::new();
+        for (from, to, _) in &pairs {
+            let pair = (ids[*from].as_str(), ids[*to].as_str());
+            if !lines.contains(&pair) {
+                lines.push(pair);
+            }
+        }
+        let mermaid = graph::mermaid(&graph_nodes, &lines);
+        Ok(json!({"nodes": nodes, "edges": edge_json, "mermaid": mermaid}))
+    }
+
+    /// One durable event on the wire (runs.md §11).
+    pub(crate) fn event_json(run_public_id: Uuid, e: &EventRow) -> Value {
+        let mut m = Map::new();
+        m.insert("sequence".into(), json!(e.sequence));
+        m.insert("type".into(), json!(e.kind));
+        m.insert("at".into(), json!(time::iso(e.at)));
+        m.insert("run_public_id".into(), json!(run_public_id.to_string()));
+        insert_opt(&mut m, "task_key", e.task_key.as_ref().map(|k| json!(k)));
+        m.insert("data".into(), parse(Some(&e.data)).unwrap_or_else(|| json!({})));
+        Value::Object(m)
+    }
+
+    /// `GET R/events?after=&limit=` → `{events, next_after}` (limit default 100, max 500).
+    pub async fn events(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        after: Option<i64>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws_row, _) = self.workspace_for(p, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        let after = after.unwrap_or(0);
+        if after < 0 {
+            return Err(KernelError::new(
+                Code::ParameterInvalid,
+                "after must be a non-negative sequence",
+            ));
+        }
+        let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
+        let rows = self.store.events_after(run.id, after, limit).await?;
+        let next = rows.last().map_or(after, |e| e.sequence);
+        let events: Vec<Value> = rows.iter().map(|e| Self::event_json(run.public_id, e)).collect();
+        Ok(json!({"events": events, "next_after": next}))
+    }
+}

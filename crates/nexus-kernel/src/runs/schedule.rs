@@ -1,0 +1,600 @@
+//! Scheduling (runs.md §1, §5, §6): the one status-change path, readiness, skipping, and how a
+//! run ends.
+//!
+//! A waiting task is *ready* when every dependency has settled and none of them blocks it. A
+//! dependency blocks when it was skipped, or when it failed (`failed | timed_out | uncertain |
+//! canceled`) under `propagate` or `halt`; an `absorb` failure satisfies its dependents. A
+//! blocked task is skipped (`upstream_failed`), and the skip cascades. Readiness is evaluated
+//! for the dependents of a task when it settles, so a task becomes ready exactly once per
+//! generation of its last dependency.
+
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+use std::pin::Pin;
+
+use nexus_store::{EdgeRow, NewJob, RunRow, TaskRow, Tx, run_status, task_status};
+use serde_json::{Value, json};
+
+use super::{AfterCommit, graph_error, is_open, is_settled, job_kind, task_kind};
+use crate::Kernel;
+use crate::error::KernelResult;
+
+/// The run's tasks and edges as one transaction sees them.
+pub(crate) struct Graph {
+    pub tasks: Vec<TaskRow>,
+    index: HashMap<i64, usize>,
+    /// task id → the ids it depends on.
+    deps: HashMap<i64, Vec<i64>>,
+    /// task id → the ids that depend on it.
+    dependents: HashMap<i64, Vec<i64>>,
+    /// Tasks started in this transaction (a model task's job is inserted once).
+    started: HashSet<i64>,
+}
+
+impl Graph {
+    pub async fn load(tx: &mut Tx, run_id: i64) -> KernelResult<Graph> {
+        let tasks = tx.tasks_of_run(run_id).await?;
+        let edges = tx.edges_of_run(run_id).await?;
+        Ok(Graph::new(tasks, &edges))
+    }
+
+    pub fn new(tasks: Vec<TaskRow>, edges: &[EdgeRow]) -> Graph {
+        let index = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+        let mut g = Graph {
+            tasks,
+            index,
+            deps: HashMap::new(),
+            dependents: HashMap::new(),
+            started: HashSet::new(),
+        };
+        for e in edges {
+            g.add_edge(e.task_id, e.depends_on_id);
+        }
+        g
+    }
+
+    pub fn add_edge(&mut self, task_id: i64, depends_on_id: i64) {
+        let d = self.deps.entry(task_id).or_default();
+        if !d.contains(&depends_on_id) {
+            d.push(depends_on_id);
+            self.dependents.entry(depends_on_id).or_default().push(task_id);
+        }
+    }
+
+    /// Replaces (or adds) a row.
+    pub fn put(&mut self, task: &TaskRow) {
+        match self.index.get(&task.id) {
+            Some(&i) => self.tasks[i] = task.clone(),
+            None => {
+                self.index.insert(task.id, self.tasks.len());
+                self.tasks.push(task.clone());
+            }
+        }
+    }
+
+    pub fn get(&self, id: i64) -> Option<&TaskRow> {
+        self.index.get(&id).map(|&i| &self.tasks[i])
+    }
+
+    pub fn by_key(&self, key: &str) -> Option<&TaskRow> {
+        self.tasks.iter().find(|t| t.key == key)
+    }
+
+    pub fn deps_of(&self, id: i64) -> &[i64] {
+        self.deps.get(&id).map_or(&[], Vec::as_slice)
+    }
+
+    pub fn dependents_of(&self, id: i64) -> Vec<i64> {
+        self.dependents.get(&id).cloned().unwrap_or_default()
+    }
+
+    /// Every ancestor of `id` (transitively), excluding `id`.
+    pub fn ancestors(&self, id: i64) -> HashSet<i64> {
+        let mut seen = HashSet::new();
+        let mut stack = self.deps_of(id).to_vec();
+        while let Some(d) = stack.pop() {
+            if seen.insert(d) {
+                stack.extend_from_slice(self.deps_of(d));
+            }
+        }
+        seen
+    }
+}
+
+/// Whether a settled dependency lets its dependents run.
+fn satisfies(dep: &TaskRow) -> bool {
+    match dep.status.as_str() {
+        "completed" => true,
+        "skipped" => false,
+        _ => dep.on_failure == "absorb",
+    }
+}
+
+/// An adjudication candidate (runs.md §6).
+pub(crate) fn is_candidate(t: &TaskRow) -> bool {
+    matches!(t.status.as_str(), "failed" | "timed_out" | "uncertain")
+        && t.failure_resolution.is_none()
+        && t.on_failure != "absorb"
+}
+
+enum Readiness {
+    NotYet,
+    Ready,
+    Blocked,
+}
+
+fn readiness(g: &Graph, id: i64) -> Readiness {
+    let mut blocked = false;
+    for &d in g.deps_of(id) {
+        let Some(dep) = g.get(d) else { continue };
+        if !is_settled(&dep.status) {
+            return Readiness::NotYet;
+        }
+        if !satisfies(dep) {
+            blocked = true;
+        }
+    }
+    if blocked { Readiness::Blocked } else { Readiness::Ready }
+}
+
+impl Kernel {
+    /// The single way a task changes status: a conditional update on (generation, current
+    /// status) plus its `task_status_changed {from, to, generation, error?}` event, in `tx`.
+    /// Other columns the caller changed on `task` (error, content, reply…) are written in the
+    /// same statement. Returns false (and leaves `task` as it was) when the row was not in the
+    /// expected state (idle).
+    pub(crate) async fn transition(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        to: &str,
+        now: i64,
+    ) -> KernelResult<bool> {
+        let from = task.status.clone();
+        let mut next = task.clone();
+        next.status = to.to_string();
+        if is_settled(to) {
+            next.settled_at = Some(now);
+        }
+        if to == task_status::RUNNING && next.started_at.is_none() {
+            next.started_at = Some(now);
+        }
+        if !tx.update_task(&next, task.generation, &[from.as_str()]).await? {
+            return Ok(false);
+        }
+        let mut data = json!({"from": from, "to": to, "generation": next.generation});
+        if is_settled(to)
+            && let Some(key) = &next.error_key
+        {
+            let mut error = json!({"key": key});
+            if let Some(detail) = &next.error_detail {
+                error["detail"] = json!(detail);
+            }
+            data["error"] = error;
+        }
+        let row = tx
+            .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+            .await?;
+        run.last_event_sequence = row.sequence;
+        *task = next;
+        Ok(true)
+    }
+
+    /// Sets `error` and settles `task` into `to` (`failed`, `canceled`, `skipped`, …).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn settle_with_error(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        to: &str,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+    ) -> KernelResult<bool> {
+        let before = (task.error_key.clone(), task.error_detail.clone());
+        task.error_key = Some(key.to_string());
+        task.error_detail = detail;
+        let done = self.transition(tx, run, task, to, now).await?;
+        if !done {
+            (task.error_key, task.error_detail) = before;
+        }
+        Ok(done)
+    }
+
+    /// Called after any settle of `task` (commit, sweep, deny, kernel tool, round), inside the
+    /// same transaction: skips blocked dependents, starts ready ones, and ends the run when it
+    /// is quiescent. The caller commits, then publishes the effects.
+    pub(crate) fn after_settle<'a>(
+        &'a self,
+        tx: &'a mut Tx,
+        run: &'a mut RunRow,
+        task: &'a TaskRow,
+        now: i64,
+    ) -> Pin<Box<dyn Future<Output = KernelResult<Vec<AfterCommit>>> + Send + 'a>> {
+        Box::pin(async move {
+            let mut g = Graph::load(tx, run.id).await?;
+            g.put(task);
+            let mut effects = vec![AfterCommit::RunEvents(run.id)];
+            self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
+            self.check_run_end(tx, run, &g, now, &mut effects).await?;
+            Ok(effects)
+        })
+    }
+
+    /// Evaluates the dependents of each settled id in `settled` (and of every row skipped on
+    /// the way).
+    pub(crate) async fn cascade(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        mut settled: Vec<i64>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        while let Some(id) = settled.pop() {
+            self.observe_settled(tx, run, g, id, now, effects, &mut settled).await?;
+            for d in g.dependents_of(id) {
+                if g.get(d).is_some_and(|t| t.status == task_status::WAITING) {
+                    self.evaluate(tx, run, g, d, now, effects, &mut settled).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Evaluates every waiting task (run start): rows may be ready without a settle having
+    /// triggered them.
+    pub(crate) async fn schedule_all(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let waiting: Vec<i64> = g
+            .tasks
+            .iter()
+            .filter(|t| t.status == task_status::WAITING)
+            .map(|t| t.id)
+            .collect();
+        self.schedule_ids(tx, run, g, waiting, now, effects).await
+    }
+
+    /// Evaluates the given rows (fresh appends whose dependencies may have settled already).
+    pub(crate) async fn schedule_ids(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        ids: Vec<i64>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let mut settled = Vec::new();
+        for id in ids {
+            if g.get(id).is_some_and(|t| t.status == task_status::WAITING) {
+                self.evaluate(tx, run, g, id, now, effects, &mut settled).await?;
+            }
+        }
+        self.cascade(tx, run, g, settled, now, effects).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn evaluate(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        id: i64,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+        settled: &mut Vec<i64>,
+    ) -> KernelResult<()> {
+        match readiness(g, id) {
+            Readiness::NotYet => Ok(()),
+            Readiness::Blocked => {
+                let mut t = g.get(id).expect("evaluated rows exist").clone();
+                if self
+                    .settle_with_error(
+                        tx,
+                        run,
+                        &mut t,
+                        task_status::SKIPPED,
+                        graph_error::UPSTREAM_FAILED,
+                        None,
+                        now,
+                    )
+                    .await?
+                {
+                    g.put(&t);
+                    settled.push(id);
+                }
+                Ok(())
+            }
+            Readiness::Ready => {
+                if run.status != run_status::RUNNING || !g.started.insert(id) {
+                    return Ok(());
+                }
+                let mut t = g.get(id).expect("evaluated rows exist").clone();
+                self.start_task(tx, run, g, &mut t, now, effects).await?;
+                if t.kind == task_kind::TOOL && is_settled(&t.status) {
+                    // The gate settled the row and ran `after_settle` for it: re-read.
+                    let started = std::mem::take(&mut g.started);
+                    *g = Graph::load(tx, run.id).await?;
+                    g.started = started;
+                } else {
+                    g.put(&t);
+                    if is_settled(&t.status) {
+                        settled.push(id);
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Starts a ready task: a model task gets its `model_call` job (the seal moves it to
+    /// `running`); a tool task goes to the gate; an await opens.
+    async fn start_task(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &Graph,
+        t: &mut TaskRow,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        match t.kind.as_str() {
+            task_kind::MODEL => {
+                tx.insert_job(NewJob {
+                    kind: job_kind::MODEL_CALL.into(),
+                    run_id: run.id,
+                    task_id: Some(t.id),
+                    generation: t.generation,
+                    // At once (a sweep may run at a clock ahead of this node's).
+                    available_at: now.min(crate::time::now_ms()),
+                })
+                .await?;
+                effects.push(AfterCommit::WakeJobs);
+            }
+            task_kind::TOOL => {
+                let more = self.on_tool_ready(tx, run, t, now).await?;
+                effects.extend(more);
+            }
+            _ => self.open_await(tx, run, g, t, now).await?,
+        }
+        Ok(())
+    }
+
+    /// Opens an await: a tokened `ask` is `dispatched` to the token holder; a `wait` is held
+    /// by the kernel (`running`) until its target settles.
+    async fn open_await(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &Graph,
+        t: &mut TaskRow,
+        now: i64,
+    ) -> KernelResult<()> {
+        let ctx: Value = t
+            .frozen_context
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(Value::Null);
+        const DAY: i64 = 86_400_000;
+        let (to, timeout) = if ctx.get("wait").is_some() {
+            (task_status::RUNNING, t.timeout_ms.unwrap_or(3_600_000).min(DAY))
+        } else {
+            (task_status::DISPATCHED, t.timeout_ms.unwrap_or(DAY).min(DAY))
+        };
+        t.await_started_at = Some(now);
+        t.deadline_at = Some(now + timeout);
+        self.transition(tx, run, t, to, now).await?;
+        if to == task_status::RUNNING
+            && let Some(target) = ctx.pointer("/wait/task").and_then(Value::as_str)
+            && let Some(followed) = follow(g, target)
+            && is_settled(&followed.status)
+        {
+            let followed = followed.clone();
+            self.complete_wait(tx, run, t, &followed, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Completes kernel-held `wait` awaits observing a row that just settled.
+    #[allow(clippy::too_many_arguments)]
+    async fn observe_settled(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        id: i64,
+        now: i64,
+        _effects: &mut [AfterCommit],
+        settled: &mut Vec<i64>,
+    ) -> KernelResult<()> {
+        let Some(target) = g.get(id).cloned() else {
+            return Ok(());
+        };
+        let waiters: Vec<TaskRow> = g
+            .tasks
+            .iter()
+            .filter(|w| w.kind == task_kind::AWAIT && w.status == task_status::RUNNING)
+            .filter(|w| {
+                let ctx: Value = w
+                    .frozen_context
+                    .as_deref()
+                    .and_then(|s| serde_json::from_str(s).ok())
+                    .unwrap_or(Value::Null);
+                ctx.pointer("/wait/task")
+                    .and_then(Value::as_str)
+                    .and_then(|k| follow(g, k))
+                    .is_some_and(|f| f.id == target.id)
+            })
+            .cloned()
+            .collect();
+        for mut w in waiters {
+            if self.complete_wait(tx, run, &mut w, &target, now).await? {
+                g.put(&w);
+                settled.push(w.id);
+            }
+        }
+        Ok(())
+    }
+
+    async fn complete_wait(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        w: &mut TaskRow,
+        target: &TaskRow,
+        now: i64,
+    ) -> KernelResult<bool> {
+        let output = super::request::unpaired_envelope(target);
+        w.content = Some(serde_json::to_string(&json!([{"type": "text", "text": output}])).expect("blocks serialize"));
+        self.transition(tx, run, w, task_status::COMPLETED, now).await
+    }
+
+    /// Ends the run when it is quiescent (runs.md §1, §6), or finishes a cancel when drained.
+    pub(crate) async fn check_run_end(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &Graph,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let quiescent = !g.tasks.iter().any(|t| is_open(&t.status));
+        if !quiescent {
+            return Ok(());
+        }
+        match run.status.as_str() {
+            run_status::CANCELING => {
+                self.set_run_status(tx, run, run_status::CANCELED, None, now, effects)
+                    .await?;
+            }
+            run_status::RUNNING => {
+                let candidates: Vec<&TaskRow> = g.tasks.iter().filter(|t| is_candidate(t)).collect();
+                let halt = candidates.iter().find(|t| t.on_failure == "halt");
+                let deliverable_completed = run
+                    .deliverable_task_id
+                    .and_then(|id| g.get(id))
+                    .is_some_and(|t| t.status == task_status::COMPLETED);
+                let attention = match (halt, deliverable_completed) {
+                    (Some(h), _) => Some(h.key.clone()),
+                    (None, false) => candidates.first().map(|t| t.key.clone()),
+                    (None, true) => None,
+                };
+                match attention {
+                    Some(key) => {
+                        run.attention = Some(json!({"reason": "halt_failure", "task_key": key}).to_string());
+                        self.set_run_status(tx, run, run_status::NEEDS_ATTENTION, Some("halt_failure"), now, effects)
+                            .await?;
+                    }
+                    None => {
+                        self.set_run_status(tx, run, run_status::COMPLETED, None, now, effects)
+                            .await?;
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Writes a run status change and its `run_status_changed {from, to, reason?}` event.
+    pub(crate) async fn set_run_status(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        to: &str,
+        reason: Option<&str>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let from = std::mem::replace(&mut run.status, to.to_string());
+        match to {
+            run_status::RUNNING if run.started_at.is_none() => run.started_at = Some(now),
+            run_status::COMPLETED | run_status::CANCELED => run.ended_at = Some(now),
+            _ => {}
+        }
+        if to != run_status::NEEDS_ATTENTION {
+            run.attention = None;
+        }
+        tx.update_run(run).await?;
+        let mut data = json!({"from": from, "to": to});
+        if let Some(r) = reason {
+            data["reason"] = json!(r);
+        }
+        self.emit(tx, run, "run_status_changed", None, data, now, effects).await
+    }
+
+    /// Cancels the run's live rows (runs.md §2 stop): every open row when `force`, otherwise
+    /// the rows nobody is working on yet (`waiting`, `needs_approval`, `awaiting_input`).
+    pub(crate) async fn cancel_live(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        force: bool,
+        now: i64,
+    ) -> KernelResult<()> {
+        let live: Vec<TaskRow> = g
+            .tasks
+            .iter()
+            .filter(|t| is_open(&t.status))
+            .filter(|t| {
+                force
+                    || matches!(
+                        t.status.as_str(),
+                        task_status::WAITING | task_status::NEEDS_APPROVAL | task_status::AWAITING_INPUT
+                    )
+            })
+            .cloned()
+            .collect();
+        for mut t in live {
+            let was_running_model = t.kind == task_kind::MODEL && t.status == task_status::RUNNING;
+            if self
+                .settle_with_error(
+                    tx,
+                    run,
+                    &mut t,
+                    task_status::CANCELED,
+                    graph_error::RUN_CANCELED,
+                    None,
+                    now,
+                )
+                .await?
+            {
+                g.put(&t);
+                if was_running_model {
+                    let inflight = self.runtime.inflight.lock().unwrap_or_else(|p| p.into_inner());
+                    if let Some(abort) = inflight.get(&t.id) {
+                        abort.notify_one();
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The final logical work a key names: a round that expanded is followed along its
+/// continuation chain (kernel-tools.md §1).
+pub(crate) fn follow<'g>(g: &'g Graph, key: &str) -> Option<&'g TaskRow> {
+    let mut t = g.by_key(key)?;
+    loop {
+        let next = g
+            .tasks
+            .iter()
+            .find(|c| c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id));
+        match next {
+            Some(c) if t.kind == task_kind::MODEL => t = c,
+            _ => return Some(t),
+        }
+    }
+}

@@ -1,0 +1,95 @@
+//! The live event feed behind `GET R/events/stream` (runs.md §11): the durable backlog after a
+//! cursor, then every event published after its commit, in sequence order, with no gaps and no
+//! repeats. A subscriber that falls behind the broadcast buffer re-reads the store.
+
+use std::collections::VecDeque;
+
+use nexus_store::{Engine, EventRow};
+use serde_json::Value;
+use tokio::sync::broadcast::{self, error::RecvError};
+use uuid::Uuid;
+
+use crate::Kernel;
+use crate::auth::MemberPrincipal;
+use crate::error::KernelResult;
+
+const PAGE: i64 = 500;
+
+/// One run's feed from a cursor on.
+pub struct EventStream {
+    kernel: Kernel,
+    run_id: i64,
+    run_public_id: Uuid,
+    /// The last sequence handed out.
+    last: i64,
+    backlog: VecDeque<EventRow>,
+    rx: broadcast::Receiver<EventRow>,
+}
+
+impl Kernel {
+    /// Opens the feed of `run` after sequence `after` (0 = from the start).
+    pub async fn event_stream(
+        &self,
+        principal: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        after: i64,
+    ) -> KernelResult<EventStream> {
+        let (ws_row, _) = self.workspace_for(principal, ws, false).await?;
+        let run = self.run_in(&ws_row, run).await?;
+        // Subscribe before reading the backlog, so nothing committed in between is missed.
+        let rx = self.subscribe(run.id);
+        let mut stream = EventStream {
+            kernel: self.clone(),
+            run_id: run.id,
+            run_public_id: run.public_id,
+            last: after.max(0),
+            backlog: VecDeque::new(),
+            rx,
+        };
+        stream.refill().await?;
+        Ok(stream)
+    }
+}
+
+impl EventStream {
+    async fn refill(&mut self) -> KernelResult<()> {
+        let rows = self.kernel.store.events_after(self.run_id, self.last, PAGE).await?;
+        self.backlog.extend(rows);
+        Ok(())
+    }
+
+    /// The next event as `(sequence, type, wire JSON)`; `None` when the feed closed.
+    pub async fn next(&mut self) -> Option<(i64, String, Value)> {
+        loop {
+            if let Some(row) = self.backlog.pop_front() {
+                if row.sequence <= self.last {
+                    continue;
+                }
+                if row.sequence > self.last + 1 {
+                    // A gap: something was published out of order; read it from the store.
+                    self.backlog.clear();
+                    if self.refill().await.is_err() {
+                        return None;
+                    }
+                    continue;
+                }
+                self.last = row.sequence;
+                if self.backlog.is_empty() && row.sequence % PAGE == 0 {
+                    let _ = self.refill().await;
+                }
+                let json = Kernel::event_json(self.run_public_id, &row);
+                return Some((row.sequence, row.kind.clone(), json));
+            }
+            match self.rx.recv().await {
+                Ok(row) => self.backlog.push_back(row),
+                Err(RecvError::Lagged(_)) => {
+                    if self.refill().await.is_err() {
+                        return None;
+                    }
+                }
+                Err(RecvError::Closed) => return None,
+            }
+        }
+    }
+}

@@ -1,0 +1,153 @@
+//! The kernel's job worker (storage-and-scale.md §5, §7).
+//!
+//! - `model_call` jobs hold a 15-minute lease, renewed while the call is in flight; a job whose
+//!   node died is dequeued again when its lease lapses (or at once, when the same node
+//!   restarts: [`Kernel::recover_leases`]) and re-sends the sealed bytes.
+//! - `kernel_tool` jobs are at-most-once: the job row is deleted before the evaluation starts,
+//!   so a lost evaluation is settled by the sweep at the row's deadline (`tool_timeout`).
+//! - The sweep is a timer, not a job.
+
+use std::future::Future;
+use std::time::Duration;
+
+use nexus_store::{Engine, JobRow};
+use tokio::task::JoinHandle;
+
+use super::job_kind;
+use crate::error::KernelResult;
+use crate::{Kernel, time};
+
+/// How many jobs one dequeue leases.
+const BATCH: i64 = 16;
+
+impl Kernel {
+    /// Startup recovery: releases every job lease held under this node's id by an earlier
+    /// process, so its in-flight model calls resume at once.
+    pub async fn recover_leases(&self) -> KernelResult<u64> {
+        Ok(self.store.release_node_leases(&self.runtime.node_id).await?)
+    }
+
+    async fn dequeue(&self) -> KernelResult<Vec<JobRow>> {
+        Ok(self
+            .store
+            .dequeue_jobs(
+                &self.runtime.node_id,
+                time::now_ms(),
+                self.runtime.model_lease_ms,
+                BATCH,
+            )
+            .await?)
+    }
+
+    /// Runs one job to its end. Errors are logged: the job's lease lapses and it runs again.
+    pub(crate) async fn run_job(&self, job: JobRow) {
+        let result = match job.kind.as_str() {
+            job_kind::MODEL_CALL => self.run_model_call(&job).await,
+            job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
+            other => {
+                tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
+                self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(error = %e, job = job.id, kind = %job.kind, "job failed; it runs again when its lease lapses");
+        }
+    }
+
+    /// A `kernel_tool` job: the row is deleted first (at-most-once), then evaluated.
+    async fn run_kernel_tool_job(&self, job: &JobRow) -> KernelResult<()> {
+        let mut tx = self.store.begin().await?;
+        tx.lock_run(job.run_id).await?;
+        let claimed = tx.delete_job(job.id).await?;
+        tx.commit().await?;
+        if !claimed {
+            return Ok(());
+        }
+        let Some(task_id) = job.task_id else { return Ok(()) };
+        self.evaluate_kernel_tool(job.run_id, task_id, job.generation).await
+    }
+
+    /// Dequeues and runs the jobs available to this node now, one after another, then runs one
+    /// sweep pass. Returns how many jobs ran. Tests drive the engine with it.
+    pub async fn work_once(&self) -> KernelResult<usize> {
+        let jobs = self.dequeue().await?;
+        let n = jobs.len();
+        for job in jobs {
+            self.run_job(job).await;
+        }
+        self.sweep_pass().await;
+        Ok(n)
+    }
+
+    /// [`Kernel::work_once`] until a pass runs no job (bounded by `max_passes`).
+    pub async fn work_until_idle(&self, max_passes: usize) -> KernelResult<usize> {
+        let mut total = 0;
+        for _ in 0..max_passes {
+            let n = self.work_once().await?;
+            total += n;
+            if n == 0 {
+                break;
+            }
+        }
+        Ok(total)
+    }
+
+    /// One sweep pass at the given clock (tests move time forward with it).
+    pub async fn sweep_at(&self, now: i64) -> KernelResult<usize> {
+        self.sweep_once(now).await
+    }
+
+    async fn sweep_pass(&self) {
+        let now = time::now_ms();
+        if let Err(e) = self.sweep_once(now).await {
+            tracing::warn!(error = %e, "sweep pass failed");
+        }
+        if let Err(e) = self.store.purge_idempotency_receipts(now).await {
+            tracing::warn!(error = %e, "receipt purge failed");
+        }
+    }
+
+    /// The worker loop of `nexus serve`: recovers this node's leases, then runs jobs as they
+    /// arrive (woken after commits, polling every second) and a sweep pass every
+    /// `sweep_interval_ms`, until `shutdown` resolves. Jobs run concurrently.
+    pub fn spawn_worker<F>(&self, shutdown: F) -> JoinHandle<()>
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let kernel = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = kernel.recover_leases().await {
+                tracing::warn!(error = %e, "lease recovery failed");
+            }
+            tokio::pin!(shutdown);
+            let sweep_every = Duration::from_millis(kernel.runtime.sweep_interval_ms.max(10));
+            let mut next_sweep = tokio::time::Instant::now();
+            loop {
+                if tokio::time::Instant::now() >= next_sweep {
+                    kernel.sweep_pass().await;
+                    next_sweep = tokio::time::Instant::now() + sweep_every;
+                }
+                match kernel.dequeue().await {
+                    Ok(jobs) => {
+                        let full = jobs.len() as i64 == BATCH;
+                        for job in jobs {
+                            let k = kernel.clone();
+                            tokio::spawn(async move { k.run_job(job).await });
+                        }
+                        if full {
+                            continue;
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "job dequeue failed"),
+                }
+                let wait =
+                    Duration::from_secs(1).min(next_sweep.saturating_duration_since(tokio::time::Instant::now()));
+                tokio::select! {
+                    _ = &mut shutdown => break,
+                    _ = kernel.runtime.jobs.notified() => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+        })
+    }
+}

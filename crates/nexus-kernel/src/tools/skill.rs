@@ -1,0 +1,88 @@
+//! `skill` (`nexus.skill.load`, kernel-tools.md §9) when the kernel answers it: a document
+//! absent from the callable's frozen catalog is `skill_unknown`. Memory skill sources (the
+//! `workspace` and `user` documents) join with the memory family; until then no catalog entry
+//! has a kernel source, so every kernel-answered load is `skill_unknown`.
+
+use serde_json::Value;
+
+use super::{KernelToolOutcome, ToolContext};
+
+/// The skill name grammar: `[a-z0-9](-?[a-z0-9])*`, at most 64 characters.
+pub(crate) fn valid_skill_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let word = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= nexus_core::bounds::KEY_CHARS
+        && word(b[0])
+        && word(b[b.len() - 1])
+        && b.iter().all(|&c| word(c) || c == b'-')
+        && !name.contains("--")
+}
+
+/// Runs a kernel-answered `skill` load.
+pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
+    let name = match input.get("name") {
+        Some(Value::String(s)) => s,
+        None => {
+            return KernelToolOutcome::error(
+                "parameter_invalid",
+                "`name` is required; pass a skill name from your skills block or a tool_search result",
+            );
+        }
+        Some(other) => {
+            return KernelToolOutcome::error(
+                "parameter_invalid",
+                &format!("`name` must be a string, got {other}; pass a skill name as listed"),
+            );
+        }
+    };
+    if !valid_skill_name(name) {
+        return KernelToolOutcome::error(
+            "skill_name_invalid",
+            &format!(
+                "{name:?} is not a skill name (lowercase letters and digits with single hyphens, at most 64 characters); pass the name exactly as listed"
+            ),
+        );
+    }
+    let listed = ctx.skills.iter().any(|s| {
+        s.get("callable").and_then(Value::as_str) == Some(ctx.callable)
+            && s.get("name").and_then(Value::as_str) == Some(name.as_str())
+    });
+    let sentence = if listed {
+        format!("the skill {name:?} is no longer held by its source; pick another skill from your catalog")
+    } else {
+        format!(
+            "the skill {name:?} is not in the catalog of `{}`; pick a name listed for this tool in your skills block or a tool_search result",
+            ctx.callable
+        )
+    };
+    KernelToolOutcome::error("skill_unknown", &sentence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn names_and_unknown_skills() {
+        assert!(valid_skill_name("style-guide"));
+        assert!(valid_skill_name("a1"));
+        assert!(!valid_skill_name("Style"));
+        assert!(!valid_skill_name("a--b"));
+        assert!(!valid_skill_name("-a"));
+        assert!(!valid_skill_name(""));
+        let env = json!({});
+        let ctx = ToolContext {
+            tool_definitions: &[],
+            environment: &env,
+            skills: &[],
+            callable: "skill",
+        };
+        let out = run(&json!({"name": "nope"}), &ctx);
+        assert!(out.is_error);
+        assert!(out.content.as_str().unwrap().starts_with("skill_unknown: "));
+        let out = run(&json!({"name": "No"}), &ctx);
+        assert!(out.content.as_str().unwrap().starts_with("skill_name_invalid: "));
+    }
+}

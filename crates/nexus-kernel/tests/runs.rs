@@ -1,0 +1,594 @@
+//! The run engine end to end on both engines: create, start, rounds with kernel tool calls,
+//! expansion and pairing, birth failures, aliases, completion, stop, append refusals,
+//! idempotency and the sweep of a lost kernel tool evaluation.
+
+use nexus_core::codes::Code;
+use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::testing::{TestStore, engines};
+use nexus_store::{Engine, RunRow, TaskRow};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+struct World {
+    _ts: TestStore,
+    _dir: tempfile::TempDir,
+    scripts: std::path::PathBuf,
+    kernel: Kernel,
+    agent: MemberPrincipal,
+    ws: Uuid,
+}
+
+async fn world(ts: TestStore) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let kernel = Kernel::builder(ts.store.clone())
+        .scripts_dir(&scripts)
+        .provider_backoff_ms(vec![1, 1, 1])
+        .build();
+    let boot = kernel.bootstrap().await.unwrap();
+    let token = boot["agent"]["member_token"].as_str().unwrap();
+    let agent = kernel
+        .authenticate_member(Some(&format!("Bearer {token}")))
+        .await
+        .unwrap();
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+    World {
+        _ts: ts,
+        _dir: dir,
+        scripts,
+        kernel,
+        agent,
+        ws,
+    }
+}
+
+impl World {
+    fn script(&self, name: &str, lines: &[Value]) {
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+    }
+
+    async fn create(&self, run: Value) -> (Uuid, Value) {
+        let (status, body) = self
+            .kernel
+            .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        (id, body)
+    }
+
+    async fn run_row(&self, id: Uuid) -> RunRow {
+        self.kernel.store.run_by_public_id(id).await.unwrap().unwrap()
+    }
+
+    async fn tasks(&self, id: Uuid) -> Vec<TaskRow> {
+        let run = self.run_row(id).await;
+        self.kernel.store.tasks_of_run(run.id, 0, 1000).await.unwrap()
+    }
+
+    async fn task(&self, id: Uuid, key: &str) -> TaskRow {
+        let run = self.run_row(id).await;
+        self.kernel
+            .store
+            .task_by_key(run.id, key)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no task {key}"))
+    }
+
+    async fn sealed(&self, id: Uuid, key: &str) -> (Value, Vec<u8>) {
+        let t = self.task(id, key).await;
+        let s = self
+            .kernel
+            .store
+            .sealed_request(t.id, t.generation)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{key} is not sealed"));
+        (serde_json::from_str(&s.record).unwrap(), s.body)
+    }
+
+    async fn drive(&self) {
+        self.kernel.work_until_idle(50).await.unwrap();
+    }
+}
+
+fn model_step(model: &str, extra: Value) -> Value {
+    let mut m = json!({"prompt": "Look around.", "model": model});
+    if let (Value::Object(m), Value::Object(extra)) = (&mut m, extra) {
+        m.extend(extra);
+    }
+    json!({ "model": m })
+}
+
+fn keys(tasks: &[TaskRow]) -> Vec<&str> {
+    tasks.iter().map(|t| t.key.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "twice",
+            &[
+                json!({"text": "Checking.", "tool_calls": [
+                    {"id": "c1", "name": "runners_list", "input": {}},
+                    {"id": "c2", "name": "runners_list", "input": {}}
+                ]}),
+                json!({"text": "All done.", "expect": {"last_result": {"call_id": "c2"}}}),
+            ],
+        );
+        let (id, body) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/twice", json!({"kernel_tools": ["nexus.runners.list"]}))],
+            }))
+            .await;
+        assert_eq!(body["run"]["status"], "pending");
+        assert_eq!(body["receipt"]["accepted_task_keys"], json!(["s1-model-1"]));
+        assert_eq!(body["receipt"]["revision"], 1);
+        let started = w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        assert_eq!(started["run"]["status"], "running");
+        w.drive().await;
+
+        let tasks = w.tasks(id).await;
+        assert_eq!(keys(&tasks), ["s1-model-1", "r1t0", "r1t1", "r1"]);
+        for t in &tasks {
+            assert_eq!(
+                t.status, "completed",
+                "{} {:?} {:?}",
+                t.key, t.error_key, t.error_detail
+            );
+        }
+        let r1t0 = w.task(id, "r1t0").await;
+        assert_eq!(r1t0.tool_name.as_deref(), Some("runners_list"));
+        assert_eq!(r1t0.tool_call_id.as_deref(), Some("c1"));
+        assert_eq!(r1t0.origin, "model");
+        assert_eq!(r1t0.on_failure, "absorb");
+        assert_eq!(r1t0.visibility, "collapsed");
+
+        // The continuation reads every call, in call order.
+        let (r1, _) = w.sealed(id, "r1").await;
+        let entries = r1["entries"].as_array().unwrap();
+        let kinds: Vec<&str> = entries.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["user", "assistant", "tool_result", "tool_result"]);
+        assert_eq!(entries[2]["call_id"], "c1");
+        assert_eq!(entries[3]["call_id"], "c2");
+        assert_eq!(entries[2]["name"], "runners_list");
+        assert!(
+            entries[2]["output"].as_str().unwrap().contains("runners"),
+            "{}",
+            entries[2]
+        );
+
+        // The tools block is byte-identical round after round, and exactly the projection.
+        let (s1, _) = w.sealed(id, "s1-model-1").await;
+        let tools0 = serde_json::to_string(&s1["request_options"]["tools"]).unwrap();
+        let tools1 = serde_json::to_string(&r1["request_options"]["tools"]).unwrap();
+        assert_eq!(tools0, tools1);
+        assert_eq!(s1["request_options"]["tools"][0]["function"]["name"], "runners_list");
+        assert_eq!(s1["request_options"]["tools"][0]["function"]["strict"], false);
+        // The continuation's request extends the round's (a byte prefix of entries).
+        assert_eq!(r1["entries"][0], s1["entries"][0]);
+
+        let run = w.run_row(id).await;
+        assert_eq!(run.status, "completed");
+        let deliverable = w
+            .kernel
+            .store
+            .task_by_id(run.deliverable_task_id.unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(deliverable.key, "r1");
+
+        // Events: gap-free, the fan appended by the model.
+        let events = w.kernel.store.events_after(run.id, 0, 500).await.unwrap();
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(e.sequence, i as i64 + 1);
+        }
+        let appended: Vec<Value> = events
+            .iter()
+            .filter(|e| e.kind == "tasks_appended")
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .collect();
+        assert_eq!(
+            appended[0],
+            json!({"keys": ["s1-model-1"], "origin": "author", "revision": 1})
+        );
+        assert_eq!(appended[1], json!({"keys": ["r1t0", "r1t1", "r1"], "origin": "model"}));
+        assert!(
+            events
+                .iter()
+                .any(|e| e.kind == "run_status_changed" && e.data.contains("\"completed\""))
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_undeclared_call_fails_at_birth_and_the_round_goes_on() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "guess",
+            &[
+                json!({"tool_calls": [
+                    {"id": "a", "name": "delegate_task", "input": {"prompt": "x"}},
+                    {"id": "b", "name": "runners_list", "input": {}},
+                    {"id": "c", "name": "runners_list", "arguments": "{not json"}
+                ]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let (id, _) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/guess", json!({"kernel_tools": ["nexus.runners.list"]}))],
+            }))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        let t0 = w.task(id, "r1t0").await;
+        assert_eq!(t0.status, "failed");
+        assert_eq!(t0.error_key.as_deref(), Some("unknown_tool"));
+        assert_eq!(t0.tool_name.as_deref(), Some("delegate_task"));
+        assert_eq!(w.task(id, "r1t1").await.status, "completed");
+        let t2 = w.task(id, "r1t2").await;
+        assert_eq!(t2.error_key.as_deref(), Some("invalid_tool_arguments"));
+        assert_eq!(t2.tool_input.as_deref(), Some("{}"));
+        assert_eq!(w.task(id, "r1").await.status, "completed");
+        let (r1, _) = w.sealed(id, "r1").await;
+        let first = &r1["entries"][2];
+        assert_eq!(first["call_id"], "a");
+        assert_eq!(first["is_error"], true);
+        assert!(
+            first["output"].as_str().unwrap().starts_with("<tool_use_error>"),
+            "{first}"
+        );
+        assert!(first["output"].as_str().unwrap().contains("(unknown_tool)"), "{first}");
+        assert_eq!(w.run_row(id).await.status, "completed");
+    }
+}
+
+#[tokio::test]
+async fn an_alias_call_is_stored_under_the_wire_name() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "alias",
+            &[
+                json!({"tool_calls": [{"id": "a1", "name": "ListRunners", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let (id, _) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/alias", json!({
+                    "tools": [{"name": "ListRunners", "canonical": "nexus.runners.list"}]
+                }))],
+            }))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.tool_name.as_deref(), Some("runners_list"));
+        assert_eq!(t.tool_alias.as_deref(), Some("ListRunners"));
+        assert_eq!(t.status, "completed", "{:?}", t.error_key);
+        let (r1, _) = w.sealed(id, "r1").await;
+        assert_eq!(r1["entries"][2]["name"], "ListRunners");
+        assert_eq!(r1["request_options"]["tools"][0]["function"]["name"], "ListRunners");
+    }
+}
+
+#[tokio::test]
+async fn stop_cancels_live_work() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script("quiet", &[json!({"text": "hi"})]);
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
+        assert_eq!(stopped["run"]["status"], "canceled");
+        let t = w.task(id, "s1-model-1").await;
+        assert_eq!(t.status, "canceled");
+        assert_eq!(t.error_key.as_deref(), Some("run_canceled"));
+        w.drive().await;
+        assert_eq!(w.task(id, "s1-model-1").await.status, "canceled");
+        let again = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap_err();
+        assert_eq!(again.code, Code::AlreadyTerminal);
+        // A pending run is canceled at once.
+        let (id2, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
+            .await;
+        let stopped = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id2, &json!({"force": false}))
+            .await
+            .unwrap();
+        assert_eq!(stopped["run"]["status"], "canceled");
+        let e = w.kernel.start_run(&w.agent, w.ws, id2).await.unwrap_err();
+        assert_eq!(e.code, Code::NotStartable);
+    }
+}
+
+#[tokio::test]
+async fn append_refusals() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script("quiet", &[json!({"text": "one"}), json!({"text": "two"})]);
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
+            .await;
+        let tool = json!({"steps": [{"key": "s1-model-1", "tool": {"name": "read"}}]});
+        let e = w.kernel.append(&w.agent, w.ws, id, &tool, None).await.unwrap_err();
+        assert_eq!(e.code, Code::DuplicateTaskKey);
+        let stale = json!({"steps": [model_step("scripted/quiet", json!({}))], "expected_revision": 7});
+        let e = w.kernel.append(&w.agent, w.ws, id, &stale, None).await.unwrap_err();
+        assert_eq!(
+            e.code,
+            Code::TipLive,
+            "a live mainline round refuses a model step first"
+        );
+        let stale = json!({"steps": [{"tool": {"name": "read"}}], "expected_revision": 7});
+        let e = w.kernel.append(&w.agent, w.ws, id, &stale, None).await.unwrap_err();
+        assert_eq!(e.code, Code::StaleRevision);
+        assert_eq!(e.extra.as_ref().unwrap()["current_revision"], 1);
+        let bad = json!({"steps": [{"tool": {"name": ""}}]});
+        let e = w.kernel.append(&w.agent, w.ws, id, &bad, None).await.unwrap_err();
+        assert_eq!(e.code, Code::InvalidSteps);
+        assert_eq!(e.extra.as_ref().unwrap()["steps"][0]["path"], "steps[0].tool.name");
+
+        // An accepted append continues the mainline and moves the deliverable.
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        assert_eq!(w.run_row(id).await.status, "completed");
+        let more = json!({"steps": [model_step("scripted/quiet", json!({}))]});
+        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        assert_eq!(e.code, Code::RunNotAppendable);
+
+        // Append before the run finishes: the second round replays the first.
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
+            .await;
+        let more = json!({"steps": [{"tool": {"name": "read"}, "on_failure": "absorb"}, model_step("scripted/quiet", json!({}))], "expected_revision": 1});
+        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        assert_eq!(e.code, Code::TipLive);
+        let more = json!({"steps": [{"key": "peek", "tool": {"name": "read"}, "on_failure": "absorb"}], "expected_revision": 1});
+        let (status, body) = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(body["receipt"]["revision"], 2);
+        assert_eq!(body["receipt"]["deliverable_task_key"], "peek");
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        // `read` is served by nobody: the row fails tool_not_served, absorbed; the run ends.
+        let peek = w.task(id, "peek").await;
+        assert_eq!(peek.status, "failed");
+        assert_eq!(w.run_row(id).await.status, "completed");
+
+        // A failed deliverable (halt) puts the run in needs_attention: tip_unresolved.
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/missing", json!({}))]}))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        let t = w.task(id, "s1-model-1").await;
+        assert_eq!(t.status, "failed");
+        assert_eq!(t.error_key.as_deref(), Some("provider_error"));
+        let run = w.run_row(id).await;
+        assert_eq!(run.status, "needs_attention");
+        let attention: Value = serde_json::from_str(run.attention.as_deref().unwrap()).unwrap();
+        assert_eq!(attention, json!({"reason": "halt_failure", "task_key": "s1-model-1"}));
+        let more = json!({"steps": [{"tool": {"name": "read"}}]});
+        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        assert_eq!(e.code, Code::TipUnresolved);
+    }
+}
+
+#[tokio::test]
+async fn appended_model_steps_replay_the_mainline() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "chat",
+            &[json!({"text": "first answer"}), json!({"text": "second answer"})],
+        );
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [
+                model_step("scripted/chat", json!({})),
+                {"model": {"prompt": "And then?", "model": "scripted/chat"}}
+            ]}))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        assert_eq!(w.run_row(id).await.status, "completed");
+        let (s2, _) = w.sealed(id, "s1-model-2").await;
+        let entries = s2["entries"].as_array().unwrap();
+        let kinds: Vec<&str> = entries.iter().map(|e| e["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["user", "assistant", "user"]);
+        assert_eq!(entries[1]["text"], "first answer");
+    }
+}
+
+#[tokio::test]
+async fn create_refusals_and_idempotency() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let k = &w.kernel;
+        let e = k.create_run(&w.agent, w.ws, &json!({}), None).await.unwrap_err();
+        assert_eq!(e.code, Code::ParameterMissing);
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [], "approval_mode": "bypass", "tasks": []}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::EdgeAuthoringRefused);
+        assert_eq!(e.path.as_deref(), Some("run.tasks"));
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [{"tool": {"name": "x"}}]}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::InvalidApprovalMode);
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "rules", "approval_rules": [{"verdict": "allow"}]}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::InvalidApprovalRules);
+        assert_eq!(e.reason.as_deref(), Some("tool_required"));
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [{"model": {"prompt": "x"}}], "approval_mode": "bypass"}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::InvalidSteps);
+        assert_eq!(
+            e.extra.as_ref().unwrap()["steps"][0],
+            json!({"code": "model_required", "path": "run.steps[0].model"})
+        );
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [{"tool": {"name": "x", "route": {"kind": "runner"}}}], "approval_mode": "bypass"}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.extra.as_ref().unwrap()["steps"][0]["code"], "runner_target_required");
+        let e = k
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"steps": [{"key": "a", "tool": {"name": "x"}}, {"key": "a", "tool": {"name": "y"}}], "approval_mode": "bypass"}}),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::DuplicateTaskKey);
+
+        // Idempotency: replay, mismatch, invalid key.
+        let body = json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "bypass"}});
+        let (s1, b1) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
+        assert_eq!(s1, 201);
+        let (s2, b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
+        assert_eq!(s2, 200);
+        assert_eq!(b2["replayed"], true);
+        assert_eq!(b2["run"]["public_id"], b1["run"]["public_id"]);
+        let other = json!({"run": {"steps": [{"tool": {"name": "y"}}], "approval_mode": "bypass"}});
+        let e = k.create_run(&w.agent, w.ws, &other, Some("key-1")).await.unwrap_err();
+        assert_eq!(e.code, Code::IdempotencyEnvelopeMismatch);
+        let e = k.create_run(&w.agent, w.ws, &body, Some("bad key")).await.unwrap_err();
+        assert_eq!(e.code, Code::ParameterInvalid);
+        let e = k.create_run(&w.agent, w.ws, &body, Some("")).await.unwrap_err();
+        assert_eq!(e.code, Code::ParameterInvalid);
+
+        // Append idempotency.
+        let run = Uuid::parse_str(b1["run"]["public_id"].as_str().unwrap()).unwrap();
+        let add = json!({"steps": [{"tool": {"name": "z"}}]});
+        let (s, a1) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
+        assert_eq!(s, 200);
+        let (s, a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
+        assert_eq!(s, 200);
+        assert_eq!(a2["replayed"], true);
+        assert_eq!(a2["receipt"], a1["receipt"]);
+        assert_eq!(w.run_row(run).await.revision, 2);
+
+        // Standing: another workspace is concealed.
+        let e = k.create_run(&w.agent, Uuid::now_v7(), &body, None).await.unwrap_err();
+        assert_eq!(e.code, Code::NotFound);
+    }
+}
+
+#[tokio::test]
+async fn a_lost_kernel_tool_evaluation_times_out_at_its_deadline() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "lost",
+            &[
+                json!({"tool_calls": [{"id": "c1", "name": "runners_list", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let (id, _) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/lost", json!({"kernel_tools": ["nexus.runners.list"]}))],
+            }))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        // Run the model call only (the kernel tool job it inserts waits for the next pass).
+        assert_eq!(w.kernel.work_once().await.unwrap(), 1);
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "running");
+        // The evaluation is lost: its job vanishes (a crash after the delete).
+        let jobs = w
+            .kernel
+            .store
+            .dequeue_jobs("thief", nexus_kernel::time::now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        assert_eq!(jobs.len(), 1);
+        assert_eq!(jobs[0].kind, "kernel_tool");
+        w.kernel.store.delete_job(jobs[0].id).await.unwrap();
+        w.drive().await;
+        assert_eq!(w.task(id, "r1t0").await.status, "running");
+        let deadline = t.deadline_at.expect("a parked row has a deadline");
+        w.kernel.sweep_at(deadline).await.unwrap();
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "timed_out");
+        assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
+        // The continuation reads the timeout, and the run completes.
+        w.drive().await;
+        let (r1, _) = w.sealed(id, "r1").await;
+        assert!(r1["entries"][2]["output"].as_str().unwrap().contains("(tool_timeout)"));
+        assert_eq!(w.run_row(id).await.status, "completed");
+    }
+}
+
+#[tokio::test]
+async fn the_live_feed_publishes_after_commit() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script("quiet", &[json!({"text": "hi"})]);
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
+            .await;
+        let run = w.run_row(id).await;
+        let mut rx = w.kernel.subscribe(run.id);
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        let mut seen = Vec::new();
+        while let Ok(e) = rx.try_recv() {
+            seen.push(e.sequence);
+        }
+        assert!(!seen.is_empty());
+        let last = w.kernel.store.latest_event_sequence(run.id).await.unwrap();
+        assert_eq!(*seen.last().unwrap(), last);
+        assert!(seen.windows(2).all(|p| p[1] == p[0] + 1), "{seen:?}");
+    }
+}

@@ -1,0 +1,218 @@
+//! Runs and their tasks (runs.md §2–§3, §9–§11; approvals.md §5–§6). Each handler parses the
+//! path and query, calls the kernel, and returns its JSON. A malformed id in the path is a 404,
+//! exactly like an unknown one.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use nexus_core::codes::Code;
+use serde::Deserialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::AppState;
+use crate::auth::Member;
+use crate::body::{JsonObject, OptionalJsonObject};
+use crate::error::{ApiError, ApiResult};
+
+/// Parses a path id; anything that is not a UUID is concealed as `not_found`.
+pub fn path_id(raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::of(Code::NotFound))
+}
+
+/// The `Idempotency-Key` header, when present (its grammar is the kernel's to check).
+pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+    match headers.get("idempotency-key") {
+        None => Ok(None),
+        Some(v) => v
+            .to_str()
+            .map(|s| Some(s.to_string()))
+            .map_err(|_| ApiError::new(Code::ParameterInvalid, "Idempotency-Key must be 1-64 visible ASCII characters")),
+    }
+}
+
+/// `(status, body)` from the kernel, with `Idempotency-Replayed: true` on a replay.
+fn created(status: u16, body: Value) -> Response {
+    let replayed = body.get("replayed") == Some(&Value::Bool(true));
+    let mut response = (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Json(body)).into_response();
+    if replayed {
+        response.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Page {
+    pub after: Option<String>,
+    pub limit: Option<String>,
+    pub status: Option<String>,
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
+    let ws = path_id(&ws)?;
+    let key = idempotency_key(&headers)?;
+    let (status, body) = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
+    Ok(created(status, body))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<Value>> {
+    let ws = path_id(&ws)?;
+    Ok(Json(state.kernel.list_runs(&p, ws, page.status.as_deref(), page.after.as_deref(), page.limit.as_deref()).await?))
+}
+
+pub async fn get(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.get_run(&p, path_id(&ws)?, path_id(&run)?).await?))
+}
+
+pub async fn start(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.start_run(&p, path_id(&ws)?, path_id(&run)?).await?))
+}
+
+pub async fn stop(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.stop_run(&p, path_id(&ws)?, path_id(&run)?, &body).await?))
+}
+
+pub async fn append(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
+    let key = idempotency_key(&headers)?;
+    let (status, body) = state.kernel.append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref()).await?;
+    Ok(created(status, body))
+}
+
+pub async fn list_tasks(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state.kernel.list_tasks(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), page.limit.as_deref()).await?,
+    ))
+}
+
+pub async fn get_task(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.get_task(&p, path_id(&ws)?, path_id(&run)?, &key).await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RequestQuery {
+    pub format: Option<String>,
+}
+
+pub async fn get_request(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    Query(q): Query<RequestQuery>,
+) -> ApiResult<Response> {
+    let (ws, run) = (path_id(&ws)?, path_id(&run)?);
+    match q.format.as_deref() {
+        None => Ok(Json(state.kernel.get_request(&p, ws, run, &key).await?).into_response()),
+        Some("provider") => {
+            let bytes = state.kernel.get_request_body(&p, ws, run, &key).await?;
+            Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response())
+        }
+        Some(other) => Err(ApiError::new(Code::ParameterInvalid, format!("format must be `provider`, got {other:?}"))),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TranscriptQuery {
+    pub include_hidden: Option<String>,
+}
+
+pub async fn transcript(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    Query(q): Query<TranscriptQuery>,
+) -> ApiResult<Json<Value>> {
+    let include_hidden = match q.include_hidden.as_deref() {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(other) => {
+            return Err(ApiError::new(Code::ParameterInvalid, format!("include_hidden must be true or false, got {other:?}")));
+        }
+    };
+    Ok(Json(state.kernel.transcript(&p, path_id(&ws)?, path_id(&run)?, include_hidden).await?))
+}
+
+pub async fn graph(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.graph(&p, path_id(&ws)?, path_id(&run)?).await?))
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state.kernel.events(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), page.limit.as_deref()).await?,
+    ))
+}
+
+pub async fn approve(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.approve(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+}
+
+pub async fn deny(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+}
+
+pub async fn list_approvals(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(page): Query<Page>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.list_approvals(&p, path_id(&ws)?, page.after.as_deref(), page.limit.as_deref()).await?))
+}

@@ -1,0 +1,73 @@
+//! `GET R/events/stream` (runs.md §11): Server-Sent Events. Durable events carry
+//! `id: <sequence>`, `event: <type>`, `data: <json>`; a client resumes with `Last-Event-ID`
+//! or `?after=`. A comment heartbeat goes out every 15 s.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use nexus_core::codes::Code;
+use serde::Deserialize;
+
+use crate::AppState;
+use crate::auth::Member;
+use crate::error::{ApiError, ApiResult};
+use crate::routes::runs::path_id;
+
+#[derive(Debug, Deserialize)]
+pub struct StreamQuery {
+    pub after: Option<String>,
+}
+
+fn cursor(raw: Option<&str>, what: &str) -> ApiResult<Option<i64>> {
+    raw.map(|s| {
+        s.trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|n| *n >= 0)
+            .ok_or_else(|| ApiError::new(Code::ParameterInvalid, format!("{what} must be a non-negative event sequence")))
+    })
+    .transpose()
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    Query(q): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>>> {
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    let after = cursor(last_event_id, "Last-Event-ID")?.or(cursor(q.after.as_deref(), "after")?).unwrap_or(0);
+    let feed = state.kernel.event_stream(&p, path_id(&ws)?, path_id(&run)?, after).await?;
+    let events = sse_events(feed);
+    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("heartbeat")))
+}
+
+/// Turns the kernel's feed into an SSE stream; the pump task ends when the client goes away.
+fn sse_events(
+    mut feed: nexus_kernel::runs::stream::EventStream,
+) -> impl futures_core::Stream<Item = Result<Event, Infallible>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
+    tokio::spawn(async move {
+        while let Some((sequence, kind, json)) = feed.next().await {
+            let event = Event::default().id(sequence.to_string()).event(kind).data(json.to_string());
+            if tx.send(Ok(event)).await.is_err() {
+                break;
+            }
+        }
+    });
+    ReceiverStream(rx)
+}
+
+/// A minimal `Stream` over an mpsc receiver (avoids a dependency for one adapter).
+struct ReceiverStream<T>(tokio::sync::mpsc::Receiver<T>);
+
+impl<T> futures_core::Stream for ReceiverStream<T> {
+    type Item = T;
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx)
+    }
+}
