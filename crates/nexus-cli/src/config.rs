@@ -34,7 +34,7 @@ pub struct Settings {
     pub server: ServerSettings,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Storage {
     pub url: Option<String>,
@@ -42,15 +42,6 @@ pub struct Storage {
     pub postgres: PostgresSettings,
 }
 
-impl Default for Storage {
-    fn default() -> Self {
-        Self {
-            url: None,
-            sqlite: SqliteSettings::default(),
-            postgres: PostgresSettings::default(),
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]

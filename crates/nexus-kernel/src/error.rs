@@ -18,7 +18,7 @@ pub struct KernelError {
     /// Further envelope members some codes carry (`invalid_steps` → `steps`,
     /// `stale_revision` → `current_revision`, `conversation_hosted` → ids). Merged into
     /// `error` as given.
-    pub extra: Option<serde_json::Map<String, serde_json::Value>>,
+    pub extra: Option<Box<serde_json::Map<String, serde_json::Value>>>,
 }
 
 impl KernelError {

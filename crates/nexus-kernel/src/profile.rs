@@ -8,8 +8,11 @@ use crate::auth::{ExecutorPrincipal, MemberPrincipal};
 use crate::error::KernelResult;
 use crate::{Kernel, time};
 
+/// A configuration field's name and its unset value.
+type FieldDefault = (&'static str, fn() -> Value);
+
 /// The configuration fields of an agent profile, in read-back order, with their unset value.
-pub const CONFIGURATION_FIELDS: [(&str, fn() -> Value); 8] = [
+pub const CONFIGURATION_FIELDS: [FieldDefault; 8] = [
     ("tool_definitions", || json!([])),
     ("kernel_tools", || Value::Null),
     ("runner_executor_public_ids", || Value::Null),

@@ -592,3 +592,169 @@ async fn the_live_feed_publishes_after_commit() {
         assert!(seen.windows(2).all(|p| p[1] == p[0] + 1), "{seen:?}");
     }
 }
+
+#[tokio::test]
+async fn provider_errors_are_retried_then_fail_the_round() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "flaky",
+            &[json!({"text": "made it", "error": {"key": "provider_overloaded", "times": 1, "status": 529}})],
+        );
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/flaky", json!({}))]}))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        assert_eq!(w.task(id, "s1-model-1").await.status, "completed");
+        let t = w.task(id, "s1-model-1").await;
+        let sealed = w
+            .kernel
+            .store
+            .sealed_request(t.id, t.generation)
+            .await
+            .unwrap()
+            .unwrap();
+        let attempts: Value = serde_json::from_str(&sealed.attempts).unwrap();
+        assert_eq!(attempts.as_array().unwrap().len(), 2, "{attempts}");
+        assert_eq!(attempts[0]["error_key"], "provider_overloaded");
+        assert_eq!(attempts[0]["http_status"], 529);
+        assert!(attempts[1].get("error_key").is_none());
+        assert_eq!(w.run_row(id).await.status, "completed");
+
+        w.script(
+            "down",
+            &[json!({"text": "never", "error": {"key": "provider_overloaded"}})],
+        );
+        let (id, _) = w
+            .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/down", json!({}))]}))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        let t = w.task(id, "s1-model-1").await;
+        assert_eq!(t.status, "failed");
+        assert_eq!(t.error_key.as_deref(), Some("provider_overloaded"));
+        let sealed = w
+            .kernel
+            .store
+            .sealed_request(t.id, t.generation)
+            .await
+            .unwrap()
+            .unwrap();
+        let attempts: Value = serde_json::from_str(&sealed.attempts).unwrap();
+        assert_eq!(attempts.as_array().unwrap().len(), 4);
+        assert_eq!(w.run_row(id).await.status, "needs_attention");
+    }
+}
+
+#[tokio::test]
+async fn the_spawned_worker_drives_runs_to_the_end() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "bg",
+            &[
+                json!({"tool_calls": [{"id": "c1", "name": "runners_list", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = w.kernel.spawn_worker(async move {
+            let _ = stop_rx.await;
+        });
+        let (id, _) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/bg", json!({"kernel_tools": ["nexus.runners.list"]}))],
+            }))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if w.run_row(id).await.status == "completed" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the worker did not finish the run"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        stop_tx.send(()).unwrap();
+        handle.await.unwrap();
+        assert_eq!(keys(&w.tasks(id).await), ["s1-model-1", "r1t0", "r1"]);
+    }
+}
+
+async fn wait_for<F, Fut>(what: &str, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !f().await {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn stop_during_a_model_call() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script("slow", &[json!({"text": "late", "delay_ms": 400})]);
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let handle = w.kernel.spawn_worker(async move {
+            let _ = stop_rx.await;
+        });
+        for force in [false, true] {
+            let (id, _) = w
+                .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/slow", json!({}))]}))
+                .await;
+            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            wait_for("the seal", || async {
+                w.task(id, "s1-model-1").await.status == "running"
+            })
+            .await;
+            let stopped = w
+                .kernel
+                .stop_run(&w.agent, w.ws, id, &json!({"force": force}))
+                .await
+                .unwrap();
+            assert_eq!(stopped["run"]["status"], if force { "canceled" } else { "canceling" });
+            wait_for("the cancel", || async { w.run_row(id).await.status == "canceled" }).await;
+            let t = w.task(id, "s1-model-1").await;
+            assert_eq!(t.status, if force { "canceled" } else { "completed" }, "force={force}");
+        }
+        stop_tx.send(()).unwrap();
+        handle.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_repeat_call_loop_refuses_expansion() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let line = json!({"tool_calls": [{"name": "runners_list", "input": {}}]});
+        w.script("loop", &vec![line; 14]);
+        let (id, _) = w
+            .create(json!({
+                "approval_mode": "bypass",
+                "steps": [model_step("scripted/loop", json!({"kernel_tools": ["nexus.runners.list"]}))],
+            }))
+            .await;
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.work_until_idle(200).await.unwrap();
+        let refused: Vec<TaskRow> = w
+            .tasks(id)
+            .await
+            .into_iter()
+            .filter(|t| t.error_key.as_deref() == Some("round_expansion_refused"))
+            .collect();
+        assert_eq!(refused.len(), 1);
+        assert_eq!(refused[0].key, "r9");
+        assert_eq!(refused[0].error_detail.as_deref(), Some("repeat_call_loop"));
+        let run = w.run_row(id).await;
+        assert_eq!(run.status, "needs_attention");
+    }
+}

@@ -21,6 +21,17 @@ fn is_json_content_type(value: &str) -> bool {
             && essence.to_ascii_lowercase().ends_with("+json"))
 }
 
+/// Reads the whole body within the route's limit: over it is 413 `content_too_large`.
+async fn read_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::new(Code::ContentTooLarge, "the request body exceeds its size bound")
+        } else {
+            ApiError::new(Code::BadRequest, "the request body could not be read")
+        }
+    })
+}
+
 /// Parses raw bytes as a JSON object body.
 pub fn parse_object(bytes: &[u8]) -> Result<Value, ApiError> {
     let text =
@@ -48,13 +59,7 @@ impl<S: Send + Sync> FromRequest<S> for JsonObject {
                 "this route takes a JSON body: send Content-Type: application/json",
             ));
         }
-        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
-            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(Code::ContentTooLarge, "the request body exceeds its size bound")
-            } else {
-                ApiError::new(Code::BadRequest, "the request body could not be read")
-            }
-        })?;
+        let bytes = read_bytes(req, state).await?;
         Ok(JsonObject(parse_object(&bytes)?))
     }
 }
@@ -99,9 +104,7 @@ impl<S: Send + Sync> FromRequest<S> for OptionalJsonObject {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.trim() == "0");
         if !has_type {
-            let bytes = Bytes::from_request(req, state)
-                .await
-                .map_err(|_| ApiError::new(Code::BadRequest, "the request body could not be read"))?;
+            let bytes = read_bytes(req, state).await?;
             if bytes.is_empty() {
                 return Ok(OptionalJsonObject(Value::Object(Default::default())));
             }

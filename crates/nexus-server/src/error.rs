@@ -37,7 +37,7 @@ pub fn envelope(err: &KernelError) -> Value {
             inner.insert(key.into(), json!(v));
         }
     }
-    for (key, value) in err.extra.iter().flatten() {
+    for (key, value) in err.extra.iter().flat_map(|m| m.iter()) {
         inner.insert(key.clone(), value.clone());
     }
     json!({ "error": inner })

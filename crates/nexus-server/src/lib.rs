@@ -50,12 +50,35 @@ pub fn router(state: AppState) -> Router {
             put(routes::profile::put_configuration),
         )
         .route("/agent_api/v1/executor", get(routes::executor::describe))
+        .nest("/agent_api/v1/workspaces/{ws}", workspace_routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(nexus_core::bounds::REQUEST_BODY))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Routes under `W = /agent_api/v1/workspaces/{ws}`.
+fn workspace_routes() -> Router<AppState> {
+    use routes::runs;
+    // The create and append doors take at most 1 MiB (errors-and-auth.md §5).
+    let door_limit = DefaultBodyLimit::max(nexus_core::bounds::REQUEST_BODY_CREATE_APPEND);
+    Router::new()
+        .route("/runs", post(runs::create).layer(door_limit).get(runs::list))
+        .route("/approvals", get(runs::list_approvals))
+        .route("/runs/{run}", get(runs::get))
+        .route("/runs/{run}/start", post(runs::start))
+        .route("/runs/{run}/stop", post(runs::stop))
+        .route("/runs/{run}/tasks", post(runs::append).layer(door_limit).get(runs::list_tasks))
+        .route("/runs/{run}/tasks/{key}", get(runs::get_task))
+        .route("/runs/{run}/tasks/{key}/request", get(runs::get_request))
+        .route("/runs/{run}/tasks/{key}/approve", post(runs::approve))
+        .route("/runs/{run}/tasks/{key}/deny", post(runs::deny))
+        .route("/runs/{run}/transcript", get(runs::transcript))
+        .route("/runs/{run}/graph", get(runs::graph))
+        .route("/runs/{run}/events", get(runs::events))
+        .route("/runs/{run}/events/stream", get(routes::stream::stream))
 }
 
 async fn not_found() -> ApiError {

@@ -2082,11 +2082,9 @@ async fn assembly_ignores_other_configuration_keys() {
 }
 
 /// §7.2 step 4 hashes an imported name that equals "a callable in base"; a shape-5 entry has no
-/// callable, yet §2 names it for duplicate checks, so step 5 refuses the import with
-/// `duplicate_tool_name` at `/configuration/runner_tool_names`. The collision rule exists so an
-/// import never refuses the set; this expects the import to be re-named instead.
+/// callable, yet §2 names it for duplicate checks. The collision rule exists so an import never
+/// refuses the set (docs/decisions.md): the import takes the collision callable instead.
 #[tokio::test]
-#[ignore = "core/spec gap: an import named like a shape-5 entry (e.g. web_search) is refused duplicate_tool_name instead of taking the collision callable (declarations.md §7.2 step 4 vs §2)"]
 async fn an_import_named_like_a_provider_tool_takes_the_collision_callable() {
     for h in harnesses().await {
         let own = runner_id(&h);

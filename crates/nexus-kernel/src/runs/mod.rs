@@ -18,6 +18,9 @@
 //!   `request_options = {provider, model, max_output_tokens, reasoning_effort, system, tools,
 //!   url, headers}`; `body_sha256`, `request_bytes`, `attempts` are columns.
 
+// `KernelError` carries the envelope's extra members; boxing it is a crate-wide change.
+#![allow(clippy::result_large_err)]
+
 pub(crate) mod approvals;
 pub(crate) mod create;
 pub(crate) mod events;
@@ -44,6 +47,7 @@ use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
 pub use events::Hub;
+pub use read::RequestRead;
 
 /// Job kinds (storage-and-scale.md §5).
 pub(crate) mod job_kind {

@@ -50,7 +50,6 @@ fn iso_opt(ms: Option<i64>) -> Value {
 }
 
 /// Parses an opaque id cursor (`after`): absent → 0; a non-negative integer, else 400.
-#[allow(clippy::result_large_err)] // KernelError is the crate-wide error type.
 pub(crate) fn parse_cursor(after: Option<&str>) -> KernelResult<i64> {
     match after {
         None | Some("") => Ok(0),
@@ -395,7 +394,13 @@ impl Kernel {
             }
             "await_task" => {
                 insert_opt(&mut m, "wait", frozen_raw.get("wait").cloned().filter(|v| !v.is_null()));
-                insert_opt(&mut m, "ask", frozen_raw.get("ask").cloned().filter(|v| !v.is_null()));
+                if let Some(ask) = frozen_raw.get("ask").filter(|v| v.is_object()) {
+                    m.insert(
+                        "ask".into(),
+                        json!({"options": ask.get("options").cloned().unwrap_or(Value::Null),
+                               "multi": ask.get("multi").cloned().unwrap_or(json!(false))}),
+                    );
+                }
             }
             _ => {}
         }

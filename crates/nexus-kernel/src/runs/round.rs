@@ -36,7 +36,6 @@ struct PlannedCall {
     tool_input: Value,
     tool_alias: Option<String>,
     target_executor_id: Option<i64>,
-    target_public_id: Option<String>,
     birth: Option<(&'static str, Option<String>)>,
 }
 
@@ -346,7 +345,6 @@ impl Kernel {
                 tool_input: json!({}),
                 tool_alias: None,
                 target_executor_id: None,
-                target_public_id: None,
                 birth: None,
             };
             if name.is_empty() || name.chars().count() > bounds::NAME_CHARS || name.contains('\0') {
@@ -383,7 +381,6 @@ impl Kernel {
             p.tool_name = resolved.tool_name;
             p.tool_alias = resolved.tool_alias;
             if let Some(route) = &resolved.route {
-                p.target_public_id = Some(route.runner_executor_public_id.to_string());
                 p.target_executor_id = self
                     .store
                     .executor_by_public_id(route.runner_executor_public_id)
@@ -428,7 +425,10 @@ impl Kernel {
             tx.commit().await?;
             return Ok(());
         };
-        if run.status == run_status::CANCELING || run_is_terminal(&run.status) {
+        // A stop without force lets a call-less reply finish; a reply with calls expands
+        // nothing in a stopping run (runs.md §7): the round settles canceled.
+        let finishes = run.status == run_status::CANCELING && planned.is_empty();
+        if (run.status == run_status::CANCELING || run_is_terminal(&run.status)) && !finishes {
             if self
                 .settle_with_error(
                     &mut tx,
@@ -573,7 +573,6 @@ impl Kernel {
                 rounds::call_signature(&p.tool_name, &p.tool_input, target.as_deref())
             })
             .collect();
-        let _ = &planned.first().and_then(|p| p.target_public_id.as_ref());
         rounds::expansion_refusal(chain.len() + 1, &history, &new_calls)
     }
 

@@ -4,4 +4,6 @@ pub mod assembly;
 pub mod executor;
 pub mod health;
 pub mod profile;
+pub mod runs;
+pub mod stream;
 pub mod tools;

@@ -11,6 +11,8 @@ use serde::Deserialize;
 use serde_json::Value;
 use uuid::Uuid;
 
+use nexus_kernel::runs::RequestRead;
+
 use crate::AppState;
 use crate::auth::Member;
 use crate::body::{JsonObject, OptionalJsonObject};
@@ -42,6 +44,16 @@ fn created(status: u16, body: Value) -> Response {
     response
 }
 
+/// Parses an integer query parameter; a non-integer is 400 `parameter_invalid`.
+pub fn int_param(raw: Option<&str>, name: &str) -> ApiResult<Option<i64>> {
+    raw.map(|s| {
+        s.trim()
+            .parse::<i64>()
+            .map_err(|_| ApiError::new(Code::ParameterInvalid, format!("{name} must be an integer, got {s:?}")))
+    })
+    .transpose()
+}
+
 #[derive(Debug, Deserialize)]
 pub struct Page {
     pub after: Option<String>,
@@ -69,7 +81,7 @@ pub async fn list(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     let ws = path_id(&ws)?;
-    Ok(Json(state.kernel.list_runs(&p, ws, page.status.as_deref(), page.after.as_deref(), page.limit.as_deref()).await?))
+    Ok(Json(state.kernel.list_runs(&p, ws, page.status.as_deref(), page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?))
 }
 
 pub async fn get(
@@ -116,7 +128,7 @@ pub async fn list_tasks(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
-        state.kernel.list_tasks(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), page.limit.as_deref()).await?,
+        state.kernel.list_tasks(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?,
     ))
 }
 
@@ -140,13 +152,18 @@ pub async fn get_request(
     Query(q): Query<RequestQuery>,
 ) -> ApiResult<Response> {
     let (ws, run) = (path_id(&ws)?, path_id(&run)?);
-    match q.format.as_deref() {
-        None => Ok(Json(state.kernel.get_request(&p, ws, run, &key).await?).into_response()),
-        Some("provider") => {
-            let bytes = state.kernel.get_request_body(&p, ws, run, &key).await?;
+    let provider_format = match q.format.as_deref() {
+        None => false,
+        Some("provider") => true,
+        Some(other) => {
+            return Err(ApiError::new(Code::ParameterInvalid, format!("format must be `provider`, got {other:?}")));
+        }
+    };
+    match state.kernel.get_request(&p, ws, run, &key, provider_format).await? {
+        RequestRead::Json(v) => Ok(Json(v).into_response()),
+        RequestRead::Provider(bytes) => {
             Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response())
         }
-        Some(other) => Err(ApiError::new(Code::ParameterInvalid, format!("format must be `provider`, got {other:?}"))),
     }
 }
 
@@ -186,7 +203,7 @@ pub async fn events(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
-        state.kernel.events(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), page.limit.as_deref()).await?,
+        state.kernel.events(&p, path_id(&ws)?, path_id(&run)?, int_param(page.after.as_deref(), "after")?, int_param(page.limit.as_deref(), "limit")?).await?,
     ))
 }
 
@@ -214,5 +231,5 @@ pub async fn list_approvals(
     Path(ws): Path<String>,
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.list_approvals(&p, path_id(&ws)?, page.after.as_deref(), page.limit.as_deref()).await?))
+    Ok(Json(state.kernel.list_approvals(&p, path_id(&ws)?, page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?))
 }

@@ -1,0 +1,787 @@
+//! The approval gate on both engines (approvals.md): grants by mode, holds, approve, deny,
+//! expiry through the sweep, `rules` mode, rule precedence, author-origin rows, re-addressing
+//! on approve, and the approval queue.
+
+use nexus_core::codes::Code;
+use nexus_core::registry::EffectProfile;
+use nexus_kernel::admin::MemberSpec;
+use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::testing::{TestStore, engines};
+use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const DAY: i64 = 86_400_000;
+
+struct World {
+    _ts: TestStore,
+    _dir: tempfile::TempDir,
+    scripts: std::path::PathBuf,
+    kernel: Kernel,
+    agent: MemberPrincipal,
+    human: MemberPrincipal,
+    ws: Uuid,
+    runner: Uuid,
+    agent_app: Uuid,
+}
+
+fn write_profile() -> Value {
+    json!({"kind": "write", "destructive": true, "effect_scope": "closed", "idempotency": "intrinsic", "reconciliation": "lookup"})
+}
+
+fn read_tools() -> Value {
+    json!([
+        {"name": "read", "effect_profile": EffectProfile::READ.to_json(), "description": "Read a file.", "input_schema": {"type": "object"}},
+        {"name": "write", "effect_profile": write_profile(), "timeout_ms": 120000, "description": "Write a file.", "input_schema": {"type": "object"}},
+    ])
+}
+
+async fn world(ts: TestStore) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let kernel = Kernel::builder(ts.store.clone())
+        .scripts_dir(&scripts)
+        .provider_backoff_ms(vec![1, 1, 1])
+        .build();
+    let boot = kernel.bootstrap().await.unwrap();
+    let auth = |k: &str| format!("Bearer {}", boot[k]["member_token"].as_str().unwrap());
+    let agent = kernel.authenticate_member(Some(&auth("agent"))).await.unwrap();
+    let human = kernel.authenticate_member(Some(&auth("human"))).await.unwrap();
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+    let runner = Uuid::parse_str(boot["runner"]["executor_public_id"].as_str().unwrap()).unwrap();
+    let agent_app = Uuid::parse_str(boot["agent"]["executor_public_id"].as_str().unwrap()).unwrap();
+    let w = World {
+        _ts: ts,
+        _dir: dir,
+        scripts,
+        kernel,
+        agent,
+        human,
+        ws,
+        runner,
+        agent_app,
+    };
+    w.announce(read_tools()).await;
+    w
+}
+
+impl World {
+    async fn announce(&self, tools: Value) {
+        let runner = self
+            .kernel
+            .store
+            .executor_by_public_id(self.runner)
+            .await
+            .unwrap()
+            .unwrap();
+        self.kernel
+            .store
+            .put_announcement(
+                runner.id,
+                &Announcement {
+                    served_tools: tools.to_string(),
+                    environment: json!({"os": "linux"}).to_string(),
+                    served_documents: "[]".into(),
+                },
+                nexus_kernel::time::now_ms(),
+            )
+            .await
+            .unwrap();
+    }
+
+    fn script(&self, name: &str, lines: &[Value]) {
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+    }
+
+    fn routed(&self, callable: &str, served: &str) -> Value {
+        json!({"type": "function",
+               "function": {"name": callable, "description": format!("{served} on the runner"), "parameters": {"type": "object"}},
+               "route": {"kind": "runner", "runner_executor_public_id": self.runner.to_string(), "tool_name": served}})
+    }
+
+    /// Creates and starts a run of one model step that calls `calls` (script `name`), as `who`.
+    async fn model_run(&self, who: &MemberPrincipal, name: &str, mode: &str, rules: Value, calls: Value) -> Uuid {
+        self.script(
+            name,
+            &[
+                json!({"text": "Working.", "tool_calls": calls}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let tools = json!([self.routed("read", "read"), self.routed("write", "write")]);
+        let mut run = json!({
+            "approval_mode": mode,
+            "steps": [{"model": {"prompt": "Go.", "model": format!("scripted/{name}"), "tools": tools}}],
+        });
+        if !rules.is_null() {
+            run["approval_rules"] = rules;
+        }
+        self.start(who, run).await
+    }
+
+    async fn start(&self, who: &MemberPrincipal, run: Value) -> Uuid {
+        let (status, body) = self
+            .kernel
+            .create_run(who, self.ws, &json!({ "run": run }), None)
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        self.kernel.start_run(who, self.ws, id).await.unwrap();
+        self.kernel.work_until_idle(50).await.unwrap();
+        id
+    }
+
+    async fn task(&self, id: Uuid, key: &str) -> TaskRow {
+        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
+        self.kernel
+            .store
+            .task_by_key(run.id, key)
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("no task {key}"))
+    }
+
+    async fn events(&self, id: Uuid) -> Vec<EventRow> {
+        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
+        self.kernel.store.events_after(run.id, 0, 1000).await.unwrap()
+    }
+
+    /// The `from → to` status changes of one task, in order.
+    async fn statuses(&self, id: Uuid, key: &str) -> Vec<String> {
+        self.events(id)
+            .await
+            .iter()
+            .filter(|e| e.kind == "task_status_changed" && e.task_key.as_deref() == Some(key))
+            .map(|e| {
+                let d: Value = serde_json::from_str(&e.data).unwrap();
+                format!("{}>{}", d["from"].as_str().unwrap(), d["to"].as_str().unwrap())
+            })
+            .collect()
+    }
+
+    async fn executor_id(&self, public: Uuid) -> i64 {
+        self.kernel
+            .store
+            .executor_by_public_id(public)
+            .await
+            .unwrap()
+            .unwrap()
+            .id
+    }
+}
+
+fn approval(t: &TaskRow) -> Value {
+    serde_json::from_str(t.approval.as_deref().unwrap_or("null")).unwrap()
+}
+
+fn profile(t: &TaskRow) -> Value {
+    serde_json::from_str(t.effect_profile.as_deref().unwrap_or("null")).unwrap()
+}
+
+fn read_call(id: &str, path: &str) -> Value {
+    json!({"id": id, "name": "read", "input": {"path": path}})
+}
+
+#[tokio::test]
+async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(
+                &w.agent,
+                "bypass",
+                "bypass",
+                Value::Null,
+                json!([read_call("c1", "a.txt")]),
+            )
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "dispatched", "{:?}", t.error_key);
+        assert_eq!(t.origin, "model");
+        assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.runner).await));
+        assert_eq!(t.addressed_role.as_deref(), Some("runner"));
+        assert_eq!(approval(&t)["origin"], "mode");
+        assert!(approval(&t)["decided_at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(profile(&t), EffectProfile::READ.to_json());
+        assert_eq!(t.timeout_ms, Some(600_000));
+        assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 600_000));
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>dispatched"]
+        );
+        // The task read shows the release.
+        let read = w.kernel.get_task(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        assert_eq!(read["task"]["addressed_to"]["role"], "runner");
+        assert_eq!(read["task"]["addressed_to"]["executor_public_id"], w.runner.to_string());
+        assert_eq!(read["task"]["target"]["executor_public_id"], w.runner.to_string());
+        assert_eq!(read["task"]["approval"]["origin"], "mode");
+        assert_eq!(read["task"]["timeout_ms"], 600_000);
+    }
+}
+
+#[tokio::test]
+async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(
+                &w.agent,
+                "ask",
+                "ask",
+                Value::Null,
+                json!([{"id": "c1", "name": "write", "input": {"path": "x"}}]),
+            )
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + DAY));
+        assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
+        assert_eq!(t.addressed_role.as_deref(), Some("agent_application"));
+        assert_eq!(profile(&t), write_profile());
+        assert!(t.approval.is_none());
+        let events = w.events(id).await;
+        let attention: Vec<&EventRow> = events.iter().filter(|e| e.kind == "attention_required").collect();
+        assert_eq!(attention.len(), 1);
+        assert_eq!(
+            serde_json::from_str::<Value>(&attention[0].data).unwrap(),
+            json!({"reason": "approval_required", "task_key": "r1t0"})
+        );
+        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
+        assert_eq!(run["run"]["status"], "running");
+        let read = w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap();
+        assert_eq!(read["task"]["timeout_ms"], DAY);
+        assert_eq!(read["task"]["waiting_on"], json!(["approver"]));
+        assert_eq!(read["task"]["effect_profile"], write_profile());
+
+        // The queue carries the frozen effect profile.
+        let q = w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap();
+        let rows = q["approvals"].as_array().unwrap();
+        assert_eq!(rows.len(), 1, "{q}");
+        assert_eq!(rows[0]["run_public_id"], id.to_string());
+        assert_eq!(rows[0]["task_key"], "r1t0");
+        assert_eq!(rows[0]["tool_name"], "write");
+        assert!(rows[0].get("tool_alias").is_none());
+        assert_eq!(rows[0]["tool_input"], json!({"path": "x"}));
+        assert_eq!(rows[0]["effect_profile"], write_profile());
+        assert_eq!(rows[0]["declaring_task_key"], "s1-model-1");
+        assert!(rows[0]["deadline_at"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(q["pagination"]["next_after"], Value::Null);
+        let page = w.kernel.list_approvals(&w.human, w.ws, None, Some(1)).await.unwrap();
+        let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
+        let rest = w
+            .kernel
+            .list_approvals(&w.human, w.ws, Some(&next), Some(1))
+            .await
+            .unwrap();
+        assert_eq!(rest["approvals"], json!([]));
+        let bad = w
+            .kernel
+            .list_approvals(&w.human, w.ws, Some("x"), None)
+            .await
+            .unwrap_err();
+        assert_eq!(bad.code, Code::ParameterInvalid);
+
+        // The human approves: released with the announced timeout.
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["status"], "dispatched");
+        assert_eq!(out["task"]["approval"]["origin"], "human");
+        assert_eq!(
+            out["task"]["approval"]["decided_by"],
+            w.human.member.public_id.to_string()
+        );
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.runner).await));
+        assert_eq!(t.timeout_ms, Some(120_000));
+        assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 120_000));
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>dispatched"]
+        );
+        let decided: Vec<Value> = w
+            .events(id)
+            .await
+            .iter()
+            .filter(|e| e.kind == "approval_decided")
+            .map(|e| serde_json::from_str(&e.data).unwrap())
+            .collect();
+        assert_eq!(
+            decided,
+            [json!({"decision": "approved", "origin": "human", "decided_by": w.human.member.public_id.to_string()})]
+        );
+        assert_eq!(
+            w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()["approvals"],
+            json!([])
+        );
+
+        // A second decision finds nothing held.
+        let again = w
+            .kernel
+            .approve(&w.human, w.ws, id, "r1t0", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(again.code, Code::NotAwaitingApproval);
+        let missing = w
+            .kernel
+            .approve(&w.human, w.ws, id, "nope", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(missing.code, Code::NotFound);
+    }
+}
+
+#[tokio::test]
+async fn standing_gates_the_verbs() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(&w.agent, "standing", "ask", Value::Null, json!([read_call("c1", "a")]))
+            .await;
+        let reader = w
+            .kernel
+            .create_member(MemberSpec {
+                kind: MemberKind::Human,
+                handle: "reader".into(),
+                display_name: None,
+                steward: None,
+                standing: Some(Standing::Read),
+            })
+            .await
+            .unwrap();
+        let reader = w
+            .kernel
+            .authenticate_member(Some(&format!("Bearer {}", reader.member_token)))
+            .await
+            .unwrap();
+        let outsider = w
+            .kernel
+            .create_member(MemberSpec {
+                kind: MemberKind::Human,
+                handle: "outsider".into(),
+                display_name: None,
+                steward: None,
+                standing: None,
+            })
+            .await
+            .unwrap();
+        let outsider = w
+            .kernel
+            .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
+            .await
+            .unwrap();
+        let e = w
+            .kernel
+            .approve(&reader, w.ws, id, "r1t0", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::NotAuthorized);
+        let e = w
+            .kernel
+            .deny(&reader, w.ws, id, "r1t0", &json!({"reason": 3}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::NotAuthorized);
+        let e = w
+            .kernel
+            .approve(&outsider, w.ws, id, "r1t0", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::NotFound);
+        let e = w.kernel.list_approvals(&outsider, w.ws, None, None).await.unwrap_err();
+        assert_eq!(e.code, Code::NotFound);
+        // Read standing reads the queue.
+        let q = w.kernel.list_approvals(&reader, w.ws, None, None).await.unwrap();
+        assert_eq!(q["approvals"].as_array().unwrap().len(), 1);
+        // The declaring agent is an approver too.
+        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["approval"]["origin"], "agent");
+    }
+}
+
+#[tokio::test]
+async fn deny_fails_the_row_and_the_continuation_reads_it() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(&w.agent, "deny", "ask", Value::Null, json!([read_call("c1", "a")]))
+            .await;
+        let e = w
+            .kernel
+            .deny(&w.human, w.ws, id, "r1t0", &json!({"reason": ["no"]}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::ParameterInvalid);
+        // A reason past 256 bytes is cut at a character boundary.
+        let reason = format!("{}é and more", "x".repeat(255));
+        let out = w
+            .kernel
+            .deny(&w.human, w.ws, id, "r1t0", &json!({"reason": reason}))
+            .await
+            .unwrap();
+        assert_eq!(out["task"]["status"], "failed");
+        assert_eq!(out["task"]["error"]["key"], "approval_denied");
+        assert_eq!(out["task"]["error"]["detail"], "x".repeat(255));
+        assert_eq!(out["task"]["approval"]["origin"], "human");
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>failed"]
+        );
+        let decided = w
+            .events(id)
+            .await
+            .into_iter()
+            .find(|e| e.kind == "approval_decided")
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&decided.data).unwrap()["decision"],
+            "denied"
+        );
+        // The fan absorbs the failure: the continuation runs and the run completes.
+        w.kernel.work_until_idle(50).await.unwrap();
+        assert_eq!(w.task(id, "r1").await.status, "completed");
+        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
+        assert_eq!(run["run"]["status"], "completed");
+        // The run is over: nothing is adjudicable.
+        let e = w.kernel.deny(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap_err();
+        assert_eq!(e.code, Code::NotAdjudicable);
+    }
+}
+
+#[tokio::test]
+async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(
+                &w.agent,
+                "expire",
+                "ask",
+                Value::Null,
+                json!([read_call("c1", "a"), read_call("c2", "b")]),
+            )
+            .await;
+        let t0 = w.task(id, "r1t0").await;
+        let t1 = w.task(id, "r1t1").await;
+        assert_eq!(
+            (t0.status.as_str(), t1.status.as_str()),
+            ("needs_approval", "needs_approval")
+        );
+        // Nothing is due yet.
+        assert_eq!(w.kernel.sweep_once(nexus_kernel::time::now_ms()).await.unwrap(), 0);
+
+        // A late decision settles the row expired first, then refuses.
+        let mut tx = w.kernel.store.begin().await.unwrap();
+        let mut late = t1.clone();
+        late.deadline_at = Some(nexus_kernel::time::now_ms() - 1);
+        assert!(
+            tx.update_task(&late, late.generation, &["needs_approval"])
+                .await
+                .unwrap()
+        );
+        tx.commit().await.unwrap();
+        let e = w
+            .kernel
+            .approve(&w.human, w.ws, id, "r1t1", &json!({}))
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::NotAwaitingApproval);
+        let t1 = w.task(id, "r1t1").await;
+        assert_eq!(t1.status, "timed_out");
+        assert_eq!(t1.error_key.as_deref(), Some("approval_expired"));
+        assert!(t1.approval.is_none());
+
+        // The sweep, a day later, expires the other hold.
+        let later = t0.deadline_at.unwrap();
+        assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 1);
+        let t0 = w.task(id, "r1t0").await;
+        assert_eq!(t0.status, "timed_out");
+        assert_eq!(t0.error_key.as_deref(), Some("approval_expired"));
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>timed_out"]
+        );
+        let e = w.kernel.deny(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap_err();
+        assert_eq!(e.code, Code::NotAwaitingApproval);
+        assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 0);
+        // The continuation reads both expiries.
+        w.kernel.work_until_idle(50).await.unwrap();
+        assert_eq!(w.task(id, "r1").await.status, "completed");
+    }
+}
+
+#[tokio::test]
+async fn rules_mode_denies_what_no_rule_allows() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(&w.agent, "rules", "rules", Value::Null, json!([read_call("c1", "a")]))
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "failed");
+        assert_eq!(t.error_key.as_deref(), Some("approval_denied"));
+        assert_eq!(t.error_detail.as_deref(), Some("no approval rule allows `read`"));
+        assert!(t.approval.is_none());
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>failed"]
+        );
+    }
+}
+
+#[tokio::test]
+async fn rule_precedence_is_deny_then_ask_then_allow() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let rules = json!([
+            {"tool": "read|write", "verdict": "allow"},
+            {"tool": "read", "path": "path", "match": "secret*", "verdict": "deny", "reason": "no secrets"},
+            {"tool": "read", "path": "path", "match": "secret*", "verdict": "deny", "reason": "second reason"},
+            {"tool": "w*", "verdict": "ask"},
+        ]);
+        let calls = json!([
+            read_call("c1", "notes.txt"),
+            read_call("c2", "secret.txt"),
+            {"id": "c3", "name": "write", "input": {"path": "x"}},
+        ]);
+        let id = w
+            .model_run(&w.agent, "precedence", "rules", rules.clone(), calls.clone())
+            .await;
+        let allowed = w.task(id, "r1t0").await;
+        assert_eq!(allowed.status, "dispatched");
+        assert_eq!(approval(&allowed)["origin"], "rule");
+        let denied = w.task(id, "r1t1").await;
+        assert_eq!(denied.status, "failed");
+        assert_eq!(denied.error_detail.as_deref(), Some("no secrets"));
+        let asked = w.task(id, "r1t2").await;
+        assert_eq!(asked.status, "needs_approval");
+
+        // Under ask, an allow rule grants; a deny without reason carries the default detail.
+        let rules = json!([
+            {"tool": "read", "verdict": "allow"},
+            {"tool": "write", "verdict": "deny"},
+        ]);
+        let id = w.model_run(&w.agent, "ask-rules", "ask", rules, calls.clone()).await;
+        assert_eq!(approval(&w.task(id, "r1t0").await)["origin"], "rule");
+        assert_eq!(
+            w.task(id, "r1t2").await.error_detail.as_deref(),
+            Some("denied by an approval rule")
+        );
+
+        // Under bypass, an ask rule does not hold a model call; a deny still denies.
+        let rules = json!([{"tool": "*", "verdict": "ask"}, {"tool": "write", "verdict": "deny"}]);
+        let id = w.model_run(&w.agent, "bypass-rules", "bypass", rules, calls).await;
+        assert_eq!(w.task(id, "r1t0").await.status, "dispatched");
+        assert_eq!(approval(&w.task(id, "r1t0").await)["origin"], "mode");
+        assert_eq!(w.task(id, "r1t2").await.status, "failed");
+    }
+}
+
+#[tokio::test]
+async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let step = json!({"tool": {"name": "read", "input": {"path": "a"},
+                                   "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string()}}});
+        // `rules` with no rules: an author row is granted (origin author), not denied.
+        let id = w
+            .start(&w.agent, json!({"approval_mode": "rules", "steps": [step.clone()]}))
+            .await;
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!(t.origin, "author");
+        assert_eq!(t.status, "dispatched", "{:?} {:?}", t.error_key, t.error_detail);
+        assert_eq!(approval(&t)["origin"], "author");
+        // Model-origin rules do not apply to author rows; author rules do.
+        let rules =
+            json!([{"tool": "read", "verdict": "deny"}, {"tool": "read", "verdict": "ask", "origin": "author"}]);
+        let id = w
+            .start(
+                &w.agent,
+                json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [step.clone()]}),
+            )
+            .await;
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!(t.status, "needs_approval");
+        let rules = json!([{"tool": "read", "verdict": "deny", "origin": "author", "reason": "authors may not read"}]);
+        let id = w
+            .start(
+                &w.agent,
+                json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [step.clone()]}),
+            )
+            .await;
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!(t.status, "failed");
+        assert_eq!(t.error_detail.as_deref(), Some("authors may not read"));
+
+        // On a human's own run a hold has no addressee.
+        let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);
+        let step = json!({"tool": {"name": "read", "input": {"path": "a"}, "route": {"kind": "runner"}}});
+        let id = w
+            .start(
+                &w.human,
+                json!({"approval_mode": "ask", "approval_rules": rules,
+                       "default_runner_executor_public_id": w.runner.to_string(), "steps": [step]}),
+            )
+            .await;
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.addressed_executor_id, None);
+        let out = w
+            .kernel
+            .approve(&w.human, w.ws, id, "s1-tool-1", &json!({}))
+            .await
+            .unwrap();
+        assert_eq!(out["task"]["status"], "dispatched");
+    }
+}
+
+#[tokio::test]
+async fn approve_addresses_again_and_compares_the_profile() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .model_run(
+                &w.agent,
+                "readdress",
+                "ask",
+                Value::Null,
+                json!([read_call("c1", "a"), read_call("c2", "b")]),
+            )
+            .await;
+        // The runner changes the profile of `read`: the approver must see it again.
+        let mut tools = read_tools();
+        tools[0]["effect_profile"] = write_profile();
+        w.announce(tools).await;
+        let before = w.task(id, "r1t0").await;
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["status"], "needs_approval");
+        assert_eq!(out["task"]["effect_profile"], write_profile());
+        let after = w.task(id, "r1t0").await;
+        assert!(after.await_started_at >= before.await_started_at);
+        assert_eq!(after.deadline_at, Some(after.await_started_at.unwrap() + DAY));
+        assert!(after.approval.is_none());
+        // Approved against the new profile, it is released.
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["status"], "dispatched");
+        // The runner stops serving `read`: approving fails the row.
+        w.announce(json!([])).await;
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t1", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["status"], "failed");
+        assert_eq!(out["task"]["error"]["key"], "tool_not_served");
+    }
+}
+
+#[tokio::test]
+async fn an_unserved_name_fails_from_waiting_without_a_park() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        // A plain function nobody serves: the declaring agent's address announces nothing.
+        w.script(
+            "unserved",
+            &[
+                json!({"tool_calls": [{"id": "c1", "name": "lookup", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let tools = json!([{"type": "function", "function": {"name": "lookup", "description": "Look.", "parameters": {"type": "object"}}}]);
+        let id = w
+            .start(
+                &w.agent,
+                json!({"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/unserved", "tools": tools}}]}),
+            )
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "failed");
+        assert_eq!(t.error_key.as_deref(), Some("tool_not_served"));
+        assert_eq!(t.deadline_at, None);
+        assert_eq!(w.statuses(id, "r1t0").await, ["waiting>failed"]);
+        assert_eq!(w.task(id, "r1").await.status, "completed");
+    }
+}
+
+#[tokio::test]
+async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "held-kernel",
+            &[
+                json!({"tool_calls": [{"id": "c1", "name": "runners_list", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let id = w
+            .start(
+                &w.agent,
+                json!({"approval_mode": "ask", "steps": [{"model": {"prompt": "Go.", "model": "scripted/held-kernel",
+                                                                    "kernel_tools": ["nexus.runners.list"]}}]}),
+            )
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "needs_approval");
+        // Held rows are addressed to the declaring agent, kernel tools included.
+        assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
+        assert_eq!(profile(&t), EffectProfile::READ.to_json());
+        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        assert_eq!(out["task"]["status"], "running");
+        assert!(out["task"].get("addressed_to").is_none());
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 600_000));
+        w.kernel.work_until_idle(50).await.unwrap();
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "completed");
+        assert_eq!(
+            w.statuses(id, "r1t0").await,
+            ["waiting>needs_approval", "needs_approval>running", "running>completed"]
+        );
+        assert_eq!(w.task(id, "r1").await.status, "completed");
+    }
+}
+
+#[tokio::test]
+async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script(
+            "lost",
+            &[
+                json!({"tool_calls": [{"id": "c1", "name": "runners_list", "input": {}}]}),
+                json!({"text": "ok"}),
+            ],
+        );
+        let (status, body) = w
+            .kernel
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/lost",
+                                                                                   "kernel_tools": ["nexus.runners.list"]}}]}}),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(status, 201);
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        // Run the model call only; then lose the kernel tool job.
+        w.kernel.work_once().await.unwrap();
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "running");
+        let deadline = t.deadline_at.unwrap();
+        let jobs = w
+            .kernel
+            .store
+            .dequeue_jobs("elsewhere", nexus_kernel::time::now_ms(), 60_000, 10)
+            .await
+            .unwrap();
+        for j in jobs {
+            w.kernel.store.delete_job(j.id).await.unwrap();
+        }
+        assert_eq!(w.kernel.sweep_once(deadline - 1).await.unwrap(), 0);
+        assert_eq!(w.kernel.sweep_once(deadline).await.unwrap(), 1);
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t.status, "timed_out");
+        assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
+    }
+}

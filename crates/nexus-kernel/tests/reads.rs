@@ -1,0 +1,486 @@
+//! Reads of runs on both engines (runs.md §1, §9–§11): task projections, the sealed request,
+//! the transcript, the graph with its mermaid flowchart, the event feed, and the results of
+//! the kernel tools `runners_list` and `tool_search` (kernel-tools.md §11, §13).
+
+use nexus_core::codes::Code;
+use nexus_core::registry::EffectProfile;
+use nexus_kernel::admin::MemberSpec;
+use nexus_kernel::runs::RequestRead;
+use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::testing::{TestStore, engines};
+use nexus_store::{Announcement, Engine, MemberKind};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+struct World {
+    _ts: TestStore,
+    _dir: tempfile::TempDir,
+    scripts: std::path::PathBuf,
+    kernel: Kernel,
+    agent: MemberPrincipal,
+    ws: Uuid,
+    runner: Uuid,
+}
+
+async fn world(ts: TestStore) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let kernel = Kernel::builder(ts.store.clone())
+        .scripts_dir(&scripts)
+        .provider_backoff_ms(vec![1, 1, 1])
+        .build();
+    let boot = kernel.bootstrap().await.unwrap();
+    let token = boot["agent"]["member_token"].as_str().unwrap();
+    let agent = kernel
+        .authenticate_member(Some(&format!("Bearer {token}")))
+        .await
+        .unwrap();
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+    let runner = Uuid::parse_str(boot["runner"]["executor_public_id"].as_str().unwrap()).unwrap();
+    let row = kernel.store.executor_by_public_id(runner).await.unwrap().unwrap();
+    let tools = json!([
+        {"name": "read", "effect_profile": EffectProfile::READ.to_json(), "description": "Read a file from the workspace.", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "grep", "effect_profile": EffectProfile::READ.to_json(), "description": "Search file contents.", "input_schema": {"type": "object"}},
+    ]);
+    kernel
+        .store
+        .put_announcement(
+            row.id,
+            &Announcement {
+                served_tools: tools.to_string(),
+                environment: json!({"os": "linux", "root": "/srv"}).to_string(),
+                served_documents: "[]".into(),
+            },
+            nexus_kernel::time::now_ms(),
+        )
+        .await
+        .unwrap();
+    World {
+        _ts: ts,
+        _dir: dir,
+        scripts,
+        kernel,
+        agent,
+        ws,
+        runner,
+    }
+}
+
+impl World {
+    fn script(&self, name: &str, lines: &[Value]) {
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+    }
+
+    async fn start(&self, run: Value) -> Uuid {
+        let (status, body) = self
+            .kernel
+            .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
+        self.kernel.work_until_idle(50).await.unwrap();
+        id
+    }
+
+    async fn task(&self, id: Uuid, key: &str) -> Value {
+        self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()["task"].clone()
+    }
+
+    /// A run whose one model step (imports from the runner, kernel tools declared) makes
+    /// `calls` and then ends.
+    async fn kernel_tool_run(&self, name: &str, calls: Value) -> Uuid {
+        self.script(
+            name,
+            &[
+                json!({"text": "Looking.", "tool_calls": calls}),
+                json!({"text": "Finished."}),
+            ],
+        );
+        self.start(json!({
+            "approval_mode": "bypass",
+            "default_runner_executor_public_id": self.runner.to_string(),
+            "steps": [{"model": {
+                "prompt": "Find the tools.",
+                "model": format!("scripted/{name}"),
+                "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
+                "runner_executor_public_ids": [self.runner.to_string()],
+            }}],
+        }))
+        .await
+    }
+}
+
+fn output_json(task: &Value) -> Value {
+    serde_json::from_str(task["output"].as_str().unwrap()).unwrap_or_else(|e| panic!("{e}: {task}"))
+}
+
+#[tokio::test]
+async fn runners_list_reads_the_frozen_environment() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .kernel_tool_run(
+                "runners",
+                json!([{"id": "c1", "name": "runners_list", "input": {}}, {"id": "c2", "name": "runners_list", "input": {"x": 1}}]),
+            )
+            .await;
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t["status"], "completed", "{t}");
+        assert!(t.get("is_error").is_none());
+        assert_eq!(t["approval"]["origin"], "mode");
+        assert_eq!(t["effect_profile"], EffectProfile::READ.to_json());
+        assert!(t.get("addressed_to").is_none());
+        assert_eq!(
+            output_json(&t),
+            json!({"current_runner_executor_public_id": w.runner.to_string(),
+                   "runners": [{"runner_executor_public_id": w.runner.to_string(), "display_name": "default-runner",
+                                "environment": {"os": "linux", "root": "/srv"}}]})
+        );
+        assert_eq!(t["content"], json!([{"type": "text", "text": t["output"]}]));
+        let bad = w.task(id, "r1t1").await;
+        assert_eq!(bad["status"], "completed");
+        assert_eq!(bad["is_error"], true);
+        assert!(
+            bad["output"].as_str().unwrap().starts_with("parameter_invalid: `x`"),
+            "{bad}"
+        );
+        assert_eq!(w.task(id, "r1").await["status"], "completed");
+    }
+}
+
+#[tokio::test]
+async fn tool_search_finds_deferred_imports_with_their_wire_definition() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .kernel_tool_run(
+                "search",
+                json!([
+                    {"id": "c1", "name": "tool_search", "input": {"query": "read"}},
+                    {"id": "c2", "name": "tool_search", "input": {"query": "FILE"}},
+                    {"id": "c3", "name": "tool_search", "input": {"query": "   "}},
+                    {"id": "c4", "name": "tool_search", "input": {"query": "s", "limit": 1}},
+                ]),
+            )
+            .await;
+        let exact = w.task(id, "r1t0").await;
+        assert_eq!(exact["status"], "completed", "{exact}");
+        let v = output_json(&exact);
+        assert_eq!(v["truncated"], false);
+        let tools = v["tools"].as_array().unwrap();
+        assert_eq!(tools.len(), 1, "{v}");
+        assert_eq!(tools[0]["name"], "read");
+        assert_eq!(tools[0]["definition"]["type"], "function");
+        assert_eq!(tools[0]["definition"]["function"]["name"], "read");
+        assert_eq!(tools[0]["definition"]["function"]["strict"], false);
+        assert!(tools[0]["definition"].get("route").is_none());
+        assert!(tools[0]["definition"].get("defer_loading").is_none());
+        assert_eq!(
+            tools[0]["route"],
+            json!({"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "read"})
+        );
+        assert_eq!(tools[0]["skills"], json!([]));
+        // Terms match descriptions, case-folded, in declaration order.
+        let v = output_json(&w.task(id, "r1t1").await);
+        let names: Vec<&str> = v["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert!(names.contains(&"read") && names.contains(&"grep"), "{v}");
+        let blank = w.task(id, "r1t2").await;
+        assert_eq!(blank["is_error"], true);
+        assert!(blank["output"].as_str().unwrap().starts_with("parameter_invalid: "));
+        let limited = output_json(&w.task(id, "r1t3").await);
+        assert_eq!(limited["tools"].as_array().unwrap().len(), 1);
+        assert_eq!(limited["truncated"], true);
+    }
+}
+
+#[tokio::test]
+async fn task_reads_transcript_graph_and_events() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let id = w
+            .kernel_tool_run("reads", json!([{"id": "c1", "name": "runners_list", "input": {}}]))
+            .await;
+
+        // The model row.
+        let m = w.task(id, "s1-model-1").await;
+        assert_eq!(m["kind"], "model_task");
+        assert_eq!(m["status"], "completed");
+        assert_eq!(m["mainline"], true);
+        assert_eq!(m["model"], "scripted/reads");
+        assert_eq!(m["prompt"], "Find the tools.");
+        assert_eq!(
+            m["tool_calls"],
+            json!([{"call_id": "c1", "name": "runners_list", "task_key": "r1t0"}])
+        );
+        let names: Vec<&str> = m["tool_definitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["function"]["name"].as_str())
+            .collect();
+        assert!(names.contains(&"runners_list") && names.contains(&"read"), "{names:?}");
+        assert_eq!(
+            m["environment"]["default_runner_executor_public_id"],
+            w.runner.to_string()
+        );
+        assert_eq!(m["skills"], json!([]));
+        assert!(m["request_bytes"].as_i64().unwrap() > 0);
+        assert_eq!(m["after"], json!([]));
+        assert!(m["created_at"].as_str().unwrap().ends_with('Z'));
+        assert!(m.get("deadline_at").is_none());
+
+        // The tool row.
+        let t = w.task(id, "r1t0").await;
+        assert_eq!(t["kind"], "tool_task");
+        assert_eq!(t["tool_name"], "runners_list");
+        assert_eq!(t["tool_input"], json!({}));
+        assert_eq!(t["tool_call_id"], "c1");
+        assert_eq!(t["declaring_task_key"], "s1-model-1");
+        assert_eq!(t["after"], json!(["s1-model-1"]));
+        let output = t["output"].as_str().unwrap();
+        assert!(output.chars().count() > 200);
+        assert_eq!(
+            t["output_preview"].as_str().unwrap(),
+            output.chars().take(200).collect::<String>()
+        );
+        assert!(t.get("structured_content").is_none());
+        assert!(t.get("title").is_none() && t.get("metadata").is_none());
+        let r1 = w.task(id, "r1").await;
+        assert_eq!(r1["after"], json!(["r1t0"]));
+
+        // Unknown keys and runs are 404; a member without standing sees nothing.
+        let e = w.kernel.get_task(&w.agent, w.ws, id, "nope").await.unwrap_err();
+        assert_eq!(e.code, Code::NotFound);
+        let e = w.kernel.get_run(&w.agent, w.ws, Uuid::now_v7()).await.unwrap_err();
+        assert_eq!(e.code, Code::NotFound);
+        let outsider = w
+            .kernel
+            .create_member(MemberSpec {
+                kind: MemberKind::Human,
+                handle: "outsider".into(),
+                display_name: None,
+                steward: None,
+                standing: None,
+            })
+            .await
+            .unwrap();
+        let outsider = w
+            .kernel
+            .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
+            .await
+            .unwrap();
+        for e in [
+            w.kernel.get_run(&outsider, w.ws, id).await.unwrap_err(),
+            w.kernel.graph(&outsider, w.ws, id).await.unwrap_err(),
+            w.kernel.events(&outsider, w.ws, id, None, None).await.unwrap_err(),
+        ] {
+            assert_eq!(e.code, Code::NotFound);
+        }
+
+        // The run and the list of runs.
+        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap()["run"].clone();
+        assert_eq!(run["public_id"], id.to_string());
+        assert_eq!(run["workspace_public_id"], w.ws.to_string());
+        assert_eq!(run["status"], "completed");
+        assert_eq!(run["hosting"], json!({"kind": "standalone"}));
+        assert_eq!(run["created_by"], w.agent.member.public_id.to_string());
+        assert_eq!(run["declaring_agent"], w.agent.member.public_id.to_string());
+        assert_eq!(run["default_runner_executor_public_id"], w.runner.to_string());
+        assert_eq!(run["deliverable_task_key"], "r1");
+        assert_eq!(run["approval_mode"], "bypass");
+        assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
+        let runs = w
+            .kernel
+            .list_runs(&w.agent, w.ws, Some("completed"), None, None)
+            .await
+            .unwrap();
+        assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            w.kernel
+                .list_runs(&w.agent, w.ws, Some("running"), None, None)
+                .await
+                .unwrap()["runs"],
+            json!([])
+        );
+        let e = w
+            .kernel
+            .list_runs(&w.agent, w.ws, Some("bogus"), None, None)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::ParameterInvalid);
+
+        // Tasks, paged in creation order.
+        let page = w.kernel.list_tasks(&w.agent, w.ws, id, None, Some(2)).await.unwrap();
+        let keys: Vec<&str> = page["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["s1-model-1", "r1t0"]);
+        let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
+        let rest = w
+            .kernel
+            .list_tasks(&w.agent, w.ws, id, Some(&next), Some(2))
+            .await
+            .unwrap();
+        let keys: Vec<&str> = rest["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["key"].as_str().unwrap())
+            .collect();
+        assert_eq!(keys, ["r1"]);
+        assert_eq!(rest["pagination"]["next_after"], Value::Null);
+
+        // The sealed request.
+        let RequestRead::Json(req) = w
+            .kernel
+            .get_request(&w.agent, w.ws, id, "s1-model-1", false)
+            .await
+            .unwrap()
+        else {
+            panic!("json expected");
+        };
+        assert!(req["request"]["entries"].is_array(), "{req}");
+        assert!(req["request"]["body_sha256"].is_string());
+        assert!(req["request"]["request_bytes"].as_i64().unwrap() > 0);
+        let RequestRead::Provider(bytes) = w
+            .kernel
+            .get_request(&w.agent, w.ws, id, "s1-model-1", true)
+            .await
+            .unwrap()
+        else {
+            panic!("bytes expected");
+        };
+        assert_eq!(bytes.len() as i64, req["request"]["request_bytes"].as_i64().unwrap());
+        let e = w
+            .kernel
+            .get_request(&w.agent, w.ws, id, "r1t0", false)
+            .await
+            .unwrap_err();
+        assert_eq!(e.code, Code::RequestNotSealed);
+
+        // The transcript: the prompt, the reply with its calls, the tool row, the continuation.
+        let rows = w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap()["rows"].clone();
+        let shape: Vec<(String, String)> = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| {
+                (
+                    r["key"].as_str().unwrap().to_string(),
+                    r["role"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let expected = [
+            ("s1-model-1", "user"),
+            ("s1-model-1", "assistant"),
+            ("r1t0", "tool"),
+            ("r1", "assistant"),
+        ];
+        assert_eq!(shape, expected.map(|(k, r)| (k.to_string(), r.to_string())));
+        assert_eq!(rows[0]["text"], "Find the tools.");
+        assert_eq!(rows[1]["text"], "Looking.");
+        assert_eq!(rows[1]["tool_calls"][0]["task_key"], "r1t0");
+        assert_eq!(rows[2]["tool_name"], "runners_list");
+        assert_eq!(rows[2]["visibility"], "collapsed");
+        assert!(
+            rows[2]["output_preview"]
+                .as_str()
+                .unwrap()
+                .starts_with("{\"current_runner")
+        );
+        assert_eq!(rows[3]["text"], "Finished.");
+
+        // The graph.
+        let g = w.kernel.graph(&w.agent, w.ws, id).await.unwrap();
+        assert_eq!(
+            g["nodes"],
+            json!([
+                {"id": "n0", "key": "s1-model-1", "kind": "model_task", "status": "completed", "mainline": true},
+                {"id": "n1", "key": "r1t0", "kind": "tool_task", "status": "completed", "mainline": true, "tool_name": "runners_list"},
+                {"id": "n2", "key": "r1", "kind": "model_task", "status": "completed", "mainline": true},
+            ])
+        );
+        assert_eq!(
+            g["edges"],
+            json!([{"from": "n0", "to": "n1", "kind": "after"}, {"from": "n1", "to": "n2", "kind": "after"}])
+        );
+        assert_eq!(
+            g["mermaid"],
+            "flowchart TD\n  n0[\"s1-model-1 · model_task · completed\"]\n  n1[\"r1t0 · tool_task · completed · runners_list\"]\n  n2[\"r1 · model_task · completed\"]\n  n0 --> n1\n  n1 --> n2\n  classDef completed fill:#dfd\n  class n0 completed\n  class n1 completed\n  class n2 completed"
+        );
+
+        // Events, paged by sequence.
+        let all = w.kernel.events(&w.agent, w.ws, id, None, None).await.unwrap();
+        let events = all["events"].as_array().unwrap();
+        assert!(events.len() > 5);
+        for (i, e) in events.iter().enumerate() {
+            assert_eq!(e["sequence"], i as i64 + 1);
+            assert_eq!(e["run_public_id"], id.to_string());
+            assert!(e["at"].as_str().unwrap().ends_with('Z'));
+            assert!(e["data"].is_object());
+        }
+        assert_eq!(all["next_after"], events.len() as i64);
+        let tool_changes: Vec<Value> = events
+            .iter()
+            .filter(|e| e["type"] == "task_status_changed" && e["task_key"] == "r1t0")
+            .map(|e| json!([e["data"]["from"], e["data"]["to"]]))
+            .collect();
+        assert_eq!(
+            tool_changes,
+            [
+                json!(["waiting", "needs_approval"]),
+                json!(["needs_approval", "running"]),
+                json!(["running", "completed"])
+            ]
+        );
+        let two = w.kernel.events(&w.agent, w.ws, id, Some(1), Some(2)).await.unwrap();
+        assert_eq!(two["events"].as_array().unwrap().len(), 2);
+        assert_eq!(two["events"][0]["sequence"], 2);
+        assert_eq!(two["next_after"], 3);
+        let end = w.kernel.events(&w.agent, w.ws, id, Some(10_000), None).await.unwrap();
+        assert_eq!(end["events"], json!([]));
+        assert_eq!(end["next_after"], 10_000);
+    }
+}
+
+#[tokio::test]
+async fn hidden_rows_leave_the_transcript_unless_asked() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        w.script("hidden", &[json!({"text": "Seen."})]);
+        let id = w
+            .start(json!({
+                "approval_mode": "bypass",
+                "steps": [
+                    {"model": {"prompt": "One.", "model": "scripted/hidden"}},
+                    {"model": {"prompt": "Two.", "model": "scripted/echo"}, "visibility": "hidden"},
+                ],
+            }))
+            .await;
+        let rows = w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap()["rows"].clone();
+        assert!(
+            rows.as_array().unwrap().iter().all(|r| r["key"] == "s1-model-1"),
+            "{rows}"
+        );
+        let all = w.kernel.transcript(&w.agent, w.ws, id, true).await.unwrap()["rows"].clone();
+        assert!(
+            all.as_array()
+                .unwrap()
+                .iter()
+                .any(|r| r["key"] == "s1-model-2" && r["visibility"] == "hidden")
+        );
+    }
+}
