@@ -71,10 +71,55 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("listening on {listen}"))?;
     let local = listener.local_addr()?;
     tracing::info!(address = %local, store = store.dialect(), data_dir = %resolved.data_dir.display(), "nexus serving");
-    let state = nexus_server::AppState::new(nexus_kernel::Kernel::new(store));
-    nexus_server::serve(listener, state, shutdown_signal()).await?;
+    let kernel = nexus_kernel::Kernel::builder(store)
+        .scripts_dir(resolved.data_dir.join("scripts"))
+        .node_id(node_id(&resolved))
+        .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
+        .build();
+    kernel.recover_leases().await.context("recovering this node's job leases")?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let worker = kernel.spawn_worker(wait_for_stop(stop_rx.clone()));
+    let state = nexus_server::AppState::new(kernel);
+    nexus_server::serve(listener, state, async move {
+        shutdown_signal().await;
+        let _ = stop_tx.send(true);
+    })
+    .await?;
+    let _ = worker.await;
     tracing::info!("nexus stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+async fn wait_for_stop(mut rx: tokio::sync::watch::Receiver<bool>) {
+    while !*rx.borrow() {
+        if rx.changed().await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The stable name this node leases jobs under (storage-and-scale.md §1): `kernel.node_id`, or
+/// for `auto` the hostname plus the data dir (SQLite) or the database URL (PostgreSQL), so a
+/// restarted node recognizes and releases the leases its crashed predecessor held.
+fn node_id(resolved: &config::Resolved) -> String {
+    let configured = resolved.settings.kernel.node_id.trim();
+    if !configured.is_empty() && configured != "auto" {
+        return configured.to_string();
+    }
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    let place = match &resolved.settings.storage.url {
+        Some(url) => nexus_store::redact_url(url),
+        None => std::fs::canonicalize(&resolved.data_dir)
+            .unwrap_or_else(|_| resolved.data_dir.clone())
+            .display()
+            .to_string(),
+    };
+    format!("{host}:{place}")
 }
 
 async fn shutdown_signal() {

@@ -237,6 +237,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             .await;
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.timeout_ms, Some(DAY));
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + DAY));
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
         assert_eq!(t.addressed_role.as_deref(), Some("agent_application"));
@@ -613,6 +614,26 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!(t.status, "failed");
         assert_eq!(t.error_detail.as_deref(), Some("authors may not read"));
+
+        // An authored budget survives the hold and wins over the default at release.
+        let timed = json!({"tool": {"name": "read", "input": {"path": "a"}, "timeout_ms": 5000,
+                                    "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string()}}});
+        let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);
+        let id = w
+            .start(
+                &w.agent,
+                json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [timed]}),
+            )
+            .await;
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!((t.status.as_str(), t.timeout_ms), ("needs_approval", Some(DAY)));
+        w.kernel
+            .approve(&w.human, w.ws, id, "s1-tool-1", &json!({}))
+            .await
+            .unwrap();
+        let t = w.task(id, "s1-tool-1").await;
+        assert_eq!((t.status.as_str(), t.timeout_ms), ("dispatched", Some(5000)));
+        assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 5000));
 
         // On a human's own run a hold has no addressee.
         let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);

@@ -156,3 +156,37 @@ async fn self_reads_have_their_shapes() {
         assert_eq!(exec["executor"]["credential_epoch"], 0);
     }
 }
+
+#[tokio::test]
+async fn expired_credentials_get_the_same_401() {
+    use nexus_store::{Engine, NewCredential, Plane};
+    for h in harnesses().await {
+        let human_id = uuid::Uuid::parse_str(h.boot["human"]["public_id"].as_str().unwrap()).unwrap();
+        let human = h.kernel.store.member_by_public_id(human_id).await.unwrap().unwrap();
+        let now = nexus_kernel::time::now_ms();
+        let mut tokens = Vec::new();
+        for expires_at in [now - 1_000, now + 3_600_000] {
+            let minted = nexus_kernel::credentials::mint();
+            h.kernel
+                .store
+                .insert_credential(NewCredential {
+                    public_id: minted.public_id,
+                    plane: Plane::Member,
+                    member_id: Some(human.id),
+                    executor_id: None,
+                    epoch: 0,
+                    secret_sha256: minted.secret_sha256,
+                    expires_at: Some(expires_at),
+                    now,
+                })
+                .await
+                .unwrap();
+            tokens.push(minted.token);
+        }
+        assert_identical_401(&h.get("/agent_api/v1/profile", Some(&tokens[0])).await, "expired", h.dialect);
+        let live = h.get("/agent_api/v1/profile", Some(&tokens[1])).await;
+        assert_eq!(live.status, StatusCode::OK, "an unexpired credential works");
+        let expires = live.json()["credential"]["expires_at"].as_str().unwrap().to_string();
+        assert!(expires.ends_with('Z') && expires.len() == 20, "{expires}");
+    }
+}

@@ -5,9 +5,13 @@
 //! `waiting → needs_approval → dispatched | running | failed`, or stays at `needs_approval`
 //! (a HOLD). An addressing refusal fails the row `tool_not_served` from `waiting`, with no park.
 //!
-//! The `timeout_ms` column of a tool row holds its authored budget until release; release
-//! writes the effective budget (authored, else announced, else 600,000 ms). A held row's
-//! budget is always 24 h and is not stored in the column (reads report it).
+//! Budgets (executor.md §13): `timeout_ms` is always the current park's budget, so
+//! `deadline_at = await_started_at + timeout_ms` on every parked tool row. A hold writes
+//! 86,400,000; release writes the row's own budget (authored, else announced, else 600,000).
+//! The authored budget the step set (the `timeout_ms` column at insert) is kept, the first time
+//! the gate sees the row, in the tool row's otherwise unused `request_surface` as
+//! `{"authored_timeout_ms": n|null}` ([`authored_timeout`]), so a hold, a re-hold or a retry
+//! never loses it.
 
 use nexus_core::approval::{self, Decision, GrantOrigin, Mode, Origin};
 use nexus_core::codes::task_error;
@@ -98,6 +102,23 @@ fn kernel_addressing(tool: &registry::KernelTool) -> Addressing {
         effect_profile: tool.effect.to_json(),
         announced_timeout_ms: None,
     }
+}
+
+/// The budget the step authored for this tool row (`None`: the announcement or the default
+/// decides). Recorded on first sight from the insert-time `timeout_ms` column.
+pub(crate) fn authored_timeout(task: &mut TaskRow) -> Option<i64> {
+    if let Some(v) = task
+        .request_surface
+        .as_deref()
+        .and_then(|t| serde_json::from_str::<Value>(t).ok())
+        && let Some(obj) = v.as_object()
+        && obj.contains_key("authored_timeout_ms")
+    {
+        return obj.get("authored_timeout_ms").and_then(Value::as_i64);
+    }
+    let authored = task.timeout_ms;
+    task.request_surface = Some(json!({"authored_timeout_ms": authored}).to_string());
+    authored
 }
 
 /// `approval` fact JSON: `{origin, decided_by?, decided_at}`.
@@ -344,6 +365,7 @@ impl Kernel {
         now: i64,
     ) -> KernelResult<Vec<AfterCommit>> {
         let mut effects = Vec::new();
+        authored_timeout(task);
         let addressing = match self.address(tx, run, task).await? {
             Ok(a) => a,
             Err(detail) => {
@@ -445,7 +467,9 @@ impl Kernel {
         let address = self.declaring_address(run).await?;
         task.addressed_executor_id = address.as_ref().map(|a| a.id);
         task.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+        authored_timeout(task);
         task.await_started_at = Some(now);
+        task.timeout_ms = Some(HOLD_TIMEOUT_MS);
         task.deadline_at = Some(now + HOLD_TIMEOUT_MS);
         let moved = if from_waiting {
             self.transition(tx, run, task, "needs_approval", now).await?
@@ -486,7 +510,7 @@ impl Kernel {
         task.approval = Some(approval);
         task.effect_profile = Some(addressing.effect_profile.to_string());
         task.await_started_at = Some(now);
-        let authored = task.timeout_ms;
+        let authored = authored_timeout(task);
         match &addressing.addressee {
             Addressee::Kernel => {
                 let budget = authored.unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);

@@ -13,7 +13,6 @@ use nexus_store::{Engine, EventRow, RunRow, TaskRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::gate::HOLD_TIMEOUT_MS;
 use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
@@ -231,12 +230,7 @@ impl Kernel {
     }
 
     /// The trace projection every task read carries, plus the settled error fields.
-    async fn trace_json(
-        &self,
-        names: &mut Names,
-        task: &TaskRow,
-        deps: &[(String, String, bool)],
-    ) -> KernelResult<Map<String, Value>> {
+    fn trace_json(task: &TaskRow, deps: &[(String, String, bool)]) -> Map<String, Value> {
         let mut m = Map::new();
         m.insert("key".into(), json!(task.key));
         m.insert("kind".into(), json!(task.kind));
@@ -283,8 +277,7 @@ impl Kernel {
                 m.insert("is_error".into(), json!(true));
             }
         }
-        let _ = names;
-        Ok(m)
+        m
     }
 
     /// The dependencies of each task: (dependency key, edge kind, dependency settled).
@@ -307,12 +300,11 @@ impl Kernel {
     async fn task_json_full(
         &self,
         names: &mut Names,
-        run: &RunRow,
         task: &TaskRow,
         tasks: &[TaskRow],
         deps: &[(String, String, bool)],
     ) -> KernelResult<Value> {
-        let mut m = self.trace_json(names, task, deps).await?;
+        let mut m = Self::trace_json(task, deps);
         let frozen_raw = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
         match task.kind.as_str() {
             "model_task" => {
@@ -409,11 +401,7 @@ impl Kernel {
                 "deadline_at".into(),
                 json!(time::iso(task.deadline_at.unwrap_or_default())),
             );
-            let budget = if task.status == "needs_approval" && task.kind == "tool_task" {
-                Some(HOLD_TIMEOUT_MS)
-            } else {
-                task.timeout_ms
-            };
+            let budget = task.timeout_ms;
             insert_opt(&mut m, "timeout_ms", budget.map(|b| json!(b)));
         }
         if SETTLED.contains(&task.status.as_str()) {
@@ -433,7 +421,6 @@ impl Kernel {
             insert_opt(&mut m, "title", task.title.as_ref().map(|t| json!(t)));
             insert_opt(&mut m, "metadata", parse(task.metadata.as_deref()));
         }
-        let _ = run;
         Ok(Value::Object(m))
     }
 
@@ -448,7 +435,7 @@ impl Kernel {
         let mut names = Names::default();
         names.tasks.extend(tasks.iter().map(|t| (t.id, t.key.clone())));
         let empty = Vec::new();
-        self.task_json_full(&mut names, run, task, &tasks, deps.get(&task.id).unwrap_or(&empty))
+        self.task_json_full(&mut names, task, &tasks, deps.get(&task.id).unwrap_or(&empty))
             .await
     }
 
@@ -479,13 +466,10 @@ impl Kernel {
         let all = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
         let edges = self.store.edges_of_run(run.id).await?;
         let deps = Self::deps_of(&all, &edges);
-        let mut names = Names::default();
         let empty = Vec::new();
         let mut tasks = Vec::with_capacity(page.len());
         for t in &page {
-            let mut m = self
-                .trace_json(&mut names, t, deps.get(&t.id).unwrap_or(&empty))
-                .await?;
+            let mut m = Self::trace_json(t, deps.get(&t.id).unwrap_or(&empty));
             if t.kind == "tool_task" {
                 m.insert("tool_name".into(), json!(t.tool_name));
                 insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
