@@ -114,3 +114,133 @@ pub async fn harnesses() -> Vec<Harness> {
     }
     out
 }
+
+// ---- the run engine: scripts, extra headers, streamed bodies -------------------------------
+
+/// A bootstrapped harness on every available engine whose `scripted` provider reads
+/// `<dir>/<name>.jsonl`, with no provider backoff. Drive the engine with
+/// `h.kernel.work_until_idle(n)`.
+pub async fn harnesses_with_scripts(dir: &std::path::Path) -> Vec<Harness> {
+    let mut out = Vec::new();
+    for store in testing::engines().await {
+        let kernel = Kernel::builder(store.store.clone())
+            .scripts_dir(dir)
+            .provider_backoff_ms(vec![0, 0, 0])
+            .build();
+        let boot = kernel.bootstrap().await.expect("bootstrap");
+        let app = router(AppState::new(kernel.clone()));
+        out.push(Harness {
+            dialect: store.dialect,
+            kernel,
+            app,
+            boot,
+            _store: store,
+        });
+    }
+    out
+}
+
+/// Writes `<dir>/<name>.jsonl`, one JSON value a line.
+pub fn write_script(dir: &std::path::Path, name: &str, lines: &[Value]) {
+    let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+    std::fs::write(dir.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+}
+
+impl Harness {
+    /// The workspace's public id.
+    pub fn ws_public_id(&self) -> String {
+        self.boot["workspace_public_id"].as_str().unwrap().to_string()
+    }
+
+    /// `W = /agent_api/v1/workspaces/{ws}`.
+    pub fn w(&self) -> String {
+        format!("/agent_api/v1/workspaces/{}", self.ws_public_id())
+    }
+
+    /// `R = W/runs/{run}`.
+    pub fn r(&self, run: &str) -> String {
+        format!("{}/runs/{run}", self.w())
+    }
+
+    /// The workspace's internal id.
+    pub async fn ws_id(&self) -> i64 {
+        let id = uuid::Uuid::parse_str(&self.ws_public_id()).unwrap();
+        nexus_store::Engine::workspace_by_public_id(&self.kernel.store, id)
+            .await
+            .unwrap()
+            .unwrap()
+            .id
+    }
+
+    /// Sends a JSON body (or none) with extra headers.
+    pub async fn send_with(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        self.raw(self.request(method, path, token, body, headers)).await
+    }
+
+    /// Builds a request with optional bearer, JSON body and extra headers.
+    pub fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&Value>,
+        headers: &[(&str, &str)],
+    ) -> Request<Body> {
+        let mut req = Request::builder().method(method).uri(path);
+        if let Some(t) = token {
+            req = req.header("authorization", format!("Bearer {t}"));
+        }
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        match body {
+            Some(b) => req
+                .header("content-type", "application/json")
+                .body(Body::from(serde_json::to_vec(b).unwrap())),
+            None => req.body(Body::empty()),
+        }
+        .unwrap()
+    }
+
+    /// Sends a request and returns the response unread (for streamed bodies).
+    pub async fn open(&self, req: Request<Body>) -> axum::response::Response {
+        self.app.clone().oneshot(req).await.unwrap()
+    }
+}
+
+/// Reads a streamed body until `pred` holds on the text read so far, or `timeout` passes.
+/// Returns the text read.
+pub async fn read_until(
+    body: &mut Body,
+    timeout: std::time::Duration,
+    pred: impl Fn(&str) -> bool,
+) -> String {
+    use axum::body::HttpBody;
+    let mut text = String::new();
+    let deadline = tokio::time::Instant::now() + timeout;
+    while !pred(&text) {
+        let frame = tokio::time::timeout_at(
+            deadline,
+            std::future::poll_fn(|cx| std::pin::Pin::new(&mut *body).poll_frame(cx)),
+        )
+        .await;
+        match frame {
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    text.push_str(&String::from_utf8_lossy(&data));
+                }
+            }
+            Ok(Some(Err(e))) => panic!("stream error: {e}"),
+            Ok(None) => break,
+            Err(_) => break,
+        }
+    }
+    text
+}

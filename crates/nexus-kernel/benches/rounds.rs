@@ -1,0 +1,243 @@
+//! Kernel overhead per round: a scripted model that calls one kernel tool (`tool_search`, a
+//! distinct query each round, so the repeat_call_loop rule never fires) per round, for 4 runs ×
+//! 250 rounds = 1,000 rounds, on SQLite (file-backed, WAL: the embedded default) and PostgreSQL.
+//!
+//! A round is the work that advances the chain by one round: the model pass (seal, scripted
+//! send, reply application, expansion, the kernel tool's readiness and its job) and the kernel
+//! tool pass (evaluation, settle, the continuation's readiness and its model job). The engine
+//! is driven with `Kernel::work_once`, one job per pass (one chain at a time), and a round is
+//! timed with `Instant` from the start of its model pass to the start of the next round's. Each
+//! `work_once` also runs one sweep pass and a receipt purge, so the figure is an upper bound on
+//! the serve loop (which sweeps on a timer).
+//!
+//! `cargo bench -p nexus-kernel --bench rounds`
+//! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-kernel --bench rounds`
+//! (PostgreSQL is skipped with a note when the variable is unset.)
+
+use std::time::{Duration, Instant};
+
+use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::testing::{self, TestStore};
+use serde_json::json;
+use uuid::Uuid;
+
+/// Replies per run: 249 rounds calling `tool_search`, then one final text reply (the chain's
+/// 250th round), inside the 256-round limit.
+const ROUNDS_PER_RUN: usize = 250;
+const RUNS: usize = 4;
+/// A short run first, not measured, to warm the statement caches and the file system.
+const WARMUP_ROUNDS: usize = 20;
+
+struct World {
+    _ts: TestStore,
+    _dir: tempfile::TempDir,
+    kernel: Kernel,
+    agent: MemberPrincipal,
+    ws: Uuid,
+}
+
+async fn world(ts: TestStore) -> World {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).expect("scripts dir");
+    write_script(&scripts, "warmup", WARMUP_ROUNDS);
+    write_script(&scripts, "rounds", ROUNDS_PER_RUN);
+    let kernel = Kernel::builder(ts.store.clone())
+        .scripts_dir(&scripts)
+        .provider_backoff_ms(vec![0, 0, 0])
+        .build();
+    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let agent = kernel
+        .authenticate_member(Some(&format!("Bearer {token}")))
+        .await
+        .expect("authenticate");
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    World {
+        _ts: ts,
+        _dir: dir,
+        kernel,
+        agent,
+        ws,
+    }
+}
+
+/// `rounds - 1` replies each calling `tool_search` with its own query, then a text reply.
+fn write_script(dir: &std::path::Path, name: &str, rounds: usize) {
+    let mut lines: Vec<String> = (1..rounds)
+        .map(|i| {
+            json!({"text": format!("Round {i}."), "tool_calls": [
+                {"id": format!("c{i}"), "name": "tool_search", "input": {"query": format!("round {i}")}}
+            ]})
+            .to_string()
+        })
+        .collect();
+    lines.push(json!({"text": "All done."}).to_string());
+    std::fs::write(dir.join(format!("{name}.jsonl")), lines.join("\n")).expect("write script");
+}
+
+impl World {
+    /// Creates and starts one run on `scripted/<script>`; returns its public id.
+    async fn start(&self, script: &str) -> Uuid {
+        let body = json!({"run": {
+            "approval_mode": "bypass",
+            "steps": [{"model": {
+                "prompt": "Search the tools, one query a round.",
+                "model": format!("scripted/{script}"),
+                "kernel_tools": ["nexus.tools.search"],
+            }}],
+        }});
+        let (status, body) = self
+            .kernel
+            .create_run(&self.agent, self.ws, &body, None)
+            .await
+            .expect("create_run");
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+        self.kernel.start_run(&self.agent, self.ws, id).await.expect("start_run");
+        id
+    }
+
+    /// Drives one run to its end, one job per pass; returns each round's wall time.
+    async fn drive(&self, id: Uuid, rounds: usize) -> Vec<Duration> {
+        // Pass 2k-1 runs round k's model call, pass 2k its kernel tool; the last round is a
+        // model pass alone.
+        let mut starts = Vec::with_capacity(rounds + 1);
+        let mut pass = 0usize;
+        loop {
+            let t = Instant::now();
+            if pass % 2 == 0 {
+                starts.push(t);
+            }
+            let n = self.kernel.work_once().await.expect("work_once");
+            if n == 0 {
+                break;
+            }
+            assert_eq!(n, 1, "one chain runs one job per pass");
+            pass += 1;
+        }
+        assert_eq!(pass, 2 * rounds - 1, "passes for {rounds} rounds");
+        assert_eq!(starts.len(), rounds + 1);
+        let times: Vec<Duration> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+        self.check(id, rounds).await;
+        times
+    }
+
+    /// The run completed with every round and every tool row completed.
+    async fn check(&self, id: Uuid, rounds: usize) {
+        let store = &self.kernel.store;
+        let run = store.run_by_public_id(id).await.expect("run").expect("run row");
+        assert_eq!(run.status, "completed", "run {id}");
+        let tasks = nexus_store::Engine::tasks_of_run(store, run.id, 0, 10_000)
+            .await
+            .expect("tasks");
+        assert_eq!(tasks.len(), 1 + 2 * (rounds - 1), "one model row + (tool, continuation) per call round");
+        for t in &tasks {
+            assert_eq!(t.status, "completed", "{} {:?} {:?}", t.key, t.error_key, t.error_detail);
+        }
+    }
+}
+
+struct Figures {
+    engine: &'static str,
+    rounds: usize,
+    total: Duration,
+    p50: Duration,
+    p99: Duration,
+    max: Duration,
+    first_run_p50: Duration,
+    last_decile_p50: Duration,
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn measure(engine: &'static str, ts: TestStore) -> Figures {
+    let w = world(ts).await;
+    let warm = w.start("warmup").await;
+    w.drive(warm, WARMUP_ROUNDS).await;
+
+    let mut all = Vec::with_capacity(RUNS * ROUNDS_PER_RUN);
+    let mut per_run = Vec::new();
+    let started = Instant::now();
+    for _ in 0..RUNS {
+        let id = w.start("rounds").await;
+        let times = w.drive(id, ROUNDS_PER_RUN).await;
+        per_run.push(times.clone());
+        all.extend(times);
+    }
+    let total = started.elapsed();
+    let mut sorted = all.clone();
+    sorted.sort();
+    let mut first = per_run[0].clone();
+    first.sort();
+    // Rounds 226..=250 of every run: the longest histories.
+    let mut late: Vec<Duration> = per_run
+        .iter()
+        .flat_map(|r| r[r.len() - ROUNDS_PER_RUN / 10..].iter().copied())
+        .collect();
+    late.sort();
+    Figures {
+        engine,
+        rounds: all.len(),
+        total,
+        p50: pct(&sorted, 50.0),
+        p99: pct(&sorted, 99.0),
+        max: *sorted.last().unwrap(),
+        first_run_p50: pct(&first, 50.0),
+        last_decile_p50: pct(&late, 50.0),
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3}", d.as_secs_f64() * 1e3)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async {
+        let mut figures = vec![measure("sqlite (file, WAL)", testing::sqlite().await).await];
+        match testing::postgres().await {
+            Some(ts) => figures.push(measure("postgresql", ts).await),
+            None => eprintln!(
+                "note: {} is not set (or PostgreSQL is unreachable); skipping PostgreSQL",
+                testing::DATABASE_URL_VAR
+            ),
+        }
+        println!();
+        println!(
+            "kernel overhead per round: {RUNS} runs x {ROUNDS_PER_RUN} rounds, one tool_search call a round (work_once, one job a pass)"
+        );
+        println!(
+            "{:<20} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>12} {:>14}",
+            "engine", "rounds", "total s", "rounds/s", "p50 ms", "p99 ms", "max ms", "run1 p50 ms", "r226+ p50 ms"
+        );
+        for f in &figures {
+            println!(
+                "{:<20} {:>7} {:>9.3} {:>10.1} {:>9} {:>9} {:>9} {:>12} {:>14}",
+                f.engine,
+                f.rounds,
+                f.total.as_secs_f64(),
+                f.rounds as f64 / f.total.as_secs_f64(),
+                ms(f.p50),
+                ms(f.p99),
+                ms(f.max),
+                ms(f.first_run_p50),
+                ms(f.last_decile_p50),
+            );
+        }
+        if let Some(sqlite) = figures.first() {
+            let target = Duration::from_millis(2);
+            println!(
+                "target: p50 under 2 ms per round on SQLite: {}",
+                if sqlite.p50 < target { "met" } else { "NOT met" }
+            );
+        }
+    });
+}
