@@ -73,6 +73,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     tracing::info!(address = %local, store = store.dialect(), data_dir = %resolved.data_dir.display(), "nexus serving");
     let kernel = nexus_kernel::Kernel::builder(store)
         .scripts_dir(resolved.data_dir.join("scripts"))
+        .blobs_dir(resolved.data_dir.join("blobs"))
         .node_id(node_id(&resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
         .build();

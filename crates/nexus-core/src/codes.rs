@@ -64,12 +64,14 @@ codes! {
     NotClaimant = 409, "not_claimant", "The caller does not hold this claim.";
     NotEligible = 409, "not_eligible", "The executor is not eligible for this run.";
     NotExtendable = 409, "not_extendable", "The row cannot be extended in its current state.";
+    NotResolvable = 409, "not_resolvable", "The await is held by the kernel and cannot be resolved through a door.";
     NotStartable = 409, "not_startable", "The run cannot be started in its current state.";
     RunNotAppendable = 409, "run_not_appendable", "The run does not accept appends in its current state.";
     StaleClaim = 409, "stale_claim", "The claim token is stale.";
     StaleObject = 409, "stale_object", "The expected lock version does not match the stored one.";
     StaleRevision = 409, "stale_revision", "expected_revision does not match the run's current revision.";
     TaskNotClaimable = 409, "task_not_claimable", "The task is not in a claimable state.";
+    TaskNotRunning = 409, "task_not_running", "The task was never started.";
     TipLive = 409, "tip_live", "The run's tip is still live.";
     TipUnresolved = 409, "tip_unresolved", "The run's deliverable is an unadjudicated failure.";
     ContentTooLarge = 413, "content_too_large", "The content exceeds its size bound.";
@@ -86,6 +88,8 @@ codes! {
     ToolNotDeclared = 422, "tool_not_declared", "A named tool is not a callable of the declaration.";
     ReservedNamespace = 422, "reserved_namespace", "The name belongs to a kernel-reserved namespace.";
     InvalidAnnouncement = 422, "invalid_announcement", "The announcement breaks its grammar.";
+    FrameTooLarge = 422, "frame_too_large", "The progress frame exceeds 65,536 bytes.";
+    InvalidFrame = 422, "invalid_frame", "The progress frame breaks its grammar.";
     InvalidContent = 422, "invalid_content", "A content shape outside the result grammar.";
     UnsupportedContentKind = 422, "unsupported_content_kind", "A well-formed content block of an unsupported kind.";
     TooManyContentBlocks = 422, "too_many_content_blocks", "More content blocks than a body can hold.";
@@ -93,6 +97,11 @@ codes! {
     ResultUnstorable = 422, "result_unstorable", "The result bytes cannot be stored.";
     UnknownResultUpload = 422, "unknown_result_upload", "A linked upload is not the committer's own capture.";
     InvalidResultType = 422, "invalid_result_type", "result_type must be absent or \"complete\".";
+    InvalidOutcome = 422, "invalid_outcome", "outcome must be \"completed\" or \"failed\".";
+    InvalidTitle = 422, "invalid_title", "title must be a string without U+0000.";
+    InvalidMetadata = 422, "invalid_metadata", "metadata must be an object; metadata.checkpoint an object with a string hash.";
+    MetadataTooLarge = 422, "metadata_too_large", "metadata exceeds 65,536 bytes of canonical JSON.";
+    InvalidTimeoutMs = 422, "invalid_timeout_ms", "timeout_ms must be a positive integer.";
     RateLimited = 429, "rate_limited", "Too many requests; honour Retry-After.";
     InternalError = 500, "internal_error", "An unexpected server error.";
     Unavailable = 503, "unavailable", "The store cannot be reached.";

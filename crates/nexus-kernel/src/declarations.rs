@@ -171,7 +171,31 @@ impl Kernel {
     }
 
     /// Fills the runner facts and skill sources an assembly needs, as the store has them now.
+    /// The workspace skill source is the default workspace of the principal's account, when the
+    /// principal has standing there (the assembly preview names no workspace); acceptance uses
+    /// [`Kernel::gather_facts_in`] with the run's workspace.
     pub async fn gather_facts(&self, principal: &MemberRow, input: &mut AssemblyInput) -> KernelResult<()> {
+        let workspace = match self
+            .store
+            .workspace_by_handle(principal.account_id, crate::admin::DEFAULT_WORKSPACE)
+            .await?
+        {
+            Some(ws) if self.store.standing(ws.id, principal.id).await?.is_some() => Some(ws),
+            _ => None,
+        };
+        self.gather_facts_in(principal, workspace.as_ref(), input).await
+    }
+
+    /// [`Kernel::gather_facts`] with the workspace whose `workspace/skills/<name>` documents are
+    /// the workspace skill source (`None`: no workspace source). The user source is the
+    /// `user/skills/<name>` documents of the principal's controlling human (declarations.md §8,
+    /// §11).
+    pub async fn gather_facts_in(
+        &self,
+        principal: &MemberRow,
+        workspace: Option<&nexus_store::WorkspaceRow>,
+        input: &mut AssemblyInput,
+    ) -> KernelResult<()> {
         for id in mentioned_runners(input) {
             let Some(runner) = self.store.executor_by_public_id(id).await? else {
                 continue;
@@ -205,8 +229,16 @@ impl Kernel {
                 })
                 .collect();
         }
-        // Memory skill documents (`workspace/skills/*`, `user/skills/*`) join here with the
-        // memory family; until then those sources are empty.
+        // Memory skill documents: `workspace/skills/<name>` of the workspace, then
+        // `user/skills/<name>` of the controlling human (the core applies the precedence).
+        use nexus_store::MemoryScope;
+        if let Some(ws) = workspace {
+            let docs = self.store.memory_documents(MemoryScope::Workspace, ws.id, false).await?;
+            input.workspace_skills = crate::memory::skill_documents(&docs);
+        }
+        let human = crate::memory::controlling_human_id(principal);
+        let docs = self.store.memory_documents(MemoryScope::User, human, false).await?;
+        input.user_skills = crate::memory::skill_documents(&docs);
         Ok(())
     }
 }

@@ -10,10 +10,13 @@ pub mod auth;
 pub mod credentials;
 pub mod declarations;
 pub mod error;
+pub mod executor;
+pub mod memory;
 pub mod profile;
 pub mod runs;
 pub mod time;
 pub mod tools;
+pub mod uploads;
 
 pub use auth::{ExecutorPrincipal, MemberPrincipal};
 pub use error::{KernelError, KernelResult};
@@ -29,6 +32,9 @@ pub use runs::Runtime;
 /// The default `scripted` scripts directory (`<data-dir>/scripts` under the default data dir).
 pub const DEFAULT_SCRIPTS_DIR: &str = "nexus-data/scripts";
 
+/// The default blob store root (`<data-dir>/blobs` under the default data dir).
+pub const DEFAULT_BLOBS_DIR: &str = "nexus-data/blobs";
+
 /// The kernel: a store and the deployment's settings. Cheap to clone.
 #[derive(Clone)]
 pub struct Kernel {
@@ -38,6 +44,10 @@ pub struct Kernel {
     pub providers: Arc<Providers>,
     /// Engine settings and in-process state (node id, live feed, worker wake-ups).
     pub runtime: Arc<Runtime>,
+    /// Uploads and captures: the blob store (uploads.md) and the reaper's clock.
+    pub uploads: Arc<uploads::Uploads>,
+    /// The executor plane's in-process state: push channels and the progress relay.
+    pub executor_plane: Arc<executor::PlaneState>,
 }
 
 impl Kernel {
@@ -58,6 +68,7 @@ impl Kernel {
             store,
             providers: None,
             scripts_dir: PathBuf::from(DEFAULT_SCRIPTS_DIR),
+            blobs_dir: PathBuf::from(DEFAULT_BLOBS_DIR),
             node_id: None,
             sweep_interval_ms: None,
             provider_backoff_ms: None,
@@ -70,6 +81,7 @@ pub struct KernelBuilder {
     store: Store,
     providers: Option<Providers>,
     scripts_dir: PathBuf,
+    blobs_dir: PathBuf,
     node_id: Option<String>,
     sweep_interval_ms: Option<u64>,
     provider_backoff_ms: Option<Vec<u64>>,
@@ -85,6 +97,12 @@ impl KernelBuilder {
     /// Where the built-in `scripted` instance reads `<name>.jsonl`.
     pub fn scripts_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.scripts_dir = dir.into();
+        self
+    }
+
+    /// The root of the fs blob store (`storage.blobs.path`, default [`DEFAULT_BLOBS_DIR`]).
+    pub fn blobs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.blobs_dir = dir.into();
         self
     }
 
@@ -119,6 +137,8 @@ impl KernelBuilder {
             store: self.store,
             providers: Arc::new(providers),
             runtime: Arc::new(runtime),
+            uploads: Arc::new(uploads::Uploads::new(Arc::new(uploads::FsBlobs::new(self.blobs_dir)))),
+            executor_plane: Arc::new(executor::PlaneState::default()),
         }
     }
 }

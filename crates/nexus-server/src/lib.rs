@@ -50,6 +50,19 @@ pub fn router(state: AppState) -> Router {
             put(routes::profile::put_configuration),
         )
         .route("/agent_api/v1/executor", get(routes::executor::describe))
+        .route("/agent_api/v1/executor/inbox", get(routes::inbox::list))
+        .route(
+            "/agent_api/v1/executor/inbox/{run}/{task}/claim",
+            post(routes::inbox::claim).get(routes::inbox::claim_status),
+        )
+        .route("/agent_api/v1/executor/inbox/{run}/{task}/extend", post(routes::inbox::extend))
+        .route("/agent_api/v1/executor/inbox/{run}/{task}/commit", post(routes::inbox::commit))
+        .route("/agent_api/v1/executor/announcement", put(routes::executor::announce))
+        .route("/agent_api/v1/executor/progress", post(routes::executor::progress))
+        .route("/agent_api/v1/executor/channel", get(routes::channel::channel))
+        .route("/agent_api/v1/executors", get(routes::executor::list))
+        .route("/agent_api/v1/executors/{id}", get(routes::executor::get))
+        .merge(upload_routes())
         .nest("/agent_api/v1/workspaces/{ws}", workspace_routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
@@ -57,6 +70,30 @@ pub fn router(state: AppState) -> Router {
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// Uploads and captures (uploads.md §1, §3; executor.md §12). Ingest takes up to the upload
+/// bound plus multipart framing; the handler refuses past the bound as it streams.
+fn upload_routes() -> Router<AppState> {
+    use routes::uploads;
+    let ingest_limit = DefaultBodyLimit::max(uploads::INGEST_BODY_LIMIT);
+    Router::new()
+        .route("/agent_api/v1/uploads", post(uploads::create).layer(ingest_limit))
+        .route("/agent_api/v1/uploads/{id}", get(uploads::get))
+        .route("/agent_api/v1/uploads/{id}/bytes", get(uploads::bytes))
+        .route(
+            "/agent_api/v1/executor/uploads",
+            post(uploads::create_capture).layer(ingest_limit),
+        )
+        .route("/agent_api/v1/executor/uploads/{id}", get(uploads::get_capture))
+        .route(
+            "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}",
+            get(uploads::claim_attachment),
+        )
+        .route(
+            "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes",
+            get(uploads::claim_attachment_bytes),
+        )
 }
 
 /// Routes under `W = /agent_api/v1/workspaces/{ws}`.
@@ -75,10 +112,16 @@ fn workspace_routes() -> Router<AppState> {
         .route("/runs/{run}/tasks/{key}/request", get(runs::get_request))
         .route("/runs/{run}/tasks/{key}/approve", post(runs::approve))
         .route("/runs/{run}/tasks/{key}/deny", post(runs::deny))
+        .route("/runs/{run}/tasks/{key}/resolution", post(runs::resolution))
         .route("/runs/{run}/transcript", get(runs::transcript))
         .route("/runs/{run}/graph", get(runs::graph))
         .route("/runs/{run}/events", get(runs::events))
         .route("/runs/{run}/events/stream", get(routes::stream::stream))
+        .route("/memory", get(routes::memory::list))
+        .route(
+            "/memory/doc",
+            get(routes::memory::read).put(routes::memory::put).delete(routes::memory::delete),
+        )
 }
 
 async fn not_found() -> ApiError {

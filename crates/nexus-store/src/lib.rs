@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod model;
+mod memory;
 mod ops;
 mod postgres;
 mod row;
@@ -19,9 +20,12 @@ pub use error::StoreError;
 pub use model::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use tx::{PgTx, SqliteTx, Tx};
+pub use uploads::{NewUpload, UploadRow};
 
 mod tx;
+mod uploads;
 
 use uuid::Uuid;
 
@@ -86,6 +90,8 @@ pub trait Engine {
     /// Returns the workspace with `handle` in the account, creating it when absent.
     async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow>;
     async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>>;
+    /// The workspace with internal id `id`.
+    async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>>;
     /// Upserts a member's standing in a workspace.
     async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()>;
     async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>>;
@@ -194,6 +200,38 @@ pub trait Engine {
     async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>>;
     /// Deletes receipts with `expires_at <= now`; returns how many.
     async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64>;
+
+    // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
+    /// The document at `path` of (scope, owner).
+    async fn memory_document(&self, scope: MemoryScope, owner_id: i64, path: &str) -> Result<Option<MemoryDocRow>>;
+    /// Every document of (scope, owner), sorted by path bytes; `with_content: false` leaves
+    /// `content` empty.
+    async fn memory_documents(&self, scope: MemoryScope, owner_id: i64, with_content: bool)
+    -> Result<Vec<MemoryDocRow>>;
+    /// Creates (`lock_version` 1) or replaces (version + 1) a document in one write
+    /// transaction. `expected_lock_version` (0 = no document) must equal the stored version
+    /// when given (`Stale`); a new document past `bound` documents of (scope, owner) is `Full`.
+    async fn memory_put(&self, new: NewMemoryDoc, expected_lock_version: Option<i64>, bound: i64) -> Result<MemoryPut>;
+    /// Deletes a document, conditionally on `expected_lock_version` when given.
+    async fn memory_delete(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        path: &str,
+        expected_lock_version: Option<i64>,
+    ) -> Result<MemoryDelete>;
+    /// The workspace with `handle` in the account (no creation).
+    async fn workspace_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<WorkspaceRow>>;
+
+    // ---- uploads (migration 0003; writes go through [`Tx`]) ----
+    async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<UploadRow>>;
+    /// Whether the upload is bound to a task of a run in a workspace where the member has
+    /// standing (uploads.md §6).
+    async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool>;
+    /// Whether the upload is bound to a task of the run.
+    async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool>;
+    /// Every upload bound to a task of the run, by id.
+    async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>>;
 }
 
 /// A store handle: one of the two engines. Cheap to clone (pools are shared).
@@ -334,6 +372,9 @@ impl Engine for Store {
     async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
         dispatch!(self, workspace_by_public_id(public_id))
     }
+    async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>> {
+        dispatch!(self, workspace_by_id(id))
+    }
     async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
         dispatch!(self, set_standing(workspace_id, member_id, standing))
     }
@@ -468,5 +509,43 @@ impl Engine for Store {
     }
     async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
         dispatch!(self, purge_idempotency_receipts(now))
+    }
+    async fn memory_document(&self, scope: MemoryScope, owner_id: i64, path: &str) -> Result<Option<MemoryDocRow>> {
+        dispatch!(self, memory_document(scope, owner_id, path))
+    }
+    async fn memory_documents(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        with_content: bool,
+    ) -> Result<Vec<MemoryDocRow>> {
+        dispatch!(self, memory_documents(scope, owner_id, with_content))
+    }
+    async fn memory_put(&self, new: NewMemoryDoc, expected_lock_version: Option<i64>, bound: i64) -> Result<MemoryPut> {
+        dispatch!(self, memory_put(new, expected_lock_version, bound))
+    }
+    async fn memory_delete(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        path: &str,
+        expected_lock_version: Option<i64>,
+    ) -> Result<MemoryDelete> {
+        dispatch!(self, memory_delete(scope, owner_id, path, expected_lock_version))
+    }
+    async fn workspace_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<WorkspaceRow>> {
+        dispatch!(self, workspace_by_handle(account_id, handle))
+    }
+    async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<UploadRow>> {
+        dispatch!(self, upload_by_public_id(public_id))
+    }
+    async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool> {
+        dispatch!(self, upload_readable_via_workspace(upload_id, member_id))
+    }
+    async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool> {
+        dispatch!(self, upload_bound_in_run(upload_id, run_id))
+    }
+    async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>> {
+        dispatch!(self, bound_uploads_of_run(run_id))
     }
 }

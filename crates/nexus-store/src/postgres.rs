@@ -191,6 +191,8 @@ pub(crate) mod ops {
     use super::uid;
     use sqlx::PgConnection as Conn;
     crate::ops::engine_ops!(lock_run = sql::LOCK_RUN_PG, dequeue = sql::DEQUEUE_JOBS_PG);
+    crate::uploads::upload_ops!();
+    crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
 }
 
 async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {
@@ -268,6 +270,15 @@ impl Engine for PgStore {
     async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
         sqlx::query(sql::WORKSPACE_BY_PUBLIC_ID)
             .bind(public_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::workspace(&r))
+            .transpose()
+    }
+
+    async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>> {
+        sqlx::query(sql::WORKSPACE_BY_ID)
+            .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .map(|r| row::workspace(&r))
@@ -515,4 +526,6 @@ impl Engine for PgStore {
     }
 
     crate::ops::engine_methods!();
+    crate::uploads::upload_methods!();
+    crate::memory::memory_methods!();
 }

@@ -13,6 +13,8 @@ pub(crate) const WORKSPACE_BY_HANDLE: &str = "SELECT id, public_id, account_id, 
      WHERE account_id = $1 AND handle = $2";
 pub(crate) const WORKSPACE_BY_PUBLIC_ID: &str =
     "SELECT id, public_id, account_id, handle, created_at FROM workspaces WHERE public_id = $1";
+pub(crate) const WORKSPACE_BY_ID: &str =
+    "SELECT id, public_id, account_id, handle, created_at FROM workspaces WHERE id = $1";
 
 pub(crate) const UPSERT_STANDING: &str = "INSERT INTO workspace_members (workspace_id, member_id, standing) VALUES ($1, $2, $3) \
      ON CONFLICT (workspace_id, member_id) DO UPDATE SET standing = excluded.standing";

@@ -229,6 +229,8 @@ pub(crate) mod ops {
     use super::uid;
     use sqlx::SqliteConnection as Conn;
     crate::ops::engine_ops!(lock_run = sql::RUN_BY_ID, dequeue = sql::DEQUEUE_JOBS_SQLITE);
+    crate::uploads::upload_ops!();
+    crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_SQLITE);
 }
 
 async fn applied_versions(conn: &mut SqliteConnection) -> Result<Vec<i64>> {
@@ -308,6 +310,15 @@ impl Engine for SqliteStore {
     async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
         sqlx::query(sql::WORKSPACE_BY_PUBLIC_ID)
             .bind(id_text(public_id))
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| row::workspace(&r))
+            .transpose()
+    }
+
+    async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>> {
+        sqlx::query(sql::WORKSPACE_BY_ID)
+            .bind(id)
             .fetch_optional(&self.pool)
             .await?
             .map(|r| row::workspace(&r))
@@ -555,4 +566,6 @@ impl Engine for SqliteStore {
     }
 
     crate::ops::engine_methods!();
+    crate::uploads::upload_methods!();
+    crate::memory::memory_methods!();
 }

@@ -282,4 +282,92 @@ impl Tx {
     pub async fn idempotency_put(&mut self, new: NewReceipt) -> Result<ReceiptRow> {
         tx_dispatch!(self, idempotency_put(&new))
     }
+
+    // ---- uploads (migration 0003) ----
+
+    /// Records that the blob with this digest exists; false when it already did.
+    pub async fn insert_blob(&mut self, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
+        tx_dispatch!(self, insert_blob(sha256, byte_size, now))
+    }
+
+    /// Inserts a descriptor (unbound). Its blob row must exist (`NotFound` otherwise).
+    pub async fn insert_upload(&mut self, new: crate::NewUpload) -> Result<crate::UploadRow> {
+        tx_dispatch!(self, insert_upload(&new))
+    }
+
+    pub async fn upload_by_public_id(&mut self, public_id: uuid::Uuid) -> Result<Option<crate::UploadRow>> {
+        tx_dispatch!(self, upload_by_public_id(public_id))
+    }
+
+    /// Binds the upload to a task (and sets `bound_at` on its first binding). False when that
+    /// binding already existed.
+    pub async fn bind_upload(&mut self, upload_id: i64, task_id: i64, now: i64) -> Result<bool> {
+        tx_dispatch!(self, bind_upload(upload_id, task_id, now))
+    }
+
+    /// Deletes unbound descriptors created at or before the cutoff; returns the digest of each
+    /// deleted descriptor (candidates for [`Tx::delete_orphan_blob`]; repeats possible).
+    pub async fn delete_unbound_uploads(&mut self, created_at_or_before: i64) -> Result<Vec<String>> {
+        tx_dispatch!(self, delete_unbound_uploads(created_at_or_before))
+    }
+
+    /// Deletes the blob row when no descriptor references it; true when it was deleted (the
+    /// caller then removes the bytes before committing).
+    pub async fn delete_orphan_blob(&mut self, sha256: &str) -> Result<bool> {
+        tx_dispatch!(self, delete_orphan_blob(sha256))
+    }
+}
+
+/// Memory documents (migration 0004): the same operations as the [`crate::Engine`] methods,
+/// inside the unit of work (a kernel tool's evaluation settles its row in the same
+/// transaction as its write).
+impl Tx {
+    pub async fn memory_document(
+        &mut self,
+        scope: crate::MemoryScope,
+        owner_id: i64,
+        path: &str,
+    ) -> Result<Option<crate::MemoryDocRow>> {
+        tx_dispatch!(self, memory_get(scope, owner_id, path))
+    }
+
+    /// Every document of (scope, owner), sorted by path bytes.
+    pub async fn memory_documents(
+        &mut self,
+        scope: crate::MemoryScope,
+        owner_id: i64,
+        with_content: bool,
+    ) -> Result<Vec<crate::MemoryDocRow>> {
+        tx_dispatch!(self, memory_list(scope, owner_id, with_content))
+    }
+
+    /// See [`crate::Engine::memory_put`].
+    pub async fn memory_put(
+        &mut self,
+        new: crate::NewMemoryDoc,
+        expected_lock_version: Option<i64>,
+        bound: i64,
+    ) -> Result<crate::MemoryPut> {
+        tx_dispatch!(self, memory_put(&new, expected_lock_version, bound))
+    }
+
+    pub async fn memory_delete(
+        &mut self,
+        scope: crate::MemoryScope,
+        owner_id: i64,
+        path: &str,
+        expected_lock_version: Option<i64>,
+    ) -> Result<crate::MemoryDelete> {
+        tx_dispatch!(self, memory_delete(scope, owner_id, path, expected_lock_version))
+    }
+
+    /// The internal id of the member with this public id.
+    pub async fn member_id_of(&mut self, public_id: uuid::Uuid) -> Result<Option<i64>> {
+        tx_dispatch!(self, member_id_of(public_id))
+    }
+
+    /// The internal id of the workspace with this public id.
+    pub async fn workspace_id_of(&mut self, public_id: uuid::Uuid) -> Result<Option<i64>> {
+        tx_dispatch!(self, workspace_id_of(public_id))
+    }
 }

@@ -192,6 +192,10 @@ async fn schemas_match_across_dialects() {
         "jobs",
         "sealed_requests",
         "idempotency_receipts",
+        "blobs",
+        "uploads",
+        "upload_bindings",
+        "memory_documents",
     ] {
         assert!(
             s.tables.contains(table),
@@ -212,6 +216,12 @@ async fn schemas_match_across_dialects() {
         ("events", vec!["run_id", "sequence"], false),
         ("sealed_requests", vec!["task_id", "generation"], false),
         ("idempotency_receipts", vec!["scope_hash"], false),
+        ("uploads", vec!["created_at"], true),
+        ("uploads", vec!["public_id"], false),
+        ("blobs", vec!["sha256"], false),
+        ("upload_bindings", vec!["upload_id", "task_id"], false),
+        ("upload_bindings", vec!["task_id"], false),
+        ("memory_documents", vec!["scope", "owner_id", "path"], false),
     ] {
         let columns: Vec<String> = columns.into_iter().map(String::from).collect();
         for (dialect, n) in [("SQLite", &s), ("PostgreSQL", &p)] {
@@ -229,6 +239,9 @@ async fn schemas_match_across_dialects() {
         ("runs", "public_id", "uuid"),
         ("sealed_requests", "body", "bytes"),
         ("tasks", "frozen_context", "text"),
+        ("uploads", "public_id", "uuid"),
+        ("uploads", "byte_size", "int64"),
+        ("uploads", "bound_at", "int64"),
     ] {
         assert!(
             s.columns

@@ -88,9 +88,12 @@ impl Kernel {
                     runs.insert(run_id);
                 }
                 AfterCommit::WakeJobs => self.runtime.jobs.notify_one(),
-                AfterCommit::WorkAvailable { .. } => {
-                    // The executor channel is not built yet; executors poll their inbox.
-                }
+                AfterCommit::WorkAvailable {
+                    executor_public_id,
+                    kind,
+                    run,
+                    task_key,
+                } => self.push_work(executor_public_id, kind, run, &task_key),
             }
         }
         for run_id in runs {

@@ -61,6 +61,8 @@ pub(crate) struct Frozen {
     pub tool_definitions: Vec<Value>,
     pub environment: Value,
     pub skills: Vec<Value>,
+    /// The memory bindings `{workspace_public_id, conversation_public_id, user_public_id}`.
+    pub memory: Value,
 }
 
 fn parse_json(text: Option<&str>) -> Value {
@@ -200,6 +202,7 @@ impl Kernel {
                 json!({})
             },
             skills: f.skills,
+            memory: f.memory,
         })
     }
 

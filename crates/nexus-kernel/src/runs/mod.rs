@@ -27,6 +27,7 @@ pub(crate) mod events;
 pub(crate) mod gate;
 pub(crate) mod read;
 pub(crate) mod request;
+pub(crate) mod resolution;
 pub(crate) mod round;
 pub(crate) mod schedule;
 pub mod stream;

@@ -13,6 +13,7 @@
 //! byte prefix of the next one's, and the tools block comes from the frozen declaration every
 //! time.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use nexus_core::declaration;
@@ -41,14 +42,16 @@ impl MediaJudge for Judge<'_> {
     }
 }
 
-/// The run's rows by id, for one request build.
-pub(crate) struct Rows {
-    pub tasks: Vec<TaskRow>,
+/// The run's rows by id, for one request build: owned, or borrowed from a loaded graph (the
+/// expansion check reads the rows its transaction already holds, without copying them).
+pub(crate) struct Rows<'a> {
+    pub tasks: Cow<'a, [TaskRow]>,
     index: HashMap<i64, usize>,
 }
 
-impl Rows {
-    pub fn new(tasks: Vec<TaskRow>) -> Rows {
+impl<'a> Rows<'a> {
+    pub fn new(tasks: impl Into<Cow<'a, [TaskRow]>>) -> Rows<'a> {
+        let tasks = tasks.into();
         let index = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
         Rows { tasks, index }
     }
@@ -69,15 +72,13 @@ impl Rows {
             .collect()
     }
 
-    /// The final logical work `key` names: a round followed along its continuations.
+    /// The final logical work `key` names: a round followed along its continuations, a
+    /// paired call to its child, a `delegate_task` call to its branch
+    /// ([`super::schedule::next_logical`]).
     pub fn follow(&self, key: &str) -> Option<&TaskRow> {
         let mut t = self.by_key(key)?;
-        while t.kind == task_kind::MODEL {
-            match self
-                .tasks
-                .iter()
-                .find(|c| c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id))
-            {
+        for _ in 0..4096 {
+            match super::schedule::next_logical(&self.tasks, t, |k| self.by_key(k)) {
                 Some(c) => t = c,
                 None => break,
             }
@@ -129,7 +130,7 @@ pub(crate) fn render_row(rows: &Rows, row: Option<&TaskRow>, judge: &dyn MediaJu
 /// An unpaired `<task_result>` envelope of a settled row (step `results`, wait observations).
 pub(crate) fn unpaired_envelope(target: &TaskRow) -> String {
     let judge = Judge { capabilities: None };
-    let rows = Rows::new(vec![target.clone()]);
+    let rows = Rows::new(std::slice::from_ref(target));
     let output = if target.status == "completed" && !target.is_error {
         pairing::render_content(&blocks_of(target), &judge).0
     } else {
@@ -189,8 +190,16 @@ pub(crate) fn replay_round(rows: &Rows, round: &TaskRow, judge: &dyn MediaJudge)
         out.push(Entry::Attachments {
             parts: media
                 .iter()
-                .filter_map(|id| uuid::Uuid::parse_str(id).ok())
-                .map(|upload| Part::Document { upload })
+                .filter_map(|id| {
+                    let upload = uuid::Uuid::parse_str(id).ok()?;
+                    Some(match judge.media_of(id) {
+                        Some(m) if m.content_type.starts_with("image/") => Part::Image {
+                            upload,
+                            media_type: m.content_type,
+                        },
+                        _ => Part::Document { upload },
+                    })
+                })
                 .collect(),
         });
     }
@@ -246,9 +255,8 @@ impl Kernel {
         let frozen = FrozenContext::of(round);
         let surface = RequestSurface::of(round);
         let (provider, model) = split_ref(&surface.model);
-        let judge = Judge {
-            capabilities: Some(capabilities),
-        };
+        // The run's bound uploads against this round's model (uploads helper, §F).
+        let judge = self.media_judge(round.run_id, Some(capabilities)).await?;
 
         let mut system: Vec<String> = Vec::new();
         if let Some(i) = surface.instructions.as_deref().filter(|s| !s.is_empty()) {

@@ -525,7 +525,7 @@ impl Kernel {
             at = t.declaring_task_id.and_then(|id| g.get(id));
         }
         chain.reverse();
-        let rows = Rows::new(g.tasks.clone());
+        let rows = Rows::new(g.tasks.as_slice());
         let judge = Judge { capabilities: None };
         let history: Vec<RoundRecord> = chain
             .iter()

@@ -365,13 +365,16 @@ impl Kernel {
                 let more = self.on_tool_ready(tx, run, t, now).await?;
                 effects.extend(more);
             }
-            _ => self.open_await(tx, run, g, t, now).await?,
+            _ => self.open_await(tx, run, g, t, now, effects).await?,
         }
         Ok(())
     }
 
-    /// Opens an await: a tokened `ask` is `dispatched` to the token holder; a `wait` is held
-    /// by the kernel (`running`) until its target settles.
+    /// Opens an await: a tokened `ask` is `dispatched` to the token holder; a tokenless
+    /// (model-issued) `ask` is `awaiting_input` for anyone with write standing, with
+    /// `attention_required {reason: awaiting_human}` and `work_available {kind: ask}` to the
+    /// declaring agent's address; a `wait` (or a delegation obligation) is held by the kernel
+    /// (`running`) until its target settles.
     async fn open_await(
         &self,
         tx: &mut Tx,
@@ -379,6 +382,7 @@ impl Kernel {
         g: &Graph,
         t: &mut TaskRow,
         now: i64,
+        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
         let ctx: Value = t
             .frozen_context
@@ -386,13 +390,35 @@ impl Kernel {
             .and_then(|s| serde_json::from_str(s).ok())
             .unwrap_or(Value::Null);
         const DAY: i64 = 86_400_000;
+        let tokenless_ask = ctx.get("ask").is_some() && t.resolution_token_sha256.is_none();
         let (to, timeout) = if ctx.get("wait").is_some() {
             (task_status::RUNNING, t.timeout_ms.unwrap_or(3_600_000).min(DAY))
+        } else if tokenless_ask {
+            (task_status::AWAITING_INPUT, t.timeout_ms.unwrap_or(DAY).min(DAY))
         } else {
             (task_status::DISPATCHED, t.timeout_ms.unwrap_or(DAY).min(DAY))
         };
         t.await_started_at = Some(now);
         t.deadline_at = Some(now + timeout);
+        if tokenless_ask {
+            let address = self.declaring_address(run).await?;
+            t.addressed_executor_id = address.as_ref().map(|a| a.id);
+            t.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+            if self.transition(tx, run, t, to, now).await? {
+                let data = json!({"reason": "awaiting_human", "task_key": t.key});
+                self.emit(tx, run, "attention_required", Some(&t.key), data, now, effects)
+                    .await?;
+                if let Some(a) = address {
+                    effects.push(AfterCommit::WorkAvailable {
+                        executor_public_id: a.public_id,
+                        kind: "ask",
+                        run: run.public_id,
+                        task_key: t.key.clone(),
+                    });
+                }
+            }
+            return Ok(());
+        }
         self.transition(tx, run, t, to, now).await?;
         if to == task_status::RUNNING
             && let Some(target) = ctx.pointer("/wait/task").and_then(Value::as_str)
@@ -583,18 +609,39 @@ impl Kernel {
     }
 }
 
-/// The final logical work a key names: a round that expanded is followed along its
-/// continuation chain (kernel-tools.md §1).
+/// The final logical work a key names (kernel-tools.md §1): a round that expanded is followed
+/// along its continuation chain; a completed call that pairs with a child is followed to the
+/// child; a `delegate_task` call row is followed to its branch.
 pub(crate) fn follow<'g>(g: &'g Graph, key: &str) -> Option<&'g TaskRow> {
     let mut t = g.by_key(key)?;
-    loop {
-        let next = g
-            .tasks
-            .iter()
-            .find(|c| c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id));
-        match next {
-            Some(c) if t.kind == task_kind::MODEL => t = c,
-            _ => return Some(t),
+    for _ in 0..4096 {
+        match next_logical(&g.tasks, t, |k| g.by_key(k)) {
+            Some(c) => t = c,
+            None => return Some(t),
         }
     }
+    Some(t)
+}
+
+/// One step of [`follow`]: the continuation of a round, the paired child of a completed call,
+/// or the branch root of a `delegate_task` call row.
+pub(crate) fn next_logical<'g>(
+    tasks: &'g [TaskRow],
+    t: &TaskRow,
+    by_key: impl Fn(&str) -> Option<&'g TaskRow>,
+) -> Option<&'g TaskRow> {
+    if t.kind == task_kind::MODEL {
+        return tasks
+            .iter()
+            .find(|c| c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id));
+    }
+    if t.kind == task_kind::TOOL && t.status == task_status::COMPLETED {
+        if let Some(child) = t.pairs_with.as_deref() {
+            return by_key(child).filter(|c| c.id != t.id);
+        }
+        return tasks.iter().find(|c| {
+            c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id) && c.branch_of.as_deref() == Some(&t.key)
+        });
+    }
+    None
 }

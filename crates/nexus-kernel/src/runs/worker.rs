@@ -79,6 +79,18 @@ impl Kernel {
         Ok(n)
     }
 
+    /// Dequeues and runs the jobs available to this node now, one after another, without the
+    /// sweep pass [`Kernel::work_once`] adds (the serve loop sweeps on its own timer). Returns
+    /// how many jobs ran. The round benchmark drives the engine with it.
+    pub async fn run_jobs_once(&self) -> KernelResult<usize> {
+        let jobs = self.dequeue().await?;
+        let n = jobs.len();
+        for job in jobs {
+            self.run_job(job).await;
+        }
+        Ok(n)
+    }
+
     /// [`Kernel::work_once`] until a pass runs no job (bounded by `max_passes`).
     pub async fn work_until_idle(&self, max_passes: usize) -> KernelResult<usize> {
         let mut total = 0;

@@ -7,9 +7,19 @@
 //! answers it (`skill_unknown`). A kernel tool without a handler stays `running` and is
 //! settled `timed_out` / `tool_timeout` by the sweep at its deadline, like a lost evaluation.
 
+mod ask;
+mod delegate_task;
+mod memory_delete;
+mod memory_edit;
+mod memory_grep;
+mod memory_ls;
+mod memory_read;
+mod memory_write;
 mod runners_list;
 mod skill;
+mod tool_call;
 mod tool_search;
+mod wait;
 
 use nexus_core::results;
 use serde_json::Value;
@@ -73,7 +83,62 @@ pub(crate) struct ToolContext<'a> {
 }
 
 /// The wire names this version evaluates in-kernel.
-pub const IMPLEMENTED: [&str; 3] = ["runners_list", "skill", "tool_search"];
+pub const IMPLEMENTED: [&str; 13] = [
+    "ask",
+    "delegate_task",
+    "memory_delete",
+    "memory_edit",
+    "memory_grep",
+    "memory_ls",
+    "memory_read",
+    "memory_write",
+    "runners_list",
+    "skill",
+    "tool_call",
+    "tool_search",
+    "wait",
+];
+
+/// A graph tool's call (`delegate_task`, `wait`, `ask`, `tool_call`): the running call row, its
+/// input and frozen context, and the evaluation clock. The handler may place one child row in
+/// the evaluation's transaction (`tool_call::place_child`).
+pub(crate) struct GraphCall<'a> {
+    pub call: &'a nexus_store::TaskRow,
+    pub input: &'a Value,
+    pub ctx: &'a ToolContext<'a>,
+    pub now: i64,
+}
+
+pub(crate) use skill::valid_skill_name;
+
+/// Runs a handler that reads or writes the store inside the evaluation's transaction: the
+/// memory family over the round's frozen memory bindings (declarations.md §8), and `skill`
+/// for a catalog entry whose frozen source is `workspace` or `user`. `None`: not one of them
+/// (for `skill`: not a memory source, so [`dispatch`] answers).
+pub(crate) async fn dispatch_stored(
+    tx: &mut nexus_store::Tx,
+    wire: &str,
+    input: &Value,
+    ctx: &ToolContext<'_>,
+    memory: &Value,
+) -> KernelResult<Option<KernelToolOutcome>> {
+    if wire == "skill" {
+        return skill::run_from_memory(tx, input, ctx, memory).await;
+    }
+    if !wire.starts_with("memory_") {
+        return Ok(None);
+    }
+    let owners = crate::memory::Owners::of_frozen(tx, memory).await?;
+    Ok(Some(match wire {
+        "memory_read" => memory_read::run(tx, input, &owners).await?,
+        "memory_write" => memory_write::run(tx, input, &owners).await?,
+        "memory_edit" => memory_edit::run(tx, input, &owners).await?,
+        "memory_ls" => memory_ls::run(tx, input, &owners).await?,
+        "memory_grep" => memory_grep::run(tx, input, &owners).await?,
+        "memory_delete" => memory_delete::run(tx, input, &owners).await?,
+        _ => return Ok(None),
+    }))
+}
 
 /// Runs the handler of a kernel tool by its wire name. `None`: no handler in this version.
 pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Option<KernelToolOutcome> {
@@ -116,13 +181,34 @@ impl Kernel {
             skills: &frozen.skills,
             callable: &callable,
         };
-        let Some(outcome) = dispatch(&wire, &input, &ctx) else {
+        let now = time::now_ms();
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        // The graph tools place children in this transaction (kernel-tools.md §0); past the
+        // deadline nothing is placed and the row times out below.
+        let graph = if task.deadline_at.is_some_and(|d| d <= now) {
+            None
+        } else {
+            let call = GraphCall {
+                call: &task,
+                input: &input,
+                ctx: &ctx,
+                now,
+            };
+            match wire.as_str() {
+                "delegate_task" => Some(delegate_task::run(self, &mut tx, &mut run, &call, &mut effects).await?),
+                "wait" => Some(wait::run(self, &mut tx, &mut run, &call, &mut effects).await?),
+                "ask" => Some(ask::run(self, &mut tx, &mut run, &call, &mut effects).await?),
+                "tool_call" => Some(tool_call::run(self, &mut tx, &mut run, &call, &mut effects).await?),
+                w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
+                | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory).await?,
+                _ => None,
+            }
+        };
+        let Some(outcome) = graph.or_else(|| dispatch(&wire, &input, &ctx)) else {
             tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
             tx.rollback().await?;
             return Ok(());
         };
-        let now = time::now_ms();
-        let mut effects: Vec<AfterCommit> = Vec::new();
         if task.deadline_at.is_some_and(|d| d <= now) {
             // The deadline wins (executor.md §13).
             self.settle_with(

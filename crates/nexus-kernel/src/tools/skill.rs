@@ -1,11 +1,14 @@
-//! `skill` (`nexus.skill.load`, kernel-tools.md §9) when the kernel answers it: a document
-//! absent from the callable's frozen catalog is `skill_unknown`. Memory skill sources (the
-//! `workspace` and `user` documents) join with the memory family; until then no catalog entry
-//! has a kernel source, so every kernel-answered load is `skill_unknown`.
+//! `skill` (`nexus.skill.load`, kernel-tools.md §9) when the kernel answers it: a catalog
+//! entry whose frozen source is `workspace` or `user` loads `<scope>/skills/<name>` from that
+//! source only (the round's frozen memory bindings) and returns the body as plain content; a
+//! document absent from the callable's frozen catalog, or gone from its source, is
+//! `skill_unknown`.
 
+use nexus_store::{MemoryScope, Tx};
 use serde_json::Value;
 
 use super::{KernelToolOutcome, ToolContext};
+use crate::error::KernelResult;
 
 /// The skill name grammar: `[a-z0-9](-?[a-z0-9])*`, at most 64 characters.
 pub(crate) fn valid_skill_name(name: &str) -> bool {
@@ -17,6 +20,43 @@ pub(crate) fn valid_skill_name(name: &str) -> bool {
         && word(b[b.len() - 1])
         && b.iter().all(|&c| word(c) || c == b'-')
         && !name.contains("--")
+}
+
+/// Loads a catalog entry whose frozen source is a memory scope. `None`: the entry is not a
+/// memory source (or the input is faulty), so [`run`] answers. A document gone from its
+/// source falls through to [`run`] too, which answers `skill_unknown` for a listed name.
+pub(crate) async fn run_from_memory(
+    tx: &mut Tx,
+    input: &Value,
+    ctx: &ToolContext<'_>,
+    memory: &Value,
+) -> KernelResult<Option<KernelToolOutcome>> {
+    let Some(name) = input.get("name").and_then(Value::as_str).filter(|n| valid_skill_name(n)) else {
+        return Ok(None);
+    };
+    let source = ctx
+        .skills
+        .iter()
+        .find(|s| {
+            s.get("callable").and_then(Value::as_str) == Some(ctx.callable)
+                && s.get("name").and_then(Value::as_str) == Some(name)
+        })
+        .and_then(|s| s.get("source"))
+        .and_then(Value::as_str);
+    let scope = match source {
+        Some("workspace") => MemoryScope::Workspace,
+        Some("user") => MemoryScope::User,
+        _ => return Ok(None),
+    };
+    let owners = crate::memory::Owners::of_frozen(tx, memory).await?;
+    let Some(owner) = owners.of(scope) else {
+        return Ok(Some(run(input, ctx)));
+    };
+    let path = format!("{}/skills/{name}", scope.as_str());
+    Ok(Some(match tx.memory_document(scope, owner, &path).await? {
+        Some(doc) => KernelToolOutcome::text(doc.content),
+        None => run(input, ctx),
+    }))
 }
 
 /// Runs a kernel-answered `skill` load.

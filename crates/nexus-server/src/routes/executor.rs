@@ -1,12 +1,54 @@
-//! `GET /agent_api/v1/executor` (executor.md §2): the transport plane's self-read.
+//! The executor plane's surface (executor.md): `GET X` (§2), `PUT X/announcement` (§4),
+//! `POST X/progress` (§11), and discovery on the member plane, `GET /executors` (§3).
+
+use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
 use serde_json::Value;
 
 use crate::AppState;
-use crate::auth::Executor;
+use crate::auth::{Executor, Member};
+use crate::body::JsonObject;
+use crate::error::ApiResult;
+use crate::routes::runs::path_id;
 
 pub async fn describe(State(state): State<AppState>, Executor(principal): Executor) -> Json<Value> {
     Json(state.kernel.executor_description(&principal))
+}
+
+/// `PUT X/announcement`: 200 with the `GET X` body.
+pub async fn announce(
+    State(state): State<AppState>,
+    Executor(principal): Executor,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.announce(&principal, &body).await?))
+}
+
+/// `POST X/progress`: 202, relayed or dropped.
+pub async fn progress(
+    State(state): State<AppState>,
+    Executor(principal): Executor,
+    JsonObject(body): JsonObject,
+) -> ApiResult<(StatusCode, Json<Value>)> {
+    let outcome = state.kernel.progress(&principal, &body).await?;
+    Ok((StatusCode::ACCEPTED, Json(outcome.to_json())))
+}
+
+/// `GET /agent_api/v1/executors?kind=runner`.
+pub async fn list(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state.kernel.list_runners(&p, q.get("kind").map(String::as_str)).await?,
+    ))
+}
+
+/// `GET /agent_api/v1/executors/{id}`: a malformed id is a 404 like an unknown one.
+pub async fn get(State(state): State<AppState>, Member(p): Member, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.get_runner(&p, path_id(&id)?).await?))
 }

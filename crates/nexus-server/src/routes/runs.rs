@@ -225,6 +225,16 @@ pub async fn deny(
     Ok(Json(state.kernel.deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
 }
 
+/// `POST W/runs/{run}/tasks/{key}/resolution` (runs.md §6): answer an ask await.
+pub async fn resolution(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+}
+
 pub async fn list_approvals(
     State(state): State<AppState>,
     Member(p): Member,

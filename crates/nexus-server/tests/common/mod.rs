@@ -217,11 +217,7 @@ impl Harness {
 
 /// Reads a streamed body until `pred` holds on the text read so far, or `timeout` passes.
 /// Returns the text read.
-pub async fn read_until(
-    body: &mut Body,
-    timeout: std::time::Duration,
-    pred: impl Fn(&str) -> bool,
-) -> String {
+pub async fn read_until(body: &mut Body, timeout: std::time::Duration, pred: impl Fn(&str) -> bool) -> String {
     use axum::body::HttpBody;
     let mut text = String::new();
     let deadline = tokio::time::Instant::now() + timeout;

@@ -1,0 +1,296 @@
+//! Crash recovery of the real `nexus serve` (storage-and-scale.md §5, §7): a model round is in
+//! flight when the server is killed with SIGKILL; the restarted server (same data dir, so the
+//! same node id) releases its own leases at start, re-sends the sealed bytes, and the run
+//! completes with nothing lost or doubled. On SQLite, and on PostgreSQL when configured.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use nexus_store::{Engine, Store, StoreOptions};
+use serde_json::{Value, json};
+
+const NEXUS: &str = env!("CARGO_BIN_EXE_nexus");
+
+fn nexus(args: &[&str]) -> Output {
+    Command::new(NEXUS)
+        .args(args)
+        .env_remove("NEXUS_DATABASE_URL")
+        .env_remove("NEXUS_DATA_DIR")
+        .output()
+        .expect("run nexus")
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "nexus failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+struct Server {
+    child: Child,
+    base: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// SIGKILL (`Child::kill`), then reap.
+    fn kill_9(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        let status = self.child.wait().unwrap();
+        assert!(!status.success(), "killed, not exited: {status}");
+    }
+}
+
+fn spawn_server(args: &[&str]) -> Server {
+    let port = free_port();
+    let listen = format!("127.0.0.1:{port}");
+    let mut all = vec!["serve", "--listen", &listen];
+    all.extend_from_slice(args);
+    let child = Command::new(NEXUS)
+        .args(&all)
+        .env_remove("NEXUS_DATABASE_URL")
+        .env_remove("NEXUS_DATA_DIR")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Server {
+        child,
+        base: format!("http://{listen}"),
+    }
+}
+
+async fn wait_healthy(server: &mut Server) {
+    let client = reqwest::Client::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(resp) = client.get(format!("{}/healthz", server.base)).send().await
+            && resp.status() == 200
+        {
+            return;
+        }
+        if let Some(status) = server.child.try_wait().unwrap() {
+            panic!("nexus serve exited early with {status}");
+        }
+        assert!(Instant::now() < deadline, "nexus serve did not become healthy");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn call(base: &str, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    let mut req = reqwest::Client::new()
+        .request(method, format!("{base}{path}"))
+        .bearer_auth(token);
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    let resp = req.send().await.unwrap();
+    let status = resp.status().as_u16();
+    (status, resp.json().await.unwrap_or(Value::Null))
+}
+
+/// Polls `GET path` until `done` holds on the body (panics after `secs`).
+async fn poll(base: &str, path: &str, token: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let (status, body) = call(base, reqwest::Method::GET, path, token, None).await;
+        if status == 200 && done(&body) {
+            return body;
+        }
+        assert!(Instant::now() < deadline, "timed out polling {path}: {status} {body}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn write_slow_script(data_dir: &Path) {
+    let scripts = data_dir.join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let lines = [
+        json!({"delay_ms": 4000, "text": "Slowly listing.", "tool_calls": [{"id": "c1", "name": "runners_list", "input": {}}]}),
+        json!({"text": "Listed.", "expect": {"last_result": {"call_id": "c1", "contains": "runners"}}}),
+    ];
+    let text: Vec<String> = lines.iter().map(Value::to_string).collect();
+    std::fs::write(scripts.join("slow.jsonl"), text.join("\n")).unwrap();
+}
+
+/// The whole scenario against one store. `store_args` select it (`--data-dir D` and, for
+/// PostgreSQL, `--database-url URL`); `url` reopens it for the final row checks.
+async fn kill_mid_round_and_recover(store_args: &[&str], data_dir: &Path, url: &str) {
+    let mut boot_args = vec!["admin", "bootstrap"];
+    boot_args.extend_from_slice(store_args);
+    boot_args.push("--json");
+    let boot = json_of(&nexus(&boot_args));
+    let token = boot["agent"]["member_token"].as_str().unwrap().to_string();
+    let ws = boot["workspace_public_id"].as_str().unwrap().to_string();
+    write_slow_script(data_dir);
+
+    let mut server = spawn_server(store_args);
+    wait_healthy(&mut server).await;
+    let base = server.base.clone();
+    let w = format!("/agent_api/v1/workspaces/{ws}");
+    let run = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
+        "prompt": "List the machines.", "model": "scripted/slow", "kernel_tools": ["nexus.runners.list"]}}]}});
+    let (status, created) = call(&base, reqwest::Method::POST, &format!("{w}/runs"), &token, Some(run)).await;
+    assert_eq!(status, 201, "{created}");
+    let id = created["run"]["public_id"].as_str().unwrap().to_string();
+    let r = format!("{w}/runs/{id}");
+    let (status, started) = call(
+        &base,
+        reqwest::Method::POST,
+        &format!("{r}/start"),
+        &token,
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, 200, "{started}");
+
+    // The round is running and sealed: its provider call sleeps for 4 s.
+    poll(&base, &format!("{r}/tasks/s1-model-1"), &token, 20, |b| {
+        b["task"]["status"] == "running"
+    })
+    .await;
+    let sealed_before = poll(&base, &format!("{r}/tasks/s1-model-1/request"), &token, 20, |_| true).await;
+    let (_, mid) = call(&base, reqwest::Method::GET, &format!("{r}/tasks"), &token, None).await;
+    let keys: Vec<&str> = mid["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["s1-model-1"], "killed before the reply: {mid}");
+
+    server.kill_9();
+    let mut server = spawn_server(store_args);
+    wait_healthy(&mut server).await;
+    let base = server.base.clone();
+    let done = poll(&base, &r, &token, 60, |b| b["run"]["status"] == "completed").await;
+    assert_eq!(done["run"]["deliverable_task_key"], "r1");
+
+    // Nothing lost, nothing doubled.
+    let (_, tasks) = call(&base, reqwest::Method::GET, &format!("{r}/tasks"), &token, None).await;
+    let tasks = tasks["tasks"].as_array().unwrap().clone();
+    let keys: Vec<&str> = tasks.iter().map(|t| t["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["s1-model-1", "r1t0", "r1"]);
+    for t in &tasks {
+        assert_eq!(t["status"], "completed", "{t}");
+        assert_eq!(t["generation"], 1, "{t}");
+    }
+    let (_, page) = call(
+        &base,
+        reqwest::Method::GET,
+        &format!("{r}/events?limit=500"),
+        &token,
+        None,
+    )
+    .await;
+    let events = page["events"].as_array().unwrap().clone();
+    for (i, e) in events.iter().enumerate() {
+        assert_eq!(e["sequence"], i as i64 + 1, "gapless: {events:?}");
+    }
+    for key in ["s1-model-1", "r1t0", "r1"] {
+        let completions = events
+            .iter()
+            .filter(|e| e["type"] == "task_status_changed" && e["task_key"] == key && e["data"]["to"] == "completed")
+            .count();
+        assert_eq!(completions, 1, "{key}: {events:?}");
+    }
+    let expansions: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "tasks_appended" && e["data"]["origin"] == "model")
+        .collect();
+    assert_eq!(expansions.len(), 1, "{events:?}");
+    assert_eq!(expansions[0]["data"]["keys"], json!(["r1t0", "r1"]));
+    let completed_runs = events
+        .iter()
+        .filter(|e| e["type"] == "run_status_changed" && e["data"]["to"] == "completed")
+        .count();
+    assert_eq!(completed_runs, 1);
+
+    // The round was sealed once: the same record and bytes, re-sent after the restart.
+    let (_, sealed_after) = call(
+        &base,
+        reqwest::Method::GET,
+        &format!("{r}/tasks/s1-model-1/request"),
+        &token,
+        None,
+    )
+    .await;
+    assert_eq!(
+        sealed_after["request"]["body_sha256"],
+        sealed_before["request"]["body_sha256"]
+    );
+    assert_eq!(sealed_after["request"]["entries"], sealed_before["request"]["entries"]);
+    // The continuation read exactly one result.
+    let (_, r1) = call(
+        &base,
+        reqwest::Method::GET,
+        &format!("{r}/tasks/r1/request"),
+        &token,
+        None,
+    )
+    .await;
+    let results = r1["request"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == "tool_result")
+        .count();
+    assert_eq!(results, 1, "{r1}");
+    drop(server);
+
+    // In the store: exactly one sealed record for the round (generation 1 only), and no job left.
+    let mut options = StoreOptions::new(url);
+    options.single_node_lock = false;
+    let store = Store::open(&options).await.unwrap();
+    let run_row = store
+        .run_by_public_id(uuid::Uuid::parse_str(&id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let round = store.task_by_key(run_row.id, "s1-model-1").await.unwrap().unwrap();
+    assert_eq!(round.generation, 1);
+    assert!(store.sealed_request(round.id, 1).await.unwrap().is_some());
+    assert!(store.sealed_request(round.id, 2).await.unwrap().is_none());
+    assert!(store.sealed_request(round.id, 0).await.unwrap().is_none());
+    let leftover = store
+        .dequeue_jobs("restart-test-probe", i64::MAX / 2, 1, 100)
+        .await
+        .unwrap();
+    assert!(leftover.is_empty(), "no job left behind: {leftover:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_mid_round_then_restart_on_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let url = format!("sqlite://{}", dir.path().join("nexus.db").display());
+    kill_mid_round_and_recover(&["--data-dir", &d], dir.path(), &url).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn kill_9_mid_round_then_restart_on_postgres() {
+    let Some(pg) = nexus_store::testing::postgres().await else {
+        eprintln!("skipped: NEXUS_TEST_DATABASE_URL is not set");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap().to_string();
+    let url = pg.url.clone();
+    kill_mid_round_and_recover(&["--data-dir", &d, "--database-url", &url], dir.path(), &url).await;
+}

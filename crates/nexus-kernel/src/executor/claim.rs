@@ -1,0 +1,337 @@
+//! Claim, claim status and extend (executor.md §7, §8).
+//!
+//! A claim takes the run lock, re-reads the row inside the transaction and checks the nine
+//! preconditions of §7 in the spec's order; the first failure answers. A grant writes a new
+//! random claim token (UUIDv4), snapshots the claimant, and re-arms the park's one clock
+//! (`await_started_at = now`, `deadline_at = now + timeout_ms`). The token is compared in
+//! constant time everywhere ([`token_matches`]); exclusivity comes from the run lock and the
+//! conditional update, so concurrent claims from one address compete and one wins.
+
+use nexus_core::codes::Code;
+use nexus_store::{Engine, ExecutorKind, ExecutorRow, RunRow, Standing, TaskRow, Tx};
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+use super::inbox::{Lookups, row_kind};
+use crate::auth::ExecutorPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::runs::AfterCommit;
+use crate::runs::gate::served_entry;
+use crate::{Kernel, time};
+
+/// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
+pub const EXTENSION_MAX_MS: i64 = 3_600_000;
+
+fn refuse(code: Code, message: impl Into<String>) -> KernelError {
+    KernelError::new(code, message)
+}
+
+/// Whether `presented` is the row's current claim token (constant-time; false when the row
+/// holds none). The one comparison every claim-scoped door uses (commit, extend, claim
+/// status, progress, attachment reads).
+pub fn token_matches(task: &TaskRow, presented: &str) -> bool {
+    match task.claim_token.as_deref() {
+        Some(stored) if !presented.is_empty() => {
+            stored.len() == presented.len() && bool::from(stored.as_bytes().ct_eq(presented.as_bytes()))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `executor` is the row's claimant presenting its current token.
+pub fn is_claimant(task: &TaskRow, executor: &ExecutorRow, presented: &str) -> bool {
+    // Evaluate the token first and always, so both failures cost the same.
+    let token = token_matches(task, presented);
+    token && task.claimant_id == Some(executor.id)
+}
+
+/// A parked row's live deadline has passed.
+pub(crate) fn deadline_passed(task: &TaskRow, now: i64) -> bool {
+    task.deadline_at.is_some_and(|d| d <= now)
+}
+
+impl Kernel {
+    /// The run `run` in the executor's account, or 404 `not_found`.
+    pub(crate) async fn executor_run(&self, p: &ExecutorPrincipal, run: Uuid) -> KernelResult<RunRow> {
+        let not_found = || refuse(Code::NotFound, "no such task in this executor's account");
+        let run = self.store.run_by_public_id(run).await?.ok_or_else(not_found)?;
+        let ws = self
+            .store
+            .workspace_by_id(run.workspace_id)
+            .await?
+            .ok_or_else(not_found)?;
+        if ws.account_id != p.executor.account_id {
+            return Err(not_found());
+        }
+        Ok(run)
+    }
+
+    /// Opens the unit of work: the run lock, then the row (re-read under the lock).
+    pub(crate) async fn lock_row(&self, run_id: i64, key: &str) -> KernelResult<(Tx, RunRow, TaskRow)> {
+        let mut tx = self.store.begin().await?;
+        let run = tx.lock_run(run_id).await?;
+        match tx.task_by_key(run_id, key).await? {
+            Some(task) => Ok((tx, run, task)),
+            None => {
+                tx.rollback().await?;
+                Err(refuse(Code::NotFound, "no such task in this executor's account"))
+            }
+        }
+    }
+
+    /// Whether `executor` may take this run's work (executor.md §1): a runner eligible for the
+    /// run's answering principal, or the declaring agent's own active address.
+    pub(crate) async fn executor_eligible(&self, run: &RunRow, executor: &ExecutorRow) -> KernelResult<bool> {
+        match executor.kind {
+            ExecutorKind::Runner => match self.store.member_by_id(run.answering_member_id).await? {
+                Some(m) => self.runner_eligible_for(executor, &m).await,
+                None => Ok(false),
+            },
+            ExecutorKind::AgentApplication => Ok(executor.status == "active"
+                && executor.agent_id.is_some()
+                && executor.agent_id == run.declaring_agent_id),
+        }
+    }
+
+    /// The run's creator keeps write standing (errors-and-auth.md §2): else 409
+    /// `not_authorized` on the executor plane.
+    pub(crate) async fn creator_standing(&self, run: &RunRow) -> KernelResult<()> {
+        let standing = self.store.standing(run.workspace_id, run.created_by_id).await?;
+        if standing.is_none_or(|s| s < Standing::Write) {
+            return Err(refuse(
+                Code::NotAuthorized,
+                "the run's creator no longer holds write standing in its workspace",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The claim preconditions 2–9 of executor.md §7, in order, on the row read under the
+    /// run lock.
+    async fn check_claimable(
+        &self,
+        run: &RunRow,
+        task: &TaskRow,
+        executor: &ExecutorRow,
+        now: i64,
+    ) -> KernelResult<()> {
+        // 2. Addressed here (kernel rows have no addressee).
+        if task.addressed_executor_id != Some(executor.id) {
+            return Err(refuse(
+                Code::NotAddressedHere,
+                "the row is not addressed to this executor",
+            ));
+        }
+        // 3. Asks and approvals are committed or decided, never claimed.
+        let kind = row_kind(task);
+        if kind != "tool_call" {
+            return Err(refuse(
+                Code::NotClaimableKind,
+                format!("an {kind} row cannot be claimed"),
+            ));
+        }
+        // 4. A runner target that is another executor.
+        if task.target_executor_id.is_some_and(|t| t != executor.id) {
+            return Err(refuse(Code::NotAddressedHere, "the row is routed to another runner"));
+        }
+        // 5. Eligibility for the run's answering principal.
+        if !self.executor_eligible(run, executor).await? {
+            return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
+        }
+        // 6. Still serves the tool (the current announcement).
+        let name = task.tool_name.as_deref().unwrap_or("");
+        if served_entry(executor, name).is_none() {
+            return Err(refuse(
+                Code::ToolNotServed,
+                format!("this executor no longer serves `{name}`"),
+            ));
+        }
+        // 7. The run's creator keeps write standing.
+        self.creator_standing(run).await?;
+        // 8. A dispatched park on a live run. A park whose deadline passed is the sweep's.
+        let live_run = matches!(run.status.as_str(), "running" | "canceling");
+        if task.status != "dispatched" || !live_run {
+            return Err(refuse(
+                Code::TaskNotClaimable,
+                format!("the row is {} on a {} run", task.status, run.status),
+            ));
+        }
+        // 9. Claimed once per generation: an expired claim is never granted again.
+        if task.claimed_at.is_some() {
+            return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
+        }
+        if deadline_passed(task, now) {
+            return Err(refuse(Code::TaskNotClaimable, "the row's deadline has passed"));
+        }
+        Ok(())
+    }
+
+    /// `POST X/inbox/{run}/{task}/claim` at the process clock.
+    pub async fn claim(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<Value> {
+        self.claim_at(p, run, key, time::now_ms()).await
+    }
+
+    /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
+    /// deadline_at}}`.
+    pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<Value> {
+        let run = self.executor_run(p, run).await?;
+        let (mut tx, mut run, task) = self.lock_row(run.id, key).await?;
+        if let Err(e) = self.check_claimable(&run, &task, &p.executor, now).await {
+            tx.rollback().await?;
+            return Err(e);
+        }
+        let token = uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string();
+        let budget = task.timeout_ms.unwrap_or(crate::runs::gate::DEFAULT_TOOL_TIMEOUT_MS);
+        let mut next = task.clone();
+        next.claim_token = Some(token.clone());
+        next.claimed_at = Some(now);
+        next.claimant_id = Some(p.executor.id);
+        next.await_started_at = Some(now);
+        next.deadline_at = Some(now + budget);
+        if !tx.update_task(&next, task.generation, &["dispatched"]).await? {
+            tx.rollback().await?;
+            return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
+        }
+        let deadline = time::iso(now + budget);
+        let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
+        let mut effects = Vec::new();
+        self.emit(
+            &mut tx,
+            &mut run,
+            "task_claimed",
+            Some(&next.key),
+            data,
+            now,
+            &mut effects,
+        )
+        .await?;
+        tx.commit().await?;
+        self.publish(effects).await;
+        let row = self.inbox_row(&mut Lookups::default(), &run, &next).await?;
+        Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
+    }
+
+    /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token` → `{claim: {active}}`. No side
+    /// effects. A missing or blank token is the route's 400 `parameter_missing`.
+    pub async fn claim_status(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, token: &str) -> KernelResult<Value> {
+        if token.trim().is_empty() {
+            return Err(refuse(Code::ParameterMissing, "the Claim-Token header is required"));
+        }
+        let run = self.executor_run(p, run).await?;
+        let task = self
+            .store
+            .task_by_key(run.id, key)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))?;
+        if !is_claimant(&task, &p.executor, token) {
+            return Err(refuse(Code::NotClaimant, "the caller does not hold this claim"));
+        }
+        Ok(json!({"claim": {"active": task.status == "dispatched"}}))
+    }
+
+    /// `POST X/inbox/{run}/{task}/extend` at the process clock.
+    pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
+        self.extend_at(p, run, key, body, time::now_ms()).await
+    }
+
+    /// `POST X/inbox/{run}/{task}/extend` at `now`: `{claim_token, timeout_ms}` → the grant's
+    /// shape. The new deadline is `now + timeout_ms`, applied by shifting `await_started_at`;
+    /// the token and the row's `timeout_ms` are unchanged.
+    pub async fn extend_at(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        body: &Value,
+        now: i64,
+    ) -> KernelResult<Value> {
+        let run = self.executor_run(p, run).await?;
+        let (mut tx, mut run, task) = self.lock_row(run.id, key).await?;
+        let checked = self.check_extend(&run, &task, &p.executor, body, now);
+        let ms = match checked {
+            Ok(ms) => ms,
+            Err(e) => {
+                tx.rollback().await?;
+                return Err(e);
+            }
+        };
+        let token = body
+            .get("claim_token")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let budget = task.timeout_ms.unwrap_or(crate::runs::gate::DEFAULT_TOOL_TIMEOUT_MS);
+        let mut next = task.clone();
+        next.deadline_at = Some(now + ms);
+        next.await_started_at = Some(now + ms - budget);
+        if !tx
+            .update_task_claimed(&next, task.generation, &["dispatched"], &token)
+            .await?
+        {
+            tx.rollback().await?;
+            return Err(refuse(Code::NotExtendable, "the claim is no longer extendable"));
+        }
+        let deadline = time::iso(now + ms);
+        let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        self.emit(
+            &mut tx,
+            &mut run,
+            "task_deadline_extended",
+            Some(&next.key),
+            data,
+            now,
+            &mut effects,
+        )
+        .await?;
+        tx.commit().await?;
+        self.publish(effects).await;
+        let row = self.inbox_row(&mut Lookups::default(), &run, &next).await?;
+        Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
+    }
+
+    /// The four checks of executor.md §8, in order; the extension in ms.
+    fn check_extend(
+        &self,
+        run: &RunRow,
+        task: &TaskRow,
+        executor: &ExecutorRow,
+        body: &Value,
+        now: i64,
+    ) -> KernelResult<i64> {
+        // 1. A claimed, dispatched park on a live run, before its deadline.
+        let live_run = !matches!(run.status.as_str(), "completed" | "canceled");
+        if task.kind != "tool_task"
+            || task.status != "dispatched"
+            || task.claimed_at.is_none()
+            || !live_run
+            || deadline_passed(task, now)
+        {
+            return Err(refuse(Code::NotExtendable, "the row is not an active claim"));
+        }
+        // 2. The claimant with the current token.
+        let token = body.get("claim_token").and_then(Value::as_str).unwrap_or("");
+        if !is_claimant(task, executor, token) {
+            return Err(refuse(Code::NotClaimant, "the caller does not hold this claim"));
+        }
+        // 3. A positive integer.
+        let ms = body
+            .get("timeout_ms")
+            .and_then(Value::as_i64)
+            .filter(|ms| *ms > 0 && body.get("timeout_ms").is_some_and(|v| v.is_i64() || v.is_u64()))
+            .ok_or_else(|| refuse(Code::InvalidTimeoutMs, "timeout_ms must be a positive integer"))?;
+        // 4. At most min(announced timeout_ms, one hour).
+        let announced = served_entry(executor, task.tool_name.as_deref().unwrap_or(""))
+            .and_then(|e| e.get("timeout_ms").and_then(Value::as_i64));
+        let cap = announced.map_or(EXTENSION_MAX_MS, |a| a.min(EXTENSION_MAX_MS));
+        if ms > cap {
+            return Err(refuse(
+                Code::ExtensionTooLong,
+                format!("timeout_ms {ms} exceeds the longest extension, {cap} ms"),
+            )
+            .with_extra("max_timeout_ms", json!(cap)));
+        }
+        Ok(ms)
+    }
+}

@@ -1,0 +1,466 @@
+//! `POST X/inbox/{run}/{task}/commit` (executor.md §9; seed "The result envelope"): door
+//! checks, then the settle engine, in the spec's order.
+//!
+//! The envelope is flat: `claim_token`, `content`, `structured_content`, `result_type`,
+//! `is_error`, `outcome`, `title`, `metadata`. `content` follows the core's result grammar
+//! (`nexus_core::results`): a bare string and a single text block store the same bytes, and a
+//! blank result writes no body. `structured_content` presence is significant (explicit `null`
+//! and `false` are stored). Payload refusals leave the park standing; unstorable text on a
+//! tool row closes it (`failed`, `result_unstorable` / `unsupported_text`) and still answers
+//! 422. A commit after the deadline loses: the expiry rule settles the row and the commit
+//! answers 200 with the settled task.
+
+use nexus_core::codes::{Code, task_error};
+use nexus_core::results::{self, Block};
+use nexus_core::{bounds, jcs};
+use nexus_store::{RunRow, TaskRow, Tx};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::claim::{deadline_passed, is_claimant};
+use super::inbox::row_kind;
+use super::settle::SettleError;
+use crate::auth::ExecutorPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::runs::{AfterCommit, is_settled, run_is_terminal};
+use crate::{Kernel, time};
+
+/// The storage guard's word for text the store refuses (a U+0000).
+pub const UNSUPPORTED_TEXT: &str = "unsupported_text";
+
+fn refuse(code: Code, message: impl Into<String>) -> KernelError {
+    KernelError::new(code, message)
+}
+
+/// A validated commit payload.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Payload {
+    pub blocks: Vec<Block>,
+    /// `Some(v)` when the key was present (`v` may be `null` or `false`).
+    pub structured: Option<Value>,
+    pub is_error: bool,
+    pub title: Option<String>,
+    pub metadata: Option<Value>,
+}
+
+/// `outcome`: `completed` (default) or `failed`; anything else is 422 `invalid_outcome`.
+pub(crate) fn outcome_of(body: &Value) -> KernelResult<bool /* failed */> {
+    match body.get("outcome") {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::String(s)) if s == "completed" => Ok(false),
+        Some(Value::String(s)) if s == "failed" => Ok(true),
+        Some(other) => Err(refuse(
+            Code::InvalidOutcome,
+            format!("outcome must be \"completed\" or \"failed\", got {other}"),
+        )),
+    }
+}
+
+fn holds_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(holds_nul),
+        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
+        _ => false,
+    }
+}
+
+fn content_code(code: &str) -> Code {
+    match code {
+        results::code::UNSUPPORTED_CONTENT_KIND => Code::UnsupportedContentKind,
+        results::code::TOO_MANY_CONTENT_BLOCKS => Code::TooManyContentBlocks,
+        results::code::RESULT_TOO_LARGE => Code::ResultTooLarge,
+        _ => Code::InvalidContent,
+    }
+}
+
+/// The payload refusals of the settle engine's step 5 (all 422; the park stands), except
+/// `unknown_result_upload`, which needs the store. Order: `result_type`, `content`,
+/// `is_error`, `title`, `metadata`.
+pub(crate) fn validate_payload(body: &Value) -> KernelResult<Payload> {
+    match body.get("result_type") {
+        None | Some(Value::Null) => {}
+        Some(Value::String(s)) if s == "complete" => {}
+        Some(other) => {
+            return Err(refuse(
+                Code::InvalidResultType,
+                format!("result_type must be absent or \"complete\", got {other}"),
+            ));
+        }
+    }
+    let blocks = match body.get("content") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(content) => results::normalize_content(content).map_err(|e| refuse(content_code(e.code), e.message))?,
+    };
+    let is_error = match body.get("is_error") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            return Err(KernelError::validation(
+                "invalid",
+                "is_error",
+                "is_error must be a boolean",
+            ));
+        }
+    };
+    let title = match body.get("title") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if !s.contains('\0') => Some(s.chars().take(bounds::TITLE_CHARS).collect()),
+        Some(Value::String(_)) => return Err(refuse(Code::InvalidTitle, "title must not contain U+0000")),
+        Some(_) => return Err(refuse(Code::InvalidTitle, "title must be a string")),
+    };
+    let metadata = match body.get("metadata") {
+        None | Some(Value::Null) => None,
+        Some(m @ Value::Object(obj)) => {
+            if holds_nul(m) {
+                return Err(refuse(Code::InvalidMetadata, "metadata must not contain U+0000"));
+            }
+            if let Some(cp) = obj.get("checkpoint") {
+                let ok = cp
+                    .as_object()
+                    .is_some_and(|c| c.get("hash").is_some_and(Value::is_string));
+                if !ok {
+                    return Err(refuse(
+                        Code::InvalidMetadata,
+                        "metadata.checkpoint must be an object with a string hash",
+                    ));
+                }
+            }
+            let len = jcs::len(m);
+            if len > bounds::ENVELOPE {
+                return Err(refuse(
+                    Code::MetadataTooLarge,
+                    format!(
+                        "metadata is {len} bytes of canonical JSON; at most {} are allowed",
+                        bounds::ENVELOPE
+                    ),
+                ));
+            }
+            Some(m.clone())
+        }
+        Some(_) => return Err(refuse(Code::InvalidMetadata, "metadata must be an object")),
+    };
+    Ok(Payload {
+        blocks,
+        structured: body.get("structured_content").cloned(),
+        is_error,
+        title,
+        metadata,
+    })
+}
+
+impl Payload {
+    /// The storage guard: text the store refuses outright (a U+0000 in content text or
+    /// structured_content strings).
+    pub(crate) fn unstorable(&self) -> bool {
+        self.blocks.iter().any(|b| holds_nul(&b.to_json())) || self.structured.as_ref().is_some_and(holds_nul)
+    }
+
+    /// The first text block (a failed outcome's `error.detail`).
+    fn first_text(&self) -> Option<String> {
+        self.blocks.iter().find_map(|b| match b {
+            Block::Text(t) => Some(t.clone()),
+            Block::ResourceLink(_) => None,
+        })
+    }
+
+    /// Writes the result columns onto `task`.
+    fn write(&self, task: &mut TaskRow) {
+        task.content = if self.blocks.is_empty() {
+            None
+        } else {
+            Some(results::blocks_to_json(&self.blocks).to_string())
+        };
+        task.structured_present = self.structured.is_some();
+        task.structured_content = self.structured.as_ref().map(Value::to_string);
+        task.is_error = self.is_error;
+        task.title = self.title.clone();
+        task.metadata = self.metadata.as_ref().map(Value::to_string);
+    }
+}
+
+/// Who commits a result (the uploads hand-off of docs/dev/run-engine-plan.md §F).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ResultCommitter {
+    Executor(i64),
+}
+
+impl Kernel {
+    /// Until uploads lands: the committer's own captures are the only linkable uploads, and
+    /// there are no captures yet, so any link is 422 `unknown_result_upload` (whole or
+    /// nothing: no block is stored, the park stands). Switch to `check_result_uploads` /
+    /// `bind_result_uploads` when the uploads helper's hand-off exists.
+    async fn check_links(&self, _tx: &mut Tx, _committer: ResultCommitter, ids: &[Uuid]) -> KernelResult<()> {
+        match ids.first() {
+            None => Ok(()),
+            Some(id) => Err(refuse(
+                Code::UnknownResultUpload,
+                format!("upload {id} is not this executor's own capture"),
+            )),
+        }
+    }
+
+    /// Until uploads lands: binding links is a no-op (no link passes [`Self::check_links`]).
+    async fn bind_links(&self, _tx: &mut Tx, _task_id: i64, _ids: &[Uuid]) -> KernelResult<()> {
+        Ok(())
+    }
+
+    /// `{task, idle: true}`: the commit found the row already settled.
+    async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
+        Ok(json!({"task": self.task_view(run, task_id).await?, "idle": true}))
+    }
+
+    /// `POST X/inbox/{run}/{task}/commit` at the process clock.
+    pub async fn commit(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
+        self.commit_at(p, run, key, body, time::now_ms()).await
+    }
+
+    /// `POST X/inbox/{run}/{task}/commit` at `now` → `{task}` or `{task, idle: true}`.
+    pub async fn commit_at(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        body: &Value,
+        now: i64,
+    ) -> KernelResult<Value> {
+        // Door 1: the outcome word.
+        let failed = outcome_of(body)?;
+        // Door 2: the row.
+        let run = self.executor_run(p, run).await?;
+        let (mut tx, mut run, mut task) = self.lock_row(run.id, key).await?;
+        match self.commit_in(&mut tx, &mut run, &mut task, p, body, failed, now).await {
+            Ok(Step::Idle) => {
+                tx.rollback().await?;
+                self.idle(&run, task.id).await
+            }
+            Ok(Step::Settled(effects)) => {
+                tx.commit().await?;
+                self.publish(effects).await;
+                Ok(json!({"task": self.task_view(&run, task.id).await?}))
+            }
+            Ok(Step::Unstorable(effects)) => {
+                tx.commit().await?;
+                self.publish(effects).await;
+                Err(unstorable())
+            }
+            Err(e) => {
+                tx.rollback().await?;
+                Err(e)
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn commit_in(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        p: &ExecutorPrincipal,
+        body: &Value,
+        failed: bool,
+        now: i64,
+    ) -> KernelResult<Step> {
+        let executor = &p.executor;
+        // Door 3: addressed here; approvals are decided, not committed.
+        if task.addressed_executor_id != Some(executor.id) {
+            return Err(refuse(
+                Code::NotAddressedHere,
+                "the row is not addressed to this executor",
+            ));
+        }
+        let kind = row_kind(task);
+        if kind == "approval" {
+            return Err(refuse(
+                Code::NotClaimableKind,
+                "an approval row is decided, not committed",
+            ));
+        }
+        let ask = kind == "ask";
+        // Door 4: an ask's executor must be eligible (a claimant only needs to be active).
+        if ask && !self.executor_eligible(run, executor).await? {
+            return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
+        }
+        // Door 5: the run's creator keeps write standing.
+        self.creator_standing(run).await?;
+
+        // Settle 1: already terminal → idle.
+        if run_is_terminal(&run.status) || is_settled(&task.status) {
+            return Ok(Step::Idle);
+        }
+        // Settle 2: never started.
+        let parked = if ask { "awaiting_input" } else { "dispatched" };
+        if task.status != parked {
+            return Err(refuse(
+                Code::TaskNotRunning,
+                format!("the row is {}: it was never started", task.status),
+            ));
+        }
+        // Settle 3: the token (a tokenless ask is accepted by address).
+        let token = body
+            .get("claim_token")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let expect_token = if ask {
+            None
+        } else {
+            if !is_claimant(task, executor, &token) {
+                return Err(refuse(
+                    Code::StaleClaim,
+                    "the claim token is not the row's current token",
+                ));
+            }
+            Some(token.as_str())
+        };
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        // Settle 4: the deadline wins.
+        if deadline_passed(task, now) {
+            return Ok(
+                if self.expire_park(tx, run, task, expect_token, now, &mut effects).await? {
+                    Step::Settled(effects)
+                } else {
+                    Step::Idle
+                },
+            );
+        }
+        // Settle 5: payload refusals (the park stands).
+        let payload = validate_payload(body)?;
+        let links = results::linked_uploads(&payload.blocks);
+        self.check_links(tx, ResultCommitter::Executor(executor.id), &links)
+            .await?;
+        // Settle 6: unstorable bytes close a tool park; an await stays open.
+        if payload.unstorable() {
+            if ask {
+                return Err(unstorable());
+            }
+            let next = task.clone();
+            let error = SettleError {
+                key: task_error::RESULT_UNSTORABLE.to_string(),
+                detail: Some(UNSUPPORTED_TEXT.to_string()),
+            };
+            return Ok(
+                if self
+                    .settle_park(
+                        tx,
+                        run,
+                        task,
+                        next,
+                        "failed",
+                        Some(error),
+                        expect_token,
+                        now,
+                        &mut effects,
+                    )
+                    .await?
+                {
+                    Step::Unstorable(effects)
+                } else {
+                    Step::Idle
+                },
+            );
+        }
+        // Settle 7–8: failed or completed.
+        let mut next = task.clone();
+        payload.write(&mut next);
+        let (to, error) = if failed {
+            let key = if ask { "await_failed" } else { task_error::TOOL_FAILED };
+            (
+                "failed",
+                Some(SettleError {
+                    key: key.to_string(),
+                    detail: payload.first_text(),
+                }),
+            )
+        } else {
+            ("completed", None)
+        };
+        if !self
+            .settle_park(tx, run, task, next, to, error, expect_token, now, &mut effects)
+            .await?
+        {
+            return Ok(Step::Idle);
+        }
+        self.bind_links(tx, task.id, &links).await?;
+        Ok(Step::Settled(effects))
+    }
+}
+
+/// What the settle engine decided.
+enum Step {
+    Idle,
+    Settled(Vec<AfterCommit>),
+    Unstorable(Vec<AfterCommit>),
+}
+
+fn unstorable() -> KernelError {
+    refuse(
+        Code::ResultUnstorable,
+        "unsupported_text: the result holds U+0000, which cannot be stored; the task settled failed",
+    )
+    .with_detail(UNSUPPORTED_TEXT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bare_string_and_one_text_block_store_the_same_bytes() {
+        let a = validate_payload(&json!({"content": "hello"})).unwrap();
+        let b = validate_payload(&json!({"content": [{"type": "text", "text": "hello"}]})).unwrap();
+        let (mut ta, mut tb) = (TaskRow::default(), TaskRow::default());
+        a.write(&mut ta);
+        b.write(&mut tb);
+        assert_eq!(ta.content, tb.content);
+        let blank = validate_payload(&json!({"content": "  \n"})).unwrap();
+        let mut t = TaskRow::default();
+        blank.write(&mut t);
+        assert_eq!(t.content, None);
+    }
+
+    #[test]
+    fn structured_presence_is_kept() {
+        for v in [json!(null), json!(false), json!({"a": 1})] {
+            let p = validate_payload(&json!({"structured_content": v.clone()})).unwrap();
+            assert_eq!(p.structured, Some(v));
+        }
+        assert_eq!(validate_payload(&json!({})).unwrap().structured, None);
+    }
+
+    #[test]
+    fn payload_refusals() {
+        let code = |body: Value| validate_payload(&body).unwrap_err().code;
+        assert_eq!(code(json!({"result_type": "incomplete"})), Code::InvalidResultType);
+        assert_eq!(code(json!({"content": 3})), Code::InvalidContent);
+        assert_eq!(
+            code(json!({"content": [{"type": "image"}]})),
+            Code::UnsupportedContentKind
+        );
+        assert_eq!(code(json!({"title": "a\u{0}b"})), Code::InvalidTitle);
+        assert_eq!(code(json!({"title": 5})), Code::InvalidTitle);
+        assert_eq!(code(json!({"metadata": []})), Code::InvalidMetadata);
+        assert_eq!(
+            code(json!({"metadata": {"checkpoint": {"hash": 1}}})),
+            Code::InvalidMetadata
+        );
+        assert_eq!(
+            code(json!({"metadata": {"x": "y".repeat(70_000)}})),
+            Code::MetadataTooLarge
+        );
+        let p = validate_payload(&json!({"title": "t".repeat(300)})).unwrap();
+        assert_eq!(p.title.unwrap().chars().count(), 200);
+        assert!(validate_payload(&json!({"content": "a\u{0}"})).unwrap().unstorable());
+        assert!(
+            validate_payload(&json!({"structured_content": {"k": "\u{0}"}}))
+                .unwrap()
+                .unstorable()
+        );
+        assert_eq!(
+            outcome_of(&json!({"outcome": "done"})).unwrap_err().code,
+            Code::InvalidOutcome
+        );
+        assert!(outcome_of(&json!({"outcome": "failed"})).unwrap());
+    }
+}

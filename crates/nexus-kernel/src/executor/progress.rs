@@ -1,0 +1,259 @@
+//! `POST X/progress` (executor.md §11): the claimant's ephemeral progress frames.
+//!
+//! A frame is validated, checked against the current claim, thinned to one frame per task per
+//! 250 ms, stamped (`executor_public_id`, `at`, `tool_name`) and relayed as an
+//! `executor_progress` frame on the run's progress channel. Nothing is persisted and nothing
+//! gets an event id: a subscriber that misses a frame has lost nothing durable.
+//!
+//! The relay is its own per-run broadcast channel ([`Kernel::subscribe_progress`]), beside
+//! the durable event feed (`runs::stream`), so the SSE route can merge it as id-less frames.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nexus_core::codes::Code;
+use nexus_core::{bounds, jcs};
+use nexus_store::Engine;
+use serde_json::{Map, Value};
+use subtle::ConstantTimeEq;
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use crate::auth::ExecutorPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::runs::{is_settled, run_is_terminal};
+use crate::{Kernel, time};
+
+/// At most one relayed frame per task per this interval.
+pub const CADENCE: Duration = Duration::from_millis(250);
+
+/// The SSE event name of a relayed frame.
+pub const EVENT: &str = "executor_progress";
+
+const RUN_BUFFER: usize = 256;
+
+/// What became of an accepted (202) frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProgressOutcome {
+    /// Relayed on the run's feed.
+    Relayed,
+    /// Dropped: the row is settled (or its run ended).
+    DroppedSettled,
+    /// Dropped: another frame of this task was relayed less than 250 ms ago.
+    DroppedCadence,
+}
+
+impl ProgressOutcome {
+    /// The 202 body.
+    pub fn to_json(self) -> Value {
+        match self {
+            ProgressOutcome::Relayed => serde_json::json!({"relayed": true}),
+            ProgressOutcome::DroppedSettled => serde_json::json!({"relayed": false, "reason": "settled"}),
+            ProgressOutcome::DroppedCadence => serde_json::json!({"relayed": false, "reason": "cadence"}),
+        }
+    }
+}
+
+/// Per-run progress channels and the per-task cadence clock.
+#[derive(Default)]
+pub struct ProgressHub {
+    runs: Mutex<HashMap<i64, broadcast::Sender<Value>>>,
+    last_relayed: Mutex<HashMap<i64, Instant>>,
+}
+
+impl ProgressHub {
+    /// A receiver of the run's progress frames from now on.
+    pub fn subscribe(&self, run_id: i64) -> broadcast::Receiver<Value> {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        runs.entry(run_id)
+            .or_insert_with(|| broadcast::channel(RUN_BUFFER).0)
+            .subscribe()
+    }
+
+    /// Takes the task's cadence slot at `now`: false when a frame was relayed within
+    /// [`CADENCE`].
+    pub fn take_slot(&self, task_id: i64, now: Instant) -> bool {
+        let mut last = self.last_relayed.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(at) = last.get(&task_id)
+            && now.saturating_duration_since(*at) < CADENCE
+        {
+            return false;
+        }
+        if last.len() > 4096 {
+            last.retain(|_, at| now.saturating_duration_since(*at) < CADENCE);
+        }
+        last.insert(task_id, now);
+        true
+    }
+
+    /// Relays `frame` to the run's subscribers (none: dropped).
+    pub fn send(&self, run_id: i64, frame: Value) {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sender) = runs.get(&run_id) {
+            if sender.receiver_count() == 0 {
+                runs.remove(&run_id);
+            } else {
+                let _ = sender.send(frame);
+            }
+        }
+    }
+}
+
+fn invalid(path: &str, message: &str) -> KernelError {
+    KernelError::new(Code::InvalidFrame, format!("invalid progress frame: {message}")).with_path(path)
+}
+
+/// The frame's checked fields.
+struct Frame<'a> {
+    run: Uuid,
+    task_key: &'a str,
+    claim_token: &'a str,
+    text_tail: Option<&'a str>,
+    structured: Option<&'a Value>,
+}
+
+/// Checks `{frame: {run_public_id, task_key, claim_token, text_tail?, structured?}}`.
+fn parse(body: &Value) -> KernelResult<Frame<'_>> {
+    let Some(frame) = body.get("frame") else {
+        return Err(invalid("frame", "the body needs a frame object"));
+    };
+    if jcs::len(frame) > bounds::ENVELOPE {
+        return Err(KernelError::new(
+            Code::FrameTooLarge,
+            format!("the frame is larger than {} bytes of canonical JSON", bounds::ENVELOPE),
+        ));
+    }
+    let Some(obj): Option<&Map<String, Value>> = frame.as_object() else {
+        return Err(invalid("frame", "frame must be an object"));
+    };
+    let string = |key: &str| obj.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
+    let run = string("run_public_id")
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| invalid("frame.run_public_id", "run_public_id must be a run id"))?;
+    let task_key = string("task_key").ok_or_else(|| invalid("frame.task_key", "task_key must be a string"))?;
+    let claim_token =
+        string("claim_token").ok_or_else(|| invalid("frame.claim_token", "claim_token must be a string"))?;
+    let text_tail = match obj.get("text_tail") {
+        None => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Err(invalid("frame.text_tail", "text_tail must be a string")),
+    };
+    Ok(Frame {
+        run,
+        task_key,
+        claim_token,
+        text_tail,
+        structured: obj.get("structured"),
+    })
+}
+
+impl Kernel {
+    /// `POST X/progress`: 202 with the outcome, or a refusal (`invalid_frame`,
+    /// `frame_too_large`, `not_found`, `not_claimant`).
+    pub async fn progress(&self, principal: &ExecutorPrincipal, body: &Value) -> KernelResult<ProgressOutcome> {
+        let frame = parse(body)?;
+        let executor = &principal.executor;
+        let not_found = || KernelError::new(Code::NotFound, "no such task in this executor's account");
+        let run = self.store.run_by_public_id(frame.run).await?.ok_or_else(not_found)?;
+        self.store
+            .workspace_by_id(run.workspace_id)
+            .await?
+            .filter(|w| w.account_id == executor.account_id)
+            .ok_or_else(not_found)?;
+        let task = self
+            .store
+            .task_by_key(run.id, frame.task_key)
+            .await?
+            .ok_or_else(not_found)?;
+        if is_settled(&task.status) || run_is_terminal(&run.status) {
+            return Ok(ProgressOutcome::DroppedSettled);
+        }
+        let token_ok = task
+            .claim_token
+            .as_deref()
+            .is_some_and(|t| bool::from(t.as_bytes().ct_eq(frame.claim_token.as_bytes())));
+        if !(token_ok && task.claimant_id == Some(executor.id) && task.status == "dispatched") {
+            return Err(KernelError::new(
+                Code::NotClaimant,
+                "only the current claimant may send progress for this row",
+            ));
+        }
+        if !self.executor_plane.progress.take_slot(task.id, Instant::now()) {
+            return Ok(ProgressOutcome::DroppedCadence);
+        }
+        let mut out = Map::new();
+        out.insert("run_public_id".into(), Value::String(run.public_id.to_string()));
+        out.insert("task_key".into(), Value::String(task.key.clone()));
+        out.insert(
+            "executor_public_id".into(),
+            Value::String(executor.public_id.to_string()),
+        );
+        out.insert(
+            "tool_name".into(),
+            task.tool_name.clone().map(Value::String).unwrap_or(Value::Null),
+        );
+        out.insert("at".into(), Value::from(time::now_ms()));
+        if let Some(t) = frame.text_tail {
+            out.insert("text_tail".into(), Value::String(t.to_string()));
+        }
+        if let Some(s) = frame.structured {
+            out.insert("structured".into(), s.clone());
+        }
+        self.executor_plane.progress.send(run.id, Value::Object(out));
+        Ok(ProgressOutcome::Relayed)
+    }
+
+    /// The run's ephemeral `executor_progress` frames from now on (never stored, no ids).
+    pub fn subscribe_progress(&self, run_id: i64) -> broadcast::Receiver<Value> {
+        self.executor_plane.progress.subscribe(run_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn frame_grammar() {
+        let run = Uuid::new_v4().to_string();
+        let ok = json!({"frame": {"run_public_id": run, "task_key": "k", "claim_token": "t", "text_tail": "x", "structured": [1]}});
+        assert!(parse(&ok).is_ok());
+        for (bad, path) in [
+            (json!({}), "frame"),
+            (json!({"frame": []}), "frame"),
+            (
+                json!({"frame": {"run_public_id": "nope", "task_key": "k", "claim_token": "t"}}),
+                "frame.run_public_id",
+            ),
+            (
+                json!({"frame": {"run_public_id": run, "task_key": 1, "claim_token": "t"}}),
+                "frame.task_key",
+            ),
+            (
+                json!({"frame": {"run_public_id": run, "task_key": "k"}}),
+                "frame.claim_token",
+            ),
+            (
+                json!({"frame": {"run_public_id": run, "task_key": "k", "claim_token": "t", "text_tail": 3}}),
+                "frame.text_tail",
+            ),
+        ] {
+            let e = parse(&bad).err().unwrap();
+            assert_eq!((e.code, e.path.as_deref()), (Code::InvalidFrame, Some(path)), "{bad}");
+        }
+        let big = json!({"frame": {"run_public_id": run, "task_key": "k", "claim_token": "t", "text_tail": "x".repeat(70_000)}});
+        assert_eq!(parse(&big).err().unwrap().code, Code::FrameTooLarge);
+    }
+
+    #[test]
+    fn cadence_is_per_task() {
+        let hub = ProgressHub::default();
+        let t0 = Instant::now();
+        assert!(hub.take_slot(1, t0));
+        assert!(!hub.take_slot(1, t0 + Duration::from_millis(100)));
+        assert!(hub.take_slot(2, t0 + Duration::from_millis(100)));
+        assert!(hub.take_slot(1, t0 + Duration::from_millis(250)));
+    }
+}

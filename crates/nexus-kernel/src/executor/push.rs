@@ -1,0 +1,147 @@
+//! The push channel's kernel side (executor.md §10): one broadcast channel per connected
+//! executor address, fed after commits with `work_available` and `work_canceled` frames.
+//!
+//! Publication is best effort and failures are swallowed: an executor with no open channel
+//! simply misses the frame, and polling the HTTP inbox is always sufficient. Frames are JSON
+//! text, never an executable payload.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+use uuid::Uuid;
+
+use crate::Kernel;
+use crate::auth::ExecutorPrincipal;
+
+/// Frames buffered per channel before a slow reader starts losing them (it recovers by
+/// polling its inbox).
+const CHANNEL_BUFFER: usize = 256;
+
+/// Per-executor broadcast channels, keyed by the executor's public id.
+#[derive(Default)]
+pub struct ChannelHub {
+    executors: Mutex<HashMap<Uuid, broadcast::Sender<Value>>>,
+}
+
+impl ChannelHub {
+    /// A receiver of the frames pushed to `executor` from now on.
+    pub fn subscribe(&self, executor: Uuid) -> broadcast::Receiver<Value> {
+        let mut map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(executor)
+            .or_insert_with(|| broadcast::channel(CHANNEL_BUFFER).0)
+            .subscribe()
+    }
+
+    /// Whether `executor` has at least one open channel on this node (presence `online`).
+    pub fn is_connected(&self, executor: Uuid) -> bool {
+        let map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&executor).is_some_and(|s| s.receiver_count() > 0)
+    }
+
+    /// Sends `frame` to every open channel of `executor`; drops it when there is none.
+    pub fn send(&self, executor: Uuid, frame: Value) {
+        let mut map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sender) = map.get(&executor) {
+            if sender.receiver_count() == 0 {
+                map.remove(&executor);
+            } else {
+                let _ = sender.send(frame);
+            }
+        }
+    }
+}
+
+/// `{"type":"work_available","kind","run_public_id","task_key"}`.
+pub fn work_available_frame(kind: &str, run: Uuid, task_key: &str) -> Value {
+    json!({"type": "work_available", "kind": kind, "run_public_id": run, "task_key": task_key})
+}
+
+/// `{"type":"work_canceled","run_public_id","task_key"}`.
+pub fn work_canceled_frame(run: Uuid, task_key: &str) -> Value {
+    json!({"type": "work_canceled", "run_public_id": run, "task_key": task_key})
+}
+
+/// `{"type":"hello","executor_public_id","credential_epoch"}`: the first frame on a channel.
+pub fn hello_frame(principal: &ExecutorPrincipal) -> Value {
+    json!({
+        "type": "hello",
+        "executor_public_id": principal.executor.public_id,
+        "credential_epoch": principal.executor.credential_epoch,
+    })
+}
+
+impl Kernel {
+    /// Hand-off (plan §F): `work_available` to the addressee, after the commit that parked the
+    /// row. `kind` is `tool_call`, `ask` or `approval`. Best effort.
+    pub(crate) fn push_work(&self, executor_public_id: Uuid, kind: &str, run: Uuid, task_key: &str) {
+        self.executor_plane
+            .channels
+            .send(executor_public_id, work_available_frame(kind, run, task_key));
+    }
+
+    /// Hand-off (plan §F): `work_canceled` to the claimant, after the commit that canceled a
+    /// claimed row. Best effort.
+    #[allow(dead_code)]
+    pub(crate) fn push_cancel(&self, executor_public_id: Uuid, run: Uuid, task_key: &str) {
+        self.executor_plane
+            .channels
+            .send(executor_public_id, work_canceled_frame(run, task_key));
+    }
+
+    /// Opens a push channel for an authenticated executor: the receiver of its frames from now
+    /// on, and the `hello` frame to send first.
+    pub fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, broadcast::Receiver<Value>) {
+        let rx = self.executor_plane.channels.subscribe(principal.executor.public_id);
+        (hello_frame(principal), rx)
+    }
+
+    /// Whether an open channel's principal still authenticates: the executor active, at the
+    /// credential's epoch, and the credential not revoked or expired. A channel whose principal
+    /// was fenced is closed by the server at its next ping.
+    pub async fn channel_still_valid(&self, principal: &ExecutorPrincipal) -> bool {
+        use nexus_store::Engine;
+        let now = crate::time::now_ms();
+        let executor = self.store.executor_by_id(principal.executor.id).await;
+        let credential = self.store.credential_by_public_id(principal.credential.public_id).await;
+        match (executor, credential) {
+            (Ok(Some(e)), Ok(Some(c))) => {
+                e.status == "active"
+                    && e.credential_epoch == c.epoch
+                    && c.revoked_at.is_none()
+                    && c.expires_at.is_none_or(|at| at > now)
+            }
+            // A store hiccup keeps the channel: push is best effort either way.
+            (Err(_), _) | (_, Err(_)) => true,
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_reach_open_channels_only() {
+        let hub = ChannelHub::default();
+        let a = Uuid::new_v4();
+        let run = Uuid::new_v4();
+        hub.send(a, work_available_frame("tool_call", run, "k")); // nobody listening: dropped
+        assert!(!hub.is_connected(a));
+        let mut rx = hub.subscribe(a);
+        assert!(hub.is_connected(a));
+        hub.send(a, work_available_frame("tool_call", run, "k"));
+        hub.send(a, work_canceled_frame(run, "k"));
+        let f = rx.try_recv().unwrap();
+        assert_eq!(
+            f.to_string(),
+            format!(r#"{{"type":"work_available","kind":"tool_call","run_public_id":"{run}","task_key":"k"}}"#)
+        );
+        assert_eq!(rx.try_recv().unwrap()["type"], "work_canceled");
+        drop(rx);
+        assert!(!hub.is_connected(a));
+        hub.send(a, work_canceled_frame(run, "k"));
+    }
+}

@@ -1,0 +1,281 @@
+//! The member HTTP door of memory (kernel-tools.md §8): list, read, put and delete documents,
+//! and so manage skill documents (`<scope>/skills/<name>`, which need a skill-grammar name and
+//! a description of at most 1,024 bytes).
+//!
+//! - Reads need standing in the workspace (none: 404 `not_found`, which conceals it); writes
+//!   need write standing (403 `not_authorized`).
+//! - `user/` paths address the documents of the caller's controlling human; `workspace/` paths
+//!   the workspace's.
+//! - `conversation/` paths would need `conversation_public_id`, but conversations do not exist
+//!   in this build, so every `conversation/` path is refused with 422 `validation_failed`
+//!   reason `memory_path_invalid`.
+//! - `expected_lock_version` (0 = no document yet) is optional; a mismatch is 409
+//!   `stale_object`; without it the write is last-writer-wins.
+
+use nexus_core::codes::Code;
+use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::{DESCRIPTION_BYTES, DOCUMENT_BYTES, MemPath, parse_path, parse_prefix, scope_bound};
+use crate::auth::MemberPrincipal;
+use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, time};
+
+/// The read shape: `{path, content, description?, lock_version, updated_at}`.
+fn document_json(doc: &MemoryDocRow) -> Value {
+    let mut m = Map::new();
+    m.insert("path".into(), json!(doc.path));
+    m.insert("content".into(), json!(doc.content));
+    if let Some(d) = &doc.description {
+        m.insert("description".into(), json!(d));
+    }
+    m.insert("lock_version".into(), json!(doc.lock_version));
+    m.insert("updated_at".into(), json!(doc.updated_at));
+    Value::Object(m)
+}
+
+/// The list shape: `{path, byte_size, description?, lock_version, updated_at}`.
+fn summary_json(doc: &MemoryDocRow) -> Value {
+    let mut m = Map::new();
+    m.insert("path".into(), json!(doc.path));
+    m.insert("byte_size".into(), json!(doc.byte_size));
+    if let Some(d) = &doc.description {
+        m.insert("description".into(), json!(d));
+    }
+    m.insert("lock_version".into(), json!(doc.lock_version));
+    m.insert("updated_at".into(), json!(doc.updated_at));
+    Value::Object(m)
+}
+
+fn path_invalid(pointer: &str, message: String) -> KernelError {
+    KernelError::validation("memory_path_invalid", pointer, message)
+}
+
+/// The owner of `scope` for a door caller in `ws`.
+fn owner_of(principal: &MemberPrincipal, ws: &WorkspaceRow, scope: MemoryScope, raw: &str, pointer: &str) -> KernelResult<i64> {
+    match scope {
+        MemoryScope::User => Ok(super::controlling_human_id(&principal.member)),
+        MemoryScope::Workspace => Ok(ws.id),
+        // Conversations do not exist in this build: no conversation_public_id can name one.
+        MemoryScope::Conversation => Err(path_invalid(
+            pointer,
+            format!("{raw:?} is in the conversation/ scope, which needs a conversation; this deployment has none yet: use user/ or workspace/"),
+        )),
+    }
+}
+
+/// A required path parameter (query or body) as a document path.
+fn required_path(raw: Option<&str>, pointer: &str) -> KernelResult<MemPath> {
+    let raw = raw.ok_or_else(|| {
+        KernelError::new(
+            Code::ParameterMissing,
+            format!("`{}` is required: the document's path, such as workspace/notes/deploy.md", pointer.trim_start_matches('/')),
+        )
+    })?;
+    parse_path(raw).map_err(|m| path_invalid(pointer, m))
+}
+
+/// `expected_lock_version`: absent, or a non-negative integer.
+fn expected_version(value: Option<&Value>) -> KernelResult<Option<i64>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_i64().filter(|n| *n >= 0).map(Some).ok_or_else(|| {
+            KernelError::new(
+                Code::ParameterInvalid,
+                format!("expected_lock_version must be a non-negative integer, got {v}"),
+            )
+        }),
+    }
+}
+
+fn stale(path: &str, current: i64) -> KernelError {
+    KernelError::new(
+        Code::StaleObject,
+        format!("{path:?} is at lock_version {current}, not the expected one; read it again and retry"),
+    )
+    .with_extra("current_lock_version", json!(current))
+}
+
+impl Kernel {
+    /// `GET W/memory?prefix=`: the documents under the prefix (or every reachable scope),
+    /// sorted by path.
+    pub async fn memory_list(&self, principal: &MemberPrincipal, workspace: Uuid, prefix: Option<&str>) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let mut docs: Vec<MemoryDocRow> = Vec::new();
+        match prefix.filter(|p| !p.is_empty()) {
+            Some(raw) => {
+                let prefix = parse_prefix(raw).map_err(|m| path_invalid("/prefix", m))?;
+                let owner = owner_of(principal, &ws, prefix.scope, raw, "/prefix")?;
+                docs = self.store.memory_documents(prefix.scope, owner, false).await?;
+                docs.retain(|d| d.path.starts_with(&prefix.prefix));
+            }
+            None => {
+                for scope in [MemoryScope::User, MemoryScope::Workspace] {
+                    let owner = owner_of(principal, &ws, scope, scope.as_str(), "/prefix")?;
+                    docs.extend(self.store.memory_documents(scope, owner, false).await?);
+                }
+                docs.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+            }
+        }
+        Ok(json!({"documents": docs.iter().map(summary_json).collect::<Vec<_>>()}))
+    }
+
+    /// `GET W/memory/doc?path=`: `{document}`, or 404 `not_found`.
+    pub async fn memory_read_document(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        path: Option<&str>,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let path = required_path(path, "/path")?;
+        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        let doc = self
+            .store
+            .memory_document(path.scope, owner, &path.full)
+            .await?
+            .ok_or_else(|| KernelError::new(Code::NotFound, format!("no document at {:?}", path.full)))?;
+        Ok(json!({"document": document_json(&doc)}))
+    }
+
+    /// `PUT W/memory/doc {path, content, description?, expected_lock_version?}`: creates or
+    /// replaces the document whole; `{document}` in the read shape.
+    pub async fn memory_put_document(&self, principal: &MemberPrincipal, workspace: Uuid, body: &Value) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let path = match body.get("path") {
+            None | Some(Value::Null) => required_path(None, "/path")?,
+            Some(Value::String(s)) => required_path(Some(s), "/path")?,
+            Some(other) => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("path must be a string, got {other}"),
+                ));
+            }
+        };
+        let content = match body.get("content") {
+            Some(Value::String(s)) => s.as_str(),
+            None | Some(Value::Null) => {
+                return Err(KernelError::new(
+                    Code::ParameterMissing,
+                    "`content` is required: the document's UTF-8 text",
+                ));
+            }
+            Some(other) => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("content must be a string, got {other}"),
+                ));
+            }
+        };
+        let description = match body.get("description") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(other) => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("description must be a string, got {other}"),
+                ));
+            }
+        };
+        let expected = expected_version(body.get("expected_lock_version"))?;
+        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        if content.len() > DOCUMENT_BYTES {
+            return Err(KernelError::validation(
+                "memory_document_too_large",
+                "/content",
+                format!(
+                    "the document is {} bytes, over the {DOCUMENT_BYTES}-byte bound",
+                    content.len()
+                ),
+            ));
+        }
+        if path.is_reserved() {
+            let name = path.skill_name().filter(|n| crate::tools::valid_skill_name(n));
+            if name.is_none() {
+                return Err(KernelError::validation(
+                    "skill_name_invalid",
+                    "/path",
+                    format!(
+                        "{:?} is under the reserved skills/ prefix, which holds only <scope>/skills/<name> with a skill name \
+                         (lowercase letters and digits with single hyphens, at most 64 characters)",
+                        path.full
+                    ),
+                ));
+            }
+            let ok = description
+                .as_deref()
+                .is_some_and(|d| !d.trim().is_empty() && d.len() <= DESCRIPTION_BYTES);
+            if !ok {
+                return Err(KernelError::validation(
+                    "skill_description_required",
+                    "/description",
+                    format!("a skill document needs a non-blank description of at most {DESCRIPTION_BYTES} bytes"),
+                ));
+            }
+        } else if description.as_deref().is_some_and(|d| d.len() > DESCRIPTION_BYTES) {
+            // The description bound of every document (errors-and-auth.md §5); the spec lists
+            // no reason of its own for a plain document, so it is the size word.
+            return Err(KernelError::validation(
+                "memory_document_too_large",
+                "/description",
+                format!("a description is at most {DESCRIPTION_BYTES} bytes"),
+            ));
+        }
+        let new = NewMemoryDoc {
+            scope: path.scope,
+            owner_id: owner,
+            path: path.full.clone(),
+            content: content.to_string(),
+            description,
+            now: time::now_ms(),
+        };
+        match self.store.memory_put(new, expected, scope_bound(path.scope)).await? {
+            MemoryPut::Written { row, .. } => Ok(json!({"document": document_json(&row)})),
+            MemoryPut::Stale { current } => Err(stale(&path.full, current)),
+            MemoryPut::Full { bound } => Err(KernelError::validation(
+                "memory_full",
+                "/path",
+                format!(
+                    "the {}/ scope already holds its bound of {bound} documents; delete one first",
+                    path.scope.as_str()
+                ),
+            )),
+        }
+    }
+
+    /// `DELETE W/memory/doc?path=&expected_lock_version=`: `{document: {path, lock_version}}`
+    /// with the version removed, or 404 `not_found`.
+    pub async fn memory_delete_document(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        path: Option<&str>,
+        expected_lock_version: Option<&str>,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let path = required_path(path, "/path")?;
+        let expected = match expected_lock_version {
+            None | Some("") => None,
+            Some(raw) => Some(raw.trim().parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+                KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("expected_lock_version must be a non-negative integer, got {raw:?}"),
+                )
+            })?),
+        };
+        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        match self
+            .store
+            .memory_delete(path.scope, owner, &path.full, expected)
+            .await?
+        {
+            MemoryDelete::Deleted(row) => Ok(json!({"document": {"path": row.path, "lock_version": row.lock_version}})),
+            MemoryDelete::NotFound => Err(KernelError::new(
+                Code::NotFound,
+                format!("no document at {:?}", path.full),
+            )),
+            MemoryDelete::Stale { current } => Err(stale(&path.full, current)),
+        }
+    }
+}

@@ -1,0 +1,459 @@
+//! Memory (kernel-tools.md §8): paths, scopes, bounds and the owners a run's frozen memory
+//! bindings name (declarations.md §8). The model verbs are in `tools/memory_*.rs`; the member
+//! door is [`door`].
+//!
+//! A path is `<scope>/<segment>(/<segment>)*`: each segment matches `[A-Za-z0-9._-]+` and is
+//! neither `.` nor `..`; at most 512 bytes; case-sensitive. `<scope>/skills/…` is reserved for
+//! skill documents (`<scope>/skills/<name>`), which the model reads but never changes.
+
+pub mod door;
+
+use nexus_store::{MemberKind, MemberRow, MemoryDocRow, MemoryScope, Tx};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::error::KernelResult;
+
+/// A path's bound in bytes.
+pub const PATH_BYTES: usize = 512;
+/// A document's bound in bytes (`memory_document_too_large`).
+pub const DOCUMENT_BYTES: usize = nexus_core::bounds::MEMORY_DOCUMENT;
+/// A description's bound in bytes.
+pub const DESCRIPTION_BYTES: usize = nexus_core::bounds::DESCRIPTION_BYTES;
+/// `memory_ls`: lines before the left-out line.
+pub const LS_LINES: usize = 500;
+/// `memory_grep`: the default and largest `limit`.
+pub const GREP_DEFAULT_LIMIT: i64 = 100;
+pub const GREP_MAX_LIMIT: i64 = 1_000;
+/// `memory_grep`: the compiled-size limit of a pattern.
+pub const PATTERN_SIZE_LIMIT: usize = 1 << 20;
+/// `memory_grep`: the byte budget of the result's match lines (within the result-content
+/// bound); matches past it are counted on the left-out line.
+pub const GREP_OUTPUT_BYTES: usize = 512 * 1024;
+/// `memory_read`: the default `limit`.
+pub const READ_DEFAULT_LIMIT: i64 = 2_000;
+
+/// The document bound of one scope owner (a write that would pass it is `memory_full`).
+pub fn scope_bound(scope: MemoryScope) -> i64 {
+    match scope {
+        MemoryScope::User => 64,
+        MemoryScope::Workspace => 1_024,
+        MemoryScope::Conversation => 256,
+    }
+}
+
+/// A valid document path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemPath {
+    pub scope: MemoryScope,
+    /// The whole path, scope root included.
+    pub full: String,
+}
+
+impl MemPath {
+    /// The segments after the scope root.
+    pub fn segments(&self) -> Vec<&str> {
+        self.full.split('/').skip(1).collect()
+    }
+
+    /// Whether the path is under the reserved `<scope>/skills/` prefix.
+    pub fn is_reserved(&self) -> bool {
+        self.segments().first() == Some(&"skills")
+    }
+
+    /// `Some(name)` for `<scope>/skills/<name>`: a skill document's path (the name's grammar
+    /// is not checked here).
+    pub fn skill_name(&self) -> Option<&str> {
+        let segs = self.segments();
+        (segs.len() == 2 && segs[0] == "skills").then(|| self.full.rsplit('/').next().unwrap_or(""))
+    }
+}
+
+/// The longest prefix of `s` of at most `n` bytes that ends on a character boundary.
+pub(crate) fn head(s: &str, n: usize) -> &str {
+    let mut end = n.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+fn segment_ok(segment: &str) -> bool {
+    !segment.is_empty()
+        && segment != "."
+        && segment != ".."
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+const PATH_FORM: &str = "a path is <scope>/<segment>(/<segment>)* with scope user, workspace or conversation \
+     and segments of letters, digits, '.', '_' and '-' (not '.' or '..'), at most 512 bytes, such as workspace/notes/deploy.md";
+
+/// Parses a document path; `Err` is the sentence of `memory_path_invalid`.
+pub fn parse_path(raw: &str) -> Result<MemPath, String> {
+    if raw.len() > PATH_BYTES {
+        return Err(format!(
+            "the path {:?}… is {} bytes, over the {PATH_BYTES}-byte bound; use a shorter path",
+            head(raw, 40),
+            raw.len()
+        ));
+    }
+    let mut parts = raw.split('/');
+    let root = parts.next().unwrap_or("");
+    let Some(scope) = MemoryScope::parse(root) else {
+        return Err(if raw.contains('/') {
+            format!("{raw:?} has the unknown scope {root:?}; {PATH_FORM}")
+        } else {
+            format!("{raw:?} is a bare name with no scope; {PATH_FORM}")
+        });
+    };
+    let rest: Vec<&str> = parts.collect();
+    if rest.is_empty() || rest == [""] {
+        return Err(format!("{raw:?} names a scope but no document; {PATH_FORM}"));
+    }
+    if let Some(bad) = rest.iter().find(|s| !segment_ok(s)) {
+        return Err(format!("{raw:?} has the invalid segment {bad:?}; {PATH_FORM}"));
+    }
+    Ok(MemPath {
+        scope,
+        full: raw.to_string(),
+    })
+}
+
+/// A listing or search prefix: a scope root (`workspace`, `workspace/`) or a longer string
+/// prefix (`workspace/notes/`, `workspace/no`). Documents match by plain string prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemPrefix {
+    pub scope: MemoryScope,
+    /// Never the bare root: `workspace` becomes `workspace/`.
+    pub prefix: String,
+}
+
+/// Parses a prefix; `Err` is the sentence of `memory_path_invalid`.
+pub fn parse_prefix(raw: &str) -> Result<MemPrefix, String> {
+    if raw.len() > PATH_BYTES {
+        return Err(format!(
+            "the path prefix is {} bytes, over the {PATH_BYTES}-byte bound; use a shorter prefix",
+            raw.len()
+        ));
+    }
+    let mut parts = raw.split('/');
+    let root = parts.next().unwrap_or("");
+    let Some(scope) = MemoryScope::parse(root) else {
+        return Err(format!(
+            "the prefix {raw:?} does not start with a scope; start it with user/, workspace/ or conversation/"
+        ));
+    };
+    let rest: Vec<&str> = parts.collect();
+    let last = rest.len().saturating_sub(1);
+    for (i, seg) in rest.iter().enumerate() {
+        // Only the final segment may be empty (a trailing slash) or partial.
+        let ok = if i == last {
+            seg.is_empty()
+                || seg
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+        } else {
+            segment_ok(seg)
+        };
+        if !ok {
+            return Err(format!("the prefix {raw:?} has the invalid segment {seg:?}; {PATH_FORM}"));
+        }
+    }
+    let prefix = if rest.is_empty() {
+        format!("{root}/")
+    } else {
+        raw.to_string()
+    };
+    Ok(MemPrefix { scope, prefix })
+}
+
+/// The scope owners a caller may reach: internal ids of the member (`user/`), the workspace
+/// and the conversation. `None`: the scope is not available.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Owners {
+    pub user: Option<i64>,
+    pub workspace: Option<i64>,
+    pub conversation: Option<i64>,
+}
+
+impl Owners {
+    pub fn of(&self, scope: MemoryScope) -> Option<i64> {
+        match scope {
+            MemoryScope::User => self.user,
+            MemoryScope::Workspace => self.workspace,
+            MemoryScope::Conversation => self.conversation,
+        }
+    }
+
+    /// Resolves a round's frozen memory bindings `{workspace_public_id, conversation_public_id,
+    /// user_public_id}` inside the evaluation's transaction.
+    pub(crate) async fn of_frozen(tx: &mut Tx, memory: &Value) -> KernelResult<Owners> {
+        let id = |k: &str| memory.get(k).and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok());
+        let user = match id("user_public_id") {
+            Some(u) => tx.member_id_of(u).await?,
+            None => None,
+        };
+        let workspace = match id("workspace_public_id") {
+            Some(w) => tx.workspace_id_of(w).await?,
+            None => None,
+        };
+        // Conversations do not exist in this build: a standalone run has no conversation
+        // scope, and no binding can name one yet.
+        Ok(Owners {
+            user,
+            workspace,
+            conversation: None,
+        })
+    }
+
+    /// The scopes available, in path order.
+    pub fn available(&self) -> Vec<(MemoryScope, i64)> {
+        let mut out: Vec<(MemoryScope, i64)> = MemoryScope::ALL
+            .iter()
+            .filter_map(|s| self.of(*s).map(|o| (*s, o)))
+            .collect();
+        out.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+        out
+    }
+}
+
+/// The sentence of `memory_path_invalid` for a scope the caller has no owner for.
+pub fn unavailable(scope: MemoryScope, raw: &str) -> String {
+    match scope {
+        MemoryScope::Conversation => format!(
+            "{raw:?} is in the conversation/ scope, but this work has no conversation (a standalone run has none); use user/ or workspace/"
+        ),
+        other => format!(
+            "{raw:?} is in the {}/ scope, which is not available to this work; use another scope",
+            other.as_str()
+        ),
+    }
+}
+
+/// The controlling human of a member (itself for a human): the owner of its `user/` scope.
+pub(crate) fn controlling_human_id(member: &MemberRow) -> i64 {
+    match (member.kind, member.steward_id) {
+        (MemberKind::Agent, Some(steward)) => steward,
+        _ => member.id,
+    }
+}
+
+/// The `(name, description)` skill documents (`<scope>/skills/<name>` with a skill-grammar
+/// name and a description) among `docs`, by name.
+pub fn skill_documents(docs: &[MemoryDocRow]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = docs
+        .iter()
+        .filter_map(|d| {
+            let p = parse_path(&d.path).ok()?;
+            let name = p.skill_name()?;
+            if !crate::tools::valid_skill_name(name) {
+                return None;
+            }
+            Some((name.to_string(), d.description.clone()?))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Counts occurrences of `needle` in `hay`, overlapping ones included, stopping at 2.
+pub(crate) fn occurrences(hay: &str, needle: &str) -> usize {
+    let mut count = 0;
+    let mut from = 0;
+    while let Some(i) = hay[from..].find(needle) {
+        count += 1;
+        if count == 2 {
+            break;
+        }
+        let at = from + i;
+        from = at + hay[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    count
+}
+
+/// Unwraps a parameter check: its `Err` is the tool's (error) result.
+macro_rules! arg {
+    ($e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(outcome) => return Ok(outcome),
+        }
+    };
+}
+pub(crate) use arg;
+
+// ---- the model verbs' parameters (kernel-tools.md §0: `parameter_invalid`) -----------------
+
+use crate::tools::KernelToolOutcome;
+
+/// A string parameter: `Ok(None)` when absent (or null) and not required.
+pub(crate) fn str_arg<'a>(input: &'a Value, key: &str, required: bool) -> Result<Option<&'a str>, KernelToolOutcome> {
+    match input.get(key) {
+        Some(Value::String(s)) => Ok(Some(s)),
+        None | Some(Value::Null) if !required => Ok(None),
+        None | Some(Value::Null) => Err(KernelToolOutcome::error(
+            "parameter_invalid",
+            &format!("`{key}` is required; pass it as a string"),
+        )),
+        Some(other) => Err(KernelToolOutcome::error(
+            "parameter_invalid",
+            &format!("`{key}` must be a string, got {other}; pass it as a string"),
+        )),
+    }
+}
+
+/// An integer parameter in `min..=max`, or `default` when absent.
+pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64) -> Result<i64, KernelToolOutcome> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(v) => match v.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(n),
+            _ => Err(KernelToolOutcome::error(
+                "parameter_invalid",
+                &if max == i64::MAX {
+                    format!("`{key}` must be an integer of at least {min}, got {v}; pass such an integer or omit it")
+                } else {
+                    format!("`{key}` must be an integer from {min} to {max}, got {v}; pass one in that range or omit it")
+                },
+            )),
+        },
+    }
+}
+
+/// A boolean parameter, or `default` when absent.
+pub(crate) fn bool_arg(input: &Value, key: &str, default: bool) -> Result<bool, KernelToolOutcome> {
+    match input.get(key) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(KernelToolOutcome::error(
+            "parameter_invalid",
+            &format!("`{key}` must be true or false, got {other}; pass a boolean or omit it"),
+        )),
+    }
+}
+
+/// The `path` parameter as a document path in an available scope, with its owner.
+pub(crate) fn doc_path(input: &Value, owners: &Owners) -> Result<(MemPath, i64), KernelToolOutcome> {
+    let raw = str_arg(input, "path", true)?.unwrap_or_default();
+    let path = parse_path(raw).map_err(|s| KernelToolOutcome::error("memory_path_invalid", &s))?;
+    let owner = owners
+        .of(path.scope)
+        .ok_or_else(|| KernelToolOutcome::error("memory_path_invalid", &unavailable(path.scope, raw)))?;
+    Ok((path, owner))
+}
+
+/// `memory_reserved_prefix` for a write, edit or delete under `<scope>/skills/`.
+pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), KernelToolOutcome> {
+    if path.is_reserved() {
+        return Err(KernelToolOutcome::error(
+            "memory_reserved_prefix",
+            &format!(
+                "{:?} is under the reserved {}/skills/ prefix, which holds skill documents managed by people; write outside skills/, for example {}/notes/…",
+                path.full,
+                path.scope.as_str(),
+                path.scope.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// A document body for a write: no U+0000 (which cannot be stored), at most 65,536 bytes.
+pub(crate) fn check_body(path: &str, content: &str) -> Result<(), KernelToolOutcome> {
+    if content.contains('\0') {
+        return Err(KernelToolOutcome::error(
+            "parameter_invalid",
+            &format!("the content for {path:?} contains U+0000, which cannot be stored; remove it"),
+        ));
+    }
+    if content.len() > DOCUMENT_BYTES {
+        return Err(KernelToolOutcome::error(
+            "memory_document_too_large",
+            &format!(
+                "the document {path:?} would be {} bytes, over the {DOCUMENT_BYTES}-byte bound; shorten it or split it across several documents",
+                content.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The `memory_full` sentence.
+pub(crate) fn full_sentence(path: &MemPath, bound: i64) -> String {
+    format!(
+        "{:?} would be a new document, but the {}/ scope already holds its bound of {bound} documents; delete or reuse one (see the listing) first",
+        path.full,
+        path.scope.as_str()
+    )
+}
+
+/// The `memory_not_found` result.
+pub(crate) fn not_found(path: &MemPath) -> KernelToolOutcome {
+    KernelToolOutcome::error(
+        "memory_not_found",
+        &format!(
+            "no document exists at {:?}; check the path with memory_ls or memory_grep, or create it with memory_write",
+            path.full
+        ),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths() {
+        let p = parse_path("workspace/notes/deploy.md").unwrap();
+        assert_eq!(p.scope, MemoryScope::Workspace);
+        assert!(!p.is_reserved());
+        assert!(parse_path("user/a").is_ok());
+        assert!(parse_path("conversation/a_b-c.d").is_ok());
+        for bad in [
+            "notes",
+            "team/a",
+            "workspace",
+            "workspace/",
+            "workspace/a/",
+            "workspace//a",
+            "workspace/./a",
+            "workspace/../a",
+            "workspace/a b",
+            "Workspace/a",
+            "workspace/é",
+            "",
+        ] {
+            assert!(parse_path(bad).is_err(), "{bad}");
+        }
+        let long = format!("workspace/{}", "a".repeat(502));
+        assert_eq!(long.len(), 512);
+        assert!(parse_path(&long).is_ok());
+        assert!(parse_path(&format!("{long}b")).is_err());
+        let s = parse_path("user/skills/style-guide").unwrap();
+        assert!(s.is_reserved());
+        assert_eq!(s.skill_name(), Some("style-guide"));
+        assert_eq!(parse_path("user/skills/a/b").unwrap().skill_name(), None);
+        assert!(parse_path("user/skills/a/b").unwrap().is_reserved());
+        assert!(!parse_path("user/skillsx/a").unwrap().is_reserved());
+    }
+
+    #[test]
+    fn prefixes() {
+        assert_eq!(parse_prefix("workspace").unwrap().prefix, "workspace/");
+        assert_eq!(parse_prefix("workspace/").unwrap().prefix, "workspace/");
+        assert_eq!(parse_prefix("workspace/no").unwrap().prefix, "workspace/no");
+        assert!(parse_prefix("notes").is_err());
+        assert!(parse_prefix("workspace/../x").is_err());
+        assert!(parse_prefix("workspace/a b").is_err());
+    }
+
+    #[test]
+    fn counting() {
+        assert_eq!(occurrences("abc", "x"), 0);
+        assert_eq!(occurrences("abc", "b"), 1);
+        assert_eq!(occurrences("aaa", "aa"), 2);
+        assert_eq!(occurrences("ébé", "é"), 2);
+    }
+}

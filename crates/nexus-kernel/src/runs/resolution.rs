@@ -1,0 +1,189 @@
+//! `POST R/tasks/{key}/resolution` (runs.md §6): a member answers an ask await.
+//!
+//! Checks, in order: write standing (403; no standing conceals the workspace: 404), the key
+//! (404), `not_resolvable` (not an ask: kernel-held awaits and every other row), `invalid_outcome`,
+//! then the settle engine (executor.md §9): an idle answer (200 `{task, idle: true}`),
+//! `task_not_running` (the await has not opened), `stale_claim` (a tokened ask without its
+//! `resolution_token`), the deadline (the await settles `timed_out` / `await_timeout` and the
+//! content is discarded), the payload refusals of the content grammar (`nexus_core::results`,
+//! 422, the park stands), `unknown_result_upload`, and `result_unstorable` (422, the park
+//! stands: a person answers again). `outcome: failed` settles `failed` / `await_failed` with the
+//! first text as detail; otherwise the await completes with the content as its answer.
+
+use nexus_core::codes::Code;
+use nexus_core::results;
+use nexus_store::{Engine, task_status};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use subtle::ConstantTimeEq;
+use uuid::Uuid;
+
+use super::{AfterCommit, is_settled, refuse, run_is_terminal, task_kind};
+use crate::auth::MemberPrincipal;
+use crate::error::KernelResult;
+use crate::{Kernel, time};
+
+/// The error key of an await answered with `outcome: failed`.
+const AWAIT_FAILED: &str = "await_failed";
+/// The error key of an await whose deadline passed.
+const AWAIT_TIMEOUT: &str = "await_timeout";
+
+fn has_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(has_nul),
+        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
+    }
+}
+
+impl Kernel {
+    /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}` → 200
+    /// `{task}` (or `{task, idle: true}` when the await had already settled).
+    pub async fn resolve_task(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        key: &str,
+        body: &Value,
+    ) -> KernelResult<Value> {
+        // 1. Write standing.
+        let (ws_row, _) = self.workspace_for(p, ws, true).await?;
+        // 2. The key.
+        let run_row = self.run_in(&ws_row, run).await?;
+        let Some(found) = self.store.task_by_key(run_row.id, key).await? else {
+            return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
+        };
+        // 3. Only an ask await is resolvable.
+        let ctx: Value = found
+            .frozen_context
+            .as_deref()
+            .and_then(|s| serde_json::from_str(s).ok())
+            .unwrap_or(Value::Null);
+        if found.kind != task_kind::AWAIT || ctx.get("ask").is_none() {
+            return Err(refuse(
+                Code::NotResolvable,
+                format!("{key:?} is not an ask: only ask awaits are answered through this door"),
+            ));
+        }
+        // 4. The outcome.
+        let failed = match body.get("outcome") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(s)) if s == "completed" => false,
+            Some(Value::String(s)) if s == "failed" => true,
+            Some(other) => {
+                return Err(refuse(
+                    Code::InvalidOutcome,
+                    format!("outcome must be \"completed\" or \"failed\", got {other}"),
+                ));
+            }
+        };
+
+        // 5. The settle engine.
+        let now = time::now_ms();
+        let mut tx = self.store.begin().await?;
+        let mut run = tx.lock_run(run_row.id).await?;
+        let Some(mut task) = tx.task_by_id(found.id).await? else {
+            tx.rollback().await?;
+            return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
+        };
+        if run_is_terminal(&run.status) || is_settled(&task.status) {
+            tx.rollback().await?;
+            return Ok(json!({"task": self.task_view(&run, task.id).await?, "idle": true}));
+        }
+        if task.status == task_status::WAITING {
+            tx.rollback().await?;
+            return Err(refuse(
+                Code::TaskNotRunning,
+                format!("{key:?} has not opened yet: it still waits for its dependencies"),
+            ));
+        }
+        if let Some(expected) = task.resolution_token_sha256.as_deref() {
+            let given = body.get("resolution_token").and_then(Value::as_str).unwrap_or("");
+            let digest = hex::encode(Sha256::digest(given.as_bytes()));
+            if given.is_empty() || !bool::from(digest.as_bytes().ct_eq(expected.as_bytes())) {
+                tx.rollback().await?;
+                return Err(refuse(
+                    Code::StaleClaim,
+                    "this ask needs the resolution_token its step's receipt returned",
+                ));
+            }
+        }
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        if task.deadline_at.is_some_and(|d| d <= now) {
+            // The deadline wins: the content is discarded.
+            self.settle_with(
+                &mut tx,
+                &mut run,
+                &mut task,
+                task_status::TIMED_OUT,
+                AWAIT_TIMEOUT,
+                None,
+                now,
+                &mut effects,
+            )
+            .await?;
+            tx.commit().await?;
+            self.publish(effects).await;
+            return Ok(json!({"task": self.task_view(&run, task.id).await?}));
+        }
+        let content = body.get("content").cloned().unwrap_or(Value::String(String::new()));
+        let blocks = match results::normalize_content(&content) {
+            Ok(b) => b,
+            Err(e) => {
+                tx.rollback().await?;
+                let code = Code::from_word(e.code).unwrap_or(Code::InvalidContent);
+                return Err(refuse(code, e.message));
+            }
+        };
+        let linked = results::linked_uploads(&blocks);
+        if !linked.is_empty() {
+            self.check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)
+                .await?;
+        }
+        let stored = results::blocks_to_json(&blocks);
+        if has_nul(&stored) {
+            tx.rollback().await?;
+            return Err(refuse(
+                Code::ResultUnstorable,
+                "the answer holds U+0000, which cannot be stored; the ask stays open: answer again without it",
+            ));
+        }
+        task.content = Some(stored.to_string());
+        task.is_error = false;
+        let to = if failed {
+            let first = results::text_projection(&blocks);
+            let first = first.lines().next().unwrap_or("").to_string();
+            task.error_key = Some(AWAIT_FAILED.into());
+            task.error_detail = (!first.is_empty()).then_some(first);
+            task_status::FAILED
+        } else {
+            task.error_key = None;
+            task.error_detail = None;
+            task_status::COMPLETED
+        };
+        let moved = match self.transition(&mut tx, &mut run, &mut task, to, now).await {
+            Ok(m) => m,
+            Err(e) if e.reason.as_deref() == Some("unsupported_text") => {
+                drop(tx);
+                return Err(refuse(
+                    Code::ResultUnstorable,
+                    "the answer cannot be stored; the ask stays open: answer again",
+                ));
+            }
+            Err(e) => return Err(e),
+        };
+        if !moved {
+            tx.rollback().await?;
+            return Ok(json!({"task": self.task_view(&run, task.id).await?, "idle": true}));
+        }
+        if !linked.is_empty() {
+            self.bind_result_uploads(&mut tx, task.id, &linked).await?;
+        }
+        effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+    }
+}

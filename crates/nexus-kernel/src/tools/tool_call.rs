@@ -1,0 +1,228 @@
+//! `tool_call` (`nexus.tools.call`, kernel-tools.md §12), plus the child placement every graph
+//! tool shares (kernel-tools.md §0: deterministic child keys, idempotent re-evaluation,
+//! pairing).
+//!
+//! The wrapper appends one ordinary child tool task `<call>-tool-1` through the normal path: call
+//! resolution (alias mapping, the route target), the input bounds (birth failures), the
+//! caller's origin (so the child meets the approval gate), addressing and its own deadline. The
+//! call row completes at once with a "started" output and `pairs_with` the child; the pairing
+//! law renders the child's outcome as this call's result.
+
+use nexus_core::codes::task_error;
+use nexus_core::declaration::{self, callable_of};
+use nexus_core::{bounds, jcs};
+use nexus_store::{Engine, NewTask, RunRow, TaskRow, Tx, run_status, task_status};
+use serde_json::{Value, json};
+
+use super::{GraphCall, KernelToolOutcome};
+use crate::Kernel;
+use crate::error::KernelResult;
+use crate::runs::{AfterCommit, task_kind};
+
+pub(super) const PARAMETER_INVALID: &str = "parameter_invalid";
+
+/// Whether any string (or member name) in `v` holds U+0000.
+pub(super) fn contains_nul(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(a) => a.iter().any(contains_nul),
+        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
+        _ => false,
+    }
+}
+
+/// The internal "started" output of a paired call (replaced, for the model, by the child's
+/// outcome).
+pub(super) fn started(child: &str) -> KernelToolOutcome {
+    KernelToolOutcome {
+        pairs_with: Some(child.to_string()),
+        ..KernelToolOutcome::text(format!("started {child}"))
+    }
+}
+
+/// The deterministic child key `<call>-<kind>-<n>`: the smallest n whose key is free or already
+/// holds this call's own child (re-evaluation settles from it). A key taken by another row (an
+/// authored key) moves to the next suffix.
+pub(super) async fn child_slot(
+    tx: &mut Tx,
+    run_id: i64,
+    call: &TaskRow,
+    kind: &str,
+) -> KernelResult<(String, Option<TaskRow>)> {
+    for n in 1u32.. {
+        let key = format!("{}-{kind}-{n}", call.key);
+        match tx.task_by_key(run_id, &key).await? {
+            None => return Ok((key, None)),
+            Some(t) if t.declaring_task_id == Some(call.id) => return Ok((key, Some(t))),
+            Some(_) => continue,
+        }
+    }
+    unreachable!("some suffix is free")
+}
+
+/// Places a child of `call` (or finds the one a previous evaluation placed): it depends on the
+/// call row, so it becomes ready when the call settles. `paired`: every row that waits on the
+/// call also waits on the child (the continuation reads the child's outcome).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn place_child(
+    kernel: &Kernel,
+    tx: &mut Tx,
+    run: &mut RunRow,
+    call: &TaskRow,
+    kind: &str,
+    mut new: NewTask,
+    paired: bool,
+    now: i64,
+    effects: &mut Vec<AfterCommit>,
+) -> KernelResult<TaskRow> {
+    let (key, existing) = child_slot(tx, run.id, call, kind).await?;
+    let child = match existing {
+        Some(t) => t,
+        None => {
+            new.run_id = run.id;
+            new.key = key.clone();
+            new.generation = 1;
+            new.status = task_status::WAITING.into();
+            new.declaring_task_id = Some(call.id);
+            new.created_at = now;
+            let origin = new.origin.clone();
+            let row = tx.insert_task(new).await?;
+            tx.insert_edge(row.id, call.id, "after").await?;
+            kernel
+                .emit(
+                    tx,
+                    run,
+                    "tasks_appended",
+                    None,
+                    json!({"keys": [key], "origin": origin}),
+                    now,
+                    effects,
+                )
+                .await?;
+            row
+        }
+    };
+    if paired {
+        let edges = tx.edges_of_run(run.id).await?;
+        for e in edges
+            .iter()
+            .filter(|e| e.depends_on_id == call.id && e.task_id != child.id)
+        {
+            tx.insert_edge(e.task_id, child.id, &e.kind).await?;
+        }
+    }
+    Ok(child)
+}
+
+/// The model round whose frozen context a call runs under (a `tool_call` child's declaring row
+/// is the wrapper row: followed up to its round).
+pub(super) async fn declaring_round(tx: &mut Tx, task: &TaskRow) -> KernelResult<Option<TaskRow>> {
+    let mut declaring = task.declaring_task_id;
+    for _ in 0..64 {
+        let Some(id) = declaring else { break };
+        let Some(r) = tx.task_by_id(id).await? else { break };
+        if r.kind == task_kind::MODEL {
+            return Ok(Some(r));
+        }
+        declaring = r.declaring_task_id;
+    }
+    Ok(None)
+}
+
+/// `tool_call {name, input}`.
+pub(super) async fn run(
+    kernel: &Kernel,
+    tx: &mut Tx,
+    run: &mut RunRow,
+    call: &GraphCall<'_>,
+    effects: &mut Vec<AfterCommit>,
+) -> KernelResult<KernelToolOutcome> {
+    let (Some(name), Some(input)) = (
+        call.input.get("name").and_then(Value::as_str),
+        call.input.get("input").filter(|v| v.is_object()),
+    ) else {
+        let sentence = if call.input.get("name").and_then(Value::as_str).is_none() {
+            "`name` must be the exact tool name (a string) from the tool_search result; pass it with `input`, the tool's arguments as an object"
+        } else {
+            "`input` must be an object holding the tool's arguments (use {} for none)"
+        };
+        return Ok(KernelToolOutcome::error(PARAMETER_INVALID, sentence));
+    };
+    let defs = call.ctx.tool_definitions;
+    let declared = defs.iter().any(|e| callable_of(e) == Some(name));
+    let resolver = declaration::Resolver::new(defs);
+    let resolved = resolver.resolve(name, input);
+    if name == call.ctx.callable || (declared && resolved.tool_name == "tool_call") {
+        return Ok(KernelToolOutcome::error(
+            "recursive_tool_call",
+            &format!("{name:?} is this wrapper itself; call a deferred tool by its own name instead"),
+        ));
+    }
+    if !declared || resolved.entry.is_none() {
+        return Ok(KernelToolOutcome::error(
+            task_error::UNKNOWN_TOOL,
+            &format!(
+                "{name:?} is not one of your tools; use the exact name of a tool you have, as tool_search returns it"
+            ),
+        ));
+    }
+    if run.status != run_status::RUNNING {
+        return Ok(KernelToolOutcome::error(
+            "tool_call_refused",
+            &format!(
+                "the call to {name:?} could not be appended (run_not_appendable): the run is {}",
+                run.status
+            ),
+        ));
+    }
+    let mut birth: Option<(&'static str, Option<String>)> = None;
+    let mut tool_input = resolved.tool_input.clone();
+    if contains_nul(&tool_input) {
+        birth = Some((task_error::INVALID_TOOL_INPUT, None));
+        tool_input = json!({});
+    } else {
+        let size = jcs::to_string(&tool_input).len();
+        if size > bounds::TOOL_INPUT {
+            birth = Some((
+                task_error::TOOL_INPUT_TOO_LARGE,
+                Some(format!(
+                    "the input is {size} bytes of canonical JSON; the bound is {} bytes",
+                    bounds::TOOL_INPUT
+                )),
+            ));
+            tool_input = json!({});
+        }
+    }
+    let target_executor_id = match &resolved.route {
+        Some(route) => kernel
+            .store
+            .executor_by_public_id(route.runner_executor_public_id)
+            .await?
+            .map(|e| e.id),
+        None => None,
+    };
+    let new = NewTask {
+        kind: task_kind::TOOL.into(),
+        origin: call.call.origin.clone(),
+        on_failure: call.call.on_failure.clone(),
+        visibility: "collapsed".into(),
+        mainline: call.call.mainline,
+        branch_of: call.call.branch_of.clone(),
+        tool_name: Some(resolved.tool_name.clone()),
+        tool_alias: resolved.tool_alias.clone(),
+        tool_input: Some(serde_json::to_string(&tool_input).expect("input serializes")),
+        target_executor_id,
+        ..Default::default()
+    };
+    let mut child = place_child(kernel, tx, run, call.call, "tool", new, true, call.now, effects).await?;
+    if let Some((key, detail)) = birth
+        && child.status == task_status::WAITING
+    {
+        // Failed at birth, in the same transaction; the call's settle cascades to the
+        // continuation, which reads the failure.
+        kernel
+            .settle_with_error(tx, run, &mut child, task_status::FAILED, key, detail, call.now)
+            .await?;
+    }
+    Ok(started(&child.key))
+}

@@ -1,0 +1,70 @@
+//! Memory documents, the member door (kernel-tools.md §8): `GET W/memory?prefix=`,
+//! `GET W/memory/doc?path=`, `PUT W/memory/doc`, `DELETE W/memory/doc?path=&expected_lock_version=`.
+//! Each handler parses the path, query and body, calls the kernel, and returns its JSON.
+//! `conversation_public_id` is accepted and unused: conversations do not exist in this build,
+//! and the kernel refuses every `conversation/` path (422 `memory_path_invalid`).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::runs::path_id;
+use crate::AppState;
+use crate::auth::Member;
+use crate::body::JsonObject;
+use crate::error::ApiResult;
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    pub prefix: Option<String>,
+    pub conversation_public_id: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct DocQuery {
+    pub path: Option<String>,
+    pub expected_lock_version: Option<String>,
+    pub conversation_public_id: Option<String>,
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.memory_list(&p, path_id(&ws)?, q.prefix.as_deref()).await?))
+}
+
+pub async fn read(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<DocQuery>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.memory_read_document(&p, path_id(&ws)?, q.path.as_deref()).await?))
+}
+
+pub async fn put(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(state.kernel.memory_put_document(&p, path_id(&ws)?, &body).await?))
+}
+
+pub async fn delete(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<DocQuery>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .memory_delete_document(&p, path_id(&ws)?, q.path.as_deref(), q.expected_lock_version.as_deref())
+            .await?,
+    ))
+}

@@ -1,0 +1,365 @@
+//! Memory documents (migration 0004, kernel-tools.md §8), written once for both engines.
+//!
+//! [`memory_ops!`] expands, inside each engine's `ops` module (beside `engine_ops!`), to free
+//! functions over that engine's connection type, so the same operation runs on a pooled
+//! connection (the member door, through [`crate::Engine`]) or inside a [`crate::Tx`] (a kernel
+//! tool's evaluation, which settles its row in the same transaction). [`memory_methods!`]
+//! expands to the [`crate::Engine`] methods over a pool.
+//!
+//! The store checks only what keeps rows consistent: the version condition, the per-scope
+//! document bound and the text guard. Path grammar and size bounds are the kernel's.
+
+/// A memory scope root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MemoryScope {
+    User,
+    Workspace,
+    Conversation,
+}
+
+impl MemoryScope {
+    pub const ALL: [MemoryScope; 3] = [MemoryScope::User, MemoryScope::Workspace, MemoryScope::Conversation];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemoryScope::User => "user",
+            MemoryScope::Workspace => "workspace",
+            MemoryScope::Conversation => "conversation",
+        }
+    }
+
+    pub fn parse(word: &str) -> Option<MemoryScope> {
+        match word {
+            "user" => Some(MemoryScope::User),
+            "workspace" => Some(MemoryScope::Workspace),
+            "conversation" => Some(MemoryScope::Conversation),
+            _ => None,
+        }
+    }
+}
+
+/// One stored memory document. Listings without content leave `content` empty.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryDocRow {
+    pub id: i64,
+    pub scope: MemoryScope,
+    pub owner_id: i64,
+    /// The whole path, scope root included.
+    pub path: String,
+    pub content: String,
+    pub description: Option<String>,
+    /// UTF-8 bytes of `content`.
+    pub byte_size: i64,
+    pub lock_version: i64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+/// A create-or-replace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMemoryDoc {
+    pub scope: MemoryScope,
+    pub owner_id: i64,
+    pub path: String,
+    pub content: String,
+    pub description: Option<String>,
+    pub now: i64,
+}
+
+/// What a put did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryPut {
+    /// Created (`lock_version` 1) or replaced (the version incremented).
+    Written { row: MemoryDocRow, created: bool },
+    /// `expected_lock_version` did not match: the stored version (0 for no document).
+    Stale { current: i64 },
+    /// A new document would pass the scope owner's document bound.
+    Full { bound: i64 },
+}
+
+/// What a delete did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryDelete {
+    /// Removed; the row as it was.
+    Deleted(MemoryDocRow),
+    NotFound,
+    /// `expected_lock_version` did not match: the stored version.
+    Stale { current: i64 },
+}
+
+pub(crate) const MEMORY_GET: &str = "SELECT id, scope, owner_id, path, content, description, byte_size, lock_version, \
+     created_at, updated_at FROM memory_documents WHERE scope = $1 AND owner_id = $2 AND path = $3";
+pub(crate) const MEMORY_LIST_META: &str = "SELECT id, scope, owner_id, path, '' AS content, description, byte_size, \
+     lock_version, created_at, updated_at FROM memory_documents WHERE scope = $1 AND owner_id = $2";
+pub(crate) const MEMORY_LIST_FULL: &str = "SELECT id, scope, owner_id, path, content, description, byte_size, \
+     lock_version, created_at, updated_at FROM memory_documents WHERE scope = $1 AND owner_id = $2";
+pub(crate) const MEMORY_COUNT: &str = "SELECT COUNT(*) FROM memory_documents WHERE scope = $1 AND owner_id = $2";
+pub(crate) const MEMORY_INSERT: &str = "INSERT INTO memory_documents \
+     (scope, owner_id, path, content, description, byte_size, lock_version, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, 1, $7, $7) \
+     RETURNING id, scope, owner_id, path, content, description, byte_size, lock_version, created_at, updated_at";
+pub(crate) const MEMORY_UPDATE: &str = "UPDATE memory_documents SET content = $4, description = $5, byte_size = $6, \
+     lock_version = lock_version + 1, updated_at = $7 \
+     WHERE scope = $1 AND owner_id = $2 AND path = $3 AND lock_version = $8 \
+     RETURNING id, scope, owner_id, path, content, description, byte_size, lock_version, created_at, updated_at";
+pub(crate) const MEMORY_DELETE: &str =
+    "DELETE FROM memory_documents WHERE scope = $1 AND owner_id = $2 AND path = $3 AND lock_version = $4";
+pub(crate) const MEMBER_ID_BY_PUBLIC_ID: &str = "SELECT id FROM members WHERE public_id = $1";
+pub(crate) const WORKSPACE_ID_BY_PUBLIC_ID: &str = "SELECT id FROM workspaces WHERE public_id = $1";
+/// Serializes writers of one (scope, owner) so the document bound holds under concurrency.
+/// PostgreSQL: a transaction-scoped advisory lock; SQLite: `BEGIN IMMEDIATE` already holds the
+/// database write lock, so the statement only reads its argument.
+pub(crate) const MEMORY_LOCK_PG: &str = "SELECT pg_advisory_xact_lock(hashtext($1))";
+pub(crate) const MEMORY_LOCK_SQLITE: &str = "SELECT $1";
+
+pub(crate) fn memory_doc(r: &impl crate::row::Columns) -> crate::Result<MemoryDocRow> {
+    Ok(MemoryDocRow {
+        id: r.int("id")?,
+        scope: crate::row::word("memory_documents.scope", &r.text("scope")?, MemoryScope::parse)?,
+        owner_id: r.int("owner_id")?,
+        path: r.text("path")?,
+        content: r.text("content")?,
+        description: r.opt_text("description")?,
+        byte_size: r.int("byte_size")?,
+        lock_version: r.int("lock_version")?,
+        created_at: r.int("created_at")?,
+        updated_at: r.int("updated_at")?,
+    })
+}
+
+macro_rules! memory_ops {
+    (scope_lock = $scope_lock:expr $(,)?) => {
+        use $crate::memory::{
+            MEMBER_ID_BY_PUBLIC_ID, MEMORY_COUNT, MEMORY_DELETE, MEMORY_GET, MEMORY_INSERT, MEMORY_LIST_FULL,
+            MEMORY_LIST_META, MEMORY_UPDATE, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc,
+            WORKSPACE_ID_BY_PUBLIC_ID, memory_doc,
+        };
+
+        // ---- memory documents ----
+
+        pub(crate) async fn memory_get(
+            c: &mut Conn,
+            scope: MemoryScope,
+            owner_id: i64,
+            path: &str,
+        ) -> Result<Option<MemoryDocRow>> {
+            sqlx::query(MEMORY_GET)
+                .bind(scope.as_str())
+                .bind(owner_id)
+                .bind(path)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| memory_doc(&r))
+                .transpose()
+        }
+
+        /// Every document of (scope, owner), sorted by path bytes (not by the database's
+        /// collation, so both engines order alike). `with_content: false` leaves content empty.
+        pub(crate) async fn memory_list(
+            c: &mut Conn,
+            scope: MemoryScope,
+            owner_id: i64,
+            with_content: bool,
+        ) -> Result<Vec<MemoryDocRow>> {
+            let q = if with_content { MEMORY_LIST_FULL } else { MEMORY_LIST_META };
+            let rows = sqlx::query(q)
+                .bind(scope.as_str())
+                .bind(owner_id)
+                .fetch_all(&mut *c)
+                .await?;
+            let mut out = rows.iter().map(|r| memory_doc(r)).collect::<Result<Vec<_>>>()?;
+            out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+            Ok(out)
+        }
+
+        pub(crate) async fn memory_put(
+            c: &mut Conn,
+            new: &NewMemoryDoc,
+            expected_lock_version: Option<i64>,
+            bound: i64,
+        ) -> Result<MemoryPut> {
+            check_text(&new.path)?;
+            check_text(&new.content)?;
+            if let Some(d) = &new.description {
+                check_text(d)?;
+            }
+            sqlx::query($scope_lock)
+                .bind(format!("memory:{}:{}", new.scope.as_str(), new.owner_id))
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let existing = memory_get(c, new.scope, new.owner_id, &new.path).await?;
+            let current = existing.as_ref().map_or(0, |r| r.lock_version);
+            if expected_lock_version.is_some_and(|e| e != current) {
+                return Ok(MemoryPut::Stale { current });
+            }
+            let byte_size = new.content.len() as i64;
+            match existing {
+                Some(_) => {
+                    let r = sqlx::query(MEMORY_UPDATE)
+                        .bind(new.scope.as_str())
+                        .bind(new.owner_id)
+                        .bind(&new.path)
+                        .bind(&new.content)
+                        .bind(&new.description)
+                        .bind(byte_size)
+                        .bind(new.now)
+                        .bind(current)
+                        .fetch_optional(&mut *c)
+                        .await
+                        .map_err(write_error)?;
+                    match r {
+                        Some(r) => Ok(MemoryPut::Written {
+                            row: memory_doc(&r)?,
+                            created: false,
+                        }),
+                        None => {
+                            let now = memory_get(c, new.scope, new.owner_id, &new.path).await?;
+                            Ok(MemoryPut::Stale {
+                                current: now.map_or(0, |r| r.lock_version),
+                            })
+                        }
+                    }
+                }
+                None => {
+                    let count: i64 = sqlx::query_scalar(MEMORY_COUNT)
+                        .bind(new.scope.as_str())
+                        .bind(new.owner_id)
+                        .fetch_one(&mut *c)
+                        .await?;
+                    if count >= bound {
+                        return Ok(MemoryPut::Full { bound });
+                    }
+                    let r = sqlx::query(MEMORY_INSERT)
+                        .bind(new.scope.as_str())
+                        .bind(new.owner_id)
+                        .bind(&new.path)
+                        .bind(&new.content)
+                        .bind(&new.description)
+                        .bind(byte_size)
+                        .bind(new.now)
+                        .fetch_one(&mut *c)
+                        .await
+                        .map_err(write_error)?;
+                    Ok(MemoryPut::Written {
+                        row: memory_doc(&r)?,
+                        created: true,
+                    })
+                }
+            }
+        }
+
+        pub(crate) async fn memory_delete(
+            c: &mut Conn,
+            scope: MemoryScope,
+            owner_id: i64,
+            path: &str,
+            expected_lock_version: Option<i64>,
+        ) -> Result<MemoryDelete> {
+            let Some(existing) = memory_get(c, scope, owner_id, path).await? else {
+                return Ok(MemoryDelete::NotFound);
+            };
+            if expected_lock_version.is_some_and(|e| e != existing.lock_version) {
+                return Ok(MemoryDelete::Stale {
+                    current: existing.lock_version,
+                });
+            }
+            let done = sqlx::query(MEMORY_DELETE)
+                .bind(scope.as_str())
+                .bind(owner_id)
+                .bind(path)
+                .bind(existing.lock_version)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            if done.rows_affected() == 0 {
+                return Ok(match memory_get(c, scope, owner_id, path).await? {
+                    Some(r) => MemoryDelete::Stale { current: r.lock_version },
+                    None => MemoryDelete::NotFound,
+                });
+            }
+            Ok(MemoryDelete::Deleted(existing))
+        }
+
+        /// The internal id of the member with this public id.
+        pub(crate) async fn member_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
+            Ok(sqlx::query_scalar(MEMBER_ID_BY_PUBLIC_ID)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?)
+        }
+
+        /// The internal id of the workspace with this public id.
+        pub(crate) async fn workspace_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
+            Ok(sqlx::query_scalar(WORKSPACE_ID_BY_PUBLIC_ID)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?)
+        }
+
+        pub(crate) async fn workspace_by_handle(
+            c: &mut Conn,
+            account_id: i64,
+            handle: &str,
+        ) -> Result<Option<WorkspaceRow>> {
+            sqlx::query(sql::WORKSPACE_BY_HANDLE)
+                .bind(account_id)
+                .bind(handle)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::workspace(&r))
+                .transpose()
+        }
+    };
+}
+pub(crate) use memory_ops;
+
+/// The memory [`crate::Engine`] methods of one engine, over its pool (reads on a pooled
+/// connection, writes in `self.write_tx()`).
+macro_rules! memory_methods {
+    () => {
+        async fn memory_document(
+            &self,
+            scope: $crate::memory::MemoryScope,
+            owner_id: i64,
+            path: &str,
+        ) -> Result<Option<$crate::memory::MemoryDocRow>> {
+            ops::memory_get(&mut *self.pool.acquire().await?, scope, owner_id, path).await
+        }
+        async fn memory_documents(
+            &self,
+            scope: $crate::memory::MemoryScope,
+            owner_id: i64,
+            with_content: bool,
+        ) -> Result<Vec<$crate::memory::MemoryDocRow>> {
+            ops::memory_list(&mut *self.pool.acquire().await?, scope, owner_id, with_content).await
+        }
+        async fn memory_put(
+            &self,
+            new: $crate::memory::NewMemoryDoc,
+            expected_lock_version: Option<i64>,
+            bound: i64,
+        ) -> Result<$crate::memory::MemoryPut> {
+            let mut tx = self.write_tx().await?;
+            let out = ops::memory_put(&mut tx, &new, expected_lock_version, bound).await?;
+            tx.commit().await.map_err($crate::write_error)?;
+            Ok(out)
+        }
+        async fn memory_delete(
+            &self,
+            scope: $crate::memory::MemoryScope,
+            owner_id: i64,
+            path: &str,
+            expected_lock_version: Option<i64>,
+        ) -> Result<$crate::memory::MemoryDelete> {
+            let mut tx = self.write_tx().await?;
+            let out = ops::memory_delete(&mut tx, scope, owner_id, path, expected_lock_version).await?;
+            tx.commit().await.map_err($crate::write_error)?;
+            Ok(out)
+        }
+        async fn workspace_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<WorkspaceRow>> {
+            ops::workspace_by_handle(&mut *self.pool.acquire().await?, account_id, handle).await
+        }
+    };
+}
+pub(crate) use memory_methods;

@@ -1,0 +1,243 @@
+//! Uploads, captures, their bindings and blob metadata (migration 0003; uploads.md,
+//! storage-and-scale.md §4), written once for both engines like `crate::ops`.
+//!
+//! The bytes are not here: the kernel keeps them in a content-addressed blob store keyed by
+//! SHA-256. The `blobs` table records which digests exist, so the reaper deletes a blob only
+//! when no descriptor references it (the `uploads.sha256` foreign key enforces it).
+
+use uuid::Uuid;
+
+use crate::Result;
+use crate::row::Columns;
+
+/// An upload (member) or capture (executor) descriptor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UploadRow {
+    pub id: i64,
+    pub public_id: Uuid,
+    pub account_id: i64,
+    /// Set for an upload (a member created it).
+    pub creator_member_id: Option<i64>,
+    /// Set for a capture (an executor created it).
+    pub creator_executor_id: Option<i64>,
+    /// The sanitized filename.
+    pub filename: String,
+    /// The type detected from the bytes.
+    pub content_type: String,
+    pub byte_size: i64,
+    /// Lowercase hex SHA-256 of the bytes (the blob key).
+    pub sha256: String,
+    pub created_at: i64,
+    /// When the first row bound it; `None` while unbound (the reaper's candidates).
+    pub bound_at: Option<i64>,
+}
+
+/// A new descriptor. Exactly one of the creators is set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewUpload {
+    pub public_id: Uuid,
+    pub account_id: i64,
+    pub creator_member_id: Option<i64>,
+    pub creator_executor_id: Option<i64>,
+    pub filename: String,
+    pub content_type: String,
+    pub byte_size: i64,
+    pub sha256: String,
+    pub created_at: i64,
+}
+
+pub(crate) fn upload(r: &impl Columns) -> Result<UploadRow> {
+    Ok(UploadRow {
+        id: r.int("id")?,
+        public_id: r.public_id("public_id")?,
+        account_id: r.int("account_id")?,
+        creator_member_id: r.opt_int("creator_member_id")?,
+        creator_executor_id: r.opt_int("creator_executor_id")?,
+        filename: r.text("filename")?,
+        content_type: r.text("content_type")?,
+        byte_size: r.int("byte_size")?,
+        sha256: r.text("sha256")?,
+        created_at: r.int("created_at")?,
+        bound_at: r.opt_int("bound_at")?,
+    })
+}
+
+pub(crate) mod sql {
+    macro_rules! upload_columns {
+        ($p:literal) => {
+            concat!(
+                $p, "id, ", $p, "public_id, ", $p, "account_id, ", $p, "creator_member_id, ", $p,
+                "creator_executor_id, ", $p, "filename, ", $p, "content_type, ", $p, "byte_size, ", $p,
+                "sha256, ", $p, "created_at, ", $p, "bound_at"
+            )
+        };
+    }
+
+    pub(crate) const INSERT_BLOB: &str =
+        "INSERT INTO blobs (sha256, byte_size, created_at) VALUES ($1, $2, $3) ON CONFLICT (sha256) DO NOTHING";
+    pub(crate) const INSERT_UPLOAD: &str = concat!(
+        "INSERT INTO uploads (public_id, account_id, creator_member_id, creator_executor_id, \
+         filename, content_type, byte_size, sha256, created_at, bound_at) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL) RETURNING ",
+        upload_columns!("")
+    );
+    pub(crate) const UPLOAD_BY_PUBLIC_ID: &str =
+        concat!("SELECT ", upload_columns!(""), " FROM uploads WHERE public_id = $1");
+    pub(crate) const BIND_UPLOAD: &str = "INSERT INTO upload_bindings (upload_id, task_id, input_id, created_at) \
+         VALUES ($1, $2, NULL, $3) ON CONFLICT (upload_id, task_id) DO NOTHING";
+    pub(crate) const MARK_BOUND: &str = "UPDATE uploads SET bound_at = $2 WHERE id = $1 AND bound_at IS NULL";
+    /// Bound to a task of a run in a workspace where the member has standing (read or write).
+    pub(crate) const READABLE_VIA_WORKSPACE: &str = "SELECT 1 AS one FROM upload_bindings b \
+         JOIN tasks t ON t.id = b.task_id JOIN runs r ON r.id = t.run_id \
+         JOIN workspace_members wm ON wm.workspace_id = r.workspace_id \
+         WHERE b.upload_id = $1 AND wm.member_id = $2 LIMIT 1";
+    pub(crate) const BOUND_IN_RUN: &str = "SELECT 1 AS one FROM upload_bindings b \
+         JOIN tasks t ON t.id = b.task_id WHERE b.upload_id = $1 AND t.run_id = $2 LIMIT 1";
+    pub(crate) const BOUND_UPLOADS_OF_RUN: &str = concat!(
+        "SELECT ",
+        upload_columns!(""),
+        " FROM uploads WHERE id IN (SELECT b.upload_id FROM upload_bindings b \
+         JOIN tasks t ON t.id = b.task_id WHERE t.run_id = $1) ORDER BY id"
+    );
+    pub(crate) const DELETE_UNBOUND: &str =
+        "DELETE FROM uploads WHERE bound_at IS NULL AND created_at <= $1 RETURNING sha256";
+    pub(crate) const DELETE_ORPHAN_BLOB: &str = "DELETE FROM blobs WHERE sha256 = $1 \
+         AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.sha256 = $1) RETURNING sha256";
+}
+
+/// The upload operations, expanded inside each engine's `ops` module (which supplies `Conn`
+/// and `uid`).
+macro_rules! upload_ops {
+    () => {
+        use $crate::uploads::{NewUpload, UploadRow, sql as usql, upload as upload_row};
+
+        pub(crate) async fn insert_blob(c: &mut Conn, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
+            check_text(sha256)?;
+            let done = sqlx::query(usql::INSERT_BLOB)
+                .bind(sha256)
+                .bind(byte_size)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn insert_upload(c: &mut Conn, new: &NewUpload) -> Result<UploadRow> {
+            check_text(&new.filename)?;
+            check_text(&new.content_type)?;
+            check_text(&new.sha256)?;
+            let r = sqlx::query(usql::INSERT_UPLOAD)
+                .bind(uid(new.public_id))
+                .bind(new.account_id)
+                .bind(new.creator_member_id)
+                .bind(new.creator_executor_id)
+                .bind(&new.filename)
+                .bind(&new.content_type)
+                .bind(new.byte_size)
+                .bind(&new.sha256)
+                .bind(new.created_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            upload_row(&r)
+        }
+
+        pub(crate) async fn upload_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<UploadRow>> {
+            sqlx::query(usql::UPLOAD_BY_PUBLIC_ID)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| upload_row(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn bind_upload(c: &mut Conn, upload_id: i64, task_id: i64, now: i64) -> Result<bool> {
+            let done = sqlx::query(usql::BIND_UPLOAD)
+                .bind(upload_id)
+                .bind(task_id)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            sqlx::query(usql::MARK_BOUND)
+                .bind(upload_id)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn upload_readable_via_workspace(c: &mut Conn, upload_id: i64, member_id: i64) -> Result<bool> {
+            Ok(sqlx::query(usql::READABLE_VIA_WORKSPACE)
+                .bind(upload_id)
+                .bind(member_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .is_some())
+        }
+
+        pub(crate) async fn upload_bound_in_run(c: &mut Conn, upload_id: i64, run_id: i64) -> Result<bool> {
+            Ok(sqlx::query(usql::BOUND_IN_RUN)
+                .bind(upload_id)
+                .bind(run_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .is_some())
+        }
+
+        pub(crate) async fn bound_uploads_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<UploadRow>> {
+            sqlx::query(usql::BOUND_UPLOADS_OF_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(|r| upload_row(r))
+                .collect()
+        }
+
+        pub(crate) async fn delete_unbound_uploads(c: &mut Conn, created_at_or_before: i64) -> Result<Vec<String>> {
+            let rows = sqlx::query(usql::DELETE_UNBOUND)
+                .bind(created_at_or_before)
+                .fetch_all(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let mut shas = Vec::with_capacity(rows.len());
+            for r in &rows {
+                shas.push(sqlx::Row::try_get::<String, _>(r, "sha256")?);
+            }
+            Ok(shas)
+        }
+
+        pub(crate) async fn delete_orphan_blob(c: &mut Conn, sha256: &str) -> Result<bool> {
+            check_text(sha256)?;
+            Ok(sqlx::query(usql::DELETE_ORPHAN_BLOB)
+                .bind(sha256)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?
+                .is_some())
+        }
+    };
+}
+pub(crate) use upload_ops;
+
+/// The upload [`crate::Engine`] methods of one engine, over its pool.
+macro_rules! upload_methods {
+    () => {
+        async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<$crate::UploadRow>> {
+            ops::upload_by_public_id(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool> {
+            ops::upload_readable_via_workspace(&mut *self.pool.acquire().await?, upload_id, member_id).await
+        }
+        async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool> {
+            ops::upload_bound_in_run(&mut *self.pool.acquire().await?, upload_id, run_id).await
+        }
+        async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<$crate::UploadRow>> {
+            ops::bound_uploads_of_run(&mut *self.pool.acquire().await?, run_id).await
+        }
+    };
+}
+pub(crate) use upload_methods;
