@@ -124,7 +124,7 @@ impl World {
             assert_eq!(n, 1, "one chain runs one job per pass");
             last_end = Instant::now();
             passes += 1;
-            if passes % 2 == 0 {
+            if passes.is_multiple_of(2) {
                 bounds.push(last_end);
             }
         }

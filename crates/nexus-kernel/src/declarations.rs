@@ -233,7 +233,10 @@ impl Kernel {
         // `user/skills/<name>` of the controlling human (the core applies the precedence).
         use nexus_store::MemoryScope;
         if let Some(ws) = workspace {
-            let docs = self.store.memory_documents(MemoryScope::Workspace, ws.id, false).await?;
+            let docs = self
+                .store
+                .memory_documents(MemoryScope::Workspace, ws.id, false)
+                .await?;
             input.workspace_skills = crate::memory::skill_documents(&docs);
         }
         let human = crate::memory::controlling_human_id(principal);

@@ -116,7 +116,11 @@ impl World {
             .collect();
         assert_eq!(tools.len(), calls.len(), "on {}", self.dialect);
         for t in &tools {
-            assert_eq!(t.status, "completed", "{} on {}: {:?}", t.key, self.dialect, t.error_key);
+            assert_eq!(
+                t.status, "completed",
+                "{} on {}: {:?}",
+                t.key, self.dialect, t.error_key
+            );
         }
         assert_eq!(self.run_status(id).await, "completed", "on {}", self.dialect);
         tools
@@ -161,7 +165,12 @@ async fn memory_write_then_read_in_consecutive_rounds() {
         let id = w.create("wr", &[]).await;
         w.start_and_drive(id).await;
         assert_eq!(w.run_status(id).await, "completed", "on {}", w.dialect);
-        let tools: Vec<TaskRow> = w.tasks(id).await.into_iter().filter(|t| t.kind == "tool_task").collect();
+        let tools: Vec<TaskRow> = w
+            .tasks(id)
+            .await
+            .into_iter()
+            .filter(|t| t.kind == "tool_task")
+            .collect();
         assert_ok(&tools[0], "Created workspace/notes/deploy.md (18 bytes).");
         assert_ok(&tools[1], "step one\nstep two\n");
         // The member door sees the model's write, version 1.
@@ -200,21 +209,39 @@ async fn every_word_of_the_memory_tools() {
             ("memory_read", json!({})),
             ("memory_read", json!({"path": a, "offset": 0})),
             ("memory_write", json!({"path": "workspace/skills/x", "content": "y"})),
-            ("memory_edit", json!({"path": "workspace/skills/style", "old_text": "W", "new_text": "w"})),
+            (
+                "memory_edit",
+                json!({"path": "workspace/skills/style", "old_text": "W", "new_text": "w"}),
+            ),
             ("memory_edit", json!({"path": a, "old_text": "zzz", "new_text": "q"})),
             ("memory_edit", json!({"path": a, "old_text": "a", "new_text": "q"})),
             ("memory_edit", json!({"path": a, "old_text": "", "new_text": "q"})),
-            ("memory_edit", json!({"path": "workspace/none", "old_text": "a", "new_text": "q"})),
-            ("memory_edit", json!({"path": a, "old_text": "beta", "new_text": "BETA!"})),
+            (
+                "memory_edit",
+                json!({"path": "workspace/none", "old_text": "a", "new_text": "q"}),
+            ),
+            (
+                "memory_edit",
+                json!({"path": a, "old_text": "beta", "new_text": "BETA!"}),
+            ),
             ("memory_write", json!({"path": "workspace/big", "content": big})),
-            ("memory_edit", json!({"path": "workspace/big", "old_text": "HEAD", "new_text": "y".repeat(30_000)})),
+            (
+                "memory_edit",
+                json!({"path": "workspace/big", "old_text": "HEAD", "new_text": "y".repeat(30_000)}),
+            ),
             ("memory_ls", json!({})),
             ("memory_ls", json!({"path": "workspace/skills/"})),
             ("memory_ls", json!({"path": "user/"})),
             ("memory_ls", json!({"path": "bogus/"})),
             ("memory_grep", json!({"pattern": "BETA"})),
-            ("memory_grep", json!({"pattern": "beta", "ignore_case": true, "path": "workspace/notes"})),
-            ("memory_grep", json!({"pattern": "a", "limit": 1, "path": "workspace/notes/"})),
+            (
+                "memory_grep",
+                json!({"pattern": "beta", "ignore_case": true, "path": "workspace/notes"}),
+            ),
+            (
+                "memory_grep",
+                json!({"pattern": "a", "limit": 1, "path": "workspace/notes/"}),
+            ),
             ("memory_grep", json!({"pattern": "("})),
             ("memory_grep", json!({"pattern": r"\w{1000}\w{1000}"})),
             ("memory_grep", json!({"pattern": "a", "limit": 0})),
@@ -239,7 +266,10 @@ async fn every_word_of_the_memory_tools() {
         assert_word(&t[9], "parameter_invalid", "`path`");
         let offset = text_of(&t[10]);
         // Either the schema refuses it at birth or the handler does; here the handler answers.
-        assert!(offset.starts_with("parameter_invalid: ") && offset.contains("`offset`"), "{offset}");
+        assert!(
+            offset.starts_with("parameter_invalid: ") && offset.contains("`offset`"),
+            "{offset}"
+        );
         assert_word(&t[11], "memory_reserved_prefix", "workspace/skills/x");
         assert_word(&t[12], "memory_reserved_prefix", "workspace/skills/style");
         assert_word(&t[13], "memory_edit_no_match", "zzz");
@@ -260,12 +290,15 @@ async fn every_word_of_the_memory_tools() {
         assert_ok(&t[25], "workspace/notes/a.md:2: BETA!");
         let limited = text_of(&t[26]);
         assert!(limited.starts_with("workspace/notes/a.md:1: alpha\n("), "{limited}");
-        assert!(limited.contains("2 more matching lines not shown"), "{limited}");
+        assert!(limited.contains("(1 more matching lines not shown"), "{limited}");
         assert_word(&t[27], "memory_pattern_invalid", "\"(\"");
         assert_word(&t[28], "memory_pattern_invalid", r"\\w{1000}");
         for i in [29, 30] {
             let text = text_of(&t[i]);
-            assert!(t[i].is_error && text.starts_with("parameter_invalid: ") && text.contains("`limit`"), "{text}");
+            assert!(
+                t[i].is_error && text.starts_with("parameter_invalid: ") && text.contains("`limit`"),
+                "{text}"
+            );
         }
         assert_ok(&t[31], "No lines match \"nothing-here\".");
         assert_ok(&t[32], "Write plainly.\n");
@@ -274,7 +307,11 @@ async fn every_word_of_the_memory_tools() {
         assert_word(&t[35], "memory_not_found", "workspace/notes/a.md");
         assert_ok(&t[36], "Created user/me.md (4 bytes).");
         // user/ is the controlling human of the answering agent: the human sees it.
-        let mine = w.kernel.memory_read_document(&w.human, w.ws, Some("user/me.md")).await.unwrap();
+        let mine = w
+            .kernel
+            .memory_read_document(&w.human, w.ws, Some("user/me.md"))
+            .await
+            .unwrap();
         assert_eq!(mine["document"]["content"], "mine", "on {}", w.dialect);
     }
 }
@@ -284,16 +321,21 @@ async fn scope_bounds_refuse_with_memory_full_and_ls_leaves_lines_out() {
     for ts in engines().await {
         let w = world(ts).await;
         for i in 0..64 {
-            w.put(&w.human, json!({"path": format!("user/n{i:02}"), "content": "x"})).await;
+            w.put(&w.human, json!({"path": format!("user/n{i:02}"), "content": "x"}))
+                .await;
         }
         for i in 0..1024 {
-            w.put(&w.agent, json!({"path": format!("workspace/d{i:04}"), "content": "x"})).await;
+            w.put(&w.agent, json!({"path": format!("workspace/d{i:04}"), "content": "x"}))
+                .await;
         }
         let calls: Vec<(&str, Value)> = vec![
             ("memory_write", json!({"path": "user/one-more", "content": "x"})),
             ("memory_write", json!({"path": "user/n00", "content": "replaced"})),
             ("memory_write", json!({"path": "workspace/one-more", "content": "x"})),
-            ("memory_write", json!({"path": "workspace/d0000", "content": "replaced"})),
+            (
+                "memory_write",
+                json!({"path": "workspace/d0000", "content": "replaced"}),
+            ),
             ("memory_ls", json!({"path": "workspace"})),
         ];
         let t = w.calls("full", &calls, &[]).await;
@@ -306,7 +348,11 @@ async fn scope_bounds_refuse_with_memory_full_and_ls_leaves_lines_out() {
         assert_eq!(lines.len(), 501, "on {}", w.dialect);
         assert_eq!(lines[0], "workspace/d0000\t8");
         assert_eq!(lines[499], "workspace/d0499\t1");
-        assert!(lines[500].starts_with("(524 more documents not shown"), "{}", lines[500]);
+        assert!(
+            lines[500].starts_with("(524 more documents not shown"),
+            "{}",
+            lines[500]
+        );
         // The door refuses the 65th person document with 422 memory_full too.
         let err = w
             .kernel
@@ -352,8 +398,8 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
         assert_eq!(
             preview["skills"],
             json!([
-                {"callable": "skill", "name": "notes", "description": "My notes.", "source": "user"},
                 {"callable": "skill", "name": "style-guide", "description": "House writing rules.", "source": "workspace"},
+                {"callable": "skill", "name": "notes", "description": "My notes.", "source": "user"},
             ]),
             "on {}",
             w.dialect

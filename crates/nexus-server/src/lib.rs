@@ -120,7 +120,9 @@ fn workspace_routes() -> Router<AppState> {
         .route("/memory", get(routes::memory::list))
         .route(
             "/memory/doc",
-            get(routes::memory::read).put(routes::memory::put).delete(routes::memory::delete),
+            get(routes::memory::read)
+                .put(routes::memory::put)
+                .delete(routes::memory::delete),
         )
 }
 

@@ -17,8 +17,8 @@ use tower::ServiceExt;
 use uuid::Uuid;
 
 const PNG: &[u8] = &[
-    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 0, 0, 0, 1, 0, 0, 0, 1, 8, 6, 0,
-    0, 0, 0x1F, 0x15, 0xC4, 0x89,
+    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 0, 0, 0, 1, 0, 0, 0, 1, 8,
+    6, 0, 0, 0, 0x1F, 0x15, 0xC4, 0x89,
 ];
 const BOUNDARY: &str = "nexus-test-boundary";
 
@@ -39,7 +39,8 @@ struct Reply {
 
 impl Reply {
     fn json(&self) -> Value {
-        serde_json::from_slice(&self.bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.bytes)))
+        serde_json::from_slice(&self.bytes)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.bytes)))
     }
     fn code(&self) -> String {
         self.json()["error"]["code"].as_str().unwrap_or("").to_string()
@@ -105,7 +106,11 @@ impl futures_core::Stream for Streamed {
 
 impl H {
     fn token(&self, who: &str) -> String {
-        let key = if who == "runner" { "transport_token" } else { "member_token" };
+        let key = if who == "runner" {
+            "transport_token"
+        } else {
+            "member_token"
+        };
         self.boot[who][key].as_str().unwrap().to_string()
     }
     fn agent_transport(&self) -> String {
@@ -116,12 +121,18 @@ impl H {
         let resp = self.app.clone().oneshot(req).await.unwrap();
         let status = resp.status();
         let headers = resp.headers().clone();
-        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX).await.unwrap().to_vec();
+        let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
+            .await
+            .unwrap()
+            .to_vec();
         Reply { status, headers, bytes }
     }
 
     async fn get(&self, path: &str, token: &str, headers: &[(&str, &str)]) -> Reply {
-        let mut req = Request::builder().method(Method::GET).uri(path).header("authorization", format!("Bearer {token}"));
+        let mut req = Request::builder()
+            .method(Method::GET)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -129,7 +140,10 @@ impl H {
     }
 
     async fn post_body(&self, path: &str, token: Option<&str>, content_type: &str, body: Body) -> Reply {
-        let mut req = Request::builder().method(Method::POST).uri(path).header("content-type", content_type);
+        let mut req = Request::builder()
+            .method(Method::POST)
+            .uri(path)
+            .header("content-type", content_type);
         if let Some(t) = token {
             req = req.header("authorization", format!("Bearer {t}"));
         }
@@ -138,21 +152,42 @@ impl H {
 
     async fn upload_to(&self, path: &str, token: &str, filename: &str, bytes: &[u8]) -> Reply {
         let ct = format!("multipart/form-data; boundary={BOUNDARY}");
-        self.post_body(path, Some(token), &ct, Body::from(multipart("upload[file]", Some(filename), "text/plain", bytes)))
-            .await
+        self.post_body(
+            path,
+            Some(token),
+            &ct,
+            Body::from(multipart("upload[file]", Some(filename), "text/plain", bytes)),
+        )
+        .await
     }
 
     /// A member upload; returns the descriptor.
     async fn upload(&self, who: &str, filename: &str, bytes: &[u8]) -> Value {
-        let r = self.upload_to("/agent_api/v1/uploads", &self.token(who), filename, bytes).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}: {:?}", self.dialect, String::from_utf8_lossy(&r.bytes));
+        let r = self
+            .upload_to("/agent_api/v1/uploads", &self.token(who), filename, bytes)
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::CREATED,
+            "{}: {:?}",
+            self.dialect,
+            String::from_utf8_lossy(&r.bytes)
+        );
         r.json()["upload"].clone()
     }
 
     /// A capture of the bootstrap runner; returns the descriptor.
     async fn capture(&self, filename: &str, bytes: &[u8]) -> Value {
-        let r = self.upload_to("/agent_api/v1/executor/uploads", &self.token("runner"), filename, bytes).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}: {:?}", self.dialect, String::from_utf8_lossy(&r.bytes));
+        let r = self
+            .upload_to("/agent_api/v1/executor/uploads", &self.token("runner"), filename, bytes)
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::CREATED,
+            "{}: {:?}",
+            self.dialect,
+            String::from_utf8_lossy(&r.bytes)
+        );
         r.json()["upload"].clone()
     }
 
@@ -171,7 +206,14 @@ impl H {
 
     /// A member of the account with standing in no workspace, and its bearer.
     async fn stranger(&self) -> String {
-        let account_id = self.kernel.store.member_by_id(self.member_id("human").await).await.unwrap().unwrap().account_id;
+        let account_id = self
+            .kernel
+            .store
+            .member_by_id(self.member_id("human").await)
+            .await
+            .unwrap()
+            .unwrap()
+            .account_id;
         let (m, _) = self
             .kernel
             .store
@@ -268,7 +310,9 @@ impl H {
     }
 
     fn temp_files(&self) -> usize {
-        std::fs::read_dir(self.blobs.path().join("tmp")).map(|d| d.count()).unwrap_or(0)
+        std::fs::read_dir(self.blobs.path().join("tmp"))
+            .map(|d| d.count())
+            .unwrap_or(0)
     }
 }
 
@@ -283,7 +327,11 @@ async fn ingest_detects_the_type_from_the_bytes() {
         // A PNG claimed as text/plain and named .txt is image/png, renamed .png.
         let u = h.upload("agent", "../secret/shot.txt", PNG).await;
         let keys: Vec<&str> = u.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(keys, ["public_id", "filename", "content_type", "byte_size", "created_at"], "{d}");
+        assert_eq!(
+            keys,
+            ["public_id", "filename", "content_type", "byte_size", "created_at"],
+            "{d}"
+        );
         assert_eq!(u["content_type"], "image/png", "{d}");
         assert_eq!(u["filename"], "shot.png", "{d}");
         assert_eq!(u["byte_size"], PNG.len(), "{d}");
@@ -313,20 +361,62 @@ async fn ingest_refusals() {
         let agent = h.token("agent");
         let ct = format!("multipart/form-data; boundary={BOUNDARY}");
         // No credential: 401.
-        let r = h.post_body("/agent_api/v1/uploads", None, &ct, Body::from(multipart("upload[file]", Some("a"), "x/y", b"a"))).await;
+        let r = h
+            .post_body(
+                "/agent_api/v1/uploads",
+                None,
+                &ct,
+                Body::from(multipart("upload[file]", Some("a"), "x/y", b"a")),
+            )
+            .await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{d}");
         // A member bearer on the transport route: 401.
-        let r = h.upload_to("/agent_api/v1/executor/uploads", &agent, "a.txt", b"a").await;
+        let r = h
+            .upload_to("/agent_api/v1/executor/uploads", &agent, "a.txt", b"a")
+            .await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{d}");
         // No upload[file] part: 400 parameter_missing.
-        let r = h.post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from(multipart("other", Some("a"), "x/y", b"a"))).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::BAD_REQUEST, "parameter_missing"), "{d}");
+        let r = h
+            .post_body(
+                "/agent_api/v1/uploads",
+                Some(&agent),
+                &ct,
+                Body::from(multipart("other", Some("a"), "x/y", b"a")),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::BAD_REQUEST, "parameter_missing"),
+            "{d}"
+        );
         // Not multipart at all: no part.
-        let r = h.post_body("/agent_api/v1/uploads", Some(&agent), "application/octet-stream", Body::from(PNG)).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::BAD_REQUEST, "parameter_missing"), "{d}");
+        let r = h
+            .post_body(
+                "/agent_api/v1/uploads",
+                Some(&agent),
+                "application/octet-stream",
+                Body::from(PNG),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::BAD_REQUEST, "parameter_missing"),
+            "{d}"
+        );
         // A part that is not a file: 400 parameter_invalid.
-        let r = h.post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from(multipart("upload[file]", None, "x/y", b"a"))).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::BAD_REQUEST, "parameter_invalid"), "{d}");
+        let r = h
+            .post_body(
+                "/agent_api/v1/uploads",
+                Some(&agent),
+                &ct,
+                Body::from(multipart("upload[file]", None, "x/y", b"a")),
+            )
+            .await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::BAD_REQUEST, "parameter_invalid"),
+            "{d}"
+        );
 
         // Exactly the bound is accepted; one byte more is 413 content_too_large, streamed.
         let mib = 1024 * 1024;
@@ -338,8 +428,15 @@ async fn ingest_refusals() {
             left: 100,
             tail: Some(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))),
         };
-        let r = h.post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(exactly)).await;
-        assert_eq!(r.status, StatusCode::CREATED, "{d}: {:?}", String::from_utf8_lossy(&r.bytes));
+        let r = h
+            .post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(exactly))
+            .await;
+        assert_eq!(
+            r.status,
+            StatusCode::CREATED,
+            "{d}: {:?}",
+            String::from_utf8_lossy(&r.bytes)
+        );
         assert_eq!(r.json()["upload"]["byte_size"], 104_857_600, "{d}");
         let over = Streamed {
             head: Some(Bytes::from(format!(
@@ -349,8 +446,14 @@ async fn ingest_refusals() {
             left: 101,
             tail: Some(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))),
         };
-        let r = h.post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(over)).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::PAYLOAD_TOO_LARGE, "content_too_large"), "{d}");
+        let r = h
+            .post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(over))
+            .await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::PAYLOAD_TOO_LARGE, "content_too_large"),
+            "{d}"
+        );
         assert_eq!(h.temp_files(), 0, "{d}: the refused bytes leave no staging file");
     }
 }
@@ -366,10 +469,21 @@ async fn descriptor_reads() {
         assert_eq!(r.json()["upload"], u, "{d}");
         // Only the creating member reads the descriptor.
         let r = h.get(&path, &h.token("human"), &[]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d}");
-        for missing in [format!("/agent_api/v1/uploads/{}", Uuid::now_v7()), "/agent_api/v1/uploads/not-a-uuid".to_string()] {
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{d}"
+        );
+        for missing in [
+            format!("/agent_api/v1/uploads/{}", Uuid::now_v7()),
+            "/agent_api/v1/uploads/not-a-uuid".to_string(),
+        ] {
             let r = h.get(&missing, &h.token("agent"), &[]).await;
-            assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d}");
+            assert_eq!(
+                (r.status, r.code().as_str()),
+                (StatusCode::NOT_FOUND, "not_found"),
+                "{d}"
+            );
         }
 
         // A capture: its executor reads it on the transport plane; nobody else does.
@@ -380,12 +494,28 @@ async fn descriptor_reads() {
         assert_eq!(r.status, StatusCode::OK, "{d}");
         assert_eq!(r.json()["upload"], c, "{d}");
         let r = h.get(&cpath, &h.agent_transport(), &[]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{d}"
+        );
         // A member upload is not an executor's capture.
-        let r = h.get(&format!("/agent_api/v1/executor/uploads/{}", u["public_id"].as_str().unwrap()), &h.token("runner"), &[]).await;
+        let r = h
+            .get(
+                &format!("/agent_api/v1/executor/uploads/{}", u["public_id"].as_str().unwrap()),
+                &h.token("runner"),
+                &[],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{d}");
         // Executors never read through member routes (a transport bearer is refused there).
-        let r = h.get(&format!("/agent_api/v1/uploads/{}/bytes", c["public_id"].as_str().unwrap()), &h.token("runner"), &[]).await;
+        let r = h
+            .get(
+                &format!("/agent_api/v1/uploads/{}/bytes", c["public_id"].as_str().unwrap()),
+                &h.token("runner"),
+                &[],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::UNAUTHORIZED, "{d}");
     }
 }
@@ -406,7 +536,11 @@ async fn bytes_reads_ranges_and_etags() {
         assert_eq!(r.header("accept-ranges"), "bytes", "{d}");
         assert_eq!(r.header("cache-control"), "private, max-age=31556952", "{d}");
         assert_eq!(r.header("content-type"), "image/png", "{d}");
-        assert_eq!(r.header("content-disposition"), "inline; filename*=UTF-8''shot.png", "{d}");
+        assert_eq!(
+            r.header("content-disposition"),
+            "inline; filename*=UTF-8''shot.png",
+            "{d}"
+        );
         assert_eq!(r.header("content-length"), PNG.len().to_string(), "{d}");
 
         let r = h.get(&path, &agent, &[("range", "bytes=1-3")]).await;
@@ -417,7 +551,11 @@ async fn bytes_reads_ranges_and_etags() {
         assert_eq!(r.status, StatusCode::PARTIAL_CONTENT, "{d}");
         assert_eq!(r.bytes, &PNG[PNG.len() - 4..], "{d}");
         let r = h.get(&path, &agent, &[("range", "bytes=1000-")]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable"), "{d}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::RANGE_NOT_SATISFIABLE, "range_not_satisfiable"),
+            "{d}"
+        );
         assert_eq!(r.header("content-range"), format!("bytes */{}", PNG.len()), "{d}");
 
         let r = h.get(&path, &agent, &[("if-none-match", &etag)]).await;
@@ -429,8 +567,18 @@ async fn bytes_reads_ranges_and_etags() {
 
         // Non-media is served as an attachment.
         let t = h.upload("agent", "notes.txt", b"hello").await;
-        let r = h.get(&format!("/agent_api/v1/uploads/{}/bytes", t["public_id"].as_str().unwrap()), &agent, &[]).await;
-        assert_eq!(r.header("content-disposition"), "attachment; filename*=UTF-8''notes.txt", "{d}");
+        let r = h
+            .get(
+                &format!("/agent_api/v1/uploads/{}/bytes", t["public_id"].as_str().unwrap()),
+                &agent,
+                &[],
+            )
+            .await;
+        assert_eq!(
+            r.header("content-disposition"),
+            "attachment; filename*=UTF-8''notes.txt",
+            "{d}"
+        );
         assert_eq!(r.bytes, b"hello", "{d}");
     }
 }
@@ -445,9 +593,17 @@ async fn bound_uploads_are_readable_by_workspace_members() {
         let cbytes = format!("/agent_api/v1/uploads/{}/bytes", c["public_id"].as_str().unwrap());
         let ubytes = format!("/agent_api/v1/uploads/{}/bytes", u["public_id"].as_str().unwrap());
         // Unbound: only the creator (for a capture: no member at all).
-        for (path, who) in [(&cbytes, h.token("agent")), (&cbytes, h.token("human")), (&ubytes, h.token("human"))] {
+        for (path, who) in [
+            (&cbytes, h.token("agent")),
+            (&cbytes, h.token("human")),
+            (&ubytes, h.token("human")),
+        ] {
             let r = h.get(path, &who, &[]).await;
-            assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d} {path}");
+            assert_eq!(
+                (r.status, r.code().as_str()),
+                (StatusCode::NOT_FOUND, "not_found"),
+                "{d} {path}"
+            );
         }
         // Bound to a row of a run in the workspace: every member with standing reads it.
         let (_, task) = h.run_with_tool(&json!({}), None).await;
@@ -463,8 +619,18 @@ async fn bound_uploads_are_readable_by_workspace_members() {
         }
         // … but not a member without standing there; and the descriptor stays the creator's.
         let r = h.get(&cbytes, &stranger, &[]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d}");
-        let r = h.get(&format!("/agent_api/v1/uploads/{}", u["public_id"].as_str().unwrap()), &h.token("human"), &[]).await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{d}"
+        );
+        let r = h
+            .get(
+                &format!("/agent_api/v1/uploads/{}", u["public_id"].as_str().unwrap()),
+                &h.token("human"),
+                &[],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{d}");
     }
 }
@@ -486,19 +652,45 @@ async fn result_links_must_name_the_committers_own_uploads() {
         let _ = h.agent_app_id().await;
 
         let mut tx = h.kernel.store.begin().await.unwrap();
-        h.kernel.check_result_uploads(&mut tx, Committer::Executor(runner), &[mine]).await.unwrap();
-        h.kernel.check_result_uploads(&mut tx, Committer::Executor(runner), &[]).await.unwrap();
-        for ids in [vec![theirs], vec![mine, theirs], vec![member_upload], vec![Uuid::now_v7()]] {
-            let e = h.kernel.check_result_uploads(&mut tx, Committer::Executor(runner), &ids).await.unwrap_err();
+        h.kernel
+            .check_result_uploads(&mut tx, Committer::Executor(runner), &[mine])
+            .await
+            .unwrap();
+        h.kernel
+            .check_result_uploads(&mut tx, Committer::Executor(runner), &[])
+            .await
+            .unwrap();
+        for ids in [
+            vec![theirs],
+            vec![mine, theirs],
+            vec![member_upload],
+            vec![Uuid::now_v7()],
+        ] {
+            let e = h
+                .kernel
+                .check_result_uploads(&mut tx, Committer::Executor(runner), &ids)
+                .await
+                .unwrap_err();
             assert_eq!(e.code.as_str(), "unknown_result_upload", "{d} {ids:?}");
             assert_eq!(e.code.status(), 422, "{d}");
         }
-        h.kernel.check_result_uploads(&mut tx, Committer::Member(human), &[member_upload]).await.unwrap();
-        let e = h.kernel.check_result_uploads(&mut tx, Committer::Member(human), &[mine]).await.unwrap_err();
+        h.kernel
+            .check_result_uploads(&mut tx, Committer::Member(human), &[member_upload])
+            .await
+            .unwrap();
+        let e = h
+            .kernel
+            .check_result_uploads(&mut tx, Committer::Member(human), &[mine])
+            .await
+            .unwrap_err();
         assert_eq!(e.code.as_str(), "unknown_result_upload", "{d}");
         // The refusals leave the unit of work usable.
         assert!(!tx.is_void(), "{d}");
-        let e = h.kernel.bind_result_uploads(&mut tx, 1, &[Uuid::now_v7()]).await.unwrap_err();
+        let e = h
+            .kernel
+            .bind_result_uploads(&mut tx, 1, &[Uuid::now_v7()])
+            .await
+            .unwrap_err();
         assert_eq!(e.code.as_str(), "unknown_result_upload", "{d}");
         tx.rollback().await.unwrap();
     }
@@ -523,21 +715,46 @@ async fn the_reaper_reclaims_unbound_uploads_after_a_day() {
         // The unbound upload and its blob are gone; the shared blob stays for the bound capture.
         assert_eq!(h.blob_files(), 1, "{d}");
         for u in [&unbound, &shared_a] {
-            let r = h.get(&format!("/agent_api/v1/uploads/{}", u["public_id"].as_str().unwrap()), &agent, &[]).await;
+            let r = h
+                .get(
+                    &format!("/agent_api/v1/uploads/{}", u["public_id"].as_str().unwrap()),
+                    &agent,
+                    &[],
+                )
+                .await;
             assert_eq!(r.status, StatusCode::NOT_FOUND, "{d}");
         }
-        let r = h.get(&format!("/agent_api/v1/uploads/{}/bytes", shared_b["public_id"].as_str().unwrap()), &agent, &[]).await;
+        let r = h
+            .get(
+                &format!(
+                    "/agent_api/v1/uploads/{}/bytes",
+                    shared_b["public_id"].as_str().unwrap()
+                ),
+                &agent,
+                &[],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::OK, "{d}");
         assert_eq!(r.bytes, PNG, "{d}");
         // A settle naming a reclaimed upload is refused.
         let mut tx = h.kernel.store.begin().await.unwrap();
         let member = h.member_id("agent").await;
-        let e = h.kernel.check_result_uploads(&mut tx, Committer::Member(member), &[id_of(&unbound)]).await.unwrap_err();
+        let e = h
+            .kernel
+            .check_result_uploads(&mut tx, Committer::Member(member), &[id_of(&unbound)])
+            .await
+            .unwrap_err();
         assert_eq!(e.code.as_str(), "unknown_result_upload", "{d}");
         drop(tx);
         // The same bytes can be uploaded again after their blob was reclaimed.
         let again = h.upload("agent", "a.txt", b"only me").await;
-        let r = h.get(&format!("/agent_api/v1/uploads/{}/bytes", again["public_id"].as_str().unwrap()), &agent, &[]).await;
+        let r = h
+            .get(
+                &format!("/agent_api/v1/uploads/{}/bytes", again["public_id"].as_str().unwrap()),
+                &agent,
+                &[],
+            )
+            .await;
         assert_eq!(r.bytes, b"only me", "{d}");
         // The hourly gate: a second call within the hour does nothing.
         let later = now + 50 * 3_600_000;
@@ -559,41 +776,75 @@ async fn claim_scoped_attachment_reads() {
         let (run, task) = h.run_with_tool(&input, Some(("tok-1", deadline))).await;
         h.bind(task.id, &bound).await;
         let x = |u: &Value, tail: &str| {
-            format!("/agent_api/v1/executor/inbox/{run}/t1/attachments/{}{tail}", u["public_id"].as_str().unwrap())
+            format!(
+                "/agent_api/v1/executor/inbox/{run}/t1/attachments/{}{tail}",
+                u["public_id"].as_str().unwrap()
+            )
         };
 
         let r = h.get(&x(&bound, ""), &runner, &[]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::BAD_REQUEST, "parameter_missing"), "{d}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::BAD_REQUEST, "parameter_missing"),
+            "{d}"
+        );
         let r = h.get(&x(&bound, ""), &runner, &[("claim-token", "wrong")]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::CONFLICT, "not_claimant"), "{d}");
-        let r = h.get(&x(&bound, ""), &h.agent_transport(), &[("claim-token", "tok-1")]).await;
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::CONFLICT, "not_claimant"),
+            "{d}"
+        );
+        let r = h
+            .get(&x(&bound, ""), &h.agent_transport(), &[("claim-token", "tok-1")])
+            .await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{d}: not addressed to this executor");
 
         let r = h.get(&x(&bound, ""), &runner, &[("claim-token", "tok-1")]).await;
         assert_eq!(r.status, StatusCode::OK, "{d}: {:?}", String::from_utf8_lossy(&r.bytes));
         assert_eq!(r.json()["upload"], bound, "{d}");
         assert_eq!(r.header("cache-control"), "no-store", "{d}");
-        let r = h.get(&x(&bound, "/bytes"), &runner, &[("claim-token", "tok-1"), ("range", "bytes=0-0")]).await;
+        let r = h
+            .get(
+                &x(&bound, "/bytes"),
+                &runner,
+                &[("claim-token", "tok-1"), ("range", "bytes=0-0")],
+            )
+            .await;
         assert_eq!(r.status, StatusCode::PARTIAL_CONTENT, "{d}");
         assert_eq!(r.bytes, &PNG[..1], "{d}");
         assert_eq!(r.header("cache-control"), "no-store", "{d}");
         // A tool_input mention of an upload the run can read (its creator's own).
-        let r = h.get(&x(&mentioned, "/bytes"), &runner, &[("claim-token", "tok-1")]).await;
+        let r = h
+            .get(&x(&mentioned, "/bytes"), &runner, &[("claim-token", "tok-1")])
+            .await;
         assert_eq!(r.status, StatusCode::OK, "{d}");
         assert_eq!(r.bytes, b"input", "{d}");
         // Unreachable from the run.
         let r = h.get(&x(&foreign, ""), &runner, &[("claim-token", "tok-1")]).await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::NOT_FOUND, "not_found"), "{d}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::NOT_FOUND, "not_found"),
+            "{d}"
+        );
 
         // A lapsed claim: 409 claim_inactive.
-        let (run2, _) = h.run_with_tool(&input, Some(("tok-2", nexus_kernel::time::now_ms() - 1))).await;
+        let (run2, _) = h
+            .run_with_tool(&input, Some(("tok-2", nexus_kernel::time::now_ms() - 1)))
+            .await;
         let r = h
             .get(
-                &format!("/agent_api/v1/executor/inbox/{run2}/t1/attachments/{}", mentioned["public_id"].as_str().unwrap()),
+                &format!(
+                    "/agent_api/v1/executor/inbox/{run2}/t1/attachments/{}",
+                    mentioned["public_id"].as_str().unwrap()
+                ),
                 &runner,
                 &[("claim-token", "tok-2")],
             )
             .await;
-        assert_eq!((r.status, r.code().as_str()), (StatusCode::CONFLICT, "claim_inactive"), "{d}");
+        assert_eq!(
+            (r.status, r.code().as_str()),
+            (StatusCode::CONFLICT, "claim_inactive"),
+            "{d}"
+        );
     }
 }

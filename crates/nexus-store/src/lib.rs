@@ -6,8 +6,8 @@
 //! Architecture Invariant: every state change and its event row commit in one transaction.
 
 pub mod error;
-pub mod model;
 mod memory;
+pub mod model;
 mod ops;
 mod postgres;
 mod row;
@@ -17,10 +17,10 @@ mod sqlite;
 pub mod testing;
 
 pub use error::StoreError;
+pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use model::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
-pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use tx::{PgTx, SqliteTx, Tx};
 pub use uploads::{NewUpload, UploadRow};
 
@@ -206,8 +206,12 @@ pub trait Engine {
     async fn memory_document(&self, scope: MemoryScope, owner_id: i64, path: &str) -> Result<Option<MemoryDocRow>>;
     /// Every document of (scope, owner), sorted by path bytes; `with_content: false` leaves
     /// `content` empty.
-    async fn memory_documents(&self, scope: MemoryScope, owner_id: i64, with_content: bool)
-    -> Result<Vec<MemoryDocRow>>;
+    async fn memory_documents(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        with_content: bool,
+    ) -> Result<Vec<MemoryDocRow>>;
     /// Creates (`lock_version` 1) or replaces (version + 1) a document in one write
     /// transaction. `expected_lock_version` (0 = no document) must equal the stored version
     /// when given (`Stale`); a new document past `bound` documents of (scope, owner) is `Full`.

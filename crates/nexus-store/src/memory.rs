@@ -84,7 +84,9 @@ pub enum MemoryDelete {
     Deleted(MemoryDocRow),
     NotFound,
     /// `expected_lock_version` did not match: the stored version.
-    Stale { current: i64 },
+    Stale {
+        current: i64,
+    },
 }
 
 pub(crate) const MEMORY_GET: &str = "SELECT id, scope, owner_id, path, content, description, byte_size, lock_version, \
@@ -161,7 +163,11 @@ macro_rules! memory_ops {
             owner_id: i64,
             with_content: bool,
         ) -> Result<Vec<MemoryDocRow>> {
-            let q = if with_content { MEMORY_LIST_FULL } else { MEMORY_LIST_META };
+            let q = if with_content {
+                MEMORY_LIST_FULL
+            } else {
+                MEMORY_LIST_META
+            };
             let rows = sqlx::query(q)
                 .bind(scope.as_str())
                 .bind(owner_id)
@@ -274,7 +280,9 @@ macro_rules! memory_ops {
                 .map_err(write_error)?;
             if done.rows_affected() == 0 {
                 return Ok(match memory_get(c, scope, owner_id, path).await? {
-                    Some(r) => MemoryDelete::Stale { current: r.lock_version },
+                    Some(r) => MemoryDelete::Stale {
+                        current: r.lock_version,
+                    },
                     None => MemoryDelete::NotFound,
                 });
             }

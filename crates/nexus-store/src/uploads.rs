@@ -66,9 +66,28 @@ pub(crate) mod sql {
     macro_rules! upload_columns {
         ($p:literal) => {
             concat!(
-                $p, "id, ", $p, "public_id, ", $p, "account_id, ", $p, "creator_member_id, ", $p,
-                "creator_executor_id, ", $p, "filename, ", $p, "content_type, ", $p, "byte_size, ", $p,
-                "sha256, ", $p, "created_at, ", $p, "bound_at"
+                $p,
+                "id, ",
+                $p,
+                "public_id, ",
+                $p,
+                "account_id, ",
+                $p,
+                "creator_member_id, ",
+                $p,
+                "creator_executor_id, ",
+                $p,
+                "filename, ",
+                $p,
+                "content_type, ",
+                $p,
+                "byte_size, ",
+                $p,
+                "sha256, ",
+                $p,
+                "created_at, ",
+                $p,
+                "bound_at"
             )
         };
     }
@@ -169,7 +188,11 @@ macro_rules! upload_ops {
             Ok(done.rows_affected() > 0)
         }
 
-        pub(crate) async fn upload_readable_via_workspace(c: &mut Conn, upload_id: i64, member_id: i64) -> Result<bool> {
+        pub(crate) async fn upload_readable_via_workspace(
+            c: &mut Conn,
+            upload_id: i64,
+            member_id: i64,
+        ) -> Result<bool> {
             Ok(sqlx::query(usql::READABLE_VIA_WORKSPACE)
                 .bind(upload_id)
                 .bind(member_id)

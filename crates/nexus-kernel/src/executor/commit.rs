@@ -23,6 +23,7 @@ use super::settle::SettleError;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::{AfterCommit, is_settled, run_is_terminal};
+use crate::uploads::Committer;
 use crate::{Kernel, time};
 
 /// The storage guard's word for text the store refuses (a U+0000).
@@ -179,32 +180,7 @@ impl Payload {
     }
 }
 
-/// Who commits a result (the uploads hand-off of docs/dev/run-engine-plan.md §F).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ResultCommitter {
-    Executor(i64),
-}
-
 impl Kernel {
-    /// Until uploads lands: the committer's own captures are the only linkable uploads, and
-    /// there are no captures yet, so any link is 422 `unknown_result_upload` (whole or
-    /// nothing: no block is stored, the park stands). Switch to `check_result_uploads` /
-    /// `bind_result_uploads` when the uploads helper's hand-off exists.
-    async fn check_links(&self, _tx: &mut Tx, _committer: ResultCommitter, ids: &[Uuid]) -> KernelResult<()> {
-        match ids.first() {
-            None => Ok(()),
-            Some(id) => Err(refuse(
-                Code::UnknownResultUpload,
-                format!("upload {id} is not this executor's own capture"),
-            )),
-        }
-    }
-
-    /// Until uploads lands: binding links is a no-op (no link passes [`Self::check_links`]).
-    async fn bind_links(&self, _tx: &mut Tx, _task_id: i64, _ids: &[Uuid]) -> KernelResult<()> {
-        Ok(())
-    }
-
     /// `{task, idle: true}`: the commit found the row already settled.
     async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
         Ok(json!({"task": self.task_view(run, task_id).await?, "idle": true}))
@@ -328,7 +304,8 @@ impl Kernel {
         // Settle 5: payload refusals (the park stands).
         let payload = validate_payload(body)?;
         let links = results::linked_uploads(&payload.blocks);
-        self.check_links(tx, ResultCommitter::Executor(executor.id), &links)
+        // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
+        self.check_result_uploads(tx, Committer::Executor(executor.id), &links)
             .await?;
         // Settle 6: unstorable bytes close a tool park; an await stays open.
         if payload.unstorable() {
@@ -382,7 +359,7 @@ impl Kernel {
         {
             return Ok(Step::Idle);
         }
-        self.bind_links(tx, task.id, &links).await?;
+        self.bind_result_uploads(tx, task.id, &links).await?;
         Ok(Step::Settled(effects))
     }
 }

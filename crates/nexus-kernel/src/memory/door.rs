@@ -53,14 +53,22 @@ fn path_invalid(pointer: &str, message: String) -> KernelError {
 }
 
 /// The owner of `scope` for a door caller in `ws`.
-fn owner_of(principal: &MemberPrincipal, ws: &WorkspaceRow, scope: MemoryScope, raw: &str, pointer: &str) -> KernelResult<i64> {
+fn owner_of(
+    principal: &MemberPrincipal,
+    ws: &WorkspaceRow,
+    scope: MemoryScope,
+    raw: &str,
+    pointer: &str,
+) -> KernelResult<i64> {
     match scope {
         MemoryScope::User => Ok(super::controlling_human_id(&principal.member)),
         MemoryScope::Workspace => Ok(ws.id),
         // Conversations do not exist in this build: no conversation_public_id can name one.
         MemoryScope::Conversation => Err(path_invalid(
             pointer,
-            format!("{raw:?} is in the conversation/ scope, which needs a conversation; this deployment has none yet: use user/ or workspace/"),
+            format!(
+                "{raw:?} is in the conversation/ scope, which needs a conversation; this deployment has none yet: use user/ or workspace/"
+            ),
         )),
     }
 }
@@ -70,7 +78,10 @@ fn required_path(raw: Option<&str>, pointer: &str) -> KernelResult<MemPath> {
     let raw = raw.ok_or_else(|| {
         KernelError::new(
             Code::ParameterMissing,
-            format!("`{}` is required: the document's path, such as workspace/notes/deploy.md", pointer.trim_start_matches('/')),
+            format!(
+                "`{}` is required: the document's path, such as workspace/notes/deploy.md",
+                pointer.trim_start_matches('/')
+            ),
         )
     })?;
     parse_path(raw).map_err(|m| path_invalid(pointer, m))
@@ -100,7 +111,12 @@ fn stale(path: &str, current: i64) -> KernelError {
 impl Kernel {
     /// `GET W/memory?prefix=`: the documents under the prefix (or every reachable scope),
     /// sorted by path.
-    pub async fn memory_list(&self, principal: &MemberPrincipal, workspace: Uuid, prefix: Option<&str>) -> KernelResult<Value> {
+    pub async fn memory_list(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        prefix: Option<&str>,
+    ) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let mut docs: Vec<MemoryDocRow> = Vec::new();
         match prefix.filter(|p| !p.is_empty()) {
@@ -141,7 +157,12 @@ impl Kernel {
 
     /// `PUT W/memory/doc {path, content, description?, expected_lock_version?}`: creates or
     /// replaces the document whole; `{document}` in the read shape.
-    pub async fn memory_put_document(&self, principal: &MemberPrincipal, workspace: Uuid, body: &Value) -> KernelResult<Value> {
+    pub async fn memory_put_document(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        body: &Value,
+    ) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let path = match body.get("path") {
             None | Some(Value::Null) => required_path(None, "/path")?,

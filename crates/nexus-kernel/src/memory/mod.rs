@@ -158,7 +158,9 @@ pub fn parse_prefix(raw: &str) -> Result<MemPrefix, String> {
             segment_ok(seg)
         };
         if !ok {
-            return Err(format!("the prefix {raw:?} has the invalid segment {seg:?}; {PATH_FORM}"));
+            return Err(format!(
+                "the prefix {raw:?} has the invalid segment {seg:?}; {PATH_FORM}"
+            ));
         }
     }
     let prefix = if rest.is_empty() {
@@ -190,7 +192,12 @@ impl Owners {
     /// Resolves a round's frozen memory bindings `{workspace_public_id, conversation_public_id,
     /// user_public_id}` inside the evaluation's transaction.
     pub(crate) async fn of_frozen(tx: &mut Tx, memory: &Value) -> KernelResult<Owners> {
-        let id = |k: &str| memory.get(k).and_then(Value::as_str).and_then(|s| Uuid::parse_str(s).ok());
+        let id = |k: &str| {
+            memory
+                .get(k)
+                .and_then(Value::as_str)
+                .and_then(|s| Uuid::parse_str(s).ok())
+        };
         let user = match id("user_public_id") {
             Some(u) => tx.member_id_of(u).await?,
             None => None,
@@ -315,7 +322,9 @@ pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64
                 &if max == i64::MAX {
                     format!("`{key}` must be an integer of at least {min}, got {v}; pass such an integer or omit it")
                 } else {
-                    format!("`{key}` must be an integer from {min} to {max}, got {v}; pass one in that range or omit it")
+                    format!(
+                        "`{key}` must be an integer from {min} to {max}, got {v}; pass one in that range or omit it"
+                    )
                 },
             )),
         },

@@ -239,7 +239,8 @@ impl Kernel {
                         paths,
                         ..Default::default()
                     };
-                    self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input).await?;
+                    self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input)
+                        .await?;
                     let assembly = match declaration::assemble_owned(input) {
                         Ok(a) => Some(a),
                         Err(e) if e.kind == DeclErrorKind::TooLarge => {
@@ -341,7 +342,8 @@ impl Kernel {
                             paths: AssemblyPaths::under(&base, "tools"),
                             ..Default::default()
                         };
-                        self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input).await?;
+                        self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input)
+                            .await?;
                         if let Some(m) = defaults.get("model").and_then(Value::as_str)
                             && let Err(e) = self.providers.catalog().resolve(m, &|v| std::env::var_os(v).is_some())
                         {

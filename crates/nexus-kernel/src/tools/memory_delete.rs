@@ -12,7 +12,9 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
     let (path, owner) = arg!(memory::doc_path(input, owners));
     arg!(memory::refuse_reserved(&path));
     Ok(match tx.memory_delete(path.scope, owner, &path.full, None).await? {
-        MemoryDelete::Deleted(row) => KernelToolOutcome::text(format!("Deleted {} ({} bytes).", path.full, row.byte_size)),
+        MemoryDelete::Deleted(row) => {
+            KernelToolOutcome::text(format!("Deleted {} ({} bytes).", path.full, row.byte_size))
+        }
         MemoryDelete::NotFound | MemoryDelete::Stale { .. } => memory::not_found(&path),
     })
 }

@@ -17,7 +17,10 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
     if old_text.is_empty() {
         return Ok(KernelToolOutcome::error(
             "parameter_invalid",
-            &format!("`old_text` for {:?} is empty; pass the exact text to replace", path.full),
+            &format!(
+                "`old_text` for {:?} is empty; pass the exact text to replace",
+                path.full
+            ),
         ));
     }
     let new_text = arg!(memory::str_arg(input, "new_text", true)).unwrap_or_default();

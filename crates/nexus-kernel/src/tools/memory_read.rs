@@ -29,7 +29,9 @@ pub(crate) fn read_lines(path: &str, content: &str, offset: i64, limit: i64) -> 
     if start >= total {
         return KernelToolOutcome::error(
             "parameter_invalid",
-            &format!("`offset` {offset} is past the end of {path:?}, which has {total} lines; pass an offset from 1 to {total}"),
+            &format!(
+                "`offset` {offset} is past the end of {path:?}, which has {total} lines; pass an offset from 1 to {total}"
+            ),
         );
     }
     let end = start

@@ -31,7 +31,11 @@ pub(crate) async fn run_from_memory(
     ctx: &ToolContext<'_>,
     memory: &Value,
 ) -> KernelResult<Option<KernelToolOutcome>> {
-    let Some(name) = input.get("name").and_then(Value::as_str).filter(|n| valid_skill_name(n)) else {
+    let Some(name) = input
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|n| valid_skill_name(n))
+    else {
         return Ok(None);
     };
     let source = ctx

@@ -158,7 +158,9 @@ fn cut_to(s: &str, max: usize) -> &str {
 mod tests {
     use super::*;
 
-    const PNG: &[u8] = &[0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R'];
+    const PNG: &[u8] = &[
+        0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R',
+    ];
 
     #[test]
     fn types_come_from_bytes() {
@@ -182,7 +184,11 @@ mod tests {
         }
         let mut s = Sniffer::new();
         s.feed(b"abc\xE2\x82");
-        assert_eq!(s.finish().content_type, "application/octet-stream", "truncated sequence");
+        assert_eq!(
+            s.finish().content_type,
+            "application/octet-stream",
+            "truncated sequence"
+        );
     }
 
     #[test]
@@ -194,7 +200,11 @@ mod tests {
         assert_eq!(sanitize_filename("notes.txt", &png), "notes.png");
         assert_eq!(sanitize_filename("noext", &png), "noext.png");
         assert_eq!(sanitize_filename("a\u{7}b\n.txt", &text), "ab.txt");
-        assert_eq!(sanitize_filename("x.png", &text), "x.png", "other files keep their name");
+        assert_eq!(
+            sanitize_filename("x.png", &text),
+            "x.png",
+            "other files keep their name"
+        );
         assert_eq!(sanitize_filename("", &text), "upload");
         assert_eq!(sanitize_filename("dir/", &png), "upload.png");
         let jpg = detect_bytes(b"\xFF\xD8\xFF\xE0\0\x10JFIF");

@@ -63,13 +63,20 @@ impl MediaJudge for UploadJudge {
 
     fn accepts(&self, content_type: &str, byte_size: u64) -> bool {
         byte_size <= bounds::INLINE_BINARY as u64
-            && self.capabilities.as_ref().is_some_and(|c| c.accepts_media(content_type))
+            && self
+                .capabilities
+                .as_ref()
+                .is_some_and(|c| c.accepts_media(content_type))
     }
 }
 
 impl Kernel {
     /// The judge of a request build for a round of `run_id`: every upload bound in the run.
-    pub async fn media_judge(&self, run_id: i64, capabilities: Option<&ModelCapabilities>) -> KernelResult<UploadJudge> {
+    pub async fn media_judge(
+        &self,
+        run_id: i64,
+        capabilities: Option<&ModelCapabilities>,
+    ) -> KernelResult<UploadJudge> {
         let uploads = self.store.bound_uploads_of_run(run_id).await?;
         Ok(UploadJudge::new(&uploads, capabilities))
     }
@@ -135,8 +142,14 @@ mod tests {
         assert_eq!(attached, vec![png.to_string()]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "shots");
-        assert_eq!(lines[1], format!("[attachment: big (image/png, 8388609 bytes) nexus://uploads/{big}]"));
-        assert_eq!(lines[2], format!("[attachment: doc (application/pdf, 10 bytes) nexus://uploads/{pdf}]"));
+        assert_eq!(
+            lines[1],
+            format!("[attachment: big (image/png, 8388609 bytes) nexus://uploads/{big}]")
+        );
+        assert_eq!(
+            lines[2],
+            format!("[attachment: doc (application/pdf, 10 bytes) nexus://uploads/{pdf}]")
+        );
         assert_eq!(
             lines[3],
             format!(r#"{{"type":"resource_link","uri":"nexus://uploads/{txt}","name":"notes"}}"#)

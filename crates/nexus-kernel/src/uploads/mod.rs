@@ -146,7 +146,12 @@ impl Kernel {
 
     /// Stores the written bytes and their descriptor: 201 `{upload}` (uploads.md §1). The type
     /// is detected from the bytes; the filename is sanitized against it.
-    pub async fn create_upload(&self, creator: Creator<'_>, filename: &str, writer: UploadWriter) -> KernelResult<Value> {
+    pub async fn create_upload(
+        &self,
+        creator: Creator<'_>,
+        filename: &str,
+        writer: UploadWriter,
+    ) -> KernelResult<Value> {
         let UploadWriter { staging, sniffer } = writer;
         let detected = sniffer.finish();
         let staged = staging.finish().await.map_err(io_error)?;
@@ -224,11 +229,18 @@ impl Kernel {
         claim_token: Option<&str>,
     ) -> KernelResult<UploadBytes> {
         let Some(token) = claim_token.filter(|t| !t.is_empty()) else {
-            return Err(KernelError::new(Code::ParameterMissing, "the Claim-Token header is required"));
+            return Err(KernelError::new(
+                Code::ParameterMissing,
+                "the Claim-Token header is required",
+            ));
         };
         let row_missing = || KernelError::new(Code::NotFound, "no such task");
         let run = self.store.run_by_public_id(run).await?.ok_or_else(row_missing)?;
-        let task = self.store.task_by_key(run.id, task_key).await?.ok_or_else(row_missing)?;
+        let task = self
+            .store
+            .task_by_key(run.id, task_key)
+            .await?
+            .ok_or_else(row_missing)?;
         if task.addressed_executor_id != Some(e.executor.id) {
             return Err(row_missing());
         }
@@ -261,7 +273,10 @@ impl Kernel {
                 .is_some_and(|v| json_mentions(&v, &uri));
             mentioned
                 && (u.creator_member_id == Some(run.created_by_id)
-                    || self.store.upload_readable_via_workspace(u.id, run.created_by_id).await?)
+                    || self
+                        .store
+                        .upload_readable_via_workspace(u.id, run.created_by_id)
+                        .await?)
         };
         if !reachable {
             return Err(not_found());

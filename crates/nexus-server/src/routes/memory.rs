@@ -34,7 +34,9 @@ pub async fn list(
     Path(ws): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.memory_list(&p, path_id(&ws)?, q.prefix.as_deref()).await?))
+    Ok(Json(
+        state.kernel.memory_list(&p, path_id(&ws)?, q.prefix.as_deref()).await?,
+    ))
 }
 
 pub async fn read(
@@ -43,7 +45,12 @@ pub async fn read(
     Path(ws): Path<String>,
     Query(q): Query<DocQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.memory_read_document(&p, path_id(&ws)?, q.path.as_deref()).await?))
+    Ok(Json(
+        state
+            .kernel
+            .memory_read_document(&p, path_id(&ws)?, q.path.as_deref())
+            .await?,
+    ))
 }
 
 pub async fn put(

@@ -49,7 +49,10 @@ fn multipart_error(e: MultipartError) -> ApiError {
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         too_large()
     } else {
-        ApiError::new(Code::ParameterInvalid, format!("malformed multipart body: {}", e.body_text()))
+        ApiError::new(
+            Code::ParameterInvalid,
+            format!("malformed multipart body: {}", e.body_text()),
+        )
     }
 }
 
@@ -112,7 +115,11 @@ async fn ingest(
 }
 
 /// `GET /agent_api/v1/uploads/{id}`: the creating member reads the descriptor.
-pub async fn get(State(state): State<AppState>, Member(p): Member, Path(id): Path<String>) -> ApiResult<Json<serde_json::Value>> {
+pub async fn get(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(id): Path<String>,
+) -> ApiResult<Json<serde_json::Value>> {
     Ok(Json(state.kernel.get_upload(&p, path_id(&id)?).await?))
 }
 
@@ -176,7 +183,10 @@ async fn claim_read(
 ) -> ApiResult<UploadRow> {
     let token = claim_token(headers);
     if token.is_none_or(str::is_empty) {
-        return Err(ApiError::new(Code::ParameterMissing, "the Claim-Token header is required"));
+        return Err(ApiError::new(
+            Code::ParameterMissing,
+            "the Claim-Token header is required",
+        ));
     }
     let run = path_id(run)?;
     let upload = path_id(upload)?;
@@ -207,7 +217,11 @@ pub fn parse_range(header: Option<&str>, size: u64) -> RangeRequest {
         return RangeRequest::Whole;
     };
     let (a, b) = (a.trim(), b.trim());
-    let num = |s: &str| (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit())).then(|| s.parse::<u64>().ok()).flatten();
+    let num = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|c| c.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
     match (a.is_empty(), b.is_empty()) {
         // bytes=-N: the last N bytes.
         (true, false) => match num(b) {
@@ -242,7 +256,9 @@ fn none_match(headers: &HeaderMap, etag: &str) -> bool {
     let Some(v) = headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    v.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == etag)
+    v.split(',')
+        .map(str::trim)
+        .any(|t| t == "*" || t.trim_start_matches("W/") == etag)
 }
 
 /// RFC 8187 `filename*` value: UTF-8, percent-encoded outside attr-char.
