@@ -42,7 +42,6 @@ pub struct Storage {
     pub postgres: PostgresSettings,
 }
 
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct SqliteSettings {

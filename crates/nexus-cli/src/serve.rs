@@ -77,7 +77,10 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .node_id(node_id(&resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
         .build();
-    kernel.recover_leases().await.context("recovering this node's job leases")?;
+    kernel
+        .recover_leases()
+        .await
+        .context("recovering this node's job leases")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let worker = kernel.spawn_worker(wait_for_stop(stop_rx.clone()));
     let state = nexus_server::AppState::new(kernel);

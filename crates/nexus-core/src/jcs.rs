@@ -19,7 +19,10 @@ mod tests {
 
     #[test]
     fn canonical_form_sorts_keys_and_drops_whitespace() {
-        assert_eq!(super::to_string(&json!({"b": 1, "a": [true, null]})), r#"{"a":[true,null],"b":1}"#);
+        assert_eq!(
+            super::to_string(&json!({"b": 1, "a": [true, null]})),
+            r#"{"a":[true,null],"b":1}"#
+        );
         assert_eq!(super::len(&json!({"b": 1})), 7);
     }
 }

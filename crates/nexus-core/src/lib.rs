@@ -4,15 +4,15 @@
 //! the store, the kernel, the server or a provider. Everything here is a function of its inputs,
 //! unit- and property-tested in isolation.
 
+pub mod approval;
 pub mod bounds;
 pub mod codes;
 pub mod contracts;
-pub mod jcs;
-pub mod registry;
-pub mod approval;
 pub mod declaration;
-pub mod steps;
-pub mod results;
-pub mod pairing;
 pub mod graph;
+pub mod jcs;
+pub mod pairing;
+pub mod registry;
+pub mod results;
 pub mod rounds;
+pub mod steps;

@@ -23,6 +23,11 @@ fn pack_listing_fixture_holds_exactly_delegate_task_as_served() {
     let tools = pack["valid_listing_fixture"]["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 1);
     let served = nexus_core::registry::catalog();
-    let delegate = served["tools"].as_array().unwrap().iter().find(|t| t["name"] == "delegate_task").unwrap();
+    let delegate = served["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "delegate_task")
+        .unwrap();
     assert_eq!(&tools[0], delegate);
 }

@@ -55,8 +55,14 @@ pub fn router(state: AppState) -> Router {
             "/agent_api/v1/executor/inbox/{run}/{task}/claim",
             post(routes::inbox::claim).get(routes::inbox::claim_status),
         )
-        .route("/agent_api/v1/executor/inbox/{run}/{task}/extend", post(routes::inbox::extend))
-        .route("/agent_api/v1/executor/inbox/{run}/{task}/commit", post(routes::inbox::commit))
+        .route(
+            "/agent_api/v1/executor/inbox/{run}/{task}/extend",
+            post(routes::inbox::extend),
+        )
+        .route(
+            "/agent_api/v1/executor/inbox/{run}/{task}/commit",
+            post(routes::inbox::commit),
+        )
         .route("/agent_api/v1/executor/announcement", put(routes::executor::announce))
         .route("/agent_api/v1/executor/progress", post(routes::executor::progress))
         .route("/agent_api/v1/executor/channel", get(routes::channel::channel))
@@ -107,7 +113,10 @@ fn workspace_routes() -> Router<AppState> {
         .route("/runs/{run}", get(runs::get))
         .route("/runs/{run}/start", post(runs::start))
         .route("/runs/{run}/stop", post(runs::stop))
-        .route("/runs/{run}/tasks", post(runs::append).layer(door_limit).get(runs::list_tasks))
+        .route(
+            "/runs/{run}/tasks",
+            post(runs::append).layer(door_limit).get(runs::list_tasks),
+        )
         .route("/runs/{run}/tasks/{key}", get(runs::get_task))
         .route("/runs/{run}/tasks/{key}/request", get(runs::get_request))
         .route("/runs/{run}/tasks/{key}/approve", post(runs::approve))

@@ -183,7 +183,11 @@ async fn expired_credentials_get_the_same_401() {
                 .unwrap();
             tokens.push(minted.token);
         }
-        assert_identical_401(&h.get("/agent_api/v1/profile", Some(&tokens[0])).await, "expired", h.dialect);
+        assert_identical_401(
+            &h.get("/agent_api/v1/profile", Some(&tokens[0])).await,
+            "expired",
+            h.dialect,
+        );
         let live = h.get("/agent_api/v1/profile", Some(&tokens[1])).await;
         assert_eq!(live.status, StatusCode::OK, "an unexpired credential works");
         let expires = live.json()["credential"]["expires_at"].as_str().unwrap().to_string();

@@ -257,8 +257,11 @@ fn run(input: &AssemblyInput, explicit: Vec<Value>) -> Result<Assembly, DeclErro
         let runner = input.runner(s).expect("an eligible runner has facts");
         // Every name the duplicate check counts (shape-5 provider tools included), so an import
         // never collides into a refusal: it takes the collision callable instead.
-        let mut taken: HashSet<String> =
-            set.iter().filter_map(entry::duplicate_name_of).map(|n| n.into_owned()).collect();
+        let mut taken: HashSet<String> = set
+            .iter()
+            .filter_map(entry::duplicate_name_of)
+            .map(|n| n.into_owned())
+            .collect();
         for announcement in runner.served_tools.as_array().into_iter().flatten() {
             let Some(served) = announcement.get("name").and_then(Value::as_str) else {
                 continue;

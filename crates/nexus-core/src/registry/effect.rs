@@ -52,13 +52,7 @@ pub struct EffectProfile {
 }
 
 /// The five key names, in serialization order.
-pub const EFFECT_KEYS: [&str; 5] = [
-    "kind",
-    "destructive",
-    "effect_scope",
-    "idempotency",
-    "reconciliation",
-];
+pub const EFFECT_KEYS: [&str; 5] = ["kind", "destructive", "effect_scope", "idempotency", "reconciliation"];
 
 /// Why a JSON value is not an effect profile.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,8 +103,7 @@ impl EffectProfile {
 
     /// Replayable: `kind ∈ {pure, read_only}` or `idempotency = intrinsic` (registry.md §4).
     pub fn is_replayable(&self) -> bool {
-        matches!(self.kind, EffectKind::Pure | EffectKind::ReadOnly)
-            || self.idempotency == Idempotency::Intrinsic
+        matches!(self.kind, EffectKind::Pure | EffectKind::ReadOnly) || self.idempotency == Idempotency::Intrinsic
     }
 
     /// The five-key JSON object, in the fixed member order.
@@ -163,7 +156,10 @@ mod tests {
 
     #[test]
     fn parse_is_strict() {
-        assert_eq!(EffectProfile::parse(&EffectProfile::READ.to_json()), Ok(EffectProfile::READ));
+        assert_eq!(
+            EffectProfile::parse(&EffectProfile::READ.to_json()),
+            Ok(EffectProfile::READ)
+        );
         assert_eq!(EffectProfile::parse(&json!([])), Err(EffectProfileError::NotAnObject));
         let mut extra = EffectProfile::READ.to_json();
         extra["x"] = json!(1);
@@ -187,7 +183,10 @@ mod tests {
         assert!(EffectProfile::READ.is_replayable());
         assert!(EffectProfile::GRAPH_WRITE.is_replayable());
         assert!(!EffectProfile::MEMORY_EDIT.is_replayable());
-        let keyed_write = EffectProfile { idempotency: Idempotency::Keyed, ..EffectProfile::MEMORY_EDIT };
+        let keyed_write = EffectProfile {
+            idempotency: Idempotency::Keyed,
+            ..EffectProfile::MEMORY_EDIT
+        };
         assert!(!keyed_write.is_replayable());
     }
 }

@@ -156,7 +156,10 @@ fn plain_definitions() -> &'static [Value] {
 
 /// Resolves a canonical name or a wire name. Returns `None` for any other string.
 pub fn resolve(name: &str) -> Option<&'static KernelTool> {
-    entries().iter().copied().find(|t| t.canonical == name || t.wire == name)
+    entries()
+        .iter()
+        .copied()
+        .find(|t| t.canonical == name || t.wire == name)
 }
 
 /// Resolves a wire name only.

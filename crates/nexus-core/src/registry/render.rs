@@ -125,7 +125,16 @@ mod tests {
 
     #[test]
     fn non_macro_braces_are_literal() {
-        for literal in ["{{ wait }}", "{{Wait}}", "{wait}", "{{wait}", "{{}}", "{{1a}}", "{{{", "}}"] {
+        for literal in [
+            "{{ wait }}",
+            "{{Wait}}",
+            "{wait}",
+            "{{wait}",
+            "{{}}",
+            "{{1a}}",
+            "{{{",
+            "}}",
+        ] {
             assert_eq!(render_text(literal, &Identity), literal, "{literal}");
         }
         assert_eq!(render_text("{{{wait}}}", &Identity), "{wait}");
@@ -134,10 +143,7 @@ mod tests {
     #[test]
     fn spelling_map_respells_kernel_names() {
         let m: HashMap<String, String> = [("delegate_task".into(), "Agent".into())].into();
-        assert_eq!(
-            render_text("{{delegate_task}} then {{wait}}", &m),
-            "Agent then wait"
-        );
+        assert_eq!(render_text("{{delegate_task}} then {{wait}}", &m), "Agent then wait");
     }
 
     #[test]

@@ -285,7 +285,7 @@ macro_rules! arg {
     ($e:expr) => {
         match $e {
             Ok(v) => v,
-            Err(outcome) => return Ok(outcome),
+            Err(outcome) => return Ok(*outcome),
         }
     };
 }
@@ -295,16 +295,24 @@ pub(crate) use arg;
 
 use crate::tools::KernelToolOutcome;
 
+/// A parameter check's refusal: the tool's error result (boxed: it is large).
+pub(crate) type Refusal = Box<KernelToolOutcome>;
+
+/// The refusal `<word>: <sentence>`.
+pub(crate) fn refusal(word: &str, sentence: &str) -> Refusal {
+    Box::new(KernelToolOutcome::error(word, sentence))
+}
+
 /// A string parameter: `Ok(None)` when absent (or null) and not required.
-pub(crate) fn str_arg<'a>(input: &'a Value, key: &str, required: bool) -> Result<Option<&'a str>, KernelToolOutcome> {
+pub(crate) fn str_arg<'a>(input: &'a Value, key: &str, required: bool) -> Result<Option<&'a str>, Refusal> {
     match input.get(key) {
         Some(Value::String(s)) => Ok(Some(s)),
         None | Some(Value::Null) if !required => Ok(None),
-        None | Some(Value::Null) => Err(KernelToolOutcome::error(
+        None | Some(Value::Null) => Err(refusal(
             "parameter_invalid",
             &format!("`{key}` is required; pass it as a string"),
         )),
-        Some(other) => Err(KernelToolOutcome::error(
+        Some(other) => Err(refusal(
             "parameter_invalid",
             &format!("`{key}` must be a string, got {other}; pass it as a string"),
         )),
@@ -312,12 +320,12 @@ pub(crate) fn str_arg<'a>(input: &'a Value, key: &str, required: bool) -> Result
 }
 
 /// An integer parameter in `min..=max`, or `default` when absent.
-pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64) -> Result<i64, KernelToolOutcome> {
+pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64) -> Result<i64, Refusal> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(v) => match v.as_i64() {
             Some(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(KernelToolOutcome::error(
+            _ => Err(refusal(
                 "parameter_invalid",
                 &if max == i64::MAX {
                     format!("`{key}` must be an integer of at least {min}, got {v}; pass such an integer or omit it")
@@ -332,11 +340,11 @@ pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64
 }
 
 /// A boolean parameter, or `default` when absent.
-pub(crate) fn bool_arg(input: &Value, key: &str, default: bool) -> Result<bool, KernelToolOutcome> {
+pub(crate) fn bool_arg(input: &Value, key: &str, default: bool) -> Result<bool, Refusal> {
     match input.get(key) {
         None | Some(Value::Null) => Ok(default),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(KernelToolOutcome::error(
+        Some(other) => Err(refusal(
             "parameter_invalid",
             &format!("`{key}` must be true or false, got {other}; pass a boolean or omit it"),
         )),
@@ -344,19 +352,19 @@ pub(crate) fn bool_arg(input: &Value, key: &str, default: bool) -> Result<bool, 
 }
 
 /// The `path` parameter as a document path in an available scope, with its owner.
-pub(crate) fn doc_path(input: &Value, owners: &Owners) -> Result<(MemPath, i64), KernelToolOutcome> {
+pub(crate) fn doc_path(input: &Value, owners: &Owners) -> Result<(MemPath, i64), Refusal> {
     let raw = str_arg(input, "path", true)?.unwrap_or_default();
-    let path = parse_path(raw).map_err(|s| KernelToolOutcome::error("memory_path_invalid", &s))?;
+    let path = parse_path(raw).map_err(|s| refusal("memory_path_invalid", &s))?;
     let owner = owners
         .of(path.scope)
-        .ok_or_else(|| KernelToolOutcome::error("memory_path_invalid", &unavailable(path.scope, raw)))?;
+        .ok_or_else(|| refusal("memory_path_invalid", &unavailable(path.scope, raw)))?;
     Ok((path, owner))
 }
 
 /// `memory_reserved_prefix` for a write, edit or delete under `<scope>/skills/`.
-pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), KernelToolOutcome> {
+pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), Refusal> {
     if path.is_reserved() {
-        return Err(KernelToolOutcome::error(
+        return Err(refusal(
             "memory_reserved_prefix",
             &format!(
                 "{:?} is under the reserved {}/skills/ prefix, which holds skill documents managed by people; write outside skills/, for example {}/notes/…",
@@ -370,15 +378,15 @@ pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), KernelToolOutcome> {
 }
 
 /// A document body for a write: no U+0000 (which cannot be stored), at most 65,536 bytes.
-pub(crate) fn check_body(path: &str, content: &str) -> Result<(), KernelToolOutcome> {
+pub(crate) fn check_body(path: &str, content: &str) -> Result<(), Refusal> {
     if content.contains('\0') {
-        return Err(KernelToolOutcome::error(
+        return Err(refusal(
             "parameter_invalid",
             &format!("the content for {path:?} contains U+0000, which cannot be stored; remove it"),
         ));
     }
     if content.len() > DOCUMENT_BYTES {
-        return Err(KernelToolOutcome::error(
+        return Err(refusal(
             "memory_document_too_large",
             &format!(
                 "the document {path:?} would be {} bytes, over the {DOCUMENT_BYTES}-byte bound; shorten it or split it across several documents",

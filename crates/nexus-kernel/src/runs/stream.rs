@@ -1,6 +1,8 @@
 //! The live event feed behind `GET R/events/stream` (runs.md §11): the durable backlog after a
 //! cursor, then every event published after its commit, in sequence order, with no gaps and no
-//! repeats. A subscriber that falls behind the broadcast buffer re-reads the store.
+//! repeats, interleaved with the run's ephemeral frames (`executor_progress`), which carry no
+//! sequence and are never stored. A subscriber that falls behind the broadcast buffer re-reads
+//! the store; ephemeral frames it missed are simply gone.
 
 use std::collections::VecDeque;
 
@@ -24,6 +26,16 @@ pub struct EventStream {
     last: i64,
     backlog: VecDeque<EventRow>,
     rx: broadcast::Receiver<EventRow>,
+    progress: broadcast::Receiver<Value>,
+}
+
+/// One item of the feed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FeedItem {
+    /// A stored event: `id: <sequence>`, `event: <type>`.
+    Durable { sequence: i64, kind: String, json: Value },
+    /// An ephemeral frame (no id), e.g. `executor_progress`.
+    Ephemeral { kind: &'static str, json: Value },
 }
 
 impl Kernel {
@@ -39,6 +51,7 @@ impl Kernel {
         let run = self.run_in(&ws_row, run).await?;
         // Subscribe before reading the backlog, so nothing committed in between is missed.
         let rx = self.subscribe(run.id);
+        let progress = self.subscribe_progress(run.id);
         let mut stream = EventStream {
             kernel: self.clone(),
             run_id: run.id,
@@ -46,6 +59,7 @@ impl Kernel {
             last: after.max(0),
             backlog: VecDeque::new(),
             rx,
+            progress,
         };
         stream.refill().await?;
         Ok(stream)
@@ -59,8 +73,8 @@ impl EventStream {
         Ok(())
     }
 
-    /// The next event as `(sequence, type, wire JSON)`; `None` when the feed closed.
-    pub async fn next(&mut self) -> Option<(i64, String, Value)> {
+    /// The next item; `None` when the feed closed.
+    pub async fn next(&mut self) -> Option<FeedItem> {
         loop {
             if let Some(row) = self.backlog.pop_front() {
                 if row.sequence <= self.last {
@@ -79,16 +93,28 @@ impl EventStream {
                     let _ = self.refill().await;
                 }
                 let json = Kernel::event_json(self.run_public_id, &row);
-                return Some((row.sequence, row.kind.clone(), json));
+                return Some(FeedItem::Durable {
+                    sequence: row.sequence,
+                    kind: row.kind.clone(),
+                    json,
+                });
             }
-            match self.rx.recv().await {
-                Ok(row) => self.backlog.push_back(row),
-                Err(RecvError::Lagged(_)) => {
-                    if self.refill().await.is_err() {
-                        return None;
+            tokio::select! {
+                durable = self.rx.recv() => match durable {
+                    Ok(row) => self.backlog.push_back(row),
+                    Err(RecvError::Lagged(_)) => {
+                        if self.refill().await.is_err() {
+                            return None;
+                        }
                     }
-                }
-                Err(RecvError::Closed) => return None,
+                    Err(RecvError::Closed) => return None,
+                },
+                frame = self.progress.recv() => match frame {
+                    Ok(json) => return Some(FeedItem::Ephemeral { kind: "executor_progress", json }),
+                    // Missed or closed progress is not state: keep following the durable feed.
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => self.progress = broadcast::channel(1).1,
+                },
             }
         }
     }

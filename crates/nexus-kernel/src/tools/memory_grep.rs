@@ -55,14 +55,14 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
 }
 
 /// Compiles the pattern within the compiled-size limit.
-pub(crate) fn compile(pattern: &str, ignore_case: bool) -> Result<regex::Regex, KernelToolOutcome> {
+pub(crate) fn compile(pattern: &str, ignore_case: bool) -> Result<regex::Regex, memory::Refusal> {
     regex::RegexBuilder::new(pattern)
         .case_insensitive(ignore_case)
         .size_limit(memory::PATTERN_SIZE_LIMIT)
         .build()
         .map_err(|e| {
             let why = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
-            KernelToolOutcome::error(
+            memory::refusal(
                 "memory_pattern_invalid",
                 &format!(
                     "the pattern {:?} is not usable ({why}); fix it in Rust regex syntax or make it smaller",

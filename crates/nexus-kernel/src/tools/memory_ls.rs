@@ -16,7 +16,7 @@ pub(crate) async fn covered(
     input: &Value,
     owners: &Owners,
     with_content: bool,
-) -> KernelResult<Result<(Vec<MemoryDocRow>, Option<String>), KernelToolOutcome>> {
+) -> KernelResult<Result<(Vec<MemoryDocRow>, Option<String>), memory::Refusal>> {
     let raw = match memory::str_arg(input, "path", false) {
         Ok(raw) => raw.filter(|r| !r.is_empty()),
         Err(o) => return Ok(Err(o)),
@@ -26,10 +26,10 @@ pub(crate) async fn covered(
         Some(raw) => {
             let prefix = match memory::parse_prefix(raw) {
                 Ok(p) => p,
-                Err(s) => return Ok(Err(KernelToolOutcome::error("memory_path_invalid", &s))),
+                Err(s) => return Ok(Err(memory::refusal("memory_path_invalid", &s))),
             };
             let Some(owner) = owners.of(prefix.scope) else {
-                return Ok(Err(KernelToolOutcome::error(
+                return Ok(Err(memory::refusal(
                     "memory_path_invalid",
                     &memory::unavailable(prefix.scope, raw),
                 )));

@@ -3,8 +3,9 @@
 //! context; [`Kernel::evaluate_kernel_tool`] settles the row with its outcome (a trusted
 //! settle, no token) and runs the scheduling consequences.
 //!
-//! Handlers in this version: `runners_list`, `tool_search`, and `skill` where the kernel
-//! answers it (`skill_unknown`). A kernel tool without a handler stays `running` and is
+//! Handlers in this version: `runners_list`, `tool_search`, `skill` where the kernel answers
+//! it (memory sources, `skill_unknown`), and the memory family (`memory_*`, through
+//! [`dispatch_stored`], inside the evaluation's transaction). A kernel tool without a handler stays `running` and is
 //! settled `timed_out` / `tool_timeout` by the sweep at its deadline, like a lost evaluation.
 
 mod ask;

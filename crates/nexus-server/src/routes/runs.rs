@@ -27,10 +27,12 @@ pub fn path_id(raw: &str) -> ApiResult<Uuid> {
 pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     match headers.get("idempotency-key") {
         None => Ok(None),
-        Some(v) => v
-            .to_str()
-            .map(|s| Some(s.to_string()))
-            .map_err(|_| ApiError::new(Code::ParameterInvalid, "Idempotency-Key must be 1-64 visible ASCII characters")),
+        Some(v) => v.to_str().map(|s| Some(s.to_string())).map_err(|_| {
+            ApiError::new(
+                Code::ParameterInvalid,
+                "Idempotency-Key must be 1-64 visible ASCII characters",
+            )
+        }),
     }
 }
 
@@ -39,7 +41,9 @@ fn created(status: u16, body: Value) -> Response {
     let replayed = body.get("replayed") == Some(&Value::Bool(true));
     let mut response = (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Json(body)).into_response();
     if replayed {
-        response.headers_mut().insert("idempotency-replayed", HeaderValue::from_static("true"));
+        response
+            .headers_mut()
+            .insert("idempotency-replayed", HeaderValue::from_static("true"));
     }
     response
 }
@@ -81,7 +85,18 @@ pub async fn list(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     let ws = path_id(&ws)?;
-    Ok(Json(state.kernel.list_runs(&p, ws, page.status.as_deref(), page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?))
+    Ok(Json(
+        state
+            .kernel
+            .list_runs(
+                &p,
+                ws,
+                page.status.as_deref(),
+                page.after.as_deref(),
+                int_param(page.limit.as_deref(), "limit")?,
+            )
+            .await?,
+    ))
 }
 
 pub async fn get(
@@ -106,7 +121,9 @@ pub async fn stop(
     Path((ws, run)): Path<(String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.stop_run(&p, path_id(&ws)?, path_id(&run)?, &body).await?))
+    Ok(Json(
+        state.kernel.stop_run(&p, path_id(&ws)?, path_id(&run)?, &body).await?,
+    ))
 }
 
 pub async fn append(
@@ -117,7 +134,10 @@ pub async fn append(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, body) = state.kernel.append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref()).await?;
+    let (status, body) = state
+        .kernel
+        .append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref())
+        .await?;
     Ok(created(status, body))
 }
 
@@ -128,7 +148,16 @@ pub async fn list_tasks(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
-        state.kernel.list_tasks(&p, path_id(&ws)?, path_id(&run)?, page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?,
+        state
+            .kernel
+            .list_tasks(
+                &p,
+                path_id(&ws)?,
+                path_id(&run)?,
+                page.after.as_deref(),
+                int_param(page.limit.as_deref(), "limit")?,
+            )
+            .await?,
     ))
 }
 
@@ -137,7 +166,9 @@ pub async fn get_task(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.get_task(&p, path_id(&ws)?, path_id(&run)?, &key).await?))
+    Ok(Json(
+        state.kernel.get_task(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
+    ))
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,14 +187,19 @@ pub async fn get_request(
         None => false,
         Some("provider") => true,
         Some(other) => {
-            return Err(ApiError::new(Code::ParameterInvalid, format!("format must be `provider`, got {other:?}")));
+            return Err(ApiError::new(
+                Code::ParameterInvalid,
+                format!("format must be `provider`, got {other:?}"),
+            ));
         }
     };
     match state.kernel.get_request(&p, ws, run, &key, provider_format).await? {
         RequestRead::Json(v) => Ok(Json(v).into_response()),
-        RequestRead::Provider(bytes) => {
-            Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response())
-        }
+        RequestRead::Provider(bytes) => Ok((
+            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+            bytes,
+        )
+            .into_response()),
     }
 }
 
@@ -182,10 +218,18 @@ pub async fn transcript(
         None | Some("false") => false,
         Some("true") => true,
         Some(other) => {
-            return Err(ApiError::new(Code::ParameterInvalid, format!("include_hidden must be true or false, got {other:?}")));
+            return Err(ApiError::new(
+                Code::ParameterInvalid,
+                format!("include_hidden must be true or false, got {other:?}"),
+            ));
         }
     };
-    Ok(Json(state.kernel.transcript(&p, path_id(&ws)?, path_id(&run)?, include_hidden).await?))
+    Ok(Json(
+        state
+            .kernel
+            .transcript(&p, path_id(&ws)?, path_id(&run)?, include_hidden)
+            .await?,
+    ))
 }
 
 pub async fn graph(
@@ -203,7 +247,16 @@ pub async fn events(
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
-        state.kernel.events(&p, path_id(&ws)?, path_id(&run)?, int_param(page.after.as_deref(), "after")?, int_param(page.limit.as_deref(), "limit")?).await?,
+        state
+            .kernel
+            .events(
+                &p,
+                path_id(&ws)?,
+                path_id(&run)?,
+                int_param(page.after.as_deref(), "after")?,
+                int_param(page.limit.as_deref(), "limit")?,
+            )
+            .await?,
     ))
 }
 
@@ -213,7 +266,12 @@ pub async fn approve(
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.approve(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+    Ok(Json(
+        state
+            .kernel
+            .approve(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
 }
 
 pub async fn deny(
@@ -222,7 +280,12 @@ pub async fn deny(
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+    Ok(Json(
+        state
+            .kernel
+            .deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
 }
 
 /// `POST W/runs/{run}/tasks/{key}/resolution` (runs.md §6): answer an ask await.
@@ -232,7 +295,12 @@ pub async fn resolution(
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body).await?))
+    Ok(Json(
+        state
+            .kernel
+            .resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
 }
 
 pub async fn list_approvals(
@@ -241,5 +309,15 @@ pub async fn list_approvals(
     Path(ws): Path<String>,
     Query(page): Query<Page>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.list_approvals(&p, path_id(&ws)?, page.after.as_deref(), int_param(page.limit.as_deref(), "limit")?).await?))
+    Ok(Json(
+        state
+            .kernel
+            .list_approvals(
+                &p,
+                path_id(&ws)?,
+                page.after.as_deref(),
+                int_param(page.limit.as_deref(), "limit")?,
+            )
+            .await?,
+    ))
 }

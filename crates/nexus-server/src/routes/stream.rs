@@ -1,6 +1,7 @@
 //! `GET R/events/stream` (runs.md §11): Server-Sent Events. Durable events carry
 //! `id: <sequence>`, `event: <type>`, `data: <json>`; a client resumes with `Last-Event-ID`
-//! or `?after=`. A comment heartbeat goes out every 15 s.
+//! or `?after=`. Ephemeral `executor_progress` frames carry no id. A comment heartbeat goes
+//! out every 15 s.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -10,6 +11,8 @@ use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use nexus_core::codes::Code;
 use serde::Deserialize;
+
+use nexus_kernel::runs::stream::FeedItem;
 
 use crate::AppState;
 use crate::auth::Member;
@@ -23,11 +26,12 @@ pub struct StreamQuery {
 
 fn cursor(raw: Option<&str>, what: &str) -> ApiResult<Option<i64>> {
     raw.map(|s| {
-        s.trim()
-            .parse::<i64>()
-            .ok()
-            .filter(|n| *n >= 0)
-            .ok_or_else(|| ApiError::new(Code::ParameterInvalid, format!("{what} must be a non-negative event sequence")))
+        s.trim().parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
+            ApiError::new(
+                Code::ParameterInvalid,
+                format!("{what} must be a non-negative event sequence"),
+            )
+        })
     })
     .transpose()
 }
@@ -40,8 +44,13 @@ pub async fn stream(
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>>> {
     let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let after = cursor(last_event_id, "Last-Event-ID")?.or(cursor(q.after.as_deref(), "after")?).unwrap_or(0);
-    let feed = state.kernel.event_stream(&p, path_id(&ws)?, path_id(&run)?, after).await?;
+    let after = cursor(last_event_id, "Last-Event-ID")?
+        .or(cursor(q.after.as_deref(), "after")?)
+        .unwrap_or(0);
+    let feed = state
+        .kernel
+        .event_stream(&p, path_id(&ws)?, path_id(&run)?, after)
+        .await?;
     let events = sse_events(feed);
     Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("heartbeat")))
 }
@@ -52,8 +61,14 @@ fn sse_events(
 ) -> impl futures_core::Stream<Item = Result<Event, Infallible>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
-        while let Some((sequence, kind, json)) = feed.next().await {
-            let event = Event::default().id(sequence.to_string()).event(kind).data(json.to_string());
+        while let Some(item) = feed.next().await {
+            let event = match item {
+                FeedItem::Durable { sequence, kind, json } => Event::default()
+                    .id(sequence.to_string())
+                    .event(kind)
+                    .data(json.to_string()),
+                FeedItem::Ephemeral { kind, json } => Event::default().event(kind).data(json.to_string()),
+            };
             if tx.send(Ok(event)).await.is_err() {
                 break;
             }

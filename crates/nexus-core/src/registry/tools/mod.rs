@@ -3,9 +3,9 @@
 
 use super::KernelTool;
 
+mod ask;
 mod cancel;
 mod delegate_task;
-mod ask;
 mod memory_delete;
 mod memory_edit;
 mod memory_grep;
