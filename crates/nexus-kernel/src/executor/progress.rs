@@ -217,7 +217,7 @@ mod tests {
 
     #[test]
     fn frame_grammar() {
-        let run = Uuid::new_v4().to_string();
+        let run = Uuid::now_v7().to_string();
         let ok = json!({"frame": {"run_public_id": run, "task_key": "k", "claim_token": "t", "text_tail": "x", "structured": [1]}});
         assert!(parse(&ok).is_ok());
         for (bad, path) in [

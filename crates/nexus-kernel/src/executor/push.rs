@@ -126,8 +126,8 @@ mod tests {
     #[test]
     fn frames_reach_open_channels_only() {
         let hub = ChannelHub::default();
-        let a = Uuid::new_v4();
-        let run = Uuid::new_v4();
+        let a = Uuid::now_v7();
+        let run = Uuid::now_v7();
         hub.send(a, work_available_frame("tool_call", run, "k")); // nobody listening: dropped
         assert!(!hub.is_connected(a));
         let mut rx = hub.subscribe(a);

@@ -3,12 +3,15 @@
 //! context; [`Kernel::evaluate_kernel_tool`] settles the row with its outcome (a trusted
 //! settle, no token) and runs the scheduling consequences.
 //!
-//! Handlers in this version: `runners_list`, `tool_search`, `skill` where the kernel answers
-//! it (memory sources, `skill_unknown`), and the memory family (`memory_*`, through
-//! [`dispatch_stored`], inside the evaluation's transaction). A kernel tool without a handler stays `running` and is
-//! settled `timed_out` / `tool_timeout` by the sweep at its deadline, like a lost evaluation.
+//! Every registered kernel tool has a handler ([`IMPLEMENTED`]): the graph tools
+//! (`delegate_task`, `wait`, `ask`, `tool_call`) place children in the evaluation's
+//! transaction; the memory family and memory-sourced `skill` run through [`dispatch_stored`];
+//! the rest are pure functions of the input and the frozen context ([`dispatch`]). The
+//! conversation family answers as a standalone run must (conversations are not built yet):
+//! `spawn_needs_conversation`, `unknown_conversation`, or no `session_search` matches.
 
 mod ask;
+mod cancel;
 mod delegate_task;
 mod memory_delete;
 mod memory_edit;
@@ -16,8 +19,14 @@ mod memory_grep;
 mod memory_ls;
 mod memory_read;
 mod memory_write;
+mod params;
 mod runners_list;
+mod send;
+mod session_read;
+mod session_search;
 mod skill;
+mod spawn;
+mod status;
 mod tool_call;
 mod tool_search;
 mod wait;
@@ -83,9 +92,11 @@ pub(crate) struct ToolContext<'a> {
     pub callable: &'a str,
 }
 
-/// The wire names this version evaluates in-kernel.
-pub const IMPLEMENTED: [&str; 13] = [
+/// The wire names this version evaluates in-kernel: every registered kernel tool
+/// (registry.md §3: every registered name is live).
+pub const IMPLEMENTED: [&str; 19] = [
     "ask",
+    "cancel",
     "delegate_task",
     "memory_delete",
     "memory_edit",
@@ -94,7 +105,12 @@ pub const IMPLEMENTED: [&str; 13] = [
     "memory_read",
     "memory_write",
     "runners_list",
+    "send",
+    "session_read",
+    "session_search",
     "skill",
+    "spawn",
+    "status",
     "tool_call",
     "tool_search",
     "wait",
@@ -147,6 +163,12 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
         "runners_list" => Some(runners_list::run(input, ctx)),
         "skill" => Some(skill::run(input, ctx)),
         "tool_search" => Some(tool_search::run(input, ctx)),
+        "spawn" => Some(spawn::run(input)),
+        "send" => Some(send::run(input)),
+        "status" => Some(status::run(input)),
+        "cancel" => Some(cancel::run(input)),
+        "session_search" => Some(session_search::run(input)),
+        "session_read" => Some(session_read::run(input)),
         _ => None,
     }
 }
@@ -242,5 +264,105 @@ impl Kernel {
         tx.commit().await?;
         self.publish(effects).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_registered_kernel_tool_has_a_handler() {
+        let mut wires: Vec<&str> = nexus_core::registry::entries().iter().map(|t| t.wire).collect();
+        wires.sort_unstable();
+        assert_eq!(wires, IMPLEMENTED);
+    }
+
+    fn ctx() -> (Vec<Value>, Value, Vec<Value>) {
+        (
+            vec![],
+            json!({"default_runner_executor_public_id": null, "runner_candidates": []}),
+            vec![],
+        )
+    }
+
+    fn answer(wire: &str, input: Value) -> KernelToolOutcome {
+        let (defs, env, skills) = ctx();
+        let ctx = ToolContext {
+            tool_definitions: &defs,
+            environment: &env,
+            skills: &skills,
+            callable: wire,
+        };
+        dispatch(wire, &input, &ctx).unwrap_or_else(|| panic!("{wire} has no pure handler"))
+    }
+
+    fn word(outcome: &KernelToolOutcome) -> &str {
+        assert!(outcome.is_error, "{outcome:?}");
+        outcome.content.as_str().unwrap().split(':').next().unwrap()
+    }
+
+    #[test]
+    fn the_conversation_family_answers_as_a_standalone_run() {
+        assert_eq!(
+            word(&answer("spawn", json!({"prompt": "do x"}))),
+            "spawn_needs_conversation"
+        );
+        assert_eq!(word(&answer("spawn", json!({"prompt": " "}))), "parameter_invalid");
+        assert_eq!(
+            word(&answer("spawn", json!({"prompt": "x", "colour": 1}))),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(&answer("spawn", json!({"prompt": "x", "wait": "yes"}))),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(&answer("send", json!({"to": "child", "message": "hi"}))),
+            "unknown_conversation"
+        );
+        assert_eq!(word(&answer("send", json!({"to": "child"}))), "parameter_invalid");
+        assert_eq!(word(&answer("status", json!({"to": "child"}))), "unknown_conversation");
+        assert_eq!(word(&answer("status", json!({}))), "parameter_invalid");
+        assert_eq!(
+            word(&answer("cancel", json!({"to": "child", "x": 1}))),
+            "parameter_invalid"
+        );
+        assert_eq!(word(&answer("cancel", json!({"to": "child"}))), "unknown_conversation");
+        assert_eq!(
+            word(&answer("session_read", json!({"session_id": "s"}))),
+            "unknown_conversation"
+        );
+        let two_cursors = json!({"session_id": "s", "after_position": 1, "before_position": 2});
+        assert_eq!(word(&answer("session_read", two_cursors)), "parameter_invalid");
+        assert_eq!(
+            word(&answer("session_read", json!({"session_id": "s", "limit": 51}))),
+            "parameter_invalid"
+        );
+        let found = answer("session_search", json!({"query": "deploy notes", "limit": 50}));
+        assert!(!found.is_error);
+        assert_eq!(found.content, json!(r#"{"matches":[],"pagination":{}}"#));
+        assert_eq!(
+            word(&answer("session_search", json!({"query": ""}))),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(&answer("session_search", json!({"query": "x", "archived": "all"}))),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(&answer("session_search", json!({"query": "x".repeat(1025)}))),
+            "parameter_invalid"
+        );
+    }
+
+    #[test]
+    fn error_sentences_name_the_value() {
+        let outcome = answer("status", json!({"to": "build-bot"}));
+        assert!(
+            outcome.content.as_str().unwrap().contains("\"build-bot\""),
+            "{outcome:?}"
+        );
     }
 }
