@@ -15,4 +15,5 @@ pub mod pairing;
 pub mod registry;
 pub mod results;
 pub mod rounds;
+pub mod search;
 pub mod steps;

@@ -152,6 +152,9 @@ pub trait Engine {
     async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>>;
     async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>>;
     /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
+    /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
+    async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>>;
+
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>>;
     /// The run's events with `sequence > after_sequence`, in order, at most `limit`.
     async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>>;
@@ -463,6 +466,10 @@ impl Engine for Store {
     async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>> {
         dispatch!(self, task_by_id(id))
     }
+    async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+        dispatch!(self, tasks_declared_by(run_id, declaring_id))
+    }
+
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
         dispatch!(self, edges_of_run(run_id))
     }

@@ -249,6 +249,31 @@ macro_rules! engine_ops {
             rows.iter().map(row::task).collect()
         }
 
+        pub(crate) async fn tasks_declared_by(c: &mut Conn, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::TASKS_DECLARED_BY)
+                .bind(run_id)
+                .bind(declaring_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn any_open_task(c: &mut Conn, run_id: i64) -> Result<bool> {
+            let mut q = sqlx::query(sql::ANY_TASK_IN_STATUSES).bind(run_id);
+            for s in $crate::model::task_status::OPEN {
+                q = q.bind(s);
+            }
+            Ok(q.fetch_optional(&mut *c).await?.is_some())
+        }
+
+        pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
+            Ok(sqlx::query(sql::ANY_RUNNING_AWAIT)
+                .bind(run_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .is_some())
+        }
+
         pub(crate) async fn tasks_of_run_page(
             c: &mut Conn,
             run_id: i64,
@@ -335,6 +360,22 @@ macro_rules! engine_ops {
         pub(crate) async fn edges_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<EdgeRow>> {
             let rows = sqlx::query(sql::EDGES_OF_RUN)
                 .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::edge).collect()
+        }
+
+        pub(crate) async fn edges_into(c: &mut Conn, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
+            let rows = sqlx::query(sql::EDGES_INTO)
+                .bind(depends_on_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::edge).collect()
+        }
+
+        pub(crate) async fn edges_from(c: &mut Conn, task_id: i64) -> Result<Vec<EdgeRow>> {
+            let rows = sqlx::query(sql::EDGES_FROM)
+                .bind(task_id)
                 .fetch_all(&mut *c)
                 .await?;
             rows.iter().map(row::edge).collect()
@@ -579,6 +620,10 @@ macro_rules! engine_methods {
         async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>> {
             ops::task_by_id(&mut *self.pool.acquire().await?, id).await
         }
+        async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+            ops::tasks_declared_by(&mut *self.pool.acquire().await?, run_id, declaring_id).await
+        }
+
         async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
             ops::edges_of_run(&mut *self.pool.acquire().await?, run_id).await
         }

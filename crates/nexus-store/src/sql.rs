@@ -200,6 +200,14 @@ pub(crate) const TASK_BY_KEY: &str = task_select!("WHERE run_id = $1 AND key = $
 
 pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY id");
 
+pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
+
+pub(crate) const ANY_TASK_IN_STATUSES: &str =
+    "SELECT 1 FROM tasks WHERE run_id = $1 AND status IN ($2, $3, $4, $5, $6) LIMIT 1";
+
+pub(crate) const ANY_RUNNING_AWAIT: &str =
+    "SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'await_task' AND status = 'running' LIMIT 1";
+
 pub(crate) const TASKS_OF_RUN_PAGE: &str = task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3");
 
 /// Parked rows past their deadline on live runs (the sweep's candidates).
@@ -242,6 +250,12 @@ pub(crate) const INSERT_EDGE: &str = "INSERT INTO task_edges (task_id, depends_o
 pub(crate) const EDGES_OF_RUN: &str = "SELECT e.task_id AS task_id, e.depends_on_id AS depends_on_id, e.kind AS kind FROM \
      task_edges e JOIN tasks t ON t.id = e.task_id WHERE t.run_id = $1 ORDER BY e.task_id, \
      e.depends_on_id, e.kind";
+
+pub(crate) const EDGES_INTO: &str = "SELECT task_id, depends_on_id, kind FROM task_edges WHERE depends_on_id = $1 \
+     ORDER BY task_id, depends_on_id, kind";
+
+pub(crate) const EDGES_FROM: &str = "SELECT task_id, depends_on_id, kind FROM task_edges WHERE task_id = $1 \
+     ORDER BY task_id, depends_on_id, kind";
 
 // ---- jobs ----
 

@@ -221,6 +221,22 @@ impl Tx {
         tx_dispatch!(self, task_by_id(task_id))
     }
 
+    /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
+    pub async fn tasks_declared_by(&mut self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+        tx_dispatch!(self, tasks_declared_by(run_id, declaring_id))
+    }
+
+    /// Whether any row of the run is open (`waiting | needs_approval | running | dispatched |
+    /// awaiting_input`).
+    pub async fn any_open_task(&mut self, run_id: i64) -> Result<bool> {
+        tx_dispatch!(self, any_open_task(run_id))
+    }
+
+    /// Whether the run holds a kernel-held (`running`) await.
+    pub async fn any_running_await(&mut self, run_id: i64) -> Result<bool> {
+        tx_dispatch!(self, any_running_await(run_id))
+    }
+
     // ---- edges ----
 
     /// Adds the edge `task_id` → `depends_on_id` (`after | reads | pairs`). Returns false when
@@ -232,6 +248,16 @@ impl Tx {
     /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
     pub async fn edges_of_run(&mut self, run_id: i64) -> Result<Vec<EdgeRow>> {
         tx_dispatch!(self, edges_of_run(run_id))
+    }
+
+    /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind).
+    pub async fn edges_into(&mut self, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
+        tx_dispatch!(self, edges_into(depends_on_id))
+    }
+
+    /// The edges out of `task_id` (its dependencies), by (task_id, depends_on_id, kind).
+    pub async fn edges_from(&mut self, task_id: i64) -> Result<Vec<EdgeRow>> {
+        tx_dispatch!(self, edges_from(task_id))
     }
 
     // ---- jobs ----

@@ -1,6 +1,7 @@
 //! Provider (wire) projection (declarations.md §10).
 
-use std::collections::HashSet;
+use std::cell::OnceCell;
+use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
@@ -69,39 +70,61 @@ pub(crate) fn projected(facts: &[Facts], skills: &[Value]) -> Vec<usize> {
 /// frozen catalog (`skills`, §11 entries) omitted. Shape-5 entries pass untouched.
 pub fn project(declaration: &[Value], skills: &[Value]) -> Vec<Value> {
     let facts = facts(declaration);
-    let mut map = None;
+    let map = OnceCell::new();
     projected(&facts, skills)
         .into_iter()
         .map(|i| {
-            let value = &declaration[i];
-            match facts[i].parsed.as_ref().map(|p| &p.kind) {
-                Some(Kind::Alias(a)) => {
-                    let function = match &a.function_block {
-                        Some(Value::Object(f)) => {
-                            let mut out = Map::new();
-                            for key in ["name", "description", "parameters"] {
-                                if let Some(v) = f.get(key) {
-                                    out.insert(key.into(), v.clone());
-                                }
-                            }
-                            out
-                        }
-                        _ => {
-                            let parsed: Vec<Parsed> = facts.iter().filter_map(|f| f.parsed.clone()).collect();
-                            let map = map.get_or_insert_with(|| spelling_map(&parsed));
-                            match alias_function(a, map) {
-                                Value::Object(f) => f,
-                                _ => unreachable!("alias_function builds an object"),
-                            }
-                        }
-                    };
-                    wrap(Map::new(), function, None)
-                }
-                Some(Kind::Function { .. } | Kind::Routed { .. }) => nested(value),
-                _ => value.clone(),
-            }
+            project_entry(&declaration[i], facts[i].parsed.as_ref(), || {
+                map.get_or_init(|| {
+                    let parsed: Vec<Parsed> = facts.iter().filter_map(|f| f.parsed.clone()).collect();
+                    spelling_map(&parsed)
+                })
+            })
         })
         .collect()
+}
+
+/// The wire form of one stored entry, as [`project`] gives it when the entry is projected.
+/// `map` supplies the declaration's alias spelling map; it is called only for an alias without
+/// its own `function` block.
+pub(crate) fn project_entry<'m>(
+    value: &Value,
+    parsed: Option<&Parsed>,
+    map: impl FnOnce() -> &'m HashMap<String, String>,
+) -> Value {
+    match parsed.map(|p| &p.kind) {
+        Some(Kind::Alias(a)) => {
+            let function = match &a.function_block {
+                Some(Value::Object(f)) => {
+                    let mut out = Map::new();
+                    for key in ["name", "description", "parameters"] {
+                        if let Some(v) = f.get(key) {
+                            out.insert(key.into(), v.clone());
+                        }
+                    }
+                    out
+                }
+                _ => match alias_function(a, map()) {
+                    Value::Object(f) => f,
+                    _ => unreachable!("alias_function builds an object"),
+                },
+            };
+            wrap(Map::new(), function, None)
+        }
+        Some(Kind::Function { .. } | Kind::Routed { .. }) => nested(value),
+        _ => value.clone(),
+    }
+}
+
+/// The wire form of one stored entry with deferral and skill omission disabled (every callable
+/// has its definition), `defer_loading` stripped. `map` as for [`project_entry`].
+pub(crate) fn project_one<'m>(value: &Value, map: impl FnOnce() -> &'m HashMap<String, String>) -> Value {
+    let parsed = entry::parse(value, &String::new, true).ok();
+    let mut out = project_entry(value, parsed.as_ref(), map);
+    if let Value::Object(m) = &mut out {
+        m.shift_remove("defer_loading");
+    }
+    out
 }
 
 fn wrap(mut top: Map<String, Value>, mut function: Map<String, Value>, strict: Option<&Value>) -> Value {

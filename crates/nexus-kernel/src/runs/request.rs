@@ -235,6 +235,33 @@ impl Kernel {
         }
     }
 
+    /// For a continuation whose predecessor's fan pairs with no child: just the predecessor
+    /// and its fan (all its replay reads). `None` to read every row of the run.
+    async fn continuation_rows(&self, round: &TaskRow) -> KernelResult<Option<Rows<'static>>> {
+        let Some(prev_id) = round.declaring_task_id else {
+            return Ok(None);
+        };
+        let Some(prev) = self
+            .store
+            .task_by_id(prev_id)
+            .await?
+            .filter(|p| p.kind == task_kind::MODEL && p.run_id == round.run_id)
+        else {
+            return Ok(None);
+        };
+        let declared = self.store.tasks_declared_by(round.run_id, prev.id).await?;
+        if declared
+            .iter()
+            .any(|t| t.kind == task_kind::TOOL && t.status == "completed" && t.pairs_with.is_some())
+        {
+            return Ok(None);
+        }
+        let mut tasks = Vec::with_capacity(declared.len() + 1);
+        tasks.push(prev);
+        tasks.extend(declared);
+        Ok(Some(Rows::new(tasks)))
+    }
+
     /// The sealed entries of a round's current generation, if sealed.
     async fn entries_of(&self, round: &TaskRow) -> KernelResult<Option<Vec<Entry>>> {
         Ok(self
@@ -251,7 +278,10 @@ impl Kernel {
         round: &TaskRow,
         capabilities: &ModelCapabilities,
     ) -> KernelResult<ModelRequest> {
-        let rows = Rows::new(self.all_tasks(round.run_id).await?);
+        let rows = match self.continuation_rows(round).await? {
+            Some(rows) => rows,
+            None => Rows::new(self.all_tasks(round.run_id).await?),
+        };
         let frozen = FrozenContext::of(round);
         let surface = RequestSurface::of(round);
         let (provider, model) = split_ref(&surface.model);

@@ -657,7 +657,7 @@ impl Kernel {
             g.add_edge(continuation.id, m);
         }
         // Waiters on the round follow the continuation.
-        let edges = tx.edges_of_run(run.id).await?;
+        let edges = tx.edges_into(round.id).await?;
         for e in edges
             .iter()
             .filter(|e| e.depends_on_id == round.id && !members.contains(&e.task_id))

@@ -38,6 +38,54 @@ impl Graph {
         Ok(Graph::new(tasks, &edges))
     }
 
+    /// The rows a settle of `task` can reach without leaving them: `task`, its dependents and
+    /// their dependencies. `None` (load the whole graph) unless the cascade provably stays
+    /// inside: no kernel-held wait observes rows in the run, and no waiting dependent is an
+    /// await or blocked (a skip cascades further).
+    pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<Graph>> {
+        if tx.any_running_await(run_id).await? {
+            return Ok(None);
+        }
+        let mut edges = tx.edges_into(task.id).await?;
+        let mut dependents: Vec<i64> = edges.iter().map(|e| e.task_id).collect();
+        dependents.dedup();
+        let mut ids: Vec<i64> = vec![task.id];
+        for &d in &dependents {
+            ids.push(d);
+            let from = tx.edges_from(d).await?;
+            ids.extend(from.iter().map(|e| e.depends_on_id));
+            edges.extend(from);
+        }
+        let mut seen = HashSet::new();
+        let mut tasks = Vec::with_capacity(ids.len());
+        for id in ids {
+            if !seen.insert(id) {
+                continue;
+            }
+            if id == task.id {
+                tasks.push(task.clone());
+                continue;
+            }
+            match tx.task_by_id(id).await? {
+                Some(t) if t.run_id == run_id => tasks.push(t),
+                _ => return Ok(None),
+            }
+        }
+        edges.sort_by(|a, b| (a.task_id, a.depends_on_id, &a.kind).cmp(&(b.task_id, b.depends_on_id, &b.kind)));
+        edges.dedup_by(|a, b| (a.task_id, a.depends_on_id, &a.kind) == (b.task_id, b.depends_on_id, &b.kind));
+        let g = Graph::new(tasks, &edges);
+        for d in g.dependents_of(task.id) {
+            let Some(t) = g.get(d) else { return Ok(None) };
+            if t.status != task_status::WAITING {
+                continue;
+            }
+            if t.kind == task_kind::AWAIT || matches!(readiness(&g, d), Readiness::Blocked) {
+                return Ok(None);
+            }
+        }
+        Ok(Some(g))
+    }
+
     pub fn new(tasks: Vec<TaskRow>, edges: &[EdgeRow]) -> Graph {
         let index = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
         let mut g = Graph {
@@ -214,9 +262,17 @@ impl Kernel {
         now: i64,
     ) -> Pin<Box<dyn Future<Output = KernelResult<Vec<AfterCommit>>> + Send + 'a>> {
         Box::pin(async move {
+            let mut effects = vec![AfterCommit::RunEvents(run.id)];
+            if let Some(mut g) = Graph::load_around(tx, run.id, task).await? {
+                self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
+                if !tx.any_open_task(run.id).await? {
+                    let g = Graph::load(tx, run.id).await?;
+                    self.check_run_end(tx, run, &g, now, &mut effects).await?;
+                }
+                return Ok(effects);
+            }
             let mut g = Graph::load(tx, run.id).await?;
             g.put(task);
-            let mut effects = vec![AfterCommit::RunEvents(run.id)];
             self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
             self.check_run_end(tx, run, &g, now, &mut effects).await?;
             Ok(effects)

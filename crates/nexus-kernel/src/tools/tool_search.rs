@@ -2,26 +2,14 @@
 //! execution's frozen declaration and skill catalog. It never reads a later announcement and
 //! never adds a tool.
 
-use nexus_core::bounds;
-use nexus_core::declaration::{self, callable_of};
-use serde_json::{Map, Value, json};
+use nexus_core::search::SearchIndex;
+use serde_json::Value;
 
 use super::{KernelToolOutcome, ToolContext};
 
 const QUERY_BYTES: usize = 1_024;
 const LIMIT_DEFAULT: usize = 5;
 const LIMIT_MAX: u64 = 20;
-
-/// One searchable callable of the frozen declaration.
-struct Candidate {
-    name: String,
-    /// The wire-form definition, as provider projection would offer it.
-    definition: Value,
-    route: Option<Value>,
-    skills: Vec<Value>,
-    /// Case-folded searched fields, separated by newlines so no term spans two fields.
-    haystack: String,
-}
 
 fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>> {
     let query = match input.get("query") {
@@ -72,132 +60,20 @@ fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>>
     Ok((trimmed.to_string(), limit))
 }
 
-fn str_field<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// The wire form of every entry, one per stored entry: provider projection with deferral and
-/// skill omission disabled (so every callable has its definition).
-fn definitions(declaration: &[Value]) -> Vec<Value> {
-    let stripped: Vec<Value> = declaration
-        .iter()
-        .map(|e| match e {
-            Value::Object(m) if m.contains_key("defer_loading") => {
-                let mut m = m.clone();
-                m.shift_remove("defer_loading");
-                Value::Object(m)
-            }
-            other => other.clone(),
-        })
-        .collect();
-    let every_callable: Vec<Value> = declaration
-        .iter()
-        .filter_map(callable_of)
-        .map(|c| json!({"callable": c}))
-        .collect();
-    let projected = declaration::project(&stripped, &every_callable);
-    debug_assert_eq!(projected.len(), declaration.len());
-    projected
-}
-
-fn candidates(ctx: &ToolContext<'_>) -> Vec<Candidate> {
-    let defs = definitions(ctx.tool_definitions);
-    let mut out = Vec::new();
-    for (i, entry) in ctx.tool_definitions.iter().enumerate() {
-        let Some(name) = callable_of(entry) else { continue };
-        let definition = defs.get(i).cloned().unwrap_or_else(|| entry.clone());
-        let description = definition
-            .pointer("/function/description")
-            .and_then(Value::as_str)
-            .unwrap_or("");
-        let route = entry.get("route").filter(|r| r.is_object()).cloned();
-        let skills: Vec<Value> = ctx
-            .skills
-            .iter()
-            .filter(|s| str_field(s, "callable") == name)
-            .map(|s| {
-                let mut m = Map::new();
-                for key in ["name", "description", "source", "executor_public_id"] {
-                    if let Some(v) = s.get(key) {
-                        m.insert(key.into(), v.clone());
-                    }
-                }
-                Value::Object(m)
-            })
-            .collect();
-        let mut fields: Vec<&str> = vec![name, description];
-        if let Some(r) = &route {
-            fields.push(str_field(r, "runner_executor_public_id"));
-            fields.push(str_field(r, "tool_name"));
-        }
-        for s in &skills {
-            fields.push(str_field(s, "name"));
-            fields.push(str_field(s, "description"));
-        }
-        let haystack = fields.join("\n").to_lowercase();
-        out.push(Candidate {
-            name: name.to_string(),
-            definition,
-            route,
-            skills,
-            haystack,
-        });
-    }
-    out
-}
-
-fn entry_json(c: &Candidate) -> Value {
-    let mut m = Map::new();
-    m.insert("name".into(), Value::String(c.name.clone()));
-    m.insert("definition".into(), c.definition.clone());
-    if let Some(r) = &c.route {
-        m.insert("route".into(), r.clone());
-    }
-    m.insert("skills".into(), Value::Array(c.skills.clone()));
-    Value::Object(m)
-}
-
 /// Runs `tool_search` over the frozen declaration and skills.
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
     let (query, limit) = match parse_input(input) {
         Ok(q) => q,
         Err(e) => return *e,
     };
-    let all = candidates(ctx);
-    let matches: Vec<&Candidate> = match all.iter().find(|c| c.name == query) {
-        Some(exact) => vec![exact],
-        None => {
-            let folded = query.to_lowercase();
-            let terms: Vec<&str> = folded.split_whitespace().collect();
-            all.iter()
-                .filter(|c| terms.iter().all(|t| c.haystack.contains(t)))
-                .collect()
-        }
-    };
-    // `{"tools":[` + entries joined by `,` + `],"truncated":false}` (the longer flag).
-    let frame = r#"{"tools":[],"truncated":false}"#.len();
-    let mut used = frame;
-    let mut kept: Vec<Value> = Vec::new();
-    let mut truncated = false;
-    for c in matches {
-        if kept.len() == limit {
-            truncated = true;
-            break;
-        }
-        let entry = entry_json(c);
-        let len = serde_json::to_string(&entry).expect("json").len() + usize::from(!kept.is_empty());
-        if used + len > bounds::TOOL_SEARCH_OUTPUT {
-            truncated = true;
-            continue;
-        }
-        used += len;
-        kept.push(entry);
-    }
-    KernelToolOutcome::json_text(&json!({"tools": kept, "truncated": truncated}))
+    let index = SearchIndex::new(ctx.tool_definitions, ctx.skills);
+    KernelToolOutcome::json_text(&index.search(&query, limit))
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn decl() -> Vec<Value> {

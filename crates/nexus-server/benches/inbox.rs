@@ -1,0 +1,268 @@
+//! Inbox throughput over HTTP on loopback: the real server (`nexus_server::serve`) in-process
+//! on `127.0.0.1:0` with the kernel worker running, 8 runners each announcing a tool `echo`,
+//! and `TASKS` started runs of one runner-routed `echo` step (bypass), spread round-robin over
+//! the runners. Then 8 concurrent reqwest clients (one per runner, each its own connection
+//! pool) loop `GET X/inbox?limit=50` → for each unclaimed row `POST …/claim` → `POST …/commit`
+//! `{"claim_token", "content": "ok"}` until each has settled its share.
+//!
+//! Reported: settled tasks/s over the timed window (first inbox read to last commit, all
+//! clients) and the claim→commit latency per task (claim request sent to commit response
+//! read) p50/p99, on SQLite (file-backed, in a temp dir) and PostgreSQL (when
+//! `NEXUS_TEST_DATABASE_URL` is set).
+//!
+//! `cargo bench -p nexus-server --bench inbox`
+//! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-server --bench inbox`
+//! A claim or commit answered 503 (`unavailable`: the store busy) is retried after 2 ms, as a
+//! runner would; the retries are counted and printed.
+//!
+//! `NEXUS_BENCH_TASKS=<n>` overrides the task count (default 2,000, at most 20,000).
+
+use std::time::{Duration, Instant};
+
+use nexus_kernel::Kernel;
+use nexus_server::AppState;
+use nexus_store::AssignmentScope;
+use nexus_store::testing::{self, TestStore};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+const RUNNERS: usize = 8;
+const DEFAULT_TASKS: usize = 2_000;
+const MAX_TASKS: usize = 20_000;
+const X: &str = "/agent_api/v1/executor";
+
+struct Outcome {
+    settled: usize,
+    window: Duration,
+    latencies: Vec<Duration>,
+    setup: Duration,
+}
+
+fn tasks_wanted() -> usize {
+    std::env::var("NEXUS_BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(DEFAULT_TASKS)
+        .clamp(RUNNERS, MAX_TASKS)
+}
+
+async fn bench(ts: TestStore, tasks: usize) -> Outcome {
+    let setup_start = Instant::now();
+    let kernel = Kernel::new(ts.store.clone());
+    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let pending = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("local addr");
+    let server = tokio::spawn(nexus_server::serve(
+        listener,
+        AppState::new(kernel.clone()),
+        pending(stop_rx.clone()),
+    ));
+    let worker = kernel.spawn_worker(pending(stop_rx.clone()));
+    let base = format!("http://{addr}");
+
+    // Runners, each announcing `echo` over HTTP with its own transport token.
+    let mut runners = Vec::with_capacity(RUNNERS);
+    for j in 0..RUNNERS {
+        let (row, token) = kernel
+            .create_runner(&format!("bench-runner-{j}"), AssignmentScope::AccountWide, "admin")
+            .await
+            .expect("create_runner");
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        let r = client
+            .put(format!("{base}{X}/announcement"))
+            .bearer_auth(&token)
+            .json(&json!({"tools": [{
+                "name": "echo",
+                "description": "Echo the input.",
+                "input_schema": {"type": "object"},
+                "effect_profile": {"kind": "read_only", "destructive": false, "effect_scope": "closed",
+                                   "idempotency": "intrinsic", "reconciliation": "none"},
+                "timeout_ms": 600000,
+            }]}))
+            .send()
+            .await
+            .expect("announce");
+        let status = r.status();
+        assert!(
+            status.is_success(),
+            "announce: {status} {}",
+            r.text().await.unwrap_or_default()
+        );
+        runners.push((row.public_id, token, client));
+    }
+
+    // The runs: one runner-routed echo step each, round-robin over the runners.
+    let human_token = boot["human"]["member_token"].as_str().expect("human token");
+    let human = kernel
+        .authenticate_member(Some(&format!("Bearer {human_token}")))
+        .await
+        .expect("authenticate");
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    for k in 0..tasks {
+        let runner = runners[k % RUNNERS].0;
+        let body = json!({"run": {"approval_mode": "bypass", "steps": [{"key": "t", "tool": {
+            "name": "echo", "input": {"i": k},
+            "route": {"kind": "runner", "runner_executor_public_id": runner},
+        }}]}});
+        let (status, body) = kernel.create_run(&human, ws, &body, None).await.expect("create_run");
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+        kernel.start_run(&human, ws, id).await.expect("start_run");
+    }
+    let setup = setup_start.elapsed();
+
+    // The timed window: 8 clients, one per runner.
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(RUNNERS);
+    for (j, (_, token, client)) in runners.into_iter().enumerate() {
+        let share = tasks / RUNNERS + usize::from(j < tasks % RUNNERS);
+        let base = base.clone();
+        handles.push(tokio::spawn(
+            async move { runner_loop(&client, &base, &token, share).await },
+        ));
+    }
+    let mut latencies = Vec::with_capacity(tasks);
+    let mut settled = 0;
+    for h in handles {
+        let l = h.await.expect("runner task");
+        settled += l.len();
+        latencies.extend(l);
+    }
+    let window = start.elapsed();
+
+    let _ = stop_tx.send(true);
+    let _ = worker.await;
+    let _ = server.await;
+    drop(ts);
+    Outcome {
+        settled,
+        window,
+        latencies,
+        setup,
+    }
+}
+
+/// Settles `share` tasks for one runner; returns each task's claim→commit latency.
+async fn runner_loop(client: &reqwest::Client, base: &str, token: &str, share: usize) -> Vec<Duration> {
+    let mut out = Vec::with_capacity(share);
+    let give_up = Instant::now() + Duration::from_secs(600);
+    while out.len() < share {
+        assert!(Instant::now() < give_up, "runner stalled at {}/{share}", out.len());
+        let page: Value = client
+            .get(format!("{base}{X}/inbox?limit=50"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("inbox")
+            .json()
+            .await
+            .expect("inbox JSON");
+        let rows = page["tasks"].as_array().cloned().unwrap_or_default();
+        let open: Vec<&Value> = rows.iter().filter(|r| r["claimed"] == false).collect();
+        if open.is_empty() {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            continue;
+        }
+        for row in open {
+            let run = row["run_public_id"].as_str().expect("run id");
+            let key = row["task_key"].as_str().expect("task key");
+            let t0 = Instant::now();
+            let claim_url = format!("{base}{X}/inbox/{run}/{key}/claim");
+            let r = retrying(|| client.post(&claim_url).bearer_auth(token)).await;
+            if !r.status().is_success() {
+                continue;
+            }
+            let claim: Value = r.json().await.expect("claim JSON");
+            let claim_token = claim["claim"]["claim_token"].as_str().expect("claim token");
+            let commit_url = format!("{base}{X}/inbox/{run}/{key}/commit");
+            let commit_body = json!({"claim_token": claim_token, "content": "ok"});
+            let r = retrying(|| client.post(&commit_url).bearer_auth(token).json(&commit_body)).await;
+            let status = r.status();
+            let body = r.bytes().await.expect("commit body");
+            assert!(
+                status.is_success(),
+                "commit: {status} {}",
+                String::from_utf8_lossy(&body)
+            );
+            out.push(t0.elapsed());
+        }
+    }
+    out
+}
+
+/// 503 answers (the store busy) retried, as a runner would, after 2 ms; counted in `RETRIES`.
+static RETRIES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+async fn retrying(build: impl Fn() -> reqwest::RequestBuilder) -> reqwest::Response {
+    loop {
+        let r = build().send().await.expect("request");
+        if r.status() != reqwest::StatusCode::SERVICE_UNAVAILABLE {
+            return r;
+        }
+        RETRIES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn report(engine: &str, o: &mut Outcome) {
+    o.latencies.sort();
+    let rate = o.settled as f64 / o.window.as_secs_f64();
+    println!(
+        "{engine:<10} settled {} tasks in {:.2} s = {rate:.1} tasks/s; claim→commit p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms (setup {:.1} s); 503 retries {}",
+        o.settled,
+        o.window.as_secs_f64(),
+        pct(&o.latencies, 0.50).as_secs_f64() * 1e3,
+        pct(&o.latencies, 0.99).as_secs_f64() * 1e3,
+        o.latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        o.setup.as_secs_f64(),
+        RETRIES.swap(0, std::sync::atomic::Ordering::Relaxed),
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a `cargo test --benches` run passes nothing to run here.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let tasks = tasks_wanted();
+    println!(
+        "inbox bench: {RUNNERS} runners × HTTP loopback, {tasks} single-call tool tasks; load average before: {}",
+        load_average()
+    );
+    println!("command: cargo bench -p nexus-server --bench inbox (NEXUS_BENCH_TASKS={tasks})");
+    rt.block_on(async {
+        let mut o = bench(testing::sqlite().await, tasks).await;
+        report("sqlite", &mut o);
+        println!("load average: {}", load_average());
+        match testing::postgres().await {
+            Some(ts) => {
+                let mut o = bench(ts, tasks).await;
+                report("postgresql", &mut o);
+                println!("load average: {}", load_average());
+            }
+            None => println!("postgresql skipped: NEXUS_TEST_DATABASE_URL is not set"),
+        }
+    });
+}
