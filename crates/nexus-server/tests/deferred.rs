@@ -206,7 +206,8 @@ async fn a_deferred_runner_import_is_found_by_search_and_called_through_tool_cal
         let r2 = request(&h, &run, "r2").await;
         let paired = results(&r2);
         assert_eq!(paired.len(), 2, "{}", r2["entries"]);
-        let paired: Vec<Value> = paired.into_iter().filter(|r| r.to_string().contains("c2")).collect();
+        // Match on the call id itself: a runner UUID inside the search result may contain "c2".
+        let paired: Vec<Value> = paired.into_iter().filter(|r| r["call_id"] == "c2").collect();
         assert_eq!(paired.len(), 1, "{}", r2["entries"]);
         let text = paired[0].to_string();
         assert!(text.contains("c2"), "{text}");
