@@ -117,6 +117,10 @@ impl Kernel {
         if let Err(e) = self.store.purge_idempotency_receipts(now).await {
             tracing::warn!(error = %e, "receipt purge failed");
         }
+        // Unbound uploads older than a day (uploads.md §5); at most once an hour per process.
+        if let Err(e) = self.reap_uploads_if_due(now).await {
+            tracing::warn!(error = %e, "upload reaper failed");
+        }
     }
 
     /// The worker loop of `nexus serve`: recovers this node's leases, then runs jobs as they
