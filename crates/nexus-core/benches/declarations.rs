@@ -1,11 +1,13 @@
 //! Declaration benchmarks: validate + render + sort a 1,000-entry declaration with 20 aliases,
-//! the same through the full assembly, its provider projection, and 10,000 call resolutions.
+//! its canonical-size walk alone (the 1 MiB bound), the same through the full assembly, its
+//! provider projection, and 10,000 call resolutions.
 //!
 //! `cargo bench -p nexus-core --bench declarations`
 
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
 use nexus_core::declaration::{
-    AssemblyInput, Resolver, assemble, assemble_owned, project, validate_declaration, validate_declaration_owned,
+    AssemblyInput, Resolver, assemble, assemble_owned, check_bound, project, validate_declaration,
+    validate_declaration_owned,
 };
 use nexus_core::registry;
 use serde_json::{Value, json};
@@ -64,6 +66,10 @@ fn benches(c: &mut Criterion) {
     });
     c.bench_function("validate_render_sort_1000_entries_20_aliases_borrowed", |b| {
         b.iter(|| validate_declaration(black_box(&raw), "/tools").unwrap())
+    });
+    // The floor of the owned pass: one walk of every node of the set, which the bound needs.
+    c.bench_function("canonical_size_1000_entries", |b| {
+        b.iter(|| check_bound(black_box(&stored), "/tools").unwrap())
     });
 
     let runner = uuid::Uuid::parse_str(RUNNER).unwrap();

@@ -1,6 +1,7 @@
 //! Entry shapes and their per-entry grammar (declarations.md §2).
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -92,46 +93,78 @@ pub(crate) fn field<'a>(obj: &'a Map<String, Value>, key: &str) -> Option<&'a Va
     }
 }
 
-/// Whether `entry` is shape 5: an object whose `type` is present and not `"function"`.
-pub(crate) fn is_provider(entry: &Map<String, Value>) -> bool {
-    field(entry, "type").is_some_and(|t| t.as_str() != Some("function"))
+/// An entry's `type`, `function` and `name` members, found in one scan of its keys.
+struct Heads<'a> {
+    ty: Option<&'a Value>,
+    function: Option<&'a Value>,
+    name: Option<&'a Value>,
+}
+
+impl<'a> Heads<'a> {
+    fn of(obj: &'a Map<String, Value>) -> Self {
+        let mut heads = Heads {
+            ty: None,
+            function: None,
+            name: None,
+        };
+        for (k, v) in obj {
+            match k.as_str() {
+                "type" => heads.ty = Some(v),
+                "function" => heads.function = Some(v),
+                "name" => heads.name = Some(v),
+                _ => {}
+            }
+        }
+        heads
+    }
+
+    /// Shape 5: `type` is present and not `"function"`.
+    fn is_provider(&self) -> bool {
+        self.ty.is_some_and(|t| t.as_str() != Some("function"))
+    }
+
+    /// `function.name`, else `name`, when a string (shapes 1–4).
+    fn callable(&self) -> Option<&'a str> {
+        if let Some(Value::Object(f)) = self.function
+            && let Some(Value::String(n)) = field(f, "name")
+        {
+            return Some(n);
+        }
+        self.name.and_then(Value::as_str)
+    }
 }
 
 /// The callable of an entry: `function.name` or `name` (shapes 1–4). `None` for shape 5 or an
 /// entry without a string name.
 pub fn callable_of(entry: &Value) -> Option<&str> {
-    let obj = entry.as_object()?;
-    if is_provider(obj) {
+    let heads = Heads::of(entry.as_object()?);
+    if heads.is_provider() {
         return None;
     }
-    if let Some(Value::Object(f)) = field(obj, "function")
-        && let Some(Value::String(n)) = field(f, "name")
-    {
-        return Some(n);
-    }
-    field(obj, "name").and_then(Value::as_str)
+    heads.callable()
 }
 
 /// The name an entry is known by for duplicate checks and sorting: its callable, or for shape 5
 /// its `name`, else its `type` (§2, §6).
 pub fn duplicate_name_of(entry: &Value) -> Option<Cow<'_, str>> {
-    let obj = entry.as_object()?;
-    if is_provider(obj) {
-        if let Some(Value::String(n)) = field(obj, "name") {
+    let heads = Heads::of(entry.as_object()?);
+    if heads.is_provider() {
+        if let Some(Value::String(n)) = heads.name {
             return Some(Cow::Borrowed(n));
         }
-        return match field(obj, "type") {
+        return match heads.ty {
             Some(Value::String(t)) => Some(Cow::Borrowed(t)),
             Some(t) => Some(Cow::Owned(t.to_string())),
             None => None,
         };
     }
-    callable_of(entry).map(Cow::Borrowed)
+    heads.callable().map(Cow::Borrowed)
 }
 
 /// A callable or served name: a non-empty string of at most 128 characters with no NUL.
 pub(crate) fn is_name(s: &str) -> bool {
-    !s.is_empty() && !s.contains('\0') && s.chars().count() <= bounds::NAME_CHARS
+    // A string of at most NAME_CHARS bytes has at most that many characters.
+    !s.is_empty() && !s.contains('\0') && (s.len() <= bounds::NAME_CHARS || s.chars().count() <= bounds::NAME_CHARS)
 }
 
 /// Checks a callable name (`invalid`).
@@ -163,6 +196,22 @@ pub(crate) fn check_defer(obj: &Map<String, Value>, path: &str) -> Result<Option
             format!("defer_loading must be true or false, got {other}"),
         )),
     }
+}
+
+/// [`registry::resolve`], rejecting at once a name whose byte length no kernel name (wire or
+/// canonical) has, which is most names.
+pub(crate) fn resolve_kernel(name: &str) -> Option<&'static KernelTool> {
+    static LENGTHS: OnceLock<u128> = OnceLock::new();
+    let lengths = *LENGTHS.get_or_init(|| {
+        registry::entries()
+            .iter()
+            .flat_map(|t| [t.wire.len(), t.canonical.len()])
+            .fold(0, |mask, n| if n < 128 { mask | 1 << n } else { mask })
+    });
+    if name.len() < 128 && lengths & (1 << name.len()) == 0 {
+        return None;
+    }
+    registry::resolve(name)
 }
 
 /// Parses a hyphenated UUID (any case).
@@ -242,7 +291,7 @@ pub(crate) fn parse(value: &Value, path: &dyn Fn() -> String, imported: bool) ->
         Some(Value::String(s)) if is_name(s) => s.clone(),
         other => return Err(check_callable(other, &name_path()).expect_err("not a valid name")),
     };
-    let kernel = registry::resolve(&callable);
+    let kernel = resolve_kernel(&callable);
     if let Some(route) = route {
         let route_path = || pointer::push(&path(), "route");
         if kernel.is_some() {
@@ -331,7 +380,7 @@ pub(crate) fn parse_route(value: &Value, path: &dyn Fn() -> String, imported: bo
             ));
         }
     };
-    if let Some(tool) = registry::resolve(&tool_name) {
+    if let Some(tool) = resolve_kernel(&tool_name) {
         let skill = tool_name == "skill";
         let memory_import = imported && tool.class() == ToolClass::Overridable && tool.wire == tool_name;
         if !skill && !memory_import {

@@ -102,7 +102,9 @@ pub(crate) fn alias_function(facts: &AliasFacts, map: &HashMap<String, String>) 
         None => facts.tool.description(&spelling),
     };
     let mut schema = rendered_schema(facts.tool, &spelling);
-    if let Some(Value::Object(props)) = schema.get_mut("properties") {
+    // With nothing mapped or omitted the properties stay as the kernel's.
+    let reshaped = !facts.params.is_empty() || !facts.omit.is_empty();
+    if reshaped && let Some(Value::Object(props)) = schema.get_mut("properties") {
         let old = std::mem::take(props);
         for (key, mut prop) in old {
             if facts.omit.contains(&key) {
@@ -197,47 +199,63 @@ pub(crate) fn plain_entry(tool: &KernelTool, map: &HashMap<String, String>, defe
     def
 }
 
-/// A function entry in nested form without its top-level `defer_loading` (§3 normalization),
-/// as a serializable view (nothing is copied).
-pub(crate) struct Normalized<'a>(pub &'a Map<String, Value>);
-
-struct FlatFunction<'a>(&'a Map<String, Value>);
-
-impl serde::Serialize for Normalized<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let entry = self.0;
-        let mut map = s.serialize_map(None)?;
-        if entry.contains_key("function") {
-            for (k, v) in entry {
-                if k != "defer_loading" {
-                    map.serialize_entry(k, v)?;
-                }
-            }
-        } else {
-            map.serialize_entry("type", entry.get("type").unwrap_or(&Value::Null))?;
-            map.serialize_entry("function", &FlatFunction(entry))?;
+/// Whether two values have the same compact serialization, member order included, compared
+/// without serializing either. Strings, keys, booleans and null serialize injectively; a
+/// number's bytes are its value and form (integer or float, and for a float its exact bits,
+/// so `0.0` and `-0.0` differ as their bytes do).
+pub(crate) fn same_bytes(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => {
+            x == y && (!x.is_f64() || x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits))
         }
-        map.end()
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_bytes(x, y)),
+        (Value::Object(x), Value::Object(y)) => same_members(x.iter(), y),
+        _ => false,
     }
 }
 
-impl serde::Serialize for FlatFunction<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        for (k, v) in self.0 {
-            if k != "type" && k != "defer_loading" {
-                map.serialize_entry(k, v)?;
-            }
+/// Whether `members`, in order, are exactly the members of `object`, in order (by
+/// [`same_bytes`]).
+fn same_members<'a>(mut members: impl Iterator<Item = (&'a String, &'a Value)>, object: &Map<String, Value>) -> bool {
+    let mut want = object.iter();
+    loop {
+        match (members.next(), want.next()) {
+            (None, None) => return true,
+            (Some((k, v)), Some((wk, wv))) if k == wk && same_bytes(v, wv) => {}
+            _ => return false,
         }
-        map.end()
     }
 }
 
-/// The compact bytes of a function entry's §3 normalization.
-pub(crate) fn normalized_bytes(entry: &Map<String, Value>) -> String {
-    serde_json::to_string(&Normalized(entry)).expect("serializes")
+/// Whether a function entry's §3 normalization (nested form, top-level `defer_loading`
+/// removed) has exactly the compact bytes of `target`. The normalization is read in place:
+/// the nested form is the entry without `defer_loading`; the flat form is
+/// `{"type": <type or null>, "function": {<the other members but defer_loading>}}`.
+pub(crate) fn normalized_is(entry: &Map<String, Value>, target: &Value) -> bool {
+    let Value::Object(target) = target else {
+        return false;
+    };
+    if entry.contains_key("function") {
+        return same_members(entry.iter().filter(|(k, _)| k.as_str() != "defer_loading"), target);
+    }
+    let mut want = target.iter();
+    let (Some((type_key, ty)), Some((function_key, Value::Object(function))), None) =
+        (want.next(), want.next(), want.next())
+    else {
+        return false;
+    };
+    type_key == "type"
+        && function_key == "function"
+        && same_bytes(entry.get("type").unwrap_or(&Value::Null), ty)
+        && same_members(
+            entry
+                .iter()
+                .filter(|(k, _)| k.as_str() != "type" && k.as_str() != "defer_loading"),
+            function,
+        )
 }
 
 /// Whether a plain kernel entry is already in rendered form: `{type, function}` with an optional
@@ -251,24 +269,20 @@ fn is_rendered_form(entry: &Value) -> bool {
     )
 }
 
-/// The compact serialization of a catalog definition, cached per tool.
-pub(crate) fn catalog_bytes(tool: &KernelTool) -> &'static str {
-    static BYTES: OnceLock<HashMap<&'static str, String>> = OnceLock::new();
-    BYTES
-        .get_or_init(|| {
-            registry::entries()
-                .iter()
-                .map(|t| (t.wire, serde_json::to_string(t.definition()).expect("serializes")))
-                .collect()
-        })
-        .get(tool.wire)
-        .map(String::as_str)
-        .expect("every registry entry has a definition")
-}
-
 /// The stored render of a parsed set (§4.3), in place: alias and plain kernel entries are
 /// replaced, every other entry is moved through untouched.
-pub(crate) fn render_set(mut values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value> {
+pub(crate) fn render_set(values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value> {
+    render(values, parsed, false)
+}
+
+/// [`render_set`] of a set whose byte checks (§3) just ran under this same spelling map: every
+/// plain kernel entry's normalized bytes are then known to be the catalog's when the map is
+/// empty, and are not compared again.
+pub(crate) fn render_checked_set(values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value> {
+    render(values, parsed, true)
+}
+
+fn render(mut values: Vec<Value>, parsed: &[Parsed], checked: bool) -> Vec<Value> {
     if !parsed.iter().any(|p| matches!(p.kind, Kind::Alias(_))) {
         return values;
     }
@@ -281,9 +295,7 @@ pub(crate) fn render_set(mut values: Vec<Value>, parsed: &[Parsed]) -> Vec<Value
                 // already its own render.
                 if map.is_empty()
                     && is_rendered_form(value)
-                    && value
-                        .as_object()
-                        .is_some_and(|o| normalized_bytes(o) == catalog_bytes(tool))
+                    && (checked || value.as_object().is_some_and(|o| normalized_is(o, tool.definition())))
                 {
                     continue;
                 }

@@ -96,7 +96,10 @@ pub fn render_schema_descriptions(schema: &mut Value, spelling: &dyn Spelling) {
         return;
     };
     for (_, prop) in props.iter_mut() {
-        if let Some(Value::String(d)) = prop.get_mut("description") {
+        // Text without `{{` holds no macro and renders as itself.
+        if let Some(Value::String(d)) = prop.get_mut("description")
+            && d.contains("{{")
+        {
             *d = render_text(d, spelling);
         }
         render_schema_descriptions(prop, spelling);

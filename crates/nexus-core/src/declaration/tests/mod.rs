@@ -4,6 +4,7 @@ mod alias;
 mod assembly;
 mod configuration;
 mod entry;
+mod guard;
 mod imports;
 mod order;
 mod projection;
