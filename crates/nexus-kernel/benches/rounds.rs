@@ -14,7 +14,12 @@
 //! `cargo bench -p nexus-kernel --bench rounds`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-kernel --bench rounds`
 //! (PostgreSQL is skipped with a note when the variable is unset.)
+//!
+//! `NEXUS_BENCH_STATEMENTS=1` also counts the store's statements (sqlx's `sqlx::query` events,
+//! through a counting `tracing` subscriber) and reports them per round; the counting itself
+//! costs time, so take timings from a run without it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nexus_kernel::{Kernel, MemberPrincipal};
@@ -171,6 +176,52 @@ struct Figures {
     early_p50: Duration,
     /// Rounds 226–250 of every run (the longest histories).
     late_p50: Duration,
+    /// Process CPU time over the timed rounds.
+    cpu: Option<Duration>,
+    /// Store statements over the timed rounds (when counting).
+    statements: Option<u64>,
+}
+
+/// Statements the store ran (see the module docs), when counting.
+static STATEMENTS: AtomicU64 = AtomicU64::new(0);
+
+/// A `tracing` subscriber that counts sqlx's per-statement events and records nothing else.
+struct CountStatements;
+
+impl tracing::Subscriber for CountStatements {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        metadata.target() == "sqlx::query"
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if event.metadata().target() == "sqlx::query" {
+            STATEMENTS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn counting() -> bool {
+    std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
+}
+
+/// This process's CPU time so far (user + system, every thread: the runtime's workers and the
+/// store's connection threads), from `/proc/self/stat` in clock ticks (100 Hz on Linux).
+/// `None` where there is no procfs. On a shared machine it moves far less with other load than
+/// wall time does.
+fn process_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 (utime) and 15 (stime) overall; 12 and 13 after the state field.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -186,6 +237,8 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
     let mut all = Vec::with_capacity(RUNS * ROUNDS_PER_RUN);
     let mut per_run = Vec::new();
     let started = Instant::now();
+    let cpu_before = process_cpu();
+    let statements_before = STATEMENTS.load(Ordering::Relaxed);
     for _ in 0..RUNS {
         let id = w.start("rounds").await;
         let times = w.drive(id, ROUNDS_PER_RUN, sweep).await;
@@ -193,6 +246,10 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
         all.extend(times);
     }
     let total = started.elapsed();
+    let statements = counting().then(|| STATEMENTS.load(Ordering::Relaxed) - statements_before);
+    let cpu = process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
     let mut sorted = all.clone();
     sorted.sort();
     let decile = |tail: bool| {
@@ -216,6 +273,8 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
         max: *sorted.last().unwrap(),
         early_p50: decile(false),
         late_p50: decile(true),
+        cpu,
+        statements,
     }
 }
 
@@ -225,6 +284,9 @@ fn ms(d: Duration) -> String {
 
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    if counting() {
+        tracing::subscriber::set_global_default(CountStatements).expect("the only subscriber");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -253,12 +315,23 @@ fn main() {
         );
         println!("driver: work_once = jobs + a sweep pass and receipt purge per pass; jobs = run_jobs_once (no sweep)");
         println!(
-            "{:<20} {:<9} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>13} {:>14}",
-            "engine", "driver", "rounds", "total s", "rounds/s", "p50 ms", "p99 ms", "max ms", "r1-25 p50 ms", "r226+ p50 ms"
+            "{:<20} {:<9} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>13} {:>14} {:>15} {:>14}",
+            "engine",
+            "driver",
+            "rounds",
+            "total s",
+            "rounds/s",
+            "p50 ms",
+            "p99 ms",
+            "max ms",
+            "r1-25 p50 ms",
+            "r226+ p50 ms",
+            "cpu ms/round",
+            "stmts/round"
         );
         for f in &figures {
             println!(
-                "{:<20} {:<9} {:>7} {:>9.3} {:>10.1} {:>9} {:>9} {:>9} {:>13} {:>14}",
+                "{:<20} {:<9} {:>7} {:>9.3} {:>10.1} {:>9} {:>9} {:>9} {:>13} {:>14} {:>15} {:>14}",
                 f.engine,
                 if f.sweep { "work_once" } else { "jobs" },
                 f.rounds,
@@ -269,6 +342,9 @@ fn main() {
                 ms(f.max),
                 ms(f.early_p50),
                 ms(f.late_p50),
+                f.cpu.map_or_else(|| "-".into(), |c| ms(c / f.rounds as u32)),
+                f.statements
+                    .map_or_else(|| "-".into(), |n| format!("{:.1}", n as f64 / f.rounds as f64)),
             );
         }
         if let Some(sqlite) = figures.first() {

@@ -48,6 +48,8 @@ pub struct Kernel {
     pub uploads: Arc<uploads::Uploads>,
     /// The executor plane's in-process state: push channels and the progress relay.
     pub executor_plane: Arc<executor::PlaneState>,
+    /// Built `tool_search` indexes, keyed by the exact frozen context bytes (bounded, LRU).
+    pub search_cache: Arc<tools::SearchCache>,
 }
 
 impl Kernel {
@@ -139,6 +141,7 @@ impl KernelBuilder {
             runtime: Arc::new(runtime),
             uploads: Arc::new(uploads::Uploads::new(Arc::new(uploads::FsBlobs::new(self.blobs_dir)))),
             executor_plane: Arc::new(executor::PlaneState::default()),
+            search_cache: Arc::new(tools::SearchCache::new()),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! The push channel (executor.md §10) and progress frames (§11) on both engines: the
 //! WebSocket handshake (101 with a transport bearer, the uniform 401 without), `hello`, a
-//! `work_available` frame when a runner-routed tool row is dispatched, presence, and every
-//! progress code (202 relayed / dropped, `invalid_frame`, `frame_too_large`, `not_claimant`,
+//! `work_available` frame when a runner-routed tool row is dispatched, a `work_canceled` frame
+//! when a stop cancels a row in the runner's inbox (runs.md §2), presence, and every progress
+//! code (202 relayed / dropped, `invalid_frame`, `frame_too_large`, `not_claimant`,
 //! `not_found`).
 
 mod common;
@@ -144,6 +145,39 @@ async fn settle(h: &Harness, run: &str, key: &str) {
     let generation = t.generation;
     assert!(tx.update_task(&t, generation, &["dispatched"]).await.unwrap());
     tx.commit().await.unwrap();
+}
+
+/// Claims `key` through the HTTP door as the runner; returns the claim token.
+async fn claim_http(h: &Harness, run: &str, key: &str) -> String {
+    let path = format!("/agent_api/v1/executor/inbox/{run}/{key}/claim");
+    let r = h.send(Method::POST, &path, Some(&h.runner_token()), None).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
+    r.json()["claim"]["claim_token"].as_str().unwrap().to_string()
+}
+
+/// `POST R/stop` as the agent (the runs' creator).
+async fn stop(h: &Harness, run: &str, body: Value) {
+    let r = h
+        .json(
+            Method::POST,
+            &format!("{}/stop", h.r(run)),
+            Some(&h.agent_token()),
+            &body,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
+}
+
+/// Asserts that no frame arrives on `ws` within 200 ms (pings aside).
+async fn quiet(ws: &mut Ws, who: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_millis(200);
+    loop {
+        match tokio::time::timeout_at(deadline, ws.next()).await {
+            Err(_) => return,
+            Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => continue,
+            Ok(other) => panic!("{who} got {other:?}"),
+        }
+    }
 }
 
 async fn progress(h: &Harness, token: &str, frame: Value) -> Reply {
@@ -328,5 +362,78 @@ async fn progress_frames_are_relayed_thinned_and_refused_by_code() {
             progress(&h, &h.human_token(), frame("tok-1")).await.status,
             StatusCode::UNAUTHORIZED
         );
+    }
+}
+
+#[tokio::test]
+async fn a_stop_pushes_work_canceled_to_the_runner_holding_the_row() {
+    for h in harnesses().await {
+        let addr = serve(&h).await;
+        let (mut ws, _) = connect(addr, Some(&h.runner_token())).await.expect("upgrade");
+        assert_eq!(next_frame(&mut ws).await["type"], "hello");
+        let (mut app_ws, _) = connect(addr, Some(&h.agent_transport_token())).await.unwrap();
+        assert_eq!(next_frame(&mut app_ws).await["type"], "hello");
+        announce_read(&h).await;
+        let key = "s1-tool-1";
+
+        // Three runs, each with one `read` row dispatched to the runner.
+        let mut runs = Vec::new();
+        for _ in 0..3 {
+            let run = dispatched_run(&h).await;
+            assert_eq!(next_frame(&mut ws).await["type"], "work_available", "{}", h.dialect);
+            runs.push(run);
+        }
+        let (claimed_run, unclaimed_run, finishing_run) = (&runs[0], &runs[1], &runs[2]);
+
+        // A claimed row: the stop (force by default) cancels it after the commit, and the
+        // claimant hears exactly the spec's frame.
+        let token = claim_http(&h, claimed_run, key).await;
+        stop(&h, claimed_run, json!({})).await;
+        let (_, t) = task(&h, claimed_run, key).await;
+        assert_eq!(
+            (t.status.as_str(), t.error_key.as_deref()),
+            ("canceled", Some("run_canceled"))
+        );
+        let frame = next_frame(&mut ws).await;
+        assert_eq!(
+            frame.to_string(),
+            json!({"type": "work_canceled", "run_public_id": claimed_run, "task_key": key}).to_string(),
+            "{}",
+            h.dialect
+        );
+        // A later commit on that row is idle.
+        let commit = h
+            .json(
+                Method::POST,
+                &format!("/agent_api/v1/executor/inbox/{claimed_run}/{key}/commit"),
+                Some(&h.runner_token()),
+                &json!({"claim_token": token, "content": "late"}),
+            )
+            .await;
+        assert_eq!(
+            commit.status,
+            StatusCode::OK,
+            "{}",
+            String::from_utf8_lossy(&commit.bytes)
+        );
+        assert_eq!(commit.json()["idle"], true);
+        assert_eq!(commit.json()["task"]["status"], "canceled");
+
+        // A row still unclaimed in the runner's inbox: its addressee hears the cancel too.
+        stop(&h, unclaimed_run, json!({"force": true})).await;
+        let frame = next_frame(&mut ws).await;
+        assert_eq!(
+            frame,
+            json!({"type": "work_canceled", "run_public_id": unclaimed_run, "task_key": key})
+        );
+
+        // A stop without force lets dispatched work finish: nothing is canceled, no frame.
+        stop(&h, finishing_run, json!({"force": false})).await;
+        let (_, t) = task(&h, finishing_run, key).await;
+        assert_eq!(t.status, "dispatched");
+        quiet(&mut ws, "the runner").await;
+
+        // Nobody else hears any of it: the agent application's channel stayed silent.
+        quiet(&mut app_ws, "the agent application").await;
     }
 }

@@ -13,6 +13,10 @@ pub enum StoreError {
     Database(#[from] sqlx::Error),
     #[error("migration error: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
+    /// SQLite: the in-process writer gate stayed taken for the whole busy timeout (a writer
+    /// held it that long). The caller may retry.
+    #[error("the database is busy: no write slot within the busy timeout")]
+    Busy,
     /// A bad URL or option, or a second node on one SQLite file.
     #[error("configuration: {0}")]
     Config(String),

@@ -154,6 +154,10 @@ pub trait Engine {
     /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
     /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
     async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>>;
+    /// The task `id`, its declaring row (whatever their runs), and the rows of run `run_id`
+    /// that the declaring row declared, by id: a continuation round with its predecessor and
+    /// the predecessor's fan, in one read.
+    async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>>;
 
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>>;
     /// The run's events with `sequence > after_sequence`, in order, at most `limit`.
@@ -184,6 +188,10 @@ pub trait Engine {
     /// awaiting_input`) with `deadline_at <= now` and `id > after_task_id` on runs that are not
     /// `completed | canceled`, by task id, at most `limit` (the sweep uses 500).
     async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>>;
+    /// `(run_id, task_id)` of parks addressed to a `revoked` executor on runs that are not
+    /// `completed | canceled`: unclaimed `dispatched` tool rows and tool rows at
+    /// `needs_approval`, with `id > after_task_id`, by task id, at most `limit`.
+    async fn revoked_parks(&self, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>>;
     /// Tasks at `needs_approval` on the workspace's runs with `id > after_task_id`, oldest
     /// (lowest id) first, at most `limit`.
     async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
@@ -342,7 +350,11 @@ pub(crate) fn voids_transaction(error: &StoreError) -> bool {
         StoreError::Database(_) | StoreError::Migration(_) => true,
         StoreError::Conflict(m) => !m.starts_with(RECEIPT_TAKEN),
         StoreError::NotFound(m) => m.starts_with(FK_MISSING),
-        StoreError::Config(_) | StoreError::Corrupt(_) | StoreError::UnsupportedText | StoreError::TxAborted => false,
+        StoreError::Config(_)
+        | StoreError::Corrupt(_)
+        | StoreError::UnsupportedText
+        | StoreError::TxAborted
+        | StoreError::Busy => false,
     }
 }
 
@@ -469,6 +481,9 @@ impl Engine for Store {
     async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
         dispatch!(self, tasks_declared_by(run_id, declaring_id))
     }
+    async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
+        dispatch!(self, task_neighbourhood(run_id, id))
+    }
 
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
         dispatch!(self, edges_of_run(run_id))
@@ -502,6 +517,9 @@ impl Engine for Store {
     }
     async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
         dispatch!(self, expired_parks(now, after_task_id, limit))
+    }
+    async fn revoked_parks(&self, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+        dispatch!(self, revoked_parks(after_task_id, limit))
     }
     async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
         dispatch!(self, held_approvals(workspace_id, after_task_id, limit))

@@ -546,3 +546,28 @@ pub struct NewReceipt {
     pub expires_at: i64,
     pub created_at: i64,
 }
+
+/// A row of `round_facts` (migration 0005): what a continuation round's expansion needs of its
+/// chain, written by the transaction that authors the round.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct RoundFactsRow {
+    /// The continuation round.
+    pub task_id: i64,
+    /// The rounds of the chain up to and including the round's predecessor.
+    pub chain_rounds: i64,
+    /// Every `r{n}` with n below this was in use when the row was written.
+    pub key_floor: i64,
+    /// The predecessor's look-back history (JSON, the kernel's shape).
+    pub history: String,
+}
+
+/// A round as its reply step reads it ([`crate::Tx::round_for_reply`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundForReply {
+    pub task: TaskRow,
+    pub facts: Option<RoundFactsRow>,
+    /// Some row depends on the round (an `after`, `reads` or `pairs` edge into it).
+    pub has_dependents: bool,
+    /// The round's run holds a kernel-held (`running`) await.
+    pub running_awaits: bool,
+}

@@ -6,6 +6,23 @@
 //! SQLite, `uuid` in PostgreSQL) and the two dialect-specific statements (the run lock and the
 //! job dequeue). [`engine_methods!`] expands to the [`crate::Engine`] methods over a pool.
 
+/// The statements whose text differs by dialect, chosen by the engine's connection type (so
+/// [`engine_ops!`] keeps one definition of each operation).
+pub(crate) trait Dialect {
+    /// Appends an event at the run's next sequence and moves `runs.last_event_sequence` to it,
+    /// in one statement: `$1` run, `$2` type, `$3` at, `$4` task key, `$5` data; returns the
+    /// sequence (no row: no such run).
+    const APPEND_EVENT: &'static str;
+}
+
+impl Dialect for sqlx::SqliteConnection {
+    const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
+}
+
+impl Dialect for sqlx::PgConnection {
+    const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_PG;
+}
+
 macro_rules! engine_ops {
     (lock_run = $lock_run:expr, dequeue = $dequeue:expr $(,)?) => {
         #[allow(unused_imports)]
@@ -134,22 +151,17 @@ macro_rules! engine_ops {
             let data = serde_json::to_string(data)
                 .map_err(|e| StoreError::Corrupt(format!("event data does not serialize: {e}")))?;
             check_text(&data)?;
-            let sequence: Option<i64> = sqlx::query_scalar(sql::BUMP_EVENT_SEQUENCE)
+            // One statement: the run's sequence moves and the event takes it.
+            let sequence: Option<i64> = sqlx::query_scalar(<Conn as $crate::ops::Dialect>::APPEND_EVENT)
                 .bind(run_id)
-                .fetch_optional(&mut *c)
-                .await
-                .map_err(write_error)?;
-            let sequence = sequence.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
-            sqlx::query(sql::INSERT_EVENT)
-                .bind(run_id)
-                .bind(sequence)
                 .bind(kind)
                 .bind(at)
                 .bind(task_key)
                 .bind(&data)
-                .execute(&mut *c)
+                .fetch_optional(&mut *c)
                 .await
                 .map_err(write_error)?;
+            let sequence = sequence.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
             Ok(EventRow {
                 run_id,
                 sequence,
@@ -297,6 +309,20 @@ macro_rules! engine_ops {
         ) -> Result<Vec<(i64, i64)>> {
             let rows = sqlx::query(sql::EXPIRED_PARKS)
                 .bind(now)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| {
+                    use $crate::row::Columns;
+                    Ok((r.int("run_id")?, r.int("id")?))
+                })
+                .collect()
+        }
+
+        pub(crate) async fn revoked_parks(c: &mut Conn, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            let rows = sqlx::query(sql::REVOKED_PARKS)
                 .bind(after_task_id)
                 .bind(limit)
                 .fetch_all(&mut *c)
@@ -526,6 +552,86 @@ macro_rules! engine_ops {
             Ok(done.rows_affected() > 0)
         }
 
+        // ---- round facts and key probes (migration 0005) ----
+
+        pub(crate) async fn round_facts(c: &mut Conn, task_id: i64) -> Result<Option<RoundFactsRow>> {
+            sqlx::query(sql::ROUND_FACTS)
+                .bind(task_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::round_facts(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn put_round_facts(c: &mut Conn, facts: &RoundFactsRow) -> Result<()> {
+            check_text(&facts.history)?;
+            sqlx::query(sql::PUT_ROUND_FACTS)
+                .bind(facts.task_id)
+                .bind(facts.chain_rounds)
+                .bind(facts.key_floor)
+                .bind(&facts.history)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
+        }
+
+        pub(crate) async fn round_for_reply(c: &mut Conn, id: i64) -> Result<Option<RoundForReply>> {
+            sqlx::query(sql::ROUND_FOR_REPLY)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::round_for_reply(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_neighbourhood(c: &mut Conn, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::TASK_NEIGHBOURHOOD)
+                .bind(id)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn task_and_deps(c: &mut Conn, id: i64) -> Result<Vec<TaskRow>> {
+            let rows = sqlx::query(sql::TASK_AND_DEPS)
+                .bind(id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn task_keys_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<String>> {
+            Ok(sqlx::query_scalar(sql::TASK_KEYS_OF_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?)
+        }
+
+        pub(crate) async fn used_task_keys(c: &mut Conn, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
+            let mut used = Vec::new();
+            for chunk in keys.chunks(sql::KEY_PROBE_SLOTS) {
+                // A key the text guard refuses is in use nowhere.
+                let probe: Vec<&str> = chunk
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|k| check_text(k).is_ok())
+                    .collect();
+                let Some(first) = probe.first().copied() else {
+                    continue;
+                };
+                let mut q = sqlx::query_scalar::<_, String>(sql::USED_TASK_KEYS).bind(run_id);
+                for i in 0..sql::KEY_PROBE_SLOTS {
+                    q = q.bind(probe.get(i).copied().unwrap_or(first));
+                }
+                used.extend(q.fetch_all(&mut *c).await?);
+            }
+            used.sort();
+            used.dedup();
+            Ok(used)
+        }
+
         // ---- idempotency receipts ----
 
         pub(crate) async fn idempotency_get(c: &mut Conn, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
@@ -585,8 +691,8 @@ macro_rules! engine_ops {
 pub(crate) use engine_ops;
 
 /// The run-table [`crate::Engine`] methods of one engine, over its pool. The invoking module
-/// has `ops` (from [`engine_ops!`]) and `self.pool` and `self.write_tx()` (a write transaction:
-/// `BEGIN IMMEDIATE` on SQLite).
+/// has `ops` (from [`engine_ops!`]), `self.pool`, and `self.write_conn()` (a connection for one
+/// write statement, behind the SQLite writer gate).
 macro_rules! engine_methods {
     () => {
         async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>> {
@@ -623,6 +729,9 @@ macro_rules! engine_methods {
         async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
             ops::tasks_declared_by(&mut *self.pool.acquire().await?, run_id, declaring_id).await
         }
+        async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
+            ops::task_neighbourhood(&mut *self.pool.acquire().await?, run_id, id).await
+        }
 
         async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
             ops::edges_of_run(&mut *self.pool.acquire().await?, run_id).await
@@ -640,25 +749,27 @@ macro_rules! engine_methods {
             ops::job_by_id(&mut *self.pool.acquire().await?, job_id).await
         }
         async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
-            let mut tx = self.write_tx().await?;
-            let jobs = ops::dequeue_jobs(&mut tx, node_id, now, lease_ms, limit).await?;
-            tx.commit().await.map_err(write_error)?;
-            Ok(jobs)
+            // One statement, atomic on its own (and, on SQLite, behind the writer gate like
+            // every write of this process): no explicit transaction around it.
+            ops::dequeue_jobs(&mut *self.write_conn().await?, node_id, now, lease_ms, limit).await
         }
         async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool> {
-            ops::renew_job_lease(&mut *self.pool.acquire().await?, job_id, node_id, now, lease_ms).await
+            ops::renew_job_lease(&mut *self.write_conn().await?, job_id, node_id, now, lease_ms).await
         }
         async fn release_node_leases(&self, node_id: &str) -> Result<u64> {
-            ops::release_node_leases(&mut *self.pool.acquire().await?, node_id).await
+            ops::release_node_leases(&mut *self.write_conn().await?, node_id).await
         }
         async fn requeue_job(&self, job_id: i64, available_at: i64) -> Result<bool> {
-            ops::requeue_job(&mut *self.pool.acquire().await?, job_id, available_at).await
+            ops::requeue_job(&mut *self.write_conn().await?, job_id, available_at).await
         }
         async fn delete_job(&self, job_id: i64) -> Result<bool> {
-            ops::delete_job(&mut *self.pool.acquire().await?, job_id).await
+            ops::delete_job(&mut *self.write_conn().await?, job_id).await
         }
         async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
             ops::expired_parks(&mut *self.pool.acquire().await?, now, after_task_id, limit).await
+        }
+        async fn revoked_parks(&self, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            ops::revoked_parks(&mut *self.pool.acquire().await?, after_task_id, limit).await
         }
         async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
             ops::held_approvals(
@@ -689,7 +800,7 @@ macro_rules! engine_methods {
             ops::idempotency_get(&mut *self.pool.acquire().await?, scope_hash, now).await
         }
         async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
-            ops::purge_idempotency_receipts(&mut *self.pool.acquire().await?, now).await
+            ops::purge_idempotency_receipts(&mut *self.write_conn().await?, now).await
         }
     };
 }

@@ -138,6 +138,12 @@ impl PgStore {
         Ok(crate::PgTx::new(self.write_tx().await?))
     }
 
+    /// A pooled connection for a single write statement (SQLite gates its writers here;
+    /// PostgreSQL needs no gate).
+    pub(crate) async fn write_conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>> {
+        Ok(self.pool.acquire().await?)
+    }
+
     #[cfg(feature = "testing")]
     pub(crate) fn pool(&self) -> &PgPool {
         &self.pool

@@ -256,6 +256,34 @@ pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {
     })
 }
 
+/// A row of [`crate::sql::ROUND_FOR_REPLY`].
+pub(crate) fn round_for_reply(r: &impl Columns) -> Result<RoundForReply> {
+    let facts = match r.opt_int("facts_task_id")? {
+        None => None,
+        Some(task_id) => Some(RoundFactsRow {
+            task_id,
+            chain_rounds: r.int("facts_chain_rounds")?,
+            key_floor: r.int("facts_key_floor")?,
+            history: r.text("facts_history")?,
+        }),
+    };
+    Ok(RoundForReply {
+        task: task(r)?,
+        facts,
+        has_dependents: r.boolean("has_dependents")?,
+        running_awaits: r.boolean("running_awaits")?,
+    })
+}
+
+pub(crate) fn round_facts(r: &impl Columns) -> Result<RoundFactsRow> {
+    Ok(RoundFactsRow {
+        task_id: r.int("task_id")?,
+        chain_rounds: r.int("chain_rounds")?,
+        key_floor: r.int("key_floor")?,
+        history: r.text("history")?,
+    })
+}
+
 pub(crate) fn receipt(r: &impl Columns) -> Result<ReceiptRow> {
     Ok(ReceiptRow {
         id: r.int("id")?,

@@ -129,14 +129,18 @@ pub(crate) const RUNS_OF_WORKSPACE: &str = run_select!("WHERE workspace_id = $1 
 pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
     run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT $3");
 
-/// Under the run lock (the UPDATE takes it on PostgreSQL; SQLite holds the write lock).
-pub(crate) const BUMP_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = last_event_sequence + 1 WHERE id = $1 RETURNING \
-     last_event_sequence";
+/// SQLite (the write lock is held): the event takes the run's next sequence, and the
+/// `events_sequence` trigger (migration 0005) moves `runs.last_event_sequence` to it.
+pub(crate) const APPEND_EVENT_SQLITE: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) \
+     SELECT id, last_event_sequence + 1, $2, $3, $4, $5 FROM runs WHERE id = $1 RETURNING sequence";
+
+/// PostgreSQL: the sequence moves under the run row's lock (the UPDATE takes it) and the event
+/// takes it, in one statement.
+pub(crate) const APPEND_EVENT_PG: &str = "WITH s AS (UPDATE runs SET last_event_sequence = last_event_sequence + 1 \
+     WHERE id = $1 RETURNING last_event_sequence) INSERT INTO events (run_id, sequence, type, at, \
+     task_key, data) SELECT $1, last_event_sequence, $2, $3, $4, $5 FROM s RETURNING sequence";
 
 pub(crate) const LATEST_EVENT_SEQUENCE: &str = "SELECT last_event_sequence FROM runs WHERE id = $1";
-
-pub(crate) const INSERT_EVENT: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ($1, $2, $3, $4, \
-     $5, $6)";
 
 pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_key, data FROM events WHERE run_id = $1 AND \
      sequence > $2 ORDER BY sequence LIMIT $3";
@@ -216,6 +220,14 @@ pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FR
      t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', 'canceled') ORDER BY \
      t.id LIMIT $3";
 
+/// Parks whose addressee is revoked, on live runs (the sweep's second selection, executor.md
+/// §13): unclaimed `dispatched` tool rows and held approvals. `$1` cursor, `$2` limit.
+pub(crate) const REVOKED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN executors e ON \
+     e.id = t.addressed_executor_id JOIN runs r ON r.id = t.run_id WHERE e.status = 'revoked' AND \
+     t.kind = 'tool_task' AND ((t.status = 'dispatched' AND t.claimed_at IS NULL) OR t.status = \
+     'needs_approval') AND t.id > $1 AND r.status NOT IN ('completed', 'canceled') ORDER BY t.id \
+     LIMIT $2";
+
 macro_rules! task_select_t {
     ($where:literal) => {
         concat!(
@@ -267,7 +279,7 @@ pub(crate) const JOB_BY_ID: &str = "SELECT id, kind, run_id, task_id, generation
 
 pub(crate) const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = $1";
 
-/// `$1` node, `$2` lease end, `$3` now, `$4` limit; inside `BEGIN IMMEDIATE`.
+/// `$1` node, `$2` lease end, `$3` now, `$4` limit; one statement behind the writer gate.
 pub(crate) const DEQUEUE_JOBS_SQLITE: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
      (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
      < $3) ORDER BY id LIMIT $4) RETURNING id, kind, run_id, task_id, generation, \
@@ -313,3 +325,49 @@ pub(crate) const RECEIPT_PUT: &str = "INSERT INTO idempotency_receipts (scope_ha
      RETURNING id, scope_hash, envelope_sha256, status, body, expires_at, created_at";
 
 pub(crate) const RECEIPTS_PURGE: &str = "DELETE FROM idempotency_receipts WHERE expires_at <= $1";
+
+// ---- round facts and key probes (migration 0005) ----
+
+pub(crate) const ROUND_FACTS: &str =
+    "SELECT task_id, chain_rounds, key_floor, history FROM round_facts WHERE task_id = $1";
+
+pub(crate) const PUT_ROUND_FACTS: &str = "INSERT INTO round_facts (task_id, chain_rounds, key_floor, history) \
+     VALUES ($1, $2, $3, $4) ON CONFLICT (task_id) DO UPDATE SET chain_rounds = excluded.chain_rounds, \
+     key_floor = excluded.key_floor, history = excluded.history";
+
+/// Every key of the run (the `(run_id, key)` unique index covers it).
+pub(crate) const TASK_KEYS_OF_RUN: &str = "SELECT key FROM tasks WHERE run_id = $1";
+
+/// How many keys one [`USED_TASK_KEYS`] probe names.
+pub(crate) const KEY_PROBE_SLOTS: usize = 16;
+
+/// `$1` run, `$2`–`$17` keys (padded by repeating one): the ones in use.
+pub(crate) const USED_TASK_KEYS: &str = "SELECT key FROM tasks WHERE run_id = $1 AND key IN ($2, $3, $4, $5, $6, \
+     $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)";
+
+/// A task, its declaring row, and the rows of run `$2` that row declared (for a continuation:
+/// its predecessor, the predecessor's fan and itself), by id.
+pub(crate) const TASK_NEIGHBOURHOOD: &str = task_select!(
+    "WHERE id = $1 OR id = (SELECT declaring_task_id FROM tasks WHERE id = $1) OR (run_id = $2 AND \
+     declaring_task_id = (SELECT declaring_task_id FROM tasks WHERE id = $1)) ORDER BY id"
+);
+
+/// A task and the rows it depends on, by id.
+pub(crate) const TASK_AND_DEPS: &str =
+    task_select!("WHERE id = $1 OR id IN (SELECT depends_on_id FROM task_edges WHERE task_id = $1) ORDER BY id");
+
+/// A round as its reply step reads it: the row, its facts (if any), whether any row depends on
+/// it, and whether its run holds a kernel-held (`running`) await.
+pub(crate) const ROUND_FOR_REPLY: &str = "SELECT t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, \
+     t.created_at, t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, \
+     t.mainline, t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, \
+     t.tool_input, t.tool_call_id, t.target_executor_id, t.addressed_executor_id, \
+     t.addressed_role, t.effect_profile, t.timeout_ms, t.await_started_at, t.deadline_at, \
+     t.claim_token, t.claimed_at, t.claimant_id, t.content, t.structured_present, \
+     t.structured_content, t.is_error, t.title, t.metadata, t.error_key, t.error_detail, \
+     t.approval, t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
+     t.settled_at, f.task_id AS facts_task_id, f.chain_rounds AS facts_chain_rounds, \
+     f.key_floor AS facts_key_floor, f.history AS facts_history, EXISTS (SELECT 1 FROM \
+     task_edges e WHERE e.depends_on_id = t.id) AS has_dependents, EXISTS (SELECT 1 FROM tasks \
+     w WHERE w.run_id = t.run_id AND w.status = 'running' AND w.kind = 'await_task') AS \
+     running_awaits FROM tasks t LEFT JOIN round_facts f ON f.task_id = t.id WHERE t.id = $1";

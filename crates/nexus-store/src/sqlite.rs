@@ -3,6 +3,15 @@
 //! Single-node guard: an exclusive `flock` on `<database>.lock`, held for the store's lifetime.
 //! The OS drops it when the process dies, so a crash never blocks a restart.
 //! Every write transaction is `BEGIN IMMEDIATE` (it takes the database write lock up front).
+//!
+//! Writer gate: SQLite admits one writer at a time, and a writer that finds the lock taken
+//! waits in SQLite's busy handler, which sleeps in growing steps (1, 2, 5, 10 … 100 ms) and
+//! gives up at the busy timeout. Under concurrent commits that turns into long stalls and
+//! `SQLITE_BUSY` failures. So within this process every write — a unit of work or a single
+//! statement — first takes one async mutex (the gate), queuing writers in FIFO order without
+//! touching the database lock; the busy handler then only ever waits for another process (an
+//! admin command beside a server). Waiting for the gate is bounded by the same busy timeout,
+//! so a stuck writer answers `Busy` rather than hanging its caller.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -31,6 +40,10 @@ const FILE_POOL_SIZE: u32 = 8;
 #[derive(Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The writer gate (see the module comment): held by every write for its whole duration.
+    writer: Arc<tokio::sync::Mutex<()>>,
+    /// How long a writer waits for the gate before answering [`StoreError::Busy`].
+    busy: Duration,
     /// The database file; `None` for `sqlite::memory:`.
     path: Option<PathBuf>,
     /// The open lock file whose `flock` is the single-node guard (released when the last clone
@@ -114,6 +127,8 @@ impl SqliteStore {
                     .await?;
                 Ok(Self {
                     pool,
+                    writer: Arc::default(),
+                    busy,
                     path: None,
                     _lock: None,
                 })
@@ -143,6 +158,8 @@ impl SqliteStore {
                     .await?;
                 Ok(Self {
                     pool,
+                    writer: Arc::default(),
+                    busy,
                     path: Some(path),
                     _lock: lock.map(Arc::new),
                 })
@@ -160,12 +177,28 @@ impl SqliteStore {
         self.pool.close().await;
     }
 
-    /// A write transaction: `BEGIN IMMEDIATE`.
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Sqlite>> {
-        Ok(self.pool.begin_with("BEGIN IMMEDIATE").await?)
+    /// Takes the writer gate, waiting at most the busy timeout.
+    async fn gate(&self) -> Result<tokio::sync::OwnedMutexGuard<()>> {
+        tokio::time::timeout(self.busy, self.writer.clone().lock_owned())
+            .await
+            .map_err(|_| StoreError::Busy)
     }
 
-    /// Opens a unit of work (`BEGIN IMMEDIATE`).
+    /// A pooled connection for a single write statement, holding the writer gate.
+    pub(crate) async fn write_conn(&self) -> Result<WriteConn> {
+        let gate = self.gate().await?;
+        let conn = self.pool.acquire().await?;
+        Ok(WriteConn { conn, _gate: gate })
+    }
+
+    /// A write transaction: the writer gate, then `BEGIN IMMEDIATE`.
+    pub(crate) async fn write_tx(&self) -> Result<GatedTx> {
+        let gate = self.gate().await?;
+        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        Ok(GatedTx { tx, _gate: gate })
+    }
+
+    /// Opens a unit of work (the writer gate, then `BEGIN IMMEDIATE`).
     pub async fn begin(&self) -> Result<crate::SqliteTx> {
         Ok(crate::SqliteTx::new(self.write_tx().await?))
     }
@@ -265,17 +298,18 @@ impl Engine for SqliteStore {
     }
 
     async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow> {
+        let mut conn = self.write_conn().await?;
         check_text(handle)?;
         sqlx::query(sql::INSERT_ACCOUNT)
             .bind(id_text(public_id))
             .bind(handle)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         let r = sqlx::query(sql::ACCOUNT_BY_HANDLE)
             .bind(handle)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await?;
         row::account(&r)
     }
@@ -290,19 +324,20 @@ impl Engine for SqliteStore {
     }
 
     async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow> {
+        let mut conn = self.write_conn().await?;
         check_text(handle)?;
         sqlx::query(sql::INSERT_WORKSPACE)
             .bind(id_text(public_id))
             .bind(account_id)
             .bind(handle)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         let r = sqlx::query(sql::WORKSPACE_BY_HANDLE)
             .bind(account_id)
             .bind(handle)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await?;
         row::workspace(&r)
     }
@@ -326,11 +361,12 @@ impl Engine for SqliteStore {
     }
 
     async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
+        let mut conn = self.write_conn().await?;
         sqlx::query(sql::UPSERT_STANDING)
             .bind(workspace_id)
             .bind(member_id)
             .bind(standing.as_str())
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         Ok(())
@@ -348,7 +384,7 @@ impl Engine for SqliteStore {
     async fn create_member(&self, new: NewMember) -> Result<(MemberRow, Option<ExecutorRow>)> {
         row::check_member_text(&new)?;
         let agent = row::agent_executor_of(&new)?;
-        let mut tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
+        let mut tx = self.write_tx().await?;
         let r = sqlx::query(sql::INSERT_MEMBER)
             .bind(id_text(new.public_id))
             .bind(new.account_id)
@@ -402,6 +438,7 @@ impl Engine for SqliteStore {
     }
 
     async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()> {
+        let mut conn = self.write_conn().await?;
         if let Some(c) = configuration {
             check_text(c)?;
         }
@@ -409,7 +446,7 @@ impl Engine for SqliteStore {
             .bind(configuration)
             .bind(now)
             .bind(member_id)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -419,6 +456,7 @@ impl Engine for SqliteStore {
     }
 
     async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow> {
+        let mut conn = self.write_conn().await?;
         check_text(&new.display_name)?;
         let r = sqlx::query(sql::INSERT_EXECUTOR)
             .bind(id_text(new.public_id))
@@ -429,7 +467,7 @@ impl Engine for SqliteStore {
             .bind(new.manager_id)
             .bind(None::<i64>)
             .bind(new.now)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await
             .map_err(write_error)?;
         row::executor(&r)
@@ -482,18 +520,20 @@ impl Engine for SqliteStore {
     }
 
     async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64> {
+        let mut conn = self.write_conn().await?;
         let epoch: Option<i64> = sqlx::query_scalar(sql::ADVANCE_EPOCH)
             .bind(executor_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *conn)
             .await
             .map_err(write_error)?;
         epoch.ok_or_else(|| StoreError::NotFound(format!("executor {executor_id}")))
     }
 
     async fn revoke_executor(&self, executor_id: i64, _now: i64) -> Result<()> {
+        let mut conn = self.write_conn().await?;
         let done = sqlx::query(sql::REVOKE_EXECUTOR)
             .bind(executor_id)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -503,6 +543,7 @@ impl Engine for SqliteStore {
     }
 
     async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
+        let mut conn = self.write_conn().await?;
         row::check_announcement_text(announcement)?;
         let done = sqlx::query(sql::PUT_ANNOUNCEMENT)
             .bind(&announcement.served_tools)
@@ -510,7 +551,7 @@ impl Engine for SqliteStore {
             .bind(&announcement.served_documents)
             .bind(now)
             .bind(executor_id)
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -520,6 +561,7 @@ impl Engine for SqliteStore {
     }
 
     async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
+        let mut conn = self.write_conn().await?;
         check_text(&new.secret_sha256)?;
         let r = sqlx::query(sql::INSERT_CREDENTIAL)
             .bind(id_text(new.public_id))
@@ -530,7 +572,7 @@ impl Engine for SqliteStore {
             .bind(&new.secret_sha256)
             .bind(new.expires_at)
             .bind(new.now)
-            .fetch_one(&self.pool)
+            .fetch_one(&mut *conn)
             .await
             .map_err(write_error)?;
         row::credential(&r)
@@ -546,10 +588,11 @@ impl Engine for SqliteStore {
     }
 
     async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
+        let mut conn = self.write_conn().await?;
         let done = sqlx::query(sql::REVOKE_CREDENTIAL)
             .bind(now)
             .bind(id_text(public_id))
-            .execute(&self.pool)
+            .execute(&mut *conn)
             .await
             .map_err(write_error)?;
         Ok(done.rows_affected() > 0)
@@ -568,4 +611,54 @@ impl Engine for SqliteStore {
     crate::ops::engine_methods!();
     crate::uploads::upload_methods!();
     crate::memory::memory_methods!();
+}
+
+/// A pooled connection holding the writer gate (from [`SqliteStore::write_conn`]). The
+/// connection goes back to the pool before the gate opens (fields drop in order).
+pub(crate) struct WriteConn {
+    conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
+    _gate: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl std::ops::Deref for WriteConn {
+    type Target = SqliteConnection;
+    fn deref(&self) -> &SqliteConnection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for WriteConn {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+}
+
+/// A write transaction holding the writer gate (from [`SqliteStore::write_tx`]). Dropped
+/// without [`GatedTx::commit`], it rolls back; the gate opens after the transaction is gone.
+pub(crate) struct GatedTx {
+    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    _gate: tokio::sync::OwnedMutexGuard<()>,
+}
+
+impl GatedTx {
+    pub(crate) async fn commit(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.commit().await
+    }
+
+    pub(crate) async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+impl std::ops::Deref for GatedTx {
+    type Target = SqliteConnection;
+    fn deref(&self) -> &SqliteConnection {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for GatedTx {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.tx
+    }
 }

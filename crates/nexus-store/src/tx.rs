@@ -21,7 +21,8 @@ use crate::{Result, StoreError, postgres, sqlite, voids_transaction, write_error
 
 /// An open SQLite transaction (`BEGIN IMMEDIATE`).
 pub struct SqliteTx {
-    pub(crate) tx: sqlx::Transaction<'static, sqlx::Sqlite>,
+    /// The transaction and the writer gate it holds (sqlite.rs).
+    pub(crate) tx: sqlite::GatedTx,
     /// A statement failed in the database: the unit of work is void.
     pub(crate) void: bool,
 }
@@ -33,7 +34,7 @@ pub struct PgTx {
 }
 
 impl SqliteTx {
-    pub(crate) fn new(tx: sqlx::Transaction<'static, sqlx::Sqlite>) -> Self {
+    pub(crate) fn new(tx: sqlite::GatedTx) -> Self {
         Self { tx, void: false }
     }
 }
@@ -395,5 +396,40 @@ impl Tx {
     /// The internal id of the workspace with this public id.
     pub async fn workspace_id_of(&mut self, public_id: uuid::Uuid) -> Result<Option<i64>> {
         tx_dispatch!(self, workspace_id_of(public_id))
+    }
+}
+
+/// Round facts and key probes (migration 0005): what a round's expansion reads instead of the
+/// whole run.
+impl Tx {
+    /// A round as its reply step reads it (one statement): the row, its facts, and two facts
+    /// of its neighbourhood.
+    pub async fn round_for_reply(&mut self, task_id: i64) -> Result<Option<RoundForReply>> {
+        tx_dispatch!(self, round_for_reply(task_id))
+    }
+
+    /// The task `task_id` and the rows it depends on, by id.
+    pub async fn task_and_deps(&mut self, task_id: i64) -> Result<Vec<TaskRow>> {
+        tx_dispatch!(self, task_and_deps(task_id))
+    }
+
+    /// The facts of a continuation round, if its authoring transaction wrote them.
+    pub async fn round_facts(&mut self, task_id: i64) -> Result<Option<RoundFactsRow>> {
+        tx_dispatch!(self, round_facts(task_id))
+    }
+
+    /// Writes (or replaces) a round's facts.
+    pub async fn put_round_facts(&mut self, facts: &RoundFactsRow) -> Result<()> {
+        tx_dispatch!(self, put_round_facts(facts))
+    }
+
+    /// Every task key of the run, in no particular order.
+    pub async fn task_keys_of_run(&mut self, run_id: i64) -> Result<Vec<String>> {
+        tx_dispatch!(self, task_keys_of_run(run_id))
+    }
+
+    /// The keys among `keys` that name a task of the run (sorted, without repeats).
+    pub async fn used_task_keys(&mut self, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
+        tx_dispatch!(self, used_task_keys(run_id, keys))
     }
 }

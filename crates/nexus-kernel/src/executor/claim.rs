@@ -51,6 +51,24 @@ pub(crate) fn deadline_passed(task: &TaskRow, now: i64) -> bool {
     task.deadline_at.is_some_and(|d| d <= now)
 }
 
+/// Door facts that belong to the executor and the run's principals, not to the row: whether
+/// the executor is eligible for the run (executor.md §1) and whether the run's creator keeps
+/// write standing. The claim and commit doors read them before their unit of work opens, so
+/// the unit holds the store's write gate (SQLite) only for the row's own statements; the
+/// run's answering member and creator never change, and a standing or eligibility change that
+/// lands between the read and the lock counts as landing after the request.
+pub(crate) struct DoorFacts {
+    pub eligible: bool,
+    pub creator_standing: bool,
+}
+
+pub(crate) fn no_standing() -> KernelError {
+    refuse(
+        Code::NotAuthorized,
+        "the run's creator no longer holds write standing in its workspace",
+    )
+}
+
 impl Kernel {
     /// The run `run` in the executor's account, or 404 `not_found`.
     pub(crate) async fn executor_run(&self, p: &ExecutorPrincipal, run: Uuid) -> KernelResult<RunRow> {
@@ -94,26 +112,28 @@ impl Kernel {
         }
     }
 
-    /// The run's creator keeps write standing (errors-and-auth.md §2): else 409
-    /// `not_authorized` on the executor plane.
-    pub(crate) async fn creator_standing(&self, run: &RunRow) -> KernelResult<()> {
+    /// The run's creator keeps write standing (errors-and-auth.md §2); the doors answer 409
+    /// `not_authorized` ([`no_standing`]) when it does not.
+    pub(crate) async fn creator_has_standing(&self, run: &RunRow) -> KernelResult<bool> {
         let standing = self.store.standing(run.workspace_id, run.created_by_id).await?;
-        if standing.is_none_or(|s| s < Standing::Write) {
-            return Err(refuse(
-                Code::NotAuthorized,
-                "the run's creator no longer holds write standing in its workspace",
-            ));
-        }
-        Ok(())
+        Ok(standing.is_some_and(|s| s >= Standing::Write))
+    }
+
+    /// The door facts of `executor` on `run`, read before the unit of work opens.
+    pub(crate) async fn door_facts(&self, run: &RunRow, executor: &ExecutorRow) -> KernelResult<DoorFacts> {
+        Ok(DoorFacts {
+            eligible: self.executor_eligible(run, executor).await?,
+            creator_standing: self.creator_has_standing(run).await?,
+        })
     }
 
     /// The claim preconditions 2–9 of executor.md §7, in order, on the row read under the
     /// run lock.
-    async fn check_claimable(
-        &self,
+    fn check_claimable(
         run: &RunRow,
         task: &TaskRow,
         executor: &ExecutorRow,
+        facts: &DoorFacts,
         now: i64,
     ) -> KernelResult<()> {
         // 2. Addressed here (kernel rows have no addressee).
@@ -136,7 +156,7 @@ impl Kernel {
             return Err(refuse(Code::NotAddressedHere, "the row is routed to another runner"));
         }
         // 5. Eligibility for the run's answering principal.
-        if !self.executor_eligible(run, executor).await? {
+        if !facts.eligible {
             return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
         }
         // 6. Still serves the tool (the current announcement).
@@ -148,7 +168,9 @@ impl Kernel {
             ));
         }
         // 7. The run's creator keeps write standing.
-        self.creator_standing(run).await?;
+        if !facts.creator_standing {
+            return Err(no_standing());
+        }
         // 8. A dispatched park on a live run. A park whose deadline passed is the sweep's.
         let live_run = matches!(run.status.as_str(), "running" | "canceling");
         if task.status != "dispatched" || !live_run {
@@ -176,8 +198,9 @@ impl Kernel {
     /// deadline_at}}`.
     pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<Value> {
         let run = self.executor_run(p, run).await?;
+        let facts = self.door_facts(&run, &p.executor).await?;
         let (mut tx, mut run, task) = self.lock_row(run.id, key).await?;
-        if let Err(e) = self.check_claimable(&run, &task, &p.executor, now).await {
+        if let Err(e) = Self::check_claimable(&run, &task, &p.executor, &facts, now) {
             tx.rollback().await?;
             return Err(e);
         }

@@ -204,8 +204,17 @@ impl Kernel {
         let failed = outcome_of(body)?;
         // Door 2: the row.
         let run = self.executor_run(p, run).await?;
+        // What needs no row lock is worked out before the unit of work opens, so it holds the
+        // store's write gate (SQLite) only for the row's own statements; the answers still
+        // come in the doors' order (`commit_in`).
+        let presented = Presented {
+            body,
+            failed,
+            creator_standing: self.creator_has_standing(&run).await?,
+            payload: validate_payload(body),
+        };
         let (mut tx, mut run, mut task) = self.lock_row(run.id, key).await?;
-        match self.commit_in(&mut tx, &mut run, &mut task, p, body, failed, now).await {
+        match self.commit_in(&mut tx, &mut run, &mut task, p, presented, now).await {
             Ok(Step::Idle) => {
                 tx.rollback().await?;
                 self.idle(&run, task.id).await
@@ -227,17 +236,21 @@ impl Kernel {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn commit_in(
         &self,
         tx: &mut Tx,
         run: &mut RunRow,
         task: &mut TaskRow,
         p: &ExecutorPrincipal,
-        body: &Value,
-        failed: bool,
+        presented: Presented<'_>,
         now: i64,
     ) -> KernelResult<Step> {
+        let Presented {
+            body,
+            failed,
+            creator_standing,
+            payload,
+        } = presented;
         let executor = &p.executor;
         // Door 3: addressed here; approvals are decided, not committed.
         if task.addressed_executor_id != Some(executor.id) {
@@ -259,7 +272,9 @@ impl Kernel {
             return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
         }
         // Door 5: the run's creator keeps write standing.
-        self.creator_standing(run).await?;
+        if !creator_standing {
+            return Err(super::claim::no_standing());
+        }
 
         // Settle 1: already terminal → idle.
         if run_is_terminal(&run.status) || is_settled(&task.status) {
@@ -302,7 +317,7 @@ impl Kernel {
             );
         }
         // Settle 5: payload refusals (the park stands).
-        let payload = validate_payload(body)?;
+        let payload = payload?;
         let links = results::linked_uploads(&payload.blocks);
         // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
         self.check_result_uploads(tx, Committer::Executor(executor.id), &links)
@@ -362,6 +377,17 @@ impl Kernel {
         self.bind_result_uploads(tx, task.id, &links).await?;
         Ok(Step::Settled(effects))
     }
+}
+
+/// A commit request, with what could be worked out before the row lock.
+struct Presented<'a> {
+    body: &'a Value,
+    /// `outcome: failed`.
+    failed: bool,
+    /// The run's creator keeps write standing (door 5).
+    creator_standing: bool,
+    /// The payload's own checks (settle 5), answered only if the earlier doors pass.
+    payload: KernelResult<Payload>,
 }
 
 /// What the settle engine decided.

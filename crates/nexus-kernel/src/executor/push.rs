@@ -12,8 +12,13 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast;
 use uuid::Uuid;
 
+use nexus_store::{Engine, TaskRow, task_status};
+
 use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
+use crate::error::KernelResult;
+use crate::executor::inbox::inbox_kind;
+use crate::runs::AfterCommit;
 
 /// Frames buffered per channel before a slow reader starts losing them (it recovers by
 /// polling its inbox).
@@ -72,6 +77,17 @@ pub fn hello_frame(principal: &ExecutorPrincipal) -> Value {
     })
 }
 
+/// The executor holding `task` in its inbox, if any: the claimant of a claimed `dispatched`
+/// row, otherwise the addressee of a row in an inbox status (kernel rows and rows of a human's
+/// run have none).
+pub(crate) fn inbox_holder(task: &TaskRow) -> Option<i64> {
+    inbox_kind(task)?;
+    match task.claimed_at {
+        Some(_) => task.claimant_id.or(task.addressed_executor_id),
+        None => task.addressed_executor_id,
+    }
+}
+
 impl Kernel {
     /// Hand-off (plan §F): `work_available` to the addressee, after the commit that parked the
     /// row. `kind` is `tool_call`, `ask` or `approval`. Best effort.
@@ -82,12 +98,48 @@ impl Kernel {
     }
 
     /// Hand-off (plan §F): `work_canceled` to the claimant, after the commit that canceled a
-    /// claimed row. Best effort.
-    #[allow(dead_code)]
+    /// claimed row (and to the addressee of any other inbox row that was canceled). Best effort.
     pub(crate) fn push_cancel(&self, executor_public_id: Uuid, run: Uuid, task_key: &str) {
         self.executor_plane
             .channels
             .send(executor_public_id, work_canceled_frame(run, task_key));
+    }
+
+    /// The `work_canceled` hand-offs of a cancel in `run` (runs.md §2 stop; executor.md §10): one
+    /// for each row of `before` (the rows as they stood before the cancel, in the same transaction)
+    /// that sat in an executor's inbox and that `now_row` shows `canceled`. The frame goes to
+    /// the claimant of a claimed row, otherwise to the row's addressee. The caller pushes the
+    /// effects and publishes them after its commit.
+    pub(crate) async fn work_canceled_effects<'g>(
+        &self,
+        run: Uuid,
+        before: &[TaskRow],
+        now_row: impl Fn(i64) -> Option<&'g TaskRow>,
+    ) -> KernelResult<Vec<AfterCommit>> {
+        let mut effects = Vec::new();
+        let mut public_ids: HashMap<i64, Option<Uuid>> = HashMap::new();
+        for t in before {
+            let Some(executor_id) = inbox_holder(t) else { continue };
+            let Some(after) = now_row(t.id) else { continue };
+            if after.status != task_status::CANCELED || after.generation != t.generation {
+                continue;
+            }
+            let public_id = match public_ids.get(&executor_id) {
+                Some(p) => *p,
+                None => {
+                    let p = self.store.executor_by_id(executor_id).await?.map(|e| e.public_id);
+                    public_ids.insert(executor_id, p);
+                    p
+                }
+            };
+            let Some(executor_public_id) = public_id else { continue };
+            effects.push(AfterCommit::WorkCanceled {
+                executor_public_id,
+                run,
+                task_key: t.key.clone(),
+            });
+        }
+        Ok(effects)
     }
 
     /// Opens a push channel for an authenticated executor: the receiver of its frames from now
@@ -101,7 +153,6 @@ impl Kernel {
     /// credential's epoch, and the credential not revoked or expired. A channel whose principal
     /// was fenced is closed by the server at its next ping.
     pub async fn channel_still_valid(&self, principal: &ExecutorPrincipal) -> bool {
-        use nexus_store::Engine;
         let now = crate::time::now_ms();
         let executor = self.store.executor_by_id(principal.executor.id).await;
         let credential = self.store.credential_by_public_id(principal.credential.public_id).await;
@@ -143,5 +194,28 @@ mod tests {
         drop(rx);
         assert!(!hub.is_connected(a));
         hub.send(a, work_canceled_frame(run, "k"));
+    }
+
+    #[test]
+    fn the_inbox_holder_is_the_claimant_else_the_addressee() {
+        let row = |kind: &str, status: &str| TaskRow {
+            kind: kind.into(),
+            status: status.into(),
+            addressed_executor_id: Some(7),
+            ..TaskRow::default()
+        };
+        assert_eq!(inbox_holder(&row("tool_task", "dispatched")), Some(7));
+        assert_eq!(inbox_holder(&row("tool_task", "needs_approval")), Some(7));
+        assert_eq!(inbox_holder(&row("await_task", "awaiting_input")), Some(7));
+        let mut claimed = row("tool_task", "dispatched");
+        claimed.claimed_at = Some(1);
+        claimed.claimant_id = Some(9);
+        assert_eq!(inbox_holder(&claimed), Some(9));
+        // Not an inbox status, or no addressee (a kernel row, a human's approval): nobody.
+        assert_eq!(inbox_holder(&row("tool_task", "running")), None);
+        assert_eq!(inbox_holder(&row("tool_task", "waiting")), None);
+        let mut kernel = row("tool_task", "dispatched");
+        kernel.addressed_executor_id = None;
+        assert_eq!(inbox_holder(&kernel), None);
     }
 }

@@ -10,7 +10,7 @@ use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind}
 use nexus_core::jcs;
 use nexus_core::steps::{self, Step, StepVerb, StepsContext, ToolRoute};
 use nexus_store::{
-    Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewReceipt, NewRun, NewTask, RunRow, StoreError,
+    Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewReceipt, NewRun, NewTask, RunRow, StoreError, TaskRow,
     WorkspaceRow, run_status, task_status,
 };
 use serde_json::{Value, json};
@@ -730,6 +730,13 @@ impl Kernel {
         }
         let mut effects = vec![AfterCommit::RunEvents(run.id)];
         let mut g = Graph::load(&mut tx, run.id).await?;
+        // The rows as they stood: an inbox row the stop cancels owes its holder `work_canceled`.
+        let before: Vec<TaskRow> = g
+            .tasks
+            .iter()
+            .filter(|t| crate::executor::push::inbox_holder(t).is_some())
+            .cloned()
+            .collect();
         if run.status == run_status::PENDING {
             self.cancel_live(&mut tx, &mut run, &mut g, true, now).await?;
             self.set_run_status(&mut tx, &mut run, run_status::CANCELED, None, now, &mut effects)
@@ -742,6 +749,10 @@ impl Kernel {
             self.cancel_live(&mut tx, &mut run, &mut g, force, now).await?;
             self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         }
+        effects.extend(
+            self.work_canceled_effects(run.public_id, &before, |id| g.get(id))
+                .await?,
+        );
         tx.commit().await?;
         self.publish(effects).await;
         Ok(json!({"run": self.run_json(ws.public_id, &run).await?}))

@@ -94,6 +94,11 @@ impl Kernel {
                     run,
                     task_key,
                 } => self.push_work(executor_public_id, kind, run, &task_key),
+                AfterCommit::WorkCanceled {
+                    executor_public_id,
+                    run,
+                    task_key,
+                } => self.push_cancel(executor_public_id, run, &task_key),
             }
         }
         for run_id in runs {

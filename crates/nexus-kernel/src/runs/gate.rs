@@ -391,10 +391,19 @@ impl Kernel {
                 self.hold(tx, run, task, now, true, &mut effects).await?;
             }
             Decision::Grant(origin) => {
-                self.transition(tx, run, task, "needs_approval", now).await?;
+                // `waiting → needs_approval → running | dispatched` in one update.
                 let fact = approval_fact(grant_word(origin), None, now);
-                self.release(tx, run, task, &addressing, fact, now, &mut effects)
-                    .await?;
+                self.release_from(
+                    tx,
+                    run,
+                    task,
+                    &addressing,
+                    fact,
+                    now,
+                    &mut effects,
+                    Some("needs_approval"),
+                )
+                .await?;
             }
             Decision::Deny { detail } => {
                 self.transition(tx, run, task, "needs_approval", now).await?;
@@ -509,6 +518,24 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
+        self.release_from(tx, run, task, addressing, approval, now, effects, None)
+            .await
+    }
+
+    /// [`Kernel::release`] of a row that crosses `via` (`needs_approval`) on the way: a mode
+    /// or rule grant releases a `waiting` row in the same update that crosses the gate.
+    #[allow(clippy::too_many_arguments)]
+    async fn release_from(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        addressing: &Addressing,
+        approval: String,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+        via: Option<&str>,
+    ) -> KernelResult<bool> {
         effects.push(AfterCommit::RunEvents(run.id));
         task.approval = Some(approval);
         task.effect_profile = Some(addressing.effect_profile.to_string());
@@ -522,7 +549,7 @@ impl Kernel {
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));
-                if !self.transition(tx, run, task, "running", now).await? {
+                if !self.transition_via(tx, run, task, via, "running", now).await? {
                     return Ok(false);
                 }
                 tx.insert_job(NewJob {
@@ -544,7 +571,7 @@ impl Kernel {
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));
-                if !self.transition(tx, run, task, "dispatched", now).await? {
+                if !self.transition_via(tx, run, task, via, "dispatched", now).await? {
                     return Ok(false);
                 }
                 effects.push(AfterCommit::WorkAvailable {

@@ -14,6 +14,9 @@
 //!   its `content` the reply text as stored blocks;
 //! - a round's chain predecessor is its `declaring_task_id` (a continuation `r{n}` is declared
 //!   by the round whose calls it reads; a fan member `r{n}t{i}` by the round that made the call);
+//! - a continuation round has a `round_facts` row, written by the expansion that authored it:
+//!   its chain's length before it, the repeat-call rule's look-back of its predecessor, and a
+//!   floor under the free round numbers (round.rs);
 //! - a sealed record (`sealed_requests.record`) is `{entries, request_options}` with
 //!   `request_options = {provider, model, max_output_tokens, reasoning_effort, system, tools,
 //!   url, headers}`; `body_sha256`, `request_bytes`, `attempts` are columns.
@@ -105,6 +108,12 @@ pub(crate) enum AfterCommit {
     WorkAvailable {
         executor_public_id: Uuid,
         kind: &'static str,
+        run: Uuid,
+        task_key: String,
+    },
+    /// A row that sat in an executor's inbox was canceled (`work_canceled` on its channel).
+    WorkCanceled {
+        executor_public_id: Uuid,
         run: Uuid,
         task_key: String,
     },
@@ -219,6 +228,9 @@ pub struct Runtime {
     pub(crate) jobs: tokio::sync::Notify,
     /// In-flight model calls by task id: a stop aborts them.
     pub(crate) inflight: Mutex<HashMap<i64, Arc<tokio::sync::Notify>>>,
+    /// The entries of the rounds this process sealed last, so a continuation's request starts
+    /// from them without re-reading and re-parsing its predecessor's sealed record.
+    pub(crate) sealed: Mutex<request::SealedCache>,
 }
 
 impl Runtime {
@@ -233,6 +245,7 @@ impl Runtime {
             hub: Hub::default(),
             jobs: tokio::sync::Notify::new(),
             inflight: Mutex::new(HashMap::new()),
+            sealed: Mutex::new(request::SealedCache::default()),
         }
     }
 }

@@ -12,20 +12,55 @@
 //! A continuation starts from its predecessor's sealed entries, so every round's request is a
 //! byte prefix of the next one's, and the tools block comes from the frozen declaration every
 //! time.
+//!
+//! What a continuation's build reads: the rows of one `task_neighbourhood` read (itself, its
+//! predecessor and the predecessor's fan), unless a fan row pairs with a child (then every row
+//! of the run); the predecessor's entries from this process's [`SealedCache`] (else its sealed
+//! record, parsed); the run's uploads only when a rendered row holds a `resource_link`.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use nexus_core::declaration;
 use nexus_core::pairing::{self, EnvelopeHead, MediaInfo, MediaJudge, SettledView};
 use nexus_core::results;
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
-use nexus_store::{Engine, RunRow, TaskRow};
+use nexus_store::{Engine, TaskRow};
 use serde_json::Value;
 
+use super::round::{PrevRecord, round_record};
 use super::{FrozenContext, RequestSurface, StoredReply, is_settled, task_kind};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
+use crate::uploads::UploadJudge;
+
+/// How many sealed rounds' entries one process keeps.
+const SEALED_CACHE_ROUNDS: usize = 16;
+
+/// The neutral entries of the rounds this process sealed last, by (task id, generation). A
+/// sealed record is written once and never changed, so a hit is exactly what parsing the
+/// stored record gives; a miss (another node sealed it, a restart, eviction) reads the store.
+#[derive(Debug, Default)]
+pub(crate) struct SealedCache {
+    rounds: VecDeque<((i64, i64), Vec<Entry>)>,
+}
+
+impl SealedCache {
+    /// Keeps the entries of a committed seal (evicting the oldest beyond the bound).
+    pub fn put(&mut self, key: (i64, i64), entries: Vec<Entry>) {
+        self.rounds.retain(|(k, _)| *k != key);
+        if self.rounds.len() >= SEALED_CACHE_ROUNDS {
+            self.rounds.pop_front();
+        }
+        self.rounds.push_back((key, entries));
+    }
+
+    /// Removes and returns the entries of (task id, generation), if kept.
+    pub fn take(&mut self, key: (i64, i64)) -> Option<Vec<Entry>> {
+        let i = self.rounds.iter().position(|(k, _)| *k == key)?;
+        self.rounds.remove(i).map(|(_, entries)| entries)
+    }
+}
 
 /// Media facts for pairing. No uploads exist yet, so no link is a media link.
 pub(crate) struct Judge<'a> {
@@ -236,34 +271,66 @@ impl Kernel {
     }
 
     /// For a continuation whose predecessor's fan pairs with no child: just the predecessor
-    /// and its fan (all its replay reads). `None` to read every row of the run.
-    async fn continuation_rows(&self, round: &TaskRow) -> KernelResult<Option<Rows<'static>>> {
-        let Some(prev_id) = round.declaring_task_id else {
-            return Ok(None);
-        };
-        let Some(prev) = self
-            .store
-            .task_by_id(prev_id)
-            .await?
-            .filter(|p| p.kind == task_kind::MODEL && p.run_id == round.run_id)
-        else {
-            return Ok(None);
-        };
-        let declared = self.store.tasks_declared_by(round.run_id, prev.id).await?;
+    /// and its fan (all its replay reads), picked from `neighbourhood` (the round's
+    /// [`nexus_store::Engine::task_neighbourhood`]). `None` to read every row of the run.
+    fn continuation_rows(round: &TaskRow, mut neighbourhood: Vec<TaskRow>) -> Option<Rows<'static>> {
+        let prev_id = round.declaring_task_id?;
+        let at = neighbourhood.iter().position(|t| t.id == prev_id)?;
+        let prev = neighbourhood.remove(at);
+        if prev.kind != task_kind::MODEL || prev.run_id != round.run_id {
+            return None;
+        }
+        let declared: Vec<TaskRow> = neighbourhood
+            .into_iter()
+            .filter(|t| t.run_id == round.run_id && t.declaring_task_id == Some(prev_id))
+            .collect();
         if declared
             .iter()
             .any(|t| t.kind == task_kind::TOOL && t.status == "completed" && t.pairs_with.is_some())
         {
-            return Ok(None);
+            return None;
         }
         let mut tasks = Vec::with_capacity(declared.len() + 1);
         tasks.push(prev);
         tasks.extend(declared);
-        Ok(Some(Rows::new(tasks)))
+        Some(Rows::new(tasks))
     }
 
-    /// The sealed entries of a round's current generation, if sealed.
+    /// Keeps the entries of a round whose seal just committed, for its continuation.
+    pub(crate) fn remember_sealed(&self, round: &TaskRow, entries: Vec<Entry>) {
+        self.runtime
+            .sealed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .put((round.id, round.generation), entries);
+    }
+
+    /// The sealed entries of a round's current generation, if sealed: this process's copy of
+    /// what it sealed, else the stored record parsed.
     async fn entries_of(&self, round: &TaskRow) -> KernelResult<Option<Vec<Entry>>> {
+        let kept = self
+            .runtime
+            .sealed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take((round.id, round.generation));
+        if let Some(entries) = kept {
+            #[cfg(debug_assertions)]
+            {
+                let stored = self
+                    .store
+                    .sealed_request(round.id, round.generation)
+                    .await?
+                    .and_then(|s| sealed_entries(&s.record));
+                assert_eq!(
+                    stored.as_ref(),
+                    Some(&entries),
+                    "the kept entries of {} differ from its stored record",
+                    round.key
+                );
+            }
+            return Ok(Some(entries));
+        }
         Ok(self
             .store
             .sealed_request(round.id, round.generation)
@@ -271,22 +338,35 @@ impl Kernel {
             .and_then(|s| sealed_entries(&s.record)))
     }
 
-    /// Builds the neutral request of `round` (its current generation).
+    /// Builds the neutral request of `round` (its current generation; `neighbourhood` is its
+    /// [`nexus_store::Engine::task_neighbourhood`]), and, when the rows it read were only the
+    /// predecessor and its fan, the predecessor's record for the
+    /// repeat-call rule (computed from the same rows, handed to the reply step in memory).
     pub(crate) async fn build_request(
         &self,
-        _run: &RunRow,
         round: &TaskRow,
+        neighbourhood: Vec<TaskRow>,
         capabilities: &ModelCapabilities,
-    ) -> KernelResult<ModelRequest> {
-        let rows = match self.continuation_rows(round).await? {
-            Some(rows) => rows,
-            None => Rows::new(self.all_tasks(round.run_id).await?),
+    ) -> KernelResult<(ModelRequest, Option<PrevRecord>)> {
+        let (rows, fan_only) = match Self::continuation_rows(round, neighbourhood) {
+            Some(rows) => (rows, true),
+            None => (Rows::new(self.all_tasks(round.run_id).await?), false),
         };
         let frozen = FrozenContext::of(round);
         let surface = RequestSurface::of(round);
         let (provider, model) = split_ref(&surface.model);
-        // The run's bound uploads against this round's model (uploads helper, §F).
-        let judge = self.media_judge(round.run_id, Some(capabilities)).await?;
+        // The run's bound uploads against this round's model (uploads helper, §F). The judge
+        // is consulted for `resource_link` blocks only: without one among the rows rendered,
+        // the run's uploads are not read.
+        let links = rows
+            .tasks
+            .iter()
+            .any(|t| t.content.as_deref().is_some_and(|c| c.contains("resource_link")));
+        let judge = if links {
+            self.media_judge(round.run_id, Some(capabilities)).await?
+        } else {
+            UploadJudge::new(&[], Some(capabilities))
+        };
 
         let mut system: Vec<String> = Vec::new();
         if let Some(i) = surface.instructions.as_deref().filter(|s| !s.is_empty()) {
@@ -301,6 +381,10 @@ impl Kernel {
             .declaring_task_id
             .and_then(|id| rows.get(id))
             .filter(|t| t.kind == task_kind::MODEL);
+        let prev_record = previous.filter(|_| fan_only).map(|prev| PrevRecord {
+            round_id: prev.id,
+            record: round_record(&rows, prev),
+        });
         let entries = match previous {
             Some(prev) => {
                 let mut entries = self.entries_of(prev).await?.ok_or_else(|| {
@@ -340,7 +424,7 @@ impl Kernel {
             }
         };
 
-        Ok(ModelRequest {
+        let request = ModelRequest {
             provider,
             model,
             system,
@@ -350,7 +434,8 @@ impl Kernel {
                 max_output_tokens: surface.max_output_tokens,
                 reasoning_effort: surface.reasoning_effort.clone(),
             },
-        })
+        };
+        Ok((request, prev_record))
     }
 }
 

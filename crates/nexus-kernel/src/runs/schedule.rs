@@ -7,6 +7,10 @@
 //! blocked task is skipped (`upstream_failed`), and the skip cascades. Readiness is evaluated
 //! for the dependents of a task when it settles, so a task becomes ready exactly once per
 //! generation of its last dependency.
+//!
+//! A settle's consequences are computed over the rows they can reach (its dependents and their
+//! dependencies, [`Graph::load_around`], or the rows an expansion just wrote) when that provably
+//! holds the whole cascade; otherwise over the whole run ([`Graph::load`]).
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
@@ -29,13 +33,36 @@ pub(crate) struct Graph {
     dependents: HashMap<i64, Vec<i64>>,
     /// Tasks started in this transaction (a model task's job is inserted once).
     started: HashSet<i64>,
+    /// Every row and edge of the run ([`Graph::load`]), not a neighbourhood.
+    whole: bool,
 }
 
 impl Graph {
     pub async fn load(tx: &mut Tx, run_id: i64) -> KernelResult<Graph> {
         let tasks = tx.tasks_of_run(run_id).await?;
         let edges = tx.edges_of_run(run_id).await?;
-        Ok(Graph::new(tasks, &edges))
+        let mut g = Graph::new(tasks, &edges);
+        g.whole = true;
+        Ok(g)
+    }
+
+    /// Whether this is the whole run ([`Graph::load`]) rather than a neighbourhood.
+    pub fn is_whole(&self) -> bool {
+        self.whole
+    }
+
+    /// Whether a cascade from the settled rows `settled` provably stays inside this graph (the
+    /// caller has checked that no kernel-held wait observes rows of the run, and that every
+    /// dependent of a settled row is here with all its dependencies): no waiting dependent is
+    /// an await or blocked (a skip cascades further).
+    pub fn contains_cascade(&self, settled: &[i64]) -> bool {
+        settled.iter().all(|&id| {
+            self.dependents_of(id).into_iter().all(|d| match self.get(d) {
+                None => false,
+                Some(t) if t.status != task_status::WAITING => true,
+                Some(t) => t.kind != task_kind::AWAIT && !matches!(readiness(self, d), Readiness::Blocked),
+            })
+        })
     }
 
     /// The rows a settle of `task` can reach without leaving them: `task`, its dependents and
@@ -49,41 +76,35 @@ impl Graph {
         let mut edges = tx.edges_into(task.id).await?;
         let mut dependents: Vec<i64> = edges.iter().map(|e| e.task_id).collect();
         dependents.dedup();
-        let mut ids: Vec<i64> = vec![task.id];
+        let mut seen = HashSet::from([task.id]);
+        let mut tasks = vec![task.clone()];
         for &d in &dependents {
-            ids.push(d);
-            let from = tx.edges_from(d).await?;
-            ids.extend(from.iter().map(|e| e.depends_on_id));
-            edges.extend(from);
-        }
-        let mut seen = HashSet::new();
-        let mut tasks = Vec::with_capacity(ids.len());
-        for id in ids {
-            if !seen.insert(id) {
-                continue;
+            // One read per dependent: its row and the rows it depends on.
+            let mut rows = tx.task_and_deps(d).await?;
+            let Some(at) = rows.iter().position(|t| t.id == d) else {
+                return Ok(None);
+            };
+            let row = rows.remove(at);
+            for dep in &rows {
+                edges.push(EdgeRow {
+                    task_id: d,
+                    depends_on_id: dep.id,
+                    kind: String::new(),
+                });
             }
-            if id == task.id {
-                tasks.push(task.clone());
-                continue;
-            }
-            match tx.task_by_id(id).await? {
-                Some(t) if t.run_id == run_id => tasks.push(t),
-                _ => return Ok(None),
+            for t in std::iter::once(row).chain(rows) {
+                if t.run_id != run_id {
+                    return Ok(None);
+                }
+                if seen.insert(t.id) {
+                    tasks.push(t);
+                }
             }
         }
         edges.sort_by(|a, b| (a.task_id, a.depends_on_id, &a.kind).cmp(&(b.task_id, b.depends_on_id, &b.kind)));
         edges.dedup_by(|a, b| (a.task_id, a.depends_on_id, &a.kind) == (b.task_id, b.depends_on_id, &b.kind));
         let g = Graph::new(tasks, &edges);
-        for d in g.dependents_of(task.id) {
-            let Some(t) = g.get(d) else { return Ok(None) };
-            if t.status != task_status::WAITING {
-                continue;
-            }
-            if t.kind == task_kind::AWAIT || matches!(readiness(&g, d), Readiness::Blocked) {
-                return Ok(None);
-            }
-        }
-        Ok(Some(g))
+        Ok(g.contains_cascade(&[task.id]).then_some(g))
     }
 
     pub fn new(tasks: Vec<TaskRow>, edges: &[EdgeRow]) -> Graph {
@@ -94,6 +115,7 @@ impl Graph {
             deps: HashMap::new(),
             dependents: HashMap::new(),
             started: HashSet::new(),
+            whole: false,
         };
         for e in edges {
             g.add_edge(e.task_id, e.depends_on_id);
@@ -199,32 +221,53 @@ impl Kernel {
         to: &str,
         now: i64,
     ) -> KernelResult<bool> {
+        self.transition_via(tx, run, task, None, to, now).await
+    }
+
+    /// [`Kernel::transition`] through an intermediate status: `from → via → to` in one
+    /// conditional update (the row is never seen at `via` outside the transaction), with both
+    /// `task_status_changed` events, in order.
+    pub(crate) async fn transition_via(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        via: Option<&str>,
+        to: &str,
+        now: i64,
+    ) -> KernelResult<bool> {
         let from = task.status.clone();
         let mut next = task.clone();
         next.status = to.to_string();
-        if is_settled(to) {
+        if is_settled(to) || via.is_some_and(is_settled) {
             next.settled_at = Some(now);
         }
-        if to == task_status::RUNNING && next.started_at.is_none() {
+        if (to == task_status::RUNNING || via == Some(task_status::RUNNING)) && next.started_at.is_none() {
             next.started_at = Some(now);
         }
         if !tx.update_task(&next, task.generation, &[from.as_str()]).await? {
             return Ok(false);
         }
-        let mut data = json!({"from": from, "to": to, "generation": next.generation});
-        if is_settled(to)
-            && let Some(key) = &next.error_key
-        {
-            let mut error = json!({"key": key});
-            if let Some(detail) = &next.error_detail {
-                error["detail"] = json!(detail);
+        let hops = match via {
+            Some(via) => vec![(from.as_str(), via), (via, to)],
+            None => vec![(from.as_str(), to)],
+        };
+        for (hop_from, hop_to) in hops {
+            let mut data = json!({"from": hop_from, "to": hop_to, "generation": next.generation});
+            if is_settled(hop_to)
+                && let Some(key) = &next.error_key
+            {
+                let mut error = json!({"key": key});
+                if let Some(detail) = &next.error_detail {
+                    error["detail"] = json!(detail);
+                }
+                data["error"] = error;
             }
-            data["error"] = error;
+            let row = tx
+                .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+                .await?;
+            run.last_event_sequence = row.sequence;
         }
-        let row = tx
-            .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
-            .await?;
-        run.last_event_sequence = row.sequence;
         *task = next;
         Ok(true)
     }
@@ -265,7 +308,8 @@ impl Kernel {
             let mut effects = vec![AfterCommit::RunEvents(run.id)];
             if let Some(mut g) = Graph::load_around(tx, run.id, task).await? {
                 self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
-                if !tx.any_open_task(run.id).await? {
+                // An open row here is an open row of the run: the run is not quiescent.
+                if !g.tasks.iter().any(|t| is_open(&t.status)) && !tx.any_open_task(run.id).await? {
                     let g = Graph::load(tx, run.id).await?;
                     self.check_run_end(tx, run, &g, now, &mut effects).await?;
                 }

@@ -1,15 +1,24 @@
 //! The timeout sweep and the expiry rule (executor.md §13).
 //!
-//! The sweep selects parked rows whose deadline is at or before `now` on non-terminal runs,
-//! in id-cursor batches of 500, re-reads each under the run lock in its own transaction, and
-//! settles it by the expiry rule. A row that errors is logged and skipped.
+//! The sweep selects, in id-cursor batches of 500, on non-terminal runs:
+//! - parked rows whose deadline is at or before `now`, settled by the expiry rule;
+//! - parks whose addressee is revoked: an unclaimed `dispatched` tool row fails with
+//!   `executor_revoked`; a held approval loses its addressee (`task_readdressed {from, to:
+//!   null}`) and stays approvable by members (approvals.md §4). A claimed row is left to its
+//!   deadline: its claimant can no longer authenticate, so the expiry rule settles it.
+//!
+//! Each row is re-read under the run lock in its own transaction, which writes the change and
+//! its event together; a row that had moved is idle, so nothing settles twice. A row that
+//! errors is logged and skipped.
 
 use nexus_core::codes::task_error;
 use nexus_core::registry::EffectProfile;
-use nexus_store::{Engine, TaskRow};
+use nexus_store::{Engine, TaskRow, task_status};
+use serde_json::{Value, json};
 
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::executor::settle::SettleError;
 
 /// The sweep's batch size.
 pub(crate) const SWEEP_BATCH: i64 = 500;
@@ -69,8 +78,9 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
 }
 
 impl Kernel {
-    /// One sweep pass at `now`: settles every expired park. Returns how many rows settled.
-    /// Public so tests (and operators' tools) can drive the clock.
+    /// One sweep pass at `now`: settles every expired park, then handles the parks of revoked
+    /// addressees. Returns how many rows changed. Public so tests (and operators' tools) can
+    /// drive the clock.
     pub async fn sweep_once(&self, now: i64) -> KernelResult<usize> {
         let mut after = 0;
         let mut settled = 0;
@@ -86,9 +96,114 @@ impl Kernel {
                 }
             }
             if !full {
-                return Ok(settled);
+                break;
             }
         }
+        Ok(settled + self.sweep_revoked(now).await?)
+    }
+
+    /// The sweep's second selection: parks whose addressee is revoked (executor.md §13).
+    /// Returns how many rows changed.
+    async fn sweep_revoked(&self, now: i64) -> KernelResult<usize> {
+        let mut after = 0;
+        let mut changed = 0;
+        loop {
+            let batch = self.store.revoked_parks(after, SWEEP_BATCH).await?;
+            let full = batch.len() as i64 == SWEEP_BATCH;
+            for (run_id, task_id) in batch {
+                after = after.max(task_id);
+                match self.revoked_one(run_id, task_id, now).await {
+                    Ok(true) => changed += 1,
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(run_id, task_id, error = %e, "sweep: row skipped"),
+                }
+            }
+            if !full {
+                return Ok(changed);
+            }
+        }
+    }
+
+    /// Handles one park of a revoked addressee under the run lock, after re-reading it: an
+    /// unclaimed `dispatched` tool row fails `executor_revoked` (through the executor plane's
+    /// single settle, so `after_settle` runs in the same transaction); a held approval has its
+    /// addressee cleared with a `task_readdressed {from, to: null}` event. False: the row had
+    /// moved on (claimed, settled, readdressed, or its run ended).
+    pub(crate) async fn revoked_one(&self, run_id: i64, task_id: i64, now: i64) -> KernelResult<bool> {
+        let mut tx = self.store.begin().await?;
+        let mut run = tx.lock_run(run_id).await?;
+        if matches!(run.status.as_str(), "completed" | "canceled") {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        let Some(mut task) = tx.task_by_id(task_id).await? else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        // Revocation is final (a revoked executor is never re-paired), so the status read
+        // outside the transaction cannot go stale.
+        let addressee = match task.addressed_executor_id {
+            Some(id) => self.store.executor_by_id(id).await?,
+            None => None,
+        };
+        let Some(addressee) = addressee.filter(|e| e.status == "revoked") else {
+            tx.rollback().await?;
+            return Ok(false);
+        };
+        let mut effects = Vec::new();
+        let done = match (task.kind.as_str(), task.status.as_str()) {
+            ("tool_task", task_status::DISPATCHED) if task.claimed_at.is_none() => {
+                let next = task.clone();
+                let error = SettleError {
+                    key: task_error::EXECUTOR_REVOKED.to_string(),
+                    detail: Some("the addressed executor was revoked before it claimed the call".to_string()),
+                };
+                self.settle_park(
+                    &mut tx,
+                    &mut run,
+                    &mut task,
+                    next,
+                    task_status::FAILED,
+                    Some(error),
+                    None,
+                    now,
+                    &mut effects,
+                )
+                .await?
+            }
+            ("tool_task", task_status::NEEDS_APPROVAL) => {
+                let mut next = task.clone();
+                next.addressed_executor_id = None;
+                next.addressed_role = None;
+                if tx
+                    .update_task(&next, task.generation, &[task_status::NEEDS_APPROVAL])
+                    .await?
+                {
+                    let data = json!({"from": addressee.public_id, "to": Value::Null});
+                    self.emit(
+                        &mut tx,
+                        &mut run,
+                        "task_readdressed",
+                        Some(&task.key),
+                        data,
+                        now,
+                        &mut effects,
+                    )
+                    .await?;
+                    true
+                } else {
+                    false
+                }
+            }
+            _ => false,
+        };
+        if !done {
+            tx.rollback().await?;
+            return Ok(false);
+        }
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(true)
     }
 
     /// Settles one expired park under the run lock, after re-reading it. False: the row had

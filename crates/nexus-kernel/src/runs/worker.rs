@@ -54,12 +54,10 @@ impl Kernel {
         }
     }
 
-    /// A `kernel_tool` job: the row is deleted first (at-most-once), then evaluated.
+    /// A `kernel_tool` job: the row is deleted first (at-most-once: one statement, committed
+    /// before the evaluation starts), then evaluated.
     async fn run_kernel_tool_job(&self, job: &JobRow) -> KernelResult<()> {
-        let mut tx = self.store.begin().await?;
-        tx.lock_run(job.run_id).await?;
-        let claimed = tx.delete_job(job.id).await?;
-        tx.commit().await?;
+        let claimed = self.store.delete_job(job.id).await?;
         if !claimed {
             return Ok(());
         }

@@ -25,6 +25,7 @@ mod memory_read;
 mod memory_write;
 mod params;
 mod runners_list;
+mod search_cache;
 mod send;
 mod session_read;
 mod session_search;
@@ -37,6 +38,8 @@ mod wait;
 
 use nexus_core::results;
 use serde_json::Value;
+
+pub use search_cache::SearchCache;
 
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
@@ -200,7 +203,21 @@ impl Kernel {
             .as_deref()
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_else(|| Value::Object(Default::default()));
-        let frozen = self.frozen_of(&mut tx, &task).await?;
+        // `tool_search` keys the kernel's cached index on the declaring round's frozen bytes
+        // and parses them only on a miss (search_cache.rs).
+        let searched = if wire == "tool_search" {
+            let round = tool_call::declaring_round(&mut tx, &task).await?;
+            let frozen = round
+                .as_ref()
+                .and_then(|r| r.frozen_context.as_deref().map(|f| (r.id, f)));
+            Some(tool_search::run_frozen(&self.search_cache, &input, frozen))
+        } else {
+            None
+        };
+        let frozen = match searched {
+            Some(_) => crate::runs::gate::Frozen::default(),
+            None => self.frozen_of(&mut tx, &task).await?,
+        };
         let callable = task.tool_alias.clone().unwrap_or_else(|| wire.clone());
         let ctx = ToolContext {
             tool_definitions: &frozen.tool_definitions,
@@ -231,7 +248,7 @@ impl Kernel {
                 _ => None,
             }
         };
-        let Some(outcome) = graph.or_else(|| dispatch(&wire, &input, &ctx)) else {
+        let Some(outcome) = graph.or(searched).or_else(|| dispatch(&wire, &input, &ctx)) else {
             tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
             tx.rollback().await?;
             return Ok(());

@@ -5,7 +5,9 @@
 use nexus_core::search::SearchIndex;
 use serde_json::Value;
 
+use super::search_cache::SearchCache;
 use super::{KernelToolOutcome, ToolContext};
+use crate::runs::FrozenContext;
 
 const QUERY_BYTES: usize = 1_024;
 const LIMIT_DEFAULT: usize = 5;
@@ -60,14 +62,37 @@ fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>>
     Ok((trimmed.to_string(), limit))
 }
 
-/// Runs `tool_search` over the frozen declaration and skills.
+/// Runs `tool_search` over a parsed frozen declaration and skills, building the index for this
+/// call (the kernel's evaluation goes through [`run_frozen`] and its cache instead).
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
     let (query, limit) = match parse_input(input) {
         Ok(q) => q,
         Err(e) => return *e,
     };
     let index = SearchIndex::new(ctx.tool_definitions, ctx.skills);
-    KernelToolOutcome::json_text(&index.search(&query, limit))
+    KernelToolOutcome::text(index.search_text(&query, limit))
+}
+
+/// Runs `tool_search` over the declaring round (`(task id, stored frozen_context)`; `None`: no
+/// declaring round or no frozen context, so nothing to search), through the kernel's index
+/// cache: the bytes are parsed only on a miss.
+pub(crate) fn run_frozen(cache: &SearchCache, input: &Value, round: Option<(i64, &str)>) -> KernelToolOutcome {
+    let (query, limit) = match parse_input(input) {
+        Ok(q) => q,
+        Err(e) => return *e,
+    };
+    let Some((row, frozen)) = round else {
+        return KernelToolOutcome::text(SearchIndex::new(&[], &[]).search_text(&query, limit));
+    };
+    let (index, _) = cache.index_of(Some(row), frozen, build);
+    KernelToolOutcome::text(index.search_text(&query, limit))
+}
+
+/// The index of a stored frozen context, parsed as the evaluation parses it
+/// ([`FrozenContext::of`]: an unreadable context is an empty one).
+pub(super) fn build(frozen: &str) -> SearchIndex<'static> {
+    let f: FrozenContext = serde_json::from_str(frozen).unwrap_or_default();
+    SearchIndex::owned(f.tool_definitions, f.skills)
 }
 
 #[cfg(test)]
