@@ -1,9 +1,10 @@
 //! `tool_search` per call over 10,000 frozen callables, through the kernel's index cache.
 //!
-//! The handler is driven directly, not through a run: `SearchCache::tool_search` takes the
-//! call's input and the declaring round's task id and stored `frozen_context` bytes, which is
-//! exactly what `evaluate_kernel_tool` hands it after reading the round row (the transaction, the row reads
-//! and the settle around it are not measured here; `benches/rounds.rs` measures whole rounds).
+//! The handler is driven directly, not through a run. First the byte-keyed cache alone:
+//! `SearchCache::tool_search` takes the call's input and the declaring round's task id and
+//! stored `frozen_context` bytes (the path of a round row without a stored digest, written
+//! before migration 0006; no store reads are measured in this part; `benches/rounds.rs`
+//! measures whole rounds).
 //!
 //! The frozen context is the declaration of `nexus-core/benches/search.rs` (19 aliases, 9,981
 //! functions, every fourth routed with a served name and `defer_loading`, 500 skill catalog
@@ -20,6 +21,17 @@
 //! - **miss** (the first call of a frozen context): a fresh cache each call, so the call parses
 //!   the frozen context, builds the index, queries and inserts. This is also what every call
 //!   cost before the cache.
+//!
+//! Then, on each engine (a SQLite file in WAL mode; PostgreSQL when
+//! `NEXUS_TEST_DATABASE_URL` is set), the store reads around the handler, per call in a
+//! transaction opened and rolled back for it, against a stored round row holding the same
+//! frozen context, 200 calls after 10 uncounted:
+//!
+//! - **round row read** and **round row read + cache hit**: the whole round row, frozen bytes
+//!   included (the path before migration 0006, and still the path of a row without a digest).
+//! - **declared call: digest read + cache hit**: `SearchCache::tool_search_declared`, the
+//!   kernel's real per-call path: the round's head (`id, kind, declaring_task_id,
+//!   frozen_digest`, no frozen bytes), the lookup by digest, the query.
 //!
 //! `cargo bench -p nexus-kernel --bench tool_search`
 
@@ -303,6 +315,31 @@ async fn row_reads(engine: &str, ts: TestStore, frozen: &str) {
             all[all.len() - 1]
         );
     }
+    // The real per-call path: a call declared by the round row.
+    let cache = &kernel.search_cache;
+    let expect = cache.tool_search(&input, Some((id, frozen)));
+    let mut all = Vec::with_capacity(ROW_READS);
+    for k in 0..ROW_READS + 10 {
+        let t = Instant::now();
+        let mut tx = kernel.store.begin().await.expect("begin");
+        let out = cache
+            .tool_search_declared(&mut tx, black_box(&input), Some(id))
+            .await
+            .expect("search");
+        tx.rollback().await.expect("rollback");
+        let us = t.elapsed().as_secs_f64() * 1e6;
+        assert_eq!(out, expect);
+        if k >= 10 {
+            all.push(us);
+        }
+    }
+    all.sort_by(f64::total_cmp);
+    println!(
+        "{engine}: declared call: digest read + cache hit, {ROW_READS} calls: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs",
+        percentile(&all, 0.5),
+        percentile(&all, 0.99),
+        all[all.len() - 1]
+    );
 }
 
 fn main() {

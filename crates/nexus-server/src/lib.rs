@@ -15,6 +15,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
+use axum::serve::ListenerExt;
 use nexus_core::codes::Code;
 use nexus_kernel::Kernel;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -154,6 +155,14 @@ pub async fn serve(
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    // `TCP_NODELAY` on every accepted stream: hyper writes a response's head and body in
+    // separate segments, and with Nagle's algorithm on, the second waits for the peer's
+    // delayed ACK (up to 40 ms on Linux) — a stall on every small reply (a claim, a commit).
+    let listener = listener.tap_io(|stream| {
+        if let Err(e) = stream.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY on an accepted stream");
+        }
+    });
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await

@@ -64,34 +64,11 @@ fn tool_step(h: &Harness, key: &str, tool: &str, extra: Value) -> Value {
     json!({"key": key, "tool": t})
 }
 
-/// Creates and starts a run of `steps` as `token`, drives the engine, returns the run id.
-async fn start_run(h: &Harness, token: &str, mode: &str, rules: Value, steps: Value) -> String {
-    let mut run = json!({"approval_mode": mode, "steps": steps});
-    if !rules.is_null() {
-        run["approval_rules"] = rules;
-    }
-    let r = h
-        .json(
-            Method::POST,
-            &format!("{}/runs", h.w()),
-            Some(token),
-            &json!({ "run": run }),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
-    let id = r.json()["run"]["public_id"].as_str().unwrap().to_string();
-    let s = h
-        .json(Method::POST, &format!("{}/start", h.r(&id)), Some(token), &json!({}))
-        .await;
-    assert_eq!(s.status, StatusCode::OK, "{}", s.json());
-    h.kernel.work_until_idle(10).await.unwrap();
-    id
-}
-
 /// A started run of one runner-routed tool step `t` (bypass), created by the human.
 async fn tool_run(h: &Harness, tool: &str, extra: Value) -> String {
     let step = tool_step(h, "t", tool, extra);
-    start_run(h, &h.human_token(), "bypass", Value::Null, json!([step])).await
+    h.start_run(&h.human_token(), "bypass", Value::Null, json!([step]))
+        .await
 }
 
 fn item(run: &str, key: &str, verb: &str) -> String {
@@ -256,7 +233,7 @@ async fn an_approval_row_is_listed_to_the_declaring_agent_and_is_not_claimable()
         announce(&h, runner_tools()).await;
         let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);
         let step = tool_step(&h, "t", "read", json!({}));
-        let run = start_run(&h, &h.agent_token(), "rules", rules, json!([step])).await;
+        let run = h.start_run(&h.agent_token(), "rules", rules, json!([step])).await;
         let body = inbox(&h, &h.agent_transport_token(), "").await.json();
         let rows = body["tasks"].as_array().unwrap();
         assert_eq!(rows.len(), 1, "{body}");
@@ -309,7 +286,9 @@ async fn a_kernel_row_has_no_addressee_and_is_never_claimed() {
     for h in harnesses_with_scripts(dir.path()).await {
         let step =
             json!({"model": {"prompt": "Go.", "model": "scripted/kernel", "kernel_tools": ["nexus.runners.list"]}});
-        let run = start_run(&h, &h.human_token(), "bypass", Value::Null, json!([step])).await;
+        let run = h
+            .start_run(&h.human_token(), "bypass", Value::Null, json!([step]))
+            .await;
         let tasks = h
             .get(&format!("{}/tasks", h.r(&run)), Some(&h.human_token()))
             .await
@@ -926,7 +905,9 @@ async fn a_model_ask_is_listed_to_the_agent_and_committed_without_a_token() {
     );
     for h in harnesses_with_scripts(dir.path()).await {
         let step = json!({"model": {"prompt": "Go.", "model": "scripted/asking", "kernel_tools": ["nexus.human.ask"]}});
-        let run = start_run(&h, &h.agent_token(), "bypass", Value::Null, json!([step])).await;
+        let run = h
+            .start_run(&h.agent_token(), "bypass", Value::Null, json!([step]))
+            .await;
         let app = h.agent_transport_token();
         let body = inbox(&h, &app, "").await.json();
         let rows = body["tasks"].as_array().unwrap();

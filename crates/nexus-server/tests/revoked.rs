@@ -58,26 +58,7 @@ async fn announce(h: &Harness) {
 async fn tool_run(h: &Harness, token: &str, tool: &str, mode: &str, rules: Value) -> String {
     let step = json!({"key": "t", "tool": {"name": tool, "input": {"path": "x"},
                       "route": {"kind": "runner", "runner_executor_public_id": runner_id(h)}}});
-    let mut run = json!({"approval_mode": mode, "steps": [step]});
-    if !rules.is_null() {
-        run["approval_rules"] = rules;
-    }
-    let r = h
-        .json(
-            Method::POST,
-            &format!("{}/runs", h.w()),
-            Some(token),
-            &json!({ "run": run }),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
-    let id = r.json()["run"]["public_id"].as_str().unwrap().to_string();
-    let s = h
-        .json(Method::POST, &format!("{}/start", h.r(&id)), Some(token), &json!({}))
-        .await;
-    assert_eq!(s.status, StatusCode::OK, "{}", s.json());
-    h.kernel.work_until_idle(10).await.unwrap();
-    id
+    h.start_run(token, mode, rules, json!([step])).await
 }
 
 fn item(run: &str, key: &str, verb: &str) -> String {

@@ -394,6 +394,19 @@ pub struct TaskRow {
     pub settled_at: Option<i64>,
 }
 
+/// What a reader keyed on a task's frozen context needs of the row, without the frozen bytes
+/// ([`crate::Tx::task_frozen_head`]).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FrozenHead {
+    pub id: i64,
+    /// `model_task | tool_task | await_task`.
+    pub kind: String,
+    pub declaring_task_id: Option<i64>,
+    /// The SHA-256 (lowercase hex) of `frozen_context`, written by the same insert (migration
+    /// 0006). `None`: no frozen context, or a row written before migration 0006.
+    pub frozen_digest: Option<String>,
+}
+
 /// A new task: every column of [`TaskRow`] but `id`. Build with `..Default::default()`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct NewTask {

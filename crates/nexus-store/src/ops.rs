@@ -13,14 +13,19 @@ pub(crate) trait Dialect {
     /// in one statement: `$1` run, `$2` type, `$3` at, `$4` task key, `$5` data; returns the
     /// sequence (no row: no such run).
     const APPEND_EVENT: &'static str;
+    /// A task's id, kind, declaring row and frozen digest by id (`$1`), read from the covering
+    /// index `tasks_frozen_head` so no frozen bytes are touched.
+    const TASK_FROZEN_HEAD: &'static str;
 }
 
 impl Dialect for sqlx::SqliteConnection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
+    const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
 }
 
 impl Dialect for sqlx::PgConnection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_PG;
+    const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_PG;
 }
 
 macro_rules! engine_ops {
@@ -202,6 +207,7 @@ macro_rules! engine_ops {
                 .bind(&new.frozen_context)
                 .bind(new.created_at);
             let r = row::bind_task_mutable!(q, new)
+                .bind(new.frozen_context.as_deref().map(row::frozen_digest))
                 .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;
@@ -238,6 +244,26 @@ macro_rules! engine_ops {
                 .await?
                 .map(|r| row::task(&r))
                 .transpose()
+        }
+
+        pub(crate) async fn task_frozen_head(c: &mut Conn, id: i64) -> Result<Option<FrozenHead>> {
+            sqlx::query(<Conn as $crate::ops::Dialect>::TASK_FROZEN_HEAD)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::frozen_head(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_frozen_context(c: &mut Conn, id: i64) -> Result<Option<String>> {
+            let r = sqlx::query(sql::TASK_FROZEN_CONTEXT)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?;
+            match r {
+                Some(r) => row::frozen_context(&r),
+                None => Ok(None),
+            }
         }
 
         pub(crate) async fn task_by_key(c: &mut Conn, run_id: i64, key: &str) -> Result<Option<TaskRow>> {

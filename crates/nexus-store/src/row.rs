@@ -159,6 +159,32 @@ pub(crate) fn run(r: &impl Columns) -> Result<RunRow> {
     })
 }
 
+/// The stored digest of a frozen context: the SHA-256 of its bytes, lowercase hex. Computed
+/// here, by the one insert that writes both columns ([`crate::sql::INSERT_TASK`]).
+pub(crate) fn frozen_digest(frozen: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let d = Sha256::digest(frozen.as_bytes());
+    let mut hex = String::with_capacity(64);
+    for b in d {
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        hex.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    hex
+}
+
+pub(crate) fn frozen_head(r: &impl Columns) -> Result<FrozenHead> {
+    Ok(FrozenHead {
+        id: r.int("id")?,
+        kind: r.text("kind")?,
+        declaring_task_id: r.opt_int("declaring_task_id")?,
+        frozen_digest: r.opt_text("frozen_digest")?,
+    })
+}
+
+pub(crate) fn frozen_context(r: &impl Columns) -> Result<Option<String>> {
+    r.opt_text("frozen_context")
+}
+
 pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
     Ok(TaskRow {
         id: r.int("id")?,

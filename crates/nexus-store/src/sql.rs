@@ -163,18 +163,19 @@ macro_rules! task_select {
     };
 }
 
-/// The only statement that writes `frozen_context`. `$1`–`$6`: run, key, kind, origin,
-/// frozen context, created; `$7`–`$44`: the mutable columns in [`crate::row`]'s bind order.
+/// The only statement that writes `frozen_context` and `frozen_digest`. `$1`–`$6`: run, key,
+/// kind, origin, frozen context, created; `$7`–`$44`: the mutable columns in [`crate::row`]'s
+/// bind order; `$45`: the frozen context's digest ([`crate::row::frozen_digest`]).
 pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, origin, frozen_context, created_at, status, \
      generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
      declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
      addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
      deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
      structured_content, is_error, title, metadata, error_key, error_detail, approval, \
-     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at) VALUES \
-     ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, \
-     $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, $34, $35, $36, \
-     $37, $38, $39, $40, $41, $42, $43, $44) RETURNING id, run_id, key, kind, origin, \
+     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at, \
+     frozen_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+     $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
+     $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45) RETURNING id, run_id, key, kind, origin, \
      frozen_context, created_at, status, generation, on_failure, failure_resolution, \
      visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, \
      tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, \
@@ -199,6 +200,19 @@ pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET status = $16, generation 
      $8, $9, $10, $11, $12, $13, $14) AND ($15 IS NULL OR claim_token = $15)";
 
 pub(crate) const TASK_BY_ID: &str = task_select!("WHERE id = $1");
+
+/// A task's frozen head ([`crate::model::FrozenHead`]): everything but the frozen bytes, from
+/// the covering index `tasks_frozen_head` (migration 0006). SQLite: named, since its planner
+/// prefers the rowid lookup, which walks the frozen context's overflow pages to reach
+/// `frozen_digest`.
+pub(crate) const TASK_FROZEN_HEAD_SQLITE: &str = "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks \
+     INDEXED BY tasks_frozen_head WHERE id = $1";
+
+pub(crate) const TASK_FROZEN_HEAD_PG: &str =
+    "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks WHERE id = $1";
+
+/// A task's `frozen_context` alone.
+pub(crate) const TASK_FROZEN_CONTEXT: &str = "SELECT frozen_context FROM tasks WHERE id = $1";
 
 pub(crate) const TASK_BY_KEY: &str = task_select!("WHERE run_id = $1 AND key = $2");
 

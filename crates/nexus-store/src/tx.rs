@@ -222,6 +222,16 @@ impl Tx {
         tx_dispatch!(self, task_by_id(task_id))
     }
 
+    /// A task's id, kind, declaring row and `frozen_digest`, without reading `frozen_context`.
+    pub async fn task_frozen_head(&mut self, task_id: i64) -> Result<Option<FrozenHead>> {
+        tx_dispatch!(self, task_frozen_head(task_id))
+    }
+
+    /// A task's `frozen_context` alone (`None`: no such row, or no frozen context).
+    pub async fn task_frozen_context(&mut self, task_id: i64) -> Result<Option<String>> {
+        tx_dispatch!(self, task_frozen_context(task_id))
+    }
+
     /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
     pub async fn tasks_declared_by(&mut self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
         tx_dispatch!(self, tasks_declared_by(run_id, declaring_id))

@@ -619,6 +619,48 @@ async fn runs_of_workspace_pages_and_filters() {
     });
 }
 
+/// Migration 0006: the insert writes `frozen_digest` (the SHA-256 hex of the frozen bytes)
+/// with the frozen context, the head read returns it without the bytes, and an update never
+/// changes either.
+#[tokio::test]
+async fn the_insert_writes_the_frozen_digest() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let mut new = tool_task(run.id, "a", "dispatched");
+        new.frozen_context = Some("abc".into());
+        let t = task_in(s, new).await;
+        let bare = task_in(s, tool_task(run.id, "b", "dispatched")).await;
+
+        let mut tx = s.begin().await.unwrap();
+        let head = tx.task_frozen_head(t.id).await.unwrap().unwrap();
+        assert_eq!(head.id, t.id);
+        assert_eq!(head.kind, t.kind);
+        assert_eq!(head.declaring_task_id, t.declaring_task_id);
+        // SHA-256("abc").
+        assert_eq!(
+            head.frozen_digest.as_deref(),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        );
+        assert_eq!(tx.task_frozen_context(t.id).await.unwrap().as_deref(), Some("abc"));
+        let bare_head = tx.task_frozen_head(bare.id).await.unwrap().unwrap();
+        assert_eq!(bare_head.frozen_digest, None);
+        assert_eq!(tx.task_frozen_context(bare.id).await.unwrap(), None);
+        assert_eq!(tx.task_frozen_head(i64::MAX).await.unwrap(), None);
+        assert_eq!(tx.task_frozen_context(i64::MAX).await.unwrap(), None);
+
+        let mut changed = t.clone();
+        changed.frozen_context = Some("other".into());
+        changed.status = "completed".into();
+        assert!(tx.update_task(&changed, 1, &["dispatched"]).await.unwrap());
+        let after = tx.task_frozen_head(t.id).await.unwrap().unwrap();
+        assert_eq!(after.frozen_digest, head.frozen_digest);
+        assert_eq!(tx.task_frozen_context(t.id).await.unwrap().as_deref(), Some("abc"));
+        tx.commit().await.unwrap();
+    });
+}
+
 #[tokio::test]
 async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
     each_engine!(|ts| {
@@ -1167,8 +1209,9 @@ async fn concurrent_receipts_for_one_scope_serialize() {
     });
 }
 
-/// storage-and-scale.md §8.5: no statement updates `frozen_context`. Every SQL UPDATE in the
-/// crate's sources (from the keyword to the end of its string constant) must not name it.
+/// storage-and-scale.md §8.5: no statement updates `frozen_context` (nor its digest,
+/// `frozen_digest`, migration 0006). Every SQL UPDATE in the crate's sources (from the keyword
+/// to the end of its string constant) must name neither.
 #[test]
 fn no_update_statement_names_frozen_context() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -1182,7 +1225,7 @@ fn no_update_statement_names_frozen_context() {
         let text = std::fs::read_to_string(&path).unwrap();
         for (statement, line) in update_statements(&text) {
             updates += 1;
-            if statement.contains("frozen_context") {
+            if statement.contains("frozen_context") || statement.contains("frozen_digest") {
                 offenders.push(format!("{}:{line}: {statement}", path.display()));
             }
         }
@@ -1193,7 +1236,7 @@ fn no_update_statement_names_frozen_context() {
     );
     assert!(
         offenders.is_empty(),
-        "an UPDATE names frozen_context:\n{}",
+        "an UPDATE names frozen_context or frozen_digest:\n{}",
         offenders.join("\n")
     );
     // The scan has teeth.

@@ -1,10 +1,10 @@
 //! The executor plane (executor.md, issue 5).
 //!
-//! File ownership (docs/dev/run-engine-plan.md §F): `announce.rs` (`PUT X/announcement`, §4),
-//! `discovery.rs` (member-plane `GET /executors`, §3), `push.rs` (the per-executor channel hub
-//! behind `GET X/channel`, §10, and the `push_work` / `push_cancel` hand-offs) and
-//! `progress.rs` (`POST X/progress`, §11) are the executor-surface half; the inbox, claim,
-//! commit and settle files are the inbox half.
+//! `announce.rs` (`PUT X/announcement`, §4), `discovery.rs` (member-plane `GET /executors`, §3),
+//! `push.rs` (the per-executor channel hub behind `GET X/channel`, §10, and the `push_work` /
+//! `push_cancel` hand-offs), `progress.rs` (`POST X/progress`, §11), and the inbox: `inbox.rs`,
+//! `claim.rs` (claim, claim status, extend), `commit.rs` and `settle.rs` (the single settle).
+//! ARCHITECTURE.md ("Seams inside the kernel") lists what the rest of the kernel calls here.
 
 // `KernelError` carries the envelope's extra members; boxing it is a crate-wide change.
 #![allow(clippy::result_large_err)]

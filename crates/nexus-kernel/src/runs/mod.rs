@@ -1,9 +1,10 @@
 //! The run engine (runs.md, issue 4): runs, tasks, rounds, the worker and the live feed.
 //!
-//! File ownership (docs/dev/run-engine-plan.md §E.1): `mod.rs`, `create.rs`, `schedule.rs`,
-//! `round.rs`, `request.rs`, `worker.rs` and `events.rs` are the lifecycle / rounds / worker
-//! half; `gate.rs`, `approvals.rs`, `sweep.rs` and `read.rs` are the gate / approvals / sweep /
-//! reads half.
+//! Lifecycle, rounds and the worker: `create.rs`, `schedule.rs`, `round.rs`, `request.rs`,
+//! `worker.rs`, `events.rs` + `stream.rs`; the gate, approvals, sweep and reads: `gate.rs`,
+//! `approvals.rs`, `resolution.rs` (a person resolving an await), `sweep.rs`, `read.rs`.
+//! ARCHITECTURE.md ("Seams inside the kernel") names the methods the halves call each other
+//! through.
 //!
 //! Shapes both halves read:
 //! - a model task's `frozen_context` is a [`FrozenContext`] (written once, at insert; a

@@ -203,14 +203,15 @@ impl Kernel {
             .as_deref()
             .and_then(|t| serde_json::from_str(t).ok())
             .unwrap_or_else(|| Value::Object(Default::default()));
-        // `tool_search` keys the kernel's cached index on the declaring round's frozen bytes
-        // and parses them only on a miss (search_cache.rs).
+        // `tool_search` keys the kernel's cached index on the declaring round's stored frozen
+        // digest (or, on rows without one, its bytes) and reads and parses the frozen context
+        // only on a miss (search_cache.rs).
         let searched = if wire == "tool_search" {
-            let round = tool_call::declaring_round(&mut tx, &task).await?;
-            let frozen = round
-                .as_ref()
-                .and_then(|r| r.frozen_context.as_deref().map(|f| (r.id, f)));
-            Some(tool_search::run_frozen(&self.search_cache, &input, frozen))
+            Some(
+                self.search_cache
+                    .tool_search_declared(&mut tx, &input, task.declaring_task_id)
+                    .await?,
+            )
         } else {
             None
         };

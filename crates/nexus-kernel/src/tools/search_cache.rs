@@ -1,34 +1,40 @@
 //! The kernel's cache of built `tool_search` indexes (kernel-tools.md §11), shared by every
 //! clone of a [`Kernel`](crate::Kernel).
 //!
-//! An index is keyed by the exact bytes of the frozen context it was built from (the declaring
-//! round's stored `frozen_context`): a hit is an equal byte string, compared in full, so a
-//! declaration narrowed by `tools` (other bytes, on the child's own row) never reads an index
-//! built from a wider one. Continuation rounds copy their chain's frozen context, so a chain
-//! shares one index. A cheap fingerprint (the length and sampled windows) rules most slots out
-//! before the comparison.
+//! An index is keyed by the declaring round's frozen context: by its stored digest
+//! (`tasks.frozen_digest`, migration 0006: the SHA-256 of the `frozen_context` bytes, written by
+//! the same insert and never updated) where the row has one, else by the exact bytes. A hit by
+//! digest reads no frozen bytes at all ([`SearchCache::tool_search_declared`] reads the row's
+//! head, then the cache; only a miss reads `frozen_context`). A declaration narrowed by `tools`
+//! (other bytes, on the child's own row) has another digest and other bytes, so it never reads
+//! an index built from a wider one. Continuation rounds copy their chain's frozen context, so a
+//! chain shares one index.
 //!
-//! Each slot also remembers the rows whose bytes were compared equal to it. A task row's
-//! `frozen_context` is written only by its insert and row ids are never reused, so a later call
-//! declared by a remembered row is a hit without the comparison (its bytes' length and
-//! fingerprint are still checked). That is the steady state inside one round; the first call of
-//! each new round pays the comparison.
+//! Rows written before migration 0006 have no digest and take the byte-keyed path: a hit is an
+//! equal byte string, compared in full, after a cheap fingerprint (the length and sampled
+//! windows) rules most slots out. Each slot also remembers the rows whose bytes were compared
+//! equal to it; row ids are never reused and `frozen_context` is written only by the insert, so a
+//! later call declared by a remembered row is a hit without the comparison (its bytes' length
+//! and fingerprint are still checked).
 //!
 //! The cache is checked before the frozen context is parsed. The comparison and, on a miss,
-//! the parse and build run outside the lock.
+//! the read, the parse and the build run outside the lock.
 //!
 //! Bounded: at most [`MAX_ENTRIES`] indexes, holding at most [`MAX_FROZEN_BYTES`] of frozen
 //! context between them (an index's memory is a small multiple of its frozen bytes); the least
 //! recently used slot is evicted first, and a frozen context larger than the whole budget is
 //! never kept.
 
+use std::future::Future;
 use std::hash::{DefaultHasher, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nexus_core::search::SearchIndex;
+use nexus_store::Tx;
 use serde_json::Value;
 
 use super::KernelToolOutcome;
+use crate::error::KernelResult;
 
 /// The most indexes kept.
 pub const MAX_ENTRIES: usize = 32;
@@ -62,6 +68,8 @@ struct Inner {
 
 struct Slot {
     frozen: Arc<str>,
+    /// The stored digest of `frozen` (`None`: only ever reached by bytes so far).
+    digest: Option<Arc<str>>,
     fingerprint: u64,
     index: Index,
     used: u64,
@@ -70,6 +78,14 @@ struct Slot {
 }
 
 impl Slot {
+    fn tag(&mut self, digest: Option<&str>) {
+        if self.digest.is_none()
+            && let Some(d) = digest
+        {
+            self.digest = Some(d.into());
+        }
+    }
+
     fn remember(&mut self, row: Option<i64>) {
         let Some(row) = row else { return };
         if self.rows.contains(&row) {
@@ -85,6 +101,8 @@ impl Slot {
 /// How [`SearchCache::index_of`] found the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Found {
+    /// The stored digest: no frozen bytes read, no comparison.
+    Digest,
     /// A remembered row: no comparison.
     Row,
     /// Equal bytes, compared in full.
@@ -139,6 +157,47 @@ impl SearchCache {
         frozen: &str,
         build: impl FnOnce(&str) -> SearchIndex<'static>,
     ) -> (Index, Found) {
+        self.index_keyed(row, None, frozen, build)
+    }
+
+    /// The index of the frozen context whose stored digest is `digest` (on task row `row`):
+    /// from the cache without calling `load` on a hit; on a miss, `load` reads the bytes
+    /// (`None`: no frozen context, nothing kept) and the index is built from them and kept
+    /// under the digest and the bytes.
+    pub(crate) async fn index_by_digest<E, Fut>(
+        &self,
+        row: i64,
+        digest: &str,
+        load: impl FnOnce() -> Fut,
+        build: impl FnOnce(&str) -> SearchIndex<'static>,
+    ) -> Result<Option<(Index, Found)>, E>
+    where
+        Fut: Future<Output = Result<Option<String>, E>>,
+    {
+        {
+            let mut inner = self.lock();
+            inner.clock += 1;
+            let now = inner.clock;
+            if let Some(slot) = inner.slots.iter_mut().find(|s| s.digest.as_deref() == Some(digest)) {
+                slot.used = now;
+                slot.remember(Some(row));
+                return Ok(Some((slot.index.clone(), Found::Digest)));
+            }
+        }
+        let Some(frozen) = load().await? else {
+            return Ok(None);
+        };
+        Ok(Some(self.index_keyed(Some(row), Some(digest), &frozen, build)))
+    }
+
+    /// [`Self::index_of`], tagging the slot with `digest` (the stored digest of `frozen`).
+    fn index_keyed(
+        &self,
+        row: Option<i64>,
+        digest: Option<&str>,
+        frozen: &str,
+        build: impl FnOnce(&str) -> SearchIndex<'static>,
+    ) -> (Index, Found) {
         let fp = fingerprint(frozen);
         let same = |s: &Slot| s.fingerprint == fp && s.frozen.len() == frozen.len();
         let candidates: Vec<(Arc<str>, Index)> = {
@@ -150,6 +209,7 @@ impl SearchCache {
             {
                 if same(slot) {
                     slot.used = now;
+                    slot.tag(digest);
                     return (slot.index.clone(), Found::Row);
                 }
                 // Cannot happen while rows are immutable; forget the row and compare in full.
@@ -168,6 +228,7 @@ impl SearchCache {
             let now = inner.clock;
             if let Some(slot) = inner.slots.iter_mut().find(|s| Arc::ptr_eq(&s.frozen, &key)) {
                 slot.used = now;
+                slot.tag(digest);
                 slot.remember(row);
             }
             return (index, Found::Bytes);
@@ -180,6 +241,7 @@ impl SearchCache {
             // Another call may have inserted the same bytes meanwhile.
             if let Some(slot) = inner.slots.iter_mut().find(|s| same(s) && *s.frozen == *frozen) {
                 slot.used = now;
+                slot.tag(digest);
                 slot.remember(row);
             } else {
                 while inner.slots.len() >= MAX_ENTRIES || inner.bytes + frozen.len() > MAX_FROZEN_BYTES {
@@ -198,6 +260,7 @@ impl SearchCache {
                 inner.bytes += frozen.len();
                 let mut slot = Slot {
                     frozen: frozen.into(),
+                    digest: digest.map(Arc::from),
                     fingerprint: fp,
                     index: index.clone(),
                     used: now,
@@ -216,6 +279,20 @@ impl SearchCache {
     /// the round row.
     pub fn tool_search(&self, input: &Value, round: Option<(i64, &str)>) -> KernelToolOutcome {
         super::tool_search::run_frozen(self, input, round)
+    }
+
+    /// Runs `tool_search` with `input` for a call declared by task row `declaring` (the
+    /// calling row's `declaring_task_id`), reading in `tx` what the cache needs: the heads of
+    /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
+    /// round without a stored digest, the round's `frozen_context`. The kernel's whole
+    /// per-call path for `tool_search`.
+    pub async fn tool_search_declared(
+        &self,
+        tx: &mut Tx,
+        input: &Value,
+        declaring: Option<i64>,
+    ) -> KernelResult<KernelToolOutcome> {
+        super::tool_search::run_declared(self, tx, input, declaring).await
     }
 }
 
@@ -325,6 +402,109 @@ mod tests {
             r#"{"tools":[],"truncated":false}"#
         );
         assert!(none.is_empty());
+    }
+
+    /// The stored digest of `frozen`, as the store writes it.
+    fn digest(frozen: &str) -> String {
+        use sha2::{Digest, Sha256};
+        format!("{:x}", Sha256::digest(frozen.as_bytes()))
+    }
+
+    #[tokio::test]
+    async fn a_digest_hit_reads_no_frozen_bytes_and_a_narrowed_digest_never_shares() {
+        let wide = frozen(
+            vec![
+                function("deploy_prod", "Deploys the service."),
+                function("read_file", "Reads a file."),
+            ],
+            vec![],
+        );
+        let narrow = frozen(vec![function("read_file", "Reads a file.")], vec![]);
+        let (dw, dn) = (digest(&wide), digest(&narrow));
+        assert_ne!(dw, dn);
+        let reads = std::cell::Cell::new(0);
+        let load = |f: &str| {
+            reads.set(reads.get() + 1);
+            let f = f.to_string();
+            async move { Ok::<_, ()>(Some(f)) }
+        };
+        let never = || async { unreachable!("a hit by digest never reads the frozen context") };
+        let cache = SearchCache::new();
+        let search = |i: &Index| i.search_text("deploy", 5);
+
+        // The first call of the round reads the bytes once and builds.
+        let (i, found) = cache
+            .index_by_digest(1, &dw, || load(&wide), build)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Found::Built);
+        assert!(search(&i).contains("deploy_prod"));
+        assert_eq!(reads.get(), 1);
+        // Later calls of the round, and of later rounds of its chain (other rows, same bytes):
+        // no read at all.
+        for row in [1, 2, 3] {
+            let (j, found) = cache
+                .index_by_digest::<(), _>(row, &dw, never, build)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(found, Found::Digest);
+            assert!(Arc::ptr_eq(&i, &j));
+        }
+        assert_eq!(reads.get(), 1);
+        // A narrowed child: another digest, so a read, a build and its own index, even under
+        // a row id the wide slot remembers.
+        let (n, found) = cache
+            .index_by_digest(1, &dn, || load(&narrow), build)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Found::Built);
+        assert_eq!(reads.get(), 2);
+        assert_eq!(search(&n), r#"{"tools":[],"truncated":false}"#);
+        assert_eq!(cache.len(), 2);
+        let (n2, found) = cache
+            .index_by_digest::<(), _>(4, &dn, never, build)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Found::Digest);
+        assert!(Arc::ptr_eq(&n, &n2));
+        // A round with a digest but no frozen context: nothing to search, nothing kept.
+        let none = cache
+            .index_by_digest(5, &digest("x"), || async { Ok::<_, ()>(None) }, build)
+            .await
+            .unwrap();
+        assert!(none.is_none());
+        assert_eq!(cache.len(), 2);
+        // A read error is the caller's.
+        let err = cache
+            .index_by_digest(6, &digest("y"), || async { Err("down") }, build)
+            .await;
+        assert_eq!(err.err(), Some("down"));
+
+        // A slot first reached by bytes (a row written before migration 0006) is the same
+        // index for a later digest miss of equal bytes, which tags it: then hits by digest.
+        let old = SearchCache::new();
+        let (b, found) = old.index_of(Some(7), &wide, build);
+        assert_eq!(found, Found::Built);
+        let (d, found) = old
+            .index_by_digest(8, &dw, || load(&wide), build)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Found::Bytes);
+        assert!(Arc::ptr_eq(&b, &d));
+        let (_, found) = old
+            .index_by_digest::<(), _>(9, &dw, never, build)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found, Found::Digest);
+        // And the byte-keyed path still finds a slot built by digest.
+        assert_eq!(old.index_of(None, &wide, build).1, Found::Bytes);
+        assert_eq!(old.len(), 1);
     }
 
     #[test]

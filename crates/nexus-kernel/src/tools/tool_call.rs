@@ -116,17 +116,12 @@ pub(super) async fn place_child(
 
 /// The model round whose frozen context a call runs under (a `tool_call` child's declaring row
 /// is the wrapper row: followed up to its round).
+/// The chain is walked over the rows' heads (no frozen bytes); only the round is read whole.
 pub(super) async fn declaring_round(tx: &mut Tx, task: &TaskRow) -> KernelResult<Option<TaskRow>> {
-    let mut declaring = task.declaring_task_id;
-    for _ in 0..64 {
-        let Some(id) = declaring else { break };
-        let Some(r) = tx.task_by_id(id).await? else { break };
-        if r.kind == task_kind::MODEL {
-            return Ok(Some(r));
-        }
-        declaring = r.declaring_task_id;
+    match super::tool_search::declaring_head(tx, task.declaring_task_id).await? {
+        Some(head) => Ok(tx.task_by_id(head.id).await?),
+        None => Ok(None),
     }
-    Ok(None)
 }
 
 /// `tool_call {name, input}`.

@@ -3,11 +3,13 @@
 //! never adds a tool.
 
 use nexus_core::search::SearchIndex;
+use nexus_store::{FrozenHead, Tx};
 use serde_json::Value;
 
 use super::search_cache::SearchCache;
 use super::{KernelToolOutcome, ToolContext};
-use crate::runs::FrozenContext;
+use crate::error::KernelResult;
+use crate::runs::{FrozenContext, task_kind};
 
 const QUERY_BYTES: usize = 1_024;
 const LIMIT_DEFAULT: usize = 5;
@@ -86,6 +88,56 @@ pub(crate) fn run_frozen(cache: &SearchCache, input: &Value, round: Option<(i64,
     };
     let (index, _) = cache.index_of(Some(row), frozen, build);
     KernelToolOutcome::text(index.search_text(&query, limit))
+}
+
+/// Runs `tool_search` for a call declared by task row `declaring` (see
+/// [`SearchCache::tool_search_declared`]): the declaring model round is found by the rows'
+/// heads; a round with a stored digest is looked up by it (a hit reads no frozen bytes; a miss
+/// reads them to build), one without (written before migration 0006) by its bytes.
+pub(crate) async fn run_declared(
+    cache: &SearchCache,
+    tx: &mut Tx,
+    input: &Value,
+    declaring: Option<i64>,
+) -> KernelResult<KernelToolOutcome> {
+    let (query, limit) = match parse_input(input) {
+        Ok(q) => q,
+        Err(e) => return Ok(*e),
+    };
+    let index = match declaring_head(tx, declaring).await? {
+        None => None,
+        Some(FrozenHead {
+            id,
+            frozen_digest: Some(digest),
+            ..
+        }) => cache
+            .index_by_digest(id, &digest, || tx.task_frozen_context(id), build)
+            .await?
+            .map(|(index, _)| index),
+        Some(head) => match tx.task_frozen_context(head.id).await? {
+            Some(frozen) => Some(cache.index_of(Some(head.id), &frozen, build).0),
+            None => None,
+        },
+    };
+    Ok(KernelToolOutcome::text(match index {
+        Some(index) => index.search_text(&query, limit),
+        None => SearchIndex::new(&[], &[]).search_text(&query, limit),
+    }))
+}
+
+/// The head of the model round whose frozen context a call declared by `declaring` runs under
+/// (a `tool_call` child's declaring row is the wrapper row: followed up to its round), as
+/// [`super::tool_call::declaring_round`] finds it, without reading any frozen bytes.
+pub(super) async fn declaring_head(tx: &mut Tx, mut declaring: Option<i64>) -> KernelResult<Option<FrozenHead>> {
+    for _ in 0..64 {
+        let Some(id) = declaring else { break };
+        let Some(h) = tx.task_frozen_head(id).await? else { break };
+        if h.kind == task_kind::MODEL {
+            return Ok(Some(h));
+        }
+        declaring = h.declaring_task_id;
+    }
+    Ok(None)
 }
 
 /// The index of a stored frozen context, parsed as the evaluation parses it

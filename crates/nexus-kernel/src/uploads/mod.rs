@@ -5,7 +5,7 @@
 //! and sniffing them ([`UploadWriter`]); the descriptor's `content_type` is detected from the
 //! bytes ([`detect`]), never taken from the client.
 //!
-//! Hand-offs (docs/dev/run-engine-plan.md §F): the commit calls [`Kernel::check_result_uploads`]
+//! Hand-offs (ARCHITECTURE.md, "Seams inside the kernel"): the commit calls [`Kernel::check_result_uploads`]
 //! and [`Kernel::bind_result_uploads`] inside its settle transaction; the worker calls
 //! [`Kernel::reap_uploads_if_due`] (or [`Kernel::reap_uploads`]); the request builder uses
 //! [`Kernel::media_judge`].

@@ -162,6 +162,36 @@ impl Harness {
         format!("{}/runs/{run}", self.w())
     }
 
+    /// Creates and starts a run of `steps` as `token` (`rules`: the `approval_rules`, or null
+    /// for none), drives the engine until idle, returns the run's public id.
+    pub async fn start_run(&self, token: &str, mode: &str, rules: Value, steps: Value) -> String {
+        let mut run = serde_json::json!({"approval_mode": mode, "steps": steps});
+        if !rules.is_null() {
+            run["approval_rules"] = rules;
+        }
+        let r = self
+            .json(
+                Method::POST,
+                &format!("{}/runs", self.w()),
+                Some(token),
+                &serde_json::json!({ "run": run }),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
+        let id = r.json()["run"]["public_id"].as_str().unwrap().to_string();
+        let s = self
+            .json(
+                Method::POST,
+                &format!("{}/start", self.r(&id)),
+                Some(token),
+                &serde_json::json!({}),
+            )
+            .await;
+        assert_eq!(s.status, StatusCode::OK, "{}", s.json());
+        self.kernel.work_until_idle(10).await.unwrap();
+        id
+    }
+
     /// The workspace's internal id.
     pub async fn ws_id(&self) -> i64 {
         let id = uuid::Uuid::parse_str(&self.ws_public_id()).unwrap();
