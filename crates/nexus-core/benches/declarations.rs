@@ -9,45 +9,9 @@ use nexus_core::declaration::{
     AssemblyInput, Resolver, assemble, assemble_owned, check_bound, project, validate_declaration,
     validate_declaration_owned,
 };
-use nexus_core::registry;
 use serde_json::{Value, json};
 
-const RUNNER: &str = "0190a000-0000-7000-8000-000000000001";
-
-/// 20 aliases, 19 plain kernel entries, and 961 functions (every fourth one routed), shuffled.
-fn declaration() -> Vec<Value> {
-    let mut out = Vec::with_capacity(1000);
-    let tools = registry::entries();
-    for i in 0..20 {
-        let tool = tools[i % tools.len()];
-        let mut alias = json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
-            "description": format!("Alias {i} of {{{{{}}}}}; see {{{{wait}}}}.", tool.wire)});
-        if tool.wire == "delegate_task" {
-            alias["params"] =
-                json!({"run_in_background": {"maps_to": "wait", "invert": true, "description": "false: block."}});
-        }
-        out.push(alias);
-    }
-    for tool in tools {
-        out.push(tool.definition().clone());
-    }
-    let mut i = 0;
-    while out.len() < 1000 {
-        let mut f = json!({"type": "function", "function": {"name": format!("tool_{i:04}"),
-            "description": format!("Does thing number {i} to a file."),
-            "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."},
-                "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}}});
-        if i % 4 == 0 {
-            f["route"] =
-                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
-        }
-        out.push(f);
-        i += 1;
-    }
-    // A deterministic interleave so the sort has work to do.
-    let n = out.len();
-    (0..n).map(|k| out[(k * 7919) % n].clone()).collect()
-}
+use nexus_core::fixtures::{RUNNER, declaration_1000 as declaration};
 
 fn benches(c: &mut Criterion) {
     let raw = Value::Array(declaration());

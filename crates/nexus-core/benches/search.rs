@@ -9,58 +9,10 @@
 use std::time::Instant;
 
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
-use nexus_core::registry;
 use nexus_core::search::SearchIndex;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-const RUNNER: &str = "0190a000-0000-7000-8000-000000000001";
-const WORDS: [&str; 8] = [
-    "file",
-    "repository",
-    "network",
-    "image",
-    "database",
-    "ledger",
-    "mail",
-    "calendar",
-];
-
-fn declaration() -> (Vec<Value>, Vec<Value>) {
-    let mut out = Vec::with_capacity(10_000);
-    let tools = registry::entries();
-    for i in 0..20 {
-        let tool = tools[i % tools.len()];
-        if tool.wire == "delegate_task" {
-            continue;
-        }
-        out.push(json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
-            "description": format!("Alias {i} of {{{{{}}}}}.", tool.wire)}));
-    }
-    let mut i = 0;
-    while out.len() < 10_000 {
-        let w = WORDS[i % WORDS.len()];
-        let v = WORDS[(i / 8) % WORDS.len()];
-        let mut f = json!({"type": "function", "function": {"name": format!("tool_{i:05}"),
-            "description": format!("Does thing number {i} to a {w} with the {v} helper."),
-            "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."}},
-                "required": ["path"]}}});
-        if i % 4 == 0 {
-            f["route"] =
-                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
-            f["defer_loading"] = json!(true);
-        }
-        out.push(f);
-        i += 1;
-    }
-    let skills = (0..500)
-        .map(|k| {
-            json!({"callable": format!("tool_{:05}", k * 7), "name": format!("skill_{k}"),
-                "description": format!("Skill {k}: handles quarterly reports."), "source": "runner",
-                "executor_public_id": RUNNER})
-        })
-        .collect();
-    (out, skills)
-}
+use nexus_core::fixtures::search_10k as declaration;
 
 /// (kind, query): exact callable, one term (few matches), two terms, no match, one term that
 /// matches thousands (limit hit at once).

@@ -9,6 +9,8 @@ pub mod bounds;
 pub mod codes;
 pub mod contracts;
 pub mod declaration;
+#[doc(hidden)]
+pub mod fixtures;
 pub mod graph;
 pub mod jcs;
 pub mod pairing;

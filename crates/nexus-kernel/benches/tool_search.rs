@@ -38,7 +38,6 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use nexus_core::registry;
 use nexus_core::search::SearchIndex;
 use nexus_kernel::Kernel;
 use nexus_kernel::tools::SearchCache;
@@ -47,17 +46,7 @@ use nexus_store::{Engine, NewRun, NewTask};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-const RUNNER: &str = "0190a000-0000-7000-8000-000000000001";
-const WORDS: [&str; 8] = [
-    "file",
-    "repository",
-    "network",
-    "image",
-    "database",
-    "ledger",
-    "mail",
-    "calendar",
-];
+use nexus_core::fixtures::RUNNER;
 const HIT_CALLS: usize = 10_000;
 const NEW_ROUND_CALLS: usize = 2_000;
 const MISS_CALLS: usize = 40;
@@ -65,39 +54,7 @@ const ROW_READS: usize = 200;
 
 /// The stored `frozen_context` of a round declaring 10,000 callables.
 fn frozen_context() -> String {
-    let mut decl = Vec::with_capacity(10_000);
-    let tools = registry::entries();
-    for i in 0..20 {
-        let tool = tools[i % tools.len()];
-        if tool.wire == "delegate_task" {
-            continue;
-        }
-        decl.push(json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
-            "description": format!("Alias {i} of {{{{{}}}}}.", tool.wire)}));
-    }
-    let mut i = 0;
-    while decl.len() < 10_000 {
-        let w = WORDS[i % WORDS.len()];
-        let v = WORDS[(i / 8) % WORDS.len()];
-        let mut f = json!({"type": "function", "function": {"name": format!("tool_{i:05}"),
-            "description": format!("Does thing number {i} to a {w} with the {v} helper."),
-            "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."}},
-                "required": ["path"]}}});
-        if i % 4 == 0 {
-            f["route"] =
-                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
-            f["defer_loading"] = json!(true);
-        }
-        decl.push(f);
-        i += 1;
-    }
-    let skills: Vec<Value> = (0..500)
-        .map(|k| {
-            json!({"callable": format!("tool_{:05}", k * 7), "name": format!("skill_{k}"),
-                "description": format!("Skill {k}: handles quarterly reports."), "source": "runner",
-                "executor_public_id": RUNNER})
-        })
-        .collect();
+    let (decl, skills) = nexus_core::fixtures::search_10k();
     json!({
         "prompt": "Find the tool that reads the ledger.",
         "results": [],

@@ -7,44 +7,8 @@ use sha2::{Digest, Sha256};
 
 use super::{agent, func, plain, render};
 use crate::declaration::{validate_and_render_owned, validate_declaration, validate_declaration_owned};
-use crate::registry;
 
-const RUNNER: &str = "0190a000-0000-7000-8000-000000000001";
-
-/// The benchmark's set: 20 aliases, 19 plain kernel entries and 961 functions (every fourth
-/// routed), interleaved.
-fn bench_set() -> Vec<Value> {
-    let mut out = Vec::with_capacity(1000);
-    let tools = registry::entries();
-    for i in 0..20 {
-        let tool = tools[i % tools.len()];
-        let mut alias = json!({"name": format!("Alias{i:02}"), "canonical": tool.canonical,
-            "description": format!("Alias {i} of {{{{{}}}}}; see {{{{wait}}}}.", tool.wire)});
-        if tool.wire == "delegate_task" {
-            alias["params"] =
-                json!({"run_in_background": {"maps_to": "wait", "invert": true, "description": "false: block."}});
-        }
-        out.push(alias);
-    }
-    for tool in tools {
-        out.push(tool.definition().clone());
-    }
-    let mut i = 0;
-    while out.len() < 1000 {
-        let mut f = json!({"type": "function", "function": {"name": format!("tool_{i:04}"),
-            "description": format!("Does thing number {i} to a file."),
-            "parameters": {"type": "object", "properties": {"path": {"type": "string", "description": "A path."},
-                "limit": {"type": "integer", "minimum": 1}}, "required": ["path"]}}});
-        if i % 4 == 0 {
-            f["route"] =
-                json!({"kind": "runner", "runner_executor_public_id": RUNNER, "tool_name": format!("served_{i}")});
-        }
-        out.push(f);
-        i += 1;
-    }
-    let n = out.len();
-    (0..n).map(|k| out[(k * 7919) % n].clone()).collect()
-}
+use crate::fixtures::{RUNNER, declaration_1000 as bench_set};
 
 /// Flat form of a nested function entry.
 fn flat(entry: &Value) -> Value {
