@@ -2,28 +2,20 @@
 //! expiry through the sweep, `rules` mode, rule precedence, author-origin rows, re-addressing
 //! on approve, and the approval queue.
 
+mod common;
+
+use common::World;
+
 use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
+use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
-use nexus_kernel::{Kernel, MemberPrincipal};
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 const DAY: i64 = 86_400_000;
-
-struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
-    scripts: std::path::PathBuf,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    human: MemberPrincipal,
-    ws: Uuid,
-    runner: Uuid,
-    agent_app: Uuid,
-}
 
 fn write_profile() -> Value {
     json!({"kind": "write", "destructive": true, "effect_scope": "closed", "idempotency": "intrinsic", "reconciliation": "lookup"})
@@ -37,31 +29,7 @@ fn read_tools() -> Value {
 }
 
 async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let auth = |k: &str| format!("Bearer {}", boot[k]["member_token"].as_str().unwrap());
-    let agent = kernel.authenticate_member(Some(&auth("agent"))).await.unwrap();
-    let human = kernel.authenticate_member(Some(&auth("human"))).await.unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    let runner = Uuid::parse_str(boot["runner"]["executor_public_id"].as_str().unwrap()).unwrap();
-    let agent_app = Uuid::parse_str(boot["agent"]["executor_public_id"].as_str().unwrap()).unwrap();
-    let w = World {
-        _ts: ts,
-        _dir: dir,
-        scripts,
-        kernel,
-        agent,
-        human,
-        ws,
-        runner,
-        agent_app,
-    };
+    let w = common::world(ts).await;
     w.announce(read_tools()).await;
     w
 }
@@ -88,11 +56,6 @@ impl World {
             )
             .await
             .unwrap();
-    }
-
-    fn script(&self, name: &str, lines: &[Value]) {
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
     }
 
     fn routed(&self, callable: &str, served: &str) -> Value {

@@ -6,59 +6,21 @@
 //! deferred alias `list_machines`): a runner-side commit would need the executor plane's commit
 //! door, which this suite does not depend on.
 
+mod common;
+
+use common::{World, world};
+
 use nexus_core::codes::Code;
+use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
-use nexus_kernel::{Kernel, MemberPrincipal};
-use nexus_store::testing::{TestStore, engines};
+use nexus_store::testing::engines;
 use nexus_store::{Engine, EventRow, MemberKind, RunRow, Standing, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 const DAY: i64 = 86_400_000;
 
-struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
-    scripts: std::path::PathBuf,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    human: MemberPrincipal,
-    ws: Uuid,
-    agent_app: Uuid,
-}
-
-async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let auth = |k: &str| format!("Bearer {}", boot[k]["member_token"].as_str().unwrap());
-    let agent = kernel.authenticate_member(Some(&auth("agent"))).await.unwrap();
-    let human = kernel.authenticate_member(Some(&auth("human"))).await.unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    let agent_app = Uuid::parse_str(boot["agent"]["executor_public_id"].as_str().unwrap()).unwrap();
-    World {
-        _ts: ts,
-        _dir: dir,
-        scripts,
-        kernel,
-        agent,
-        human,
-        ws,
-        agent_app,
-    }
-}
-
 impl World {
-    fn script(&self, name: &str, lines: &[Value]) {
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
-    }
-
     async fn start(&self, run: Value) -> Uuid {
         let (status, body) = self
             .kernel

@@ -3,8 +3,12 @@
 //! bound is checked on the settled rows; skill documents put through the door reach the
 //! assembly, the round's skills block and `skill`.
 
-use nexus_kernel::{Kernel, MemberPrincipal};
-use nexus_store::testing::{TestStore, engines};
+mod common;
+
+use common::{World, world};
+
+use nexus_kernel::MemberPrincipal;
+use nexus_store::testing::engines;
 use nexus_store::{Engine, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -17,42 +21,6 @@ const MEMORY_TOOLS: [&str; 6] = [
     "nexus.memory.grep",
     "nexus.memory.delete",
 ];
-
-struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
-    scripts: std::path::PathBuf,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    human: MemberPrincipal,
-    ws: Uuid,
-    dialect: &'static str,
-}
-
-async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
-    let agent = kernel.authenticate_member(Some(&auth("agent"))).await.unwrap();
-    let human = kernel.authenticate_member(Some(&auth("human"))).await.unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    World {
-        dialect: ts.dialect,
-        _ts: ts,
-        _dir: dir,
-        scripts,
-        kernel,
-        agent,
-        human,
-        ws,
-    }
-}
 
 /// The text of a settled row's content blocks.
 fn text_of(t: &TaskRow) -> String {
@@ -67,11 +35,6 @@ fn text_of(t: &TaskRow) -> String {
 }
 
 impl World {
-    fn script(&self, name: &str, lines: &[Value]) {
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
-    }
-
     /// Creates a run of one model step with the memory tools (and `extra` kernel tools).
     async fn create(&self, script: &str, extra: &[&str]) -> Uuid {
         let mut tools: Vec<&str> = MEMORY_TOOLS.to_vec();

@@ -2,48 +2,27 @@
 //! the transcript, the graph with its mermaid flowchart, the event feed, and the results of
 //! the kernel tools `runners_list` and `tool_search` (kernel-tools.md §11, §13).
 
+mod common;
+
+use common::World;
+
 use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::RequestRead;
-use nexus_kernel::{Kernel, MemberPrincipal};
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, MemberKind};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
-    scripts: std::path::PathBuf,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    ws: Uuid,
-    runner: Uuid,
-}
-
 async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let token = boot["agent"]["member_token"].as_str().unwrap();
-    let agent = kernel
-        .authenticate_member(Some(&format!("Bearer {token}")))
-        .await
-        .unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    let runner = Uuid::parse_str(boot["runner"]["executor_public_id"].as_str().unwrap()).unwrap();
-    let row = kernel.store.executor_by_public_id(runner).await.unwrap().unwrap();
+    let w = common::world(ts).await;
+    let row = w.kernel.store.executor_by_public_id(w.runner).await.unwrap().unwrap();
     let tools = json!([
         {"name": "read", "effect_profile": EffectProfile::READ.to_json(), "description": "Read a file from the workspace.", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
         {"name": "grep", "effect_profile": EffectProfile::READ.to_json(), "description": "Search file contents.", "input_schema": {"type": "object"}},
     ]);
-    kernel
+    w.kernel
         .store
         .put_announcement(
             row.id,
@@ -56,23 +35,10 @@ async fn world(ts: TestStore) -> World {
         )
         .await
         .unwrap();
-    World {
-        _ts: ts,
-        _dir: dir,
-        scripts,
-        kernel,
-        agent,
-        ws,
-        runner,
-    }
+    w
 }
 
 impl World {
-    fn script(&self, name: &str, lines: &[Value]) {
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
-    }
-
     async fn start(&self, run: Value) -> Uuid {
         let (status, body) = self
             .kernel

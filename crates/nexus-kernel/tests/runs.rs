@@ -2,53 +2,17 @@
 //! expansion and pairing, birth failures, aliases, completion, stop, append refusals,
 //! idempotency and the sweep of a lost kernel tool evaluation.
 
+mod common;
+
+use common::{World, world};
+
 use nexus_core::codes::Code;
-use nexus_kernel::{Kernel, MemberPrincipal};
-use nexus_store::testing::{TestStore, engines};
+use nexus_store::testing::engines;
 use nexus_store::{Engine, RunRow, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
-    scripts: std::path::PathBuf,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    ws: Uuid,
-}
-
-async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let token = boot["agent"]["member_token"].as_str().unwrap();
-    let agent = kernel
-        .authenticate_member(Some(&format!("Bearer {token}")))
-        .await
-        .unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    World {
-        _ts: ts,
-        _dir: dir,
-        scripts,
-        kernel,
-        agent,
-        ws,
-    }
-}
-
 impl World {
-    fn script(&self, name: &str, lines: &[Value]) {
-        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
-        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
-    }
-
     async fn create(&self, run: Value) -> (Uuid, Value) {
         let (status, body) = self
             .kernel

@@ -1,0 +1,61 @@
+//! The kernel suites' shared world: a fresh store per engine, a kernel whose `scripted`
+//! provider reads scripts from a temp dir (provider retries 1 ms apart), bootstrapped, with the
+//! bootstrap's principals and ids at hand. Each suite adds its own methods in its own
+//! `impl World` block.
+
+#![allow(dead_code)]
+
+use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::testing::TestStore;
+use serde_json::Value;
+use uuid::Uuid;
+
+pub struct World {
+    /// Keeps the store (and its SQLite directory or PostgreSQL schema) alive.
+    pub ts: TestStore,
+    _dir: tempfile::TempDir,
+    pub scripts: std::path::PathBuf,
+    pub kernel: Kernel,
+    /// The bootstrap's agent and human members.
+    pub agent: MemberPrincipal,
+    pub human: MemberPrincipal,
+    pub ws: Uuid,
+    /// The bootstrap's runner and the agent's agent-application executor.
+    pub runner: Uuid,
+    pub agent_app: Uuid,
+    /// `sqlite` or `postgres`.
+    pub dialect: &'static str,
+}
+
+pub async fn world(ts: TestStore) -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let kernel = Kernel::builder(ts.store.clone())
+        .scripts_dir(&scripts)
+        .provider_backoff_ms(vec![1, 1, 1])
+        .build();
+    let boot = kernel.bootstrap().await.unwrap();
+    let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
+    let id = |v: &Value| Uuid::parse_str(v.as_str().unwrap()).unwrap();
+    World {
+        agent: kernel.authenticate_member(Some(&auth("agent"))).await.unwrap(),
+        human: kernel.authenticate_member(Some(&auth("human"))).await.unwrap(),
+        ws: id(&boot["workspace_public_id"]),
+        runner: id(&boot["runner"]["executor_public_id"]),
+        agent_app: id(&boot["agent"]["executor_public_id"]),
+        dialect: ts.dialect,
+        ts,
+        _dir: dir,
+        scripts,
+        kernel,
+    }
+}
+
+impl World {
+    /// Writes the `scripted` provider's script `<name>.jsonl`, one JSON value a line.
+    pub fn script(&self, name: &str, lines: &[Value]) {
+        let text: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+        std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+    }
+}
