@@ -15,7 +15,8 @@
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-kernel --bench rounds`
 //! (PostgreSQL is skipped with a note when the variable is unset.)
 //!
-//! `NEXUS_BENCH_STATEMENTS=1` also counts the store's statements (sqlx's `sqlx::query` events,
+//! `NEXUS_BENCH_STATEMENTS=1` also counts the store's statements (the SQLite engine's
+//! `nexus_store::SQLITE_STATEMENT_TARGET` events and sqlx's `sqlx::query` events on PostgreSQL,
 //! through a counting `tracing` subscriber) and reports them per round; the counting itself
 //! costs time, so take timings from a run without it.
 
@@ -185,12 +186,17 @@ struct Figures {
 /// Statements the store ran (see the module docs), when counting.
 static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
-/// A `tracing` subscriber that counts sqlx's per-statement events and records nothing else.
+/// A statement event: the SQLite engine's own, or sqlx's (PostgreSQL).
+fn is_statement(target: &str) -> bool {
+    target == nexus_store::SQLITE_STATEMENT_TARGET || target == "sqlx::query"
+}
+
+/// A `tracing` subscriber that counts the store's per-statement events and records nothing else.
 struct CountStatements;
 
 impl tracing::Subscriber for CountStatements {
     fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        metadata.target() == "sqlx::query"
+        is_statement(metadata.target())
     }
     fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
         tracing::span::Id::from_u64(1)
@@ -198,7 +204,7 @@ impl tracing::Subscriber for CountStatements {
     fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
     fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
     fn event(&self, event: &tracing::Event<'_>) {
-        if event.metadata().target() == "sqlx::query" {
+        if is_statement(event.metadata().target()) {
             STATEMENTS.fetch_add(1, Ordering::Relaxed);
         }
     }

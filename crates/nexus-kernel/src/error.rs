@@ -98,6 +98,10 @@ impl From<StoreError> for KernelError {
                 tracing::error!(error = %e, "store failure");
                 Self::of(Code::Unavailable)
             }
+            StoreError::Sqlite(e) => {
+                tracing::error!(error = %e, "store failure");
+                Self::of(Code::Unavailable)
+            }
             StoreError::Busy => {
                 tracing::warn!("store busy: no write slot within the busy timeout");
                 Self::of(Code::Unavailable)

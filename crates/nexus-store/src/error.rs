@@ -8,9 +8,13 @@ pub enum StoreError {
     /// A row the call requires does not exist.
     #[error("not found: {0}")]
     NotFound(String),
-    /// The store cannot be reached or failed underneath.
+    /// The store cannot be reached or failed underneath (PostgreSQL, through sqlx).
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// The SQLite database failed underneath (a full disk, a corrupt file, a busy lock held
+    /// by another process beyond the busy timeout, …).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     #[error("migration error: {0}")]
     Migration(#[from] sqlx::migrate::MigrateError),
     /// SQLite: the in-process writer gate stayed taken for the whole busy timeout (a writer

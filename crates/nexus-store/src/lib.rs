@@ -21,6 +21,7 @@ pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDo
 pub use model::*;
 pub use postgres::PgStore;
 pub use sqlite::SqliteStore;
+pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use tx::{PgTx, SqliteTx, Tx};
 pub use uploads::{NewUpload, UploadRow};
 
@@ -325,16 +326,40 @@ pub(crate) fn check_json(value: &serde_json::Value) -> Result<()> {
 
 /// Maps a sqlx error from a write: a unique violation is a [`StoreError::Conflict`], a foreign
 /// key violation a [`StoreError::NotFound`] (the referenced row is missing).
-pub(crate) fn write_error(error: sqlx::Error) -> StoreError {
-    if let Some(db) = error.as_database_error() {
-        if db.is_unique_violation() {
-            return StoreError::Conflict(db.message().to_string());
+pub(crate) fn write_error<E: WriteFailure>(error: E) -> StoreError {
+    error.classify()
+}
+
+/// A driver error as the store reports a failed write: a unique violation is `Conflict`, a
+/// foreign key violation `NotFound` ([`FK_MISSING`]), anything else the engine's database error.
+pub(crate) trait WriteFailure {
+    fn classify(self) -> StoreError;
+}
+
+impl WriteFailure for sqlx::Error {
+    fn classify(self) -> StoreError {
+        if let Some(db) = self.as_database_error() {
+            if db.is_unique_violation() {
+                return StoreError::Conflict(db.message().to_string());
+            }
+            if db.is_foreign_key_violation() {
+                return StoreError::NotFound(format!("{FK_MISSING}: {}", db.message()));
+            }
         }
-        if db.is_foreign_key_violation() {
-            return StoreError::NotFound(format!("{FK_MISSING}: {}", db.message()));
-        }
+        StoreError::Database(self)
     }
-    StoreError::Database(error)
+}
+
+impl WriteFailure for rusqlite::Error {
+    fn classify(self) -> StoreError {
+        if sqlite::is_unique_violation(&self) {
+            return StoreError::Conflict(sqlite::message(&self));
+        }
+        if sqlite::is_foreign_key_violation(&self) {
+            return StoreError::NotFound(format!("{FK_MISSING}: {}", sqlite::message(&self)));
+        }
+        StoreError::Sqlite(self)
+    }
 }
 
 /// The message prefix of a foreign key violation's [`StoreError::NotFound`].
@@ -347,7 +372,7 @@ pub(crate) const RECEIPT_TAKEN: &str = "an idempotency receipt already holds sco
 /// run found by a read, a taken receipt scope, the text guard, a bad argument) do not.
 pub(crate) fn voids_transaction(error: &StoreError) -> bool {
     match error {
-        StoreError::Database(_) | StoreError::Migration(_) => true,
+        StoreError::Database(_) | StoreError::Sqlite(_) | StoreError::Migration(_) => true,
         StoreError::Conflict(m) => !m.starts_with(RECEIPT_TAKEN),
         StoreError::NotFound(m) => m.starts_with(FK_MISSING),
         StoreError::Config(_)

@@ -145,7 +145,7 @@ macro_rules! memory_ops {
             owner_id: i64,
             path: &str,
         ) -> Result<Option<MemoryDocRow>> {
-            sqlx::query(MEMORY_GET)
+            query(MEMORY_GET)
                 .bind(scope.as_str())
                 .bind(owner_id)
                 .bind(path)
@@ -168,7 +168,7 @@ macro_rules! memory_ops {
             } else {
                 MEMORY_LIST_META
             };
-            let rows = sqlx::query(q)
+            let rows = query(q)
                 .bind(scope.as_str())
                 .bind(owner_id)
                 .fetch_all(&mut *c)
@@ -189,7 +189,7 @@ macro_rules! memory_ops {
             if let Some(d) = &new.description {
                 check_text(d)?;
             }
-            sqlx::query($scope_lock)
+            query($scope_lock)
                 .bind(format!("memory:{}:{}", new.scope.as_str(), new.owner_id))
                 .execute(&mut *c)
                 .await
@@ -202,7 +202,7 @@ macro_rules! memory_ops {
             let byte_size = new.content.len() as i64;
             match existing {
                 Some(_) => {
-                    let r = sqlx::query(MEMORY_UPDATE)
+                    let r = query(MEMORY_UPDATE)
                         .bind(new.scope.as_str())
                         .bind(new.owner_id)
                         .bind(&new.path)
@@ -228,7 +228,7 @@ macro_rules! memory_ops {
                     }
                 }
                 None => {
-                    let count: i64 = sqlx::query_scalar(MEMORY_COUNT)
+                    let count: i64 = query_scalar(MEMORY_COUNT)
                         .bind(new.scope.as_str())
                         .bind(new.owner_id)
                         .fetch_one(&mut *c)
@@ -236,7 +236,7 @@ macro_rules! memory_ops {
                     if count >= bound {
                         return Ok(MemoryPut::Full { bound });
                     }
-                    let r = sqlx::query(MEMORY_INSERT)
+                    let r = query(MEMORY_INSERT)
                         .bind(new.scope.as_str())
                         .bind(new.owner_id)
                         .bind(&new.path)
@@ -270,7 +270,7 @@ macro_rules! memory_ops {
                     current: existing.lock_version,
                 });
             }
-            let done = sqlx::query(MEMORY_DELETE)
+            let done = query(MEMORY_DELETE)
                 .bind(scope.as_str())
                 .bind(owner_id)
                 .bind(path)
@@ -291,7 +291,7 @@ macro_rules! memory_ops {
 
         /// The internal id of the member with this public id.
         pub(crate) async fn member_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
-            Ok(sqlx::query_scalar(MEMBER_ID_BY_PUBLIC_ID)
+            Ok(query_scalar(MEMBER_ID_BY_PUBLIC_ID)
                 .bind(uid(public_id))
                 .fetch_optional(&mut *c)
                 .await?)
@@ -299,7 +299,7 @@ macro_rules! memory_ops {
 
         /// The internal id of the workspace with this public id.
         pub(crate) async fn workspace_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
-            Ok(sqlx::query_scalar(WORKSPACE_ID_BY_PUBLIC_ID)
+            Ok(query_scalar(WORKSPACE_ID_BY_PUBLIC_ID)
                 .bind(uid(public_id))
                 .fetch_optional(&mut *c)
                 .await?)
@@ -310,7 +310,7 @@ macro_rules! memory_ops {
             account_id: i64,
             handle: &str,
         ) -> Result<Option<WorkspaceRow>> {
-            sqlx::query(sql::WORKSPACE_BY_HANDLE)
+            query(sql::WORKSPACE_BY_HANDLE)
                 .bind(account_id)
                 .bind(handle)
                 .fetch_optional(&mut *c)

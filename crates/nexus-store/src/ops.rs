@@ -18,7 +18,7 @@ pub(crate) trait Dialect {
     const TASK_FROZEN_HEAD: &'static str;
 }
 
-impl Dialect for sqlx::SqliteConnection {
+impl Dialect for rusqlite::Connection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
 }
@@ -40,7 +40,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn insert_run(c: &mut Conn, new: &NewRun) -> Result<RunRow> {
             row::check_new_run_text(new)?;
-            let r = sqlx::query(sql::INSERT_RUN)
+            let r = query(sql::INSERT_RUN)
                 .bind(uid(new.public_id))
                 .bind(new.workspace_id)
                 .bind(new.created_by_id)
@@ -62,7 +62,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn update_run(c: &mut Conn, run: &RunRow) -> Result<()> {
             row::check_run_row_text(run)?;
-            let done = sqlx::query(sql::UPDATE_RUN)
+            let done = query(sql::UPDATE_RUN)
                 .bind(run.id)
                 .bind(&run.status)
                 .bind(run.deliverable_task_id)
@@ -81,7 +81,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn run_by_id(c: &mut Conn, id: i64) -> Result<Option<RunRow>> {
-            sqlx::query(sql::RUN_BY_ID)
+            query(sql::RUN_BY_ID)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -90,7 +90,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn lock_run(c: &mut Conn, id: i64) -> Result<RunRow> {
-            let r = sqlx::query($lock_run).bind(id).fetch_optional(&mut *c).await?;
+            let r = query($lock_run).bind(id).fetch_optional(&mut *c).await?;
             match r {
                 Some(r) => row::run(&r),
                 None => Err(StoreError::NotFound(format!("run {id}"))),
@@ -98,7 +98,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn run_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<RunRow>> {
-            sqlx::query(sql::RUN_BY_PUBLIC_ID)
+            query(sql::RUN_BY_PUBLIC_ID)
                 .bind(uid(public_id))
                 .fetch_optional(&mut *c)
                 .await?
@@ -118,7 +118,7 @@ macro_rules! engine_ops {
                     if check_text(status).is_err() {
                         return Ok(Vec::new());
                     }
-                    sqlx::query(sql::RUNS_OF_WORKSPACE_STATUS)
+                    query(sql::RUNS_OF_WORKSPACE_STATUS)
                         .bind(workspace_id)
                         .bind(after_id)
                         .bind(limit)
@@ -127,7 +127,7 @@ macro_rules! engine_ops {
                         .await?
                 }
                 None => {
-                    sqlx::query(sql::RUNS_OF_WORKSPACE)
+                    query(sql::RUNS_OF_WORKSPACE)
                         .bind(workspace_id)
                         .bind(after_id)
                         .bind(limit)
@@ -157,7 +157,7 @@ macro_rules! engine_ops {
                 .map_err(|e| StoreError::Corrupt(format!("event data does not serialize: {e}")))?;
             check_text(&data)?;
             // One statement: the run's sequence moves and the event takes it.
-            let sequence: Option<i64> = sqlx::query_scalar(<Conn as $crate::ops::Dialect>::APPEND_EVENT)
+            let sequence: Option<i64> = query_scalar(<Conn as $crate::ops::Dialect>::APPEND_EVENT)
                 .bind(run_id)
                 .bind(kind)
                 .bind(at)
@@ -178,7 +178,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn latest_event_sequence(c: &mut Conn, run_id: i64) -> Result<i64> {
-            let s: Option<i64> = sqlx::query_scalar(sql::LATEST_EVENT_SEQUENCE)
+            let s: Option<i64> = query_scalar(sql::LATEST_EVENT_SEQUENCE)
                 .bind(run_id)
                 .fetch_optional(&mut *c)
                 .await?;
@@ -186,7 +186,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn events_after(c: &mut Conn, run_id: i64, after: i64, limit: i64) -> Result<Vec<EventRow>> {
-            let rows = sqlx::query(sql::EVENTS_AFTER)
+            let rows = query(sql::EVENTS_AFTER)
                 .bind(run_id)
                 .bind(after)
                 .bind(limit)
@@ -199,7 +199,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn insert_task(c: &mut Conn, new: &NewTask) -> Result<TaskRow> {
             row::check_new_task_text(new)?;
-            let q = sqlx::query(sql::INSERT_TASK)
+            let q = query(sql::INSERT_TASK)
                 .bind(new.run_id)
                 .bind(&new.key)
                 .bind(&new.kind)
@@ -223,9 +223,7 @@ macro_rules! engine_ops {
         ) -> Result<bool> {
             row::check_task_row_text(task)?;
             let slots = row::status_slots(expect_statuses)?;
-            let mut q = sqlx::query(sql::UPDATE_TASK)
-                .bind(task.id)
-                .bind(expect_generation);
+            let mut q = query(sql::UPDATE_TASK).bind(task.id).bind(expect_generation);
             for s in slots {
                 q = q.bind(s);
             }
@@ -238,7 +236,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_by_id(c: &mut Conn, id: i64) -> Result<Option<TaskRow>> {
-            sqlx::query(sql::TASK_BY_ID)
+            query(sql::TASK_BY_ID)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -247,7 +245,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_frozen_head(c: &mut Conn, id: i64) -> Result<Option<FrozenHead>> {
-            sqlx::query(<Conn as $crate::ops::Dialect>::TASK_FROZEN_HEAD)
+            query(<Conn as $crate::ops::Dialect>::TASK_FROZEN_HEAD)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -256,7 +254,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_frozen_context(c: &mut Conn, id: i64) -> Result<Option<String>> {
-            let r = sqlx::query(sql::TASK_FROZEN_CONTEXT)
+            let r = query(sql::TASK_FROZEN_CONTEXT)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?;
@@ -270,7 +268,7 @@ macro_rules! engine_ops {
             if check_text(key).is_err() {
                 return Ok(None);
             }
-            sqlx::query(sql::TASK_BY_KEY)
+            query(sql::TASK_BY_KEY)
                 .bind(run_id)
                 .bind(key)
                 .fetch_optional(&mut *c)
@@ -280,15 +278,12 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn tasks_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::TASKS_OF_RUN)
-                .bind(run_id)
-                .fetch_all(&mut *c)
-                .await?;
+            let rows = query(sql::TASKS_OF_RUN).bind(run_id).fetch_all(&mut *c).await?;
             rows.iter().map(row::task).collect()
         }
 
         pub(crate) async fn tasks_declared_by(c: &mut Conn, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::TASKS_DECLARED_BY)
+            let rows = query(sql::TASKS_DECLARED_BY)
                 .bind(run_id)
                 .bind(declaring_id)
                 .fetch_all(&mut *c)
@@ -297,7 +292,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn any_open_task(c: &mut Conn, run_id: i64) -> Result<bool> {
-            let mut q = sqlx::query(sql::ANY_TASK_IN_STATUSES).bind(run_id);
+            let mut q = query(sql::ANY_TASK_IN_STATUSES).bind(run_id);
             for s in $crate::model::task_status::OPEN {
                 q = q.bind(s);
             }
@@ -305,7 +300,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
-            Ok(sqlx::query(sql::ANY_RUNNING_AWAIT)
+            Ok(query(sql::ANY_RUNNING_AWAIT)
                 .bind(run_id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -318,7 +313,7 @@ macro_rules! engine_ops {
             after_id: i64,
             limit: i64,
         ) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::TASKS_OF_RUN_PAGE)
+            let rows = query(sql::TASKS_OF_RUN_PAGE)
                 .bind(run_id)
                 .bind(after_id)
                 .bind(limit)
@@ -333,7 +328,7 @@ macro_rules! engine_ops {
             after_task_id: i64,
             limit: i64,
         ) -> Result<Vec<(i64, i64)>> {
-            let rows = sqlx::query(sql::EXPIRED_PARKS)
+            let rows = query(sql::EXPIRED_PARKS)
                 .bind(now)
                 .bind(after_task_id)
                 .bind(limit)
@@ -348,7 +343,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn revoked_parks(c: &mut Conn, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
-            let rows = sqlx::query(sql::REVOKED_PARKS)
+            let rows = query(sql::REVOKED_PARKS)
                 .bind(after_task_id)
                 .bind(limit)
                 .fetch_all(&mut *c)
@@ -367,7 +362,7 @@ macro_rules! engine_ops {
             after_task_id: i64,
             limit: i64,
         ) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::HELD_APPROVALS)
+            let rows = query(sql::HELD_APPROVALS)
                 .bind(workspace_id)
                 .bind(after_task_id)
                 .bind(limit)
@@ -384,7 +379,7 @@ macro_rules! engine_ops {
             limit: i64,
         ) -> Result<Vec<TaskRow>> {
             let slots = row::status_slots(statuses)?;
-            let mut q = sqlx::query(sql::ADDRESSED_TASKS)
+            let mut q = query(sql::ADDRESSED_TASKS)
                 .bind(executor_id)
                 .bind(after_task_id)
                 .bind(limit);
@@ -399,7 +394,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn insert_edge(c: &mut Conn, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
             check_text(kind)?;
-            let done = sqlx::query(sql::INSERT_EDGE)
+            let done = query(sql::INSERT_EDGE)
                 .bind(task_id)
                 .bind(depends_on_id)
                 .bind(kind)
@@ -410,15 +405,12 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn edges_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<EdgeRow>> {
-            let rows = sqlx::query(sql::EDGES_OF_RUN)
-                .bind(run_id)
-                .fetch_all(&mut *c)
-                .await?;
+            let rows = query(sql::EDGES_OF_RUN).bind(run_id).fetch_all(&mut *c).await?;
             rows.iter().map(row::edge).collect()
         }
 
         pub(crate) async fn edges_into(c: &mut Conn, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
-            let rows = sqlx::query(sql::EDGES_INTO)
+            let rows = query(sql::EDGES_INTO)
                 .bind(depends_on_id)
                 .fetch_all(&mut *c)
                 .await?;
@@ -426,10 +418,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn edges_from(c: &mut Conn, task_id: i64) -> Result<Vec<EdgeRow>> {
-            let rows = sqlx::query(sql::EDGES_FROM)
-                .bind(task_id)
-                .fetch_all(&mut *c)
-                .await?;
+            let rows = query(sql::EDGES_FROM).bind(task_id).fetch_all(&mut *c).await?;
             rows.iter().map(row::edge).collect()
         }
 
@@ -437,7 +426,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn insert_job(c: &mut Conn, new: &NewJob) -> Result<i64> {
             check_text(&new.kind)?;
-            let id: i64 = sqlx::query_scalar(sql::INSERT_JOB)
+            let id: i64 = query_scalar(sql::INSERT_JOB)
                 .bind(&new.kind)
                 .bind(new.run_id)
                 .bind(new.task_id)
@@ -450,7 +439,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn delete_job(c: &mut Conn, job_id: i64) -> Result<bool> {
-            let done = sqlx::query(sql::DELETE_JOB)
+            let done = query(sql::DELETE_JOB)
                 .bind(job_id)
                 .execute(&mut *c)
                 .await
@@ -459,7 +448,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn job_by_id(c: &mut Conn, job_id: i64) -> Result<Option<JobRow>> {
-            sqlx::query(sql::JOB_BY_ID)
+            query(sql::JOB_BY_ID)
                 .bind(job_id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -475,7 +464,7 @@ macro_rules! engine_ops {
             limit: i64,
         ) -> Result<Vec<JobRow>> {
             check_text(node_id)?;
-            let rows = sqlx::query($dequeue)
+            let rows = query($dequeue)
                 .bind(node_id)
                 .bind(now.saturating_add(lease_ms))
                 .bind(now)
@@ -496,7 +485,7 @@ macro_rules! engine_ops {
             lease_ms: i64,
         ) -> Result<bool> {
             check_text(node_id)?;
-            let done = sqlx::query(sql::RENEW_JOB_LEASE)
+            let done = query(sql::RENEW_JOB_LEASE)
                 .bind(job_id)
                 .bind(node_id)
                 .bind(now.saturating_add(lease_ms))
@@ -508,7 +497,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn release_node_leases(c: &mut Conn, node_id: &str) -> Result<u64> {
             check_text(node_id)?;
-            let done = sqlx::query(sql::RELEASE_NODE_LEASES)
+            let done = query(sql::RELEASE_NODE_LEASES)
                 .bind(node_id)
                 .execute(&mut *c)
                 .await
@@ -517,7 +506,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn requeue_job(c: &mut Conn, job_id: i64, available_at: i64) -> Result<bool> {
-            let done = sqlx::query(sql::REQUEUE_JOB)
+            let done = query(sql::REQUEUE_JOB)
                 .bind(job_id)
                 .bind(available_at)
                 .execute(&mut *c)
@@ -532,7 +521,7 @@ macro_rules! engine_ops {
             check_text(&new.record)?;
             check_text(&new.body_sha256)?;
             check_text(&new.attempts)?;
-            let r = sqlx::query(sql::INSERT_SEALED_REQUEST)
+            let r = query(sql::INSERT_SEALED_REQUEST)
                 .bind(new.task_id)
                 .bind(new.generation)
                 .bind(&new.record)
@@ -552,7 +541,7 @@ macro_rules! engine_ops {
             task_id: i64,
             generation: i64,
         ) -> Result<Option<SealedRequestRow>> {
-            sqlx::query(sql::SEALED_REQUEST)
+            query(sql::SEALED_REQUEST)
                 .bind(task_id)
                 .bind(generation)
                 .fetch_optional(&mut *c)
@@ -568,7 +557,7 @@ macro_rules! engine_ops {
             attempts: &str,
         ) -> Result<bool> {
             check_text(attempts)?;
-            let done = sqlx::query(sql::SET_SEALED_ATTEMPTS)
+            let done = query(sql::SET_SEALED_ATTEMPTS)
                 .bind(task_id)
                 .bind(generation)
                 .bind(attempts)
@@ -581,7 +570,7 @@ macro_rules! engine_ops {
         // ---- round facts and key probes (migration 0005) ----
 
         pub(crate) async fn round_facts(c: &mut Conn, task_id: i64) -> Result<Option<RoundFactsRow>> {
-            sqlx::query(sql::ROUND_FACTS)
+            query(sql::ROUND_FACTS)
                 .bind(task_id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -591,7 +580,7 @@ macro_rules! engine_ops {
 
         pub(crate) async fn put_round_facts(c: &mut Conn, facts: &RoundFactsRow) -> Result<()> {
             check_text(&facts.history)?;
-            sqlx::query(sql::PUT_ROUND_FACTS)
+            query(sql::PUT_ROUND_FACTS)
                 .bind(facts.task_id)
                 .bind(facts.chain_rounds)
                 .bind(facts.key_floor)
@@ -603,7 +592,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn round_for_reply(c: &mut Conn, id: i64) -> Result<Option<RoundForReply>> {
-            sqlx::query(sql::ROUND_FOR_REPLY)
+            query(sql::ROUND_FOR_REPLY)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
@@ -612,7 +601,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_neighbourhood(c: &mut Conn, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::TASK_NEIGHBOURHOOD)
+            let rows = query(sql::TASK_NEIGHBOURHOOD)
                 .bind(id)
                 .bind(run_id)
                 .fetch_all(&mut *c)
@@ -621,15 +610,12 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_and_deps(c: &mut Conn, id: i64) -> Result<Vec<TaskRow>> {
-            let rows = sqlx::query(sql::TASK_AND_DEPS)
-                .bind(id)
-                .fetch_all(&mut *c)
-                .await?;
+            let rows = query(sql::TASK_AND_DEPS).bind(id).fetch_all(&mut *c).await?;
             rows.iter().map(row::task).collect()
         }
 
         pub(crate) async fn task_keys_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<String>> {
-            Ok(sqlx::query_scalar(sql::TASK_KEYS_OF_RUN)
+            Ok(query_scalar(sql::TASK_KEYS_OF_RUN)
                 .bind(run_id)
                 .fetch_all(&mut *c)
                 .await?)
@@ -647,11 +633,12 @@ macro_rules! engine_ops {
                 let Some(first) = probe.first().copied() else {
                     continue;
                 };
-                let mut q = sqlx::query_scalar::<_, String>(sql::USED_TASK_KEYS).bind(run_id);
+                let mut q = query_scalar(sql::USED_TASK_KEYS).bind(run_id);
                 for i in 0..sql::KEY_PROBE_SLOTS {
                     q = q.bind(probe.get(i).copied().unwrap_or(first));
                 }
-                used.extend(q.fetch_all(&mut *c).await?);
+                let keys: Vec<String> = q.fetch_all(&mut *c).await?;
+                used.extend(keys);
             }
             used.sort();
             used.dedup();
@@ -664,7 +651,7 @@ macro_rules! engine_ops {
             if check_text(scope_hash).is_err() {
                 return Ok(None);
             }
-            sqlx::query(sql::RECEIPT_GET)
+            query(sql::RECEIPT_GET)
                 .bind(scope_hash)
                 .bind(now)
                 .fetch_optional(&mut *c)
@@ -678,13 +665,13 @@ macro_rules! engine_ops {
             check_text(&new.envelope_sha256)?;
             check_text(&new.body)?;
             // An expired receipt frees its scope.
-            sqlx::query(sql::RECEIPT_DROP_EXPIRED_SCOPE)
+            query(sql::RECEIPT_DROP_EXPIRED_SCOPE)
                 .bind(&new.scope_hash)
                 .bind(new.created_at)
                 .execute(&mut *c)
                 .await
                 .map_err(write_error)?;
-            let r = sqlx::query(sql::RECEIPT_PUT)
+            let r = query(sql::RECEIPT_PUT)
                 .bind(&new.scope_hash)
                 .bind(&new.envelope_sha256)
                 .bind(new.status)
@@ -705,7 +692,7 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn purge_idempotency_receipts(c: &mut Conn, now: i64) -> Result<u64> {
-            let done = sqlx::query(sql::RECEIPTS_PURGE)
+            let done = query(sql::RECEIPTS_PURGE)
                 .bind(now)
                 .execute(&mut *c)
                 .await

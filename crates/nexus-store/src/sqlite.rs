@@ -15,34 +15,59 @@
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use fs2::FileExt;
-use sqlx::migrate::{Migrate, Migrator};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow, SqliteSynchronous,
-};
-use sqlx::{Row, SqliteConnection};
+use rusqlite::{Connection, OpenFlags};
+use sqlx::migrate::{MigrateError, Migrator};
+use tokio::sync::{Mutex, OwnedMutexGuard};
 use uuid::Uuid;
 
 use crate::model::*;
 use crate::row::{self, Columns};
 use crate::{Engine, Result, StoreError, StoreOptions, check_text, sql, write_error};
 
+pub(crate) mod driver;
+
+pub(crate) use driver::{is_foreign_key_violation, is_unique_violation, message};
+use driver::{query, query_scalar};
+
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/sqlite");
 
-/// How many pooled connections a file database gets (WAL readers run alongside the writer).
-const FILE_POOL_SIZE: u32 = 8;
+/// The migrations ledger, the same table (and rows) sqlx's migrator keeps, so a database
+/// migrated by an earlier build reads as migrated.
+const LEDGER: &str = "CREATE TABLE IF NOT EXISTS _sqlx_migrations (
+    version BIGINT PRIMARY KEY,
+    description TEXT NOT NULL,
+    installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    success BOOLEAN NOT NULL,
+    checksum BLOB NOT NULL,
+    execution_time BIGINT NOT NULL
+)";
 
-/// The SQLite engine. Cheap to clone: the pool and the lock file are shared.
+/// The least number of read connections a file database gets (WAL readers run beside the
+/// writer); more when the machine has more cores, since a read holds one only while it runs.
+const MIN_READERS: usize = 4;
+
+/// A connection behind an async mutex: held for a whole unit of work (the writer) or for one
+/// read (a reader). Its guard is `Send`, so a handler's future stays `Send`.
+type Shared = Arc<Mutex<Connection>>;
+
+/// A connection held for one read or one write statement (or, as [`GatedTx`], a unit of work).
+pub(crate) type HeldConn = OwnedMutexGuard<Connection>;
+
+/// The SQLite engine. Cheap to clone: the connections and the lock file are shared.
 #[derive(Clone)]
 pub struct SqliteStore {
-    pool: SqlitePool,
-    /// The writer gate (see the module comment): held by every write for its whole duration.
-    writer: Arc<tokio::sync::Mutex<()>>,
-    /// How long a writer waits for the gate before answering [`StoreError::Busy`].
+    /// Read connections (`acquire` hands one out).
+    pool: Readers,
+    /// The one write connection. Its mutex is the writer gate (see the module comment): held
+    /// by every write for its whole duration.
+    writer: Shared,
+    /// How long a writer waits for the gate (and a read for a connection) before answering
+    /// [`StoreError::Busy`].
     busy: Duration,
     /// The database file; `None` for `sqlite::memory:`.
     path: Option<PathBuf>,
@@ -56,6 +81,31 @@ impl std::fmt::Debug for SqliteStore {
         f.debug_struct("SqliteStore")
             .field("path", &self.path)
             .finish_non_exhaustive()
+    }
+}
+
+/// The read connections, handed out round-robin, a free one first.
+#[derive(Clone)]
+pub(crate) struct Readers {
+    conns: Arc<[Shared]>,
+    next: Arc<AtomicUsize>,
+    busy: Duration,
+}
+
+impl Readers {
+    /// A read connection, for one statement or a few. `Busy` when none frees up within the
+    /// busy timeout (in memory the only connection is the writer's, held by a unit of work).
+    pub(crate) async fn acquire(&self) -> Result<HeldConn> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.conns.len();
+        for i in 0..n {
+            if let Ok(held) = self.conns[(start + i) % n].clone().try_lock_owned() {
+                return Ok(held);
+            }
+        }
+        tokio::time::timeout(self.busy, self.conns[start % n].clone().lock_owned())
+            .await
+            .map_err(|_| StoreError::Busy)
     }
 }
 
@@ -108,26 +158,63 @@ fn take_lock(database: &Path) -> Result<File> {
     }
 }
 
+/// The settings every connection gets: foreign keys enforced, the busy timeout, and a statement
+/// cache large enough for the store's fixed texts.
+fn configure(conn: &Connection, busy: Duration) -> Result<()> {
+    conn.busy_timeout(busy)?;
+    conn.pragma_update(None, "foreign_keys", true)?;
+    conn.set_prepared_statement_cache_capacity(driver::STATEMENT_CACHE);
+    Ok(())
+}
+
+/// Opens the write connection of a file database: created when missing, WAL journal,
+/// `synchronous = NORMAL` (a commit is durable against a process crash at once and against
+/// power loss from the next checkpoint; SQLite's recommended pairing with WAL).
+fn open_writer(path: &Path, busy: Duration) -> Result<Connection> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    configure(&conn, busy)?;
+    let mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Config(format!(
+            "the SQLite database {} cannot use a WAL journal (journal mode {mode})",
+            path.display()
+        )));
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    Ok(conn)
+}
+
+/// Opens a read connection: read-only, so no write can ever bypass the writer gate.
+fn open_reader(path: &Path, busy: Duration) -> Result<Connection> {
+    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX)?;
+    configure(&conn, busy)?;
+    Ok(conn)
+}
+
+fn shared(conn: Connection) -> Shared {
+    Arc::new(Mutex::new(conn))
+}
+
 impl SqliteStore {
     /// Opens (creating when missing) the database named by `options.url`.
     pub async fn open(options: &StoreOptions) -> Result<Self> {
         let busy = Duration::from_millis(options.sqlite_busy_timeout_ms);
         match parse_url(&options.url)? {
             Target::Memory => {
-                let connect = SqliteConnectOptions::from_str("sqlite::memory:")?
-                    .foreign_keys(true)
-                    .busy_timeout(busy);
-                // One connection that never closes: the database lives as long as it does.
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(1)
-                    .min_connections(1)
-                    .idle_timeout(None)
-                    .max_lifetime(None)
-                    .connect_with(connect)
-                    .await?;
+                // One connection, which reads and writes: the database lives as long as it does.
+                let conn = Connection::open_in_memory()?;
+                configure(&conn, busy)?;
+                let writer = shared(conn);
                 Ok(Self {
-                    pool,
-                    writer: Arc::default(),
+                    pool: Readers {
+                        conns: Arc::from([writer.clone()]),
+                        next: Arc::default(),
+                        busy,
+                    },
+                    writer,
                     busy,
                     path: None,
                     _lock: None,
@@ -145,20 +232,20 @@ impl SqliteStore {
                 } else {
                     None
                 };
-                let connect = SqliteConnectOptions::new()
-                    .filename(&path)
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .foreign_keys(true)
-                    .busy_timeout(busy);
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(FILE_POOL_SIZE)
-                    .connect_with(connect)
-                    .await?;
+                // The writer first: it creates the file and switches it to WAL, which the
+                // read-only connections need.
+                let writer = shared(open_writer(&path, busy)?);
+                let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+                let readers = (0..MIN_READERS.max(cores))
+                    .map(|_| open_reader(&path, busy).map(shared))
+                    .collect::<Result<Vec<_>>>()?;
                 Ok(Self {
-                    pool,
-                    writer: Arc::default(),
+                    pool: Readers {
+                        conns: Arc::from(readers),
+                        next: Arc::default(),
+                        busy,
+                    },
+                    writer,
                     busy,
                     path: Some(path),
                     _lock: lock.map(Arc::new),
@@ -172,30 +259,29 @@ impl SqliteStore {
         self.path.as_deref()
     }
 
-    /// Closes the pool. The single-node lock is released when the last clone drops.
+    /// Waits for every unit of work in flight to end. The connections close when the last
+    /// clone drops, and so does the single-node lock.
     pub async fn close(&self) {
-        self.pool.close().await;
+        let _quiet = self.writer.lock().await;
     }
 
-    /// Takes the writer gate, waiting at most the busy timeout.
-    async fn gate(&self) -> Result<tokio::sync::OwnedMutexGuard<()>> {
+    /// Takes the writer gate, the write connection itself, waiting at most the busy timeout.
+    async fn gate(&self) -> Result<HeldConn> {
         tokio::time::timeout(self.busy, self.writer.clone().lock_owned())
             .await
             .map_err(|_| StoreError::Busy)
     }
 
-    /// A pooled connection for a single write statement, holding the writer gate.
-    pub(crate) async fn write_conn(&self) -> Result<WriteConn> {
-        let gate = self.gate().await?;
-        let conn = self.pool.acquire().await?;
-        Ok(WriteConn { conn, _gate: gate })
+    /// The write connection for a single write statement (which commits on its own).
+    pub(crate) async fn write_conn(&self) -> Result<HeldConn> {
+        self.gate().await
     }
 
     /// A write transaction: the writer gate, then `BEGIN IMMEDIATE`.
     pub(crate) async fn write_tx(&self) -> Result<GatedTx> {
-        let gate = self.gate().await?;
-        let tx = self.pool.begin_with("BEGIN IMMEDIATE").await?;
-        Ok(GatedTx { tx, _gate: gate })
+        let conn = self.gate().await?;
+        conn.execute_batch("BEGIN IMMEDIATE").map_err(write_error)?;
+        Ok(GatedTx { conn, open: true })
     }
 
     /// Opens a unit of work (the writer gate, then `BEGIN IMMEDIATE`).
@@ -203,53 +289,95 @@ impl SqliteStore {
         Ok(crate::SqliteTx::new(self.write_tx().await?))
     }
 
+    /// A read connection (for the test harness's introspection).
     #[cfg(feature = "testing")]
-    pub(crate) fn pool(&self) -> &SqlitePool {
-        &self.pool
+    pub(crate) async fn read_conn(&self) -> Result<HeldConn> {
+        self.pool.acquire().await
     }
 
-    async fn one_member(&self, q: SqliteQuery<'_>) -> Result<Option<MemberRow>> {
-        q.fetch_optional(&self.pool).await?.map(|r| row::member(&r)).transpose()
+    async fn one_member(&self, q: driver::Query<'_>) -> Result<Option<MemberRow>> {
+        q.fetch_optional(&mut *self.pool.acquire().await?)
+            .await?
+            .map(|r| row::member(&r))
+            .transpose()
     }
 
-    async fn one_executor(&self, q: SqliteQuery<'_>) -> Result<Option<ExecutorRow>> {
-        q.fetch_optional(&self.pool)
+    async fn one_executor(&self, q: driver::Query<'_>) -> Result<Option<ExecutorRow>> {
+        q.fetch_optional(&mut *self.pool.acquire().await?)
             .await?
             .map(|r| row::executor(&r))
             .transpose()
     }
+
+    /// Applies the pending migrations, each in its own transaction with its ledger row,
+    /// refusing a ledger that records a failed migration, a changed migration text, or a
+    /// migration this build does not have (as sqlx's migrator does).
+    fn migrate_now(conn: &mut Connection) -> Result<()> {
+        conn.execute_batch(LEDGER).map_err(write_error)?;
+        let applied = applied_migrations(conn)?;
+        let known = |v: i64| MIGRATOR.iter().any(|m| m.version == v);
+        for (version, _, success) in &applied {
+            if !success {
+                return Err(MigrateError::Dirty(*version).into());
+            }
+            if !known(*version) {
+                return Err(MigrateError::VersionMissing(*version).into());
+            }
+        }
+        for m in MIGRATOR.iter().filter(|m| !m.migration_type.is_down_migration()) {
+            if let Some((_, checksum, _)) = applied.iter().find(|(v, _, _)| *v == m.version) {
+                if checksum.as_slice() != &*m.checksum {
+                    return Err(MigrateError::VersionMismatch(m.version).into());
+                }
+                continue;
+            }
+            let started = Instant::now();
+            let apply = |conn: &Connection| -> rusqlite::Result<()> {
+                conn.execute_batch(m.sql.as_str())?;
+                conn.execute(
+                    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                     VALUES (?1, ?2, TRUE, ?3, ?4)",
+                    rusqlite::params![
+                        m.version,
+                        &*m.description,
+                        &*m.checksum,
+                        i64::try_from(started.elapsed().as_nanos()).unwrap_or(i64::MAX)
+                    ],
+                )?;
+                Ok(())
+            };
+            if m.no_tx {
+                apply(conn).map_err(write_error)?;
+            } else {
+                let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+                apply(&tx).map_err(write_error)?;
+                tx.commit().map_err(write_error)?;
+            }
+        }
+        Ok(())
+    }
 }
 
-type SqliteQuery<'q> = sqlx::query::Query<'q, sqlx::Sqlite, sqlx::sqlite::SqliteArguments>;
+/// The ledger's rows: version, checksum, success. Empty when there is no ledger yet.
+fn applied_migrations(conn: &mut Connection) -> Result<Vec<(i64, Vec<u8>, bool)>> {
+    let exists = query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
+        .fetch_optional(conn)
+        .into_inner()?
+        .is_some();
+    if !exists {
+        return Ok(Vec::new());
+    }
+    let rows = query("SELECT version, checksum, success FROM _sqlx_migrations ORDER BY version")
+        .fetch_all(conn)
+        .into_inner()?;
+    rows.iter()
+        .map(|r| Ok((r.int("version")?, r.bytes("checksum")?, r.boolean("success")?)))
+        .collect()
+}
 
 /// A public id as SQLite stores it: lowercase hyphenated TEXT.
 fn id_text(id: Uuid) -> String {
     id.hyphenated().to_string()
-}
-
-impl Columns for SqliteRow {
-    fn public_id(&self, column: &str) -> Result<Uuid> {
-        let text: String = self.try_get(column)?;
-        row::parse_public_id(column, &text)
-    }
-    fn int(&self, column: &str) -> Result<i64> {
-        Ok(self.try_get(column)?)
-    }
-    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
-        Ok(self.try_get(column)?)
-    }
-    fn text(&self, column: &str) -> Result<String> {
-        Ok(self.try_get(column)?)
-    }
-    fn opt_text(&self, column: &str) -> Result<Option<String>> {
-        Ok(self.try_get(column)?)
-    }
-    fn boolean(&self, column: &str) -> Result<bool> {
-        Ok(self.try_get(column)?)
-    }
-    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
-        Ok(self.try_get(column)?)
-    }
 }
 
 /// How SQLite binds a public id (see [`id_text`]).
@@ -259,23 +387,12 @@ fn uid(id: Uuid) -> String {
 
 /// The run-table operations over a SQLite connection (see `crate::ops`).
 pub(crate) mod ops {
+    use super::driver::{query, query_scalar};
     use super::uid;
-    use sqlx::SqliteConnection as Conn;
+    use rusqlite::Connection as Conn;
     crate::ops::engine_ops!(lock_run = sql::RUN_BY_ID, dequeue = sql::DEQUEUE_JOBS_SQLITE);
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_SQLITE);
-}
-
-async fn applied_versions(conn: &mut SqliteConnection) -> Result<Vec<i64>> {
-    let exists = sqlx::query("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'")
-        .fetch_optional(&mut *conn)
-        .await?
-        .is_some();
-    if !exists {
-        return Ok(Vec::new());
-    }
-    let applied = conn.list_applied_migrations("_sqlx_migrations").await?;
-    Ok(applied.into_iter().map(|m| m.version).collect())
 }
 
 pub(crate) fn pending_of(migrator: &Migrator, applied: &[i64]) -> usize {
@@ -287,37 +404,34 @@ pub(crate) fn pending_of(migrator: &Migrator, applied: &[i64]) -> usize {
 
 impl Engine for SqliteStore {
     async fn migrate(&self) -> Result<()> {
-        MIGRATOR.run(&self.pool).await?;
-        Ok(())
+        let mut conn = self.gate().await?;
+        Self::migrate_now(&mut conn)
     }
 
     async fn pending_migrations(&self) -> Result<usize> {
         let mut conn = self.pool.acquire().await?;
-        let applied = applied_versions(&mut conn).await?;
+        let applied: Vec<i64> = applied_migrations(&mut conn)?.into_iter().map(|(v, _, _)| v).collect();
         Ok(pending_of(&MIGRATOR, &applied))
     }
 
     async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow> {
         let mut conn = self.write_conn().await?;
         check_text(handle)?;
-        sqlx::query(sql::INSERT_ACCOUNT)
+        query(sql::INSERT_ACCOUNT)
             .bind(id_text(public_id))
             .bind(handle)
             .bind(now)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
-        let r = sqlx::query(sql::ACCOUNT_BY_HANDLE)
-            .bind(handle)
-            .fetch_one(&mut *conn)
-            .await?;
+        let r = query(sql::ACCOUNT_BY_HANDLE).bind(handle).fetch_one(&mut conn).await?;
         row::account(&r)
     }
 
     async fn account_by_id(&self, id: i64) -> Result<Option<AccountRow>> {
-        sqlx::query(sql::ACCOUNT_BY_ID)
+        query(sql::ACCOUNT_BY_ID)
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?
             .map(|r| row::account(&r))
             .transpose()
@@ -326,35 +440,35 @@ impl Engine for SqliteStore {
     async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow> {
         let mut conn = self.write_conn().await?;
         check_text(handle)?;
-        sqlx::query(sql::INSERT_WORKSPACE)
+        query(sql::INSERT_WORKSPACE)
             .bind(id_text(public_id))
             .bind(account_id)
             .bind(handle)
             .bind(now)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
-        let r = sqlx::query(sql::WORKSPACE_BY_HANDLE)
+        let r = query(sql::WORKSPACE_BY_HANDLE)
             .bind(account_id)
             .bind(handle)
-            .fetch_one(&mut *conn)
+            .fetch_one(&mut conn)
             .await?;
         row::workspace(&r)
     }
 
     async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
-        sqlx::query(sql::WORKSPACE_BY_PUBLIC_ID)
+        query(sql::WORKSPACE_BY_PUBLIC_ID)
             .bind(id_text(public_id))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?
             .map(|r| row::workspace(&r))
             .transpose()
     }
 
     async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>> {
-        sqlx::query(sql::WORKSPACE_BY_ID)
+        query(sql::WORKSPACE_BY_ID)
             .bind(id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?
             .map(|r| row::workspace(&r))
             .transpose()
@@ -362,21 +476,21 @@ impl Engine for SqliteStore {
 
     async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
         let mut conn = self.write_conn().await?;
-        sqlx::query(sql::UPSERT_STANDING)
+        query(sql::UPSERT_STANDING)
             .bind(workspace_id)
             .bind(member_id)
             .bind(standing.as_str())
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
         Ok(())
     }
 
     async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>> {
-        let value: Option<String> = sqlx::query_scalar(sql::STANDING)
+        let value: Option<String> = query_scalar(sql::STANDING)
             .bind(workspace_id)
             .bind(member_id)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?;
         value.map(|v| row::standing(&v)).transpose()
     }
@@ -385,7 +499,7 @@ impl Engine for SqliteStore {
         row::check_member_text(&new)?;
         let agent = row::agent_executor_of(&new)?;
         let mut tx = self.write_tx().await?;
-        let r = sqlx::query(sql::INSERT_MEMBER)
+        let r = query(sql::INSERT_MEMBER)
             .bind(id_text(new.public_id))
             .bind(new.account_id)
             .bind(new.kind.as_str())
@@ -394,13 +508,13 @@ impl Engine for SqliteStore {
             .bind(&new.role)
             .bind(new.steward_id)
             .bind(new.now)
-            .fetch_one(&mut *tx)
+            .fetch_one(&mut tx)
             .await
             .map_err(write_error)?;
         let member = row::member(&r)?;
         let executor = match agent {
             Some((public_id, display_name, manager_id)) => {
-                let r = sqlx::query(sql::INSERT_EXECUTOR)
+                let r = query(sql::INSERT_EXECUTOR)
                     .bind(id_text(public_id))
                     .bind(new.account_id)
                     .bind(ExecutorKind::AgentApplication.as_str())
@@ -409,7 +523,7 @@ impl Engine for SqliteStore {
                     .bind(manager_id)
                     .bind(member.id)
                     .bind(new.now)
-                    .fetch_one(&mut *tx)
+                    .fetch_one(&mut tx)
                     .await
                     .map_err(write_error)?;
                 Some(row::executor(&r)?)
@@ -421,11 +535,11 @@ impl Engine for SqliteStore {
     }
 
     async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
-        self.one_member(sqlx::query(sql::MEMBER_BY_ID).bind(id)).await
+        self.one_member(query(sql::MEMBER_BY_ID).bind(id)).await
     }
 
     async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
-        self.one_member(sqlx::query(sql::MEMBER_BY_PUBLIC_ID).bind(id_text(public_id)))
+        self.one_member(query(sql::MEMBER_BY_PUBLIC_ID).bind(id_text(public_id)))
             .await
     }
 
@@ -433,7 +547,7 @@ impl Engine for SqliteStore {
         if check_text(handle).is_err() {
             return Ok(None); // nothing stored holds U+0000
         }
-        self.one_member(sqlx::query(sql::MEMBER_BY_HANDLE).bind(account_id).bind(handle))
+        self.one_member(query(sql::MEMBER_BY_HANDLE).bind(account_id).bind(handle))
             .await
     }
 
@@ -442,11 +556,11 @@ impl Engine for SqliteStore {
         if let Some(c) = configuration {
             check_text(c)?;
         }
-        let done = sqlx::query(sql::SET_MEMBER_CONFIGURATION)
+        let done = query(sql::SET_MEMBER_CONFIGURATION)
             .bind(configuration)
             .bind(now)
             .bind(member_id)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -458,7 +572,7 @@ impl Engine for SqliteStore {
     async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow> {
         let mut conn = self.write_conn().await?;
         check_text(&new.display_name)?;
-        let r = sqlx::query(sql::INSERT_EXECUTOR)
+        let r = query(sql::INSERT_EXECUTOR)
             .bind(id_text(new.public_id))
             .bind(new.account_id)
             .bind(ExecutorKind::Runner.as_str())
@@ -467,18 +581,18 @@ impl Engine for SqliteStore {
             .bind(new.manager_id)
             .bind(None::<i64>)
             .bind(new.now)
-            .fetch_one(&mut *conn)
+            .fetch_one(&mut conn)
             .await
             .map_err(write_error)?;
         row::executor(&r)
     }
 
     async fn executor_by_id(&self, id: i64) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::EXECUTOR_BY_ID).bind(id)).await
+        self.one_executor(query(sql::EXECUTOR_BY_ID).bind(id)).await
     }
 
     async fn executor_by_public_id(&self, public_id: Uuid) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::EXECUTOR_BY_PUBLIC_ID).bind(id_text(public_id)))
+        self.one_executor(query(sql::EXECUTOR_BY_PUBLIC_ID).bind(id_text(public_id)))
             .await
     }
 
@@ -487,7 +601,7 @@ impl Engine for SqliteStore {
             return Ok(None);
         }
         self.one_executor(
-            sqlx::query(sql::ACTIVE_RUNNER_BY_NAME)
+            query(sql::ACTIVE_RUNNER_BY_NAME)
                 .bind(account_id)
                 .bind(manager_id)
                 .bind(name),
@@ -496,23 +610,23 @@ impl Engine for SqliteStore {
     }
 
     async fn agent_application_of(&self, agent_member_id: i64) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::AGENT_APPLICATION_OF).bind(agent_member_id))
+        self.one_executor(query(sql::AGENT_APPLICATION_OF).bind(agent_member_id))
             .await
     }
 
     async fn list_executors(&self, account_id: i64, kind: Option<ExecutorKind>) -> Result<Vec<ExecutorRow>> {
         let rows = match kind {
             Some(kind) => {
-                sqlx::query(sql::EXECUTORS_OF_ACCOUNT_KIND)
+                query(sql::EXECUTORS_OF_ACCOUNT_KIND)
                     .bind(account_id)
                     .bind(kind.as_str())
-                    .fetch_all(&self.pool)
+                    .fetch_all(&mut *self.pool.acquire().await?)
                     .await?
             }
             None => {
-                sqlx::query(sql::EXECUTORS_OF_ACCOUNT)
+                query(sql::EXECUTORS_OF_ACCOUNT)
                     .bind(account_id)
-                    .fetch_all(&self.pool)
+                    .fetch_all(&mut *self.pool.acquire().await?)
                     .await?
             }
         };
@@ -521,9 +635,9 @@ impl Engine for SqliteStore {
 
     async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64> {
         let mut conn = self.write_conn().await?;
-        let epoch: Option<i64> = sqlx::query_scalar(sql::ADVANCE_EPOCH)
+        let epoch: Option<i64> = query_scalar(sql::ADVANCE_EPOCH)
             .bind(executor_id)
-            .fetch_optional(&mut *conn)
+            .fetch_optional(&mut conn)
             .await
             .map_err(write_error)?;
         epoch.ok_or_else(|| StoreError::NotFound(format!("executor {executor_id}")))
@@ -531,9 +645,9 @@ impl Engine for SqliteStore {
 
     async fn revoke_executor(&self, executor_id: i64, _now: i64) -> Result<()> {
         let mut conn = self.write_conn().await?;
-        let done = sqlx::query(sql::REVOKE_EXECUTOR)
+        let done = query(sql::REVOKE_EXECUTOR)
             .bind(executor_id)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -545,13 +659,13 @@ impl Engine for SqliteStore {
     async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
         let mut conn = self.write_conn().await?;
         row::check_announcement_text(announcement)?;
-        let done = sqlx::query(sql::PUT_ANNOUNCEMENT)
+        let done = query(sql::PUT_ANNOUNCEMENT)
             .bind(&announcement.served_tools)
             .bind(&announcement.environment)
             .bind(&announcement.served_documents)
             .bind(now)
             .bind(executor_id)
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
         if done.rows_affected() == 0 {
@@ -563,7 +677,7 @@ impl Engine for SqliteStore {
     async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
         let mut conn = self.write_conn().await?;
         check_text(&new.secret_sha256)?;
-        let r = sqlx::query(sql::INSERT_CREDENTIAL)
+        let r = query(sql::INSERT_CREDENTIAL)
             .bind(id_text(new.public_id))
             .bind(new.plane.as_str())
             .bind(new.member_id)
@@ -572,16 +686,16 @@ impl Engine for SqliteStore {
             .bind(&new.secret_sha256)
             .bind(new.expires_at)
             .bind(new.now)
-            .fetch_one(&mut *conn)
+            .fetch_one(&mut conn)
             .await
             .map_err(write_error)?;
         row::credential(&r)
     }
 
     async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>> {
-        sqlx::query(sql::CREDENTIAL_BY_PUBLIC_ID)
+        query(sql::CREDENTIAL_BY_PUBLIC_ID)
             .bind(id_text(public_id))
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?
             .map(|r| row::credential(&r))
             .transpose()
@@ -589,21 +703,21 @@ impl Engine for SqliteStore {
 
     async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
         let mut conn = self.write_conn().await?;
-        let done = sqlx::query(sql::REVOKE_CREDENTIAL)
+        let done = query(sql::REVOKE_CREDENTIAL)
             .bind(now)
             .bind(id_text(public_id))
-            .execute(&mut *conn)
+            .execute(&mut conn)
             .await
             .map_err(write_error)?;
         Ok(done.rows_affected() > 0)
     }
 
     async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool> {
-        let found = sqlx::query(sql::HAS_TRANSPORT_CREDENTIAL_AT)
+        let found = query(sql::HAS_TRANSPORT_CREDENTIAL_AT)
             .bind(executor_id)
             .bind(epoch)
             .bind(now)
-            .fetch_optional(&self.pool)
+            .fetch_optional(&mut *self.pool.acquire().await?)
             .await?;
         Ok(found.is_some())
     }
@@ -613,52 +727,47 @@ impl Engine for SqliteStore {
     crate::memory::memory_methods!();
 }
 
-/// A pooled connection holding the writer gate (from [`SqliteStore::write_conn`]). The
-/// connection goes back to the pool before the gate opens (fields drop in order).
-pub(crate) struct WriteConn {
-    conn: sqlx::pool::PoolConnection<sqlx::Sqlite>,
-    _gate: tokio::sync::OwnedMutexGuard<()>,
-}
-
-impl std::ops::Deref for WriteConn {
-    type Target = SqliteConnection;
-    fn deref(&self) -> &SqliteConnection {
-        &self.conn
-    }
-}
-
-impl std::ops::DerefMut for WriteConn {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        &mut self.conn
-    }
-}
-
-/// A write transaction holding the writer gate (from [`SqliteStore::write_tx`]). Dropped
-/// without [`GatedTx::commit`], it rolls back; the gate opens after the transaction is gone.
+/// A write transaction holding the writer gate, the write connection itself (from
+/// [`SqliteStore::write_tx`]). Dropped without [`GatedTx::commit`], it rolls back before the
+/// gate opens, so the next writer never finds a transaction left open.
 pub(crate) struct GatedTx {
-    tx: sqlx::Transaction<'static, sqlx::Sqlite>,
-    _gate: tokio::sync::OwnedMutexGuard<()>,
+    conn: HeldConn,
+    /// `BEGIN` ran and neither `COMMIT` nor `ROLLBACK` has.
+    open: bool,
 }
 
 impl GatedTx {
-    pub(crate) async fn commit(self) -> std::result::Result<(), sqlx::Error> {
-        self.tx.commit().await
+    /// `COMMIT`. When it fails the transaction is still open, and dropping rolls it back.
+    pub(crate) async fn commit(mut self) -> rusqlite::Result<()> {
+        self.conn.execute_batch("COMMIT")?;
+        self.open = false;
+        Ok(())
     }
 
-    pub(crate) async fn rollback(self) -> std::result::Result<(), sqlx::Error> {
-        self.tx.rollback().await
+    pub(crate) async fn rollback(mut self) -> rusqlite::Result<()> {
+        self.open = false;
+        self.conn.execute_batch("ROLLBACK")
+    }
+}
+
+impl Drop for GatedTx {
+    fn drop(&mut self) {
+        if self.open && !self.conn.is_autocommit()
+            && let Err(e) = self.conn.execute_batch("ROLLBACK") {
+                tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
+            }
     }
 }
 
 impl std::ops::Deref for GatedTx {
-    type Target = SqliteConnection;
-    fn deref(&self) -> &SqliteConnection {
-        &self.tx
+    type Target = Connection;
+    fn deref(&self) -> &Connection {
+        &self.conn
     }
 }
 
 impl std::ops::DerefMut for GatedTx {
-    fn deref_mut(&mut self) -> &mut SqliteConnection {
-        &mut self.tx
+    fn deref_mut(&mut self) -> &mut Connection {
+        &mut self.conn
     }
 }

@@ -268,29 +268,31 @@ pub struct RawSchema {
 /// Reads the schema of the store's database (PostgreSQL: its current schema).
 pub async fn introspect(store: &Store) -> Result<RawSchema> {
     match store {
-        Store::Sqlite(s) => introspect_sqlite(s.pool()).await,
+        Store::Sqlite(s) => introspect_sqlite(&mut *s.read_conn().await?),
         Store::Postgres(s) => introspect_postgres(s.pool()).await,
     }
 }
 
 const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations'";
 
-async fn introspect_sqlite(pool: &sqlx::SqlitePool) -> Result<RawSchema> {
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
+    use crate::row::Columns;
+    use crate::sqlite::driver::{query, query_scalar};
+    let rows = query(&format!(
         "SELECT m.name AS table_name, p.name AS column_name, p.type AS declared_type, \
          p.\"notnull\" AS not_null, p.dflt_value AS default_value, p.pk AS pk \
          FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE {SQLITE_TABLES} \
          ORDER BY m.name, p.cid"
-    )))
-    .fetch_all(pool)
-    .await?;
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
     let mut columns = Vec::new();
     let mut pk: Vec<(String, i64, String)> = Vec::new();
     for r in &rows {
-        let table: String = r.try_get("table_name")?;
-        let name: String = r.try_get("column_name")?;
-        let declared_type: String = r.try_get("declared_type")?;
-        let pk_position: i64 = r.try_get("pk")?;
+        let table = r.text("table_name")?;
+        let name = r.text("column_name")?;
+        let declared_type = r.text("declared_type")?;
+        let pk_position = r.int("pk")?;
         if pk_position > 0 {
             pk.push((table.clone(), pk_position, name.clone()));
         }
@@ -298,8 +300,8 @@ async fn introspect_sqlite(pool: &sqlx::SqlitePool) -> Result<RawSchema> {
             table,
             name,
             declared_type,
-            not_null: r.try_get::<i64, _>("not_null")? != 0,
-            default: r.try_get("default_value")?,
+            not_null: r.int("not_null")? != 0,
+            default: r.opt_text("default_value")?,
             identity: false,
         });
     }
@@ -320,24 +322,24 @@ async fn introspect_sqlite(pool: &sqlx::SqlitePool) -> Result<RawSchema> {
         }
     }
 
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = query(&format!(
         "SELECT m.name AS table_name, il.name AS index_name, il.\"unique\" AS is_unique, \
          il.origin AS origin, \
          (SELECT s.sql FROM sqlite_master s WHERE s.type = 'index' AND s.name = il.name) AS definition \
          FROM sqlite_master m JOIN pragma_index_list(m.name) il WHERE {SQLITE_TABLES} \
          ORDER BY m.name, il.name"
-    )))
-    .fetch_all(pool)
-    .await?;
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
     let mut indexes = Vec::new();
     for r in &rows {
-        let name: String = r.try_get("index_name")?;
-        let origin: String = r.try_get("origin")?;
-        let definition: Option<String> = r.try_get("definition")?;
-        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+        let name = r.text("index_name")?;
+        let origin = r.text("origin")?;
+        let definition = r.opt_text("definition")?;
+        let columns: Vec<String> = query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
             .bind(&name)
-            .fetch_all(pool)
-            .await?;
+            .fetch_all(conn)
+            .into_inner()?;
         let predicate = definition.as_deref().and_then(|d| {
             let upper = d.to_ascii_uppercase();
             upper
@@ -345,31 +347,31 @@ async fn introspect_sqlite(pool: &sqlx::SqlitePool) -> Result<RawSchema> {
                 .map(|at| d[at + " WHERE ".len()..].trim().to_string())
         });
         indexes.push(RawIndex {
-            table: r.try_get("table_name")?,
+            table: r.text("table_name")?,
             name,
             columns,
-            unique: r.try_get::<i64, _>("is_unique")? != 0,
+            unique: r.int("is_unique")? != 0,
             primary: origin == "pk",
             constraint: origin == "pk" || origin == "u",
             predicate,
         });
     }
 
-    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+    let rows = query(&format!(
         "SELECT m.name AS table_name, f.\"from\" AS column_name, f.\"table\" AS references_table, \
          f.\"to\" AS references_column \
          FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE {SQLITE_TABLES} \
          ORDER BY m.name, f.\"from\""
-    )))
-    .fetch_all(pool)
-    .await?;
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
     let mut foreign_keys = Vec::new();
     for r in &rows {
         foreign_keys.push(RawForeignKey {
-            table: r.try_get("table_name")?,
-            column: r.try_get("column_name")?,
-            references_table: r.try_get("references_table")?,
-            references_column: r.try_get("references_column")?,
+            table: r.text("table_name")?,
+            column: r.text("column_name")?,
+            references_table: r.text("references_table")?,
+            references_column: r.text("references_column")?,
         });
     }
     Ok(RawSchema {

@@ -132,7 +132,7 @@ macro_rules! upload_ops {
 
         pub(crate) async fn insert_blob(c: &mut Conn, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
             check_text(sha256)?;
-            let done = sqlx::query(usql::INSERT_BLOB)
+            let done = query(usql::INSERT_BLOB)
                 .bind(sha256)
                 .bind(byte_size)
                 .bind(now)
@@ -146,7 +146,7 @@ macro_rules! upload_ops {
             check_text(&new.filename)?;
             check_text(&new.content_type)?;
             check_text(&new.sha256)?;
-            let r = sqlx::query(usql::INSERT_UPLOAD)
+            let r = query(usql::INSERT_UPLOAD)
                 .bind(uid(new.public_id))
                 .bind(new.account_id)
                 .bind(new.creator_member_id)
@@ -163,7 +163,7 @@ macro_rules! upload_ops {
         }
 
         pub(crate) async fn upload_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<UploadRow>> {
-            sqlx::query(usql::UPLOAD_BY_PUBLIC_ID)
+            query(usql::UPLOAD_BY_PUBLIC_ID)
                 .bind(uid(public_id))
                 .fetch_optional(&mut *c)
                 .await?
@@ -172,14 +172,14 @@ macro_rules! upload_ops {
         }
 
         pub(crate) async fn bind_upload(c: &mut Conn, upload_id: i64, task_id: i64, now: i64) -> Result<bool> {
-            let done = sqlx::query(usql::BIND_UPLOAD)
+            let done = query(usql::BIND_UPLOAD)
                 .bind(upload_id)
                 .bind(task_id)
                 .bind(now)
                 .execute(&mut *c)
                 .await
                 .map_err(write_error)?;
-            sqlx::query(usql::MARK_BOUND)
+            query(usql::MARK_BOUND)
                 .bind(upload_id)
                 .bind(now)
                 .execute(&mut *c)
@@ -193,7 +193,7 @@ macro_rules! upload_ops {
             upload_id: i64,
             member_id: i64,
         ) -> Result<bool> {
-            Ok(sqlx::query(usql::READABLE_VIA_WORKSPACE)
+            Ok(query(usql::READABLE_VIA_WORKSPACE)
                 .bind(upload_id)
                 .bind(member_id)
                 .fetch_optional(&mut *c)
@@ -202,7 +202,7 @@ macro_rules! upload_ops {
         }
 
         pub(crate) async fn upload_bound_in_run(c: &mut Conn, upload_id: i64, run_id: i64) -> Result<bool> {
-            Ok(sqlx::query(usql::BOUND_IN_RUN)
+            Ok(query(usql::BOUND_IN_RUN)
                 .bind(upload_id)
                 .bind(run_id)
                 .fetch_optional(&mut *c)
@@ -211,7 +211,7 @@ macro_rules! upload_ops {
         }
 
         pub(crate) async fn bound_uploads_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<UploadRow>> {
-            sqlx::query(usql::BOUND_UPLOADS_OF_RUN)
+            query(usql::BOUND_UPLOADS_OF_RUN)
                 .bind(run_id)
                 .fetch_all(&mut *c)
                 .await?
@@ -221,21 +221,21 @@ macro_rules! upload_ops {
         }
 
         pub(crate) async fn delete_unbound_uploads(c: &mut Conn, created_at_or_before: i64) -> Result<Vec<String>> {
-            let rows = sqlx::query(usql::DELETE_UNBOUND)
+            let rows = query(usql::DELETE_UNBOUND)
                 .bind(created_at_or_before)
                 .fetch_all(&mut *c)
                 .await
                 .map_err(write_error)?;
             let mut shas = Vec::with_capacity(rows.len());
             for r in &rows {
-                shas.push(sqlx::Row::try_get::<String, _>(r, "sha256")?);
+                shas.push($crate::row::Columns::text(r, "sha256")?);
             }
             Ok(shas)
         }
 
         pub(crate) async fn delete_orphan_blob(c: &mut Conn, sha256: &str) -> Result<bool> {
             check_text(sha256)?;
-            Ok(sqlx::query(usql::DELETE_ORPHAN_BLOB)
+            Ok(query(usql::DELETE_ORPHAN_BLOB)
                 .bind(sha256)
                 .fetch_optional(&mut *c)
                 .await

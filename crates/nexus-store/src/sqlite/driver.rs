@@ -1,0 +1,387 @@
+//! The SQLite driver: statements on a `rusqlite` connection, run inline on the calling task.
+//!
+//! Why not sqlx's SQLite driver: it runs every connection on its own thread and sends each
+//! statement there and its rows back, a cross-thread hand-off of ≈ 70–120 µs per statement on
+//! this kind of machine, paid dozens of times per model round and per claim + commit
+//! (BENCHMARKS.md, "Store round trips"). SQLite is a library, not a server: a statement on a
+//! warm page cache takes a few microseconds, so the engine runs it right where it is asked for,
+//! on the tokio worker that holds the connection, and a whole unit of work never leaves that
+//! thread.
+//!
+//! The surface mirrors the part of sqlx the store's shared operations use (`query`,
+//! `query_scalar`, `bind`, `fetch_one`, `fetch_optional`, `fetch_all`, `execute`,
+//! `rows_affected`), so `crate::ops`, `crate::uploads` and `crate::memory` keep one text for
+//! both engines. The fetch methods run the statement when called and return a future that is
+//! already complete: the `.await` in the shared text costs nothing and never suspends, so no
+//! connection is held across a real suspension point by a read.
+//!
+//! Placeholders are PostgreSQL's `$1`, `$2`, … in the shared SQL text. SQLite reads `$N` as a
+//! named parameter numbered by first appearance, so each parameter is bound by its name's
+//! number, never by its position (a text that names `$2` before `$1` still binds right).
+//!
+//! What this costs: a statement blocks its tokio worker while SQLite works (microseconds for
+//! the store's indexed statements; a checkpoint inside a commit can take longer), and a wait
+//! for another *process* holding the database lock (an admin command beside a server) sleeps
+//! in SQLite's busy handler on that worker, up to the busy timeout. Within the process writers
+//! never meet that handler: they queue on the writer connection's async mutex first (the
+//! writer gate, `super`'s module comment).
+
+use std::future::{Ready, ready};
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use rusqlite::types::{FromSql, ToSql, Value, ValueRef};
+use rusqlite::{Connection, ErrorCode};
+use uuid::Uuid;
+
+use crate::row::{self, Columns};
+use crate::{Result, StoreError};
+
+/// Prepared statements kept per connection. The store's fixed statement texts number about a
+/// hundred; introspection and the key probe add a few dynamic ones.
+pub(crate) const STATEMENT_CACHE: usize = 256;
+
+/// The `tracing` target of the SQLite engine's per-statement event (level `TRACE`, the field
+/// `sql`), which the benchmarks count; PostgreSQL statements are sqlx's `sqlx::query` events.
+pub const STATEMENT_TARGET: &str = "nexus_store::statement";
+
+/// A statement and its arguments, built like sqlx's `Query`.
+pub(crate) struct Query<'q> {
+    sql: &'q str,
+    args: Vec<Box<dyn ToSql + Send + 'q>>,
+}
+
+/// A statement whose first column of each row is the answer, like sqlx's `QueryScalar`.
+pub(crate) struct QueryScalar<'q, T> {
+    query: Query<'q>,
+    _out: PhantomData<fn() -> T>,
+}
+
+/// A statement over `sql`, whose `$N` placeholders take the `N`th bound argument.
+pub(crate) fn query(sql: &str) -> Query<'_> {
+    Query { sql, args: Vec::new() }
+}
+
+/// [`query`], answering each row's first column as `T`.
+pub(crate) fn query_scalar<T: FromSql>(sql: &str) -> QueryScalar<'_, T> {
+    QueryScalar {
+        query: query(sql),
+        _out: PhantomData,
+    }
+}
+
+/// What a write statement did.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Done {
+    rows_affected: u64,
+}
+
+impl Done {
+    pub(crate) fn rows_affected(&self) -> u64 {
+        self.rows_affected
+    }
+}
+
+/// One result row, owned: the column names (shared by the rows of one statement) and values.
+#[derive(Debug, Clone)]
+pub(crate) struct LiteRow {
+    names: Arc<[Box<str>]>,
+    values: Vec<Value>,
+}
+
+impl<'q> Query<'q> {
+    /// Adds the next argument (`$1` first).
+    pub(crate) fn bind<T: ToSql + Send + 'q>(mut self, value: T) -> Self {
+        self.args.push(Box::new(value));
+        self
+    }
+
+    /// The first row; no row is an error (`QueryReturnedNoRows`), as in sqlx.
+    pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<LiteRow>> {
+        ready(
+            self.fetch_optional_now(c)
+                .and_then(|r| r.ok_or(rusqlite::Error::QueryReturnedNoRows)),
+        )
+    }
+
+    /// The first row, if any.
+    pub(crate) fn fetch_optional(self, c: &mut Connection) -> Ready<rusqlite::Result<Option<LiteRow>>> {
+        ready(self.fetch_optional_now(c))
+    }
+
+    /// Every row.
+    pub(crate) fn fetch_all(self, c: &mut Connection) -> Ready<rusqlite::Result<Vec<LiteRow>>> {
+        ready(self.run(c, usize::MAX, owned_row))
+    }
+
+    /// Runs the statement to its end (rows it returns are dropped) and reports the rows it
+    /// changed.
+    pub(crate) fn execute(self, c: &mut Connection) -> Ready<rusqlite::Result<Done>> {
+        let ran = self.run(c, usize::MAX, |_, _| Ok(())).map(|_| Done {
+            rows_affected: c.changes(),
+        });
+        ready(ran)
+    }
+
+    fn fetch_optional_now(self, c: &mut Connection) -> rusqlite::Result<Option<LiteRow>> {
+        Ok(self.run(c, 1, owned_row)?.pop())
+    }
+
+    /// Prepares (from the connection's cache), binds by placeholder number, and steps through
+    /// at most `limit` rows, mapping each. A statement that modifies rows does all its changes
+    /// on the first step (SQLite's rule for `RETURNING`), so a limit never loses a write.
+    fn run<T>(
+        self,
+        c: &mut Connection,
+        limit: usize,
+        mut map: impl FnMut(&Arc<[Box<str>]>, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
+    ) -> rusqlite::Result<Vec<T>> {
+        tracing::trace!(target: STATEMENT_TARGET, sql = self.sql);
+        let mut stmt = c.prepare_cached(self.sql)?;
+        for index in 1..=stmt.parameter_count() {
+            let slot = match stmt.parameter_name(index) {
+                Some(name) => placeholder_number(name).ok_or_else(|| {
+                    rusqlite::Error::InvalidParameterName(format!("{name} (the store binds $1, $2, …)"))
+                })?,
+                None => index,
+            };
+            let arg = self.args.get(slot - 1).ok_or(rusqlite::Error::InvalidParameterCount(
+                self.args.len(),
+                stmt.parameter_count(),
+            ))?;
+            stmt.raw_bind_parameter(index, arg)?;
+        }
+        let names: Arc<[Box<str>]> = stmt.column_names().into_iter().map(Box::from).collect();
+        let mut rows = stmt.raw_query();
+        let mut out = Vec::new();
+        while out.len() < limit {
+            match rows.next()? {
+                Some(row) => out.push(map(&names, row)?),
+                None => break,
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl<'q, T: FromSql> QueryScalar<'q, T> {
+    pub(crate) fn bind<A: ToSql + Send + 'q>(self, value: A) -> Self {
+        Self {
+            query: self.query.bind(value),
+            _out: PhantomData,
+        }
+    }
+
+    pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<T>> {
+        ready(
+            self.query
+                .run(c, 1, |_, row| row.get(0))
+                .and_then(|mut v| v.pop().ok_or(rusqlite::Error::QueryReturnedNoRows)),
+        )
+    }
+
+    pub(crate) fn fetch_optional(self, c: &mut Connection) -> Ready<rusqlite::Result<Option<T>>> {
+        ready(self.query.run(c, 1, |_, row| row.get(0)).map(|mut v| v.pop()))
+    }
+
+    pub(crate) fn fetch_all(self, c: &mut Connection) -> Ready<rusqlite::Result<Vec<T>>> {
+        ready(self.query.run(c, usize::MAX, |_, row| row.get(0)))
+    }
+}
+
+/// `$N` or `?N` → `N` (1-based); anything else is not a placeholder the store writes.
+fn placeholder_number(name: &str) -> Option<usize> {
+    let digits = name.strip_prefix('$').or_else(|| name.strip_prefix('?'))?;
+    digits.parse().ok().filter(|n| *n > 0)
+}
+
+fn owned_row(names: &Arc<[Box<str>]>, row: &rusqlite::Row<'_>) -> rusqlite::Result<LiteRow> {
+    let mut values = Vec::with_capacity(names.len());
+    for i in 0..names.len() {
+        let value = Value::try_from(row.get_ref(i)?)
+            .map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e)))?;
+        values.push(value);
+    }
+    Ok(LiteRow {
+        names: names.clone(),
+        values,
+    })
+}
+
+impl LiteRow {
+    fn value(&self, column: &str) -> Result<ValueRef<'_>> {
+        self.names
+            .iter()
+            .position(|n| &**n == column)
+            .map(|i| ValueRef::from(&self.values[i]))
+            .ok_or_else(|| StoreError::Corrupt(format!("the row has no column {column:?}")))
+    }
+
+    fn typed<T: FromSql>(&self, column: &str) -> Result<T> {
+        T::column_result(self.value(column)?)
+            .map_err(|e| StoreError::Corrupt(format!("column {column:?} does not read as the stored type: {e}")))
+    }
+}
+
+impl Columns for LiteRow {
+    fn public_id(&self, column: &str) -> Result<Uuid> {
+        row::parse_public_id(column, &self.text(column)?)
+    }
+    fn int(&self, column: &str) -> Result<i64> {
+        self.typed(column)
+    }
+    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+        self.typed(column)
+    }
+    fn text(&self, column: &str) -> Result<String> {
+        self.typed(column)
+    }
+    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+        self.typed(column)
+    }
+    fn boolean(&self, column: &str) -> Result<bool> {
+        self.typed(column)
+    }
+    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+        self.typed(column)
+    }
+}
+
+/// A unique or primary-key violation (a taken handle, a used task key, …).
+pub(crate) fn is_unique_violation(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error(),
+        Some(e) if e.code == ErrorCode::ConstraintViolation
+            && matches!(
+                e.extended_code,
+                rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY
+            )
+    )
+}
+
+/// A foreign key violation (a referenced row is missing).
+pub(crate) fn is_foreign_key_violation(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error(),
+        Some(e) if e.code == ErrorCode::ConstraintViolation
+            && e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY
+    )
+}
+
+/// The database's own message for an error (`UNIQUE constraint failed: …`).
+pub(crate) fn message(error: &rusqlite::Error) -> String {
+    match error {
+        rusqlite::Error::SqliteFailure(e, Some(m)) => format!("{m} ({e})"),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conn() -> Connection {
+        let c = Connection::open_in_memory().unwrap();
+        c.execute_batch("CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT NOT NULL, b INTEGER, c BLOB)")
+            .unwrap();
+        c
+    }
+
+    fn block<T>(f: Ready<T>) -> T {
+        f.into_inner()
+    }
+
+    #[test]
+    fn placeholders_bind_by_number_not_position() {
+        let mut c = conn();
+        // `$2` appears first: SQLite numbers it 1, the driver still gives it the 2nd argument.
+        let done = block(
+            query("INSERT INTO t (b, a) VALUES ($2, $1)")
+                .bind("text")
+                .bind(7_i64)
+                .execute(&mut c),
+        )
+        .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+        let r = block(
+            query("SELECT a, b FROM t WHERE b = $1 AND a = $1 || ''")
+                .bind(7_i64)
+                .fetch_optional(&mut c),
+        );
+        assert!(r.unwrap().is_none(), "a repeated $1 is one value");
+        let r = block(query("SELECT a, b FROM t WHERE b = $1").bind(7_i64).fetch_one(&mut c)).unwrap();
+        assert_eq!(r.text("a").unwrap(), "text");
+        assert_eq!(r.int("b").unwrap(), 7);
+    }
+
+    #[test]
+    fn rows_decode_by_name_and_type() {
+        let mut c = conn();
+        block(
+            query("INSERT INTO t (a, b, c) VALUES ($1, $2, $3)")
+                .bind("x")
+                .bind(None::<i64>)
+                .bind(vec![1_u8, 2])
+                .execute(&mut c),
+        )
+        .unwrap();
+        let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
+        assert_eq!(r.opt_int("b").unwrap(), None);
+        assert_eq!(r.bytes("c").unwrap(), vec![1, 2]);
+        assert!(
+            matches!(r.int("b"), Err(StoreError::Corrupt(_))),
+            "NULL is not an integer"
+        );
+        assert!(matches!(r.int("nope"), Err(StoreError::Corrupt(_))));
+        assert!(
+            matches!(r.int("a"), Err(StoreError::Corrupt(_))),
+            "TEXT is not an integer"
+        );
+    }
+
+    #[test]
+    fn fetch_one_without_a_row_is_an_error_and_scalars_read_the_first_column() {
+        let mut c = conn();
+        let e = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap_err();
+        assert!(matches!(e, rusqlite::Error::QueryReturnedNoRows));
+        for a in ["p", "q", "r"] {
+            block(query("INSERT INTO t (a) VALUES ($1)").bind(a).execute(&mut c)).unwrap();
+        }
+        let all: Vec<String> = block(query_scalar("SELECT a FROM t ORDER BY a DESC").fetch_all(&mut c)).unwrap();
+        assert_eq!(all, ["r", "q", "p"]);
+        let one: Option<i64> = block(
+            query_scalar("SELECT id FROM t WHERE a = $1")
+                .bind("q")
+                .fetch_optional(&mut c),
+        )
+        .unwrap();
+        assert_eq!(one, Some(2));
+        let changed = block(query("UPDATE t SET b = 1 WHERE a <> $1").bind("p").execute(&mut c)).unwrap();
+        assert_eq!(changed.rows_affected(), 2);
+    }
+
+    #[test]
+    fn too_few_arguments_and_foreign_placeholders_are_errors_not_nulls() {
+        let mut c = conn();
+        let e = block(query("INSERT INTO t (a, b) VALUES ($1, $2)").bind("x").execute(&mut c)).unwrap_err();
+        assert!(matches!(e, rusqlite::Error::InvalidParameterCount(1, 2)), "{e:?}");
+        let e = block(query("SELECT * FROM t WHERE a = :name").bind("x").fetch_all(&mut c)).unwrap_err();
+        assert!(matches!(e, rusqlite::Error::InvalidParameterName(_)), "{e:?}");
+    }
+
+    #[test]
+    fn constraint_failures_are_classified() {
+        let mut c = conn();
+        c.execute_batch(
+            "PRAGMA foreign_keys = ON; CREATE TABLE u (k TEXT UNIQUE); \
+             CREATE TABLE f (t_id INTEGER REFERENCES t (id));",
+        )
+        .unwrap();
+        block(query("INSERT INTO u (k) VALUES ($1)").bind("k").execute(&mut c)).unwrap();
+        let e = block(query("INSERT INTO u (k) VALUES ($1)").bind("k").execute(&mut c)).unwrap_err();
+        assert!(is_unique_violation(&e) && !is_foreign_key_violation(&e));
+        assert!(message(&e).contains("UNIQUE constraint failed: u.k"), "{}", message(&e));
+        let e = block(query("INSERT INTO f (t_id) VALUES ($1)").bind(99_i64).execute(&mut c)).unwrap_err();
+        assert!(is_foreign_key_violation(&e) && !is_unique_violation(&e));
+    }
+}
