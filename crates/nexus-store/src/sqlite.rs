@@ -4,14 +4,19 @@
 //! The OS drops it when the process dies, so a crash never blocks a restart.
 //! Every write transaction is `BEGIN IMMEDIATE` (it takes the database write lock up front).
 //!
+//! Connections: one write connection and a few read-only reader connections over the WAL
+//! file, driven by `rusqlite` through [`driver`], whose statements run inline on the calling
+//! task (its module comment says why). `sqlite::memory:` has a single connection that does
+//! both, so there a read waits for an open unit of work to end.
+//!
 //! Writer gate: SQLite admits one writer at a time, and a writer that finds the lock taken
 //! waits in SQLite's busy handler, which sleeps in growing steps (1, 2, 5, 10 … 100 ms) and
 //! gives up at the busy timeout. Under concurrent commits that turns into long stalls and
 //! `SQLITE_BUSY` failures. So within this process every write — a unit of work or a single
-//! statement — first takes one async mutex (the gate), queuing writers in FIFO order without
-//! touching the database lock; the busy handler then only ever waits for another process (an
-//! admin command beside a server). Waiting for the gate is bounded by the same busy timeout,
-//! so a stuck writer answers `Busy` rather than hanging its caller.
+//! statement — first takes the write connection's async mutex (the gate), queuing writers in
+//! FIFO order without touching the database lock; the busy handler then only ever waits for
+//! another process (an admin command beside a server). Waiting for the gate is bounded by the
+//! same busy timeout, so a stuck writer answers `Busy` rather than hanging its caller.
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -752,10 +757,12 @@ impl GatedTx {
 
 impl Drop for GatedTx {
     fn drop(&mut self) {
-        if self.open && !self.conn.is_autocommit()
-            && let Err(e) = self.conn.execute_batch("ROLLBACK") {
-                tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
-            }
+        if self.open
+            && !self.conn.is_autocommit()
+            && let Err(e) = self.conn.execute_batch("ROLLBACK")
+        {
+            tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
+        }
     }
 }
 
@@ -769,5 +776,36 @@ impl std::ops::Deref for GatedTx {
 impl std::ops::DerefMut for GatedTx {
     fn deref_mut(&mut self) -> &mut Connection {
         &mut self.conn
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod tests {
+    use crate::Store;
+
+    /// The architecture invariant behind the writer gate: a reader connection cannot write.
+    #[tokio::test]
+    async fn reader_connections_are_read_only() {
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let mut reader = s.pool.acquire().await.unwrap();
+        let e = super::query("INSERT INTO accounts (public_id, handle, created_at) VALUES ($1, $2, $3)")
+            .bind("00000000-0000-7000-8000-000000000000")
+            .bind("sneaky")
+            .bind(0_i64)
+            .execute(&mut reader)
+            .into_inner()
+            .unwrap_err();
+        assert_eq!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::ReadOnly), "{e:?}");
+        drop(reader);
+        // The same statement through the write connection is fine.
+        let mut writer = s.write_conn().await.unwrap();
+        super::query("INSERT INTO accounts (public_id, handle, created_at) VALUES ($1, $2, $3)")
+            .bind("00000000-0000-7000-8000-000000000000")
+            .bind("fine")
+            .bind(0_i64)
+            .execute(&mut writer)
+            .into_inner()
+            .unwrap();
     }
 }

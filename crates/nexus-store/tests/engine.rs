@@ -583,6 +583,124 @@ async fn fresh_sqlite_file_has_pending_migrations() {
     assert_eq!(s.pending_migrations().await.unwrap(), 0);
 }
 
+/// The SQLite migrator keeps sqlx's ledger and refuses what sqlx's migrator refuses: a
+/// migration recorded as failed, an applied migration whose text changed, and an applied
+/// version this build does not know. Each case edits the ledger of a migrated file directly.
+#[tokio::test]
+async fn sqlite_migration_ledger_is_checked() {
+    let ts = testing::sqlite().await;
+    let path = ts.sqlite_path().unwrap();
+    let url = ts.url.clone();
+    let TestStore { store, .. } = ts;
+    drop(store);
+    let edit = |sql: &str| {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(sql).unwrap();
+    };
+    let migrate = || async {
+        let s = Store::open(&StoreOptions::new(url.clone())).await.unwrap();
+        s.migrate().await
+    };
+    let recorded: i64 = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row("SELECT count(*) FROM _sqlx_migrations WHERE success", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(
+        recorded as usize,
+        migration_files("sqlite"),
+        "one ledger row per migration"
+    );
+    migrate().await.expect("a clean ledger migrates (nothing to do)");
+
+    edit("UPDATE _sqlx_migrations SET success = FALSE WHERE version = 1");
+    let e = migrate().await.unwrap_err();
+    assert!(
+        matches!(e, StoreError::Migration(sqlx::migrate::MigrateError::Dirty(1))),
+        "{e:?}"
+    );
+    edit("UPDATE _sqlx_migrations SET success = TRUE WHERE version = 1");
+
+    let original: String = rusqlite::Connection::open(&path)
+        .unwrap()
+        .query_row(
+            "SELECT hex(checksum) FROM _sqlx_migrations WHERE version = 2",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    edit("UPDATE _sqlx_migrations SET checksum = x'00' WHERE version = 2");
+    let e = migrate().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            StoreError::Migration(sqlx::migrate::MigrateError::VersionMismatch(2))
+        ),
+        "{e:?}"
+    );
+    edit(&format!(
+        "UPDATE _sqlx_migrations SET checksum = x'{original}' WHERE version = 2"
+    ));
+    migrate().await.expect("the restored ledger migrates again");
+
+    edit(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+          VALUES (99999999, 'from the future', TRUE, x'00', 0)",
+    );
+    let e = migrate().await.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            StoreError::Migration(sqlx::migrate::MigrateError::VersionMissing(99999999))
+        ),
+        "{e:?}"
+    );
+}
+
+/// A dropped unit of work rolls back on SQLite and leaves the write connection usable: the
+/// next writer neither sees its rows nor finds a transaction still open.
+#[tokio::test]
+async fn sqlite_dropped_unit_of_work_rolls_back() {
+    let ts = testing::sqlite().await;
+    let s = &ts.store;
+    let a = account(s, "acme").await;
+    {
+        let mut tx = s.begin().await.unwrap();
+        let ws = s.workspace_by_id(1).await.unwrap();
+        assert!(ws.is_none());
+        tx.idempotency_put(NewReceipt {
+            scope_hash: "scope".into(),
+            envelope_sha256: "e".into(),
+            status: 200,
+            body: "{}".into(),
+            expires_at: NOW + 1,
+            created_at: NOW,
+        })
+        .await
+        .unwrap();
+        // dropped here: rolled back
+    }
+    assert!(
+        s.idempotency_get("scope", NOW).await.unwrap().is_none(),
+        "the dropped work is gone"
+    );
+    s.ensure_workspace(id(), a.id, "w", NOW)
+        .await
+        .expect("the gate opened again");
+    let mut tx = s.begin().await.unwrap();
+    tx.idempotency_put(NewReceipt {
+        scope_hash: "scope".into(),
+        envelope_sha256: "e".into(),
+        status: 200,
+        body: "{}".into(),
+        expires_at: NOW + 1,
+        created_at: NOW,
+    })
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    assert!(s.idempotency_get("scope", NOW).await.unwrap().is_some());
+}
+
 #[tokio::test]
 async fn sqlite_memory_store_works() {
     let s = Store::open(&StoreOptions::new("sqlite::memory:")).await.unwrap();
