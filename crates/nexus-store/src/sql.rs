@@ -1,6 +1,12 @@
 //! SQL text shared by both engines. `$n` placeholders work in SQLite and PostgreSQL alike, so
 //! a statement is written once here unless a dialect needs its own form (row locks, for one).
 //! Only the binding differs: SQLite binds public ids as hyphenated TEXT, PostgreSQL as `uuid`.
+//!
+//! A bound row limit is written `LIMIT CAST($n AS BIGINT)`, never `LIMIT $n`: SQLite (3.47 and
+//! later) reads a bare parameter's value when it plans a `LIMIT`, which marks the statement as
+//! depending on that value, so every new binding recompiles it (parse and plan again on each
+//! execution). The cast keeps the plan value-free; PostgreSQL reads it as the `int8` it binds.
+//! The SQLite driver asserts in debug builds that no statement recompiles per execution.
 
 pub(crate) const INSERT_ACCOUNT: &str = "INSERT INTO accounts (public_id, handle, created_at) \
      VALUES ($1, $2, $3) ON CONFLICT (handle) DO NOTHING";
@@ -124,10 +130,11 @@ pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
 
 pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
 
-pub(crate) const RUNS_OF_WORKSPACE: &str = run_select!("WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT $3");
+pub(crate) const RUNS_OF_WORKSPACE: &str =
+    run_select!("WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
 pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
-    run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT $3");
+    run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
 /// SQLite (the write lock is held): the event takes the run's next sequence, and the
 /// `events_sequence` trigger (migration 0005) moves `runs.last_event_sequence` to it.
@@ -143,7 +150,7 @@ pub(crate) const APPEND_EVENT_PG: &str = "WITH s AS (UPDATE runs SET last_event_
 pub(crate) const LATEST_EVENT_SEQUENCE: &str = "SELECT last_event_sequence FROM runs WHERE id = $1";
 
 pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_key, data FROM events WHERE run_id = $1 AND \
-     sequence > $2 ORDER BY sequence LIMIT $3";
+     sequence > $2 ORDER BY sequence LIMIT CAST($3 AS BIGINT)";
 
 // ---- tasks ----
 
@@ -226,13 +233,14 @@ pub(crate) const ANY_TASK_IN_STATUSES: &str =
 pub(crate) const ANY_RUNNING_AWAIT: &str =
     "SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'await_task' AND status = 'running' LIMIT 1";
 
-pub(crate) const TASKS_OF_RUN_PAGE: &str = task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT $3");
+pub(crate) const TASKS_OF_RUN_PAGE: &str =
+    task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
 /// Parked rows past their deadline on live runs (the sweep's candidates).
 pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE \
      t.status IN ('needs_approval', 'running', 'dispatched', 'awaiting_input') AND \
      t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', 'canceled') ORDER BY \
-     t.id LIMIT $3";
+     t.id LIMIT CAST($3 AS BIGINT)";
 
 /// Parks whose addressee is revoked, on live runs (the sweep's second selection, executor.md
 /// §13): unclaimed `dispatched` tool rows and held approvals. `$1` cursor, `$2` limit.
@@ -240,7 +248,7 @@ pub(crate) const REVOKED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FR
      e.id = t.addressed_executor_id JOIN runs r ON r.id = t.run_id WHERE e.status = 'revoked' AND \
      t.kind = 'tool_task' AND ((t.status = 'dispatched' AND t.claimed_at IS NULL) OR t.status = \
      'needs_approval') AND t.id > $1 AND r.status NOT IN ('completed', 'canceled') ORDER BY t.id \
-     LIMIT $2";
+     LIMIT CAST($2 AS BIGINT)";
 
 macro_rules! task_select_t {
     ($where:literal) => {
@@ -259,13 +267,14 @@ macro_rules! task_select_t {
     };
 }
 
-pub(crate) const HELD_APPROVALS: &str =
-    task_select_t!("WHERE r.workspace_id = $1 AND t.status = 'needs_approval' AND t.id > $2 ORDER BY t.id LIMIT $3");
+pub(crate) const HELD_APPROVALS: &str = task_select_t!(
+    "WHERE r.workspace_id = $1 AND t.status = 'needs_approval' AND t.id > $2 ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
+);
 
 /// The inbox (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit, `$4`–`$15` statuses.
 pub(crate) const ADDRESSED_TASKS: &str = task_select_t!(
     "WHERE t.addressed_executor_id = $1 AND t.status IN ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
-     AND t.id > $2 AND r.status IN ('running', 'canceling') ORDER BY t.id LIMIT $3"
+     AND t.id > $2 AND r.status IN ('running', 'canceling') ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
 );
 
 // ---- edges ----
@@ -296,13 +305,13 @@ pub(crate) const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = $1";
 /// `$1` node, `$2` lease end, `$3` now, `$4` limit; one statement behind the writer gate.
 pub(crate) const DEQUEUE_JOBS_SQLITE: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
      (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
-     < $3) ORDER BY id LIMIT $4) RETURNING id, kind, run_id, task_id, generation, \
+     < $3) ORDER BY id LIMIT CAST($4 AS BIGINT)) RETURNING id, kind, run_id, task_id, generation, \
      available_at, locked_by, locked_until, attempts";
 
 /// The same, with the candidates locked `FOR UPDATE SKIP LOCKED` so nodes divide the work.
 pub(crate) const DEQUEUE_JOBS_PG: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
      (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
-     < $3) ORDER BY id LIMIT $4 FOR UPDATE SKIP LOCKED) RETURNING id, kind, run_id, task_id, \
+     < $3) ORDER BY id LIMIT CAST($4 AS BIGINT) FOR UPDATE SKIP LOCKED) RETURNING id, kind, run_id, task_id, \
      generation, available_at, locked_by, locked_until, attempts";
 
 pub(crate) const RENEW_JOB_LEASE: &str = "UPDATE jobs SET locked_until = $3 WHERE id = $1 AND locked_by = $2";

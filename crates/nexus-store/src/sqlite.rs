@@ -79,6 +79,8 @@ pub struct SqliteStore {
     /// The open lock file whose `flock` is the single-node guard (released when the last clone
     /// drops).
     _lock: Option<Arc<File>>,
+    /// Keeps the checkpointer thread running (file databases; it stops when this drops).
+    _checkpointer: Option<Arc<std::sync::mpsc::Sender<()>>>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -189,7 +191,44 @@ fn open_writer(path: &Path, busy: Duration) -> Result<Connection> {
         )));
     }
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // The checkpointer thread keeps the WAL short; the writer checkpoints itself (inside the
+    // gate) only when that falls far behind.
+    conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)?;
     Ok(conn)
+}
+
+/// How often the checkpointer copies the WAL back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_millis(200);
+
+/// The WAL length (pages) at which the writer checkpoints by itself, a backstop for a
+/// checkpointer that fell behind (SQLite's default, used when there is no checkpointer, is 1,000).
+const WRITER_CHECKPOINT_PAGES: i64 = 10_000;
+
+/// Starts the checkpointer: a thread with its own connection that runs a `PASSIVE` checkpoint
+/// every [`CHECKPOINT_EVERY`]. With SQLite's default the commit that crosses 1,000 WAL pages
+/// runs the checkpoint itself, copying pages and syncing both files while it holds the writer
+/// gate, so every writer queued behind it waits. A passive checkpoint runs beside writers and
+/// readers and never blocks them. The thread ends when the last clone of the store drops (the
+/// returned sender with it).
+fn start_checkpointer(path: &Path, busy: Duration) -> Result<std::sync::mpsc::Sender<()>> {
+    use std::sync::mpsc::{RecvTimeoutError, channel};
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    configure(&conn, busy)?;
+    let (stop, stopped) = channel::<()>();
+    std::thread::Builder::new()
+        .name("nexus-sqlite-checkpoint".into())
+        .spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "SQLite WAL checkpoint failed; the writer checkpoints as a backstop");
+                }
+            }
+        })
+        .map_err(|e| StoreError::Config(format!("cannot start the SQLite checkpointer thread: {e}")))?;
+    Ok(stop)
 }
 
 /// Opens a read connection: read-only, so no write can ever bypass the writer gate.
@@ -223,6 +262,7 @@ impl SqliteStore {
                     busy,
                     path: None,
                     _lock: None,
+                    _checkpointer: None,
                 })
             }
             Target::File(path) => {
@@ -252,6 +292,7 @@ impl SqliteStore {
                     },
                     writer,
                     busy,
+                    _checkpointer: Some(Arc::new(start_checkpointer(&path, busy)?)),
                     path: Some(path),
                     _lock: lock.map(Arc::new),
                 })
@@ -782,6 +823,37 @@ impl std::ops::DerefMut for GatedTx {
 #[cfg(all(test, feature = "testing"))]
 mod tests {
     use crate::Store;
+
+    /// The checkpointer, not the writer, copies the WAL into the database file: the writer's own
+    /// threshold is far above what a migration writes, so only the background thread can have
+    /// moved the schema into the main file.
+    #[tokio::test]
+    async fn the_checkpointer_copies_the_wal_into_the_file() {
+        let ts = crate::testing::sqlite().await;
+        let path = ts.sqlite_path().unwrap();
+        let wal_pages = |p: &std::path::Path| {
+            let wal = std::fs::metadata(format!("{}-wal", p.display())).map_or(0, |m| m.len());
+            wal / 4096
+        };
+        assert!(
+            wal_pages(&path) < super::WRITER_CHECKPOINT_PAGES as u64,
+            "the writer never checkpointed"
+        );
+        let file_len = || std::fs::metadata(&path).unwrap().len();
+        let deadline = std::time::Instant::now() + super::CHECKPOINT_EVERY * 20;
+        while file_len() <= 4096 {
+            assert!(std::time::Instant::now() < deadline, "no checkpoint within 20 periods");
+            tokio::time::sleep(super::CHECKPOINT_EVERY / 4).await;
+        }
+        // The copy is complete and consistent: a fresh connection reads the schema.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let tables: i64 = c
+            .query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert!(tables > 10, "{tables}");
+    }
 
     /// The architecture invariant behind the writer gate: a reader connection cannot write.
     #[tokio::test]
