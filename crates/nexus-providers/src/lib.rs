@@ -10,6 +10,7 @@
 
 #![warn(missing_docs)]
 
+mod canonical;
 pub mod catalog;
 pub mod model_ref;
 pub mod neutral;

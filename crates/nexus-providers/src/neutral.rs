@@ -38,10 +38,11 @@ pub struct ModelRequest {
 }
 
 impl ModelRequest {
-    /// RFC 8785 canonical JSON of the request (`serde_jcs`). This is exactly the `scripted`
-    /// provider's encoded body, so the same request always gives the same bytes.
+    /// RFC 8785 canonical JSON of the request: the bytes of `serde_jcs::to_vec(self)`, written
+    /// directly (see `canonical.rs`). This is exactly the `scripted` provider's encoded body, so
+    /// the same request always gives the same bytes.
     pub fn canonical_bytes(&self) -> Vec<u8> {
-        serde_jcs::to_vec(self).expect("a neutral request always serializes")
+        crate::canonical::request(self).expect("a neutral request always serializes")
     }
 
     /// Decodes a request from JSON bytes (the inverse of [`ModelRequest::canonical_bytes`]).

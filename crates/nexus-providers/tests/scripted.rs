@@ -464,3 +464,65 @@ async fn malformed_lines_name_the_file_and_line() {
     let junk = nexus_providers::EncodedRequest::new("scripted:bad", vec![], b"[]".to_vec());
     assert!(detail(p.send(&junk).await.unwrap_err()).starts_with("undecodable_body"));
 }
+
+#[tokio::test]
+async fn same_length_edits_are_seen_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Scripted::new(dir.path());
+    let req = request("quick", vec![Entry::user_text("x")]);
+    // Rewrites of equal length, faster than file timestamps tick.
+    for round in 0..10 {
+        let text = format!("{{\"text\":\"v{round}\"}}\n");
+        write(dir.path(), "quick", &text);
+        assert_eq!(
+            run(&p, &req).await.unwrap().text,
+            Some(format!("v{round}")),
+            "encode and send read the new text"
+        );
+    }
+    // Edited between encode and send: send reads the new text.
+    let enc = p.encode(&req).unwrap();
+    write(dir.path(), "quick", "{\"text\":\"vX\"}\n");
+    assert_eq!(p.send(&enc).await.unwrap().text.as_deref(), Some("vX"));
+    // Removed: both fail as for a script never written.
+    std::fs::remove_file(dir.path().join("quick.jsonl")).unwrap();
+    assert_eq!(detail(p.send(&enc).await.unwrap_err()), "script_not_found: quick.jsonl");
+    assert_eq!(detail(p.encode(&req).unwrap_err()), "script_not_found: quick.jsonl");
+}
+
+/// `send` on the provider that encoded a request (which remembers what it needs) and on a
+/// fresh one (which decodes the body) give the same outcome.
+#[tokio::test]
+async fn remembered_and_decoded_sends_agree() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "e",
+        r#"{"text":"skip"}
+{"text":"checked","expect":{"tools_include":["read"],"system_contains":"terse","last_user_contains":"quick","attachments":2,"last_result":{"call_id":"c0","name":"read","contains":"ok","is_error":false}}}
+{"thread":"side","tool_calls":[{"name":"read","input":{"b":1,"a":2}}]}
+{"expect":{"tools_exclude":["read"]}}
+"#,
+    );
+    let mut side = request("e", vec![Entry::user_text("[[thread:side]] go")]);
+    side.entries.push(Entry::Attachments { parts: vec![] });
+    let mut failing = full_request();
+    failing.entries.push(assistant(&[]));
+    let mut echo_results = full_request_for("echo");
+    echo_results.entries.truncate(4);
+    let cases = vec![
+        full_request(),
+        side,
+        failing,
+        full_request_for("echo"),
+        echo_results,
+        request("echo", vec![Entry::user_text(r#"[[call:read {"z":[1],"a":"b"}]]"#)]),
+    ];
+    let p = Scripted::new(dir.path());
+    for req in cases {
+        let enc = p.encode(&req).unwrap();
+        let remembered = p.send(&enc).await;
+        let decoded = Scripted::new(dir.path()).send(&enc).await;
+        assert_eq!(remembered, decoded, "{:?}", req.entries);
+    }
+}

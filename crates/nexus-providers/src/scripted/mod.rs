@@ -1,31 +1,47 @@
 //! `scripted` (providers.md §7): deterministic, offline replies from JSON Lines scripts.
 //!
 //! - A ref `scripted/<name>` reads `<scripts_dir>/<name>.jsonl`; `scripted/echo` is built in.
-//!   The script is read when a request is encoded (so a file written after start is used) and
-//!   read again by `send`, which needs nothing but the sealed body: a resend after a restart
-//!   works the same.
+//!   The script is checked when a request is encoded (so a file written after start is used,
+//!   and a bad script fails before sealing) and again by `send`, which needs nothing but the
+//!   sealed body: a resend after a restart works the same.
 //! - `encode` gives [`ModelRequest::canonical_bytes`] (RFC 8785 JSON of the neutral request,
 //!   whose `model` is the script name): the same request always gives the same bytes.
-//! - `send` decodes the body and picks the reply statelessly: the thread is `<name>` when the
-//!   first user entry holds `[[thread:<name>]]`, else `main`; the reply is the thread's k-th
-//!   line (0-based), k = the number of assistant entries already in the request.
+//! - `send` picks the reply statelessly from the body: the thread is `<name>` when the first
+//!   user entry holds `[[thread:<name>]]`, else `main`; the reply is the thread's k-th line
+//!   (0-based), k = the number of assistant entries already in the request.
 //! - Order inside `send`: `delay_ms`, then `expect`, then `error`, then the reply.
+//!
+//! **What is cached, and why the results are the same as without.** A round must cost the
+//! kernel little, and re-reading the script, re-serializing the whole history and decoding it
+//! again all grew with the script or the history. Each cache below gives exactly what the
+//! uncached computation gives; each module says why:
+//! - parsed scripts, per file, revalidated by a `stat` on every use (`scripts.rs`);
+//! - the previous rounds' canonical bytes and SHA-256 state, extended when a request's entries
+//!   extend them (`encoder.rs`);
+//! - the facts `send` reads (thread, k, what `expect` checks, echo's reply), derived by
+//!   `encode` and looked up by body digest, so `send` does not decode the body (`facts.rs`).
 //!
 //! **Attempt counting.** `error.times` fails the first `times` attempts. Attempts are counted in
 //! memory, per body SHA-256, inside this `Scripted` value: a process restart (or a new
 //! `Scripted`) resets the count. That is fine for tests, which run in one process.
 
 mod echo;
+mod encoder;
+mod facts;
 pub mod script;
+mod scripts;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::neutral::{Entry, ModelReply, ModelRequest, parts_text};
+use crate::neutral::{ModelReply, ModelRequest, parts_text};
 use crate::provider::{EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
-use script::{Expect, ScriptLine, parse_script};
+use encoder::Encoder;
+use facts::{Facts, Prepared, Recent};
+use script::Expect;
+use scripts::{Probe, Scripts};
 
 pub use echo::call_directives;
 
@@ -38,6 +54,9 @@ pub struct Scripted {
     scripts_dir: PathBuf,
     capabilities: ModelCapabilities,
     attempts: Mutex<HashMap<[u8; 32], u32>>,
+    scripts: Scripts,
+    encoder: Encoder,
+    recent: Recent,
 }
 
 impl Scripted {
@@ -47,6 +66,9 @@ impl Scripted {
             scripts_dir: scripts_dir.into(),
             capabilities: Self::default_capabilities(),
             attempts: Mutex::new(HashMap::new()),
+            scripts: Scripts::default(),
+            encoder: Encoder::default(),
+            recent: Recent::default(),
         }
     }
 
@@ -87,36 +109,37 @@ impl Scripted {
         Ok((self.scripts_dir.join(&file), file))
     }
 
-    fn parse(file: &str, read: std::io::Result<String>) -> Result<Vec<ScriptLine>, ProviderError> {
-        match read {
-            Ok(text) => parse_script(file, &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                Err(ProviderError::error(format!("script_not_found: {file}")))
-            }
-            Err(e) => Err(ProviderError::error(format!("script_unreadable: {file}: {e}"))),
-        }
-    }
-
     async fn reply(&self, enc: &EncodedRequest) -> Result<ModelReply, ProviderError> {
-        let req = ModelRequest::from_json_bytes(&enc.body)
-            .map_err(|e| ProviderError::error(format!("undecodable_body: {e}")))?;
-        if req.model == ECHO {
-            return Ok(echo::reply(&req, enc.body.len()));
-        }
-        let (path, file) = self.script_path(&req.model)?;
-        let lines = Self::parse(&file, tokio::fs::read_to_string(&path).await)?;
-        let thread = thread_of(&req);
-        let k = req.assistant_count();
-        let line = lines
-            .iter()
-            .filter(|l| l.thread == thread)
-            .nth(k)
+        let prepared = match self.recent.get(&enc.body_sha256, enc.body.len()) {
+            Some(prepared) => prepared,
+            None => {
+                let req = ModelRequest::from_json_bytes(&enc.body)
+                    .map_err(|e| ProviderError::error(format!("undecodable_body: {e}")))?;
+                Arc::new(Prepared::of(&req, enc.body.len()))
+            }
+        };
+        let facts = match &*prepared {
+            Prepared::Echo(reply) => return Ok(reply.clone()),
+            Prepared::Script(facts) => facts,
+        };
+        let (path, file) = self.script_path(&facts.model)?;
+        // The `stat` is a blocking call (as `encode`'s is); a read, when needed, is not.
+        let script = match self.scripts.probe(&path) {
+            Probe::Fresh(script) => script,
+            Probe::Stale(stale) => {
+                let read = tokio::fs::read_to_string(&path).await;
+                self.scripts.load(&path, &file, stale, read)?
+            }
+        };
+        let k = facts.k;
+        let line = script
+            .line(&facts.thread, k)
             .ok_or_else(|| ProviderError::error("script_exhausted"))?;
         if line.delay_ms > 0 {
             tokio::time::sleep(Duration::from_millis(line.delay_ms)).await;
         }
         if let Some(expect) = &line.expect {
-            check_expect(expect, &req).map_err(|a| ProviderError::error(format!("script_expectation_failed: {a}")))?;
+            check_expect(expect, facts).map_err(|a| ProviderError::error(format!("script_expectation_failed: {a}")))?;
         }
         if let Some(injected) = &line.error {
             let fails = match injected.times {
@@ -152,13 +175,25 @@ impl Provider for Scripted {
     fn encode(&self, req: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
         if req.model != ECHO {
             let (path, file) = self.script_path(&req.model)?;
-            Self::parse(&file, std::fs::read_to_string(&path))?;
+            self.scripts.get(&path, &file)?;
         }
-        Ok(EncodedRequest::new(
-            format!("scripted:{}", req.model),
-            vec![("content-type".to_string(), "application/json".to_string())],
-            req.canonical_bytes(),
-        ))
+        let encoded = self
+            .encoder
+            .encode(req)
+            .map_err(|e| ProviderError::error(format!("unencodable_request: {e}")))?;
+        if encoded.decodable {
+            self.recent.insert(
+                encoded.sha256,
+                encoded.body.len(),
+                Prepared::of(req, encoded.body.len()),
+            );
+        }
+        Ok(EncodedRequest {
+            url: format!("scripted:{}", req.model),
+            headers: vec![("content-type".to_string(), "application/json".to_string())],
+            body: encoded.body,
+            body_sha256: encoded.sha256,
+        })
     }
 
     fn send<'a>(&'a self, enc: &'a EncodedRequest) -> SendFuture<'a> {
@@ -181,75 +216,56 @@ pub fn thread_of(req: &ModelRequest) -> String {
         .unwrap_or_else(|| "main".to_string())
 }
 
-/// Checks `expect` against `req`; `Err` is the failed assertion.
-fn check_expect(expect: &Expect, req: &ModelRequest) -> Result<(), String> {
-    let names = req.tool_names();
+/// Checks `expect` against the request's facts; `Err` is the failed assertion.
+fn check_expect(expect: &Expect, req: &Facts) -> Result<(), String> {
     for want in &expect.tools_include {
-        if !names.contains(&want.as_str()) {
+        if !req.tool_names.contains(want) {
             return Err(format!("tools_include {want}"));
         }
     }
     for unwanted in &expect.tools_exclude {
-        if names.contains(&unwanted.as_str()) {
+        if req.tool_names.contains(unwanted) {
             return Err(format!("tools_exclude {unwanted}"));
         }
     }
     if let Some(needle) = &expect.system_contains
-        && !req.system.join("\n").contains(needle.as_str())
+        && !req.system.contains(needle.as_str())
     {
         return Err(format!("system_contains {needle:?}"));
     }
-    if let Some(needle) = &expect.last_user_contains {
-        let text = req.last_user().map(parts_text).unwrap_or_default();
-        if !text.contains(needle.as_str()) {
-            return Err(format!("last_user_contains {needle:?}"));
-        }
+    if let Some(needle) = &expect.last_user_contains
+        && !req.last_user.contains(needle.as_str())
+    {
+        return Err(format!("last_user_contains {needle:?}"));
     }
-    if let Some(want) = expect.attachments {
-        let found: usize = req
-            .entries
-            .iter()
-            .map(|e| match e {
-                Entry::Attachments { parts } => parts.len(),
-                _ => 0,
-            })
-            .sum();
-        if found != want {
-            return Err(format!("attachments {want} (found {found})"));
-        }
+    if let Some(want) = expect.attachments
+        && req.attachments != want
+    {
+        return Err(format!("attachments {want} (found {})", req.attachments));
     }
     if let Some(lr) = &expect.last_result {
-        let last = req.entries.iter().rev().find_map(|e| match e {
-            Entry::ToolResult {
-                call_id,
-                name,
-                output,
-                is_error,
-            } => Some((call_id, name, output, *is_error)),
-            _ => None,
-        });
-        let Some((call_id, name, output, is_error)) = last else {
+        let Some(last) = &req.last_result else {
             return Err("last_result (no tool result)".to_string());
         };
         if let Some(want) = &lr.call_id
-            && want != call_id
+            && *want != last.call_id
         {
-            return Err(format!("last_result.call_id {want:?} (found {call_id:?})"));
+            return Err(format!("last_result.call_id {want:?} (found {:?})", last.call_id));
         }
         if let Some(want) = &lr.name
-            && want != name
+            && *want != last.name
         {
-            return Err(format!("last_result.name {want:?} (found {name:?})"));
+            return Err(format!("last_result.name {want:?} (found {:?})", last.name));
         }
         if let Some(needle) = &lr.contains
-            && !output.contains(needle.as_str())
+            && !last.output.contains(needle.as_str())
         {
             return Err(format!("last_result.contains {needle:?}"));
         }
         if let Some(want) = lr.is_error
-            && want != is_error
+            && want != last.is_error
         {
-            return Err(format!("last_result.is_error {want} (found {is_error})"));
+            return Err(format!("last_result.is_error {want} (found {})", last.is_error));
         }
     }
     Ok(())
@@ -258,7 +274,7 @@ fn check_expect(expect: &Expect, req: &ModelRequest) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::neutral::Part;
+    use crate::neutral::{Entry, Part};
 
     fn req(entries: Vec<Entry>) -> ModelRequest {
         ModelRequest {
