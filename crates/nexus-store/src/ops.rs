@@ -29,7 +29,7 @@ impl Dialect for sqlx::PgConnection {
 }
 
 macro_rules! engine_ops {
-    (lock_run = $lock_run:expr, dequeue = $dequeue:expr $(,)?) => {
+    (lock_run = $lock_run:expr, dequeue = $dequeue:expr, update_task = $update_task:ident $(,)?) => {
         #[allow(unused_imports)]
         use $crate::model::*;
         use $crate::row;
@@ -214,7 +214,8 @@ macro_rules! engine_ops {
             row::task(&r)
         }
 
-        pub(crate) async fn update_task(
+        /// The conditional update of every mutable column (`sql::UPDATE_TASK`).
+        pub(crate) async fn $update_task(
             c: &mut Conn,
             task: &TaskRow,
             expect_generation: i64,

@@ -197,7 +197,11 @@ pub(crate) mod ops {
     use super::uid;
     use sqlx::PgConnection as Conn;
     use sqlx::{query, query_scalar};
-    crate::ops::engine_ops!(lock_run = sql::LOCK_RUN_PG, dequeue = sql::DEQUEUE_JOBS_PG);
+    crate::ops::engine_ops!(
+        lock_run = sql::LOCK_RUN_PG,
+        dequeue = sql::DEQUEUE_JOBS_PG,
+        update_task = update_task
+    );
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
 }

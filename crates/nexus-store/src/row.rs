@@ -325,48 +325,29 @@ pub(crate) fn receipt(r: &impl Columns) -> Result<ReceiptRow> {
 /// Binds the mutable task columns (`sql::INSERT_TASK` `$7`–`$44`, `sql::UPDATE_TASK`
 /// `$16`–`$53`) of a [`TaskRow`] or [`NewTask`], in the statements' order.
 macro_rules! bind_task_mutable {
-    ($q:expr, $t:expr) => {
-        $q.bind(&$t.status)
-            .bind(&$t.generation)
-            .bind(&$t.on_failure)
-            .bind(&$t.failure_resolution)
-            .bind(&$t.visibility)
-            .bind(&$t.mainline)
-            .bind(&$t.branch_of)
-            .bind(&$t.pairs_with)
-            .bind(&$t.declaring_task_id)
-            .bind(&$t.tool_name)
-            .bind(&$t.tool_alias)
-            .bind(&$t.tool_input)
-            .bind(&$t.tool_call_id)
-            .bind(&$t.target_executor_id)
-            .bind(&$t.addressed_executor_id)
-            .bind(&$t.addressed_role)
-            .bind(&$t.effect_profile)
-            .bind(&$t.timeout_ms)
-            .bind(&$t.await_started_at)
-            .bind(&$t.deadline_at)
-            .bind(&$t.claim_token)
-            .bind(&$t.claimed_at)
-            .bind(&$t.claimant_id)
-            .bind(&$t.content)
-            .bind(&$t.structured_present)
-            .bind(&$t.structured_content)
-            .bind(&$t.is_error)
-            .bind(&$t.title)
-            .bind(&$t.metadata)
-            .bind(&$t.error_key)
-            .bind(&$t.error_detail)
-            .bind(&$t.approval)
-            .bind(&$t.request_surface)
-            .bind(&$t.usage)
-            .bind(&$t.reply)
-            .bind(&$t.resolution_token_sha256)
-            .bind(&$t.started_at)
-            .bind(&$t.settled_at)
-    };
+    ($q:expr, $t:expr) => {{
+        use $crate::row::bind_each;
+        $crate::row::task_mutable_fields!(bind_each, $q, $t)
+    }};
 }
 pub(crate) use bind_task_mutable;
+
+/// Expands `$m!(args… ; field, …)` over a task's mutable columns, in the order of
+/// `sql::UPDATE_TASK`'s `$16`–`$53` (each field is named as its column). The one list of them:
+/// [`bind_task_mutable!`] and the SQLite engine's narrow update both expand it.
+macro_rules! task_mutable_fields {
+    ($m:ident $(, $arg:expr)* $(,)?) => {
+        $m!($($arg),* ; status, generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, structured_content, is_error, title, metadata, error_key, error_detail, approval, request_surface, usage, reply, resolution_token_sha256, started_at, settled_at)
+    };
+}
+/// `$q.bind(&$t.f)` for each field (with [`task_mutable_fields!`]).
+macro_rules! bind_each {
+    ($q:expr, $t:expr ; $($f:ident),*) => {
+        $q $(.bind(&$t.$f))*
+    };
+}
+pub(crate) use bind_each;
+pub(crate) use task_mutable_fields;
 
 /// The text guard over every string of a task (new or updated).
 macro_rules! check_task_text {

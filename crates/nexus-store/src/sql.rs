@@ -156,8 +156,14 @@ pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_k
 
 macro_rules! task_select {
     ($where:literal) => {
+        task_select!(@frozen "frozen_context", $where)
+    };
+    // `$frozen` stands in for the frozen context column (`NULL` where a read must not touch it).
+    (@frozen $frozen:literal, $where:literal) => {
         concat!(
-            "SELECT id, run_id, key, kind, origin, frozen_context, created_at, status, generation, \
+            "SELECT id, run_id, key, kind, origin, ",
+            $frozen,
+            " AS frozen_context, created_at, status, generation, \
              on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
              declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
              addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
@@ -207,6 +213,10 @@ pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET status = $16, generation 
      $8, $9, $10, $11, $12, $13, $14) AND ($15 IS NULL OR claim_token = $15)";
 
 pub(crate) const TASK_BY_ID: &str = task_select!("WHERE id = $1");
+
+/// A task by id without its frozen context (read back as `None`): what the SQLite engine's
+/// narrow update compares against (sqlite.rs, `ops::update_task`).
+pub(crate) const TASK_MUTABLE_BY_ID: &str = task_select!(@frozen "NULL", "WHERE id = $1");
 
 /// A task's frozen head ([`crate::model::FrozenHead`]): everything but the frozen bytes, from
 /// the covering index `tasks_frozen_head` (migration 0006). SQLite: named, since its planner

@@ -436,7 +436,80 @@ pub(crate) mod ops {
     use super::driver::{query, query_scalar};
     use super::uid;
     use rusqlite::Connection as Conn;
-    crate::ops::engine_ops!(lock_run = sql::RUN_BY_ID, dequeue = sql::DEQUEUE_JOBS_SQLITE);
+    crate::ops::engine_ops!(
+        lock_run = sql::RUN_BY_ID,
+        dequeue = sql::DEQUEUE_JOBS_SQLITE,
+        update_task = update_task_every_column
+    );
+
+    /// The conditional task update, writing only the columns that change.
+    ///
+    /// SQLite maintains an index, and checks a foreign key, for every column named in an
+    /// `UPDATE`'s `SET` list, whether or not its value changes; `sql::UPDATE_TASK` names all 38
+    /// mutable columns, so each update rewrote every index of `tasks` and looked up every
+    /// referenced row. Inside a unit of work this engine holds the database's write lock, so it
+    /// reads the row (without its frozen context), checks the same conditions the full
+    /// statement's `WHERE` checks (generation, one of the expected statuses, the claim token),
+    /// and names only the changed columns. Same answer as `update_task_every_column`: false when
+    /// no row matches, true otherwise.
+    pub(crate) async fn update_task(
+        c: &mut Conn,
+        task: &TaskRow,
+        expect_generation: i64,
+        expect_statuses: &[&str],
+        expect_claim_token: Option<&str>,
+    ) -> Result<bool> {
+        row::check_task_row_text(task)?;
+        row::status_slots(expect_statuses)?;
+        if c.is_autocommit() {
+            // Not inside a unit of work: nothing holds the row still between a read and a write.
+            return update_task_every_column(c, task, expect_generation, expect_statuses, expect_claim_token).await;
+        }
+        let current = match query(sql::TASK_MUTABLE_BY_ID)
+            .bind(task.id)
+            .fetch_optional(&mut *c)
+            .await?
+        {
+            Some(r) => row::task(&r)?,
+            None => return Ok(false),
+        };
+        let matches = current.generation == expect_generation
+            && expect_statuses.contains(&current.status.as_str())
+            && expect_claim_token.is_none_or(|t| current.claim_token.as_deref() == Some(t));
+        if !matches {
+            return Ok(false);
+        }
+        let mut statement = String::from("UPDATE tasks SET ");
+        let mut slot = 1;
+        macro_rules! set_list {
+            (; $($f:ident),*) => {$(
+                if current.$f != task.$f {
+                    slot += 1;
+                    if slot > 2 {
+                        statement.push_str(", ");
+                    }
+                    statement.push_str(concat!(stringify!($f), " = $"));
+                    statement.push_str(&slot.to_string());
+                }
+            )*};
+        }
+        row::task_mutable_fields!(set_list);
+        if slot == 1 {
+            return Ok(true); // nothing changes
+        }
+        statement.push_str(" WHERE id = $1");
+        let mut q = query(&statement).bind(task.id);
+        macro_rules! bind_changed {
+            (; $($f:ident),*) => {$(
+                if current.$f != task.$f {
+                    q = q.bind(&task.$f);
+                }
+            )*};
+        }
+        row::task_mutable_fields!(bind_changed);
+        let done = q.execute(&mut *c).await.map_err(write_error)?;
+        Ok(done.rows_affected() > 0)
+    }
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_SQLITE);
 }

@@ -661,6 +661,54 @@ async fn the_insert_writes_the_frozen_digest() {
     });
 }
 
+/// An update stores exactly the row it is given, whichever columns change (the SQLite engine
+/// names only the changed ones), keeps the frozen context, and an update that changes nothing
+/// still matches.
+#[tokio::test]
+async fn an_update_stores_the_given_row_whatever_changes() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let mut new = tool_task(run.id, "a", "dispatched");
+        new.frozen_context = Some("frozen".into());
+        let t = task_in(s, new).await;
+
+        let mut tx = s.begin().await.unwrap();
+        assert!(
+            tx.update_task(&t, t.generation, &["dispatched"]).await.unwrap(),
+            "no change still matches"
+        );
+        let mut claimed = t.clone();
+        claimed.claim_token = Some("token".into());
+        claimed.claimed_at = Some(NOW);
+        claimed.deadline_at = Some(NOW + 1_000);
+        assert!(tx.update_task(&claimed, t.generation, &["dispatched"]).await.unwrap());
+        let mut settled = claimed.clone();
+        settled.status = "completed".into();
+        settled.claim_token = None;
+        settled.deadline_at = None;
+        settled.content = Some("done".into());
+        settled.is_error = true;
+        settled.settled_at = Some(NOW + 5);
+        assert!(
+            !tx.update_task_claimed(&settled, t.generation, &["dispatched"], "stale")
+                .await
+                .unwrap(),
+            "a stale token matches nothing"
+        );
+        assert!(
+            tx.update_task_claimed(&settled, t.generation, &["dispatched"], "token")
+                .await
+                .unwrap()
+        );
+        tx.commit().await.unwrap();
+        let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+        assert_eq!(stored, settled, "{}", ts.dialect);
+        assert_eq!(stored.frozen_context.as_deref(), Some("frozen"));
+    });
+}
+
 #[tokio::test]
 async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
     each_engine!(|ts| {
