@@ -152,7 +152,6 @@ pub trait Engine {
     async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
     async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>>;
     async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>>;
-    /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
     /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
     async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>>;
     /// The task `id`, its declaring row (whatever their runs), and the rows of run `run_id`
@@ -160,7 +159,13 @@ pub trait Engine {
     /// the predecessor's fan, in one read.
     async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>>;
 
+    /// The task `id` and the rows it depends on, by id (one task's read, without its run).
+    async fn task_and_deps(&self, id: i64) -> Result<Vec<TaskRow>>;
+
+    /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>>;
+    /// The edges out of task `task_id` (what it depends on), by (depends_on_id, kind).
+    async fn edges_from(&self, task_id: i64) -> Result<Vec<EdgeRow>>;
     /// The run's events with `sequence > after_sequence`, in order, at most `limit`.
     async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>>;
     /// `runs.last_event_sequence` (0 before the first event); `NotFound` for no such run.
@@ -510,8 +515,14 @@ impl Engine for Store {
         dispatch!(self, task_neighbourhood(run_id, id))
     }
 
+    async fn task_and_deps(&self, id: i64) -> Result<Vec<TaskRow>> {
+        dispatch!(self, task_and_deps(id))
+    }
     async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
         dispatch!(self, edges_of_run(run_id))
+    }
+    async fn edges_from(&self, task_id: i64) -> Result<Vec<EdgeRow>> {
+        dispatch!(self, edges_from(task_id))
     }
     async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>> {
         dispatch!(self, events_after(run_id, after_sequence, limit))

@@ -747,8 +747,14 @@ macro_rules! engine_methods {
             ops::task_neighbourhood(&mut *self.pool.acquire().await?, run_id, id).await
         }
 
+        async fn task_and_deps(&self, id: i64) -> Result<Vec<TaskRow>> {
+            ops::task_and_deps(&mut *self.pool.acquire().await?, id).await
+        }
         async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
             ops::edges_of_run(&mut *self.pool.acquire().await?, run_id).await
+        }
+        async fn edges_from(&self, task_id: i64) -> Result<Vec<EdgeRow>> {
+            ops::edges_from(&mut *self.pool.acquire().await?, task_id).await
         }
         async fn events_after(&self, run_id: i64, after_sequence: i64, limit: i64) -> Result<Vec<EventRow>> {
             ops::events_after(&mut *self.pool.acquire().await?, run_id, after_sequence, limit).await

@@ -425,17 +425,26 @@ impl Kernel {
     }
 
     /// The full task read of one row (`{task}` bodies of the member verbs use it).
+    /// One task's full read: the row and what it depends on, its edges, and (for a round) the
+    /// calls it declared; never the whole run, so its cost does not grow with the run.
     pub(crate) async fn task_view(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
-        let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
-        let edges = self.store.edges_of_run(run.id).await?;
-        let deps = Self::deps_of(&tasks, &edges);
-        let Some(task) = tasks.iter().find(|t| t.id == task_id) else {
+        let rows = self.store.task_and_deps(task_id).await?;
+        let Some(task) = rows.iter().find(|t| t.id == task_id && t.run_id == run.id) else {
             return Err(not_found("task"));
         };
+        let edges = self.store.edges_from(task_id).await?;
+        let deps = Self::deps_of(&rows, &edges);
+        let declared = if task.kind == "model_task" {
+            self.store.tasks_declared_by(run.id, task.id).await?
+        } else {
+            Vec::new()
+        };
         let mut names = Names::default();
-        names.tasks.extend(tasks.iter().map(|t| (t.id, t.key.clone())));
+        names
+            .tasks
+            .extend(rows.iter().chain(&declared).map(|t| (t.id, t.key.clone())));
         let empty = Vec::new();
-        self.task_json_full(&mut names, task, &tasks, deps.get(&task.id).unwrap_or(&empty))
+        self.task_json_full(&mut names, task, &declared, deps.get(&task.id).unwrap_or(&empty))
             .await
     }
 
