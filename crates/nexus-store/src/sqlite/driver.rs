@@ -91,6 +91,9 @@ impl Done {
 pub(crate) struct LiteRow {
     names: Arc<[Box<str>]>,
     values: Vec<Value>,
+    /// Where the next lookup by name starts: the row decoders read columns mostly in select
+    /// order, so a lookup usually matches at once instead of scanning 45 names.
+    next: std::cell::Cell<usize>,
 }
 
 impl<'q> Query<'q> {
@@ -217,16 +220,20 @@ fn owned_row(names: &Arc<[Box<str>]>, row: &rusqlite::Row<'_>) -> rusqlite::Resu
     Ok(LiteRow {
         names: names.clone(),
         values,
+        next: std::cell::Cell::new(0),
     })
 }
 
 impl LiteRow {
     fn value(&self, column: &str) -> Result<ValueRef<'_>> {
-        self.names
-            .iter()
-            .position(|n| &**n == column)
-            .map(|i| ValueRef::from(&self.values[i]))
-            .ok_or_else(|| StoreError::Corrupt(format!("the row has no column {column:?}")))
+        let n = self.names.len();
+        let start = self.next.get();
+        let found = (0..n)
+            .map(|k| (start + k) % n)
+            .find(|&i| &*self.names[i] == column)
+            .ok_or_else(|| StoreError::Corrupt(format!("the row has no column {column:?}")))?;
+        self.next.set(found + 1);
+        Ok(ValueRef::from(&self.values[found]))
     }
 
     fn typed<T: FromSql>(&self, column: &str) -> Result<T> {
