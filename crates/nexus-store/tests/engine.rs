@@ -660,6 +660,14 @@ async fn sqlite_migration_ledger_is_checked() {
 /// next writer neither sees its rows nor finds a transaction still open.
 #[tokio::test]
 async fn sqlite_dropped_unit_of_work_rolls_back() {
+    let receipt = || NewReceipt {
+        scope_hash: "scope".into(),
+        envelope_sha256: "e".into(),
+        status: 200,
+        body: "{}".into(),
+        expires_at: NOW + 1,
+        created_at: NOW,
+    };
     let ts = testing::sqlite().await;
     let s = &ts.store;
     let a = account(s, "acme").await;
@@ -667,16 +675,7 @@ async fn sqlite_dropped_unit_of_work_rolls_back() {
         let mut tx = s.begin().await.unwrap();
         let ws = s.workspace_by_id(1).await.unwrap();
         assert!(ws.is_none());
-        tx.idempotency_put(NewReceipt {
-            scope_hash: "scope".into(),
-            envelope_sha256: "e".into(),
-            status: 200,
-            body: "{}".into(),
-            expires_at: NOW + 1,
-            created_at: NOW,
-        })
-        .await
-        .unwrap();
+        tx.idempotency_put(receipt()).await.unwrap();
         // dropped here: rolled back
     }
     assert!(
@@ -687,16 +686,7 @@ async fn sqlite_dropped_unit_of_work_rolls_back() {
         .await
         .expect("the gate opened again");
     let mut tx = s.begin().await.unwrap();
-    tx.idempotency_put(NewReceipt {
-        scope_hash: "scope".into(),
-        envelope_sha256: "e".into(),
-        status: 200,
-        body: "{}".into(),
-        expires_at: NOW + 1,
-        created_at: NOW,
-    })
-    .await
-    .unwrap();
+    tx.idempotency_put(receipt()).await.unwrap();
     tx.commit().await.unwrap();
     assert!(s.idempotency_get("scope", NOW).await.unwrap().is_some());
 }

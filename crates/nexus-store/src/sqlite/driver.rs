@@ -86,10 +86,13 @@ impl Done {
     }
 }
 
+/// A statement's column names, shared by its rows.
+type Names = Arc<[Box<str>]>;
+
 /// One result row, owned: the column names (shared by the rows of one statement) and values.
 #[derive(Debug, Clone)]
 pub(crate) struct LiteRow {
-    names: Arc<[Box<str>]>,
+    names: Names,
     values: Vec<Value>,
     /// Where the next lookup by name starts: the row decoders read columns mostly in select
     /// order, so a lookup usually matches at once instead of scanning 45 names.
@@ -141,7 +144,7 @@ impl<'q> Query<'q> {
         self,
         c: &mut Connection,
         limit: usize,
-        mut map: impl FnMut(&Arc<[Box<str>]>, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
+        mut map: impl FnMut(&Names, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
     ) -> rusqlite::Result<Vec<T>> {
         tracing::trace!(target: STATEMENT_TARGET, sql = self.sql);
         let mut stmt = c.prepare_cached(self.sql)?;
@@ -158,12 +161,21 @@ impl<'q> Query<'q> {
             ))?;
             stmt.raw_bind_parameter(index, arg)?;
         }
-        let names: Arc<[Box<str>]> = stmt.column_names().into_iter().map(Box::from).collect();
         let mut out = Vec::new();
         let mut rows = stmt.raw_query();
+        // Named after the first step: a schema change recompiles the statement there, and the
+        // recompiled statement's columns are the ones the rows carry.
+        let mut names = None;
         while out.len() < limit {
             match rows.next()? {
-                Some(row) => out.push(map(&names, row)?),
+                Some(row) => {
+                    if names.is_none() {
+                        names = Some(column_names(row.as_ref())?);
+                    }
+                    if let Some(names) = &names {
+                        out.push(map(names, row)?);
+                    }
+                }
                 None => break,
             }
         }
@@ -204,13 +216,20 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
     }
 }
 
+/// The statement's column names, for its rows to share.
+fn column_names(stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names> {
+    (0..stmt.column_count())
+        .map(|i| stmt.column_name(i).map(Box::from))
+        .collect()
+}
+
 /// `$N` or `?N` → `N` (1-based); anything else is not a placeholder the store writes.
 fn placeholder_number(name: &str) -> Option<usize> {
     let digits = name.strip_prefix('$').or_else(|| name.strip_prefix('?'))?;
     digits.parse().ok().filter(|n| *n > 0)
 }
 
-fn owned_row(names: &Arc<[Box<str>]>, row: &rusqlite::Row<'_>) -> rusqlite::Result<LiteRow> {
+fn owned_row(names: &Names, row: &rusqlite::Row<'_>) -> rusqlite::Result<LiteRow> {
     let mut values = Vec::with_capacity(names.len());
     for i in 0..names.len() {
         let value = Value::try_from(row.get_ref(i)?)
@@ -378,6 +397,19 @@ mod tests {
             matches!(r.int("a"), Err(StoreError::Corrupt(_))),
             "TEXT is not an integer"
         );
+    }
+
+    #[test]
+    fn cached_column_names_follow_a_schema_change() {
+        let mut c = conn();
+        block(query("INSERT INTO t (a) VALUES ($1)").bind("x").execute(&mut c)).unwrap();
+        let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
+        assert!(matches!(r.text("d"), Err(StoreError::Corrupt(_))));
+        c.execute_batch("ALTER TABLE t ADD COLUMN d TEXT NOT NULL DEFAULT 'new'")
+            .unwrap();
+        let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
+        assert_eq!(r.text("d").unwrap(), "new");
+        assert_eq!(r.text("a").unwrap(), "x");
     }
 
     #[test]
