@@ -335,12 +335,7 @@ macro_rules! engine_ops {
                 .bind(limit)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter()
-                .map(|r| {
-                    use $crate::row::Columns;
-                    Ok((r.int("run_id")?, r.int("id")?))
-                })
-                .collect()
+            rows.iter().map(row::run_and_task_ids).collect()
         }
 
         pub(crate) async fn revoked_parks(c: &mut Conn, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
@@ -349,12 +344,7 @@ macro_rules! engine_ops {
                 .bind(limit)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter()
-                .map(|r| {
-                    use $crate::row::Columns;
-                    Ok((r.int("run_id")?, r.int("id")?))
-                })
-                .collect()
+            rows.iter().map(row::run_and_task_ids).collect()
         }
 
         pub(crate) async fn held_approvals(

@@ -28,6 +28,11 @@ pub(crate) fn parse_public_id(column: &str, value: &str) -> Result<Uuid> {
     Uuid::parse_str(value).map_err(|_| StoreError::Corrupt(format!("{column} holds a malformed uuid {value:?}")))
 }
 
+/// A sweep candidate: `(run_id, id)` of a task row.
+pub(crate) fn run_and_task_ids(r: &impl Columns) -> Result<(i64, i64)> {
+    Ok((r.int("run_id")?, r.int("id")?))
+}
+
 pub(crate) fn account(r: &impl Columns) -> Result<AccountRow> {
     Ok(AccountRow {
         id: r.int("id")?,
