@@ -3,8 +3,8 @@
 
 use nexus_core::codes::Code;
 use nexus_store::{
-    AccountRow, AssignmentScope, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewCredential, NewMember,
-    NewRunner, Plane, Standing, WorkspaceRow,
+    AccountRow, AssignmentScope, CredentialRow, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow,
+    NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -363,6 +363,20 @@ impl Kernel {
 
     /// Whether `runner` is eligible for the principal `principal` (executor.md §1).
     pub async fn runner_eligible_for(&self, runner: &ExecutorRow, principal: &MemberRow) -> KernelResult<bool> {
+        self.runner_eligible_with(runner, principal, None, time::now_ms()).await
+    }
+
+    /// [`Self::runner_eligible_for`] at `now`, where `proof` may be a credential the caller
+    /// has just verified: when it is the runner's unrevoked, unexpired transport credential at
+    /// its current epoch, it answers the "holds a current transport credential" condition
+    /// without a read.
+    pub(crate) async fn runner_eligible_with(
+        &self,
+        runner: &ExecutorRow,
+        principal: &MemberRow,
+        proof: Option<&CredentialRow>,
+        now: i64,
+    ) -> KernelResult<bool> {
         if runner.kind != ExecutorKind::Runner || runner.status != "active" || runner.account_id != principal.account_id
         {
             return Ok(false);
@@ -379,9 +393,19 @@ impl Kernel {
         if !scope_ok {
             return Ok(false);
         }
+        let proven = proof.is_some_and(|c| {
+            c.plane == Plane::ExecutorTransport
+                && c.executor_id == Some(runner.id)
+                && c.epoch == runner.credential_epoch
+                && c.revoked_at.is_none()
+                && c.expires_at.is_none_or(|at| at > now)
+        });
+        if proven {
+            return Ok(true);
+        }
         Ok(self
             .store
-            .has_transport_credential_at(runner.id, runner.credential_epoch, time::now_ms())
+            .has_transport_credential_at(runner.id, runner.credential_epoch, now)
             .await?)
     }
 }

@@ -25,29 +25,41 @@ pub struct ExecutorPrincipal {
 /// A hash that never matches, used so unknown ids cost the same hashing work as known ones.
 const NEVER: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
+/// Checks a presented secret against the credential row found for its id (`None`: unknown),
+/// hashing once either way; the row when it is valid and current for `plane`.
+fn verified(row: Option<CredentialRow>, secret: &str, plane: Plane) -> KernelResult<CredentialRow> {
+    let stored = row.as_ref().map_or(NEVER, |r| r.secret_sha256.as_str());
+    let matches = secret_matches(secret, stored);
+    let now = time::now_ms();
+    match row {
+        Some(row)
+            if matches
+                && row.plane == plane
+                && row.revoked_at.is_none()
+                && row.expires_at.is_none_or(|at| at > now) =>
+        {
+            Ok(row)
+        }
+        _ => Err(KernelError::unauthorized()),
+    }
+}
+
+/// The bearer's credential id and secret, or (after hashing once) the plain 401.
+fn presented(header: Option<&str>) -> KernelResult<(uuid::Uuid, &str)> {
+    match header.and_then(token_from_header).and_then(parse_bearer) {
+        Some(parsed) => Ok(parsed),
+        None => {
+            secret_matches("", NEVER);
+            Err(KernelError::unauthorized())
+        }
+    }
+}
+
 impl Kernel {
     /// Verifies a bearer for `plane`; returns the credential row when it is valid and current.
     async fn credential(&self, header: Option<&str>, plane: Plane) -> KernelResult<CredentialRow> {
-        let parsed = header.and_then(token_from_header).and_then(parse_bearer);
-        let Some((id, secret)) = parsed else {
-            secret_matches("", NEVER);
-            return Err(KernelError::unauthorized());
-        };
-        let row = self.store.credential_by_public_id(id).await?;
-        let stored = row.as_ref().map_or(NEVER, |r| r.secret_sha256.as_str());
-        let matches = secret_matches(secret, stored);
-        let now = time::now_ms();
-        match row {
-            Some(row)
-                if matches
-                    && row.plane == plane
-                    && row.revoked_at.is_none()
-                    && row.expires_at.is_none_or(|at| at > now) =>
-            {
-                Ok(row)
-            }
-            _ => Err(KernelError::unauthorized()),
-        }
+        let (id, secret) = presented(header)?;
+        verified(self.store.credential_by_public_id(id).await?, secret, plane)
     }
 
     /// Authenticates a member-plane bearer.
@@ -64,13 +76,16 @@ impl Kernel {
 
     /// Authenticates a transport-plane bearer: the executor must be active and the credential
     /// minted at the executor's current epoch.
+    /// The credential and its executor come from one read.
     pub async fn authenticate_executor(&self, header: Option<&str>) -> KernelResult<ExecutorPrincipal> {
-        let credential = self.credential(header, Plane::ExecutorTransport).await?;
-        let executor_id = credential.executor_id.ok_or_else(KernelError::unauthorized)?;
-        let executor = self
-            .store
-            .executor_by_id(executor_id)
-            .await?
+        let (id, secret) = presented(header)?;
+        let (row, executor) = match self.store.credential_with_executor(id).await? {
+            Some((credential, executor)) => (Some(credential), executor),
+            None => (None, None),
+        };
+        let credential = verified(row, secret, Plane::ExecutorTransport)?;
+        let executor = executor
+            .filter(|e| Some(e.id) == credential.executor_id)
             .ok_or_else(KernelError::unauthorized)?;
         if executor.status != "active" || executor.credential_epoch != credential.epoch {
             return Err(KernelError::unauthorized());

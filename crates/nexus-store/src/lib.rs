@@ -131,6 +131,8 @@ pub trait Engine {
     // ---- credentials ----
     async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow>;
     async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>>;
+    /// The credential with its executor's row (`None` beside a member credential), in one read.
+    async fn credential_with_executor(&self, public_id: Uuid) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>>;
     /// Sets `revoked_at`; returns false when the credential does not exist or was revoked.
     async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool>;
     /// Whether a non-revoked, unexpired transport credential exists at `epoch`.
@@ -139,6 +141,10 @@ pub trait Engine {
     // ---- runs (reads outside a transaction; writes go through [`Tx`]) ----
     async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>>;
     async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>>;
+    /// The run `public_id` with its workspace's public id and its creator's standing, when that
+    /// workspace belongs to `account_id` (one read; `None` for an unknown run or another
+    /// account's).
+    async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>>;
     /// The workspace's runs with `id > after_id` (optionally of one status), by id, at most
     /// `limit`.
     async fn runs_of_workspace(
@@ -478,6 +484,9 @@ impl Engine for Store {
     async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>> {
         dispatch!(self, credential_by_public_id(public_id))
     }
+    async fn credential_with_executor(&self, public_id: Uuid) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
+        dispatch!(self, credential_with_executor(public_id))
+    }
     async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
         dispatch!(self, revoke_credential(public_id, now))
     }
@@ -489,6 +498,9 @@ impl Engine for Store {
     }
     async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
         dispatch!(self, run_by_public_id(public_id))
+    }
+    async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
+        dispatch!(self, run_in_account(public_id, account_id))
     }
     async fn runs_of_workspace(
         &self,

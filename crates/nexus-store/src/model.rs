@@ -271,6 +271,16 @@ pub mod task_status {
 /// How many statuses one conditional task update may expect (there are 11 task statuses).
 pub const MAX_EXPECTED_STATUSES: usize = 12;
 
+/// A run as the executor doors find it ([`crate::Engine::run_in_account`]): the row, its
+/// workspace's public id, and the standing its creator holds there now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInAccount {
+    pub run: RunRow,
+    pub workspace_public_id: Uuid,
+    /// `None` when the creator is no longer a member of the workspace.
+    pub creator_standing: Option<Standing>,
+}
+
 /// A row of `runs`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunRow {

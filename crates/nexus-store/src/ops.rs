@@ -97,6 +97,45 @@ macro_rules! engine_ops {
             }
         }
 
+        pub(crate) async fn credential_with_executor(
+            c: &mut Conn,
+            public_id: uuid::Uuid,
+        ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
+            query(sql::CREDENTIAL_WITH_EXECUTOR)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::credential_with_executor(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn run_in_account(
+            c: &mut Conn,
+            public_id: uuid::Uuid,
+            account_id: i64,
+        ) -> Result<Option<RunInAccount>> {
+            use $crate::row::Columns;
+            let Some(r) = query(sql::RUN_IN_ACCOUNT)
+                .bind(uid(public_id))
+                .bind(account_id)
+                .fetch_optional(&mut *c)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+                return Ok(None);
+            };
+            Ok(Some(RunInAccount {
+                run: row::run(&r)?,
+                workspace_public_id,
+                creator_standing: r
+                    .opt_text("creator_standing")?
+                    .map(|s| row::standing(&s))
+                    .transpose()?,
+            }))
+        }
+
         pub(crate) async fn run_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<RunRow>> {
             query(sql::RUN_BY_PUBLIC_ID)
                 .bind(uid(public_id))
@@ -292,12 +331,17 @@ macro_rules! engine_ops {
             rows.iter().map(row::task).collect()
         }
 
-        pub(crate) async fn any_open_task(c: &mut Conn, run_id: i64) -> Result<bool> {
-            let mut q = query(sql::ANY_TASK_IN_STATUSES).bind(run_id);
+        pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskRow>>> {
+            let mut q = query(sql::TASKS_OF_QUIESCENT_RUN).bind(run_id);
             for s in $crate::model::task_status::OPEN {
                 q = q.bind(s);
             }
-            Ok(q.fetch_optional(&mut *c).await?.is_some())
+            let rows = q.fetch_all(&mut *c).await?;
+            if rows.is_empty() {
+                // A run with rows in an open status (a run with no rows has nothing to end).
+                return Ok(None);
+            }
+            rows.iter().map(row::task).collect::<Result<Vec<_>>>().map(Some)
         }
 
         pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
@@ -704,6 +748,15 @@ macro_rules! engine_methods {
         }
         async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
             ops::run_by_public_id(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn credential_with_executor(
+            &self,
+            public_id: Uuid,
+        ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
+            ops::credential_with_executor(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
+            ops::run_in_account(&mut *self.pool.acquire().await?, public_id, account_id).await
         }
         async fn runs_of_workspace(
             &self,

@@ -167,6 +167,9 @@ impl Columns for PgRow {
     fn public_id(&self, column: &str) -> Result<Uuid> {
         Ok(self.try_get(column)?)
     }
+    fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>> {
+        Ok(self.try_get(column)?)
+    }
     fn int(&self, column: &str) -> Result<i64> {
         Ok(self.try_get(column)?)
     }

@@ -9,6 +9,7 @@ use crate::{Result, StoreError};
 /// Column access for one engine's rows. Public ids are TEXT in SQLite and `uuid` in PostgreSQL.
 pub(crate) trait Columns {
     fn public_id(&self, column: &str) -> Result<Uuid>;
+    fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>>;
     fn int(&self, column: &str) -> Result<i64>;
     fn opt_int(&self, column: &str) -> Result<Option<i64>>;
     fn text(&self, column: &str) -> Result<String>;
@@ -17,6 +18,54 @@ pub(crate) trait Columns {
     fn boolean(&self, column: &str) -> Result<bool>;
     /// BLOB in SQLite, `bytea` in PostgreSQL.
     fn bytes(&self, column: &str) -> Result<Vec<u8>>;
+}
+
+/// The columns of a joined row whose names carry `prefix` (`c_id`, `c_plane`, … for `c.id AS
+/// c_id`), read with the one decoder of their table.
+pub(crate) struct Prefixed<'a, C>(pub &'a C, pub &'static str);
+
+impl<C: Columns> Prefixed<'_, C> {
+    fn name(&self, column: &str) -> String {
+        format!("{}{column}", self.1)
+    }
+}
+
+impl<C: Columns> Columns for Prefixed<'_, C> {
+    fn public_id(&self, column: &str) -> Result<Uuid> {
+        self.0.public_id(&self.name(column))
+    }
+    fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>> {
+        self.0.opt_public_id(&self.name(column))
+    }
+    fn int(&self, column: &str) -> Result<i64> {
+        self.0.int(&self.name(column))
+    }
+    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+        self.0.opt_int(&self.name(column))
+    }
+    fn text(&self, column: &str) -> Result<String> {
+        self.0.text(&self.name(column))
+    }
+    fn opt_text(&self, column: &str) -> Result<Option<String>> {
+        self.0.opt_text(&self.name(column))
+    }
+    fn boolean(&self, column: &str) -> Result<bool> {
+        self.0.boolean(&self.name(column))
+    }
+    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+        self.0.bytes(&self.name(column))
+    }
+}
+
+/// A credential and, when it belongs to one, its executor, from one joined row
+/// ([`crate::sql::CREDENTIAL_WITH_EXECUTOR`]).
+pub(crate) fn credential_with_executor(r: &impl Columns) -> Result<(CredentialRow, Option<ExecutorRow>)> {
+    let credential = credential(&Prefixed(r, "c_"))?;
+    let executor = match r.opt_int("id")? {
+        Some(_) => Some(executor(r)?),
+        None => None,
+    };
+    Ok((credential, executor))
 }
 
 /// Parses a stored enum word, or reports the row as corrupt.

@@ -88,6 +88,13 @@ pub(crate) const INSERT_CREDENTIAL: &str = "INSERT INTO credentials \
 pub(crate) const CREDENTIAL_BY_PUBLIC_ID: &str = "SELECT id, public_id, plane, member_id, \
      executor_id, epoch, secret_sha256, expires_at, revoked_at, created_at \
      FROM credentials WHERE public_id = $1";
+/// A credential by public id (`$1`, its columns prefixed `c_`) with its executor's row (`NULL`s
+/// for a member credential): a transport request's authentication in one read.
+pub(crate) const CREDENTIAL_WITH_EXECUTOR: &str = "SELECT e.*, c.id AS c_id, c.public_id AS c_public_id, \
+     c.plane AS c_plane, c.member_id AS c_member_id, c.executor_id AS c_executor_id, c.epoch AS c_epoch, \
+     c.secret_sha256 AS c_secret_sha256, c.expires_at AS c_expires_at, c.revoked_at AS c_revoked_at, \
+     c.created_at AS c_created_at FROM credentials c LEFT JOIN executors e ON e.id = c.executor_id \
+     WHERE c.public_id = $1";
 pub(crate) const REVOKE_CREDENTIAL: &str =
     "UPDATE credentials SET revoked_at = $1 WHERE public_id = $2 AND revoked_at IS NULL";
 pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials \
@@ -97,11 +104,17 @@ pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials 
 
 macro_rules! run_select {
     ($where:literal) => {
+        run_select!(@also "", $where)
+    };
+    // `$also` adds result columns after the row's own (`", <expr> AS <name>"`).
+    (@also $also:literal, $where:literal) => {
         concat!(
             "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
              declaring_agent_id, status, hosting, approval_mode, approval_rules, default_runner_id, \
              deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
-             ended_at FROM runs ",
+             ended_at",
+            $also,
+            " FROM runs ",
             $where
         )
     };
@@ -129,6 +142,16 @@ pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
 pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
 
 pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
+
+/// A run by public id (`$1`) with its workspace's public id when that workspace belongs to the
+/// account `$2` (`NULL` otherwise) and its creator's standing there: the executor doors' one
+/// read before their unit of work.
+pub(crate) const RUN_IN_ACCOUNT: &str = run_select!(
+    @also ", (SELECT w.public_id FROM workspaces w WHERE w.id = runs.workspace_id AND w.account_id = $2) \
+     AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
+     WHERE m.workspace_id = runs.workspace_id AND m.member_id = runs.created_by_id) AS creator_standing",
+    "WHERE public_id = $1"
+);
 
 pub(crate) const RUNS_OF_WORKSPACE: &str =
     run_select!("WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");
@@ -237,8 +260,11 @@ pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY i
 
 pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
 
-pub(crate) const ANY_TASK_IN_STATUSES: &str =
-    "SELECT 1 FROM tasks WHERE run_id = $1 AND status IN ($2, $3, $4, $5, $6) LIMIT 1";
+/// Every row of run `$1`, unless one of them is in an open status (`$2`–`$6`): no rows then.
+pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = task_select!(
+    "WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 \
+     AND o.status IN ($2, $3, $4, $5, $6)) ORDER BY id"
+);
 
 pub(crate) const ANY_RUNNING_AWAIT: &str =
     "SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'await_task' AND status = 'running' LIMIT 1";

@@ -16,7 +16,8 @@
 //! statement — first takes the write connection's async mutex (the gate), queuing writers in
 //! FIFO order without touching the database lock; the busy handler then only ever waits for
 //! another process (an admin command beside a server). Waiting for the gate is bounded by the
-//! same busy timeout, so a stuck writer answers `Busy` rather than hanging its caller.
+//! same busy timeout, so a stuck writer answers `Busy` rather than hanging its caller. Units
+//! of work that queue for the gate share one transaction ([`group`]: group commit).
 
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
@@ -35,6 +36,7 @@ use crate::row::{self, Columns};
 use crate::{Engine, Result, StoreError, StoreOptions, check_text, sql, write_error};
 
 pub(crate) mod driver;
+mod group;
 
 pub(crate) use driver::{is_foreign_key_violation, is_unique_violation, message};
 use driver::{query, query_scalar};
@@ -71,6 +73,8 @@ pub struct SqliteStore {
     /// The one write connection. Its mutex is the writer gate (see the module comment): held
     /// by every write for its whole duration.
     writer: Shared,
+    /// Group commit over the write connection ([`group`]).
+    group: Arc<group::Group>,
     /// How long a writer waits for the gate (and a read for a connection) before answering
     /// [`StoreError::Busy`].
     busy: Duration,
@@ -259,6 +263,9 @@ impl SqliteStore {
                         busy,
                     },
                     writer,
+                    // The one connection also reads: a read must never see a group's
+                    // uncommitted work, so every unit commits alone.
+                    group: Arc::new(group::Group::new(false)),
                     busy,
                     path: None,
                     _lock: None,
@@ -291,6 +298,7 @@ impl SqliteStore {
                         busy,
                     },
                     writer,
+                    group: Arc::new(group::Group::new(true)),
                     busy,
                     _checkpointer: Some(Arc::new(start_checkpointer(&path, busy)?)),
                     path: Some(path),
@@ -308,14 +316,33 @@ impl SqliteStore {
     /// Waits for every unit of work in flight to end. The connections close when the last
     /// clone drops, and so does the single-node lock.
     pub async fn close(&self) {
-        let _quiet = self.writer.lock().await;
+        let quiet = self.writer.lock().await;
+        self.settle_group(&quiet);
     }
 
     /// Takes the writer gate, the write connection itself, waiting at most the busy timeout.
-    async fn gate(&self) -> Result<HeldConn> {
+    /// A unit of work may find a group's transaction open on it ([`group`]).
+    async fn gate_for_unit(&self) -> Result<HeldConn> {
+        let _queued = self.group.queue();
         tokio::time::timeout(self.busy, self.writer.clone().lock_owned())
             .await
             .map_err(|_| StoreError::Busy)
+    }
+
+    /// The writer gate for anything but a unit of work: an open group commits first, so the
+    /// connection is in autocommit mode.
+    async fn gate(&self) -> Result<HeldConn> {
+        let conn = self.gate_for_unit().await?;
+        self.settle_group(&conn);
+        Ok(conn)
+    }
+
+    /// Commits an open group. A failure is the group's members' to report (they receive it);
+    /// the connection is left in autocommit mode either way.
+    fn settle_group(&self, conn: &Connection) {
+        if let Err(e) = self.group.settle(conn) {
+            tracing::warn!(error = %e, "committing a group of SQLite units of work failed");
+        }
     }
 
     /// The write connection for a single write statement (which commits on its own).
@@ -323,14 +350,21 @@ impl SqliteStore {
         self.gate().await
     }
 
-    /// A write transaction: the writer gate, then `BEGIN IMMEDIATE`.
+    /// A write transaction: the writer gate, then `BEGIN IMMEDIATE` (or a savepoint inside an
+    /// open group).
     pub(crate) async fn write_tx(&self) -> Result<GatedTx> {
-        let conn = self.gate().await?;
-        conn.execute_batch("BEGIN IMMEDIATE").map_err(write_error)?;
-        Ok(GatedTx { conn, open: true })
+        let conn = self.gate_for_unit().await?;
+        let savepoint = self.group.begin(&conn).map_err(write_error)?;
+        Ok(GatedTx {
+            conn: Some(conn),
+            open: true,
+            savepoint,
+            group: self.group.clone(),
+            writer: self.writer.clone(),
+        })
     }
 
-    /// Opens a unit of work (the writer gate, then `BEGIN IMMEDIATE`).
+    /// Opens a unit of work (the writer gate, then `BEGIN IMMEDIATE` or a savepoint).
     pub async fn begin(&self) -> Result<crate::SqliteTx> {
         Ok(crate::SqliteTx::new(self.write_tx().await?))
     }
@@ -846,34 +880,50 @@ impl Engine for SqliteStore {
     crate::memory::memory_methods!();
 }
 
-/// A write transaction holding the writer gate, the write connection itself (from
-/// [`SqliteStore::write_tx`]). Dropped without [`GatedTx::commit`], it rolls back before the
-/// gate opens, so the next writer never finds a transaction left open.
+/// A unit of work holding the writer gate, the write connection itself (from
+/// [`SqliteStore::write_tx`]). Dropped without [`GatedTx::commit`], it rolls its own work back
+/// before the gate opens, so the next writer never finds that work half done.
 pub(crate) struct GatedTx {
-    conn: HeldConn,
-    /// `BEGIN` ran and neither `COMMIT` nor `ROLLBACK` has.
+    /// The gate; `None` once the unit ended.
+    conn: Option<HeldConn>,
+    /// The unit began and has neither committed nor rolled back.
     open: bool,
+    /// The unit runs under a savepoint inside an open group ([`group`]).
+    savepoint: bool,
+    group: Arc<group::Group>,
+    writer: Shared,
 }
 
 impl GatedTx {
-    /// `COMMIT`. When it fails the transaction is still open, and dropping rolls it back.
+    /// Commits the unit: returns once its changes are committed, alone or with its group.
+    /// On failure nothing of the unit is kept.
     pub(crate) async fn commit(mut self) -> rusqlite::Result<()> {
-        self.conn.execute_batch("COMMIT")?;
         self.open = false;
-        Ok(())
+        let conn = self.conn.take().expect("an open unit holds the gate");
+        match self.group.end_unit(&conn, self.savepoint, group::Ending::Commit) {
+            group::End::Done(r) => r,
+            group::End::Wait(member) => {
+                drop(conn); // the gate passes to the next writer
+                group::wait(&self.group, &self.writer, member).await
+            }
+        }
     }
 
     pub(crate) async fn rollback(mut self) -> rusqlite::Result<()> {
         self.open = false;
-        self.conn.execute_batch("ROLLBACK")
+        let conn = self.conn.take().expect("an open unit holds the gate");
+        match self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback) {
+            group::End::Done(r) => r,
+            group::End::Wait(_) => unreachable!("a rollback never waits for a group"),
+        }
     }
 }
 
 impl Drop for GatedTx {
     fn drop(&mut self) {
         if self.open
-            && !self.conn.is_autocommit()
-            && let Err(e) = self.conn.execute_batch("ROLLBACK")
+            && let Some(conn) = self.conn.take()
+            && let group::End::Done(Err(e)) = self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback)
         {
             tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
         }
@@ -883,13 +933,13 @@ impl Drop for GatedTx {
 impl std::ops::Deref for GatedTx {
     type Target = Connection;
     fn deref(&self) -> &Connection {
-        &self.conn
+        self.conn.as_ref().expect("an open unit holds the gate")
     }
 }
 
 impl std::ops::DerefMut for GatedTx {
     fn deref_mut(&mut self) -> &mut Connection {
-        &mut self.conn
+        self.conn.as_mut().expect("an open unit holds the gate")
     }
 }
 

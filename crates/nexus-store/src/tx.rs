@@ -237,10 +237,10 @@ impl Tx {
         tx_dispatch!(self, tasks_declared_by(run_id, declaring_id))
     }
 
-    /// Whether any row of the run is open (`waiting | needs_approval | running | dispatched |
-    /// awaiting_input`).
-    pub async fn any_open_task(&mut self, run_id: i64) -> Result<bool> {
-        tx_dispatch!(self, any_open_task(run_id))
+    /// Every row of the run, in id order, when none is in an open status; `None` when one is
+    /// (or the run has no rows). One statement for "has the run gone quiet, and with what".
+    pub async fn tasks_if_quiescent(&mut self, run_id: i64) -> Result<Option<Vec<TaskRow>>> {
+        tx_dispatch!(self, tasks_if_quiescent(run_id))
     }
 
     /// Whether the run holds a kernel-held (`running`) await.

@@ -468,6 +468,19 @@ async fn credentials_and_epochs() {
         );
         assert!(s.has_transport_credential_at(r.id, 0, NOW).await.unwrap(), "{d}");
         assert!(!s.has_transport_credential_at(r.id, 1, NOW).await.unwrap(), "{d}");
+        // The joined read: the same credential row, with its executor's row (none for a
+        // member credential, nothing for an unknown id).
+        assert_eq!(
+            s.credential_with_executor(t0.public_id).await.unwrap(),
+            Some((t0.clone(), s.executor_by_id(r.id).await.unwrap())),
+            "{d}"
+        );
+        assert_eq!(
+            s.credential_with_executor(c.public_id).await.unwrap(),
+            Some((revoked.clone(), None)),
+            "{d}"
+        );
+        assert_eq!(s.credential_with_executor(id()).await.unwrap(), None, "{d}");
 
         // Re-pairing advances the epoch; the old credential is fenced at the new epoch.
         assert_eq!(s.advance_executor_epoch(r.id).await.unwrap(), 1, "{d}");

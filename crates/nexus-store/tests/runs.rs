@@ -343,6 +343,22 @@ async fn every_row_type_round_trips() {
         assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 1);
         assert_eq!(s.run_by_public_id(run.public_id).await.unwrap().unwrap().id, run.id);
         assert_eq!(s.run_by_public_id(Uuid::now_v7()).await.unwrap(), None);
+        // The executor doors' read: the run, its workspace's public id and the creator's
+        // standing, only within the workspace's account.
+        let ws = s.workspace_by_id(f.workspace_id).await.unwrap().unwrap();
+        let found = s.run_in_account(run.public_id, ws.account_id).await.unwrap().unwrap();
+        assert_eq!(
+            (found.run.id, found.workspace_public_id, found.creator_standing),
+            (run.id, ws.public_id, None)
+        );
+        s.set_standing(f.workspace_id, f.member_id, Standing::Write)
+            .await
+            .unwrap();
+        let found = s.run_in_account(run.public_id, ws.account_id).await.unwrap().unwrap();
+        assert_eq!(found.creator_standing, Some(Standing::Write));
+        assert_eq!(found.run, s.run_by_id(run.id).await.unwrap().unwrap());
+        assert_eq!(s.run_in_account(run.public_id, ws.account_id + 1).await.unwrap(), None);
+        assert_eq!(s.run_in_account(Uuid::now_v7(), ws.account_id).await.unwrap(), None);
         assert_task_is(&s.task_by_key(run.id, "r1t1").await.unwrap().unwrap(), &full);
         assert_task_is(&s.task_by_id(t.id).await.unwrap().unwrap(), &full);
         assert_eq!(s.task_by_key(run.id, "nope").await.unwrap(), None);

@@ -79,3 +79,114 @@ async fn a_held_gate_answers_busy_after_the_busy_timeout() {
         .await
         .expect("write after release");
 }
+
+/// Whether the blob row `name` is committed (a fresh unit that finds it rolls back).
+async fn has_blob(s: &Store, name: &str) -> bool {
+    let mut tx = s.begin().await.expect("begin");
+    let inserted = tx.insert_blob(name, 1, NOW).await.expect("insert_blob");
+    tx.rollback().await.expect("rollback");
+    !inserted
+}
+
+/// Group commit (sqlite/group.rs): a unit that commits while another writer is queued joins
+/// that writer's transaction, so its `commit` returns only once the group's one `COMMIT` ran —
+/// after the queued unit ended — and both units' rows are there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unit_committing_before_a_queued_writer_returns_with_the_group_commit() {
+    let ts = testing::sqlite().await;
+    let s = ts.store.clone();
+    let mut a = s.begin().await.expect("begin a");
+    assert!(a.insert_blob("group-a", 1, NOW).await.unwrap());
+    let (b_open_tx, b_open) = tokio::sync::oneshot::channel();
+    let (b_go_tx, b_go) = tokio::sync::oneshot::channel::<()>();
+    let sb = s.clone();
+    let b = tokio::spawn(async move {
+        let mut tx = sb.begin().await.expect("begin b");
+        assert!(tx.insert_blob("group-b", 1, NOW).await.unwrap());
+        b_open_tx.send(()).unwrap();
+        b_go.await.unwrap();
+        tx.commit().await.expect("commit b");
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await; // b is queued for the gate
+    let a_commit = tokio::spawn(async move { a.commit().await });
+    b_open.await.unwrap(); // b holds the gate inside a's transaction
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!a_commit.is_finished(), "a's commit must wait for the group's COMMIT");
+    b_go_tx.send(()).unwrap();
+    a_commit.await.unwrap().expect("commit a");
+    b.await.unwrap();
+    assert!(has_blob(&s, "group-a").await);
+    assert!(has_blob(&s, "group-b").await);
+}
+
+/// A unit that rolls back (or is dropped) inside a group undoes only its own work; the
+/// member before it still commits. A single-statement write that finds a group open commits it
+/// first and then runs on its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollback_inside_a_group_undoes_only_its_own_unit() {
+    let ts = testing::sqlite().await;
+    let s = ts.store.clone();
+    for (i, ending) in ["rollback", "drop", "statement"].into_iter().enumerate() {
+        let keep = format!("keep-{i}");
+        let lose = format!("lose-{i}");
+        let mut a = s.begin().await.expect("begin a");
+        assert!(a.insert_blob(&keep, 1, NOW).await.unwrap());
+        let sb = s.clone();
+        let lose_b = lose.clone();
+        let b = tokio::spawn(async move {
+            if ending == "statement" {
+                sb.ensure_account(Uuid::now_v7(), &lose_b, NOW)
+                    .await
+                    .expect("single write");
+                return;
+            }
+            let mut tx = sb.begin().await.expect("begin b");
+            assert!(tx.insert_blob(&lose_b, 1, NOW).await.unwrap());
+            if ending == "rollback" {
+                tx.rollback().await.expect("rollback b");
+            } else {
+                drop(tx);
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await; // b is queued
+        tokio::time::timeout(Duration::from_secs(10), a.commit())
+            .await
+            .expect("a's commit must not hang")
+            .expect("commit a");
+        b.await.unwrap();
+        assert!(has_blob(&s, &keep).await, "{ending}: the first unit's row");
+        if ending != "statement" {
+            assert!(!has_blob(&s, &lose).await, "{ending}: the undone unit's row");
+        }
+    }
+}
+
+/// A member never waits on a queued writer that went away (its caller's future dropped): it
+/// queues for the gate itself and commits its group.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_commits_when_the_queued_writer_goes_away() {
+    let ts = testing::sqlite().await;
+    let s = ts.store.clone();
+    for round in 0..20 {
+        let name = format!("alone-{round}");
+        let mut a = s.begin().await.expect("begin a");
+        assert!(a.insert_blob(&name, 1, NOW).await.unwrap());
+        let sb = s.clone();
+        let b = tokio::spawn(async move {
+            let tx = sb.begin().await.expect("begin b");
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+            drop(tx);
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await; // b is queued
+        let commit = tokio::spawn(async move { a.commit().await });
+        // Abort b at varying points: still queued, or just handed the gate.
+        tokio::time::sleep(Duration::from_micros(round * 50)).await;
+        b.abort();
+        tokio::time::timeout(Duration::from_secs(10), commit)
+            .await
+            .expect("the member must not hang")
+            .unwrap()
+            .expect("commit a");
+        assert!(has_blob(&s, &name).await);
+    }
+}

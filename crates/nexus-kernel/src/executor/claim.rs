@@ -8,7 +8,7 @@
 //! conditional update, so concurrent claims from one address compete and one wins.
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, ExecutorKind, ExecutorRow, RunRow, Standing, TaskRow, Tx};
+use nexus_store::{Engine, ExecutorKind, ExecutorRow, RunInAccount, RunRow, Standing, TaskRow, Tx};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -62,6 +62,12 @@ pub(crate) struct DoorFacts {
     pub creator_standing: bool,
 }
 
+/// The run's creator keeps write standing (errors-and-auth.md §2); the doors answer 409
+/// `not_authorized` ([`no_standing`]) when it does not.
+pub(crate) fn creator_has_standing(found: &RunInAccount) -> bool {
+    found.creator_standing.is_some_and(|s| s >= Standing::Write)
+}
+
 pub(crate) fn no_standing() -> KernelError {
     refuse(
         Code::NotAuthorized,
@@ -70,19 +76,13 @@ pub(crate) fn no_standing() -> KernelError {
 }
 
 impl Kernel {
-    /// The run `run` in the executor's account, or 404 `not_found`.
-    pub(crate) async fn executor_run(&self, p: &ExecutorPrincipal, run: Uuid) -> KernelResult<RunRow> {
-        let not_found = || refuse(Code::NotFound, "no such task in this executor's account");
-        let run = self.store.run_by_public_id(run).await?.ok_or_else(not_found)?;
-        let ws = self
-            .store
-            .workspace_by_id(run.workspace_id)
+    /// The run `run` in the executor's account, with its workspace's public id and its
+    /// creator's standing (one read), or 404 `not_found`.
+    pub(crate) async fn executor_run(&self, p: &ExecutorPrincipal, run: Uuid) -> KernelResult<RunInAccount> {
+        self.store
+            .run_in_account(run, p.executor.account_id)
             .await?
-            .ok_or_else(not_found)?;
-        if ws.account_id != p.executor.account_id {
-            return Err(not_found());
-        }
-        Ok(run)
+            .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))
     }
 
     /// Opens the unit of work: the run lock, then the row (re-read under the lock).
@@ -98,12 +98,18 @@ impl Kernel {
         }
     }
 
-    /// Whether `executor` may take this run's work (executor.md §1): a runner eligible for the
-    /// run's answering principal, or the declaring agent's own active address.
-    pub(crate) async fn executor_eligible(&self, run: &RunRow, executor: &ExecutorRow) -> KernelResult<bool> {
+    /// Whether the authenticated executor may take this run's work (executor.md §1): a runner
+    /// eligible for the run's answering principal, or the declaring agent's own active
+    /// address. The credential the request authenticated with is the runner's proof of a
+    /// current transport credential.
+    pub(crate) async fn executor_eligible(&self, run: &RunRow, p: &ExecutorPrincipal) -> KernelResult<bool> {
+        let executor = &p.executor;
         match executor.kind {
             ExecutorKind::Runner => match self.store.member_by_id(run.answering_member_id).await? {
-                Some(m) => self.runner_eligible_for(executor, &m).await,
+                Some(m) => {
+                    self.runner_eligible_with(executor, &m, Some(&p.credential), time::now_ms())
+                        .await
+                }
                 None => Ok(false),
             },
             ExecutorKind::AgentApplication => Ok(executor.status == "active"
@@ -112,18 +118,12 @@ impl Kernel {
         }
     }
 
-    /// The run's creator keeps write standing (errors-and-auth.md §2); the doors answer 409
-    /// `not_authorized` ([`no_standing`]) when it does not.
-    pub(crate) async fn creator_has_standing(&self, run: &RunRow) -> KernelResult<bool> {
-        let standing = self.store.standing(run.workspace_id, run.created_by_id).await?;
-        Ok(standing.is_some_and(|s| s >= Standing::Write))
-    }
-
-    /// The door facts of `executor` on `run`, read before the unit of work opens.
-    pub(crate) async fn door_facts(&self, run: &RunRow, executor: &ExecutorRow) -> KernelResult<DoorFacts> {
+    /// The door facts of the authenticated executor on the run it found, read before the
+    /// unit of work opens.
+    pub(crate) async fn door_facts(&self, found: &RunInAccount, p: &ExecutorPrincipal) -> KernelResult<DoorFacts> {
         Ok(DoorFacts {
-            eligible: self.executor_eligible(run, executor).await?,
-            creator_standing: self.creator_has_standing(run).await?,
+            eligible: self.executor_eligible(&found.run, p).await?,
+            creator_standing: creator_has_standing(found),
         })
     }
 
@@ -197,9 +197,10 @@ impl Kernel {
     /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
     /// deadline_at}}`.
     pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<Value> {
-        let run = self.executor_run(p, run).await?;
-        let facts = self.door_facts(&run, &p.executor).await?;
-        let (mut tx, mut run, task) = self.lock_row(run.id, key).await?;
+        let found = self.executor_run(p, run).await?;
+        let facts = self.door_facts(&found, p).await?;
+        let ws_public = found.workspace_public_id;
+        let (mut tx, mut run, task) = self.lock_row(found.run.id, key).await?;
         if let Err(e) = Self::check_claimable(&run, &task, &p.executor, &facts, now) {
             tx.rollback().await?;
             return Err(e);
@@ -231,7 +232,8 @@ impl Kernel {
         .await?;
         tx.commit().await?;
         self.publish(effects).await;
-        let row = self.inbox_row(&mut Lookups::default(), &run, &next).await?;
+        let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
+        let row = self.inbox_row(&mut known, &run, &next).await?;
         Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
     }
 
@@ -241,7 +243,7 @@ impl Kernel {
         if token.trim().is_empty() {
             return Err(refuse(Code::ParameterMissing, "the Claim-Token header is required"));
         }
-        let run = self.executor_run(p, run).await?;
+        let run = self.executor_run(p, run).await?.run;
         let task = self
             .store
             .task_by_key(run.id, key)
@@ -269,8 +271,9 @@ impl Kernel {
         body: &Value,
         now: i64,
     ) -> KernelResult<Value> {
-        let run = self.executor_run(p, run).await?;
-        let (mut tx, mut run, task) = self.lock_row(run.id, key).await?;
+        let found = self.executor_run(p, run).await?;
+        let ws_public = found.workspace_public_id;
+        let (mut tx, mut run, task) = self.lock_row(found.run.id, key).await?;
         let checked = self.check_extend(&run, &task, &p.executor, body, now);
         let ms = match checked {
             Ok(ms) => ms,
@@ -310,7 +313,8 @@ impl Kernel {
         .await?;
         tx.commit().await?;
         self.publish(effects).await;
-        let row = self.inbox_row(&mut Lookups::default(), &run, &next).await?;
+        let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
+        let row = self.inbox_row(&mut known, &run, &next).await?;
         Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
     }
 

@@ -203,17 +203,17 @@ impl Kernel {
         // Door 1: the outcome word.
         let failed = outcome_of(body)?;
         // Door 2: the row.
-        let run = self.executor_run(p, run).await?;
+        let found = self.executor_run(p, run).await?;
         // What needs no row lock is worked out before the unit of work opens, so it holds the
         // store's write gate (SQLite) only for the row's own statements; the answers still
         // come in the doors' order (`commit_in`).
         let presented = Presented {
             body,
             failed,
-            creator_standing: self.creator_has_standing(&run).await?,
+            creator_standing: super::claim::creator_has_standing(&found),
             payload: validate_payload(body),
         };
-        let (mut tx, mut run, mut task) = self.lock_row(run.id, key).await?;
+        let (mut tx, mut run, mut task) = self.lock_row(found.run.id, key).await?;
         match self.commit_in(&mut tx, &mut run, &mut task, p, presented, now).await {
             Ok(Step::Idle) => {
                 tx.rollback().await?;
@@ -222,7 +222,7 @@ impl Kernel {
             Ok(Step::Settled(effects)) => {
                 tx.commit().await?;
                 self.publish(effects).await;
-                Ok(json!({"task": self.task_view(&run, task.id).await?}))
+                Ok(json!({"task": self.task_view_committed(&run, &task, &p.executor).await?}))
             }
             Ok(Step::Unstorable(effects)) => {
                 tx.commit().await?;
@@ -268,7 +268,7 @@ impl Kernel {
         }
         let ask = kind == "ask";
         // Door 4: an ask's executor must be eligible (a claimant only needs to be active).
-        if ask && !self.executor_eligible(run, executor).await? {
+        if ask && !self.executor_eligible(run, p).await? {
             return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
         }
         // Door 5: the run's creator keeps write standing.

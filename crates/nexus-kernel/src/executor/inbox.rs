@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, RunRow, TaskRow, WorkspaceRow};
+use nexus_store::{Engine, ExecutorRow, RunRow, TaskRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -67,22 +67,36 @@ pub(crate) fn inbox_limit(limit: Option<i64>) -> i64 {
         .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
 }
 
-/// Memoized lookups for one projection (workspaces, executors, members, runs).
+/// Memoized lookups for one projection (workspaces' public ids, executors, members, runs).
 #[derive(Default)]
 pub(crate) struct Lookups {
-    workspaces: HashMap<i64, Option<WorkspaceRow>>,
+    workspaces: HashMap<i64, Option<Uuid>>,
     executors: HashMap<i64, Option<(Uuid, String)>>,
     members: HashMap<i64, Option<Uuid>>,
     runs: HashMap<i64, Option<RunRow>>,
 }
 
-impl Kernel {
-    pub(crate) async fn lookup_workspace(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<WorkspaceRow>> {
-        if let Some(w) = l.workspaces.get(&id) {
-            return Ok(w.clone());
+impl Lookups {
+    /// Lookups that already know the caller's own executor and, when given, a run's
+    /// workspace public id (both read by the door before the projection).
+    pub(crate) fn knowing(executor: &ExecutorRow, workspace: Option<(i64, Uuid)>) -> Lookups {
+        let mut l = Lookups::default();
+        l.executors
+            .insert(executor.id, Some((executor.public_id, executor.display_name.clone())));
+        if let Some((id, public_id)) = workspace {
+            l.workspaces.insert(id, Some(public_id));
         }
-        let w = self.store.workspace_by_id(id).await?;
-        l.workspaces.insert(id, w.clone());
+        l
+    }
+}
+
+impl Kernel {
+    async fn lookup_workspace(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<Uuid>> {
+        if let Some(w) = l.workspaces.get(&id) {
+            return Ok(*w);
+        }
+        let w = self.store.workspace_by_id(id).await?.map(|w| w.public_id);
+        l.workspaces.insert(id, w);
         Ok(w)
     }
 
@@ -154,11 +168,7 @@ impl Kernel {
     /// `conversation_public_id` and `parent_public_id`, which are always present.
     pub(crate) async fn inbox_row(&self, l: &mut Lookups, run: &RunRow, task: &TaskRow) -> KernelResult<Value> {
         let kind = row_kind(task);
-        let ws_public = self
-            .lookup_workspace(l, run.workspace_id)
-            .await?
-            .map(|w| w.public_id)
-            .unwrap_or_default();
+        let ws_public = self.lookup_workspace(l, run.workspace_id).await?.unwrap_or_default();
         let hosting = parse(Some(&run.hosting)).unwrap_or(Value::Null);
         let conversation = hosting
             .get("conversation_public_id")
@@ -263,7 +273,7 @@ impl Kernel {
             .await?;
         let full = page.len() as i64 == limit;
         let last = page.last().map(|t| t.id);
-        let mut l = Lookups::default();
+        let mut l = Lookups::knowing(&p.executor, None);
         let mut tasks = Vec::with_capacity(page.len());
         for task in &page {
             if inbox_kind(task).is_none() {

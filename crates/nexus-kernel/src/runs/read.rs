@@ -433,13 +433,48 @@ impl Kernel {
             return Err(not_found("task"));
         };
         let edges = self.store.edges_from(task_id).await?;
-        let deps = Self::deps_of(&rows, &edges);
+        self.task_view_from(run, task, &rows, &edges, Names::default()).await
+    }
+
+    /// [`Self::task_view`] of a row the caller has just committed (`task`, as written) and
+    /// whose executor it holds (`known`, the caller's own address): the row and the
+    /// executor's names are not read again, and a row without edges reads no dependencies.
+    pub(crate) async fn task_view_committed(
+        &self,
+        run: &RunRow,
+        task: &TaskRow,
+        known: &nexus_store::ExecutorRow,
+    ) -> KernelResult<Value> {
+        let edges = self.store.edges_from(task.id).await?;
+        let rows = if edges.is_empty() {
+            vec![task.clone()]
+        } else {
+            let mut rows = self.store.task_and_deps(task.id).await?;
+            rows.retain(|t| t.id != task.id);
+            rows.push(task.clone());
+            rows
+        };
+        let mut names = Names::default();
+        names
+            .executors
+            .insert(known.id, Some((known.public_id, known.display_name.clone())));
+        self.task_view_from(run, task, &rows, &edges, names).await
+    }
+
+    async fn task_view_from(
+        &self,
+        run: &RunRow,
+        task: &TaskRow,
+        rows: &[TaskRow],
+        edges: &[nexus_store::EdgeRow],
+        mut names: Names,
+    ) -> KernelResult<Value> {
+        let deps = Self::deps_of(rows, edges);
         let declared = if task.kind == "model_task" {
             self.store.tasks_declared_by(run.id, task.id).await?
         } else {
             Vec::new()
         };
-        let mut names = Names::default();
         names
             .tasks
             .extend(rows.iter().chain(&declared).map(|t| (t.id, t.key.clone())));

@@ -35,9 +35,7 @@ use serde_json::{Value, json};
 
 use super::request::{Judge, Rows, render_row};
 use super::schedule::Graph;
-use super::{
-    AfterCommit, FrozenContext, RequestSurface, StoredReply, graph_error, is_open, run_is_terminal, task_kind,
-};
+use super::{AfterCommit, FrozenContext, RequestSurface, StoredReply, graph_error, run_is_terminal, task_kind};
 use crate::error::KernelResult;
 use crate::{Kernel, time};
 
@@ -758,9 +756,8 @@ impl Kernel {
             .await?;
         if g.is_whole() {
             self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
-        } else if !g.tasks.iter().any(|t| is_open(&t.status)) && !tx.any_open_task(run.id).await? {
-            let g = Graph::load(&mut tx, run.id).await?;
-            self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
+        } else {
+            self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects).await?;
         }
         tx.delete_job(job.id).await?;
         tx.commit().await?;

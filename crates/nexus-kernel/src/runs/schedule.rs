@@ -308,11 +308,7 @@ impl Kernel {
             let mut effects = vec![AfterCommit::RunEvents(run.id)];
             if let Some(mut g) = Graph::load_around(tx, run.id, task).await? {
                 self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
-                // An open row here is an open row of the run: the run is not quiescent.
-                if !g.tasks.iter().any(|t| is_open(&t.status)) && !tx.any_open_task(run.id).await? {
-                    let g = Graph::load(tx, run.id).await?;
-                    self.check_run_end(tx, run, &g, now, &mut effects).await?;
-                }
+                self.end_if_quiescent(tx, run, &g, now, &mut effects).await?;
                 return Ok(effects);
             }
             let mut g = Graph::load(tx, run.id).await?;
@@ -630,6 +626,28 @@ impl Kernel {
             _ => {}
         }
         Ok(())
+    }
+
+    /// [`Self::check_run_end`] after a cascade over a neighbourhood `g` (not the whole run):
+    /// an open row in `g` is an open row of the run, so the run is not quiescent and nothing
+    /// more is read; otherwise one read answers whether the run has gone quiet, with its rows.
+    pub(crate) async fn end_if_quiescent(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &Graph,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        if g.tasks.iter().any(|t| is_open(&t.status)) {
+            return Ok(());
+        }
+        let Some(tasks) = tx.tasks_if_quiescent(run.id).await? else {
+            return Ok(());
+        };
+        // The run's end reads rows only (statuses, failure policy, the deliverable).
+        let whole = Graph::new(tasks, &[]);
+        self.check_run_end(tx, run, &whole, now, effects).await
     }
 
     /// Writes a run status change and its `run_status_changed {from, to, reason?}` event.

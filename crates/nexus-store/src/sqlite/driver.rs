@@ -265,6 +265,11 @@ impl Columns for LiteRow {
     fn public_id(&self, column: &str) -> Result<Uuid> {
         row::parse_public_id(column, &self.text(column)?)
     }
+    fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>> {
+        self.opt_text(column)?
+            .map(|t| row::parse_public_id(column, &t))
+            .transpose()
+    }
     fn int(&self, column: &str) -> Result<i64> {
         self.typed(column)
     }
