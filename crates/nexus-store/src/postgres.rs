@@ -207,6 +207,18 @@ pub(crate) mod ops {
     );
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
+
+    /// PostgreSQL's conditional update is one statement either way: `before` gives only the
+    /// expected generation.
+    pub(crate) async fn update_task_over(
+        c: &mut Conn,
+        before: &TaskRow,
+        task: &TaskRow,
+        expect_statuses: &[&str],
+        expect_claim_token: Option<&str>,
+    ) -> Result<bool> {
+        update_task(c, task, before.generation, expect_statuses, expect_claim_token).await
+    }
 }
 
 async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {

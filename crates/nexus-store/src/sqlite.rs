@@ -507,6 +507,57 @@ pub(crate) mod ops {
             Some(r) => row::task(&r)?,
             None => return Ok(false),
         };
+        update_changed(
+            c,
+            &current,
+            task,
+            expect_generation,
+            expect_statuses,
+            expect_claim_token,
+            false,
+        )
+        .await
+    }
+
+    /// [`update_task`] over `before`, the row as this unit of work read it (under the write
+    /// lock, unchanged since): the conditions are checked on it and the row is not read again.
+    /// The `UPDATE` still names the generation, the status and the claim token, so a `before`
+    /// that was not current changes nothing.
+    pub(crate) async fn update_task_over(
+        c: &mut Conn,
+        before: &TaskRow,
+        task: &TaskRow,
+        expect_statuses: &[&str],
+        expect_claim_token: Option<&str>,
+    ) -> Result<bool> {
+        row::check_task_row_text(task)?;
+        row::status_slots(expect_statuses)?;
+        if c.is_autocommit() || before.id != task.id {
+            return update_task_every_column(c, task, before.generation, expect_statuses, expect_claim_token).await;
+        }
+        update_changed(
+            c,
+            before,
+            task,
+            before.generation,
+            expect_statuses,
+            expect_claim_token,
+            true,
+        )
+        .await
+    }
+
+    /// Sets the columns of `task` that differ from `current` when `current` meets the
+    /// conditions; `guard` repeats them in the statement (`current` was not read here).
+    async fn update_changed(
+        c: &mut Conn,
+        current: &TaskRow,
+        task: &TaskRow,
+        expect_generation: i64,
+        expect_statuses: &[&str],
+        expect_claim_token: Option<&str>,
+        guard: bool,
+    ) -> Result<bool> {
         let matches = current.generation == expect_generation
             && expect_statuses.contains(&current.status.as_str())
             && expect_claim_token.is_none_or(|t| current.claim_token.as_deref() == Some(t));
@@ -532,6 +583,14 @@ pub(crate) mod ops {
             return Ok(true); // nothing changes
         }
         statement.push_str(" WHERE id = $1");
+        if guard {
+            statement.push_str(&format!(" AND generation = ${} AND status = ${}", slot + 1, slot + 2));
+            slot += 2;
+            if expect_claim_token.is_some() {
+                slot += 1;
+                statement.push_str(&format!(" AND claim_token = ${slot}"));
+            }
+        }
         let mut q = query(&statement).bind(task.id);
         macro_rules! bind_changed {
             (; $($f:ident),*) => {$(
@@ -541,6 +600,12 @@ pub(crate) mod ops {
             )*};
         }
         row::task_mutable_fields!(bind_changed);
+        if guard {
+            q = q.bind(expect_generation).bind(&current.status);
+            if let Some(t) = expect_claim_token {
+                q = q.bind(t);
+            }
+        }
         let done = q.execute(&mut *c).await.map_err(write_error)?;
         Ok(done.rows_affected() > 0)
     }

@@ -209,6 +209,23 @@ impl Tx {
         )
     }
 
+    /// [`Tx::update_task`] (with `expect_claim_token` as in [`Tx::update_task_claimed`]) of a
+    /// row this unit of work read and has not changed since: `before`, whose generation is the
+    /// expected one. SQLite checks the conditions on `before` instead of reading the row again;
+    /// PostgreSQL runs the same conditional `UPDATE`.
+    pub async fn update_task_over(
+        &mut self,
+        before: &TaskRow,
+        task: &TaskRow,
+        expect_statuses: &[&str],
+        expect_claim_token: Option<&str>,
+    ) -> Result<bool> {
+        tx_dispatch!(
+            self,
+            update_task_over(before, task, expect_statuses, expect_claim_token)
+        )
+    }
+
     /// Every task of the run, by id.
     pub async fn tasks_of_run(&mut self, run_id: i64) -> Result<Vec<TaskRow>> {
         tx_dispatch!(self, tasks_of_run(run_id))

@@ -725,6 +725,82 @@ async fn an_update_stores_the_given_row_whatever_changes() {
     });
 }
 
+/// The update over a row the unit of work read (`Tx::update_task_over`): it stores the given
+/// row and checks the conditions on `before`; a `before` that is no longer the stored row (its
+/// status, generation or claim token moved) changes nothing, even where the conditions hold on
+/// `before` itself.
+#[tokio::test]
+async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, "running").await;
+        let mut new = tool_task(run.id, "a", "dispatched");
+        new.frozen_context = Some("frozen".into());
+        let t = task_in(s, new).await;
+
+        let mut tx = s.begin().await.unwrap();
+        let before = tx.task_by_id(t.id).await.unwrap().unwrap();
+        let mut claimed = before.clone();
+        claimed.claim_token = Some("token".into());
+        claimed.claimed_at = Some(NOW);
+        claimed.deadline_at = Some(NOW + 1_000);
+        assert!(
+            !tx.update_task_over(&before, &claimed, &["waiting"], None)
+                .await
+                .unwrap(),
+            "wrong status"
+        );
+        assert!(
+            tx.update_task_over(&before, &claimed, &["dispatched"], None)
+                .await
+                .unwrap()
+        );
+        // `before` is stale now (the claim moved the token): a settle over it with its own
+        // (absent) token, or a second claim over it, is idle.
+        let mut settled = before.clone();
+        settled.status = "completed".into();
+        settled.content = Some("done".into());
+        settled.settled_at = Some(NOW + 5);
+        let mut stale_token = before.clone();
+        stale_token.claim_token = Some("other".into());
+        assert!(
+            !tx.update_task_over(&stale_token, &settled, &["dispatched"], Some("other"))
+                .await
+                .unwrap(),
+            "a token the row does not hold"
+        );
+        let mut stale_status = claimed.clone();
+        stale_status.status = "waiting".into();
+        assert!(
+            !tx.update_task_over(&stale_status, &settled, &["waiting"], Some("token"))
+                .await
+                .unwrap(),
+            "a status the row is not in"
+        );
+        let mut stale_generation = claimed.clone();
+        stale_generation.generation += 1;
+        assert!(
+            !tx.update_task_over(&stale_generation, &settled, &["dispatched"], Some("token"))
+                .await
+                .unwrap(),
+            "a generation the row is not at"
+        );
+        settled.claim_token = Some("token".into());
+        settled.claimed_at = Some(NOW);
+        settled.deadline_at = None;
+        assert!(
+            tx.update_task_over(&claimed, &settled, &["dispatched"], Some("token"))
+                .await
+                .unwrap()
+        );
+        tx.commit().await.unwrap();
+        let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+        assert_eq!(stored, settled, "{}", ts.dialect);
+        assert_eq!(stored.frozen_context.as_deref(), Some("frozen"));
+    });
+}
+
 #[tokio::test]
 async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
     each_engine!(|ts| {

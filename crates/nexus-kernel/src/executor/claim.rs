@@ -213,7 +213,7 @@ impl Kernel {
         next.claimant_id = Some(p.executor.id);
         next.await_started_at = Some(now);
         next.deadline_at = Some(now + budget);
-        if !tx.update_task(&next, task.generation, &["dispatched"]).await? {
+        if !tx.update_task_over(&task, &next, &["dispatched"], None).await? {
             tx.rollback().await?;
             return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
         }

@@ -45,13 +45,8 @@ impl Kernel {
         next.settled_at = Some(now);
         next.error_key = error.as_ref().map(|e| e.key.clone());
         next.error_detail = error.as_ref().and_then(|e| e.detail.clone());
-        let moved = match expect_token {
-            Some(token) => {
-                tx.update_task_claimed(&next, task.generation, &[from.as_str()], token)
-                    .await?
-            }
-            None => tx.update_task(&next, task.generation, &[from.as_str()]).await?,
-        };
+        // `task` is the row as this unit of work read it under the run lock.
+        let moved = tx.update_task_over(task, &next, &[from.as_str()], expect_token).await?;
         if !moved {
             return Ok(false);
         }
