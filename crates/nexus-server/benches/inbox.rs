@@ -16,6 +16,10 @@
 //! runner would; the retries are counted and printed.
 //!
 //! `NEXUS_BENCH_TASKS=<n>` overrides the task count (default 2,000, at most 20,000).
+//!
+//! After the window, the same number of clients send two bare `GET /healthz` per task (no
+//! store, no credential) and the pace is printed as the "HTTP floor": what the exchanges alone
+//! allow on this machine, an upper bound for the inbox figure.
 
 use std::time::{Duration, Instant};
 
@@ -36,6 +40,9 @@ struct Outcome {
     window: Duration,
     latencies: Vec<Duration>,
     setup: Duration,
+    /// The same 8 clients' pace through two bare `GET /healthz` per task (no store, no auth):
+    /// what the HTTP exchanges alone cost on this machine.
+    http_floor: Duration,
 }
 
 fn tasks_wanted() -> usize {
@@ -136,6 +143,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         latencies.extend(l);
     }
     let window = start.elapsed();
+    let http_floor = http_floor(&base, tasks).await;
 
     let _ = stop_tx.send(true);
     let _ = worker.await;
@@ -146,7 +154,34 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         window,
         latencies,
         setup,
+        http_floor,
     }
+}
+
+/// 8 clients, each sending two `GET /healthz` per task of its share, one after another: the
+/// window over all of them.
+async fn http_floor(base: &str, tasks: usize) -> Duration {
+    let start = Instant::now();
+    let mut handles = Vec::with_capacity(RUNNERS);
+    for j in 0..RUNNERS {
+        let share = tasks / RUNNERS + usize::from(j < tasks % RUNNERS);
+        let url = format!("{base}/healthz");
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        handles.push(tokio::spawn(async move {
+            for _ in 0..2 * share {
+                let r = client.get(&url).send().await.expect("healthz");
+                assert!(r.status().is_success());
+                r.bytes().await.expect("healthz body");
+            }
+        }));
+    }
+    for h in handles {
+        h.await.expect("floor client");
+    }
+    start.elapsed()
 }
 
 /// Settles `share` tasks for one runner; returns each task's claim→commit latency.
@@ -237,6 +272,12 @@ fn report(engine: &str, o: &mut Outcome) {
         o.latencies.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
         o.setup.as_secs_f64(),
         RETRIES.swap(0, std::sync::atomic::Ordering::Relaxed),
+    );
+    println!(
+        "{engine:<10} HTTP floor: {} tasks' worth of exchanges (2 × GET /healthz each) in {:.2} s = {:.1} tasks/s",
+        o.settled,
+        o.http_floor.as_secs_f64(),
+        o.settled as f64 / o.http_floor.as_secs_f64(),
     );
 }
 

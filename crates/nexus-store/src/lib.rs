@@ -209,14 +209,14 @@ pub trait Engine {
     async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
     /// The inbox: tasks addressed to `executor_id` in one of `statuses` (1 to
     /// [`MAX_EXPECTED_STATUSES`]) with `id > after_task_id`, on runs `running | canceling`, by
-    /// id, at most `limit`.
+    /// id, at most `limit`; each with its run's row (one read for the page).
     async fn addressed_tasks(
         &self,
         executor_id: i64,
         statuses: &[&str],
         after_task_id: i64,
         limit: i64,
-    ) -> Result<Vec<TaskRow>>;
+    ) -> Result<Vec<(TaskRow, RunRow)>>;
 
     // ---- idempotency receipts (errors-and-auth.md §6) ----
     /// The unexpired receipt (`expires_at > now`) of the scope.
@@ -578,7 +578,7 @@ impl Engine for Store {
         statuses: &[&str],
         after_task_id: i64,
         limit: i64,
-    ) -> Result<Vec<TaskRow>> {
+    ) -> Result<Vec<(TaskRow, RunRow)>> {
         dispatch!(self, addressed_tasks(executor_id, statuses, after_task_id, limit))
     }
     async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {

@@ -412,7 +412,7 @@ macro_rules! engine_ops {
             statuses: &[&str],
             after_task_id: i64,
             limit: i64,
-        ) -> Result<Vec<TaskRow>> {
+        ) -> Result<Vec<(TaskRow, RunRow)>> {
             let slots = row::status_slots(statuses)?;
             let mut q = query(sql::ADDRESSED_TASKS)
                 .bind(executor_id)
@@ -422,7 +422,9 @@ macro_rules! engine_ops {
                 q = q.bind(s);
             }
             let rows = q.fetch_all(&mut *c).await?;
-            rows.iter().map(row::task).collect()
+            rows.iter()
+                .map(|r| Ok((row::task(r)?, row::run(&row::Prefixed(r, "r_"))?)))
+                .collect()
         }
 
         // ---- edges ----
@@ -849,7 +851,7 @@ macro_rules! engine_methods {
             statuses: &[&str],
             after_task_id: i64,
             limit: i64,
-        ) -> Result<Vec<TaskRow>> {
+        ) -> Result<Vec<(TaskRow, RunRow)>> {
             ops::addressed_tasks(
                 &mut *self.pool.acquire().await?,
                 executor_id,

@@ -208,6 +208,12 @@ pub(crate) mod ops {
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
 
+    /// The run lock (`SELECT … FOR UPDATE` first, storage-and-scale.md §3), then the task.
+    pub(crate) async fn lock_run_with_task(c: &mut Conn, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
+        let run = lock_run(c, run_id).await?;
+        Ok((run, task_by_key(c, run_id, key).await?))
+    }
+
     /// PostgreSQL's conditional update is one statement either way: `before` gives only the
     /// expected generation.
     pub(crate) async fn update_task_over(

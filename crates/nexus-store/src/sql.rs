@@ -102,21 +102,95 @@ pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials 
      AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > $3) LIMIT 1";
 // ---- runs (migration 0002) ----
 
+/// The columns of a `runs` row, each read from `$t<column>` as `$a<column>`: `run_columns!("",
+/// "")` for a plain select, `run_columns!("r.", "r_")` beside another table's columns in a join
+/// (decoded through `row::Prefixed`).
+macro_rules! run_columns {
+    ($t:literal, $a:literal) => {
+        concat!(
+            $t,
+            "id AS ",
+            $a,
+            "id, ",
+            $t,
+            "public_id AS ",
+            $a,
+            "public_id, ",
+            $t,
+            "workspace_id AS ",
+            $a,
+            "workspace_id, ",
+            $t,
+            "created_by_id AS ",
+            $a,
+            "created_by_id, ",
+            $t,
+            "answering_member_id AS ",
+            $a,
+            "answering_member_id, ",
+            $t,
+            "declaring_agent_id AS ",
+            $a,
+            "declaring_agent_id, ",
+            $t,
+            "status AS ",
+            $a,
+            "status, ",
+            $t,
+            "hosting AS ",
+            $a,
+            "hosting, ",
+            $t,
+            "approval_mode AS ",
+            $a,
+            "approval_mode, ",
+            $t,
+            "approval_rules AS ",
+            $a,
+            "approval_rules, ",
+            $t,
+            "default_runner_id AS ",
+            $a,
+            "default_runner_id, ",
+            $t,
+            "deliverable_task_id AS ",
+            $a,
+            "deliverable_task_id, ",
+            $t,
+            "revision AS ",
+            $a,
+            "revision, ",
+            $t,
+            "attention AS ",
+            $a,
+            "attention, ",
+            $t,
+            "last_event_sequence AS ",
+            $a,
+            "last_event_sequence, ",
+            $t,
+            "created_at AS ",
+            $a,
+            "created_at, ",
+            $t,
+            "started_at AS ",
+            $a,
+            "started_at, ",
+            $t,
+            "ended_at AS ",
+            $a,
+            "ended_at"
+        )
+    };
+}
+
 macro_rules! run_select {
     ($where:literal) => {
         run_select!(@also "", $where)
     };
     // `$also` adds result columns after the row's own (`", <expr> AS <name>"`).
     (@also $also:literal, $where:literal) => {
-        concat!(
-            "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
-             declaring_agent_id, status, hosting, approval_mode, approval_rules, default_runner_id, \
-             deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
-             ended_at",
-            $also,
-            " FROM runs ",
-            $where
-        )
+        concat!("SELECT ", run_columns!("", ""), $also, " FROM runs ", $where)
     };
 }
 
@@ -137,6 +211,14 @@ pub(crate) const UPDATE_RUN: &str = "UPDATE runs SET status = $2, deliverable_ta
      started_at = $6, ended_at = $7, default_runner_id = $8 WHERE id = $1";
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
+
+/// SQLite, inside a unit of work: run `$1` (columns prefixed `r_`) and its task keyed `$2`
+/// (`NULL`s when there is none), in one statement.
+pub(crate) const RUN_WITH_TASK_SQLITE: &str = concat!(
+    "SELECT ",
+    run_columns!("r.", "r_"),
+    ", t.* FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $2 WHERE r.id = $1"
+);
 
 /// The PostgreSQL run lock (storage-and-scale.md §3: the run row first).
 pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
@@ -288,6 +370,13 @@ pub(crate) const REVOKED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FR
 
 macro_rules! task_select_t {
     ($where:literal) => {
+        task_select_t!(@also "", $where)
+    };
+    // With the run's row beside the task's, its columns prefixed `r_`.
+    (@runs $where:literal) => {
+        task_select_t!(@also concat!(", ", run_columns!("r.", "r_")), $where)
+    };
+    (@also $also:expr, $where:literal) => {
         concat!(
             "SELECT t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, t.created_at, \
              t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
@@ -297,7 +386,9 @@ macro_rules! task_select_t {
              t.claimed_at, t.claimant_id, t.content, t.structured_present, t.structured_content, \
              t.is_error, t.title, t.metadata, t.error_key, t.error_detail, t.approval, \
              t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
-             t.settled_at FROM tasks t JOIN runs r ON r.id = t.run_id ",
+             t.settled_at",
+            $also,
+            " FROM tasks t JOIN runs r ON r.id = t.run_id ",
             $where
         )
     };
@@ -307,8 +398,10 @@ pub(crate) const HELD_APPROVALS: &str = task_select_t!(
     "WHERE r.workspace_id = $1 AND t.status = 'needs_approval' AND t.id > $2 ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
 );
 
-/// The inbox (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit, `$4`–`$15` statuses.
+/// The inbox (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit, `$4`–`$15` statuses;
+/// each row with its run's.
 pub(crate) const ADDRESSED_TASKS: &str = task_select_t!(
+    @runs
     "WHERE t.addressed_executor_id = $1 AND t.status IN ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
      AND t.id > $2 AND r.status IN ('running', 'canceling') ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
 );

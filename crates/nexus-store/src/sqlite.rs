@@ -523,6 +523,26 @@ pub(crate) mod ops {
     /// lock, unchanged since): the conditions are checked on it and the row is not read again.
     /// The `UPDATE` still names the generation, the status and the claim token, so a `before`
     /// that was not current changes nothing.
+    /// The run (read: the write lock is held) and its task keyed `key`, in one statement.
+    pub(crate) async fn lock_run_with_task(c: &mut Conn, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
+        use crate::row::Columns;
+        if check_text(key).is_err() {
+            return Ok((lock_run(c, run_id).await?, None));
+        }
+        let r = query(sql::RUN_WITH_TASK_SQLITE)
+            .bind(run_id)
+            .bind(key)
+            .fetch_optional(&mut *c)
+            .await?
+            .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
+        let run = row::run(&row::Prefixed(&r, "r_"))?;
+        let task = match r.opt_int("id")? {
+            Some(_) => Some(row::task(&r)?),
+            None => None,
+        };
+        Ok((run, task))
+    }
+
     pub(crate) async fn update_task_over(
         c: &mut Conn,
         before: &TaskRow,

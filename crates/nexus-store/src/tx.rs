@@ -209,6 +209,12 @@ impl Tx {
         )
     }
 
+    /// [`Tx::lock_run`] and then the run's task keyed `key` (`None` when there is none): one
+    /// statement on SQLite, the lock and the read on PostgreSQL. `NotFound` for no such run.
+    pub async fn lock_run_with_task(&mut self, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
+        tx_dispatch!(self, lock_run_with_task(run_id, key))
+    }
+
     /// [`Tx::update_task`] (with `expect_claim_token` as in [`Tx::update_task_claimed`]) of a
     /// row this unit of work read and has not changed since: `before`, whose generation is the
     /// expected one. SQLite checks the conditions on `before` instead of reading the row again;

@@ -359,6 +359,20 @@ async fn every_row_type_round_trips() {
         assert_eq!(found.run, s.run_by_id(run.id).await.unwrap().unwrap());
         assert_eq!(s.run_in_account(run.public_id, ws.account_id + 1).await.unwrap(), None);
         assert_eq!(s.run_in_account(Uuid::now_v7(), ws.account_id).await.unwrap(), None);
+        // The doors' lock: the run and its task by key in one call.
+        let mut tx = s.begin().await.unwrap();
+        let (locked, task) = tx.lock_run_with_task(run.id, "r1t1").await.unwrap();
+        assert_eq!(locked, s.run_by_id(run.id).await.unwrap().unwrap());
+        assert_task_is(&task.unwrap(), &full);
+        for missing in ["nope", "bad\0"] {
+            let (locked, task) = tx.lock_run_with_task(run.id, missing).await.unwrap();
+            assert_eq!((locked.id, task), (run.id, None), "{missing:?}");
+        }
+        assert!(matches!(
+            tx.lock_run_with_task(run.id + 999, "r1t1").await,
+            Err(StoreError::NotFound(_))
+        ));
+        drop(tx);
         assert_task_is(&s.task_by_key(run.id, "r1t1").await.unwrap().unwrap(), &full);
         assert_task_is(&s.task_by_id(t.id).await.unwrap().unwrap(), &full);
         assert_eq!(s.task_by_key(run.id, "nope").await.unwrap(), None);
@@ -1224,24 +1238,28 @@ async fn held_approvals_and_the_inbox() {
         task_in(s, addressed(a.id, "d2", "completed")).await;
         task_in(s, addressed(b.id, "d3", "dispatched")).await; // pending run
         let d4 = task_in(s, addressed(a.id, "d4", "needs_approval")).await;
+        let page = s
+            .addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], 0, 10)
+            .await
+            .unwrap();
+        for (t, r) in &page {
+            // Each row comes with its run's row, as a read of the run finds it.
+            assert_eq!(Some(r), s.run_by_id(t.run_id).await.unwrap().as_ref());
+        }
+        let tasks_only = |page: Vec<(TaskRow, RunRow)>| page.into_iter().map(|(t, _)| t).collect::<Vec<_>>();
+        assert_eq!(keys(tasks_only(page)), ["d1", "d4"]);
         assert_eq!(
-            keys(
-                s.addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], 0, 10)
-                    .await
-                    .unwrap()
-            ),
-            ["d1", "d4"]
-        );
-        assert_eq!(
-            keys(s.addressed_tasks(f.runner_id, &["dispatched"], 0, 10).await.unwrap()),
+            keys(tasks_only(
+                s.addressed_tasks(f.runner_id, &["dispatched"], 0, 10).await.unwrap()
+            )),
             ["d1"]
         );
         assert_eq!(
-            keys(
+            keys(tasks_only(
                 s.addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], d1.id, 10)
                     .await
                     .unwrap()
-            ),
+            )),
             ["d4"]
         );
         let _ = d4;

@@ -88,10 +88,9 @@ impl Kernel {
     /// Opens the unit of work: the run lock, then the row (re-read under the lock).
     pub(crate) async fn lock_row(&self, run_id: i64, key: &str) -> KernelResult<(Tx, RunRow, TaskRow)> {
         let mut tx = self.store.begin().await?;
-        let run = tx.lock_run(run_id).await?;
-        match tx.task_by_key(run_id, key).await? {
-            Some(task) => Ok((tx, run, task)),
-            None => {
+        match tx.lock_run_with_task(run_id, key).await? {
+            (run, Some(task)) => Ok((tx, run, task)),
+            (_, None) => {
                 tx.rollback().await?;
                 Err(refuse(Code::NotFound, "no such task in this executor's account"))
             }

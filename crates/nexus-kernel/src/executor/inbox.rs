@@ -67,13 +67,12 @@ pub(crate) fn inbox_limit(limit: Option<i64>) -> i64 {
         .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
 }
 
-/// Memoized lookups for one projection (workspaces' public ids, executors, members, runs).
+/// Memoized lookups for one projection (workspaces' public ids, executors, members).
 #[derive(Default)]
 pub(crate) struct Lookups {
     workspaces: HashMap<i64, Option<Uuid>>,
     executors: HashMap<i64, Option<(Uuid, String)>>,
     members: HashMap<i64, Option<Uuid>>,
-    runs: HashMap<i64, Option<RunRow>>,
 }
 
 impl Lookups {
@@ -120,15 +119,6 @@ impl Kernel {
         let m = self.store.member_by_id(id).await?.map(|m| m.public_id);
         l.members.insert(id, m);
         Ok(m)
-    }
-
-    async fn lookup_run(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<RunRow>> {
-        if let Some(r) = l.runs.get(&id) {
-            return Ok(r.clone());
-        }
-        let r = self.store.run_by_id(id).await?;
-        l.runs.insert(id, r.clone());
-        Ok(r)
     }
 
     /// The memory scope of the round that declared `task` (`{workspace_public_id,
@@ -272,17 +262,14 @@ impl Kernel {
             .addressed_tasks(p.executor.id, &INBOX_STATUSES, after, limit)
             .await?;
         let full = page.len() as i64 == limit;
-        let last = page.last().map(|t| t.id);
+        let last = page.last().map(|(t, _)| t.id);
         let mut l = Lookups::knowing(&p.executor, None);
         let mut tasks = Vec::with_capacity(page.len());
-        for task in &page {
+        for (task, run) in &page {
             if inbox_kind(task).is_none() {
                 continue;
             }
-            let Some(run) = self.lookup_run(&mut l, task.run_id).await? else {
-                continue;
-            };
-            tasks.push(self.inbox_row(&mut l, &run, task).await?);
+            tasks.push(self.inbox_row(&mut l, run, task).await?);
         }
         let next = if full { last } else { None };
         Ok(json!({
