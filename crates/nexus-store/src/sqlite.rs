@@ -989,7 +989,7 @@ impl GatedTx {
             group::End::Done(r) => r,
             group::End::Wait(member) => {
                 drop(conn); // the gate passes to the next writer
-                group::wait(&self.group, &self.writer, member).await
+                group::wait(self.group.clone(), self.writer.clone(), member).await
             }
         }
     }

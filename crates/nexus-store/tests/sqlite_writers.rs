@@ -190,3 +190,77 @@ async fn a_group_commits_when_the_queued_writer_goes_away() {
         assert!(has_blob(&s, &name).await);
     }
 }
+
+/// A group whose waiting member and queued writer both went away (their futures dropped, as a
+/// closed connection drops a request) still commits, with no later writer to settle it: the
+/// member leaves a task that does. Driven by hand in one task, so the order is exact: b queues,
+/// a merges and waits, b goes away with the gate handed to it, then a goes away. The run row
+/// shows up to a reader, which never takes the gate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_whose_waiters_went_away_still_commits() {
+    let ts = testing::sqlite().await;
+    let s = ts.store.clone();
+    let account = s.ensure_account(Uuid::now_v7(), "acme", NOW).await.unwrap();
+    let ws = s
+        .ensure_workspace(Uuid::now_v7(), account.id, "main", NOW)
+        .await
+        .unwrap();
+    let (member, _) = s
+        .create_member(NewMember {
+            public_id: Uuid::now_v7(),
+            account_id: account.id,
+            kind: MemberKind::Human,
+            handle: "ada".into(),
+            display_name: "Ada".into(),
+            role: "admin".into(),
+            steward_id: None,
+            agent_executor_public_id: None,
+            now: NOW,
+        })
+        .await
+        .unwrap();
+    let mut a = s.begin().await.expect("begin a");
+    let run = a
+        .insert_run(NewRun {
+            public_id: Uuid::now_v7(),
+            workspace_id: ws.id,
+            created_by_id: member.id,
+            answering_member_id: member.id,
+            declaring_agent_id: None,
+            status: "pending".into(),
+            hosting: r#"{"kind":"standalone"}"#.into(),
+            approval_mode: "ask".into(),
+            approval_rules: None,
+            default_runner_id: None,
+            revision: 1,
+            created_at: NOW,
+            started_at: None,
+        })
+        .await
+        .expect("insert_run");
+    let mut b = Box::pin(s.begin());
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut b).await.is_err(),
+        "b queues for the gate a holds"
+    );
+    let mut commit = Box::pin(a.commit());
+    assert!(
+        tokio::time::timeout(Duration::ZERO, &mut commit).await.is_err(),
+        "a merges its unit and waits for the group (b is queued)"
+    );
+    drop(b);
+    drop(commit);
+    let mut seen = None;
+    for _ in 0..500 {
+        seen = s.run_by_id(run.id).await.unwrap();
+        if seen.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen.is_some(), "the grouped unit was never committed");
+    // And the gate is free again.
+    s.ensure_account(Uuid::now_v7(), "after", NOW)
+        .await
+        .expect("a later write");
+}

@@ -13,7 +13,8 @@
 //! write, a migration, `close`) takes the gate: the connection never runs anything outside a
 //! unit while a group is open. A waiting member also queues for the gate itself and commits
 //! the group when it gets there first, so a group never waits on a writer that went away (a
-//! queued caller whose future was dropped). Every member learns the one outcome: a failed
+//! queued caller whose future was dropped); a member whose own future is dropped while it waits
+//! leaves a task that does the same. Every member learns the one outcome: a failed
 //! `COMMIT` fails them all, and nothing of the group is kept.
 //!
 //! What this changes for a caller: nothing but timing. `Tx::commit` still returns only after
@@ -22,8 +23,8 @@
 //! connection also serves reads, which must not see a group's uncommitted work, so there every
 //! unit commits alone.
 
-use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
 
 use rusqlite::Connection;
 use tokio::sync::watch;
@@ -265,14 +266,48 @@ impl Group {
     }
 }
 
+/// Commits a group whose waiting member went away (its caller's future was dropped) before
+/// the outcome came: a task queues for the gate and commits the group if it is still open, so
+/// the work never sits in an open transaction until some later writer happens by.
+struct Orphan {
+    group: Arc<Group>,
+    writer: Shared,
+    generation: u64,
+    armed: bool,
+}
+
+impl Drop for Orphan {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return; // no runtime left: the store is going away, and its next writer settles
+        };
+        let (group, writer, generation) = (self.group.clone(), self.writer.clone(), self.generation);
+        runtime.spawn(async move {
+            let held = writer.lock_owned().await;
+            group.settle_for(&held, generation);
+        });
+    }
+}
+
 /// Waits for `member`'s group to commit, queuing for the gate meanwhile so that, if no later
-/// unit commits the group first, this member does.
-pub(crate) async fn wait(group: &Group, writer: &Shared, member: Member) -> rusqlite::Result<()> {
+/// unit commits the group first, this member does (and, dropped before the outcome, leaves a
+/// task that does).
+pub(crate) async fn wait(group: Arc<Group>, writer: Shared, member: Member) -> rusqlite::Result<()> {
     let Member { generation, mut done } = member;
+    let mut orphan = Orphan {
+        group: group.clone(),
+        writer: writer.clone(),
+        generation,
+        armed: true,
+    };
     loop {
         tokio::select! {
             biased;
             outcome = done.wait_for(Option::is_some) => {
+                orphan.armed = false;
                 return match outcome.ok().and_then(|o| o.clone()) {
                     Some(Ok(())) => Ok(()),
                     Some(Err(e)) => Err(to_error(e)),
