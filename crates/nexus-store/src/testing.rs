@@ -12,7 +12,8 @@
 //! Mind the SQLite single-node lock: the test must drop its own store before a child process
 //! opens the same file.
 //!
-//! [`introspect`] reads a store's schema as raw catalog facts for the parity test.
+//! [`introspect`] reads a store's schema as raw catalog facts for the parity test; [`seed_member`]
+//! writes the account, workspace and member most store tests start from.
 
 use std::time::Duration;
 
@@ -263,6 +264,34 @@ pub struct RawSchema {
     pub primary_keys: Vec<(String, Vec<String>)>,
     pub indexes: Vec<RawIndex>,
     pub foreign_keys: Vec<RawForeignKey>,
+}
+
+/// An account `acme`, its workspace `main` and a human member `ada` in it (no standing), at
+/// `now`: the rows most store tests start from.
+pub async fn seed_member(store: &Store, now: i64) -> (crate::AccountRow, crate::WorkspaceRow, crate::MemberRow) {
+    let account = store
+        .ensure_account(Uuid::now_v7(), "acme", now)
+        .await
+        .expect("ensure_account");
+    let workspace = store
+        .ensure_workspace(Uuid::now_v7(), account.id, "main", now)
+        .await
+        .expect("ensure_workspace");
+    let (member, _) = store
+        .create_member(crate::NewMember {
+            public_id: Uuid::now_v7(),
+            account_id: account.id,
+            kind: crate::MemberKind::Human,
+            handle: "ada".into(),
+            display_name: "Ada".into(),
+            role: "admin".into(),
+            steward_id: None,
+            agent_executor_public_id: None,
+            now,
+        })
+        .await
+        .expect("create_member");
+    (account, workspace, member)
 }
 
 /// Reads the schema of the store's database (PostgreSQL: its current schema).

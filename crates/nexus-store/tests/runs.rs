@@ -18,25 +18,7 @@ struct Fixture {
 }
 
 async fn fixture(s: &Store) -> Fixture {
-    let account = s.ensure_account(Uuid::now_v7(), "acme", NOW).await.unwrap();
-    let ws = s
-        .ensure_workspace(Uuid::now_v7(), account.id, "main", NOW)
-        .await
-        .unwrap();
-    let (member, _) = s
-        .create_member(NewMember {
-            public_id: Uuid::now_v7(),
-            account_id: account.id,
-            kind: MemberKind::Human,
-            handle: "ada".into(),
-            display_name: "Ada".into(),
-            role: "admin".into(),
-            steward_id: None,
-            agent_executor_public_id: None,
-            now: NOW,
-        })
-        .await
-        .unwrap();
+    let (account, ws, member) = testing::seed_member(s, NOW).await;
     let runner = s
         .create_runner(NewRunner {
             public_id: Uuid::now_v7(),

@@ -200,25 +200,7 @@ async fn a_group_commits_when_the_queued_writer_goes_away() {
 async fn a_group_whose_waiters_went_away_still_commits() {
     let ts = testing::sqlite().await;
     let s = ts.store.clone();
-    let account = s.ensure_account(Uuid::now_v7(), "acme", NOW).await.unwrap();
-    let ws = s
-        .ensure_workspace(Uuid::now_v7(), account.id, "main", NOW)
-        .await
-        .unwrap();
-    let (member, _) = s
-        .create_member(NewMember {
-            public_id: Uuid::now_v7(),
-            account_id: account.id,
-            kind: MemberKind::Human,
-            handle: "ada".into(),
-            display_name: "Ada".into(),
-            role: "admin".into(),
-            steward_id: None,
-            agent_executor_public_id: None,
-            now: NOW,
-        })
-        .await
-        .unwrap();
+    let (_, ws, member) = testing::seed_member(&s, NOW).await;
     let mut a = s.begin().await.expect("begin a");
     let run = a
         .insert_run(NewRun {
