@@ -13,7 +13,7 @@
 //! opens the same file.
 //!
 //! [`introspect`] reads a store's schema as raw catalog facts for the parity test; [`seed_member`]
-//! writes the account, workspace and member most store tests start from.
+//! and [`new_run`] give the account, workspace, member and run most store tests start from.
 
 use std::time::Duration;
 
@@ -292,6 +292,25 @@ pub async fn seed_member(store: &Store, now: i64) -> (crate::AccountRow, crate::
         .await
         .expect("create_member");
     (account, workspace, member)
+}
+
+/// A standalone run in `workspace_id`, created and answered by `member_id`, at `now`.
+pub fn new_run(workspace_id: i64, member_id: i64, status: &str, now: i64) -> crate::NewRun {
+    crate::NewRun {
+        public_id: Uuid::now_v7(),
+        workspace_id,
+        created_by_id: member_id,
+        answering_member_id: member_id,
+        declaring_agent_id: None,
+        status: status.into(),
+        hosting: r#"{"kind":"standalone"}"#.into(),
+        approval_mode: "ask".into(),
+        approval_rules: None,
+        default_runner_id: None,
+        revision: 1,
+        created_at: now,
+        started_at: None,
+    }
 }
 
 /// Reads the schema of the store's database (PostgreSQL: its current schema).

@@ -38,21 +38,7 @@ async fn fixture(s: &Store) -> Fixture {
 }
 
 fn new_run(f: &Fixture, status: &str) -> NewRun {
-    NewRun {
-        public_id: Uuid::now_v7(),
-        workspace_id: f.workspace_id,
-        created_by_id: f.member_id,
-        answering_member_id: f.member_id,
-        declaring_agent_id: None,
-        status: status.into(),
-        hosting: r#"{"kind":"standalone"}"#.into(),
-        approval_mode: "ask".into(),
-        approval_rules: None,
-        default_runner_id: None,
-        revision: 1,
-        created_at: NOW,
-        started_at: None,
-    }
+    testing::new_run(f.workspace_id, f.member_id, status, NOW)
 }
 
 fn tool_task(run_id: i64, key: &str, status: &str) -> NewTask {

@@ -203,21 +203,7 @@ async fn a_group_whose_waiters_went_away_still_commits() {
     let (_, ws, member) = testing::seed_member(&s, NOW).await;
     let mut a = s.begin().await.expect("begin a");
     let run = a
-        .insert_run(NewRun {
-            public_id: Uuid::now_v7(),
-            workspace_id: ws.id,
-            created_by_id: member.id,
-            answering_member_id: member.id,
-            declaring_agent_id: None,
-            status: "pending".into(),
-            hosting: r#"{"kind":"standalone"}"#.into(),
-            approval_mode: "ask".into(),
-            approval_rules: None,
-            default_runner_id: None,
-            revision: 1,
-            created_at: NOW,
-            started_at: None,
-        })
+        .insert_run(testing::new_run(ws.id, member.id, "pending", NOW))
         .await
         .expect("insert_run");
     let mut b = Box::pin(s.begin());
