@@ -8,6 +8,12 @@ mod tools;
 
 use clap::{Parser, Subcommand};
 
+/// The process allocator: mimalloc. Under the inbox load glibc's malloc and free were about
+/// 18 % of the process's CPU (BENCHMARKS.md, "Inbox throughput"). SQLite keeps its own
+/// allocator calls (libc's `malloc`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "nexus", version, about = "Nexus: the tool plane of an agent kernel")]
 struct Cli {

@@ -30,6 +30,10 @@ use nexus_store::testing::{self, TestStore};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+/// The allocator the `nexus` binary serves with (crates/nexus-cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const RUNNERS: usize = 8;
 const DEFAULT_TASKS: usize = 2_000;
 const MAX_TASKS: usize = 20_000;

@@ -109,6 +109,15 @@ macro_rules! engine_ops {
                 .transpose()
         }
 
+        pub(crate) async fn member_by_id(c: &mut Conn, id: i64) -> Result<Option<MemberRow>> {
+            query(sql::MEMBER_BY_ID)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::member(&r))
+                .transpose()
+        }
+
         pub(crate) async fn run_in_account(
             c: &mut Conn,
             public_id: uuid::Uuid,

@@ -1063,6 +1063,53 @@ mod tests {
         assert!(tables > 10, "{tables}");
     }
 
+    /// Migration 0007: the sweep's selection is served by the partial index over parked rows
+    /// (its status test is the index's predicate word for word), and neither a claim's nor a
+    /// settle's task update builds a temporary b-tree to evaluate an index predicate.
+    #[tokio::test]
+    async fn parked_predicates_serve_the_sweep_and_cost_updates_no_temporary_tree() {
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let c = s.write_conn().await.unwrap();
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", crate::sql::EXPIRED_PARKS))
+            .unwrap()
+            .query_map([1_i64, 0, 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("USING INDEX tasks_parked")),
+            "{plan:?}"
+        );
+        let temporary_trees = |sql: &str| -> usize {
+            let mut stmt = c.prepare(&format!("EXPLAIN {sql}")).unwrap();
+            let ops: Vec<String> = stmt
+                .query_map([], |r| r.get::<_, String>(1))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            ops.iter().filter(|op| *op == "OpenEphemeral").count()
+        };
+        // The claim: the deadline moves (tasks_deadline's predicate is evaluated twice).
+        assert_eq!(
+            temporary_trees(
+                "UPDATE tasks SET claim_token = 'k', claimed_at = 1, claimant_id = 1, \
+                 await_started_at = 1, deadline_at = 2 WHERE id = 1 AND generation = 1 AND status = 'dispatched'"
+            ),
+            0
+        );
+        // A settle changes the status, which the table's CHECK (an IN list of nine words, left
+        // as it is: changing it means rebuilding the table) still tests with one tree.
+        assert_eq!(
+            temporary_trees(
+                "UPDATE tasks SET status = 'completed', settled_at = 2 WHERE id = 1 AND generation = 1 \
+                 AND status = 'dispatched' AND claim_token = 'k'"
+            ),
+            1
+        );
+    }
+
     /// The architecture invariant behind the writer gate: a reader connection cannot write.
     #[tokio::test]
     async fn reader_connections_are_read_only() {

@@ -209,6 +209,17 @@ impl Tx {
         )
     }
 
+    /// [`crate::Engine::run_in_account`] inside the unit of work: on SQLite the writer's page
+    /// cache, which no commit invalidates, serves it (a reader starts cold after every commit).
+    pub async fn run_in_account(&mut self, public_id: uuid::Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
+        tx_dispatch!(self, run_in_account(public_id, account_id))
+    }
+
+    /// [`crate::Engine::member_by_id`] inside the unit of work.
+    pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
+        tx_dispatch!(self, member_by_id(id))
+    }
+
     /// [`Tx::lock_run`] and then the run's task keyed `key` (`None` when there is none): one
     /// statement on SQLite, the lock and the read on PostgreSQL. `NotFound` for no such run.
     pub async fn lock_run_with_task(&mut self, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {

@@ -53,13 +53,24 @@ pub(crate) fn deadline_passed(task: &TaskRow, now: i64) -> bool {
 
 /// Door facts that belong to the executor and the run's principals, not to the row: whether
 /// the executor is eligible for the run (executor.md §1) and whether the run's creator keeps
-/// write standing. The claim and commit doors read them before their unit of work opens, so
-/// the unit holds the store's write gate (SQLite) only for the row's own statements; the
-/// run's answering member and creator never change, and a standing or eligibility change that
-/// lands between the read and the lock counts as landing after the request.
+/// write standing. The claim door reads them inside its unit of work, before the run lock:
+/// on SQLite the writer's page cache serves them warm, where a reader connection starts cold
+/// after every commit (BENCHMARKS.md, "Inbox throughput").
 pub(crate) struct DoorFacts {
     pub eligible: bool,
     pub creator_standing: bool,
+}
+
+/// What a claim-scoped door opened: its unit of work, the run as the executor's account
+/// finds it (with the workspace's public id and the creator's standing), and the run and row
+/// read under the run lock.
+pub(crate) struct Opened {
+    pub tx: Tx,
+    pub found: RunInAccount,
+    /// The door facts, when the door asked for them.
+    pub facts: Option<DoorFacts>,
+    pub run: RunRow,
+    pub task: TaskRow,
 }
 
 /// The run's creator keeps write standing (errors-and-auth.md §2); the doors answer 409
@@ -85,15 +96,53 @@ impl Kernel {
             .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))
     }
 
-    /// Opens the unit of work: the run lock, then the row (re-read under the lock).
-    pub(crate) async fn lock_row(&self, run_id: i64, key: &str) -> KernelResult<(Tx, RunRow, TaskRow)> {
+    /// Opens a claim-scoped door's unit of work: the run `run` in the executor's account (404
+    /// `not_found`), then, when `with_facts`, the door facts over it (read inside the unit),
+    /// then the run lock and the row re-read under it (404 for no such row). An error rolls
+    /// the unit back.
+    pub(crate) async fn open_door(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        with_facts: bool,
+    ) -> KernelResult<Opened> {
         let mut tx = self.store.begin().await?;
-        match tx.lock_run_with_task(run_id, key).await? {
-            (run, Some(task)) => Ok((tx, run, task)),
-            (_, None) => {
+        match self.open_in(&mut tx, p, run, key, with_facts).await {
+            Ok((found, facts, run, task)) => Ok(Opened {
+                tx,
+                found,
+                facts,
+                run,
+                task,
+            }),
+            Err(e) => {
                 tx.rollback().await?;
-                Err(refuse(Code::NotFound, "no such task in this executor's account"))
+                Err(e)
             }
+        }
+    }
+
+    async fn open_in(
+        &self,
+        tx: &mut Tx,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        with_facts: bool,
+    ) -> KernelResult<(RunInAccount, Option<DoorFacts>, RunRow, TaskRow)> {
+        let found = tx
+            .run_in_account(run, p.executor.account_id)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))?;
+        let facts = if with_facts {
+            Some(self.door_facts(tx, &found, p).await?)
+        } else {
+            None
+        };
+        match tx.lock_run_with_task(found.run.id, key).await? {
+            (run, Some(task)) => Ok((found, facts, run, task)),
+            (_, None) => Err(refuse(Code::NotFound, "no such task in this executor's account")),
         }
     }
 
@@ -101,10 +150,15 @@ impl Kernel {
     /// eligible for the run's answering principal, or the declaring agent's own active
     /// address. The credential the request authenticated with is the runner's proof of a
     /// current transport credential.
-    pub(crate) async fn executor_eligible(&self, run: &RunRow, p: &ExecutorPrincipal) -> KernelResult<bool> {
+    pub(crate) async fn executor_eligible(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        p: &ExecutorPrincipal,
+    ) -> KernelResult<bool> {
         let executor = &p.executor;
         match executor.kind {
-            ExecutorKind::Runner => match self.store.member_by_id(run.answering_member_id).await? {
+            ExecutorKind::Runner => match tx.member_by_id(run.answering_member_id).await? {
                 Some(m) => {
                     self.runner_eligible_with(executor, &m, Some(&p.credential), time::now_ms())
                         .await
@@ -117,11 +171,15 @@ impl Kernel {
         }
     }
 
-    /// The door facts of the authenticated executor on the run it found, read before the
-    /// unit of work opens.
-    pub(crate) async fn door_facts(&self, found: &RunInAccount, p: &ExecutorPrincipal) -> KernelResult<DoorFacts> {
+    /// The door facts of the authenticated executor on the run it found, read inside the unit.
+    pub(crate) async fn door_facts(
+        &self,
+        tx: &mut Tx,
+        found: &RunInAccount,
+        p: &ExecutorPrincipal,
+    ) -> KernelResult<DoorFacts> {
         Ok(DoorFacts {
-            eligible: self.executor_eligible(&found.run, p).await?,
+            eligible: self.executor_eligible(tx, &found.run, p).await?,
             creator_standing: creator_has_standing(found),
         })
     }
@@ -196,10 +254,18 @@ impl Kernel {
     /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
     /// deadline_at}}`.
     pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<Value> {
-        let found = self.executor_run(p, run).await?;
-        let facts = self.door_facts(&found, p).await?;
+        let Opened {
+            mut tx,
+            found,
+            facts,
+            mut run,
+            task,
+        } = self.open_door(p, run, key, true).await?;
         let ws_public = found.workspace_public_id;
-        let (mut tx, mut run, task) = self.lock_row(found.run.id, key).await?;
+        let facts = facts.unwrap_or(DoorFacts {
+            eligible: false,
+            creator_standing: false,
+        });
         if let Err(e) = Self::check_claimable(&run, &task, &p.executor, &facts, now) {
             tx.rollback().await?;
             return Err(e);
@@ -270,9 +336,14 @@ impl Kernel {
         body: &Value,
         now: i64,
     ) -> KernelResult<Value> {
-        let found = self.executor_run(p, run).await?;
+        let Opened {
+            mut tx,
+            found,
+            mut run,
+            task,
+            ..
+        } = self.open_door(p, run, key, false).await?;
         let ws_public = found.workspace_public_id;
-        let (mut tx, mut run, task) = self.lock_row(found.run.id, key).await?;
         let checked = self.check_extend(&run, &task, &p.executor, body, now);
         let ms = match checked {
             Ok(ms) => ms,

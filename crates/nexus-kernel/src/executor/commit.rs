@@ -202,27 +202,43 @@ impl Kernel {
     ) -> KernelResult<Value> {
         // Door 1: the outcome word.
         let failed = outcome_of(body)?;
+        // The payload's own checks need no row; they are worked out before the unit of work
+        // opens, so it holds the store's write gate (SQLite) only for the row's statements.
+        // The answers still come in the doors' order (`commit_in`).
+        let payload = validate_payload(body);
         // Door 2: the row.
-        let found = self.executor_run(p, run).await?;
-        // What needs no row lock is worked out before the unit of work opens, so it holds the
-        // store's write gate (SQLite) only for the row's own statements; the answers still
-        // come in the doors' order (`commit_in`).
+        let super::claim::Opened {
+            mut tx,
+            found,
+            mut run,
+            mut task,
+            ..
+        } = self.open_door(p, run, key, false).await?;
         let presented = Presented {
             body,
             failed,
             creator_standing: super::claim::creator_has_standing(&found),
-            payload: validate_payload(body),
+            payload,
         };
-        let (mut tx, mut run, mut task) = self.lock_row(found.run.id, key).await?;
         match self.commit_in(&mut tx, &mut run, &mut task, p, presented, now).await {
             Ok(Step::Idle) => {
                 tx.rollback().await?;
                 self.idle(&run, task.id).await
             }
             Ok(Step::Settled(effects)) => {
+                // The reply's dependencies come from the unit that settled the row: the row as
+                // committed, and no cold read after the commit.
+                let neighbours = match Self::committed_neighbours(&mut tx, &task).await {
+                    Ok(n) => n,
+                    Err(e) => {
+                        tx.rollback().await?;
+                        return Err(e);
+                    }
+                };
                 tx.commit().await?;
                 self.publish(effects).await;
-                Ok(json!({"task": self.task_view_committed(&run, &task, &p.executor).await?}))
+                let view = self.task_view_committed(&run, &task, &p.executor, neighbours).await?;
+                Ok(json!({"task": view}))
             }
             Ok(Step::Unstorable(effects)) => {
                 tx.commit().await?;
@@ -268,7 +284,7 @@ impl Kernel {
         }
         let ask = kind == "ask";
         // Door 4: an ask's executor must be eligible (a claimant only needs to be active).
-        if ask && !self.executor_eligible(run, p).await? {
+        if ask && !self.executor_eligible(tx, run, p).await? {
             return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
         }
         // Door 5: the run's creator keeps write standing.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self, Block};
-use nexus_store::{Engine, EventRow, RunRow, TaskRow};
+use nexus_store::{Engine, EventRow, RunRow, TaskRow, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -104,6 +104,13 @@ struct Names {
     members: HashMap<i64, Option<Uuid>>,
     executors: HashMap<i64, Option<(Uuid, String)>>,
     tasks: HashMap<i64, String>,
+}
+
+/// A committed row's dependency edges and the rows they name
+/// ([`Kernel::committed_neighbours`]).
+pub(crate) struct Neighbours {
+    edges: Vec<nexus_store::EdgeRow>,
+    deps: Vec<TaskRow>,
 }
 
 impl Kernel {
@@ -436,29 +443,38 @@ impl Kernel {
         self.task_view_from(run, task, &rows, &edges, Names::default()).await
     }
 
+    /// What [`Self::task_view_committed`] needs besides the row, read inside the unit of work
+    /// that settled it (before its commit): the row's dependency edges and, when it has any,
+    /// the rows they name.
+    pub(crate) async fn committed_neighbours(tx: &mut Tx, task: &TaskRow) -> KernelResult<Neighbours> {
+        let edges = tx.edges_from(task.id).await?;
+        let deps = if edges.is_empty() {
+            Vec::new()
+        } else {
+            let mut rows = tx.task_and_deps(task.id).await?;
+            rows.retain(|t| t.id != task.id);
+            rows
+        };
+        Ok(Neighbours { edges, deps })
+    }
+
     /// [`Self::task_view`] of a row the caller has just committed (`task`, as written) and
-    /// whose executor it holds (`known`, the caller's own address): the row and the
-    /// executor's names are not read again, and a row without edges reads no dependencies.
+    /// whose executor it holds (`known`, the caller's own address): the row, its neighbours
+    /// and the executor's names are not read again.
     pub(crate) async fn task_view_committed(
         &self,
         run: &RunRow,
         task: &TaskRow,
         known: &nexus_store::ExecutorRow,
+        neighbours: Neighbours,
     ) -> KernelResult<Value> {
-        let edges = self.store.edges_from(task.id).await?;
-        let rows = if edges.is_empty() {
-            vec![task.clone()]
-        } else {
-            let mut rows = self.store.task_and_deps(task.id).await?;
-            rows.retain(|t| t.id != task.id);
-            rows.push(task.clone());
-            rows
-        };
+        let Neighbours { edges, mut deps } = neighbours;
+        deps.push(task.clone());
         let mut names = Names::default();
         names
             .executors
             .insert(known.id, Some((known.public_id, known.display_name.clone())));
-        self.task_view_from(run, task, &rows, &edges, names).await
+        self.task_view_from(run, task, &deps, &edges, names).await
     }
 
     async fn task_view_from(
