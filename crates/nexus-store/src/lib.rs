@@ -207,16 +207,11 @@ pub trait Engine {
     /// Tasks at `needs_approval` on the workspace's runs with `id > after_task_id`, oldest
     /// (lowest id) first, at most `limit`.
     async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
-    /// The inbox: tasks addressed to `executor_id` in one of `statuses` (1 to
-    /// [`MAX_EXPECTED_STATUSES`]) with `id > after_task_id`, on runs `running | canceling`, by
-    /// id, at most `limit`; each with its run's row (one read for the page).
-    async fn addressed_tasks(
-        &self,
-        executor_id: i64,
-        statuses: &[&str],
-        after_task_id: i64,
-        limit: i64,
-    ) -> Result<Vec<(TaskRow, RunRow)>>;
+    /// The inbox page: tasks addressed to `executor_id` in one of [`INBOX_STATUSES`] with
+    /// `id > after_task_id`, on runs `running | canceling`, by id, at most `limit`; each with
+    /// its run's row (one read for the page, which reads no more rows than it returns but for
+    /// rows of runs that are no longer live).
+    async fn inbox_page(&self, executor_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<(TaskRow, RunRow)>>;
 
     // ---- idempotency receipts (errors-and-auth.md §6) ----
     /// The unexpired receipt (`expires_at > now`) of the scope.
@@ -572,14 +567,8 @@ impl Engine for Store {
     async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
         dispatch!(self, held_approvals(workspace_id, after_task_id, limit))
     }
-    async fn addressed_tasks(
-        &self,
-        executor_id: i64,
-        statuses: &[&str],
-        after_task_id: i64,
-        limit: i64,
-    ) -> Result<Vec<(TaskRow, RunRow)>> {
-        dispatch!(self, addressed_tasks(executor_id, statuses, after_task_id, limit))
+    async fn inbox_page(&self, executor_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<(TaskRow, RunRow)>> {
+        dispatch!(self, inbox_page(executor_id, after_task_id, limit))
     }
     async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
         dispatch!(self, idempotency_get(scope_hash, now))

@@ -271,6 +271,11 @@ pub mod task_status {
 /// How many statuses one conditional task update may expect (there are 11 task statuses).
 pub const MAX_EXPECTED_STATUSES: usize = 12;
 
+/// The statuses of an executor's inbox rows ([`crate::Engine::inbox_page`]): a runner's
+/// dispatched tool call, an approval held for a person, an await for input. The partial index
+/// `tasks_inbox_open` and the page's statement name exactly these.
+pub const INBOX_STATUSES: [&str; 3] = ["dispatched", "needs_approval", "awaiting_input"];
+
 /// A run as the executor doors find it ([`crate::Engine::run_in_account`]): the row, its
 /// workspace's public id, and the standing its creator holds there now.
 #[derive(Debug, Clone, PartialEq, Eq)]

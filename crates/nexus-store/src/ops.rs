@@ -415,22 +415,18 @@ macro_rules! engine_ops {
             rows.iter().map(row::task).collect()
         }
 
-        pub(crate) async fn addressed_tasks(
+        pub(crate) async fn inbox_page(
             c: &mut Conn,
             executor_id: i64,
-            statuses: &[&str],
             after_task_id: i64,
             limit: i64,
         ) -> Result<Vec<(TaskRow, RunRow)>> {
-            let slots = row::status_slots(statuses)?;
-            let mut q = query(sql::ADDRESSED_TASKS)
+            let rows = query(sql::INBOX_PAGE)
                 .bind(executor_id)
                 .bind(after_task_id)
-                .bind(limit);
-            for s in slots {
-                q = q.bind(s);
-            }
-            let rows = q.fetch_all(&mut *c).await?;
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
             rows.iter()
                 .map(|r| Ok((row::task(r)?, row::run(&row::Prefixed(r, "r_"))?)))
                 .collect()
@@ -854,17 +850,10 @@ macro_rules! engine_methods {
             )
             .await
         }
-        async fn addressed_tasks(
-            &self,
-            executor_id: i64,
-            statuses: &[&str],
-            after_task_id: i64,
-            limit: i64,
-        ) -> Result<Vec<(TaskRow, RunRow)>> {
-            ops::addressed_tasks(
+        async fn inbox_page(&self, executor_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<(TaskRow, RunRow)>> {
+            ops::inbox_page(
                 &mut *self.pool.acquire().await?,
                 executor_id,
-                statuses,
                 after_task_id,
                 limit,
             )

@@ -400,11 +400,14 @@ pub(crate) const HELD_APPROVALS: &str = task_select_t!(
     "WHERE r.workspace_id = $1 AND t.status = 'needs_approval' AND t.id > $2 ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
 );
 
-/// The inbox (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit, `$4`–`$15` statuses;
-/// each row with its run's.
-pub(crate) const ADDRESSED_TASKS: &str = task_select_t!(
+/// The inbox page (storage-and-scale.md §9): `$1` executor, `$2` cursor, `$3` limit; each row
+/// with its run's. The status test is the predicate of the partial index `tasks_inbox_open`
+/// (migration 0007) word for word, and names [`crate::INBOX_STATUSES`] (a unit test holds the
+/// two together): the page walks that index in id order and stops at the limit.
+pub(crate) const INBOX_PAGE: &str = task_select_t!(
     @runs
-    "WHERE t.addressed_executor_id = $1 AND t.status IN ($4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+    "WHERE t.addressed_executor_id = $1 \
+     AND (t.status = 'dispatched' OR t.status = 'needs_approval' OR t.status = 'awaiting_input') \
      AND t.id > $2 AND r.status IN ('running', 'canceling') ORDER BY t.id LIMIT CAST($3 AS BIGINT)"
 );
 

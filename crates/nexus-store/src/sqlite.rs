@@ -1063,6 +1063,16 @@ mod tests {
         assert!(tables > 10, "{tables}");
     }
 
+    /// The steps of SQLite's plan for `sql` with `args` bound.
+    fn query_plan(c: &rusqlite::Connection, sql: &str, args: [i64; 3]) -> Vec<String> {
+        c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .unwrap()
+            .query_map(args, |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
     /// Migration 0007: the sweep's selection is served by the partial index over parked rows
     /// (its status test is the index's predicate word for word), and neither a claim's nor a
     /// settle's task update builds a temporary b-tree to evaluate an index predicate.
@@ -1071,13 +1081,7 @@ mod tests {
         let ts = crate::testing::sqlite().await;
         let Store::Sqlite(s) = &ts.store else { unreachable!() };
         let c = s.write_conn().await.unwrap();
-        let plan: Vec<String> = c
-            .prepare(&format!("EXPLAIN QUERY PLAN {}", crate::sql::EXPIRED_PARKS))
-            .unwrap()
-            .query_map([1_i64, 0, 10], |r| r.get::<_, String>(3))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let plan = query_plan(&c, crate::sql::EXPIRED_PARKS, [1, 0, 10]);
         assert!(
             plan.iter().any(|step| step.contains("USING INDEX tasks_parked")),
             "{plan:?}"
@@ -1108,6 +1112,27 @@ mod tests {
             ),
             1
         );
+    }
+
+    /// The inbox page walks `tasks_inbox_open` in id order and stops at its limit: no sort of
+    /// every open row (migration 0007). Its status test names exactly `INBOX_STATUSES`.
+    #[tokio::test]
+    async fn the_inbox_page_reads_its_index_in_page_order() {
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let c = s.write_conn().await.unwrap();
+        let plan = query_plan(&c, crate::sql::INBOX_PAGE, [1, 0, 50]);
+        assert!(
+            plan.iter().any(|step| step.contains("USING INDEX tasks_inbox_open")),
+            "{plan:?}"
+        );
+        assert!(!plan.iter().any(|step| step.contains("TEMP B-TREE")), "{plan:?}");
+        let named: Vec<&str> = crate::sql::INBOX_PAGE
+            .split("t.status = '")
+            .skip(1)
+            .filter_map(|rest| rest.split('\'').next())
+            .collect();
+        assert_eq!(named, crate::INBOX_STATUSES);
     }
 
     /// The architecture invariant behind the writer gate: a reader connection cannot write.

@@ -1196,7 +1196,7 @@ async fn held_approvals_and_the_inbox() {
         assert!(s.held_approvals(f.workspace_id + 99, 0, 10).await.unwrap().is_empty());
         let _ = h3;
 
-        // The inbox: addressed here, in the statuses asked, on running or canceling runs.
+        // The inbox: addressed here, in an inbox status, on running or canceling runs.
         let addressed = |run_id: i64, key: &str, status: &str| {
             let mut t = tool_task(run_id, key, status);
             t.addressed_executor_id = Some(f.runner_id);
@@ -1206,35 +1206,26 @@ async fn held_approvals_and_the_inbox() {
         task_in(s, addressed(a.id, "d2", "completed")).await;
         task_in(s, addressed(b.id, "d3", "dispatched")).await; // pending run
         let d4 = task_in(s, addressed(a.id, "d4", "needs_approval")).await;
-        let page = s
-            .addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], 0, 10)
-            .await
-            .unwrap();
+        task_in(s, addressed(a.id, "d5", "running")).await;
+        let d6 = task_in(s, addressed(a.id, "d6", "awaiting_input")).await;
+        let page = s.inbox_page(f.runner_id, 0, 10).await.unwrap();
         for (t, r) in &page {
             // Each row comes with its run's row, as a read of the run finds it.
             assert_eq!(Some(r), s.run_by_id(t.run_id).await.unwrap().as_ref());
         }
         let tasks_only = |page: Vec<(TaskRow, RunRow)>| page.into_iter().map(|(t, _)| t).collect::<Vec<_>>();
-        assert_eq!(keys(tasks_only(page)), ["d1", "d4"]);
+        assert_eq!(keys(tasks_only(page)), ["d1", "d4", "d6"]);
+        assert_eq!(keys(tasks_only(s.inbox_page(f.runner_id, 0, 1).await.unwrap())), ["d1"]);
         assert_eq!(
-            keys(tasks_only(
-                s.addressed_tasks(f.runner_id, &["dispatched"], 0, 10).await.unwrap()
-            )),
-            ["d1"]
+            keys(tasks_only(s.inbox_page(f.runner_id, d1.id, 10).await.unwrap())),
+            ["d4", "d6"]
         );
         assert_eq!(
-            keys(tasks_only(
-                s.addressed_tasks(f.runner_id, &["dispatched", "needs_approval"], d1.id, 10)
-                    .await
-                    .unwrap()
-            )),
-            ["d4"]
+            keys(tasks_only(s.inbox_page(f.runner_id, d4.id, 1).await.unwrap())),
+            ["d6"]
         );
-        let _ = d4;
-        assert!(matches!(
-            s.addressed_tasks(f.runner_id, &[], 0, 10).await,
-            Err(StoreError::Config(_))
-        ));
+        assert!(s.inbox_page(f.runner_id, d6.id, 10).await.unwrap().is_empty());
+        assert!(s.inbox_page(f.runner_id + 99, 0, 10).await.unwrap().is_empty());
     });
 }
 

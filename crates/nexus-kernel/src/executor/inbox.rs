@@ -19,9 +19,6 @@ use crate::error::{KernelError, KernelResult};
 use crate::runs::FrozenContext;
 use crate::{Kernel, time};
 
-/// The parked statuses the inbox lists.
-pub(crate) const INBOX_STATUSES: [&str; 3] = ["dispatched", "needs_approval", "awaiting_input"];
-
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
 pub(crate) fn inbox_kind(task: &TaskRow) -> Option<&'static str> {
     match (task.kind.as_str(), task.status.as_str()) {
@@ -257,10 +254,7 @@ impl Kernel {
     pub async fn inbox(&self, p: &ExecutorPrincipal, after: Option<&str>, limit: Option<i64>) -> KernelResult<Value> {
         let after = parse_after(after)?;
         let limit = inbox_limit(limit);
-        let page = self
-            .store
-            .addressed_tasks(p.executor.id, &INBOX_STATUSES, after, limit)
-            .await?;
+        let page = self.store.inbox_page(p.executor.id, after, limit).await?;
         let full = page.len() as i64 == limit;
         let last = page.last().map(|(t, _)| t.id);
         let mut l = Lookups::knowing(&p.executor, None);

@@ -15,3 +15,12 @@ CREATE INDEX tasks_deadline ON tasks (deadline_at)
 DROP INDEX tasks_parked;
 CREATE INDEX tasks_parked ON tasks (id)
     WHERE status = 'needs_approval' OR status = 'running' OR status = 'dispatched' OR status = 'awaiting_input';
+
+-- The inbox page (storage-and-scale.md §9): an executor's open rows in id order. With
+-- `tasks_inbox (addressed_executor_id, status, id)` alone a page read every open row of the
+-- executor and sorted them before its LIMIT (one index range per status), so a page cost grew
+-- with the inbox. This index holds exactly the inbox's rows in page order; `sql::INBOX_PAGE`
+-- repeats its predicate word for word. `tasks_inbox` stays for the sweep's revoked-addressee
+-- selection.
+CREATE INDEX tasks_inbox_open ON tasks (addressed_executor_id, id)
+    WHERE status = 'dispatched' OR status = 'needs_approval' OR status = 'awaiting_input';
