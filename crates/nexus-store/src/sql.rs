@@ -53,14 +53,47 @@ pub(crate) const INSERT_EXECUTOR: &str = "INSERT INTO executors \
      RETURNING id, public_id, account_id, kind, status, display_name, credential_epoch, \
       assignment_scope, manager_id, agent_id, served_tools, environment, served_documents, \
       last_seen_at, created_at";
+/// An executor row's columns, each prefixed with `$t` (a table alias and dot, or nothing).
+macro_rules! executor_columns {
+    ($t:literal) => {
+        concat!(
+            $t,
+            "id, ",
+            $t,
+            "public_id, ",
+            $t,
+            "account_id, ",
+            $t,
+            "kind, ",
+            $t,
+            "status, ",
+            $t,
+            "display_name, ",
+            $t,
+            "credential_epoch, ",
+            $t,
+            "assignment_scope, ",
+            $t,
+            "manager_id, ",
+            $t,
+            "agent_id, ",
+            $t,
+            "served_tools, ",
+            $t,
+            "environment, ",
+            $t,
+            "served_documents, ",
+            $t,
+            "last_seen_at, ",
+            $t,
+            "created_at"
+        )
+    };
+}
+
 macro_rules! executor_select {
     ($where:literal) => {
-        concat!(
-            "SELECT id, public_id, account_id, kind, status, display_name, credential_epoch, \
-             assignment_scope, manager_id, agent_id, served_tools, environment, \
-             served_documents, last_seen_at, created_at FROM executors ",
-            $where
-        )
+        concat!("SELECT ", executor_columns!(""), " FROM executors ", $where)
     };
 }
 pub(crate) const EXECUTOR_BY_ID: &str = executor_select!("WHERE id = $1");
@@ -90,11 +123,15 @@ pub(crate) const CREDENTIAL_BY_PUBLIC_ID: &str = "SELECT id, public_id, plane, m
      FROM credentials WHERE public_id = $1";
 /// A credential by public id (`$1`, its columns prefixed `c_`) with its executor's row (`NULL`s
 /// for a member credential): a transport request's authentication in one read.
-pub(crate) const CREDENTIAL_WITH_EXECUTOR: &str = "SELECT e.*, c.id AS c_id, c.public_id AS c_public_id, \
+pub(crate) const CREDENTIAL_WITH_EXECUTOR: &str = concat!(
+    "SELECT ",
+    executor_columns!("e."),
+    ", c.id AS c_id, c.public_id AS c_public_id, \
      c.plane AS c_plane, c.member_id AS c_member_id, c.executor_id AS c_executor_id, c.epoch AS c_epoch, \
      c.secret_sha256 AS c_secret_sha256, c.expires_at AS c_expires_at, c.revoked_at AS c_revoked_at, \
      c.created_at AS c_created_at FROM credentials c LEFT JOIN executors e ON e.id = c.executor_id \
-     WHERE c.public_id = $1";
+     WHERE c.public_id = $1"
+);
 pub(crate) const REVOKE_CREDENTIAL: &str =
     "UPDATE credentials SET revoked_at = $1 WHERE public_id = $2 AND revoked_at IS NULL";
 pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials \
@@ -212,12 +249,29 @@ pub(crate) const UPDATE_RUN: &str = "UPDATE runs SET status = $2, deliverable_ta
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
 
+/// A task row's columns read through the alias `t` (what `row::task` decodes).
+macro_rules! task_columns_t {
+    () => {
+        "t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, t.created_at, \
+         t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
+         t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, t.tool_input, \
+         t.tool_call_id, t.target_executor_id, t.addressed_executor_id, t.addressed_role, \
+         t.effect_profile, t.timeout_ms, t.await_started_at, t.deadline_at, t.claim_token, \
+         t.claimed_at, t.claimant_id, t.content, t.structured_present, t.structured_content, \
+         t.is_error, t.title, t.metadata, t.error_key, t.error_detail, t.approval, \
+         t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
+         t.settled_at"
+    };
+}
+
 /// SQLite, inside a unit of work: run `$1` (columns prefixed `r_`) and its task keyed `$2`
 /// (`NULL`s when there is none), in one statement.
 pub(crate) const RUN_WITH_TASK_SQLITE: &str = concat!(
     "SELECT ",
     run_columns!("r.", "r_"),
-    ", t.* FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $2 WHERE r.id = $1"
+    ", ",
+    task_columns_t!(),
+    " FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $2 WHERE r.id = $1"
 );
 
 /// The PostgreSQL run lock (storage-and-scale.md §3: the run row first).
@@ -380,15 +434,8 @@ macro_rules! task_select_t {
     };
     (@also $also:expr, $where:literal) => {
         concat!(
-            "SELECT t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, t.created_at, \
-             t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
-             t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, t.tool_input, \
-             t.tool_call_id, t.target_executor_id, t.addressed_executor_id, t.addressed_role, \
-             t.effect_profile, t.timeout_ms, t.await_started_at, t.deadline_at, t.claim_token, \
-             t.claimed_at, t.claimant_id, t.content, t.structured_present, t.structured_content, \
-             t.is_error, t.title, t.metadata, t.error_key, t.error_detail, t.approval, \
-             t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
-             t.settled_at",
+            "SELECT ",
+            task_columns_t!(),
             $also,
             " FROM tasks t JOIN runs r ON r.id = t.run_id ",
             $where
@@ -515,16 +562,12 @@ pub(crate) const TASK_AND_DEPS: &str =
 
 /// A round as its reply step reads it: the row, its facts (if any), whether any row depends on
 /// it, and whether its run holds a kernel-held (`running`) await.
-pub(crate) const ROUND_FOR_REPLY: &str = "SELECT t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, \
-     t.created_at, t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, \
-     t.mainline, t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, \
-     t.tool_input, t.tool_call_id, t.target_executor_id, t.addressed_executor_id, \
-     t.addressed_role, t.effect_profile, t.timeout_ms, t.await_started_at, t.deadline_at, \
-     t.claim_token, t.claimed_at, t.claimant_id, t.content, t.structured_present, \
-     t.structured_content, t.is_error, t.title, t.metadata, t.error_key, t.error_detail, \
-     t.approval, t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
-     t.settled_at, f.task_id AS facts_task_id, f.chain_rounds AS facts_chain_rounds, \
+pub(crate) const ROUND_FOR_REPLY: &str = concat!(
+    "SELECT ",
+    task_columns_t!(),
+    ", f.task_id AS facts_task_id, f.chain_rounds AS facts_chain_rounds, \
      f.key_floor AS facts_key_floor, f.history AS facts_history, EXISTS (SELECT 1 FROM \
      task_edges e WHERE e.depends_on_id = t.id) AS has_dependents, EXISTS (SELECT 1 FROM tasks \
      w WHERE w.run_id = t.run_id AND w.status = 'running' AND w.kind = 'await_task') AS \
-     running_awaits FROM tasks t LEFT JOIN round_facts f ON f.task_id = t.id WHERE t.id = $1";
+     running_awaits FROM tasks t LEFT JOIN round_facts f ON f.task_id = t.id WHERE t.id = $1"
+);

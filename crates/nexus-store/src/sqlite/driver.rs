@@ -170,7 +170,7 @@ impl<'q> Query<'q> {
             match rows.next()? {
                 Some(row) => {
                     if names.is_none() {
-                        names = Some(column_names(row.as_ref())?);
+                        names = Some(names_of(self.sql, row.as_ref())?);
                     }
                     if let Some(names) = &names {
                         out.push(map(names, row)?);
@@ -214,6 +214,48 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
     pub(crate) fn fetch_all(self, c: &mut Connection) -> Ready<rusqlite::Result<Vec<T>>> {
         ready(self.query.run(c, usize::MAX, |_, row| row.get(0)))
     }
+}
+
+/// How many statement texts [`names_of`] remembers per thread before it starts over: the store's
+/// fixed texts number about a hundred; dynamic ones (introspection, the key probe) could grow
+/// without bound.
+const NAMES_CACHE: usize = 512;
+
+thread_local! {
+    /// Column names by statement text (see [`names_of`]).
+    static NAMES: std::cell::RefCell<std::collections::HashMap<Box<str>, Names>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The column names of `stmt`, prepared from `sql`. A text that names its columns (no `*`)
+/// has the same names on every connection and schema, so they are built once per thread and
+/// shared; building them per execution (a string per column, 60-odd for a joined task row) was
+/// about 4 % of the inbox path's CPU (BENCHMARKS.md). A text with `*` takes its columns from
+/// the schema, which a migration can change under a cached statement: its names are built from
+/// the statement every time.
+fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names> {
+    if sql.contains('*') {
+        return column_names(stmt);
+    }
+    let cached = NAMES.with(|cache| {
+        cache
+            .borrow()
+            .get(sql)
+            .filter(|names| names.len() == stmt.column_count())
+            .cloned()
+    });
+    if let Some(names) = cached {
+        return Ok(names);
+    }
+    let names = column_names(stmt)?;
+    NAMES.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= NAMES_CACHE {
+            cache.clear();
+        }
+        cache.insert(sql.into(), names.clone());
+    });
+    Ok(names)
 }
 
 /// The statement's column names, for its rows to share.
@@ -415,6 +457,30 @@ mod tests {
         let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
         assert_eq!(r.text("d").unwrap(), "new");
         assert_eq!(r.text("a").unwrap(), "x");
+    }
+
+    /// Names are remembered per statement text, except where the text takes its columns from
+    /// the schema (`*`): a rename keeps the column count, and the row still carries the new name.
+    #[test]
+    fn remembered_names_never_outlive_a_schema_change() {
+        let mut c = conn();
+        block(
+            query("INSERT INTO t (a, b) VALUES ($1, $2)")
+                .bind("x")
+                .bind(1_i64)
+                .execute(&mut c),
+        )
+        .unwrap();
+        for _ in 0..2 {
+            let r = block(query("SELECT a, b AS n FROM t").fetch_one(&mut c)).unwrap();
+            assert_eq!((r.text("a").unwrap(), r.int("n").unwrap()), ("x".into(), 1));
+        }
+        let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
+        assert_eq!(r.int("b").unwrap(), 1);
+        c.execute_batch("ALTER TABLE t RENAME COLUMN b TO bb").unwrap();
+        let r = block(query("SELECT * FROM t").fetch_one(&mut c)).unwrap();
+        assert_eq!(r.int("bb").unwrap(), 1);
+        assert!(matches!(r.int("b"), Err(StoreError::Corrupt(_))));
     }
 
     #[test]
