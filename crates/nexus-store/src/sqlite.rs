@@ -22,7 +22,6 @@
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use fs2::FileExt;
@@ -95,11 +94,17 @@ impl std::fmt::Debug for SqliteStore {
     }
 }
 
-/// The read connections, handed out round-robin, a free one first.
+/// The read connections, the lowest-numbered free one first.
+///
+/// Every commit empties the page cache of every reader (a WAL reader cannot tell which pages
+/// changed), so a reader is warm only for the reads it serves before the next commit. Handing
+/// out the first free connection keeps the reads between two commits on as few connections as
+/// possible, and the second and later of them find the small hot tables (credentials,
+/// executors) already cached; round-robin sent each read to a connection that had missed the
+/// last commit, cold. Measured in BENCHMARKS.md ("Inbox throughput").
 #[derive(Clone)]
 pub(crate) struct Readers {
     conns: Arc<[Shared]>,
-    next: Arc<AtomicUsize>,
     busy: Duration,
 }
 
@@ -107,14 +112,12 @@ impl Readers {
     /// A read connection, for one statement or a few. `Busy` when none frees up within the
     /// busy timeout (in memory the only connection is the writer's, held by a unit of work).
     pub(crate) async fn acquire(&self) -> Result<HeldConn> {
-        let start = self.next.fetch_add(1, Ordering::Relaxed);
-        let n = self.conns.len();
-        for i in 0..n {
-            if let Ok(held) = self.conns[(start + i) % n].clone().try_lock_owned() {
+        for conn in self.conns.iter() {
+            if let Ok(held) = conn.clone().try_lock_owned() {
                 return Ok(held);
             }
         }
-        tokio::time::timeout(self.busy, self.conns[start % n].clone().lock_owned())
+        tokio::time::timeout(self.busy, self.conns[0].clone().lock_owned())
             .await
             .map_err(|_| StoreError::Busy)
     }
@@ -259,7 +262,6 @@ impl SqliteStore {
                 Ok(Self {
                     pool: Readers {
                         conns: Arc::from([writer.clone()]),
-                        next: Arc::default(),
                         busy,
                     },
                     writer,
@@ -294,7 +296,6 @@ impl SqliteStore {
                 Ok(Self {
                     pool: Readers {
                         conns: Arc::from(readers),
-                        next: Arc::default(),
                         busy,
                     },
                     writer,
