@@ -6,6 +6,10 @@
 //! later) reads a bare parameter's value when it plans a `LIMIT`, which marks the statement as
 //! depending on that value, so every new binding recompiles it (parse and plan again on each
 //! execution). The cast keeps the plan value-free; PostgreSQL reads it as the `int8` it binds.
+//! The same holds for a bare parameter compared with a column that a partial index's predicate
+//! names (`kind = $2` beside `executors_active_runner_name … WHERE kind = 'runner'`): SQLite
+//! reads the value to decide whether the index applies, so such a comparison is written
+//! `kind = CAST($2 AS TEXT)`.
 //! The SQLite driver asserts in debug builds that no statement recompiles per execution.
 
 pub(crate) const INSERT_ACCOUNT: &str = "INSERT INTO accounts (public_id, handle, created_at) \
@@ -104,7 +108,8 @@ pub(crate) const ACTIVE_RUNNER_BY_NAME: &str = executor_select!(
 );
 pub(crate) const AGENT_APPLICATION_OF: &str = executor_select!("WHERE agent_id = $1 AND kind = 'agent_application'");
 pub(crate) const EXECUTORS_OF_ACCOUNT: &str = executor_select!("WHERE account_id = $1 ORDER BY id");
-pub(crate) const EXECUTORS_OF_ACCOUNT_KIND: &str = executor_select!("WHERE account_id = $1 AND kind = $2 ORDER BY id");
+pub(crate) const EXECUTORS_OF_ACCOUNT_KIND: &str =
+    executor_select!("WHERE account_id = $1 AND kind = CAST($2 AS TEXT) ORDER BY id");
 pub(crate) const ADVANCE_EPOCH: &str = "UPDATE executors SET credential_epoch = credential_epoch + 1 \
      WHERE id = $1 RETURNING credential_epoch";
 pub(crate) const REVOKE_EXECUTOR: &str = "UPDATE executors SET status = 'revoked' WHERE id = $1";
