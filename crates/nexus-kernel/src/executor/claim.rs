@@ -53,7 +53,7 @@ pub(crate) fn deadline_passed(task: &TaskRow, now: i64) -> bool {
 
 /// Door facts that belong to the executor and the run's principals, not to the row: whether
 /// the executor is eligible for the run (executor.md §1) and whether the run's creator keeps
-/// write standing. The claim door reads them inside its unit of work, before the run lock:
+/// write standing. The claim door reads them inside its unit of work, beside the row:
 /// on SQLite the writer's page cache serves them warm, where a reader connection starts cold
 /// after every commit (BENCHMARKS.md, "Inbox throughput").
 pub(crate) struct DoorFacts {
@@ -67,8 +67,6 @@ pub(crate) struct DoorFacts {
 pub(crate) struct Opened {
     pub tx: Tx,
     pub found: RunInAccount,
-    /// The door facts, when the door asked for them.
-    pub facts: Option<DoorFacts>,
     pub run: RunRow,
     pub task: TaskRow,
 }
@@ -97,25 +95,12 @@ impl Kernel {
     }
 
     /// Opens a claim-scoped door's unit of work: the run `run` in the executor's account (404
-    /// `not_found`), then, when `with_facts`, the door facts over it (read inside the unit),
-    /// then the run lock and the row re-read under it (404 for no such row). An error rolls
-    /// the unit back.
-    pub(crate) async fn open_door(
-        &self,
-        p: &ExecutorPrincipal,
-        run: Uuid,
-        key: &str,
-        with_facts: bool,
-    ) -> KernelResult<Opened> {
+    /// `not_found`), then the run lock and the row re-read under it (404 for no such row). An
+    /// error rolls the unit back.
+    pub(crate) async fn open_door(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<Opened> {
         let mut tx = self.store.begin().await?;
-        match self.open_in(&mut tx, p, run, key, with_facts).await {
-            Ok((found, facts, run, task)) => Ok(Opened {
-                tx,
-                found,
-                facts,
-                run,
-                task,
-            }),
+        match Self::open_in(&mut tx, p, run, key).await {
+            Ok((found, run, task)) => Ok(Opened { tx, found, run, task }),
             Err(e) => {
                 tx.rollback().await?;
                 Err(e)
@@ -124,24 +109,17 @@ impl Kernel {
     }
 
     async fn open_in(
-        &self,
         tx: &mut Tx,
         p: &ExecutorPrincipal,
         run: Uuid,
         key: &str,
-        with_facts: bool,
-    ) -> KernelResult<(RunInAccount, Option<DoorFacts>, RunRow, TaskRow)> {
+    ) -> KernelResult<(RunInAccount, RunRow, TaskRow)> {
         let found = tx
             .run_in_account(run, p.executor.account_id)
             .await?
             .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))?;
-        let facts = if with_facts {
-            Some(self.door_facts(tx, &found, p).await?)
-        } else {
-            None
-        };
         match tx.lock_run_with_task(found.run.id, key).await? {
-            (run, Some(task)) => Ok((found, facts, run, task)),
+            (run, Some(task)) => Ok((found, run, task)),
             (_, None) => Err(refuse(Code::NotFound, "no such task in this executor's account")),
         }
     }
@@ -257,15 +235,17 @@ impl Kernel {
         let Opened {
             mut tx,
             found,
-            facts,
             mut run,
             task,
-        } = self.open_door(p, run, key, true).await?;
+        } = self.open_door(p, run, key).await?;
         let ws_public = found.workspace_public_id;
-        let facts = facts.unwrap_or(DoorFacts {
-            eligible: false,
-            creator_standing: false,
-        });
+        let facts = match self.door_facts(&mut tx, &found, p).await {
+            Ok(facts) => facts,
+            Err(e) => {
+                tx.rollback().await?;
+                return Err(e);
+            }
+        };
         if let Err(e) = Self::check_claimable(&run, &task, &p.executor, &facts, now) {
             tx.rollback().await?;
             return Err(e);
@@ -341,8 +321,7 @@ impl Kernel {
             found,
             mut run,
             task,
-            ..
-        } = self.open_door(p, run, key, false).await?;
+        } = self.open_door(p, run, key).await?;
         let ws_public = found.workspace_public_id;
         let checked = self.check_extend(&run, &task, &p.executor, body, now);
         let ms = match checked {

@@ -212,8 +212,7 @@ impl Kernel {
             found,
             mut run,
             mut task,
-            ..
-        } = self.open_door(p, run, key, false).await?;
+        } = self.open_door(p, run, key).await?;
         let presented = Presented {
             body,
             failed,
