@@ -765,6 +765,9 @@ macro_rules! engine_methods {
         async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
             ops::run_in_account(&mut *self.pool.acquire().await?, public_id, account_id).await
         }
+        async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
+            ops::member_by_id(&mut *self.pool.acquire().await?, id).await
+        }
         async fn runs_of_workspace(
             &self,
             workspace_id: i64,

@@ -376,10 +376,6 @@ impl Engine for PgStore {
         Ok((member, executor))
     }
 
-    async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
-        self.one_member(sqlx::query(sql::MEMBER_BY_ID).bind(id)).await
-    }
-
     async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
         self.one_member(sqlx::query(sql::MEMBER_BY_PUBLIC_ID).bind(public_id))
             .await

@@ -773,10 +773,6 @@ impl Engine for SqliteStore {
         Ok((member, executor))
     }
 
-    async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>> {
-        self.one_member(query(sql::MEMBER_BY_ID).bind(id)).await
-    }
-
     async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
         self.one_member(query(sql::MEMBER_BY_PUBLIC_ID).bind(id_text(public_id)))
             .await
