@@ -186,48 +186,8 @@ struct Figures {
 /// Statements the store ran (see the module docs), when counting.
 static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
-/// A statement event: the SQLite engine's own, or sqlx's (PostgreSQL).
-fn is_statement(target: &str) -> bool {
-    target == nexus_store::SQLITE_STATEMENT_TARGET || target == "sqlx::query"
-}
-
-/// A `tracing` subscriber that counts the store's per-statement events and records nothing else.
-struct CountStatements;
-
-impl tracing::Subscriber for CountStatements {
-    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
-        is_statement(metadata.target())
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if is_statement(event.metadata().target()) {
-            STATEMENTS.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
-
 fn counting() -> bool {
     std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
-}
-
-/// This process's CPU time so far (user + system, every thread: the runtime's workers and the
-/// store's connection threads), from `/proc/self/stat` in clock ticks (100 Hz on Linux).
-/// `None` where there is no procfs. On a shared machine it moves far less with other load than
-/// wall time does.
-fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // Fields 14 (utime) and 15 (stime) overall; 12 and 13 after the state field.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }
 
 fn pct(sorted: &[Duration], p: f64) -> Duration {
@@ -243,7 +203,7 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
     let mut all = Vec::with_capacity(RUNS * ROUNDS_PER_RUN);
     let mut per_run = Vec::new();
     let started = Instant::now();
-    let cpu_before = process_cpu();
+    let cpu_before = testing::process_cpu();
     let statements_before = STATEMENTS.load(Ordering::Relaxed);
     for _ in 0..RUNS {
         let id = w.start("rounds").await;
@@ -253,7 +213,7 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
     }
     let total = started.elapsed();
     let statements = counting().then(|| STATEMENTS.load(Ordering::Relaxed) - statements_before);
-    let cpu = process_cpu()
+    let cpu = testing::process_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));
     let mut sorted = all.clone();
@@ -291,7 +251,10 @@ fn ms(d: Duration) -> String {
 fn main() {
     // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
     if counting() {
-        tracing::subscriber::set_global_default(CountStatements).expect("the only subscriber");
+        tracing::subscriber::set_global_default(testing::StatementEvents(|_: Option<&str>| {
+            STATEMENTS.fetch_add(1, Ordering::Relaxed);
+        }))
+        .expect("the only subscriber");
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -17,10 +17,18 @@
 //!
 //! `NEXUS_BENCH_TASKS=<n>` overrides the task count (default 2,000, at most 20,000).
 //!
+//! `NEXUS_BENCH_STATEMENTS=1` also tallies the store's statements over the timed window (the
+//! SQLite engine's per-statement `tracing` events, sqlx's on PostgreSQL) and prints them per
+//! settled task, most frequent first. The tally costs time of its own: its figures are not
+//! throughput figures.
+//!
 //! After the window, the same number of clients send two bare `GET /healthz` per task (no
 //! store, no credential) and the pace is printed as the "HTTP floor": what the exchanges alone
 //! allow on this machine, an upper bound for the inbox figure.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use nexus_kernel::Kernel;
@@ -44,9 +52,50 @@ struct Outcome {
     window: Duration,
     latencies: Vec<Duration>,
     setup: Duration,
+    /// This process's CPU time (every thread: server, kernel, store and the clients) over the
+    /// window, when procfs tells it.
+    cpu: Option<Duration>,
     /// The same 8 clients' pace through two bare `GET /healthz` per task (no store, no auth):
     /// what the HTTP exchanges alone cost on this machine.
     http_floor: Duration,
+}
+
+/// Statement texts seen while [`TALLYING`], with their counts.
+static TALLY: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+/// Set over the timed window when `NEXUS_BENCH_STATEMENTS=1`.
+static TALLYING: AtomicBool = AtomicBool::new(false);
+
+/// Tallies one statement event while [`TALLYING`].
+fn tally(text: Option<&str>) {
+    if !TALLYING.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut tally = TALLY.lock().expect("tally");
+    *tally
+        .get_or_insert_with(HashMap::new)
+        .entry(text.unwrap_or("(no text)").to_string())
+        .or_default() += 1;
+}
+
+fn tallying() -> bool {
+    std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
+}
+
+fn print_tally(engine: &str, settled: usize) {
+    let Some(tally) = TALLY.lock().expect("tally").take() else {
+        return;
+    };
+    let total: u64 = tally.values().sum();
+    println!(
+        "{engine:<10} statements in the window: {total} = {:.2} per settled task",
+        total as f64 / settled.max(1) as f64
+    );
+    let mut rows: Vec<_> = tally.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    for (text, n) in rows {
+        let short: String = text.chars().take(150).collect();
+        println!("  {:>6.2} {short}", n as f64 / settled.max(1) as f64);
+    }
 }
 
 fn tasks_wanted() -> usize {
@@ -130,6 +179,8 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let setup = setup_start.elapsed();
 
     // The timed window: 8 clients, one per runner.
+    TALLYING.store(tallying(), Ordering::Relaxed);
+    let cpu_start = testing::process_cpu();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(RUNNERS);
     for (j, (_, token, client)) in runners.into_iter().enumerate() {
@@ -147,6 +198,10 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         latencies.extend(l);
     }
     let window = start.elapsed();
+    let cpu = testing::process_cpu()
+        .zip(cpu_start)
+        .map(|(end, start)| end.saturating_sub(start));
+    TALLYING.store(false, Ordering::Relaxed);
     let http_floor = http_floor(&base, tasks).await;
 
     let _ = stop_tx.send(true);
@@ -158,6 +213,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         window,
         latencies,
         setup,
+        cpu,
         http_floor,
     }
 }
@@ -265,6 +321,7 @@ fn load_average() -> String {
 }
 
 fn report(engine: &str, o: &mut Outcome) {
+    print_tally(engine, o.settled);
     o.latencies.sort();
     let rate = o.settled as f64 / o.window.as_secs_f64();
     println!(
@@ -277,6 +334,14 @@ fn report(engine: &str, o: &mut Outcome) {
         o.setup.as_secs_f64(),
         RETRIES.swap(0, std::sync::atomic::Ordering::Relaxed),
     );
+    if let Some(cpu) = o.cpu {
+        println!(
+            "{engine:<10} process CPU over the window: {:.2} s = {:.0} µs per settled task ({:.2} cores busy)",
+            cpu.as_secs_f64(),
+            cpu.as_secs_f64() * 1e6 / o.settled.max(1) as f64,
+            cpu.as_secs_f64() / o.window.as_secs_f64(),
+        );
+    }
     println!(
         "{engine:<10} HTTP floor: {} tasks' worth of exchanges (2 × GET /healthz each) in {:.2} s = {:.1} tasks/s",
         o.settled,
@@ -287,6 +352,9 @@ fn report(engine: &str, o: &mut Outcome) {
 
 fn main() {
     // `cargo bench` passes `--bench`; a `cargo test --benches` run passes nothing to run here.
+    if tallying() {
+        tracing::subscriber::set_global_default(testing::StatementEvents(tally)).expect("the tally subscriber");
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

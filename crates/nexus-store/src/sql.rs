@@ -269,14 +269,18 @@ macro_rules! task_columns_t {
     };
 }
 
-/// SQLite, inside a unit of work: run `$1` (columns prefixed `r_`) and its task keyed `$2`
-/// (`NULL`s when there is none), in one statement.
-pub(crate) const RUN_WITH_TASK_SQLITE: &str = concat!(
+/// SQLite, inside a unit of work (the write lock is held): an executor door's one read. Run `$1`
+/// by public id (columns prefixed `r_`), its workspace's public id when that workspace belongs
+/// to the account `$2` (`NULL` otherwise), its creator's standing there, and its task keyed `$3`
+/// (`NULL`s when there is none): [`RUN_IN_ACCOUNT`] and the task by key in one.
+pub(crate) const DOOR_SQLITE: &str = concat!(
     "SELECT ",
     run_columns!("r.", "r_"),
-    ", ",
+    ", (SELECT w.public_id FROM workspaces w WHERE w.id = r.workspace_id AND w.account_id = $2) \
+     AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
+     WHERE m.workspace_id = r.workspace_id AND m.member_id = r.created_by_id) AS creator_standing, ",
     task_columns_t!(),
-    " FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $2 WHERE r.id = $1"
+    " FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $3 WHERE r.public_id = $1"
 );
 
 /// The PostgreSQL run lock (storage-and-scale.md §3: the run row first).

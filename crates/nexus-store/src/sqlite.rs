@@ -520,30 +520,48 @@ pub(crate) mod ops {
         .await
     }
 
-    /// [`update_task`] over `before`, the row as this unit of work read it (under the write
-    /// lock, unchanged since): the conditions are checked on it and the row is not read again.
-    /// The `UPDATE` still names the generation, the status and the claim token, so a `before`
-    /// that was not current changes nothing.
-    /// The run (read: the write lock is held) and its task keyed `key`, in one statement.
-    pub(crate) async fn lock_run_with_task(c: &mut Conn, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
+    /// An executor door's rows in one statement (the write lock is held): the run `public_id`
+    /// as the account `account_id` finds it, and its task keyed `key`.
+    pub(crate) async fn open_door(
+        c: &mut Conn,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
         use crate::row::Columns;
         if check_text(key).is_err() {
-            return Ok((lock_run(c, run_id).await?, None));
+            return Ok(run_in_account(c, public_id, account_id)
+                .await?
+                .map(|found| (found, None)));
         }
-        let r = query(sql::RUN_WITH_TASK_SQLITE)
-            .bind(run_id)
+        let Some(r) = query(sql::DOOR_SQLITE)
+            .bind(uid(public_id))
+            .bind(account_id)
             .bind(key)
             .fetch_optional(&mut *c)
             .await?
-            .ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
-        let run = row::run(&row::Prefixed(&r, "r_"))?;
+        else {
+            return Ok(None);
+        };
+        let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+            return Ok(None);
+        };
+        let found = RunInAccount {
+            run: row::run(&row::Prefixed(&r, "r_"))?,
+            workspace_public_id,
+            creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
+        };
         let task = match r.opt_int("id")? {
             Some(_) => Some(row::task(&r)?),
             None => None,
         };
-        Ok((run, task))
+        Ok(Some((found, task)))
     }
 
+    /// [`update_task`] over `before`, the row as this unit of work read it (under the write
+    /// lock, unchanged since): the conditions are checked on it and the row is not read again.
+    /// The `UPDATE` still names the generation, the status and the claim token, so a `before`
+    /// that was not current changes nothing.
     pub(crate) async fn update_task_over(
         c: &mut Conn,
         before: &TaskRow,

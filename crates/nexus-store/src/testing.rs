@@ -523,3 +523,61 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
         foreign_keys,
     })
 }
+
+/// This process's CPU time so far (user + system, every thread: the runtime's workers and the
+/// store's connection threads), from `/proc/self/stat` in clock ticks (100 Hz on Linux).
+/// `None` where there is no procfs. The benchmarks report it beside wall time: on a shared
+/// machine it moves far less with other load than wall time does.
+pub fn process_cpu() -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // Fields 14 (utime) and 15 (stime) overall; 12 and 13 after the state field.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(std::time::Duration::from_millis(ticks * 10))
+}
+
+/// A `tracing` subscriber for the benchmarks that sees only the store's per-statement events
+/// (the SQLite engine's [`crate::SQLITE_STATEMENT_TARGET`], sqlx's `sqlx::query` on PostgreSQL)
+/// and hands each one's statement text (whitespace collapsed; `None` when the event carries
+/// none) to `on_statement`. It records nothing else.
+pub struct StatementEvents<F>(pub F);
+
+/// Whether a `tracing` target is a store statement event.
+pub fn is_statement(target: &str) -> bool {
+    target == crate::SQLITE_STATEMENT_TARGET || target == "sqlx::query"
+}
+
+struct SqlText(Option<String>);
+
+impl tracing::field::Visit for SqlText {
+    fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+        if self.0.is_none() && matches!(field.name(), "sql" | "summary" | "db.statement") {
+            self.0 = Some(value.split_whitespace().collect::<Vec<_>>().join(" "));
+        }
+    }
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.record_str(field, &format!("{value:?}"));
+    }
+}
+
+impl<F: Fn(Option<&str>) + Send + Sync + 'static> tracing::Subscriber for StatementEvents<F> {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        is_statement(metadata.target())
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if is_statement(event.metadata().target()) {
+            let mut text = SqlText(None);
+            event.record(&mut text);
+            (self.0)(text.0.as_deref());
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}

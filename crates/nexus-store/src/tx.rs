@@ -209,21 +209,23 @@ impl Tx {
         )
     }
 
-    /// [`crate::Engine::run_in_account`] inside the unit of work: on SQLite the writer's page
-    /// cache, which no commit invalidates, serves it (a reader starts cold after every commit).
-    pub async fn run_in_account(&mut self, public_id: uuid::Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
-        tx_dispatch!(self, run_in_account(public_id, account_id))
+    /// An executor door's rows inside the unit of work: the run `public_id` as the account
+    /// `account_id` finds it ([`crate::Engine::run_in_account`]: `None` when it is not there),
+    /// read under the run lock, and its task keyed `key`. One statement on SQLite, whose writer
+    /// page cache no commit invalidates (a reader starts cold after every commit); the lookup,
+    /// the lock and the row on PostgreSQL.
+    pub async fn open_door(
+        &mut self,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        tx_dispatch!(self, open_door(public_id, account_id, key))
     }
 
     /// [`crate::Engine::member_by_id`] inside the unit of work.
     pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
         tx_dispatch!(self, member_by_id(id))
-    }
-
-    /// [`Tx::lock_run`] and then the run's task keyed `key` (`None` when there is none): one
-    /// statement on SQLite, the lock and the read on PostgreSQL. `NotFound` for no such run.
-    pub async fn lock_run_with_task(&mut self, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
-        tx_dispatch!(self, lock_run_with_task(run_id, key))
     }
 
     /// [`Tx::update_task`] (with `expect_claim_token` as in [`Tx::update_task_claimed`]) of a

@@ -327,19 +327,33 @@ async fn every_row_type_round_trips() {
         assert_eq!(found.run, s.run_by_id(run.id).await.unwrap().unwrap());
         assert_eq!(s.run_in_account(run.public_id, ws.account_id + 1).await.unwrap(), None);
         assert_eq!(s.run_in_account(Uuid::now_v7(), ws.account_id).await.unwrap(), None);
-        // The doors' lock: the run and its task by key in one call.
+        // The doors' read in their unit of work: the run as the account finds it, read under
+        // the lock, and its task by key.
         let mut tx = s.begin().await.unwrap();
-        let (locked, task) = tx.lock_run_with_task(run.id, "r1t1").await.unwrap();
-        assert_eq!(locked, s.run_by_id(run.id).await.unwrap().unwrap());
+        let (found, task) = tx
+            .open_door(run.public_id, ws.account_id, "r1t1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.run, s.run_by_id(run.id).await.unwrap().unwrap());
+        assert_eq!(
+            (found.workspace_public_id, found.creator_standing),
+            (ws.public_id, Some(Standing::Write))
+        );
         assert_task_is(&task.unwrap(), &full);
         for missing in ["nope", "bad\0"] {
-            let (locked, task) = tx.lock_run_with_task(run.id, missing).await.unwrap();
-            assert_eq!((locked.id, task), (run.id, None), "{missing:?}");
+            let (found, task) = tx
+                .open_door(run.public_id, ws.account_id, missing)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!((found.run.id, task), (run.id, None), "{missing:?}");
         }
-        assert!(matches!(
-            tx.lock_run_with_task(run.id + 999, "r1t1").await,
-            Err(StoreError::NotFound(_))
-        ));
+        assert_eq!(
+            tx.open_door(run.public_id, ws.account_id + 1, "r1t1").await.unwrap(),
+            None
+        );
+        assert_eq!(tx.open_door(Uuid::now_v7(), ws.account_id, "r1t1").await.unwrap(), None);
         drop(tx);
         assert_task_is(&s.task_by_key(run.id, "r1t1").await.unwrap().unwrap(), &full);
         assert_task_is(&s.task_by_id(t.id).await.unwrap().unwrap(), &full);

@@ -114,14 +114,14 @@ impl Kernel {
         run: Uuid,
         key: &str,
     ) -> KernelResult<(RunInAccount, RunRow, TaskRow)> {
-        let found = tx
-            .run_in_account(run, p.executor.account_id)
+        let not_found = || refuse(Code::NotFound, "no such task in this executor's account");
+        let (found, task) = tx
+            .open_door(run, p.executor.account_id, key)
             .await?
-            .ok_or_else(|| refuse(Code::NotFound, "no such task in this executor's account"))?;
-        match tx.lock_run_with_task(found.run.id, key).await? {
-            (run, Some(task)) => Ok((found, run, task)),
-            (_, None) => Err(refuse(Code::NotFound, "no such task in this executor's account")),
-        }
+            .ok_or_else(not_found)?;
+        let task = task.ok_or_else(not_found)?;
+        let run = found.run.clone();
+        Ok((found, run, task))
     }
 
     /// Whether the authenticated executor may take this run's work (executor.md §1): a runner
