@@ -17,7 +17,7 @@ use super::inbox::{Lookups, row_kind};
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::AfterCommit;
-use crate::runs::gate::served_entry;
+use crate::runs::gate::{served_entry, serves};
 use crate::{Kernel, time};
 
 /// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
@@ -196,7 +196,7 @@ impl Kernel {
         }
         // 6. Still serves the tool (the current announcement).
         let name = task.tool_name.as_deref().unwrap_or("");
-        if served_entry(executor, name).is_none() {
+        if !serves(executor, name) {
             return Err(refuse(
                 Code::ToolNotServed,
                 format!("this executor no longer serves `{name}`"),

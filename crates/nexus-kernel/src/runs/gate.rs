@@ -79,12 +79,29 @@ pub(crate) fn served_entry(executor: &ExecutorRow, name: &str) -> Option<Value> 
         .cloned()
 }
 
+/// An entry of a stored announcement list read for its name only: the rest of the entry
+/// (schemas, profiles, document bodies) is skipped, not built.
+#[derive(serde::Deserialize)]
+struct Named<'a> {
+    #[serde(borrow, default)]
+    name: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// Whether the stored announcement list `stored` (a JSON array of objects, as the announcement
+/// door writes it) holds an entry named `name`. A list that does not parse holds nothing.
+fn lists_name(stored: &str, name: &str) -> bool {
+    serde_json::from_str::<Vec<Named<'_>>>(stored)
+        .is_ok_and(|entries| entries.iter().any(|e| e.name.as_deref() == Some(name)))
+}
+
+/// Whether the executor's current announcement serves the tool `name` (the claim door's check:
+/// it needs the answer, not the entry).
+pub(crate) fn serves(executor: &ExecutorRow, name: &str) -> bool {
+    lists_name(&executor.served_tools, name)
+}
+
 fn announces_document(executor: &ExecutorRow, name: &str) -> bool {
-    let docs: Value = serde_json::from_str(&executor.served_documents).unwrap_or(Value::Null);
-    docs.as_array()
-        .into_iter()
-        .flatten()
-        .any(|d| d.get("name").and_then(Value::as_str) == Some(name))
+    lists_name(&executor.served_documents, name)
 }
 
 /// The five-key profile of an announced entry (reduced at the announcement door), and its
@@ -583,5 +600,25 @@ impl Kernel {
             }
         }
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::lists_name;
+
+    #[test]
+    fn a_stored_list_is_read_for_its_names_only() {
+        let stored = r#"[{"name":"echo","input_schema":{"type":"object","properties":{"x":{"type":"string"}}}},
+                        {"description":"no name"},{"name":"git\u002dlog","timeout_ms":5}]"#;
+        assert!(lists_name(stored, "echo"));
+        // An escaped name is decoded before it is compared.
+        assert!(lists_name(stored, "git-log"));
+        assert!(!lists_name(stored, "git\\u002dlog"));
+        assert!(!lists_name(stored, "no name"));
+        assert!(!lists_name(stored, "ech"));
+        assert!(!lists_name("[]", "echo"));
+        assert!(!lists_name("", "echo"));
+        assert!(!lists_name("{\"name\":\"echo\"}", "echo"));
     }
 }
