@@ -106,9 +106,22 @@ fn tasks_wanted() -> usize {
         .clamp(RUNNERS, MAX_TASKS)
 }
 
+/// The store the server runs on: SQLite as the harness opened it; PostgreSQL opened again
+/// with the server's own options (`StoreOptions::new`: a pool of 20, `nexus serve`'s default),
+/// not the harness's pool of 5 sized for many tests at once, which would queue 8 runners'
+/// requests for a connection.
+async fn server_store(ts: &TestStore) -> nexus_store::Store {
+    if ts.sqlite_path().is_some() {
+        return ts.store.clone();
+    }
+    nexus_store::Store::open(&nexus_store::StoreOptions::new(ts.url.clone()))
+        .await
+        .expect("open the PostgreSQL store with the server's options")
+}
+
 async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let setup_start = Instant::now();
-    let kernel = Kernel::new(ts.store.clone());
+    let kernel = Kernel::new(server_store(&ts).await);
     let boot = kernel.bootstrap().await.expect("bootstrap");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let pending = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -207,6 +220,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let _ = stop_tx.send(true);
     let _ = worker.await;
     let _ = server.await;
+    drop(kernel); // the server's store before the harness drops the schema under it
     drop(ts);
     Outcome {
         settled,
