@@ -541,7 +541,7 @@ pub fn process_cpu() -> Option<std::time::Duration> {
 /// A `tracing` subscriber for the benchmarks that sees only the store's per-statement events
 /// (the SQLite engine's [`crate::SQLITE_STATEMENT_TARGET`], sqlx's `sqlx::query` on PostgreSQL)
 /// and hands each one's statement text (whitespace collapsed; `None` when the event carries
-/// none) to `on_statement`. It records nothing else.
+/// none) to the function it wraps. It records nothing else.
 pub struct StatementEvents<F>(pub F);
 
 /// Whether a `tracing` target is a store statement event.
