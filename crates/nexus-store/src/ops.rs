@@ -123,8 +123,18 @@ macro_rules! engine_ops {
             public_id: uuid::Uuid,
             account_id: i64,
         ) -> Result<Option<RunInAccount>> {
+            run_in_account_by(c, sql::RUN_IN_ACCOUNT, public_id, account_id).await
+        }
+
+        /// [`run_in_account`] through `statement`, a `run_in_account_select!` text.
+        pub(crate) async fn run_in_account_by(
+            c: &mut Conn,
+            statement: &'static str,
+            public_id: uuid::Uuid,
+            account_id: i64,
+        ) -> Result<Option<RunInAccount>> {
             use $crate::row::Columns;
-            let Some(r) = query(sql::RUN_IN_ACCOUNT)
+            let Some(r) = query(statement)
                 .bind(uid(public_id))
                 .bind(account_id)
                 .fetch_optional(&mut *c)

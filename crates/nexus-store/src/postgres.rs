@@ -208,26 +208,20 @@ pub(crate) mod ops {
     crate::uploads::upload_ops!();
     crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
 
-    /// An executor door's rows: the run `public_id` as the account `account_id` finds it, then
-    /// the run lock and its task keyed `key` (the run as read under the lock).
+    /// An executor door's rows: the run `public_id` as the account `account_id` finds it, read
+    /// under the run lock (`SELECT … FOR UPDATE` first, storage-and-scale.md §3), then its task
+    /// keyed `key`. A run of another account is locked until the door's unit rolls back.
     pub(crate) async fn open_door(
         c: &mut Conn,
         public_id: uuid::Uuid,
         account_id: i64,
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
-        let Some(mut found) = run_in_account(c, public_id, account_id).await? else {
+        let Some(found) = run_in_account_by(c, sql::DOOR_RUN_PG, public_id, account_id).await? else {
             return Ok(None);
         };
-        let (run, task) = lock_run_with_task(c, found.run.id, key).await?;
-        found.run = run;
+        let task = task_by_key(c, found.run.id, key).await?;
         Ok(Some((found, task)))
-    }
-
-    /// The run lock (`SELECT … FOR UPDATE` first, storage-and-scale.md §3), then the task.
-    pub(crate) async fn lock_run_with_task(c: &mut Conn, run_id: i64, key: &str) -> Result<(RunRow, Option<TaskRow>)> {
-        let run = lock_run(c, run_id).await?;
-        Ok((run, task_by_key(c, run_id, key).await?))
     }
 
     /// PostgreSQL's conditional update is one statement either way: `before` gives only the

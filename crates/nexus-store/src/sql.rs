@@ -288,15 +288,27 @@ pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
 
 pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
 
-/// A run by public id (`$1`) with its workspace's public id when that workspace belongs to the
-/// account `$2` (`NULL` otherwise) and its creator's standing there: the executor doors' one
-/// read before their unit of work.
-pub(crate) const RUN_IN_ACCOUNT: &str = run_select!(
-    @also ", (SELECT w.public_id FROM workspaces w WHERE w.id = runs.workspace_id AND w.account_id = $2) \
-     AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
-     WHERE m.workspace_id = runs.workspace_id AND m.member_id = runs.created_by_id) AS creator_standing",
-    "WHERE public_id = $1"
-);
+/// A run with its workspace's public id when that workspace belongs to the account `$2` (`NULL`
+/// otherwise) and its creator's standing there, chosen by `$where`.
+macro_rules! run_in_account_select {
+    ($where:literal) => {
+        run_select!(
+            @also ", (SELECT w.public_id FROM workspaces w WHERE w.id = runs.workspace_id AND w.account_id = $2) \
+             AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
+             WHERE m.workspace_id = runs.workspace_id AND m.member_id = runs.created_by_id) AS creator_standing",
+            $where
+        )
+    };
+}
+
+/// A run by public id (`$1`) as the account `$2` finds it (`run_in_account_select!`): the
+/// read-only executor door (claim status) and the others' lookup where a key cannot be read.
+pub(crate) const RUN_IN_ACCOUNT: &str = run_in_account_select!("WHERE public_id = $1");
+
+/// PostgreSQL: [`RUN_IN_ACCOUNT`] taking the run lock (storage-and-scale.md §3: the run row
+/// first), the executor doors' first statement in their unit of work; the task by key follows
+/// in its own statement, so it is read after any wait for the lock.
+pub(crate) const DOOR_RUN_PG: &str = run_in_account_select!("WHERE public_id = $1 FOR UPDATE");
 
 pub(crate) const RUNS_OF_WORKSPACE: &str =
     run_select!("WHERE workspace_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");
