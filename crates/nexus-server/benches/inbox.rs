@@ -8,7 +8,9 @@
 //! Reported: settled tasks/s over the timed window (first inbox read to last commit, all
 //! clients) and the claim→commit latency per task (claim request sent to commit response
 //! read) p50/p99, on SQLite (file-backed, in a temp dir) and PostgreSQL (when
-//! `NEXUS_TEST_DATABASE_URL` is set).
+//! `NEXUS_TEST_DATABASE_URL` is set; the server's store is opened with `nexus serve`'s options),
+//! and the process's CPU time per settled task over the window (every thread, the clients'
+//! included; steadier than wall time on a machine whose pace drifts).
 //!
 //! `cargo bench -p nexus-server --bench inbox`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-server --bench inbox`
