@@ -316,3 +316,60 @@ fn random_interleavings_never_settle_twice_nor_accept_a_stale_token() {
         panic!("{e}");
     }
 }
+
+/// A runner's commit cascades through the row's neighbourhood inside its unit of work, on both
+/// engines: the dependent becomes ready, the dependent's reply names what it waited for, and
+/// the run ends once both calls are committed.
+#[tokio::test]
+async fn a_commit_reaches_its_dependents_on_both_engines() {
+    for ts in engines().await {
+        let dialect = ts.dialect;
+        let w = world(ts).await;
+        let kernel = Kernel::new(w.ts.store.clone());
+        let route = json!({"kind": "runner", "runner_executor_public_id": w.runner_id.to_string()});
+        let steps = json!([
+            {"key": "a", "tool": {"name": "read", "input": {"path": "a"}, "route": route}},
+            {"key": "b", "tool": {"name": "read", "input": {"path": "b"}, "route": route}},
+        ]);
+        let body = json!({"run": {"approval_mode": "bypass", "steps": steps}});
+        let (status, created) = kernel.create_run(&w.human, w.ws, &body, None).await.unwrap();
+        assert_eq!(status, 201, "{dialect}: {created}");
+        let run = Uuid::parse_str(created["run"]["public_id"].as_str().unwrap()).unwrap();
+        kernel.start_run(&w.human, w.ws, run).await.unwrap();
+        kernel.work_until_idle(10).await.unwrap();
+        let status_of = |key: &'static str| {
+            let store = w.ts.store.clone();
+            async move {
+                let row = store.run_by_public_id(run).await.unwrap().unwrap();
+                store.task_by_key(row.id, key).await.unwrap().unwrap().status
+            }
+        };
+        assert_eq!(
+            (status_of("a").await, status_of("b").await),
+            ("dispatched".to_string(), "waiting".to_string()),
+            "{dialect}"
+        );
+        let settle = |key: &'static str| {
+            let (kernel, runner) = (kernel.clone(), w.runner.clone());
+            async move {
+                let claimed = kernel.claim(&runner, run, key).await.unwrap();
+                let token = claimed["claim"]["claim_token"].as_str().unwrap().to_string();
+                kernel
+                    .commit(&runner, run, key, &json!({"claim_token": token, "content": key}))
+                    .await
+                    .unwrap()
+            }
+        };
+        let reply = settle("a").await;
+        assert_eq!(reply["task"]["status"], "completed", "{dialect}: {reply}");
+        assert_eq!(reply["task"]["after"], json!([]), "{dialect}: {reply}");
+        kernel.work_until_idle(10).await.unwrap();
+        assert_eq!(status_of("b").await, "dispatched", "{dialect}");
+        let reply = settle("b").await;
+        // The reply names what the row waited for.
+        assert_eq!(reply["task"]["after"], json!(["a"]), "{dialect}: {reply}");
+        kernel.work_until_idle(10).await.unwrap();
+        let row = w.ts.store.run_by_public_id(run).await.unwrap().unwrap();
+        assert_eq!(row.status, "completed", "{dialect}");
+    }
+}
