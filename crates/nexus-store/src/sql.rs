@@ -230,8 +230,9 @@ macro_rules! run_select {
     ($where:literal) => {
         run_select!(@also "", $where)
     };
-    // `$also` adds result columns after the row's own (`", <expr> AS <name>"`).
-    (@also $also:literal, $where:literal) => {
+    // `$also` adds result columns after the row's own (`", <expr> AS <name>"`): a literal or a
+    // macro that expands to one.
+    (@also $also:expr, $where:literal) => {
         concat!("SELECT ", run_columns!("", ""), $also, " FROM runs ", $where)
     };
 }
@@ -269,6 +270,24 @@ macro_rules! task_columns_t {
     };
 }
 
+/// The columns the executor doors add to the run row `$t` (a table name or alias): its
+/// workspace's public id when that workspace belongs to the account `$2` (`NULL` otherwise),
+/// and the standing its creator holds there now.
+macro_rules! run_account_facts {
+    ($t:literal) => {
+        concat!(
+            ", (SELECT w.public_id FROM workspaces w WHERE w.id = ",
+            $t,
+            ".workspace_id AND w.account_id = $2) AS workspace_public_id, (SELECT m.standing \
+             FROM workspace_members m WHERE m.workspace_id = ",
+            $t,
+            ".workspace_id AND m.member_id = ",
+            $t,
+            ".created_by_id) AS creator_standing"
+        )
+    };
+}
+
 /// SQLite, inside a unit of work (the write lock is held): an executor door's one read. Run `$1`
 /// by public id (columns prefixed `r_`), its workspace's public id when that workspace belongs
 /// to the account `$2` (`NULL` otherwise), its creator's standing there, and its task keyed `$3`
@@ -276,9 +295,8 @@ macro_rules! task_columns_t {
 pub(crate) const DOOR_SQLITE: &str = concat!(
     "SELECT ",
     run_columns!("r.", "r_"),
-    ", (SELECT w.public_id FROM workspaces w WHERE w.id = r.workspace_id AND w.account_id = $2) \
-     AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
-     WHERE m.workspace_id = r.workspace_id AND m.member_id = r.created_by_id) AS creator_standing, ",
+    run_account_facts!("r"),
+    ", ",
     task_columns_t!(),
     " FROM runs r LEFT JOIN tasks t ON t.run_id = r.id AND t.key = $3 WHERE r.public_id = $1"
 );
@@ -292,12 +310,7 @@ pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
 /// otherwise) and its creator's standing there, chosen by `$where`.
 macro_rules! run_in_account_select {
     ($where:literal) => {
-        run_select!(
-            @also ", (SELECT w.public_id FROM workspaces w WHERE w.id = runs.workspace_id AND w.account_id = $2) \
-             AS workspace_public_id, (SELECT m.standing FROM workspace_members m \
-             WHERE m.workspace_id = runs.workspace_id AND m.member_id = runs.created_by_id) AS creator_standing",
-            $where
-        )
+        run_select!(@also run_account_facts!("runs"), $where)
     };
 }
 

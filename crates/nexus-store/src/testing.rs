@@ -545,7 +545,7 @@ pub fn process_cpu() -> Option<std::time::Duration> {
 pub struct StatementEvents<F>(pub F);
 
 /// Whether a `tracing` target is a store statement event.
-pub fn is_statement(target: &str) -> bool {
+fn is_statement(target: &str) -> bool {
     target == crate::SQLITE_STATEMENT_TARGET || target == "sqlx::query"
 }
 

@@ -212,8 +212,8 @@ impl Tx {
     /// An executor door's rows inside the unit of work: the run `public_id` as the account
     /// `account_id` finds it ([`crate::Engine::run_in_account`]: `None` when it is not there),
     /// read under the run lock, and its task keyed `key`. One statement on SQLite, whose writer
-    /// page cache no commit invalidates (a reader starts cold after every commit); the lookup,
-    /// the lock and the row on PostgreSQL.
+    /// page cache no commit invalidates (a reader starts cold after every commit); on
+    /// PostgreSQL the lookup that takes the run lock, then the row.
     pub async fn open_door(
         &mut self,
         public_id: uuid::Uuid,
