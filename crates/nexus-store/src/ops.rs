@@ -13,6 +13,10 @@ pub(crate) trait Dialect {
     /// in one statement: `$1` run, `$2` type, `$3` at, `$4` task key, `$5` data; returns the
     /// sequence (no row: no such run).
     const APPEND_EVENT: &'static str;
+    /// The append at a sequence the unit of work already knows (`$2`), when the dialect has
+    /// one: `$1` run, `$3` type, `$4` at, `$5` task key, `$6` data; the run's sequence moves
+    /// with it. `None`: every append reads the sequence ([`Dialect::APPEND_EVENT`]).
+    const APPEND_EVENT_AT: Option<&'static str>;
     /// A task's id, kind, declaring row and frozen digest by id (`$1`), read from the covering
     /// index `tasks_frozen_head` so no frozen bytes are touched.
     const TASK_FROZEN_HEAD: &'static str;
@@ -20,11 +24,13 @@ pub(crate) trait Dialect {
 
 impl Dialect for rusqlite::Connection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
+    const APPEND_EVENT_AT: Option<&'static str> = Some(crate::sql::APPEND_EVENT_AT_SQLITE);
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
 }
 
 impl Dialect for sqlx::PgConnection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_PG;
+    const APPEND_EVENT_AT: Option<&'static str> = None;
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_PG;
 }
 
@@ -198,9 +204,12 @@ macro_rules! engine_ops {
 
         // ---- events ----
 
+        /// `known`: the run's `last_event_sequence` as this unit of work last saw it, when it
+        /// did (used where the dialect has [`crate::ops::Dialect::APPEND_EVENT_AT`]).
         pub(crate) async fn append_event(
             c: &mut Conn,
             run_id: i64,
+            known: Option<i64>,
             kind: &str,
             task_key: Option<&str>,
             data: &serde_json::Value,
@@ -215,15 +224,30 @@ macro_rules! engine_ops {
                 .map_err(|e| StoreError::Corrupt(format!("event data does not serialize: {e}")))?;
             check_text(&data)?;
             // One statement: the run's sequence moves and the event takes it.
-            let sequence: Option<i64> = query_scalar(<Conn as $crate::ops::Dialect>::APPEND_EVENT)
-                .bind(run_id)
-                .bind(kind)
-                .bind(at)
-                .bind(task_key)
-                .bind(&data)
-                .fetch_optional(&mut *c)
-                .await
-                .map_err(write_error)?;
+            let sequence: Option<i64> = match (known, <Conn as $crate::ops::Dialect>::APPEND_EVENT_AT) {
+                (Some(last), Some(text)) => {
+                    query(text)
+                        .bind(run_id)
+                        .bind(last + 1)
+                        .bind(kind)
+                        .bind(at)
+                        .bind(task_key)
+                        .bind(&data)
+                        .execute(&mut *c)
+                        .await
+                        .map_err(write_error)?;
+                    Some(last + 1)
+                }
+                _ => query_scalar(<Conn as $crate::ops::Dialect>::APPEND_EVENT)
+                    .bind(run_id)
+                    .bind(kind)
+                    .bind(at)
+                    .bind(task_key)
+                    .bind(&data)
+                    .fetch_optional(&mut *c)
+                    .await
+                    .map_err(write_error)?,
+            };
             let sequence = sequence.ok_or_else(|| StoreError::NotFound(format!("run {run_id}")))?;
             Ok(EventRow {
                 run_id,
@@ -351,11 +375,10 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskRow>>> {
-            let mut q = query(sql::TASKS_OF_QUIESCENT_RUN).bind(run_id);
-            for s in $crate::model::task_status::OPEN {
-                q = q.bind(s);
-            }
-            let rows = q.fetch_all(&mut *c).await?;
+            let rows = query(sql::TASKS_OF_QUIESCENT_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
             if rows.is_empty() {
                 // A run with rows in an open status (a run with no rows has nothing to end).
                 return Ok(None);

@@ -334,6 +334,14 @@ pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
 pub(crate) const APPEND_EVENT_SQLITE: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) \
      SELECT id, last_event_sequence + 1, $2, $3, $4, $5 FROM runs WHERE id = $1 RETURNING sequence";
 
+/// SQLite, when the unit of work already knows the run's sequence (`$2`, the next one): the
+/// same append without reading the run row back. `INSERT … VALUES` builds no temporary table,
+/// where `INSERT … SELECT` into a table with a trigger and `RETURNING` build one each
+/// (BENCHMARKS.md, "the unit's known sequence"); the `events_sequence` trigger still moves
+/// `runs.last_event_sequence`, and `UNIQUE (run_id, sequence)` refuses a sequence already taken.
+pub(crate) const APPEND_EVENT_AT_SQLITE: &str =
+    "INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ($1, $2, $3, $4, $5, $6)";
+
 /// PostgreSQL: the sequence moves under the run row's lock (the UPDATE takes it) and the event
 /// takes it, in one statement.
 pub(crate) const APPEND_EVENT_PG: &str = "WITH s AS (UPDATE runs SET last_event_sequence = last_event_sequence + 1 \
@@ -430,10 +438,20 @@ pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY i
 
 pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
 
-/// Every row of run `$1`, unless one of them is in an open status (`$2`–`$6`): no rows then.
+/// Every row of run `$1`, unless one of them is in an open status (`task_status::OPEN`, one
+/// probe of `tasks_run_status` each, evaluated once): no rows then. Not `o.status IN (…)`,
+/// which SQLite codes as a temporary b-tree built on every execution, dearer than the five
+/// probes (BENCHMARKS.md); and the statuses are words, not bound values, because a bound
+/// status against the partial indexes' predicates makes the plan value-dependent (a
+/// recompile on every execution).
 pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = task_select!(
-    "WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 \
-     AND o.status IN ($2, $3, $4, $5, $6)) ORDER BY id"
+    "WHERE run_id = $1 \
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'waiting') \
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'needs_approval') \
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'running') \
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'dispatched') \
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input') \
+     ORDER BY id"
 );
 
 pub(crate) const ANY_RUNNING_AWAIT: &str =
@@ -605,3 +623,20 @@ pub(crate) const ROUND_FOR_REPLY: &str = concat!(
      w WHERE w.run_id = t.run_id AND w.status = 'running' AND w.kind = 'await_task') AS \
      running_awaits FROM tasks t LEFT JOIN round_facts f ON f.task_id = t.id WHERE t.id = $1"
 );
+
+#[cfg(test)]
+mod tests {
+    /// The quiescence read writes the open statuses as words: they are exactly
+    /// `task_status::OPEN`, one probe each.
+    #[test]
+    fn the_quiescence_read_probes_every_open_status_once() {
+        let text = super::TASKS_OF_QUIESCENT_RUN;
+        for s in crate::model::task_status::OPEN {
+            assert_eq!(text.matches(&format!("o.status = '{s}'")).count(), 1, "{s}");
+        }
+        assert_eq!(
+            text.matches("o.status = ").count(),
+            crate::model::task_status::OPEN.len()
+        );
+    }
+}

@@ -25,6 +25,12 @@ pub struct SqliteTx {
     pub(crate) tx: sqlite::GatedTx,
     /// A statement failed in the database: the unit of work is void.
     pub(crate) void: bool,
+    /// `runs.last_event_sequence` of the runs this unit of work has read or appended to, as it
+    /// stands inside the unit: (run id, sequence). The write lock is held from `BEGIN`, so no
+    /// other writer moves it, and inside the unit only [`Tx::append_event`] does (through the
+    /// `events_sequence` trigger; [`Tx::update_run`] never writes the column). An append to a
+    /// run listed here takes the next sequence without reading the run row back.
+    sequences: Vec<(i64, i64)>,
 }
 
 /// An open PostgreSQL transaction (`READ COMMITTED`).
@@ -35,7 +41,15 @@ pub struct PgTx {
 
 impl SqliteTx {
     pub(crate) fn new(tx: sqlite::GatedTx) -> Self {
-        Self { tx, void: false }
+        Self {
+            tx,
+            void: false,
+            sequences: Vec::new(),
+        }
+    }
+
+    fn known_sequence(&self, run_id: i64) -> Option<i64> {
+        self.sequences.iter().find(|(id, _)| *id == run_id).map(|(_, s)| *s)
     }
 }
 
@@ -122,6 +136,24 @@ impl Tx {
         }
     }
 
+    /// Notes a run's `last_event_sequence` as read or written inside this unit of work
+    /// (SQLite; PostgreSQL's append reads it under the row lock each time).
+    fn note_sequence(&mut self, run_id: i64, sequence: i64) {
+        if let Tx::Sqlite(t) = self {
+            match t.sequences.iter_mut().find(|(id, _)| *id == run_id) {
+                Some(entry) => entry.1 = sequence,
+                None => t.sequences.push((run_id, sequence)),
+            }
+        }
+    }
+
+    fn known_sequence(&self, run_id: i64) -> Option<i64> {
+        match self {
+            Tx::Sqlite(t) => t.known_sequence(run_id),
+            Tx::Postgres(_) => None,
+        }
+    }
+
     /// `sqlite` or `postgres`.
     pub fn dialect(&self) -> &'static str {
         match self {
@@ -135,13 +167,17 @@ impl Tx {
     /// Locks the run row and returns it, fresh. PostgreSQL: `SELECT … FOR UPDATE`; SQLite:
     /// a plain read (the write lock is held). `NotFound` for no such run.
     pub async fn lock_run(&mut self, run_id: i64) -> Result<RunRow> {
-        tx_dispatch!(self, lock_run(run_id))
+        let run = tx_dispatch!(self, lock_run(run_id))?;
+        self.note_sequence(run.id, run.last_event_sequence);
+        Ok(run)
     }
 
     /// Inserts a run (`last_event_sequence` 0, no deliverable, no attention). A taken public id
     /// is `Conflict`.
     pub async fn insert_run(&mut self, new: NewRun) -> Result<RunRow> {
-        tx_dispatch!(self, insert_run(&new))
+        let run = tx_dispatch!(self, insert_run(&new))?;
+        self.note_sequence(run.id, run.last_event_sequence);
+        Ok(run)
     }
 
     /// Writes the run's mutable columns: `status`, `deliverable_task_id`, `revision`,
@@ -152,7 +188,11 @@ impl Tx {
     }
 
     pub async fn run_by_id(&mut self, run_id: i64) -> Result<Option<RunRow>> {
-        tx_dispatch!(self, run_by_id(run_id))
+        let run = tx_dispatch!(self, run_by_id(run_id))?;
+        if let Some(r) = &run {
+            self.note_sequence(r.id, r.last_event_sequence);
+        }
+        Ok(run)
     }
 
     // ---- events ----
@@ -168,7 +208,10 @@ impl Tx {
         data: &Value,
         at: i64,
     ) -> Result<EventRow> {
-        tx_dispatch!(self, append_event(run_id, kind, task_key, data, at))
+        let known = self.known_sequence(run_id);
+        let row = tx_dispatch!(self, append_event(run_id, known, kind, task_key, data, at))?;
+        self.note_sequence(run_id, row.sequence);
+        Ok(row)
     }
 
     // ---- tasks ----
@@ -220,7 +263,11 @@ impl Tx {
         account_id: i64,
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
-        tx_dispatch!(self, open_door(public_id, account_id, key))
+        let opened = tx_dispatch!(self, open_door(public_id, account_id, key))?;
+        if let Some((found, _)) = &opened {
+            self.note_sequence(found.run.id, found.run.last_event_sequence);
+        }
+        Ok(opened)
     }
 
     /// [`crate::Engine::member_by_id`] inside the unit of work.

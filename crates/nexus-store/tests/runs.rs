@@ -963,6 +963,80 @@ async fn events_are_gapless_and_atomic_with_the_change() {
     });
 }
 
+/// However the unit of work came to know a run's sequence (a run it inserted, `lock_run`,
+/// `run_by_id`, an executor door, an earlier append, or none of these), each append takes the
+/// next one and the run row moves with it, inside the unit and after the commit.
+#[tokio::test]
+async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let account_id = s.workspace_by_id(f.workspace_id).await.unwrap().unwrap().account_id;
+        let mut tx = s.begin().await.unwrap();
+        let fresh = tx.insert_run(new_run(&f, "running")).await.unwrap();
+        let e = tx.append_event(fresh.id, "a", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 1, "a run inserted in this unit");
+        let mid = tx.run_by_id(fresh.id).await.unwrap().unwrap();
+        assert_eq!(mid.last_event_sequence, 1, "the run row moved with the append");
+        let e = tx.append_event(fresh.id, "b", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 2, "after run_by_id");
+        tx.commit().await.unwrap();
+        task_in(s, tool_task(fresh.id, "k", "dispatched")).await;
+
+        // Each way of reading the run, in its own unit, then two appends.
+        let mut expected = 2;
+        for how in ["nothing", "lock_run", "run_by_id", "open_door"] {
+            let mut tx = s.begin().await.unwrap();
+            match how {
+                "lock_run" => {
+                    assert_eq!(tx.lock_run(fresh.id).await.unwrap().last_event_sequence, expected);
+                }
+                "run_by_id" => {
+                    let r = tx.run_by_id(fresh.id).await.unwrap().unwrap();
+                    assert_eq!(r.last_event_sequence, expected);
+                }
+                "open_door" => {
+                    let (found, task) = tx.open_door(fresh.public_id, account_id, "k").await.unwrap().unwrap();
+                    assert_eq!(found.run.last_event_sequence, expected);
+                    assert!(task.is_some());
+                }
+                _ => {}
+            }
+            for _ in 0..2 {
+                expected += 1;
+                let e = tx.append_event(fresh.id, how, None, &json!({}), NOW).await.unwrap();
+                assert_eq!(e.sequence, expected, "{how}");
+            }
+            assert_eq!(
+                tx.run_by_id(fresh.id).await.unwrap().unwrap().last_event_sequence,
+                expected,
+                "{how}"
+            );
+            tx.commit().await.unwrap();
+        }
+        // A unit rolled back after its appends leaves the next unit at the committed sequence.
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(fresh.id).await.unwrap();
+        tx.append_event(fresh.id, "lost", None, &json!({}), NOW).await.unwrap();
+        tx.rollback().await.unwrap();
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(fresh.id).await.unwrap();
+        let e = tx.append_event(fresh.id, "kept", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, expected + 1);
+        tx.commit().await.unwrap();
+
+        let seqs: Vec<i64> = s
+            .events_after(fresh.id, 0, 100)
+            .await
+            .unwrap()
+            .iter()
+            .map(|e| e.sequence)
+            .collect();
+        assert_eq!(seqs, (1..=expected + 1).collect::<Vec<_>>());
+        assert_eq!(s.latest_event_sequence(fresh.id).await.unwrap(), expected + 1);
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appends_never_collide() {
     each_engine!(|ts| {
@@ -1413,4 +1487,38 @@ fn update_statements(text: &str) -> Vec<(String, usize)> {
         out.push((rest[..end].to_string(), line));
     }
     out
+}
+
+/// `tasks_if_quiescent`: no answer while any row of the run is in one of the five open
+/// statuses (each tried alone), the run's rows in id order once none is, and nothing for a
+/// run without rows; another run's open rows do not count.
+#[tokio::test]
+async fn a_run_is_quiescent_only_when_no_row_is_open() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let empty = run_in(s, &f, "running").await;
+        let mut tx = s.begin().await.unwrap();
+        assert_eq!(tx.tasks_if_quiescent(empty.id).await.unwrap(), None, "no rows");
+        drop(tx);
+        for open in task_status::OPEN {
+            let run = run_in(s, &f, "running").await;
+            let done = task_in(s, tool_task(run.id, "done", "completed")).await;
+            let other = run_in(s, &f, "running").await;
+            task_in(s, tool_task(other.id, "busy", "running")).await;
+            let mut tx = s.begin().await.unwrap();
+            let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent");
+            assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id]);
+            drop(tx);
+            let t = task_in(s, tool_task(run.id, "open", open)).await;
+            let mut tx = s.begin().await.unwrap();
+            assert_eq!(tx.tasks_if_quiescent(run.id).await.unwrap(), None, "{open}");
+            let mut closed = t.clone();
+            closed.status = "failed".into();
+            assert!(tx.update_task(&closed, 1, &[open]).await.unwrap());
+            let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent again");
+            assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id, t.id], "{open}");
+            drop(tx);
+        }
+    });
 }
