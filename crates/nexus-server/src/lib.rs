@@ -23,19 +23,31 @@ use tower_http::trace::TraceLayer;
 
 use crate::error::ApiError;
 
-/// What every handler can reach.
+/// What every handler can reach, behind one `Arc`: axum clones the state for every request
+/// (and each extractor that takes it), so a clone is one reference count, not one per shared
+/// part of the kernel.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+/// The parts of [`AppState`] (reached through it by `Deref`).
+pub struct Shared {
     pub kernel: Kernel,
-    pub catalog: Arc<routes::tools::CatalogBytes>,
+    pub catalog: routes::tools::CatalogBytes,
 }
 
 impl AppState {
     pub fn new(kernel: Kernel) -> Self {
-        Self {
+        Self(Arc::new(Shared {
             kernel,
-            catalog: Arc::new(routes::tools::CatalogBytes::render()),
-        }
+            catalog: routes::tools::CatalogBytes::render(),
+        }))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.0
     }
 }
 
