@@ -3,7 +3,10 @@
 //! and `TASKS` started runs of one runner-routed `echo` step (bypass), spread round-robin over
 //! the runners. Then 8 concurrent reqwest clients (one per runner, each its own connection
 //! pool) loop `GET X/inbox?limit=50` → for each unclaimed row `POST …/claim` → `POST …/commit`
-//! `{"claim_token", "content": "ok"}` until each has settled its share.
+//! `{"claim_token", "content": "ok"}` until each has settled its share. Each client reads what
+//! a runner needs of a reply (the rows' addresses, the claim token, the commit's status) into
+//! typed structs: the clients share the process, and so the machine's two cores, with the
+//! server.
 //!
 //! Reported: settled tasks/s over the timed window (first inbox read to last commit, all
 //! clients) and the claim→commit latency per task (claim request sent to commit response
@@ -36,8 +39,8 @@ use std::time::{Duration, Instant};
 use nexus_kernel::Kernel;
 use nexus_server::AppState;
 use nexus_store::AssignmentScope;
-use nexus_store::testing::{self, TestStore};
-use serde_json::{Value, json};
+use nexus_store::testing::{self, TestStore, inbox_bench};
+use serde_json::json;
 use uuid::Uuid;
 
 /// The allocator the `nexus` binary serves with (crates/nexus-cli/src/main.rs).
@@ -153,14 +156,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         let r = client
             .put(format!("{base}{X}/announcement"))
             .bearer_auth(&token)
-            .json(&json!({"tools": [{
-                "name": "echo",
-                "description": "Echo the input.",
-                "input_schema": {"type": "object"},
-                "effect_profile": {"kind": "read_only", "destructive": false, "effect_scope": "closed",
-                                   "idempotency": "intrinsic", "reconciliation": "none"},
-                "timeout_ms": 600000,
-            }]}))
+            .json(&inbox_bench::echo_announcement())
             .send()
             .await
             .expect("announce");
@@ -182,10 +178,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
     for k in 0..tasks {
         let runner = runners[k % RUNNERS].0;
-        let body = json!({"run": {"approval_mode": "bypass", "steps": [{"key": "t", "tool": {
-            "name": "echo", "input": {"i": k},
-            "route": {"kind": "runner", "runner_executor_public_id": runner},
-        }}]}});
+        let body = inbox_bench::echo_run(k, runner);
         let (status, body) = kernel.create_run(&human, ws, &body, None).await.expect("create_run");
         assert_eq!(status, 201, "{body}");
         let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
@@ -260,13 +253,38 @@ async fn http_floor(base: &str, tasks: usize) -> Duration {
     start.elapsed()
 }
 
+/// What a runner reads of an inbox page: each row's address and whether it is claimed (the
+/// rest of the reply is skipped, not built).
+#[derive(serde::Deserialize)]
+struct Page {
+    tasks: Vec<PageRow>,
+}
+
+#[derive(serde::Deserialize)]
+struct PageRow {
+    run_public_id: String,
+    task_key: String,
+    claimed: bool,
+}
+
+/// What a runner reads of a claim's reply: the token.
+#[derive(serde::Deserialize)]
+struct ClaimReply {
+    claim: ClaimGrant,
+}
+
+#[derive(serde::Deserialize)]
+struct ClaimGrant {
+    claim_token: String,
+}
+
 /// Settles `share` tasks for one runner; returns each task's claim→commit latency.
 async fn runner_loop(client: &reqwest::Client, base: &str, token: &str, share: usize) -> Vec<Duration> {
     let mut out = Vec::with_capacity(share);
     let give_up = Instant::now() + Duration::from_secs(600);
     while out.len() < share {
         assert!(Instant::now() < give_up, "runner stalled at {}/{share}", out.len());
-        let page: Value = client
+        let page: Page = client
             .get(format!("{base}{X}/inbox?limit=50"))
             .bearer_auth(token)
             .send()
@@ -275,23 +293,21 @@ async fn runner_loop(client: &reqwest::Client, base: &str, token: &str, share: u
             .json()
             .await
             .expect("inbox JSON");
-        let rows = page["tasks"].as_array().cloned().unwrap_or_default();
-        let open: Vec<&Value> = rows.iter().filter(|r| r["claimed"] == false).collect();
+        let open: Vec<&PageRow> = page.tasks.iter().filter(|r| !r.claimed).collect();
         if open.is_empty() {
             tokio::time::sleep(Duration::from_millis(5)).await;
             continue;
         }
         for row in open {
-            let run = row["run_public_id"].as_str().expect("run id");
-            let key = row["task_key"].as_str().expect("task key");
+            let (run, key) = (&row.run_public_id, &row.task_key);
             let t0 = Instant::now();
             let claim_url = format!("{base}{X}/inbox/{run}/{key}/claim");
             let r = retrying(|| client.post(&claim_url).bearer_auth(token)).await;
             if !r.status().is_success() {
                 continue;
             }
-            let claim: Value = r.json().await.expect("claim JSON");
-            let claim_token = claim["claim"]["claim_token"].as_str().expect("claim token");
+            let claim: ClaimReply = r.json().await.expect("claim JSON");
+            let claim_token = claim.claim.claim_token;
             let commit_url = format!("{base}{X}/inbox/{run}/{key}/commit");
             let commit_body = json!({"claim_token": claim_token, "content": "ok"});
             let r = retrying(|| client.post(&commit_url).bearer_auth(token).json(&commit_body)).await;

@@ -581,3 +581,30 @@ impl<F: Fn(Option<&str>) + Send + Sync + 'static> tracing::Subscriber for Statem
     fn enter(&self, _: &tracing::span::Id) {}
     fn exit(&self, _: &tracing::span::Id) {}
 }
+
+/// The inbox benchmarks' workload (the kernel's `settle` and the server's `inbox`): one runner
+/// tool and runs of one step that calls it, written once so both measure the same rows.
+pub mod inbox_bench {
+    use serde_json::{Value, json};
+    use uuid::Uuid;
+
+    /// A runner's announcement of `echo`: replayable (`read_only`, `intrinsic`), ten minutes.
+    pub fn echo_announcement() -> Value {
+        json!({"tools": [{
+            "name": "echo",
+            "description": "Echo the input.",
+            "input_schema": {"type": "object"},
+            "effect_profile": {"kind": "read_only", "destructive": false, "effect_scope": "closed",
+                               "idempotency": "intrinsic", "reconciliation": "none"},
+            "timeout_ms": 600000,
+        }]})
+    }
+
+    /// The run body of the `k`th task: one step keyed `t` calling `echo` on `runner`, bypass.
+    pub fn echo_run(k: usize, runner: Uuid) -> Value {
+        json!({"run": {"approval_mode": "bypass", "steps": [{"key": "t", "tool": {
+            "name": "echo", "input": {"i": k},
+            "route": {"kind": "runner", "runner_executor_public_id": runner},
+        }}]}})
+    }
+}

@@ -1,0 +1,215 @@
+//! The inbox path's kernel work, without HTTP and without concurrency: one runner, `TASKS`
+//! started runs of one runner-routed `echo` step (bypass), then one loop that claims and
+//! commits each task through `Kernel::claim` and `Kernel::commit` (and reads an inbox page of
+//! 50 every 50 tasks, as the HTTP bench's runners do), one call at a time.
+//!
+//! This is the work the HTTP bench (`cargo bench -p nexus-server --bench inbox`) serialises
+//! on SQLite's writer gate, measured alone: with one caller no unit waits and no group commit
+//! forms, so every unit pays its own `COMMIT`. Reported per settled task: wall time (p50, p99,
+//! mean) and process CPU time, and with `NEXUS_BENCH_STATEMENTS=1` the statements.
+//!
+//! Its CPU work is deterministic, which the HTTP bench's is not (eight runners interleave
+//! differently each run), so under `valgrind --tool=callgrind` it counts the same
+//! instructions for the same build, whatever else the machine does:
+//!
+//! `cargo bench -p nexus-kernel --bench settle --no-run`, then
+//! `NEXUS_BENCH_TASKS=1000 valgrind --tool=callgrind --toggle-collect='settle::settle_one*' <bench binary> --bench`
+//! and the collected total divided by the task count is the instructions per settled task
+//! (claim + commit, their units of work and `COMMIT`s, the reads around them).
+//!
+//! `cargo bench -p nexus-kernel --bench settle` (SQLite, file-backed; PostgreSQL too when
+//! `NEXUS_TEST_DATABASE_URL` is set). `NEXUS_BENCH_TASKS=<n>`: the task count (default 2,000,
+//! at most 20,000).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use nexus_kernel::{ExecutorPrincipal, Kernel};
+use nexus_store::AssignmentScope;
+use nexus_store::testing::{self, TestStore, inbox_bench};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// The allocator the `nexus` binary serves with (crates/nexus-cli/src/main.rs).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+const DEFAULT_TASKS: usize = 2_000;
+const MAX_TASKS: usize = 20_000;
+/// Settled before the timed loop (not measured), to warm the statement caches.
+const WARMUP: usize = 50;
+const PAGE: i64 = 50;
+
+static STATEMENTS: AtomicU64 = AtomicU64::new(0);
+
+fn counting() -> bool {
+    std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
+}
+
+fn tasks_wanted() -> usize {
+    std::env::var("NEXUS_BENCH_TASKS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(DEFAULT_TASKS)
+        .clamp(1, MAX_TASKS)
+}
+
+struct World {
+    kernel: Kernel,
+    runner: ExecutorPrincipal,
+    /// Every started run's public id, in creation order (its one task's key is `t`).
+    runs: Vec<Uuid>,
+}
+
+async fn world(ts: &TestStore, tasks: usize) -> World {
+    let kernel = Kernel::new(ts.store.clone());
+    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let (row, token) = kernel
+        .create_runner("bench-runner", AssignmentScope::AccountWide, "admin")
+        .await
+        .expect("create_runner");
+    let runner = kernel
+        .authenticate_executor(Some(&format!("Bearer {token}")))
+        .await
+        .expect("authenticate the runner");
+    kernel
+        .announce(&runner, &inbox_bench::echo_announcement())
+        .await
+        .expect("announce");
+    // The announcement changed the executor row: authenticate again, as the next request would.
+    let runner = kernel
+        .authenticate_executor(Some(&format!("Bearer {token}")))
+        .await
+        .expect("authenticate the runner");
+    let human_token = boot["human"]["member_token"].as_str().expect("human token");
+    let human = kernel
+        .authenticate_member(Some(&format!("Bearer {human_token}")))
+        .await
+        .expect("authenticate");
+    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let mut runs = Vec::with_capacity(tasks);
+    for k in 0..tasks {
+        let body = inbox_bench::echo_run(k, row.public_id);
+        let (status, body) = kernel.create_run(&human, ws, &body, None).await.expect("create_run");
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+        kernel.start_run(&human, ws, id).await.expect("start_run");
+        runs.push(id);
+    }
+    World { kernel, runner, runs }
+}
+
+/// One task's claim and commit, as a runner's two requests would make them. Not inlined, so
+/// callgrind's `--toggle-collect` can find it.
+#[inline(never)]
+async fn settle_one(kernel: &Kernel, runner: &ExecutorPrincipal, run: Uuid) {
+    let claim = kernel.claim(runner, run, "t").await.expect("claim");
+    let token = claim["claim"]["claim_token"].as_str().expect("claim token");
+    let body = json!({"claim_token": token, "content": "ok"});
+    let done: Value = kernel.commit(runner, run, "t", &body).await.expect("commit");
+    assert_eq!(done["task"]["status"], "completed", "{done}");
+}
+
+struct Figures {
+    engine: &'static str,
+    tasks: usize,
+    total: Duration,
+    p50: Duration,
+    p99: Duration,
+    cpu: Option<Duration>,
+    statements: Option<u64>,
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn measure(engine: &'static str, ts: TestStore, tasks: usize) -> Figures {
+    let w = world(&ts, WARMUP + tasks).await;
+    let (warm, timed) = w.runs.split_at(WARMUP);
+    for &run in warm {
+        settle_one(&w.kernel, &w.runner, run).await;
+    }
+    let mut times = Vec::with_capacity(tasks);
+    let statements_before = STATEMENTS.load(Ordering::Relaxed);
+    let cpu_before = testing::process_cpu();
+    let started = Instant::now();
+    for (i, &run) in timed.iter().enumerate() {
+        let t0 = Instant::now();
+        if i % PAGE as usize == 0 {
+            let page = w.kernel.inbox(&w.runner, None, Some(PAGE)).await.expect("inbox");
+            assert!(page["tasks"].as_array().is_some_and(|t| !t.is_empty()), "{page}");
+        }
+        settle_one(&w.kernel, &w.runner, run).await;
+        times.push(t0.elapsed());
+    }
+    let total = started.elapsed();
+    let cpu = testing::process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let statements = counting().then(|| STATEMENTS.load(Ordering::Relaxed) - statements_before);
+    drop(w);
+    drop(ts);
+    times.sort();
+    Figures {
+        engine,
+        tasks,
+        total,
+        p50: pct(&times, 50.0),
+        p99: pct(&times, 99.0),
+        cpu,
+        statements,
+    }
+}
+
+fn us(d: Duration) -> String {
+    format!("{:.1}", d.as_secs_f64() * 1e6)
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument is accepted and ignored.
+    if counting() {
+        tracing::subscriber::set_global_default(testing::StatementEvents(|_: Option<&str>| {
+            STATEMENTS.fetch_add(1, Ordering::Relaxed);
+        }))
+        .expect("the only subscriber");
+    }
+    let tasks = tasks_wanted();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    runtime.block_on(async {
+        let mut figures = vec![measure("sqlite (file, WAL)", testing::sqlite().await, tasks).await];
+        match testing::postgres().await {
+            Some(ts) => figures.push(measure("postgresql", ts, tasks).await),
+            None => eprintln!(
+                "note: {} is not set (or PostgreSQL is unreachable); skipping PostgreSQL",
+                testing::DATABASE_URL_VAR
+            ),
+        }
+        println!();
+        println!("the inbox path's kernel work, one caller: claim + commit per task (+ an inbox page per {PAGE})");
+        println!(
+            "{:<20} {:>7} {:>9} {:>12} {:>12} {:>13} {:>16} {:>11}",
+            "engine", "tasks", "total s", "p50 µs", "p99 µs", "mean µs", "CPU µs/task", "stmts/task"
+        );
+        for f in figures {
+            let per = |d: Duration| us(d / f.tasks as u32);
+            println!(
+                "{:<20} {:>7} {:>9.3} {:>12} {:>12} {:>13} {:>16} {:>11}",
+                f.engine,
+                f.tasks,
+                f.total.as_secs_f64(),
+                us(f.p50),
+                us(f.p99),
+                per(f.total),
+                f.cpu.map(per).unwrap_or_else(|| "-".into()),
+                f.statements
+                    .map(|s| format!("{:.2}", s as f64 / f.tasks as f64))
+                    .unwrap_or_else(|| "-".into()),
+            );
+        }
+    });
+}
