@@ -18,6 +18,7 @@ use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
+use crate::runs::read::object;
 use crate::{Kernel, time};
 
 /// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
@@ -279,7 +280,10 @@ impl Kernel {
         self.publish(effects).await;
         let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
         let row = self.inbox_row(&mut known, &run, &next).await?;
-        Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
+        Ok(object([
+            ("task", row),
+            ("claim", json!({"claim_token": token, "deadline_at": deadline})),
+        ]))
     }
 
     /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token` → `{claim: {active}}`. No side
@@ -364,7 +368,10 @@ impl Kernel {
         self.publish(effects).await;
         let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
         let row = self.inbox_row(&mut known, &run, &next).await?;
-        Ok(json!({"task": row, "claim": {"claim_token": token, "deadline_at": deadline}}))
+        Ok(object([
+            ("task", row),
+            ("claim", json!({"claim_token": token, "deadline_at": deadline})),
+        ]))
     }
 
     /// The four checks of executor.md §8, in order; the extension in ms.

@@ -14,7 +14,7 @@ use nexus_core::codes::{Code, task_error};
 use nexus_core::results::{self, Block};
 use nexus_core::{bounds, jcs};
 use nexus_store::{RunRow, TaskRow, Tx};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::claim::{deadline_passed, is_claimant};
@@ -22,6 +22,7 @@ use super::inbox::row_kind;
 use super::settle::SettleError;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::runs::read::object;
 use crate::runs::{AfterCommit, is_settled, run_is_terminal};
 use crate::uploads::Committer;
 use crate::{Kernel, time};
@@ -183,7 +184,10 @@ impl Payload {
 impl Kernel {
     /// `{task, idle: true}`: the commit found the row already settled.
     async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
-        Ok(json!({"task": self.task_view(run, task_id).await?, "idle": true}))
+        Ok(object([
+            ("task", self.task_view(run, task_id).await?),
+            ("idle", Value::Bool(true)),
+        ]))
     }
 
     /// `POST X/inbox/{run}/{task}/commit` at the process clock.
@@ -237,7 +241,7 @@ impl Kernel {
                 tx.commit().await?;
                 self.publish(effects).await;
                 let view = self.task_view_committed(&run, &task, &p.executor, neighbours).await?;
-                Ok(json!({"task": view}))
+                Ok(object([("task", view)]))
             }
             Ok(Step::Unstorable(effects)) => {
                 tx.commit().await?;
@@ -422,6 +426,8 @@ fn unstorable() -> KernelError {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

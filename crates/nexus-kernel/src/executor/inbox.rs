@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::FrozenContext;
+use crate::runs::read::object;
 use crate::{Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
@@ -266,9 +267,9 @@ impl Kernel {
             tasks.push(self.inbox_row(&mut l, run, task).await?);
         }
         let next = if full { last } else { None };
-        Ok(json!({
-            "tasks": tasks,
-            "pagination": {"next_after": next.map(|n| n.to_string())},
-        }))
+        Ok(object([
+            ("tasks", Value::Array(tasks)),
+            ("pagination", json!({"next_after": next.map(|n| n.to_string())})),
+        ]))
     }
 }

@@ -9,6 +9,7 @@ use uuid::Uuid;
 
 use super::AfterCommit;
 use super::gate::approval_fact;
+use super::read::object;
 use super::read::{page_limit, parse_cursor};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
@@ -207,7 +208,7 @@ impl Kernel {
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+        Ok(object([("task", self.task_view(&run, task.id).await?)]))
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+use super::read::object;
 use super::schedule::{Graph, is_candidate};
 use super::{AfterCommit, FrozenContext, RequestSurface, is_open, refuse, run_is_terminal, task_kind};
 use crate::auth::MemberPrincipal;
@@ -634,7 +635,7 @@ impl Kernel {
                 deliverable_task_key: deliverable_key,
             },
         );
-        let response = json!({"run": run_json, "receipt": receipt});
+        let response = object([("run", run_json), ("receipt", receipt)]);
         if let Some(idem) = &idem
             && let Some(replay) = self.put_receipt(&mut tx, idem, 201, &response, now).await?
         {
@@ -700,7 +701,7 @@ impl Kernel {
         self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(json!({"run": self.run_json(ws.public_id, &run).await?}))
+        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
     }
 
     /// `POST R/stop` `{force?}` (default true): a pending run is canceled at once; a live one
@@ -755,7 +756,7 @@ impl Kernel {
         );
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(json!({"run": self.run_json(ws.public_id, &run).await?}))
+        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
     }
 
     /// `POST R/tasks` `{steps, expected_revision?}` (runs.md §3): 200 `{receipt}`, or 200 with

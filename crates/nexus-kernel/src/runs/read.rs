@@ -72,6 +72,13 @@ fn pagination(next: Option<i64>) -> Value {
     json!({"next_after": next.map(|n| n.to_string())})
 }
 
+/// A JSON object of `entries`, in order, each value moved in as it is. `json!` would copy an
+/// expression's `Value` through serde (every map rebuilt, every key hashed again): for a reply
+/// wrapping a whole task view that copy cost about as much as building the view.
+pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
+    Value::Object(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
 fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
     if let Some(v) = v {
         m.insert(key.into(), v);
@@ -193,7 +200,7 @@ impl Kernel {
     pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
-        Ok(json!({"run": self.run_json(ws_row.public_id, &run).await?}))
+        Ok(object([("run", self.run_json(ws_row.public_id, &run).await?)]))
     }
 
     /// `GET W/runs?status=&after=&limit=` → `{runs, pagination}`.
@@ -506,7 +513,7 @@ impl Kernel {
         let Some(task) = self.store.task_by_key(run.id, key).await? else {
             return Err(not_found("task"));
         };
-        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+        Ok(object([("task", self.task_view(&run, task.id).await?)]))
     }
 
     /// `GET R/tasks?after=&limit=` → `{tasks, pagination}`: trace rows in creation order.
@@ -539,7 +546,10 @@ impl Kernel {
         let next = (page.len() as i64 == limit)
             .then(|| page.last().map(|t| t.id))
             .flatten();
-        Ok(json!({"tasks": tasks, "pagination": pagination(next)}))
+        Ok(object([
+            ("tasks", Value::Array(tasks)),
+            ("pagination", pagination(next)),
+        ]))
     }
 
     /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes).

@@ -13,11 +13,12 @@
 use nexus_core::codes::Code;
 use nexus_core::results;
 use nexus_store::{Engine, task_status};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
+use super::read::object;
 use super::{AfterCommit, is_settled, refuse, run_is_terminal, task_kind};
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
@@ -90,7 +91,10 @@ impl Kernel {
         };
         if run_is_terminal(&run.status) || is_settled(&task.status) {
             tx.rollback().await?;
-            return Ok(json!({"task": self.task_view(&run, task.id).await?, "idle": true}));
+            return Ok(object([
+                ("task", self.task_view(&run, task.id).await?),
+                ("idle", Value::Bool(true)),
+            ]));
         }
         if task.status == task_status::WAITING {
             tx.rollback().await?;
@@ -126,7 +130,7 @@ impl Kernel {
             .await?;
             tx.commit().await?;
             self.publish(effects).await;
-            return Ok(json!({"task": self.task_view(&run, task.id).await?}));
+            return Ok(object([("task", self.task_view(&run, task.id).await?)]));
         }
         let content = body.get("content").cloned().unwrap_or(Value::String(String::new()));
         let blocks = match results::normalize_content(&content) {
@@ -176,7 +180,10 @@ impl Kernel {
         };
         if !moved {
             tx.rollback().await?;
-            return Ok(json!({"task": self.task_view(&run, task.id).await?, "idle": true}));
+            return Ok(object([
+                ("task", self.task_view(&run, task.id).await?),
+                ("idle", Value::Bool(true)),
+            ]));
         }
         if !linked.is_empty() {
             self.bind_result_uploads(&mut tx, task.id, &linked).await?;
@@ -184,6 +191,6 @@ impl Kernel {
         effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(json!({"task": self.task_view(&run, task.id).await?}))
+        Ok(object([("task", self.task_view(&run, task.id).await?)]))
     }
 }

@@ -221,10 +221,49 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
 /// without bound.
 const NAMES_CACHE: usize = 512;
 
+/// Where a statement text lives and how long it is: the key [`names_of`] files names under.
+/// The store's texts are constants, so the same statement arrives with the same address every
+/// time; the entry also keeps the text, and a hit compares it (a dynamic text can reuse a freed
+/// one's address).
+type TextAddress = (usize, usize);
+
 thread_local! {
     /// Column names by statement text (see [`names_of`]).
-    static NAMES: std::cell::RefCell<std::collections::HashMap<Box<str>, Names>> =
-        std::cell::RefCell::new(std::collections::HashMap::new());
+    static NAMES: std::cell::RefCell<
+        std::collections::HashMap<TextAddress, (Box<str>, Names), AddressHash>,
+    > = std::cell::RefCell::new(std::collections::HashMap::default());
+}
+
+/// Hashes a [`TextAddress`] by mixing its two words, instead of running SipHash over the whole
+/// statement text (several kilobytes for a joined read) on every execution.
+#[derive(Default, Clone, Copy)]
+struct AddressHash;
+
+impl std::hash::BuildHasher for AddressHash {
+    type Hasher = AddressHasher;
+    fn build_hasher(&self) -> AddressHasher {
+        AddressHasher(0)
+    }
+}
+
+struct AddressHasher(u64);
+
+impl std::hash::Hasher for AddressHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_usize(&mut self, word: usize) {
+        self.write_u64(word as u64);
+    }
+    fn write_u64(&mut self, word: u64) {
+        // A multiplicative mix (the 64-bit golden ratio); the table's low bits then spread.
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
 }
 
 /// The column names of `stmt`, prepared from `sql`. A text that names its columns (no `*`)
@@ -237,12 +276,13 @@ fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names
     if sql.contains('*') {
         return column_names(stmt);
     }
+    let address = (sql.as_ptr() as usize, sql.len());
     let cached = NAMES.with(|cache| {
         cache
             .borrow()
-            .get(sql)
-            .filter(|names| names.len() == stmt.column_count())
-            .cloned()
+            .get(&address)
+            .filter(|(text, names)| **text == *sql && names.len() == stmt.column_count())
+            .map(|(_, names)| names.clone())
     });
     if let Some(names) = cached {
         return Ok(names);
@@ -253,7 +293,7 @@ fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names
         if cache.len() >= NAMES_CACHE {
             cache.clear();
         }
-        cache.insert(sql.into(), names.clone());
+        cache.insert(address, (sql.into(), names.clone()));
     });
     Ok(names)
 }
@@ -374,6 +414,24 @@ mod tests {
 
     fn block<T>(f: Ready<T>) -> T {
         f.into_inner()
+    }
+
+    /// The names cache files a text under its address: a different text at the same address
+    /// and length (a dynamic text reusing a freed buffer) is named afresh, not served the
+    /// earlier text's names.
+    #[test]
+    fn a_text_at_a_reused_address_is_named_afresh() {
+        let mut c = conn();
+        let mut text = String::from("SELECT 1 AS left_, 2 AS right");
+        let address = text.as_ptr();
+        let r = block(query(&text).fetch_one(&mut c)).unwrap();
+        assert_eq!(r.names.iter().map(|n| &**n).collect::<Vec<_>>(), ["left_", "right"]);
+        text.replace_range(12..17, "first");
+        assert_eq!(text.as_ptr(), address, "the same buffer");
+        let r = block(query(&text).fetch_one(&mut c)).unwrap();
+        assert_eq!(r.names.iter().map(|n| &**n).collect::<Vec<_>>(), ["first", "right"]);
+        let r = block(query(&text).fetch_one(&mut c)).unwrap();
+        assert_eq!(r.names.iter().map(|n| &**n).collect::<Vec<_>>(), ["first", "right"]);
     }
 
     #[test]
