@@ -109,19 +109,15 @@ macro_rules! engine_ops {
         ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
             query(sql::CREDENTIAL_WITH_EXECUTOR)
                 .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| row::credential_with_executor(&r))
-                .transpose()
+                .fetch_optional_as(&mut *c, |r| row::credential_with_executor(r))
+                .await
         }
 
         pub(crate) async fn member_by_id(c: &mut Conn, id: i64) -> Result<Option<MemberRow>> {
             query(sql::MEMBER_BY_ID)
                 .bind(id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| row::member(&r))
-                .transpose()
+                .fetch_optional_as(&mut *c, |r| row::member(r))
+                .await
         }
 
         pub(crate) async fn run_in_account(
@@ -377,13 +373,10 @@ macro_rules! engine_ops {
         pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskRow>>> {
             let rows = query(sql::TASKS_OF_QUIESCENT_RUN)
                 .bind(run_id)
-                .fetch_all(&mut *c)
+                .fetch_all_as(&mut *c, |r| row::task(r))
                 .await?;
-            if rows.is_empty() {
-                // A run with rows in an open status (a run with no rows has nothing to end).
-                return Ok(None);
-            }
-            rows.iter().map(row::task).collect::<Result<Vec<_>>>().map(Some)
+            // No rows: a run with rows in an open status (a run with no rows has nothing to end).
+            Ok((!rows.is_empty()).then_some(rows))
         }
 
         pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
@@ -485,16 +478,17 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn edges_into(c: &mut Conn, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
-            let rows = query(sql::EDGES_INTO)
+            query(sql::EDGES_INTO)
                 .bind(depends_on_id)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(row::edge).collect()
+                .fetch_all_as(&mut *c, |r| row::edge(r))
+                .await
         }
 
         pub(crate) async fn edges_from(c: &mut Conn, task_id: i64) -> Result<Vec<EdgeRow>> {
-            let rows = query(sql::EDGES_FROM).bind(task_id).fetch_all(&mut *c).await?;
-            rows.iter().map(row::edge).collect()
+            query(sql::EDGES_FROM)
+                .bind(task_id)
+                .fetch_all_as(&mut *c, |r| row::edge(r))
+                .await
         }
 
         // ---- jobs ----
@@ -685,8 +679,10 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn task_and_deps(c: &mut Conn, id: i64) -> Result<Vec<TaskRow>> {
-            let rows = query(sql::TASK_AND_DEPS).bind(id).fetch_all(&mut *c).await?;
-            rows.iter().map(row::task).collect()
+            query(sql::TASK_AND_DEPS)
+                .bind(id)
+                .fetch_all_as(&mut *c, |r| row::task(r))
+                .await
         }
 
         pub(crate) async fn task_keys_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<String>> {

@@ -195,9 +195,35 @@ fn uid(id: Uuid) -> Uuid {
     id
 }
 
+/// The decoding reads the shared operations (`crate::ops::engine_ops!`) make, with the same
+/// names as the SQLite driver's (`Query::fetch_optional_as`, `fetch_all_as`), which decodes each
+/// row where it lies; here the rows arrive owned and are decoded from there.
+pub(crate) trait FetchAs {
+    async fn fetch_optional_as<T>(
+        self,
+        c: &mut PgConnection,
+        decode: impl Fn(&PgRow) -> Result<T>,
+    ) -> Result<Option<T>>;
+    async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>>;
+}
+
+impl<'q> FetchAs for sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    async fn fetch_optional_as<T>(
+        self,
+        c: &mut PgConnection,
+        decode: impl Fn(&PgRow) -> Result<T>,
+    ) -> Result<Option<T>> {
+        self.fetch_optional(&mut *c).await?.map(|r| decode(&r)).transpose()
+    }
+
+    async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
+        self.fetch_all(&mut *c).await?.iter().map(decode).collect()
+    }
+}
+
 /// The run-table operations over a PostgreSQL connection (see `crate::ops`).
 pub(crate) mod ops {
-    use super::uid;
+    use super::{FetchAs, uid};
     use sqlx::PgConnection as Conn;
     use sqlx::{query, query_scalar};
     crate::ops::engine_ops!(

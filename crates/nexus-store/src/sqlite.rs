@@ -534,28 +534,29 @@ pub(crate) mod ops {
                 .await?
                 .map(|found| (found, None)));
         }
-        let Some(r) = query(sql::DOOR_SQLITE)
+        // Decoded where the row lies: the door is read twice per settled task, and its 70-odd
+        // columns are copied once, into the rows, not into driver values first.
+        let door = query(sql::DOOR_SQLITE)
             .bind(uid(public_id))
             .bind(account_id)
             .bind(key)
-            .fetch_optional(&mut *c)
-            .await?
-        else {
-            return Ok(None);
-        };
-        let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
-            return Ok(None);
-        };
-        let found = RunInAccount {
-            run: row::run(&row::Prefixed(&r, "r_"))?,
-            workspace_public_id,
-            creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
-        };
-        let task = match r.opt_int("id")? {
-            Some(_) => Some(row::task(&r)?),
-            None => None,
-        };
-        Ok(Some((found, task)))
+            .fetch_optional_as(&mut *c, |r| {
+                let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+                    return Ok(None);
+                };
+                let found = RunInAccount {
+                    run: row::run(&row::Prefixed(r, "r_"))?,
+                    workspace_public_id,
+                    creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
+                };
+                let task = match r.opt_int("id")? {
+                    Some(_) => Some(row::task(r)?),
+                    None => None,
+                };
+                Ok(Some((found, task)))
+            })
+            .await?;
+        Ok(door.flatten())
     }
 
     /// [`update_task`] over `before`, the row as this unit of work read it (under the write

@@ -119,6 +119,38 @@ impl<'q> Query<'q> {
         ready(self.fetch_optional_now(c))
     }
 
+    /// Every row, each decoded by `decode` where it lies (see [`Query::fetch_optional_as`]).
+    pub(crate) fn fetch_all_as<T>(
+        self,
+        c: &mut Connection,
+        decode: impl Fn(&RowRef<'_, '_>) -> Result<T>,
+    ) -> Ready<Result<Vec<T>>> {
+        ready(self.run(c, usize::MAX, |names, row| {
+            decode(&RowRef {
+                names,
+                row,
+                next: std::cell::Cell::new(0),
+            })
+        }))
+    }
+
+    /// The first row, if any, decoded by `decode` where it lies (a [`RowRef`]): each column is
+    /// read once, into the decoded row, instead of into a [`LiteRow`] first and copied again.
+    pub(crate) fn fetch_optional_as<T>(
+        self,
+        c: &mut Connection,
+        decode: impl Fn(&RowRef<'_, '_>) -> Result<T>,
+    ) -> Ready<Result<Option<T>>> {
+        let rows = self.run(c, 1, |names, row| {
+            decode(&RowRef {
+                names,
+                row,
+                next: std::cell::Cell::new(0),
+            })
+        });
+        ready(rows.map(|mut rows| rows.pop()))
+    }
+
     /// Every row.
     pub(crate) fn fetch_all(self, c: &mut Connection) -> Ready<rusqlite::Result<Vec<LiteRow>>> {
         ready(self.run(c, usize::MAX, owned_row))
@@ -140,12 +172,12 @@ impl<'q> Query<'q> {
     /// Prepares (from the connection's cache), binds by placeholder number, and steps through
     /// at most `limit` rows, mapping each. A statement that modifies rows does all its changes
     /// on the first step (SQLite's rule for `RETURNING`), so a limit never loses a write.
-    fn run<T>(
+    fn run<T, E: From<rusqlite::Error>>(
         self,
         c: &mut Connection,
         limit: usize,
-        mut map: impl FnMut(&Names, &rusqlite::Row<'_>) -> rusqlite::Result<T>,
-    ) -> rusqlite::Result<Vec<T>> {
+        mut map: impl FnMut(&Names, &rusqlite::Row<'_>) -> std::result::Result<T, E>,
+    ) -> std::result::Result<Vec<T>, E> {
         tracing::trace!(target: STATEMENT_TARGET, sql = self.sql);
         let mut stmt = c.prepare_cached(self.sql)?;
         for index in 1..=stmt.parameter_count() {
@@ -325,50 +357,83 @@ fn owned_row(names: &Names, row: &rusqlite::Row<'_>) -> rusqlite::Result<LiteRow
     })
 }
 
-impl LiteRow {
-    fn value(&self, column: &str) -> Result<ValueRef<'_>> {
-        let n = self.names.len();
-        let start = self.next.get();
-        let found = (0..n)
-            .map(|k| (start + k) % n)
-            .find(|&i| &*self.names[i] == column)
-            .ok_or_else(|| StoreError::Corrupt(format!("the row has no column {column:?}")))?;
-        self.next.set(found + 1);
-        Ok(ValueRef::from(&self.values[found]))
-    }
+/// Where `column` is among `names`. The search starts at `next`, which then moves past the
+/// match: the row decoders read columns mostly in select order, so a lookup usually matches at
+/// once instead of scanning 45 names.
+fn column_index(names: &Names, next: &std::cell::Cell<usize>, column: &str) -> Result<usize> {
+    let n = names.len();
+    let start = next.get();
+    let found = (0..n)
+        .map(|k| (start + k) % n)
+        .find(|&i| &*names[i] == column)
+        .ok_or_else(|| StoreError::Corrupt(format!("the row has no column {column:?}")))?;
+    next.set(found + 1);
+    Ok(found)
+}
 
+/// `value` read as `T`, or `Corrupt` naming `column`.
+fn typed<T: FromSql>(column: &str, value: ValueRef<'_>) -> Result<T> {
+    T::column_result(value)
+        .map_err(|e| StoreError::Corrupt(format!("column {column:?} does not read as the stored type: {e}")))
+}
+
+impl LiteRow {
     fn typed<T: FromSql>(&self, column: &str) -> Result<T> {
-        T::column_result(self.value(column)?)
-            .map_err(|e| StoreError::Corrupt(format!("column {column:?} does not read as the stored type: {e}")))
+        let i = column_index(&self.names, &self.next, column)?;
+        typed(column, ValueRef::from(&self.values[i]))
     }
 }
 
-impl Columns for LiteRow {
-    fn public_id(&self, column: &str) -> Result<Uuid> {
-        row::parse_public_id(column, &self.text(column)?)
-    }
-    fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>> {
-        self.opt_text(column)?
-            .map(|t| row::parse_public_id(column, &t))
-            .transpose()
-    }
-    fn int(&self, column: &str) -> Result<i64> {
-        self.typed(column)
-    }
-    fn opt_int(&self, column: &str) -> Result<Option<i64>> {
-        self.typed(column)
-    }
-    fn text(&self, column: &str) -> Result<String> {
-        self.typed(column)
-    }
-    fn opt_text(&self, column: &str) -> Result<Option<String>> {
-        self.typed(column)
-    }
-    fn boolean(&self, column: &str) -> Result<bool> {
-        self.typed(column)
-    }
-    fn bytes(&self, column: &str) -> Result<Vec<u8>> {
-        self.typed(column)
+/// [`Columns`] for a SQLite row type with a `typed` read by column name.
+macro_rules! columns_by_name {
+    ($row:ty) => {
+        impl Columns for $row {
+            fn public_id(&self, column: &str) -> Result<Uuid> {
+                row::parse_public_id(column, &self.text(column)?)
+            }
+            fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>> {
+                self.opt_text(column)?
+                    .map(|t| row::parse_public_id(column, &t))
+                    .transpose()
+            }
+            fn int(&self, column: &str) -> Result<i64> {
+                self.typed(column)
+            }
+            fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+                self.typed(column)
+            }
+            fn text(&self, column: &str) -> Result<String> {
+                self.typed(column)
+            }
+            fn opt_text(&self, column: &str) -> Result<Option<String>> {
+                self.typed(column)
+            }
+            fn boolean(&self, column: &str) -> Result<bool> {
+                self.typed(column)
+            }
+            fn bytes(&self, column: &str) -> Result<Vec<u8>> {
+                self.typed(column)
+            }
+        }
+    };
+}
+
+columns_by_name!(LiteRow);
+columns_by_name!(RowRef<'_, '_>);
+
+/// A result row read in place, while its statement is positioned on it (see
+/// [`Query::fetch_optional_as`]): the [`Columns`] a decoder reads come straight from SQLite.
+pub(crate) struct RowRef<'a, 'r> {
+    names: &'a Names,
+    row: &'a rusqlite::Row<'r>,
+    /// Where the next lookup by name starts (as [`LiteRow`]'s).
+    next: std::cell::Cell<usize>,
+}
+
+impl RowRef<'_, '_> {
+    fn typed<T: FromSql>(&self, column: &str) -> Result<T> {
+        let i = column_index(self.names, &self.next, column)?;
+        typed(column, self.row.get_ref(i)?)
     }
 }
 
