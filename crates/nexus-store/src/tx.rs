@@ -47,10 +47,6 @@ impl SqliteTx {
             sequences: Vec::new(),
         }
     }
-
-    fn known_sequence(&self, run_id: i64) -> Option<i64> {
-        self.sequences.iter().find(|(id, _)| *id == run_id).map(|(_, s)| *s)
-    }
 }
 
 impl PgTx {
@@ -149,7 +145,7 @@ impl Tx {
 
     fn known_sequence(&self, run_id: i64) -> Option<i64> {
         match self {
-            Tx::Sqlite(t) => t.known_sequence(run_id),
+            Tx::Sqlite(t) => t.sequences.iter().find(|(id, _)| *id == run_id).map(|(_, s)| *s),
             Tx::Postgres(_) => None,
         }
     }

@@ -17,7 +17,7 @@ use uuid::Uuid;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::FrozenContext;
-use crate::runs::read::object;
+use crate::runs::read::{object, pagination};
 use crate::{Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
@@ -269,7 +269,7 @@ impl Kernel {
         let next = if full { last } else { None };
         Ok(object([
             ("tasks", Value::Array(tasks)),
-            ("pagination", json!({"next_after": next.map(|n| n.to_string())})),
+            ("pagination", pagination(next)),
         ]))
     }
 }

@@ -68,7 +68,7 @@ pub(crate) fn page_limit(limit: Option<i64>) -> i64 {
         .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
 }
 
-fn pagination(next: Option<i64>) -> Value {
+pub(crate) fn pagination(next: Option<i64>) -> Value {
     json!({"next_after": next.map(|n| n.to_string())})
 }
 
