@@ -1,7 +1,7 @@
-//! The inbox path's kernel work, without HTTP and without concurrency: one runner, `TASKS`
-//! started runs of one runner-routed `echo` step (bypass), then one loop that claims and
-//! commits each task through `Kernel::claim` and `Kernel::commit` (and reads an inbox page of
-//! 50 every 50 tasks, as the HTTP bench's runners do), one call at a time.
+//! The inbox path's kernel work, without HTTP: one runner, `TASKS` started runs of one
+//! runner-routed `echo` step (bypass), then a loop that claims and commits each task through
+//! `Kernel::claim` and `Kernel::commit` (and reads an inbox page of 50 every 50 tasks, as the
+//! HTTP bench's runners do), one call at a time.
 //!
 //! This is the work the HTTP bench (`cargo bench -p nexus-server --bench inbox`) serialises
 //! on SQLite's writer gate, measured alone: with one caller no unit waits and no group commit
@@ -17,9 +17,17 @@
 //! and the collected total divided by the task count is the instructions per settled task
 //! (claim + commit, their units of work and `COMMIT`s, the reads around them).
 //!
+//! `NEXUS_BENCH_CALLERS=<n>` (default 1, at most 64) runs `n` callers at once instead, caller
+//! `c` taking every `n`th run from the `c`th, so neighbouring runs settle together as in the
+//! HTTP bench: units queue for the writer gate and group commits form. With 8 callers the mean
+//! time per task is the kernel's own ceiling on SQLite, the gate's pace with no HTTP around it
+//! (not deterministic: not for callgrind).
+//!
 //! `cargo bench -p nexus-kernel --bench settle` (SQLite, file-backed; PostgreSQL too when
 //! `NEXUS_TEST_DATABASE_URL` is set). `NEXUS_BENCH_TASKS=<n>`: the task count (default 2,000,
-//! at most 20,000).
+//! at most 20,000). The bench prints `settle bench: window open` / `… closed` on stderr around
+//! the timed loop, marks for a profiler started disabled (BENCHMARKS.md shows the `perf`
+//! command that uses them).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -44,6 +52,15 @@ static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
 fn counting() -> bool {
     std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
+}
+
+/// `NEXUS_BENCH_CALLERS`: concurrent callers (default 1, at most 64).
+fn callers_wanted() -> usize {
+    std::env::var("NEXUS_BENCH_CALLERS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .unwrap_or(1)
+        .clamp(1, 64)
 }
 
 fn tasks_wanted() -> usize {
@@ -120,6 +137,22 @@ struct Figures {
     statements: Option<u64>,
 }
 
+/// Settles `runs` one after another (an inbox page of [`PAGE`] before every [`PAGE`]th);
+/// returns each task's time.
+async fn settle_share(kernel: &Kernel, runner: &ExecutorPrincipal, runs: Vec<Uuid>) -> Vec<Duration> {
+    let mut times = Vec::with_capacity(runs.len());
+    for (i, run) in runs.into_iter().enumerate() {
+        let t0 = Instant::now();
+        if i % PAGE as usize == 0 {
+            let page = kernel.inbox(runner, None, Some(PAGE)).await.expect("inbox");
+            assert!(page["tasks"].as_array().is_some_and(|t| !t.is_empty()), "{page}");
+        }
+        settle_one(kernel, runner, run).await;
+        times.push(t0.elapsed());
+    }
+    times
+}
+
 fn pct(sorted: &[Duration], p: f64) -> Duration {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
@@ -131,20 +164,31 @@ async fn measure(engine: &'static str, ts: TestStore, tasks: usize) -> Figures {
     for &run in warm {
         settle_one(&w.kernel, &w.runner, run).await;
     }
-    let mut times = Vec::with_capacity(tasks);
+    let callers = callers_wanted();
     let statements_before = STATEMENTS.load(Ordering::Relaxed);
     let cpu_before = testing::process_cpu();
+    // A mark for a profiler started disabled (`perf record --control …`; BENCHMARKS.md).
+    eprintln!("settle bench: window open");
     let started = Instant::now();
-    for (i, &run) in timed.iter().enumerate() {
-        let t0 = Instant::now();
-        if i % PAGE as usize == 0 {
-            let page = w.kernel.inbox(&w.runner, None, Some(PAGE)).await.expect("inbox");
-            assert!(page["tasks"].as_array().is_some_and(|t| !t.is_empty()), "{page}");
+    let mut times = if callers == 1 {
+        settle_share(&w.kernel, &w.runner, timed.to_vec()).await
+    } else {
+        // Caller c takes every `callers`-th run from c, so the callers work on neighbouring
+        // runs at once, as the HTTP bench's runners do.
+        let mut handles = Vec::with_capacity(callers);
+        for c in 0..callers {
+            let share: Vec<Uuid> = timed.iter().skip(c).step_by(callers).copied().collect();
+            let (kernel, runner) = (w.kernel.clone(), w.runner.clone());
+            handles.push(tokio::spawn(async move { settle_share(&kernel, &runner, share).await }));
         }
-        settle_one(&w.kernel, &w.runner, run).await;
-        times.push(t0.elapsed());
-    }
+        let mut times = Vec::with_capacity(tasks);
+        for h in handles {
+            times.extend(h.await.expect("caller"));
+        }
+        times
+    };
     let total = started.elapsed();
+    eprintln!("settle bench: window closed");
     let cpu = testing::process_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));
@@ -190,7 +234,10 @@ fn main() {
             ),
         }
         println!();
-        println!("the inbox path's kernel work, one caller: claim + commit per task (+ an inbox page per {PAGE})");
+        println!(
+            "the inbox path's kernel work, {} caller(s): claim + commit per task (+ an inbox page per {PAGE} per caller)",
+            callers_wanted()
+        );
         println!(
             "{:<20} {:>7} {:>9} {:>12} {:>12} {:>13} {:>16} {:>11}",
             "engine", "tasks", "total s", "p50 µs", "p99 µs", "mean µs", "CPU µs/task", "stmts/task"

@@ -30,6 +30,9 @@
 //! After the window, the same number of clients send two bare `GET /healthz` per task (no
 //! store, no credential) and the pace is printed as the "HTTP floor": what the exchanges alone
 //! allow on this machine, an upper bound for the inbox figure.
+//!
+//! `inbox bench: window open` / `… closed` on stderr mark the timed window for a profiler
+//! started disabled (BENCHMARKS.md shows the `perf record --control` command that uses them).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -188,6 +191,9 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
 
     // The timed window: 8 clients, one per runner.
     TALLYING.store(tallying(), Ordering::Relaxed);
+    // A mark for a profiler started disabled (`perf record --control …`; BENCHMARKS.md), so
+    // that it samples the window alone.
+    eprintln!("inbox bench: window open");
     let cpu_start = testing::process_cpu();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(RUNNERS);
@@ -206,6 +212,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         latencies.extend(l);
     }
     let window = start.elapsed();
+    eprintln!("inbox bench: window closed");
     let cpu = testing::process_cpu()
         .zip(cpu_start)
         .map(|(end, start)| end.saturating_sub(start));

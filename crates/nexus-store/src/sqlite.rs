@@ -1177,3 +1177,21 @@ mod tests {
             .unwrap();
     }
 }
+
+#[cfg(test)]
+mod build {
+    /// The workspace's `.cargo/config.toml` compiles the bundled SQLite without its memory
+    /// statistics (`SQLITE_DEFAULT_MEMSTATUS=0`), which would take a global mutex on every
+    /// allocation; a build that lost the setting fails here.
+    #[test]
+    fn the_bundled_sqlite_keeps_no_memory_statistics() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        let mut s = c.prepare("PRAGMA compile_options").unwrap();
+        let options: Vec<String> = s
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(options.iter().any(|o| o == "DEFAULT_MEMSTATUS=0"), "{options:?}");
+    }
+}
