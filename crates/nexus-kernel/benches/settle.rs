@@ -1,7 +1,7 @@
 //! The inbox path's kernel work, without HTTP: one runner, `TASKS` started runs of one
 //! runner-routed `echo` step (bypass), then a loop that claims and commits each task through
 //! `Kernel::claim` and `Kernel::commit` (and reads an inbox page of 50 every 50 tasks, as the
-//! HTTP bench's runners do), one call at a time.
+//! HTTP bench's runners do), one call at a time (see `NEXUS_BENCH_CALLERS` below for more).
 //!
 //! This is the work the HTTP bench (`cargo bench -p nexus-server --bench inbox`) serialises
 //! on SQLite's writer gate, measured alone: with one caller no unit waits and no group commit
