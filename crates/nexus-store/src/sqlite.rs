@@ -393,7 +393,20 @@ impl SqliteStore {
     /// Applies the pending migrations, each in its own transaction with its ledger row,
     /// refusing a ledger that records a failed migration, a changed migration text, or a
     /// migration this build does not have (as sqlx's migrator does).
+    ///
+    /// Foreign keys are not enforced while a migration runs, as SQLite's table-rebuild procedure
+    /// asks (migration 0008 drops and renames tables that others reference); instead each
+    /// migration ends with `PRAGMA foreign_key_check`, and any row it reports fails the migration
+    /// before its commit. Enforcement is back on when this returns, whatever the outcome.
     fn migrate_now(conn: &mut Connection) -> Result<()> {
+        // The pragma is a no-op inside a transaction: it is set here, between them.
+        conn.pragma_update(None, "foreign_keys", false)?;
+        let outcome = Self::migrate_unenforced(conn);
+        conn.pragma_update(None, "foreign_keys", true)?;
+        outcome
+    }
+
+    fn migrate_unenforced(conn: &mut Connection) -> Result<()> {
         conn.execute_batch(LEDGER).map_err(write_error)?;
         let applied = applied_migrations(conn)?;
         let known = |v: i64| MIGRATOR.iter().any(|m| m.version == v);
@@ -415,6 +428,7 @@ impl SqliteStore {
             let started = Instant::now();
             let apply = |conn: &Connection| -> rusqlite::Result<()> {
                 conn.execute_batch(m.sql.as_str())?;
+                foreign_keys_hold(conn)?;
                 conn.execute(
                     "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
                      VALUES (?1, ?2, TRUE, ?3, ?4)",
@@ -436,6 +450,27 @@ impl SqliteStore {
             }
         }
         Ok(())
+    }
+}
+
+/// `PRAGMA foreign_key_check` over the whole database: an error naming the first reference
+/// that points nowhere, if any.
+fn foreign_keys_hold(conn: &Connection) -> rusqlite::Result<()> {
+    let mut check = conn.prepare("PRAGMA foreign_key_check")?;
+    let mut rows = check.query([])?;
+    match rows.next()? {
+        None => Ok(()),
+        Some(r) => {
+            let table: String = r.get(0)?;
+            let rowid: Option<i64> = r.get(1)?;
+            let parent: String = r.get(2)?;
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY),
+                Some(format!(
+                    "the migration leaves {table} row {rowid:?} referring to a missing {parent} row"
+                )),
+            ))
+        }
     }
 }
 
@@ -1091,9 +1126,10 @@ mod tests {
 
     /// Migration 0007: the sweep's selection is served by the partial index over parked rows
     /// (its status test is the index's predicate word for word), and neither a claim's nor a
-    /// settle's task update builds a temporary b-tree to evaluate an index predicate.
+    /// settle's task update builds a temporary b-tree to evaluate an index predicate. Migration
+    /// 0008: nor to test a CHECK constraint's word list, on the run tables' updates and inserts.
     #[tokio::test]
-    async fn parked_predicates_serve_the_sweep_and_cost_updates_no_temporary_tree() {
+    async fn run_table_writes_build_no_temporary_tree() {
         let ts = crate::testing::sqlite().await;
         let Store::Sqlite(s) = &ts.store else { unreachable!() };
         let c = s.write_conn().await.unwrap();
@@ -1104,12 +1140,12 @@ mod tests {
         );
         let temporary_trees = |sql: &str| -> usize {
             let mut stmt = c.prepare(&format!("EXPLAIN {sql}")).unwrap();
-            let ops: Vec<String> = stmt
-                .query_map([], |r| r.get::<_, String>(1))
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap();
-            ops.iter().filter(|op| *op == "OpenEphemeral").count()
+            let mut rows = stmt.raw_query();
+            let mut n = 0;
+            while let Some(r) = rows.next().unwrap() {
+                n += usize::from(r.get::<_, String>(1).unwrap() == "OpenEphemeral");
+            }
+            n
         };
         // The claim: the deadline moves (tasks_deadline's predicate is evaluated twice).
         assert_eq!(
@@ -1119,15 +1155,54 @@ mod tests {
             ),
             0
         );
-        // A settle changes the status, which the table's CHECK (an IN list of nine words, left
-        // as it is: changing it means rebuilding the table) still tests with one tree.
+        // A settle changes the status, which the table's CHECK tests.
         assert_eq!(
             temporary_trees(
                 "UPDATE tasks SET status = 'completed', settled_at = 2 WHERE id = 1 AND generation = 1 \
                  AND status = 'dispatched' AND claim_token = 'k'"
             ),
-            1
+            0
         );
+        // Writes of every checked column test every word list: the run's whole-row update, a
+        // task update naming each checked column, the edge insert.
+        for sql in [
+            crate::sql::UPDATE_RUN,
+            "UPDATE runs SET approval_mode = 'ask' WHERE id = 1",
+            "UPDATE tasks SET kind = 'tool_task', status = 'completed', origin = 'model', \
+             on_failure = 'halt', visibility = 'hidden' WHERE id = 1",
+            crate::sql::INSERT_EDGE,
+        ] {
+            assert_eq!(temporary_trees(sql), 0, "{sql}");
+        }
+        // The inserts test every CHECK of their table; the one tree left holds their
+        // `RETURNING` rows.
+        for sql in [crate::sql::INSERT_RUN, crate::sql::INSERT_TASK] {
+            assert!(sql.contains("RETURNING"), "{sql}");
+            assert_eq!(temporary_trees(sql), 1, "{sql}");
+        }
+    }
+
+    /// The migration runner's closing check finds a reference that points nowhere (foreign keys
+    /// are not enforced while a migration runs), and passes when every reference holds.
+    #[test]
+    fn the_foreign_key_check_refuses_a_dangling_reference() {
+        let c = rusqlite::Connection::open_in_memory().unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = OFF; CREATE TABLE parent (id INTEGER PRIMARY KEY); \
+             CREATE TABLE child (id INTEGER PRIMARY KEY, parent_id BIGINT REFERENCES parent (id)); \
+             INSERT INTO parent (id) VALUES (1); INSERT INTO child (id, parent_id) VALUES (5, 1);",
+        )
+        .unwrap();
+        super::foreign_keys_hold(&c).expect("every reference holds");
+        c.execute_batch("INSERT INTO child (id, parent_id) VALUES (6, 2)")
+            .unwrap();
+        let e = super::foreign_keys_hold(&c).unwrap_err();
+        assert_eq!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::ConstraintViolation),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("child row Some(6)"), "{e}");
     }
 
     /// The inbox page walks `tasks_inbox_open` in id order and stops at its limit: no sort of

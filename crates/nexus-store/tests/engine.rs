@@ -669,6 +669,117 @@ async fn sqlite_migration_ledger_is_checked() {
     );
 }
 
+/// Migration 0008 rebuilds `runs`, `tasks` and `task_edges` (new CHECK texts) on a database
+/// that holds rows: a file migrated through 0007 by hand (ledger rows as sqlx writes them) with
+/// a run, two tasks, an edge and an event, then opened and migrated by the store. The rows keep
+/// their ids and values, the children still reach them, the event trigger still moves the run's
+/// sequence, the constraints still refuse a word outside their lists, and foreign keys are
+/// enforced again afterwards.
+#[tokio::test]
+async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nexus.db");
+    let migrator = sqlx::migrate!("./migrations/sqlite");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = ON; CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, \
+             description TEXT NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+             success BOOLEAN NOT NULL, checksum BLOB NOT NULL, execution_time BIGINT NOT NULL)",
+        )
+        .unwrap();
+        for m in migrator.iter().filter(|m| m.version < 8) {
+            c.execute_batch(m.sql.as_str()).unwrap();
+            c.execute(
+                "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                 VALUES (?1, ?2, TRUE, ?3, 0)",
+                rusqlite::params![m.version, &*m.description, &*m.checksum],
+            )
+            .unwrap();
+        }
+        c.execute_batch(
+            "INSERT INTO accounts (id, public_id, handle, created_at) VALUES (1, '0190a000-0000-7000-8000-000000000001', 'acme', 0);
+             INSERT INTO workspaces (id, public_id, account_id, handle, created_at) VALUES (1, '0190a000-0000-7000-8000-000000000002', 1, 'w', 0);
+             INSERT INTO members (id, public_id, account_id, kind, handle, display_name, role, created_at, updated_at)
+                 VALUES (1, '0190a000-0000-7000-8000-000000000003', 1, 'human', 'h', 'H', 'admin', 0, 0);
+             INSERT INTO runs (id, public_id, workspace_id, created_by_id, answering_member_id, status, hosting,
+                 approval_mode, revision, last_event_sequence, created_at)
+                 VALUES (7, '0190a000-0000-7000-8000-000000000004', 1, 1, 1, 'running', 'kernel', 'bypass', 1, 0, 0);
+             INSERT INTO tasks (id, run_id, key, kind, status, generation, origin, on_failure, visibility,
+                 mainline, structured_present, is_error, created_at, content, frozen_digest)
+                 VALUES (40, 7, 'a', 'tool_task', 'completed', 1, 'author', 'propagate', 'visible', 1, 0, 0, 0, 'ok', 'd');
+             INSERT INTO tasks (id, run_id, key, kind, status, generation, origin, on_failure, visibility,
+                 mainline, structured_present, is_error, created_at, addressed_executor_id)
+                 VALUES (41, 7, 'b', 'tool_task', 'waiting', 1, 'author', 'propagate', 'visible', 1, 0, 0, 0, NULL);
+             INSERT INTO task_edges (task_id, depends_on_id, kind) VALUES (41, 40, 'after');
+             UPDATE runs SET deliverable_task_id = 41 WHERE id = 7;
+             INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 1, 'run_started', 0, '{}');",
+        )
+        .unwrap();
+    }
+    let s = Store::open(&StoreOptions::new(format!("sqlite://{}", path.display())))
+        .await
+        .unwrap();
+    assert_eq!(s.pending_migrations().await.unwrap(), 1);
+    s.migrate().await.unwrap();
+    assert_eq!(s.pending_migrations().await.unwrap(), 0);
+    let run = s.run_by_id(7).await.unwrap().expect("the run kept its id");
+    assert_eq!(
+        (run.status.as_str(), run.deliverable_task_id, run.last_event_sequence),
+        ("running", Some(41), 1)
+    );
+    let done = s.task_by_key(7, "a").await.unwrap().expect("the task kept its key");
+    assert_eq!(
+        (done.id, done.status.as_str(), done.content.as_deref()),
+        (40, "completed", Some("ok"))
+    );
+    drop(s);
+
+    let c = rusqlite::Connection::open(&path).unwrap();
+    c.execute_batch("PRAGMA foreign_keys = ON").unwrap();
+    let one = |sql: &str| -> i64 { c.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(
+        one("SELECT count(*) FROM task_edges WHERE task_id = 41 AND depends_on_id = 40"),
+        1
+    );
+    assert_eq!(one("SELECT count(*) FROM pragma_foreign_key_check"), 0);
+    assert_eq!(one("SELECT frozen_digest = 'd' FROM tasks WHERE id = 40"), 1);
+    // The trigger is back: an event moves its run's sequence.
+    c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'x', 0, '{}')")
+        .unwrap();
+    assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 2);
+    // Every index of the three tables is there again.
+    for index in [
+        "runs_workspace",
+        "tasks_inbox",
+        "tasks_held_approvals",
+        "tasks_declaring",
+        "tasks_run_status",
+        "tasks_frozen_head",
+        "tasks_deadline",
+        "tasks_parked",
+        "tasks_inbox_open",
+        "task_edges_depends_on",
+    ] {
+        assert_eq!(
+            one(&format!(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = '{index}'"
+            )),
+            1,
+            "{index}"
+        );
+    }
+    // The constraints still hold their word lists, and references are checked.
+    for bad in [
+        "UPDATE tasks SET status = 'done' WHERE id = 40",
+        "UPDATE runs SET status = 'finished' WHERE id = 7",
+        "UPDATE task_edges SET kind = 'before' WHERE task_id = 41",
+        "UPDATE tasks SET run_id = 8 WHERE id = 41",
+    ] {
+        assert!(c.execute_batch(bad).is_err(), "{bad}");
+    }
+}
+
 /// A dropped unit of work rolls back on SQLite and leaves the write connection usable: the
 /// next writer neither sees its rows nor finds a transaction still open.
 #[tokio::test]
