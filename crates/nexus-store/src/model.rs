@@ -287,7 +287,7 @@ pub struct RunInAccount {
 }
 
 /// A row of `runs`.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct RunRow {
     pub id: i64,
     pub public_id: Uuid,
@@ -469,6 +469,29 @@ pub struct NewTask {
     pub created_at: i64,
     pub started_at: Option<i64>,
     pub settled_at: Option<i64>,
+}
+
+/// What the run's end reads of each row (runs.md §8): the statuses, the failure policy and
+/// its resolution, and the key that names a row needing attention.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TaskEndRow {
+    pub id: i64,
+    pub key: String,
+    pub status: String,
+    pub on_failure: String,
+    pub failure_resolution: Option<String>,
+}
+
+impl From<&TaskRow> for TaskEndRow {
+    fn from(t: &TaskRow) -> Self {
+        Self {
+            id: t.id,
+            key: t.key.clone(),
+            status: t.status.clone(),
+            on_failure: t.on_failure.clone(),
+            failure_resolution: t.failure_resolution.clone(),
+        }
+    }
 }
 
 /// A row of `task_edges`: `task_id` depends on `depends_on_id`.

@@ -251,6 +251,16 @@ pub(crate) fn frozen_context(r: &impl Columns) -> Result<Option<String>> {
     r.opt_text("frozen_context")
 }
 
+pub(crate) fn task_end(r: &impl Columns) -> Result<TaskEndRow> {
+    Ok(TaskEndRow {
+        id: r.int("id")?,
+        key: r.text("key")?,
+        status: r.text("status")?,
+        on_failure: r.text("on_failure")?,
+        failure_resolution: r.opt_text("failure_resolution")?,
+    })
+}
+
 pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
     Ok(TaskRow {
         id: r.int("id")?,

@@ -438,21 +438,20 @@ pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY i
 
 pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
 
-/// Every row of run `$1`, unless one of them is in an open status (`task_status::OPEN`, one
-/// probe of `tasks_run_status` each, evaluated once): no rows then. Not `o.status IN (…)`,
-/// which SQLite codes as a temporary b-tree built on every execution, dearer than the five
-/// probes (BENCHMARKS.md); and the statuses are words, not bound values, because a bound
-/// status against the partial indexes' predicates makes the plan value-dependent (a
-/// recompile on every execution).
-pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = task_select!(
-    "WHERE run_id = $1 \
+/// What the run's end reads of every row of run `$1` ([`crate::TaskEndRow`]'s columns), unless
+/// one of them is in an open status (`task_status::OPEN`, one probe of `tasks_run_status` each,
+/// evaluated once): no rows then. Not `o.status IN (…)`, which SQLite codes as a temporary
+/// b-tree built on every execution, dearer than the five probes (BENCHMARKS.md); and the
+/// statuses are words, not bound values, because a bound status against the partial indexes'
+/// predicates makes the plan value-dependent (a recompile on every execution). No `ORDER BY`:
+/// the store sorts the few rows by id itself, where SQLite would open a sorter per execution.
+pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = "SELECT id, key, status, on_failure, failure_resolution FROM tasks \
+     WHERE run_id = $1 \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'waiting') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'needs_approval') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'running') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'dispatched') \
-     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input') \
-     ORDER BY id"
-);
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input')";
 
 pub(crate) const ANY_RUNNING_AWAIT: &str =
     "SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'await_task' AND status = 'running' LIMIT 1";

@@ -316,9 +316,10 @@ impl Tx {
         tx_dispatch!(self, tasks_declared_by(run_id, declaring_id))
     }
 
-    /// Every row of the run, in id order, when none is in an open status; `None` when one is
-    /// (or the run has no rows). One statement for "has the run gone quiet, and with what".
-    pub async fn tasks_if_quiescent(&mut self, run_id: i64) -> Result<Option<Vec<TaskRow>>> {
+    /// What the run's end reads of every row of the run ([`TaskEndRow`]), in id order, when
+    /// none is in an open status; `None` when one is (or the run has no rows). One statement for
+    /// "has the run gone quiet, and with what".
+    pub async fn tasks_if_quiescent(&mut self, run_id: i64) -> Result<Option<Vec<TaskEndRow>>> {
         tx_dispatch!(self, tasks_if_quiescent(run_id))
     }
 

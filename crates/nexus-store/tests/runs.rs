@@ -1490,8 +1490,8 @@ fn update_statements(text: &str) -> Vec<(String, usize)> {
 }
 
 /// `tasks_if_quiescent`: no answer while any row of the run is in one of the five open
-/// statuses (each tried alone), the run's rows in id order once none is, and nothing for a
-/// run without rows; another run's open rows do not count.
+/// statuses (each tried alone), the run's rows in id order (the columns the run's end reads)
+/// once none is, and nothing for a run without rows; another run's open rows do not count.
 #[tokio::test]
 async fn a_run_is_quiescent_only_when_no_row_is_open() {
     each_engine!(|ts| {
@@ -1518,6 +1518,17 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
             assert!(tx.update_task(&closed, 1, &[open]).await.unwrap());
             let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent again");
             assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id, t.id], "{open}");
+            // What the run's end reads of a row, column for column.
+            assert_eq!(rows[1], TaskEndRow::from(&closed), "{open}");
+            assert_eq!(
+                (
+                    rows[1].key.as_str(),
+                    rows[1].status.as_str(),
+                    rows[1].failure_resolution.as_deref()
+                ),
+                ("open", "failed", None),
+                "{open}"
+            );
             drop(tx);
         }
     });

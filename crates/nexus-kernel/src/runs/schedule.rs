@@ -16,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 
-use nexus_store::{EdgeRow, NewJob, RunRow, TaskRow, Tx, run_status, task_status};
+use nexus_store::{EdgeRow, NewJob, RunRow, TaskEndRow, TaskRow, Tx, run_status, task_status};
 use serde_json::{Value, json};
 
 use super::{AfterCommit, graph_error, is_open, is_settled, job_kind, task_kind};
@@ -182,9 +182,81 @@ fn satisfies(dep: &TaskRow) -> bool {
 
 /// An adjudication candidate (runs.md §6).
 pub(crate) fn is_candidate(t: &TaskRow) -> bool {
-    matches!(t.status.as_str(), "failed" | "timed_out" | "uncertain")
-        && t.failure_resolution.is_none()
-        && t.on_failure != "absorb"
+    EndView::from(t).is_candidate()
+}
+
+/// What the run's end reads of one row, borrowed from a whole row or from a [`TaskEndRow`]
+/// (the narrow read a settle makes when its neighbourhood went quiet).
+#[derive(Clone, Copy)]
+struct EndView<'a> {
+    id: i64,
+    key: &'a str,
+    status: &'a str,
+    on_failure: &'a str,
+    resolved: bool,
+}
+
+/// The same five fields of a whole row and of an end row.
+macro_rules! end_view_from {
+    ($row:ty) => {
+        impl<'a> From<&'a $row> for EndView<'a> {
+            fn from(t: &'a $row) -> Self {
+                Self {
+                    id: t.id,
+                    key: &t.key,
+                    status: &t.status,
+                    on_failure: &t.on_failure,
+                    resolved: t.failure_resolution.is_some(),
+                }
+            }
+        }
+    };
+}
+end_view_from!(TaskRow);
+end_view_from!(TaskEndRow);
+
+impl EndView<'_> {
+    fn is_candidate(&self) -> bool {
+        matches!(self.status, "failed" | "timed_out" | "uncertain") && !self.resolved && self.on_failure != "absorb"
+    }
+}
+
+/// How a run ends, decided from its rows (runs.md §1, §6).
+#[derive(Debug, PartialEq, Eq)]
+enum RunEnd {
+    /// Not quiescent, or not a status that ends.
+    Stays,
+    /// A drained cancel.
+    Canceled,
+    /// A halt failure, or an unadjudicated failure without a completed deliverable: the key of
+    /// the row that needs attention.
+    Attention(String),
+    Completed,
+}
+
+/// The run's end from `rows`, every row of the run in id order.
+fn run_end(run: &RunRow, rows: &[EndView<'_>]) -> RunEnd {
+    if rows.iter().any(|t| is_open(t.status)) {
+        return RunEnd::Stays;
+    }
+    match run.status.as_str() {
+        run_status::CANCELING => RunEnd::Canceled,
+        run_status::RUNNING => {
+            let mut candidates = rows.iter().filter(|t| t.is_candidate());
+            let first = candidates.clone().next();
+            let halt = candidates.find(|t| t.on_failure == "halt");
+            let deliverable_completed = run
+                .deliverable_task_id
+                .and_then(|id| rows.iter().find(|t| t.id == id))
+                .is_some_and(|t| t.status == task_status::COMPLETED);
+            match (halt, deliverable_completed) {
+                (Some(h), _) => RunEnd::Attention(h.key.to_string()),
+                (None, false) => first.map_or(RunEnd::Completed, |t| RunEnd::Attention(t.key.to_string())),
+                (None, true) => RunEnd::Completed,
+            }
+        }
+        _ => RunEnd::Stays,
+    }
 }
 
 enum Readiness {
@@ -590,42 +662,36 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        let quiescent = !g.tasks.iter().any(|t| is_open(&t.status));
-        if !quiescent {
-            return Ok(());
-        }
-        match run.status.as_str() {
-            run_status::CANCELING => {
+        let rows: Vec<EndView<'_>> = g.tasks.iter().map(EndView::from).collect();
+        let end = run_end(run, &rows);
+        self.end_run(tx, run, end, now, effects).await
+    }
+
+    /// Writes what [`run_end`] decided.
+    async fn end_run(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        end: RunEnd,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        match end {
+            RunEnd::Stays => Ok(()),
+            RunEnd::Canceled => {
                 self.set_run_status(tx, run, run_status::CANCELED, None, now, effects)
-                    .await?;
+                    .await
             }
-            run_status::RUNNING => {
-                let candidates: Vec<&TaskRow> = g.tasks.iter().filter(|t| is_candidate(t)).collect();
-                let halt = candidates.iter().find(|t| t.on_failure == "halt");
-                let deliverable_completed = run
-                    .deliverable_task_id
-                    .and_then(|id| g.get(id))
-                    .is_some_and(|t| t.status == task_status::COMPLETED);
-                let attention = match (halt, deliverable_completed) {
-                    (Some(h), _) => Some(h.key.clone()),
-                    (None, false) => candidates.first().map(|t| t.key.clone()),
-                    (None, true) => None,
-                };
-                match attention {
-                    Some(key) => {
-                        run.attention = Some(json!({"reason": "halt_failure", "task_key": key}).to_string());
-                        self.set_run_status(tx, run, run_status::NEEDS_ATTENTION, Some("halt_failure"), now, effects)
-                            .await?;
-                    }
-                    None => {
-                        self.set_run_status(tx, run, run_status::COMPLETED, None, now, effects)
-                            .await?;
-                    }
-                }
+            RunEnd::Attention(key) => {
+                run.attention = Some(json!({"reason": "halt_failure", "task_key": key}).to_string());
+                self.set_run_status(tx, run, run_status::NEEDS_ATTENTION, Some("halt_failure"), now, effects)
+                    .await
             }
-            _ => {}
+            RunEnd::Completed => {
+                self.set_run_status(tx, run, run_status::COMPLETED, None, now, effects)
+                    .await
+            }
         }
-        Ok(())
     }
 
     /// [`Self::check_run_end`] after a cascade over a neighbourhood `g` (not the whole run):
@@ -642,12 +708,13 @@ impl Kernel {
         if g.tasks.iter().any(|t| is_open(&t.status)) {
             return Ok(());
         }
-        let Some(tasks) = tx.tasks_if_quiescent(run.id).await? else {
+        let Some(rows) = tx.tasks_if_quiescent(run.id).await? else {
             return Ok(());
         };
         // The run's end reads rows only (statuses, failure policy, the deliverable).
-        let whole = Graph::new(tasks, &[]);
-        self.check_run_end(tx, run, &whole, now, effects).await
+        let views: Vec<EndView<'_>> = rows.iter().map(EndView::from).collect();
+        let end = run_end(run, &views);
+        self.end_run(tx, run, end, now, effects).await
     }
 
     /// Writes a run status change and its `run_status_changed {from, to, reason?}` event.
@@ -762,4 +829,68 @@ pub(crate) fn next_logical<'g>(
         });
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: i64, key: &str, status: &str, on_failure: &str) -> TaskEndRow {
+        TaskEndRow {
+            id,
+            key: key.into(),
+            status: status.into(),
+            on_failure: on_failure.into(),
+            failure_resolution: None,
+        }
+    }
+
+    fn end(status: &str, deliverable: Option<i64>, rows: &[TaskEndRow]) -> RunEnd {
+        let run = RunRow {
+            status: status.into(),
+            deliverable_task_id: deliverable,
+            ..RunRow::default()
+        };
+        let views: Vec<EndView<'_>> = rows.iter().map(EndView::from).collect();
+        run_end(&run, &views)
+    }
+
+    /// The run's end (runs.md §1, §6) from the rows it reads.
+    #[test]
+    fn the_run_end_rule() {
+        let done = row(1, "a", "completed", "propagate");
+        let failed = row(2, "b", "failed", "propagate");
+        let halted = row(3, "c", "timed_out", "halt");
+        let absorbed = row(4, "d", "failed", "absorb");
+        // An open row keeps the run as it is, whatever else.
+        let open = row(5, "e", "dispatched", "propagate");
+        assert_eq!(end("running", None, &[done.clone(), open.clone()]), RunEnd::Stays);
+        assert_eq!(end("canceling", None, &[open]), RunEnd::Stays);
+        assert_eq!(end("canceling", None, std::slice::from_ref(&done)), RunEnd::Canceled);
+        assert_eq!(end("completed", None, std::slice::from_ref(&done)), RunEnd::Stays);
+        assert_eq!(end("running", Some(1), std::slice::from_ref(&done)), RunEnd::Completed);
+        assert_eq!(
+            end("running", None, &[done.clone(), absorbed.clone()]),
+            RunEnd::Completed
+        );
+        // An unadjudicated failure needs attention unless the deliverable completed; the first
+        // candidate in id order is named.
+        assert_eq!(
+            end("running", None, &[done.clone(), failed.clone(), absorbed.clone()]),
+            RunEnd::Attention("b".into())
+        );
+        assert_eq!(
+            end("running", Some(1), &[done.clone(), failed.clone()]),
+            RunEnd::Completed
+        );
+        // A halt failure needs attention even then, and is named before earlier candidates.
+        assert_eq!(
+            end("running", Some(1), &[done.clone(), failed.clone(), halted]),
+            RunEnd::Attention("c".into())
+        );
+        // A resolved failure is no candidate.
+        let mut resolved = failed;
+        resolved.failure_resolution = Some("accepted".into());
+        assert_eq!(end("running", None, &[done, resolved]), RunEnd::Completed);
+    }
 }
