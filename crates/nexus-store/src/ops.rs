@@ -479,10 +479,12 @@ macro_rules! engine_ops {
         }
 
         pub(crate) async fn edges_into(c: &mut Conn, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
-            query(sql::EDGES_INTO)
+            let mut edges = query(sql::EDGES_INTO)
                 .bind(depends_on_id)
                 .fetch_all_as(&mut *c, |r| row::edge(r))
-                .await
+                .await?;
+            edges.sort_unstable();
+            Ok(edges)
         }
 
         pub(crate) async fn edges_from(c: &mut Conn, task_id: i64) -> Result<Vec<EdgeRow>> {

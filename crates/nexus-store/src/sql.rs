@@ -469,8 +469,12 @@ pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FR
 
 /// Parks whose addressee is revoked, on live runs (the sweep's second selection, executor.md
 /// §13): unclaimed `dispatched` tool rows and held approvals. `$1` cursor, `$2` limit.
+/// The first status test is the predicate of the partial index `tasks_inbox_open` word for word
+/// (migration 0007; the second narrows it), so SQLite's planner reads a revoked executor's open
+/// rows from that index.
 pub(crate) const REVOKED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN executors e ON \
      e.id = t.addressed_executor_id JOIN runs r ON r.id = t.run_id WHERE e.status = 'revoked' AND \
+     (t.status = 'dispatched' OR t.status = 'needs_approval' OR t.status = 'awaiting_input') AND \
      t.kind = 'tool_task' AND ((t.status = 'dispatched' AND t.claimed_at IS NULL) OR t.status = \
      'needs_approval') AND t.id > $1 AND r.status NOT IN ('completed', 'canceled') ORDER BY t.id \
      LIMIT CAST($2 AS BIGINT)";
@@ -518,8 +522,10 @@ pub(crate) const EDGES_OF_RUN: &str = "SELECT e.task_id AS task_id, e.depends_on
      task_edges e JOIN tasks t ON t.id = e.task_id WHERE t.run_id = $1 ORDER BY e.task_id, \
      e.depends_on_id, e.kind";
 
-pub(crate) const EDGES_INTO: &str = "SELECT task_id, depends_on_id, kind FROM task_edges WHERE depends_on_id = $1 \
-     ORDER BY task_id, depends_on_id, kind";
+/// No `ORDER BY`: `task_edges_depends_on` holds an id's dependents in rowid order, so SQLite
+/// would open a sorter on every execution (every settle makes one, and most find nothing); the
+/// store sorts the few rows itself.
+pub(crate) const EDGES_INTO: &str = "SELECT task_id, depends_on_id, kind FROM task_edges WHERE depends_on_id = $1";
 
 pub(crate) const EDGES_FROM: &str = "SELECT task_id, depends_on_id, kind FROM task_edges WHERE task_id = $1 \
      ORDER BY task_id, depends_on_id, kind";

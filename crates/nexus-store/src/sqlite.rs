@@ -1205,6 +1205,26 @@ mod tests {
         assert!(e.to_string().contains("child row Some(6)"), "{e}");
     }
 
+    /// The sweep's revoked-addressee selection reads a revoked executor's open rows from
+    /// `tasks_inbox_open` (migration 0009 dropped the whole-table `tasks_inbox`).
+    #[tokio::test]
+    async fn revoked_parks_read_the_open_inbox_index() {
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let c = s.write_conn().await.unwrap();
+        let plan: Vec<String> = c
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", crate::sql::REVOKED_PARKS))
+            .unwrap()
+            .query_map([0_i64, 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter().any(|step| step.contains("USING INDEX tasks_inbox_open")),
+            "{plan:?}"
+        );
+    }
+
     /// The inbox page walks `tasks_inbox_open` in id order and stops at its limit: no sort of
     /// every open row (migration 0007). Its status test names exactly `INBOX_STATUSES`.
     #[tokio::test]

@@ -720,7 +720,8 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     let s = Store::open(&StoreOptions::new(format!("sqlite://{}", path.display())))
         .await
         .unwrap();
-    assert_eq!(s.pending_migrations().await.unwrap(), 1);
+    let later = migrator.iter().filter(|m| m.version >= 8).count();
+    assert_eq!(s.pending_migrations().await.unwrap(), later);
     s.migrate().await.unwrap();
     assert_eq!(s.pending_migrations().await.unwrap(), 0);
     let run = s.run_by_id(7).await.unwrap().expect("the run kept its id");
@@ -748,10 +749,9 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'x', 0, '{}')")
         .unwrap();
     assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 2);
-    // Every index of the three tables is there again.
+    // Every index of the three tables is there again (but `tasks_inbox`, which 0009 drops).
     for index in [
         "runs_workspace",
-        "tasks_inbox",
         "tasks_held_approvals",
         "tasks_declaring",
         "tasks_run_status",

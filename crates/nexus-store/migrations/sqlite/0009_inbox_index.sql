@@ -1,0 +1,11 @@
+-- 0009 inbox index (SQLite dialect). Keep in step with migrations/postgres/0009_inbox_index.sql:
+-- the parity test (tests/parity.rs) fails on any difference in tables, columns, nullability,
+-- normalized types, defaults, keys, unique constraints or indexes.
+--
+-- `tasks_inbox (addressed_executor_id, status, id)` held every addressed row, settled ones too,
+-- so every settle moved a row's entry from its open status to its settled one (an index delete
+-- and an insert, on pages apart from each other) for entries no query reads. The inbox page reads
+-- `tasks_inbox_open (addressed_executor_id, id)` (migration 0007), which holds exactly the open
+-- addressed rows, and the sweep's revoked-addressee selection (`sql::REVOKED_PARKS`) now repeats
+-- that index's predicate and reads it too. A settle now only removes the row from the open index.
+DROP INDEX tasks_inbox;
