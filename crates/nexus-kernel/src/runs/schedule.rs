@@ -406,7 +406,8 @@ impl Kernel {
             self.observe_settled(tx, run, g, id, now, effects, &mut settled).await?;
             for d in g.dependents_of(id) {
                 if g.get(d).is_some_and(|t| t.status == task_status::WAITING) {
-                    self.evaluate(tx, run, g, d, now, effects, &mut settled).await?;
+                    // Boxed for the same reason: most settles have no waiting dependent.
+                    Box::pin(self.evaluate(tx, run, g, d, now, effects, &mut settled)).await?;
                 }
             }
         }
@@ -611,9 +612,9 @@ impl Kernel {
         _effects: &mut [AfterCommit],
         settled: &mut Vec<i64>,
     ) -> KernelResult<()> {
-        let Some(target) = g.get(id).cloned() else {
+        if g.get(id).is_none() {
             return Ok(());
-        };
+        }
         let waiters: Vec<TaskRow> = g
             .tasks
             .iter()
@@ -627,10 +628,30 @@ impl Kernel {
                 ctx.pointer("/wait/task")
                     .and_then(Value::as_str)
                     .and_then(|k| follow(g, k))
-                    .is_some_and(|f| f.id == target.id)
+                    .is_some_and(|f| f.id == id)
             })
             .cloned()
             .collect();
+        if waiters.is_empty() {
+            return Ok(());
+        }
+        // Boxed: a completed wait is rare, and its future would otherwise size every settle's
+        // (the boxed `after_settle` is copied whole when it is created).
+        Box::pin(self.complete_waits(tx, run, g, id, waiters, now, settled)).await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn complete_waits(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        g: &mut Graph,
+        id: i64,
+        waiters: Vec<TaskRow>,
+        now: i64,
+        settled: &mut Vec<i64>,
+    ) -> KernelResult<()> {
+        let target = g.get(id).expect("the observed row is in the graph").clone();
         for mut w in waiters {
             if self.complete_wait(tx, run, &mut w, &target, now).await? {
                 g.put(&w);
