@@ -460,8 +460,9 @@ pub(crate) const TASKS_OF_RUN_PAGE: &str =
     task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
 /// Parked rows past their deadline on live runs (the sweep's candidates). The status test is
-/// the predicate of the partial indexes `tasks_parked` and `tasks_deadline` word for word
-/// (migration 0007), so SQLite's planner sees that they cover it.
+/// the predicate of the partial index `tasks_parked` word for word (migration 0007), so SQLite's
+/// planner sees that it covers it and walks the parked rows in id order, testing each deadline
+/// (no index holds deadlines since migration 0010).
 pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE \
      (t.status = 'needs_approval' OR t.status = 'running' OR t.status = 'dispatched' OR t.status = 'awaiting_input') AND \
      t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', 'canceled') ORDER BY \

@@ -1147,7 +1147,7 @@ mod tests {
             }
             n
         };
-        // The claim: the deadline moves (tasks_deadline's predicate is evaluated twice).
+        // The claim: the deadline moves (no index holds it since migration 0010).
         assert_eq!(
             temporary_trees(
                 "UPDATE tasks SET claim_token = 'k', claimed_at = 1, claimant_id = 1, \
