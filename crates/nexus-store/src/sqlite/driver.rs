@@ -180,18 +180,13 @@ impl<'q> Query<'q> {
     ) -> std::result::Result<Vec<T>, E> {
         tracing::trace!(target: STATEMENT_TARGET, sql = self.sql);
         let mut stmt = c.prepare_cached(self.sql)?;
-        for index in 1..=stmt.parameter_count() {
-            let slot = match stmt.parameter_name(index) {
-                Some(name) => placeholder_number(name).ok_or_else(|| {
-                    rusqlite::Error::InvalidParameterName(format!("{name} (the store binds $1, $2, …)"))
-                })?,
-                None => index,
-            };
+        let slots = bind_slots(self.sql, &stmt)?;
+        for (index, &slot) in slots.iter().enumerate() {
             let arg = self.args.get(slot - 1).ok_or(rusqlite::Error::InvalidParameterCount(
                 self.args.len(),
                 stmt.parameter_count(),
             ))?;
-            stmt.raw_bind_parameter(index, arg)?;
+            stmt.raw_bind_parameter(index + 1, arg)?;
         }
         let mut out = Vec::new();
         let mut rows = stmt.raw_query();
@@ -248,22 +243,71 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
     }
 }
 
-/// How many statement texts [`names_of`] remembers per thread before it starts over: the store's
-/// fixed texts number about a hundred; dynamic ones (introspection, the key probe) could grow
-/// without bound.
-const NAMES_CACHE: usize = 512;
+/// How many statement texts [`FACTS`] remembers per thread before it starts over: the store's
+/// fixed texts number about a hundred; dynamic ones (introspection, the key probe, the task
+/// update that names only changed columns) could grow without bound.
+const FACTS_CACHE: usize = 512;
 
-/// Where a statement text lives and how long it is: the key [`names_of`] files names under.
+/// Where a statement text lives and how long it is: the key [`FACTS`] files a text under.
 /// The store's texts are constants, so the same statement arrives with the same address every
 /// time; the entry also keeps the text, and a hit compares it (a dynamic text can reuse a freed
 /// one's address).
 type TextAddress = (usize, usize);
 
+/// What the driver learns once per statement text (and thread) instead of on every execution.
+struct Facts {
+    text: Box<str>,
+    /// For each of the statement's parameters in SQLite's order, the `$N` it names: the bound
+    /// argument it takes (see [`bind_slots`]).
+    slots: std::rc::Rc<[usize]>,
+    /// The result's column names, once a row has been read (see [`names_of`]); never for a
+    /// text with `*`.
+    names: Option<Names>,
+}
+
 thread_local! {
-    /// Column names by statement text (see [`names_of`]).
-    static NAMES: std::cell::RefCell<
-        std::collections::HashMap<TextAddress, (Box<str>, Names), AddressHash>,
-    > = std::cell::RefCell::new(std::collections::HashMap::default());
+    /// Statement facts by statement text.
+    static FACTS: std::cell::RefCell<std::collections::HashMap<TextAddress, Facts, AddressHash>> =
+        std::cell::RefCell::new(std::collections::HashMap::default());
+}
+
+/// The `$N` each parameter of `stmt` (prepared from `sql`) names, in SQLite's parameter order,
+/// worked out on a text's first execution on this thread and remembered (asking SQLite for each
+/// parameter's name and parsing it on every execution was measurable on the inbox path).
+fn bind_slots(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<std::rc::Rc<[usize]>> {
+    let address = (sql.as_ptr() as usize, sql.len());
+    let cached = FACTS.with(|cache| {
+        cache
+            .borrow()
+            .get(&address)
+            .filter(|f| *f.text == *sql && f.slots.len() == stmt.parameter_count())
+            .map(|f| f.slots.clone())
+    });
+    if let Some(slots) = cached {
+        return Ok(slots);
+    }
+    let slots = (1..=stmt.parameter_count())
+        .map(|index| match stmt.parameter_name(index) {
+            Some(name) => placeholder_number(name)
+                .ok_or_else(|| rusqlite::Error::InvalidParameterName(format!("{name} (the store binds $1, $2, …)"))),
+            None => Ok(index),
+        })
+        .collect::<rusqlite::Result<std::rc::Rc<[usize]>>>()?;
+    FACTS.with(|cache| {
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= FACTS_CACHE {
+            cache.clear();
+        }
+        cache.insert(
+            address,
+            Facts {
+                text: sql.into(),
+                slots: slots.clone(),
+                names: None,
+            },
+        );
+    });
+    Ok(slots)
 }
 
 /// Hashes a [`TextAddress`] by mixing its two words, instead of running SipHash over the whole
@@ -303,29 +347,31 @@ impl std::hash::Hasher for AddressHasher {
 /// shared; building them per execution (a string per column, 60-odd for a joined task row) was
 /// about 4 % of the inbox path's CPU (BENCHMARKS.md). A text with `*` takes its columns from
 /// the schema, which a migration can change under a cached statement: its names are built from
-/// the statement every time.
+/// the statement every time. The text is looked up first and scanned for `*` only when it is
+/// not remembered (no text with `*` ever is).
 fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names> {
-    if sql.contains('*') {
-        return column_names(stmt);
-    }
     let address = (sql.as_ptr() as usize, sql.len());
-    let cached = NAMES.with(|cache| {
+    let cached = FACTS.with(|cache| {
         cache
             .borrow()
             .get(&address)
-            .filter(|(text, names)| **text == *sql && names.len() == stmt.column_count())
-            .map(|(_, names)| names.clone())
+            .filter(|f| *f.text == *sql)
+            .and_then(|f| f.names.clone())
+            .filter(|names| names.len() == stmt.column_count())
     });
     if let Some(names) = cached {
         return Ok(names);
     }
     let names = column_names(stmt)?;
-    NAMES.with(|cache| {
-        let mut cache = cache.borrow_mut();
-        if cache.len() >= NAMES_CACHE {
-            cache.clear();
+    if sql.contains('*') {
+        return Ok(names);
+    }
+    // The run binds before it names, so the text's entry is there unless the cache started
+    // over in between; then the names are remembered on a later execution.
+    FACTS.with(|cache| {
+        if let Some(f) = cache.borrow_mut().get_mut(&address).filter(|f| *f.text == *sql) {
+            f.names = Some(names.clone());
         }
-        cache.insert(address, (sql.into(), names.clone()));
     });
     Ok(names)
 }
@@ -497,6 +543,27 @@ mod tests {
         assert_eq!(r.names.iter().map(|n| &**n).collect::<Vec<_>>(), ["first", "right"]);
         let r = block(query(&text).fetch_one(&mut c)).unwrap();
         assert_eq!(r.names.iter().map(|n| &**n).collect::<Vec<_>>(), ["first", "right"]);
+    }
+
+    /// The parameter order a text binds by is remembered per text, like its names: the same
+    /// text binds each execution's own arguments, and a different text at the same address
+    /// and length (a reused buffer) is worked out afresh.
+    #[test]
+    fn remembered_bind_slots_follow_the_text() {
+        let mut c = conn();
+        let mut text = String::from("SELECT $2 AS x, $1 AS y");
+        let address = text.as_ptr();
+        let read = |c: &mut Connection, text: &str, a: i64, b: i64| {
+            let r = block(query(text).bind(a).bind(b).fetch_one(c)).unwrap();
+            (r.int("x").unwrap(), r.int("y").unwrap())
+        };
+        assert_eq!(read(&mut c, &text, 1, 2), (2, 1));
+        assert_eq!(read(&mut c, &text, 3, 4), (4, 3), "the same text, other arguments");
+        text.replace_range(7..9, "$1");
+        text.replace_range(16..18, "$2");
+        assert_eq!(text.as_ptr(), address, "the same buffer");
+        assert_eq!(text, "SELECT $1 AS x, $2 AS y");
+        assert_eq!(read(&mut c, &text, 1, 2), (1, 2));
     }
 
     #[test]
