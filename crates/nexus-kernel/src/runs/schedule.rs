@@ -406,7 +406,9 @@ impl Kernel {
             self.observe_settled(tx, run, g, id, now, effects, &mut settled).await?;
             for d in g.dependents_of(id) {
                 if g.get(d).is_some_and(|t| t.status == task_status::WAITING) {
-                    // Boxed for the same reason: most settles have no waiting dependent.
+                    // Boxed: most settles have no waiting dependent, and evaluating one (which
+                    // may start a row) would otherwise size every settle's boxed `after_settle`
+                    // future, which is copied whole when it is created.
                     Box::pin(self.evaluate(tx, run, g, d, now, effects, &mut settled)).await?;
                 }
             }
@@ -640,6 +642,7 @@ impl Kernel {
         Box::pin(self.complete_waits(tx, run, g, id, waiters, now, settled)).await
     }
 
+    /// Completes the kernel-held waits in `waiters`, which observe the settled row `id`.
     #[allow(clippy::too_many_arguments)]
     async fn complete_waits(
         &self,
