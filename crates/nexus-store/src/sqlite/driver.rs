@@ -347,8 +347,8 @@ impl std::hash::Hasher for AddressHasher {
 /// shared; building them per execution (a string per column, 60-odd for a joined task row) was
 /// about 4 % of the inbox path's CPU (BENCHMARKS.md). A text with `*` takes its columns from
 /// the schema, which a migration can change under a cached statement: its names are built from
-/// the statement every time. The text is looked up first and scanned for `*` only when it is
-/// not remembered (no text with `*` ever is).
+/// the statement every time. The text is looked up first and scanned for `*` only when its
+/// names are not remembered (a text with `*` never has them).
 fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names> {
     let address = (sql.as_ptr() as usize, sql.len());
     let cached = FACTS.with(|cache| {
