@@ -234,20 +234,21 @@ enum RunEnd {
     Completed,
 }
 
-/// The run's end from `rows`, every row of the run in id order.
-fn run_end(run: &RunRow, rows: &[EndView<'_>]) -> RunEnd {
-    if rows.iter().any(|t| is_open(t.status)) {
+/// The run's end from `rows`, every row of the run in id order (walked a few times, never
+/// collected).
+fn run_end<'a>(run: &RunRow, rows: impl Iterator<Item = EndView<'a>> + Clone) -> RunEnd {
+    if rows.clone().any(|t| is_open(t.status)) {
         return RunEnd::Stays;
     }
     match run.status.as_str() {
         run_status::CANCELING => RunEnd::Canceled,
         run_status::RUNNING => {
-            let mut candidates = rows.iter().filter(|t| t.is_candidate());
+            let mut candidates = rows.clone().filter(|t| t.is_candidate());
             let first = candidates.clone().next();
             let halt = candidates.find(|t| t.on_failure == "halt");
             let deliverable_completed = run
                 .deliverable_task_id
-                .and_then(|id| rows.iter().find(|t| t.id == id))
+                .and_then(|id| rows.clone().find(|t| t.id == id))
                 .is_some_and(|t| t.status == task_status::COMPLETED);
             match (halt, deliverable_completed) {
                 (Some(h), _) => RunEnd::Attention(h.key.to_string()),
@@ -686,8 +687,7 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        let rows: Vec<EndView<'_>> = g.tasks.iter().map(EndView::from).collect();
-        let end = run_end(run, &rows);
+        let end = run_end(run, g.tasks.iter().map(EndView::from));
         self.end_run(tx, run, end, now, effects).await
     }
 
@@ -736,8 +736,7 @@ impl Kernel {
             return Ok(());
         };
         // The run's end reads rows only (statuses, failure policy, the deliverable).
-        let views: Vec<EndView<'_>> = rows.iter().map(EndView::from).collect();
-        let end = run_end(run, &views);
+        let end = run_end(run, rows.iter().map(EndView::from));
         self.end_run(tx, run, end, now, effects).await
     }
 
@@ -875,8 +874,7 @@ mod tests {
             deliverable_task_id: deliverable,
             ..RunRow::default()
         };
-        let views: Vec<EndView<'_>> = rows.iter().map(EndView::from).collect();
-        run_end(&run, &views)
+        run_end(&run, rows.iter().map(EndView::from))
     }
 
     /// The run's end (runs.md §1, §6) from the rows it reads.
