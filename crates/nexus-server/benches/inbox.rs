@@ -14,6 +14,9 @@
 //! `NEXUS_TEST_DATABASE_URL` is set; the server's store is opened with `nexus serve`'s options),
 //! and the process's CPU time per settled task over the window (every thread, the clients'
 //! included; steadier than wall time on a machine whose pace drifts).
+//! On SQLite also the writer gate's use over the window (`Store::writer_gate_use`): the time units
+//! of work held it, against the window's length. Well under 100 % means the one-writer limit is
+//! not what bounds the figure: the CPU is.
 //!
 //! `cargo bench -p nexus-server --bench inbox`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-server --bench inbox`
@@ -66,6 +69,8 @@ struct Outcome {
     /// The same 8 clients' pace through two bare `GET /healthz` per task (no store, no auth):
     /// what the HTTP exchanges alone cost on this machine.
     http_floor: Duration,
+    /// SQLite: the units of work's time holding the writer gate over the window, and how many.
+    gate: Option<nexus_store::GateUse>,
 }
 
 /// Statement texts seen while [`TALLYING`], with their counts.
@@ -129,7 +134,8 @@ async fn server_store(ts: &TestStore) -> nexus_store::Store {
 
 async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let setup_start = Instant::now();
-    let kernel = Kernel::new(server_store(&ts).await);
+    let store = server_store(&ts).await;
+    let kernel = Kernel::new(store.clone());
     let boot = kernel.bootstrap().await.expect("bootstrap");
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let pending = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
@@ -194,6 +200,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     // A mark for a profiler started disabled (`perf record --control …`; BENCHMARKS.md), so
     // that it samples the window alone.
     eprintln!("inbox bench: window open");
+    let gate_start = store.writer_gate_use();
     let cpu_start = testing::process_cpu();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(RUNNERS);
@@ -212,6 +219,13 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         latencies.extend(l);
     }
     let window = start.elapsed();
+    let gate = store
+        .writer_gate_use()
+        .zip(gate_start)
+        .map(|(end, start)| nexus_store::GateUse {
+            held: end.held.saturating_sub(start.held),
+            units: end.units - start.units,
+        });
     eprintln!("inbox bench: window closed");
     let cpu = testing::process_cpu()
         .zip(cpu_start)
@@ -223,6 +237,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let _ = worker.await;
     let _ = server.await;
     drop(kernel); // the server's store before the harness drops the schema under it
+    drop(store);
     drop(ts);
     Outcome {
         settled,
@@ -231,6 +246,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         setup,
         cpu,
         http_floor,
+        gate,
     }
 }
 
@@ -379,6 +395,15 @@ fn report(engine: &str, o: &mut Outcome) {
             cpu.as_secs_f64(),
             cpu.as_secs_f64() * 1e6 / o.settled.max(1) as f64,
             cpu.as_secs_f64() / o.window.as_secs_f64(),
+        );
+    }
+    if let Some(gate) = o.gate {
+        println!(
+            "{engine:<10} writer gate held {:.2} s of the window ({:.1} %) by {} units of work, {:.1} µs each",
+            gate.held.as_secs_f64(),
+            100.0 * gate.held.as_secs_f64() / o.window.as_secs_f64(),
+            gate.units,
+            gate.held.as_secs_f64() * 1e6 / gate.units.max(1) as f64,
         );
     }
     println!(

@@ -20,8 +20,8 @@ pub use error::StoreError;
 pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use model::*;
 pub use postgres::PgStore;
-pub use sqlite::SqliteStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
+pub use sqlite::{GateUse, SqliteStore};
 pub use tx::{PgTx, SqliteTx, Tx};
 pub use uploads::{NewUpload, UploadRow};
 
@@ -294,6 +294,15 @@ impl Store {
         match self {
             Store::Sqlite(s) => Ok(Tx::Sqlite(s.begin().await?)),
             Store::Postgres(s) => Ok(Tx::Postgres(s.begin().await?)),
+        }
+    }
+
+    /// SQLite: the units of work's use of the writer gate so far ([`SqliteStore::writer_gate_use`]).
+    /// PostgreSQL has no such gate (writers wait per run row): `None`.
+    pub fn writer_gate_use(&self) -> Option<GateUse> {
+        match self {
+            Store::Sqlite(s) => Some(s.writer_gate_use()),
+            Store::Postgres(_) => None,
         }
     }
 

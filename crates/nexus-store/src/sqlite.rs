@@ -37,6 +37,8 @@ use crate::{Engine, Result, StoreError, StoreOptions, check_text, sql, write_err
 pub(crate) mod driver;
 mod group;
 
+pub use group::GateUse;
+
 pub(crate) use driver::{is_foreign_key_violation, is_unique_violation, message};
 use driver::{query, query_scalar};
 
@@ -314,6 +316,13 @@ impl SqliteStore {
         self.path.as_deref()
     }
 
+    /// How long units of work have held the writer gate since the store opened, and how many
+    /// ended: over a window, the held time against the window's length says how close the
+    /// writes come to SQLite's one-writer limit (the inbox bench prints it).
+    pub fn writer_gate_use(&self) -> GateUse {
+        self.group.gate_use()
+    }
+
     /// Waits for every unit of work in flight to end. The connections close when the last
     /// clone drops, and so does the single-node lock.
     pub async fn close(&self) {
@@ -355,13 +364,21 @@ impl SqliteStore {
     /// open group).
     pub(crate) async fn write_tx(&self) -> Result<GatedTx> {
         let conn = self.gate_for_unit().await?;
-        let savepoint = self.group.begin(&conn).map_err(write_error)?;
+        let since = Instant::now();
+        let savepoint = match self.group.begin(&conn) {
+            Ok(savepoint) => savepoint,
+            Err(e) => {
+                self.group.note_unit(since);
+                return Err(write_error(e));
+            }
+        };
         Ok(GatedTx {
             conn: Some(conn),
             open: true,
             savepoint,
             group: self.group.clone(),
             writer: self.writer.clone(),
+            since,
         })
     }
 
@@ -1028,6 +1045,8 @@ pub(crate) struct GatedTx {
     savepoint: bool,
     group: Arc<group::Group>,
     writer: Shared,
+    /// When the unit took the gate ([`group::GateUse`]).
+    since: Instant,
 }
 
 impl GatedTx {
@@ -1036,19 +1055,22 @@ impl GatedTx {
     pub(crate) async fn commit(mut self) -> rusqlite::Result<()> {
         self.open = false;
         let conn = self.conn.take().expect("an open unit holds the gate");
-        match self.group.end_unit(&conn, self.savepoint, group::Ending::Commit) {
+        let end = self.group.end_unit(&conn, self.savepoint, group::Ending::Commit);
+        drop(conn); // the gate passes to the next writer
+        self.group.note_unit(self.since);
+        match end {
             group::End::Done(r) => r,
-            group::End::Wait(member) => {
-                drop(conn); // the gate passes to the next writer
-                group::wait(self.group.clone(), self.writer.clone(), member).await
-            }
+            group::End::Wait(member) => group::wait(self.group.clone(), self.writer.clone(), member).await,
         }
     }
 
     pub(crate) async fn rollback(mut self) -> rusqlite::Result<()> {
         self.open = false;
         let conn = self.conn.take().expect("an open unit holds the gate");
-        match self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback) {
+        let end = self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback);
+        drop(conn);
+        self.group.note_unit(self.since);
+        match end {
             group::End::Done(r) => r,
             group::End::Wait(_) => unreachable!("a rollback never waits for a group"),
         }
@@ -1059,9 +1081,13 @@ impl Drop for GatedTx {
     fn drop(&mut self) {
         if self.open
             && let Some(conn) = self.conn.take()
-            && let group::End::Done(Err(e)) = self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback)
         {
-            tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
+            let end = self.group.end_unit(&conn, self.savepoint, group::Ending::Rollback);
+            drop(conn);
+            self.group.note_unit(self.since);
+            if let group::End::Done(Err(e)) = end {
+                tracing::warn!(error = %e, "rolling back a dropped SQLite unit of work failed");
+            }
         }
     }
 }

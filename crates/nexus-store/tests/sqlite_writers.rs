@@ -232,3 +232,27 @@ async fn a_group_whose_waiters_went_away_still_commits() {
         .await
         .expect("a later write");
 }
+
+/// The gate's use counts every unit of work that ends (committed, rolled back or dropped) and
+/// the time each held the gate; PostgreSQL has no gate to report.
+#[tokio::test]
+async fn the_writer_gate_use_counts_units_and_their_time() {
+    let ts = testing::sqlite().await;
+    let s = &ts.store;
+    let before = s.writer_gate_use().expect("SQLite reports its gate");
+    let tx = s.begin().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    tx.commit().await.unwrap();
+    s.begin().await.unwrap().rollback().await.unwrap();
+    drop(s.begin().await.unwrap());
+    let after = s.writer_gate_use().expect("SQLite reports its gate");
+    assert_eq!(after.units - before.units, 3);
+    assert!(
+        after.held - before.held >= Duration::from_millis(20),
+        "the committed unit held the gate across its sleep: {:?}",
+        after.held - before.held
+    );
+    if let Some(pg) = testing::postgres().await {
+        assert_eq!(pg.store.writer_gate_use(), None);
+    }
+}

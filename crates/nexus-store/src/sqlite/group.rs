@@ -23,8 +23,9 @@
 //! connection also serves reads, which must not see a group's uncommitted work, so there every
 //! unit commits alone.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 use tokio::sync::watch;
@@ -46,6 +47,19 @@ pub(crate) struct Group {
     /// Writers waiting for the gate: whether another unit will follow the one committing.
     queued: AtomicUsize,
     state: StdMutex<State>,
+    /// How long units of work have held the gate in all (nanoseconds), and how many.
+    held_ns: AtomicU64,
+    units: AtomicU64,
+}
+
+/// How much units of work have used the writer gate since the store opened
+/// ([`crate::Store::writer_gate_use`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GateUse {
+    /// The units' time holding the gate, from taking it to passing it on, summed.
+    pub held: Duration,
+    /// Units of work that ended (committed, rolled back or dropped).
+    pub units: u64,
 }
 
 #[derive(Default)]
@@ -120,6 +134,23 @@ impl Group {
             enabled,
             queued: AtomicUsize::new(0),
             state: StdMutex::default(),
+            held_ns: AtomicU64::new(0),
+            units: AtomicU64::new(0),
+        }
+    }
+
+    /// Counts a unit that took the gate at `since` and is passing it on now.
+    pub(crate) fn note_unit(&self, since: Instant) {
+        let held = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.held_ns.fetch_add(held, Ordering::Relaxed);
+        self.units.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The units' use of the gate so far.
+    pub(crate) fn gate_use(&self) -> GateUse {
+        GateUse {
+            held: Duration::from_nanos(self.held_ns.load(Ordering::Relaxed)),
+            units: self.units.load(Ordering::Relaxed),
         }
     }
 
