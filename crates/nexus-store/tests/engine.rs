@@ -674,7 +674,9 @@ async fn sqlite_migration_ledger_is_checked() {
 /// a run, two tasks, an edge and an event, then opened and migrated by the store. The rows keep
 /// their ids and values, the children still reach them, the event trigger still moves the run's
 /// sequence, the constraints still refuse a word outside their lists, and foreign keys are
-/// enforced again afterwards.
+/// enforced again afterwards. Migration 0011 rebuilds `events` on the same file: keyed by
+/// `(run_id, sequence)` WITHOUT ROWID, the event kept, the trigger back, a repeated sequence
+/// refused.
 #[tokio::test]
 async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -749,6 +751,20 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'x', 0, '{}')")
         .unwrap();
     assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 2);
+    // 0011: the events are keyed by run and sequence, with no rowid, and the first one is kept.
+    assert_eq!(
+        one("SELECT count(*) FROM pragma_table_list WHERE name = 'events' AND wr = 1"),
+        1
+    );
+    assert_eq!(
+        one("SELECT count(*) FROM events WHERE run_id = 7 AND sequence = 1 AND type = 'run_started'"),
+        1
+    );
+    assert!(
+        c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'y', 0, '{}')")
+            .is_err(),
+        "a run's sequence is taken once"
+    );
     // Every index of the three tables is there again (but `tasks_inbox` and `tasks_deadline`,
     // which 0009 and 0010 drop).
     for index in [

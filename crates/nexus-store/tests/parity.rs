@@ -213,7 +213,6 @@ async fn schemas_match_across_dialects() {
         ("tasks", vec!["addressed_executor_id", "id"], true),
         ("tasks", vec!["run_id", "key"], false),
         ("jobs", vec!["available_at"], true),
-        ("events", vec!["run_id", "sequence"], false),
         ("sealed_requests", vec!["task_id", "generation"], false),
         ("idempotency_receipts", vec!["scope_hash"], false),
         ("uploads", vec!["created_at"], true),
@@ -248,6 +247,16 @@ async fn schemas_match_across_dialects() {
                 .iter()
                 .any(|c| c.table == table && c.name == column && c.kind == kind),
             "SQLite {table}.{column} is not {kind}"
+        );
+    }
+
+    // Sanity: events are keyed by run and sequence (migration 0011), in both dialects.
+    let events_key = ("events".to_string(), vec!["run_id".to_string(), "sequence".to_string()]);
+    for (dialect, n) in [("SQLite", &s), ("PostgreSQL", &p)] {
+        assert!(
+            n.primary_keys.contains(&events_key),
+            "{dialect} does not key events by (run_id, sequence): {:?}",
+            n.primary_keys
         );
     }
 
