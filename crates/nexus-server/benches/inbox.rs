@@ -14,9 +14,10 @@
 //! `NEXUS_TEST_DATABASE_URL` is set; the server's store is opened with `nexus serve`'s options),
 //! and the process's CPU time per settled task over the window (every thread, the clients'
 //! included; steadier than wall time on a machine whose pace drifts).
-//! On SQLite also the writer gate's use over the window (`Store::writer_gate_use`): the time units
-//! of work held it, against the window's length. Well under 100 % means the one-writer limit is
-//! not what bounds the figure: the CPU is.
+//! On SQLite also the writer gate's use over the window (`Store::writer_gate_use`): the time it
+//! was held (by units of work and by group members running their group's `COMMIT`) against the
+//! window's length, per unit, and the units per `COMMIT`. Near 100 %, the one-writer rule bounds
+//! the figure; well under it, the CPU does.
 //!
 //! `cargo bench -p nexus-server --bench inbox`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-server --bench inbox`
@@ -225,6 +226,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         .map(|(end, start)| nexus_store::GateUse {
             held: end.held.saturating_sub(start.held),
             units: end.units - start.units,
+            commits: end.commits - start.commits,
         });
     eprintln!("inbox bench: window closed");
     let cpu = testing::process_cpu()
@@ -399,11 +401,13 @@ fn report(engine: &str, o: &mut Outcome) {
     }
     if let Some(gate) = o.gate {
         println!(
-            "{engine:<10} writer gate held {:.2} s of the window ({:.1} %) by {} units of work, {:.1} µs each",
+            "{engine:<10} writer gate held {:.2} s of the window ({:.1} %) for {} units of work, {:.1} µs per unit; {} COMMITs ({:.2} units each)",
             gate.held.as_secs_f64(),
             100.0 * gate.held.as_secs_f64() / o.window.as_secs_f64(),
             gate.units,
             gate.held.as_secs_f64() * 1e6 / gate.units.max(1) as f64,
+            gate.commits,
+            gate.units as f64 / gate.commits.max(1) as f64,
         );
     }
     println!(

@@ -316,9 +316,10 @@ impl SqliteStore {
         self.path.as_deref()
     }
 
-    /// How long units of work have held the writer gate since the store opened, and how many
-    /// ended: over a window, the held time against the window's length says how close the
-    /// writes come to SQLite's one-writer limit (the inbox bench prints it).
+    /// How long units of work (and waiting members committing their group) have held the
+    /// writer gate since the store opened, and how many units ended: over a window, the held
+    /// time against the window's length says how close the writes come to SQLite's one-writer
+    /// limit (the inbox bench prints it).
     pub fn writer_gate_use(&self) -> GateUse {
         self.group.gate_use()
     }

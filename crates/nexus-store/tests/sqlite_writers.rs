@@ -233,8 +233,8 @@ async fn a_group_whose_waiters_went_away_still_commits() {
         .expect("a later write");
 }
 
-/// The gate's use counts every unit of work that ends (committed, rolled back or dropped) and
-/// the time each held the gate; PostgreSQL has no gate to report.
+/// The gate's use counts every unit of work that ends (committed, rolled back or dropped), the
+/// time each held the gate and the `COMMIT`s run; PostgreSQL has no gate to report.
 #[tokio::test]
 async fn the_writer_gate_use_counts_units_and_their_time() {
     let ts = testing::sqlite().await;
@@ -247,6 +247,8 @@ async fn the_writer_gate_use_counts_units_and_their_time() {
     drop(s.begin().await.unwrap());
     let after = s.writer_gate_use().expect("SQLite reports its gate");
     assert_eq!(after.units - before.units, 3);
+    // Only the committed unit ran a `COMMIT` (alone: nobody queued behind it).
+    assert_eq!(after.commits - before.commits, 1);
     assert!(
         after.held - before.held >= Duration::from_millis(20),
         "the committed unit held the gate across its sleep: {:?}",

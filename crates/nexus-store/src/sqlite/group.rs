@@ -56,10 +56,14 @@ pub(crate) struct Group {
 /// ([`crate::Store::writer_gate_use`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GateUse {
-    /// The units' time holding the gate, from taking it to passing it on, summed.
+    /// The time units of work held the gate, from taking it to passing it on, summed, with the
+    /// holds of waiting members that took it to commit their group ([`wait`]). Single-statement
+    /// writes outside a unit are not counted.
     pub held: Duration,
     /// Units of work that ended (committed, rolled back or dropped).
     pub units: u64,
+    /// `COMMIT`s run: units per commit is how much group commit merged.
+    pub commits: u64,
 }
 
 #[derive(Default)]
@@ -72,6 +76,8 @@ struct State {
     generation: u64,
     /// Tells the waiting members the open group's outcome.
     done: Option<watch::Sender<Option<Outcome>>>,
+    /// `COMMIT`s run so far ([`GateUse::commits`]).
+    commits: u64,
 }
 
 /// How a unit ended (from [`Group::end_unit`]).
@@ -141,9 +147,15 @@ impl Group {
 
     /// Counts a unit that took the gate at `since` and is passing it on now.
     pub(crate) fn note_unit(&self, since: Instant) {
+        self.note_held(since);
+        self.units.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds a hold of the gate from `since` until now that is not a unit of work's: a waiting
+    /// member that took the gate to commit its group.
+    fn note_held(&self, since: Instant) {
         let held = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.held_ns.fetch_add(held, Ordering::Relaxed);
-        self.units.fetch_add(1, Ordering::Relaxed);
     }
 
     /// The units' use of the gate so far.
@@ -151,6 +163,7 @@ impl Group {
         GateUse {
             held: Duration::from_nanos(self.held_ns.load(Ordering::Relaxed)),
             units: self.units.load(Ordering::Relaxed),
+            commits: self.state().commits,
         }
     }
 
@@ -252,6 +265,7 @@ impl Group {
 
     /// `COMMIT`s the open transaction and tells its members.
     fn commit_now(conn: &Connection, s: &mut State) -> rusqlite::Result<()> {
+        s.commits += 1;
         match run(conn, "COMMIT") {
             Ok(()) => {
                 Self::finish(s, Ok(()));
@@ -318,7 +332,10 @@ impl Drop for Orphan {
         let (group, writer, generation) = (self.group.clone(), self.writer.clone(), self.generation);
         runtime.spawn(async move {
             let held = writer.lock_owned().await;
+            let since = Instant::now();
             group.settle_for(&held, generation);
+            drop(held);
+            group.note_held(since);
         });
     }
 }
@@ -346,7 +363,10 @@ pub(crate) async fn wait(group: Arc<Group>, writer: Shared, member: Member) -> r
                 };
             }
             held = writer.clone().lock_owned() => {
+                let since = Instant::now();
                 group.settle_for(&held, generation);
+                drop(held);
+                group.note_held(since);
             }
         }
     }
