@@ -70,7 +70,7 @@ struct Outcome {
     /// The same 8 clients' pace through two bare `GET /healthz` per task (no store, no auth):
     /// what the HTTP exchanges alone cost on this machine.
     http_floor: Duration,
-    /// SQLite: the units of work's time holding the writer gate over the window, and how many.
+    /// SQLite: the writer gate's use over the window (held time, units, `COMMIT`s).
     gate: Option<nexus_store::GateUse>,
 }
 

@@ -297,7 +297,7 @@ impl Store {
         }
     }
 
-    /// SQLite: the units of work's use of the writer gate so far ([`SqliteStore::writer_gate_use`]).
+    /// SQLite: the writer gate's use so far ([`SqliteStore::writer_gate_use`]).
     /// PostgreSQL has no such gate (writers wait per run row): `None`.
     pub fn writer_gate_use(&self) -> Option<GateUse> {
         match self {

@@ -47,12 +47,13 @@ pub(crate) struct Group {
     /// Writers waiting for the gate: whether another unit will follow the one committing.
     queued: AtomicUsize,
     state: StdMutex<State>,
-    /// How long units of work have held the gate in all (nanoseconds), and how many.
+    /// How long the gate has been held in all (nanoseconds; [`GateUse::held`]), and how many
+    /// units of work ended.
     held_ns: AtomicU64,
     units: AtomicU64,
 }
 
-/// How much units of work have used the writer gate since the store opened
+/// How much the writer gate has been used since the store opened
 /// ([`crate::Store::writer_gate_use`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct GateUse {
@@ -152,13 +153,13 @@ impl Group {
     }
 
     /// Adds a hold of the gate from `since` until now that is not a unit of work's: a waiting
-    /// member that took the gate to commit its group.
+    /// member (or the task a dropped member leaves) that took the gate to commit its group.
     fn note_held(&self, since: Instant) {
         let held = u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX);
         self.held_ns.fetch_add(held, Ordering::Relaxed);
     }
 
-    /// The units' use of the gate so far.
+    /// The gate's use so far.
     pub(crate) fn gate_use(&self) -> GateUse {
         GateUse {
             held: Duration::from_nanos(self.held_ns.load(Ordering::Relaxed)),
