@@ -14,6 +14,8 @@
 //! `NEXUS_TEST_DATABASE_URL` is set; the server's store is opened with `nexus serve`'s options),
 //! and the process's CPU time per settled task over the window (every thread, the clients'
 //! included; steadier than wall time on a machine whose pace drifts).
+//! Also the whole machine's CPU split over the window (`/proc/stat`: user, system, idle,
+//! iowait, steal), which tells a slow sitting's machine from a slower build.
 //! On SQLite also the writer gate's use over the window (`Store::writer_gate_use`): the time it
 //! was held (by units of work and by group members running their group's `COMMIT`) against the
 //! window's length, per unit, and the units per `COMMIT`. Near 100 %, the one-writer rule bounds
@@ -67,6 +69,9 @@ struct Outcome {
     /// This process's CPU time (every thread: server, kernel, store and the clients) over the
     /// window, when procfs tells it.
     cpu: Option<Duration>,
+    /// The whole machine's CPU time over the window by where it went (idle and steal say how
+    /// much of the two cores the process could not use), when procfs tells it.
+    machine: Option<testing::MachineCpu>,
     /// The same 8 clients' pace through two bare `GET /healthz` per task (no store, no auth):
     /// what the HTTP exchanges alone cost on this machine.
     http_floor: Duration,
@@ -203,6 +208,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     eprintln!("inbox bench: window open");
     let gate_start = store.writer_gate_use();
     let cpu_start = testing::process_cpu();
+    let machine_start = testing::MachineCpu::now();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(RUNNERS);
     for (j, (_, token, client)) in runners.into_iter().enumerate() {
@@ -232,6 +238,9 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let cpu = testing::process_cpu()
         .zip(cpu_start)
         .map(|(end, start)| end.saturating_sub(start));
+    let machine = testing::MachineCpu::now()
+        .zip(machine_start)
+        .map(|(end, start)| end.since(start));
     TALLYING.store(false, Ordering::Relaxed);
     let http_floor = http_floor(&base, tasks).await;
 
@@ -247,6 +256,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         latencies,
         setup,
         cpu,
+        machine,
         http_floor,
         gate,
     }
@@ -398,6 +408,9 @@ fn report(engine: &str, o: &mut Outcome) {
             cpu.as_secs_f64() * 1e6 / o.settled.max(1) as f64,
             cpu.as_secs_f64() / o.window.as_secs_f64(),
         );
+    }
+    if let Some(machine) = o.machine {
+        println!("{engine:<10} the machine over the window: {}", machine.shares());
     }
     if let Some(gate) = o.gate {
         println!(
