@@ -263,11 +263,17 @@ pub enum Store {
     Postgres(PgStore),
 }
 
+/// Calls the engine's method. The PostgreSQL arm is boxed: a future that awaits sqlx's pool
+/// and statements is about 8.7 KB, and inline it would size every store call's future — and
+/// so every kernel and handler future that awaits one — on SQLite too, whose own are small.
+/// Every move of those futures (axum and tower move a handler's several times) copied that
+/// much (BENCHMARKS.md, "seventh sitting"). PostgreSQL pays one allocation per call beside a
+/// network round trip.
 macro_rules! dispatch {
     ($self:ident, $method:ident ( $($arg:expr),* )) => {
         match $self {
             Store::Sqlite(s) => s.$method($($arg),*).await,
-            Store::Postgres(s) => s.$method($($arg),*).await,
+            Store::Postgres(s) => Box::pin(s.$method($($arg),*)).await,
         }
     };
 }
@@ -293,7 +299,7 @@ impl Store {
     pub async fn begin(&self) -> Result<Tx> {
         match self {
             Store::Sqlite(s) => Ok(Tx::Sqlite(s.begin().await?)),
-            Store::Postgres(s) => Ok(Tx::Postgres(s.begin().await?)),
+            Store::Postgres(s) => Ok(Tx::Postgres(Box::pin(s.begin()).await?)),
         }
     }
 

@@ -1152,6 +1152,40 @@ mod tests {
         assert!(tables > 10, "{tables}");
     }
 
+    /// The engines' dispatch keeps PostgreSQL's futures (sqlx's; about 8.7 KB each in a release
+    /// build) boxed, so a store call's future on SQLite is about as small as the SQLite engine's
+    /// own. Every kernel and handler future that awaits a store call carries it, and axum and
+    /// tower move a handler's future several times per request.
+    #[tokio::test]
+    async fn the_engine_dispatch_does_not_size_sqlite_futures_by_postgres() {
+        use crate::Engine;
+        use std::mem::size_of_val;
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let id = uuid::Uuid::nil();
+        let pairs = [
+            (
+                "credential_with_executor",
+                size_of_val(&s.credential_with_executor(id)),
+                size_of_val(&ts.store.credential_with_executor(id)),
+            ),
+            ("begin", size_of_val(&s.begin()), size_of_val(&ts.store.begin())),
+        ];
+        let mut tx = ts.store.begin().await.unwrap();
+        let engine = {
+            let crate::Tx::Sqlite(t) = &mut tx else { unreachable!() };
+            size_of_val(&super::ops::lock_run(&mut t.tx, 1))
+        };
+        let unit = ("Tx::lock_run", engine, size_of_val(&tx.lock_run(1)));
+        for (what, engine, dispatched) in pairs.into_iter().chain([unit]) {
+            assert!(
+                dispatched <= engine + 256,
+                "{what}: the dispatched future is {dispatched} bytes, the SQLite engine's {engine}"
+            );
+        }
+        tx.rollback().await.unwrap();
+    }
+
     /// The steps of SQLite's plan for `sql` with `args` bound.
     fn query_plan(c: &rusqlite::Connection, sql: &str, args: [i64; 3]) -> Vec<String> {
         c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))

@@ -78,6 +78,8 @@ pub enum Tx {
 /// Runs one operation on the engine's transaction. A void unit of work refuses it
 /// (`TxAborted`); a statement failure voids the unit of work, on both engines alike (PostgreSQL
 /// aborts the transaction; SQLite would carry on, so the flag keeps the engines in step).
+/// The PostgreSQL arm is boxed, as in `crate::Store`'s dispatch, so sqlx's large futures do
+/// not size the SQLite path's.
 macro_rules! tx_dispatch {
     ($self:ident, $f:ident ( $($arg:expr),* )) => {{
         let (void, result) = match $self {
@@ -91,7 +93,7 @@ macro_rules! tx_dispatch {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
-                (&mut t.void, postgres::ops::$f(&mut t.tx, $($arg),*).await)
+                (&mut t.void, Box::pin(postgres::ops::$f(&mut t.tx, $($arg),*)).await)
             }
         };
         if let Err(e) = &result {
@@ -112,7 +114,7 @@ impl Tx {
             Tx::Sqlite(t) if t.void => Err(StoreError::TxAborted),
             Tx::Postgres(t) if t.void => Err(StoreError::TxAborted),
             Tx::Sqlite(t) => t.tx.commit().await.map_err(write_error),
-            Tx::Postgres(t) => t.tx.commit().await.map_err(write_error),
+            Tx::Postgres(t) => Box::pin(t.tx.commit()).await.map_err(write_error),
         }
     }
 
@@ -120,7 +122,7 @@ impl Tx {
     pub async fn rollback(self) -> Result<()> {
         match self {
             Tx::Sqlite(t) => Ok(t.tx.rollback().await?),
-            Tx::Postgres(t) => Ok(t.tx.rollback().await?),
+            Tx::Postgres(t) => Ok(Box::pin(t.tx.rollback()).await?),
         }
     }
 
