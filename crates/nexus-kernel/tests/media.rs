@@ -125,7 +125,7 @@ impl World {
             .find(|t| t.kind == "tool_task")
             .expect("the call's tool row");
         let claimed = self.kernel.claim(&self.runner, run, &tool.key).await.unwrap();
-        (tool.key, claimed["claim"]["claim_token"].as_str().unwrap().to_string())
+        (tool.key, claimed.claim.claim_token)
     }
 
     /// Commits the claimed tool row with `content`, then drives the engine.

@@ -189,7 +189,7 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                 };
                 prop_assert_eq!(code_of(&r), expected, "{}", at);
                 if let Ok(body) = r {
-                    park.token = Some(body["claim"]["claim_token"].as_str().unwrap().to_string());
+                    park.token = Some(body.claim.claim_token);
                     park.deadline = now + ANNOUNCED_MS;
                 }
             }
@@ -353,7 +353,7 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
             let (kernel, runner) = (kernel.clone(), w.runner.clone());
             async move {
                 let claimed = kernel.claim(&runner, run, key).await.unwrap();
-                let token = claimed["claim"]["claim_token"].as_str().unwrap().to_string();
+                let token = claimed.claim.claim_token;
                 kernel
                     .commit(&runner, run, key, &json!({"claim_token": token, "content": key}))
                     .await

@@ -173,6 +173,32 @@ async fn the_inbox_lists_dispatched_rows_with_the_row_projection_and_an_opaque_c
         ] {
             assert!(row.get(absent).is_none(), "{absent} in {row}");
         }
+        // Members come in the projection's order (executor.md §6), the kind's own last.
+        let members: Vec<&str> = row.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            members,
+            [
+                "kind",
+                "run_public_id",
+                "workspace_public_id",
+                "task_key",
+                "started_at",
+                "deadline_at",
+                "timeout_ms",
+                "claimed",
+                "addressed_to",
+                "conversation_public_id",
+                "parent_public_id",
+                "tool_name",
+                "target",
+                "tool_input",
+            ],
+            "{row}"
+        );
+        assert_eq!(
+            row["addressed_to"].as_object().unwrap().keys().collect::<Vec<_>>(),
+            ["role", "executor_public_id"]
+        );
 
         // A full page carries next_after; the cursor resumes after it.
         let page = inbox(&h, &h.runner_token(), "?limit=2").await.json();

@@ -13,12 +13,11 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::inbox::{Lookups, row_kind};
+use super::inbox::{ClaimGrant, ClaimReply, Lookups, row_kind};
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
-use crate::runs::read::object;
 use crate::{Kernel, time};
 
 /// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
@@ -226,13 +225,13 @@ impl Kernel {
     }
 
     /// `POST X/inbox/{run}/{task}/claim` at the process clock.
-    pub async fn claim(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<Value> {
+    pub async fn claim(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<ClaimReply> {
         self.claim_at(p, run, key, time::now_ms()).await
     }
 
     /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
     /// deadline_at}}`.
-    pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<Value> {
+    pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<ClaimReply> {
         let Opened {
             mut tx,
             found,
@@ -278,12 +277,7 @@ impl Kernel {
         .await?;
         tx.commit().await?;
         self.publish(effects).await;
-        let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
-        let row = self.inbox_row(&mut known, &run, &next).await?;
-        Ok(object([
-            ("task", row),
-            ("claim", json!({"claim_token": token, "deadline_at": deadline})),
-        ]))
+        self.grant_reply(p, &run, ws_public, &next, token, deadline).await
     }
 
     /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token` → `{claim: {active}}`. No side
@@ -305,7 +299,7 @@ impl Kernel {
     }
 
     /// `POST X/inbox/{run}/{task}/extend` at the process clock.
-    pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
+    pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<ClaimReply> {
         self.extend_at(p, run, key, body, time::now_ms()).await
     }
 
@@ -319,7 +313,7 @@ impl Kernel {
         key: &str,
         body: &Value,
         now: i64,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ClaimReply> {
         let Opened {
             mut tx,
             found,
@@ -366,12 +360,27 @@ impl Kernel {
         .await?;
         tx.commit().await?;
         self.publish(effects).await;
+        self.grant_reply(p, &run, ws_public, &next, token, deadline).await
+    }
+
+    /// The claim and extend replies: the row as the unit left it, and the grant.
+    async fn grant_reply(
+        &self,
+        p: &ExecutorPrincipal,
+        run: &RunRow,
+        ws_public: Uuid,
+        row: &TaskRow,
+        claim_token: String,
+        deadline_at: String,
+    ) -> KernelResult<ClaimReply> {
         let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
-        let row = self.inbox_row(&mut known, &run, &next).await?;
-        Ok(object([
-            ("task", row),
-            ("claim", json!({"claim_token": token, "deadline_at": deadline})),
-        ]))
+        Ok(ClaimReply {
+            task: self.inbox_row(&mut known, run, row).await?,
+            claim: ClaimGrant {
+                claim_token,
+                deadline_at,
+            },
+        })
     }
 
     /// The four checks of executor.md §8, in order; the extension in ms.

@@ -11,13 +11,14 @@ use std::collections::HashMap;
 
 use nexus_core::codes::Code;
 use nexus_store::{Engine, ExecutorRow, RunRow, TaskRow};
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::FrozenContext;
-use crate::runs::read::{object, pagination};
+use crate::runs::read::pagination;
 use crate::{Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
@@ -38,6 +39,101 @@ pub(crate) fn row_kind(task: &TaskRow) -> &'static str {
         ("tool_task", "needs_approval") => "approval",
         _ => "tool_call",
     }
+}
+
+/// An inbox row as served (executor.md §6): a page's rows, and the `task` of the claim and
+/// extend replies. Typed rather than built as a `Value` tree: a reply is written straight from
+/// it (no map per object, no hashing of every key). Members serialize in declaration order; an
+/// absent option is omitted, except `conversation_public_id` and `parent_public_id`, which are
+/// always present (null when the run has none).
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxRow {
+    /// `tool_call`, `approval` or `ask`.
+    pub kind: &'static str,
+    pub run_public_id: Uuid,
+    pub workspace_public_id: Uuid,
+    pub task_key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<i64>,
+    pub claimed: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addressed_to: Option<AddressedTo>,
+    pub conversation_public_id: Value,
+    pub parent_public_id: Value,
+    #[serde(flatten)]
+    pub detail: RowDetail,
+}
+
+/// The addressee of an inbox row.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressedTo {
+    pub role: Option<String>,
+    pub executor_public_id: Uuid,
+}
+
+/// The frozen Runner target of a tool row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub executor_public_id: Uuid,
+    pub display_name: String,
+}
+
+/// The members of an inbox row that depend on its kind, after the common ones.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum RowDetail {
+    /// A `tool_call` or an `approval`.
+    Tool {
+        tool_name: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_alias: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        target: Option<Target>,
+        tool_input: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+        /// Approval rows only.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        effect_profile: Option<Value>,
+        /// Kernel-named rows dispatched externally (`skill` loads) only.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        scope: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        model_context: Option<Value>,
+    },
+    /// An `ask`.
+    Ask {
+        prompt: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        options: Option<Value>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        multi: Option<Value>,
+    },
+}
+
+/// `GET X/inbox` → `{tasks, pagination: {next_after}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxPage {
+    pub tasks: Vec<InboxRow>,
+    pub pagination: Value,
+}
+
+/// The claim and extend replies: `{task: <inbox row>, claim: {claim_token, deadline_at}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimReply {
+    pub task: InboxRow,
+    pub claim: ClaimGrant,
+}
+
+/// The grant of a claim or an extension.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimGrant {
+    pub claim_token: String,
+    pub deadline_at: String,
 }
 
 fn parse(text: Option<&str>) -> Option<Value> {
@@ -152,74 +248,49 @@ impl Kernel {
         }))
     }
 
-    /// The inbox row projection of executor.md §6. Null fields are omitted, except
-    /// `conversation_public_id` and `parent_public_id`, which are always present.
-    pub(crate) async fn inbox_row(&self, l: &mut Lookups, run: &RunRow, task: &TaskRow) -> KernelResult<Value> {
+    /// The inbox row projection of executor.md §6 (see [`InboxRow`]).
+    pub(crate) async fn inbox_row(&self, l: &mut Lookups, run: &RunRow, task: &TaskRow) -> KernelResult<InboxRow> {
         let kind = row_kind(task);
         let ws_public = self.lookup_workspace(l, run.workspace_id).await?.unwrap_or_default();
         let hosting = parse(Some(&run.hosting)).unwrap_or(Value::Null);
-        let conversation = hosting
-            .get("conversation_public_id")
-            .cloned()
-            .filter(Value::is_string)
-            .unwrap_or(Value::Null);
-        let parent = hosting
-            .get("parent_public_id")
-            .cloned()
-            .filter(Value::is_string)
-            .unwrap_or(Value::Null);
-        let mut m = Map::new();
-        m.insert("kind".into(), json!(kind));
-        m.insert("run_public_id".into(), json!(run.public_id.to_string()));
-        m.insert("workspace_public_id".into(), json!(ws_public.to_string()));
-        m.insert("task_key".into(), json!(task.key));
-        if let Some(at) = task.started_at.or(task.await_started_at) {
-            m.insert("started_at".into(), json!(time::iso(at)));
-        }
-        if let Some(d) = task.deadline_at {
-            m.insert("deadline_at".into(), json!(time::iso(d)));
-        }
-        if let Some(t) = task.timeout_ms {
-            m.insert("timeout_ms".into(), json!(t));
-        }
-        m.insert("claimed".into(), json!(task.claimed_at.is_some()));
-        if let Some(a) = task.addressed_executor_id
-            && let Some((id, _)) = self.lookup_executor(l, a).await?
-        {
-            m.insert(
-                "addressed_to".into(),
-                json!({"role": task.addressed_role, "executor_public_id": id.to_string()}),
-            );
-        }
-        m.insert("conversation_public_id".into(), conversation.clone());
-        m.insert("parent_public_id".into(), parent);
+        let hosted = |key: &str| {
+            hosting
+                .get(key)
+                .cloned()
+                .filter(Value::is_string)
+                .unwrap_or(Value::Null)
+        };
+        let conversation = hosted("conversation_public_id");
+        let parent = hosted("parent_public_id");
+        let addressed_to = match task.addressed_executor_id {
+            Some(a) => self
+                .lookup_executor(l, a)
+                .await?
+                .map(|(executor_public_id, _)| AddressedTo {
+                    role: task.addressed_role.clone(),
+                    executor_public_id,
+                }),
+            None => None,
+        };
         let frozen = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
-        match kind {
+        let detail = match kind {
             "tool_call" | "approval" => {
-                m.insert("tool_name".into(), json!(task.tool_name));
-                if let Some(a) = &task.tool_alias {
-                    m.insert("tool_alias".into(), json!(a));
-                }
-                if let Some(t) = task.target_executor_id
-                    && let Some((id, name)) = self.lookup_executor(l, t).await?
-                {
-                    m.insert(
-                        "target".into(),
-                        json!({"executor_public_id": id.to_string(), "display_name": name}),
-                    );
-                }
-                m.insert(
-                    "tool_input".into(),
-                    parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
-                );
-                if let Some(c) = &task.tool_call_id {
-                    m.insert("tool_call_id".into(), json!(c));
-                }
-                if kind == "approval"
-                    && let Some(p) = parse(task.effect_profile.as_deref()).filter(|p| !p.is_null())
-                {
-                    m.insert("effect_profile".into(), p);
-                }
+                let target = match task.target_executor_id {
+                    Some(t) => self
+                        .lookup_executor(l, t)
+                        .await?
+                        .map(|(executor_public_id, display_name)| Target {
+                            executor_public_id,
+                            display_name,
+                        }),
+                    None => None,
+                };
+                let effect_profile = if kind == "approval" {
+                    parse(task.effect_profile.as_deref()).filter(|p| !p.is_null())
+                } else {
+                    None
+                };
+                let (mut scope, mut model_context) = (None, None);
                 if kind == "tool_call" {
                     // A kernel-named row dispatched externally (in v1: `skill` loads).
                     if task
@@ -227,32 +298,54 @@ impl Kernel {
                         .as_deref()
                         .is_some_and(|n| nexus_core::registry::resolve_wire(n).is_some())
                     {
-                        let scope = self.scope_of(l, run, task, ws_public, &conversation).await?;
-                        m.insert("scope".into(), scope);
+                        scope = Some(self.scope_of(l, run, task, ws_public, &conversation).await?);
                     }
-                    if let Some(ctx) = frozen.get("model_context").filter(|v| !v.is_null()) {
-                        m.insert("model_context".into(), ctx.clone());
-                    }
+                    model_context = frozen.get("model_context").filter(|v| !v.is_null()).cloned();
+                }
+                RowDetail::Tool {
+                    tool_name: task.tool_name.clone(),
+                    tool_alias: task.tool_alias.clone(),
+                    target,
+                    tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
+                    tool_call_id: task.tool_call_id.clone(),
+                    effect_profile,
+                    scope,
+                    model_context,
                 }
             }
             _ => {
-                let ask = frozen.get("ask").cloned().unwrap_or(Value::Null);
-                m.insert(
-                    "prompt".into(),
-                    ask.get("prompt").cloned().filter(|v| !v.is_null()).unwrap_or(json!("")),
-                );
-                for key in ["options", "multi"] {
-                    if let Some(v) = ask.get(key).filter(|v| !v.is_null()) {
-                        m.insert(key.into(), v.clone());
-                    }
+                let ask = frozen.get("ask");
+                let member = |key: &str| ask.and_then(|a| a.get(key)).filter(|v| !v.is_null()).cloned();
+                RowDetail::Ask {
+                    prompt: member("prompt").unwrap_or_else(|| json!("")),
+                    options: member("options"),
+                    multi: member("multi"),
                 }
             }
-        }
-        Ok(Value::Object(m))
+        };
+        Ok(InboxRow {
+            kind,
+            run_public_id: run.public_id,
+            workspace_public_id: ws_public,
+            task_key: task.key.clone(),
+            started_at: task.started_at.or(task.await_started_at).map(time::iso),
+            deadline_at: task.deadline_at.map(time::iso),
+            timeout_ms: task.timeout_ms,
+            claimed: task.claimed_at.is_some(),
+            addressed_to,
+            conversation_public_id: conversation,
+            parent_public_id: parent,
+            detail,
+        })
     }
 
     /// `GET X/inbox?after=&limit=` → `{tasks, pagination: {next_after}}`.
-    pub async fn inbox(&self, p: &ExecutorPrincipal, after: Option<&str>, limit: Option<i64>) -> KernelResult<Value> {
+    pub async fn inbox(
+        &self,
+        p: &ExecutorPrincipal,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> KernelResult<InboxPage> {
         let after = parse_after(after)?;
         let limit = inbox_limit(limit);
         let page = self.store.inbox_page(p.executor.id, after, limit).await?;
@@ -267,9 +360,9 @@ impl Kernel {
             tasks.push(self.inbox_row(&mut l, run, task).await?);
         }
         let next = if full { last } else { None };
-        Ok(object([
-            ("tasks", Value::Array(tasks)),
-            ("pagination", pagination(next)),
-        ]))
+        Ok(InboxPage {
+            tasks,
+            pagination: pagination(next),
+        })
     }
 }

@@ -12,6 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
 use nexus_kernel::KernelError;
+use nexus_kernel::executor::inbox::{ClaimReply, InboxPage};
 use serde_json::Value;
 
 use crate::AppState;
@@ -53,7 +54,7 @@ pub async fn list(
     State(state): State<AppState>,
     Executor(p): Executor,
     Query(page): Query<Page>,
-) -> InboxResult<Json<Value>> {
+) -> InboxResult<Json<InboxPage>> {
     let limit = int_param(page.limit.as_deref(), "limit")?;
     Ok(Json(state.kernel.inbox(&p, page.after.as_deref(), limit).await?))
 }
@@ -63,7 +64,7 @@ pub async fn claim(
     State(state): State<AppState>,
     Executor(p): Executor,
     Path((run, key)): Path<(String, String)>,
-) -> InboxResult<Json<Value>> {
+) -> InboxResult<Json<ClaimReply>> {
     Ok(Json(state.kernel.claim(&p, path_id(&run)?, &key).await?))
 }
 
@@ -97,7 +98,7 @@ pub async fn extend(
     Executor(p): Executor,
     Path((run, key)): Path<(String, String)>,
     JsonObject(body): JsonObject,
-) -> InboxResult<Json<Value>> {
+) -> InboxResult<Json<ClaimReply>> {
     Ok(Json(state.kernel.extend(&p, path_id(&run)?, &key, &body).await?))
 }
 
