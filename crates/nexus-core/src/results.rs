@@ -8,6 +8,7 @@
 //! Not here: the storage guard (`result_unstorable`: a U+0000 in text the store refuses) and
 //! the capture check (`unknown_result_upload`), which need the store.
 
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -56,6 +57,22 @@ impl Block {
         match self {
             Block::ResourceLink(m) => m.get("uri").and_then(Value::as_str).and_then(upload_of_uri),
             Block::Text(_) => None,
+        }
+    }
+}
+
+/// Serializes as [`Block::to_json`] does, without building the `Value` (replies write the
+/// blocks straight out).
+impl Serialize for Block {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Block::Text(t) => {
+                let mut m = s.serialize_map(Some(2))?;
+                m.serialize_entry("type", "text")?;
+                m.serialize_entry("text", t)?;
+                m.end()
+            }
+            Block::ResourceLink(m) => m.serialize(s),
         }
     }
 }

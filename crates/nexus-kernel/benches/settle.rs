@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use nexus_kernel::{ExecutorPrincipal, Kernel};
 use nexus_store::AssignmentScope;
 use nexus_store::testing::{self, TestStore, inbox_bench};
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
 /// The allocator the `nexus` binary serves with (crates/nexus-cli/src/main.rs).
@@ -123,8 +123,8 @@ async fn settle_one(kernel: &Kernel, runner: &ExecutorPrincipal, run: Uuid) {
     let claim = kernel.claim(runner, run, "t").await.expect("claim");
     let token = claim.claim.claim_token;
     let body = json!({"claim_token": token, "content": "ok"});
-    let done: Value = kernel.commit(runner, run, "t", &body).await.expect("commit");
-    assert_eq!(done["task"]["status"], "completed", "{done}");
+    let done = kernel.commit(runner, run, "t", &body).await.expect("commit");
+    assert_eq!(done.task.trace.status, "completed", "{done:?}");
 }
 
 struct Figures {

@@ -140,7 +140,7 @@ impl World {
             )
             .await;
         self.kernel.work_until_idle(50).await.unwrap();
-        out.map(|v| v["task"].clone())
+        out.map(|reply| serde_json::to_value(reply.task).unwrap())
             .unwrap_or_else(|e| json!({"error": e.code.as_str()}))
     }
 

@@ -168,6 +168,26 @@ async fn tool_search_finds_deferred_imports_with_their_wire_definition() {
     }
 }
 
+/// The trace members of every task read, in order (runs.md §9), and a settled row's outcome.
+const TRACE: [&str; 10] = [
+    "key",
+    "kind",
+    "status",
+    "generation",
+    "on_failure",
+    "visibility",
+    "after",
+    "created_at",
+    "started_at",
+    "settled_at",
+];
+const OUTCOME: [&str; 3] = ["output_preview", "output", "content"];
+
+/// An object's member names, in order.
+fn members(v: &Value) -> Vec<&str> {
+    v.as_object().unwrap().keys().map(String::as_str).collect()
+}
+
 #[tokio::test]
 async fn task_reads_transcript_graph_and_events() {
     for ts in engines().await {
@@ -203,6 +223,20 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(m["after"], json!([]));
         assert!(m["created_at"].as_str().unwrap().ends_with('Z'));
         assert!(m.get("deadline_at").is_none());
+        // Members come in the task read's order (runs.md §9): the trace, the kind's own, the
+        // outcome.
+        let own = [
+            "mainline",
+            "model",
+            "tool_calls",
+            "usage",
+            "prompt",
+            "tool_definitions",
+            "environment",
+            "skills",
+            "request_bytes",
+        ];
+        assert_eq!(members(&m), [&TRACE[..], &own, &OUTCOME].concat());
 
         // The tool row.
         let t = w.task(id, "r1t0").await;
@@ -220,6 +254,15 @@ async fn task_reads_transcript_graph_and_events() {
         );
         assert!(t.get("structured_content").is_none());
         assert!(t.get("title").is_none() && t.get("metadata").is_none());
+        let own = [
+            "tool_name",
+            "tool_input",
+            "tool_call_id",
+            "declaring_task_key",
+            "approval",
+            "effect_profile",
+        ];
+        assert_eq!(members(&t), [&TRACE[..], &own, &OUTCOME].concat());
         let r1 = w.task(id, "r1").await;
         assert_eq!(r1["after"], json!(["r1t0"]));
 
@@ -293,6 +336,9 @@ async fn task_reads_transcript_graph_and_events() {
             .map(|t| t["key"].as_str().unwrap())
             .collect();
         assert_eq!(keys, ["s1-model-1", "r1t0"]);
+        let rows = page["tasks"].as_array().unwrap();
+        assert_eq!(members(&rows[0]), TRACE);
+        assert_eq!(members(&rows[1]), [&TRACE[..], &["tool_name"]].concat());
         let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
         let rest = w
             .kernel

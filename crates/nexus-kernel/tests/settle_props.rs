@@ -236,7 +236,10 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                 if let Some(t) = &token {
                     body["claim_token"] = json!(t);
                 }
-                let r = kernel.commit_at(&w.runner, run, "t", &body, now).await;
+                let r = kernel
+                    .commit_at(&w.runner, run, "t", &body, now)
+                    .await
+                    .map(|reply| serde_json::to_value(reply).unwrap());
                 let accepted = *current && park.token.is_some();
                 if park.settled.is_some() {
                     let idle = r.as_ref().map(|b| b["idle"] == json!(true)).unwrap_or(false);
@@ -357,6 +360,7 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
                 kernel
                     .commit(&runner, run, key, &json!({"claim_token": token, "content": key}))
                     .await
+                    .map(|reply| serde_json::to_value(reply).unwrap())
                     .unwrap()
             }
         };

@@ -634,6 +634,9 @@ async fn an_expired_claim_is_never_granted_again_and_a_late_commit_loses() {
             let again = commit(&h, &runner, &run, "t", json!({"claim_token": token, "content": "late"})).await;
             assert_eq!(again.status, StatusCode::OK);
             assert_eq!(again.json()["idle"], true);
+            let idle = again.json();
+            let members: Vec<&str> = idle.as_object().unwrap().keys().map(String::as_str).collect();
+            assert_eq!(members, ["task", "idle"]);
             let settles = events(&h, &run)
                 .await
                 .into_iter()
@@ -768,6 +771,38 @@ async fn commit_doors_and_settle_engine_answer_in_order() {
         assert_eq!(ok.status, StatusCode::OK, "{}", ok.json());
         let t = &ok.json()["task"];
         assert!(ok.json().get("idle").is_none());
+        // Members come in the task read's order (runs.md §9): the trace, the tool row's own,
+        // the outcome, then the title and metadata.
+        let members: Vec<&str> = t.as_object().unwrap().keys().map(String::as_str).collect();
+        assert_eq!(
+            members,
+            [
+                "key",
+                "kind",
+                "status",
+                "generation",
+                "on_failure",
+                "visibility",
+                "after",
+                "created_at",
+                "started_at",
+                "settled_at",
+                "is_error",
+                "tool_name",
+                "tool_input",
+                "target",
+                "addressed_to",
+                "claimed_by",
+                "approval",
+                "effect_profile",
+                "output_preview",
+                "output",
+                "content",
+                "structured_content",
+                "title",
+                "metadata"
+            ]
+        );
         assert_eq!(t["status"], "completed");
         assert_eq!(t["output"], "line one\nline two");
         assert_eq!(

@@ -197,3 +197,29 @@ proptest! {
         prop_assert_eq!(bare.is_empty(), s.trim().is_empty());
     }
 }
+
+proptest! {
+    /// A reply writes blocks through `Serialize`, storage through `to_json`: the bytes agree.
+    #[test]
+    fn serialized_blocks_match_their_stored_json(
+        texts in proptest::collection::vec("[a-z \\n\"\\\\é]{1,12}", 0..4),
+        described in proptest::option::of("[a-zA-Z \"]{0,10}"),
+        size in proptest::option::of(any::<u32>()),
+    ) {
+        let mut content: Vec<Value> = texts
+            .iter()
+            .filter(|t| !t.trim().is_empty())
+            .map(|t| json!({"type": "text", "text": t}))
+            .collect();
+        let mut l = link(json!({}));
+        if let Some(d) = described {
+            l.as_object_mut().unwrap().insert("description".into(), json!(d));
+        }
+        if let Some(n) = size {
+            l.as_object_mut().unwrap().insert("size".into(), json!(n));
+        }
+        content.insert(content.len() / 2, l);
+        let blocks = normalize_content(&Value::Array(content)).unwrap();
+        prop_assert_eq!(serde_json::to_string(&blocks).unwrap(), blocks_to_json(&blocks).to_string());
+    }
+}

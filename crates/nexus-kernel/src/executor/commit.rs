@@ -14,6 +14,7 @@ use nexus_core::codes::{Code, task_error};
 use nexus_core::results::{self, Block};
 use nexus_core::{bounds, jcs};
 use nexus_store::{RunRow, TaskRow, Tx};
+use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -22,7 +23,7 @@ use super::inbox::row_kind;
 use super::settle::SettleError;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::runs::read::object;
+use crate::runs::view::TaskView;
 use crate::runs::{AfterCommit, is_settled, run_is_terminal};
 use crate::uploads::Committer;
 use crate::{Kernel, time};
@@ -32,6 +33,15 @@ pub const UNSUPPORTED_TEXT: &str = "unsupported_text";
 
 fn refuse(code: Code, message: impl Into<String>) -> KernelError {
     KernelError::new(code, message)
+}
+
+/// The commit's reply: `{task}`, or `{task, idle: true}` when the row had already settled.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitReply {
+    pub task: TaskView,
+    /// Served only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
 }
 
 /// A validated commit payload.
@@ -183,15 +193,15 @@ impl Payload {
 
 impl Kernel {
     /// `{task, idle: true}`: the commit found the row already settled.
-    async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
-        Ok(object([
-            ("task", self.task_view(run, task_id).await?),
-            ("idle", Value::Bool(true)),
-        ]))
+    async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<CommitReply> {
+        Ok(CommitReply {
+            task: self.task_view(run, task_id).await?,
+            idle: true,
+        })
     }
 
     /// `POST X/inbox/{run}/{task}/commit` at the process clock.
-    pub async fn commit(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
+    pub async fn commit(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<CommitReply> {
         self.commit_at(p, run, key, body, time::now_ms()).await
     }
 
@@ -203,7 +213,7 @@ impl Kernel {
         key: &str,
         body: &Value,
         now: i64,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<CommitReply> {
         // Door 1: the outcome word.
         let failed = outcome_of(body)?;
         // The payload's own checks need no row; they are worked out before the unit of work
@@ -240,8 +250,8 @@ impl Kernel {
                 };
                 tx.commit().await?;
                 self.publish(effects).await;
-                let view = self.task_view_committed(&run, &task, &p.executor, neighbours).await?;
-                Ok(object([("task", view)]))
+                let task = self.task_view_committed(&run, &task, &p.executor, neighbours).await?;
+                Ok(CommitReply { task, idle: false })
             }
             Ok(Step::Unstorable(effects)) => {
                 tx.commit().await?;

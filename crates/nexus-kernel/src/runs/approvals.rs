@@ -208,7 +208,7 @@ impl Kernel {
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?)]))
+        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
     }
 
     #[allow(clippy::too_many_arguments)]

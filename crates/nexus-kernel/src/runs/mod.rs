@@ -36,6 +36,7 @@ pub(crate) mod round;
 pub(crate) mod schedule;
 pub mod stream;
 pub(crate) mod sweep;
+pub mod view;
 pub(crate) mod worker;
 
 use std::collections::HashMap;

@@ -13,9 +13,14 @@ use nexus_store::{Engine, EventRow, RunRow, TaskRow, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::view::{
+    AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskView, ToolDetail, ToolNames, Trace,
+    TraceRow, preview, to_value,
+};
 use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::executor::inbox::{AddressedTo, Target};
 use crate::{Kernel, time};
 
 /// Settled task statuses.
@@ -25,7 +30,6 @@ const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_
 
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
-const OUTPUT_PREVIEW_CHARS: usize = 200;
 
 /// `GET R/tasks/{k}/request`: the sealed record, or the exact provider body bytes.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,10 +103,6 @@ fn call_json(t: &TaskRow) -> Value {
         "name": t.tool_alias.as_ref().or(t.tool_name.as_ref()),
         "task_key": t.key,
     })
-}
-
-fn preview(output: &str) -> String {
-    output.chars().take(OUTPUT_PREVIEW_CHARS).collect()
 }
 
 /// Memoized id → public facts lookups for one projection.
@@ -243,205 +243,128 @@ impl Kernel {
         Ok(json!({"runs": runs, "pagination": pagination(next)}))
     }
 
-    /// The trace projection every task read carries, plus the settled error fields.
-    fn trace_json(task: &TaskRow, deps: &[(String, String, bool)]) -> Map<String, Value> {
-        let mut m = Map::new();
-        m.insert("key".into(), json!(task.key));
-        m.insert("kind".into(), json!(task.kind));
-        m.insert("status".into(), json!(task.status));
-        m.insert("generation".into(), json!(task.generation));
-        m.insert("on_failure".into(), json!(task.on_failure));
-        m.insert("visibility".into(), json!(task.visibility));
-        let after: Vec<&str> = deps
-            .iter()
-            .filter(|(_, k, _)| k == "after")
-            .map(|(key, _, _)| key.as_str())
-            .collect();
-        m.insert("after".into(), json!(after));
-        m.insert("created_at".into(), json!(time::iso(task.created_at)));
-        insert_opt(&mut m, "started_at", task.started_at.map(|t| json!(time::iso(t))));
-        insert_opt(&mut m, "settled_at", task.settled_at.map(|t| json!(time::iso(t))));
-        match task.status.as_str() {
-            "waiting" => {
-                let open: Vec<&str> = deps
-                    .iter()
-                    .filter(|(_, _, settled)| !settled)
-                    .map(|(key, _, _)| key.as_str())
-                    .collect();
-                m.insert("waiting_on".into(), json!(open));
-            }
-            "needs_approval" => {
-                m.insert("waiting_on".into(), json!(["approver"]));
-            }
-            _ => {}
-        }
-        if SETTLED.contains(&task.status.as_str()) {
-            insert_opt(
-                &mut m,
-                "failure_resolution",
-                task.failure_resolution.as_ref().map(|r| json!(r)),
-            );
-            if let Some(key) = &task.error_key {
-                let mut e = Map::new();
-                e.insert("key".into(), json!(key));
-                insert_opt(&mut e, "detail", task.error_detail.as_ref().map(|d| json!(d)));
-                m.insert("error".into(), Value::Object(e));
-            }
-            if task.is_error {
-                m.insert("is_error".into(), json!(true));
-            }
-        }
-        m
-    }
-
-    /// The dependencies of each task: (dependency key, edge kind, dependency settled).
-    fn deps_of(tasks: &[TaskRow], edges: &[nexus_store::EdgeRow]) -> HashMap<i64, Vec<(String, String, bool)>> {
+    /// The dependencies of each task.
+    fn deps_of(tasks: &[TaskRow], edges: &[nexus_store::EdgeRow]) -> HashMap<i64, Vec<Dep>> {
         let by_id: HashMap<i64, &TaskRow> = tasks.iter().map(|t| (t.id, t)).collect();
-        let mut out: HashMap<i64, Vec<(String, String, bool)>> = HashMap::new();
+        let mut out: HashMap<i64, Vec<Dep>> = HashMap::new();
         for e in edges {
             if let Some(dep) = by_id.get(&e.depends_on_id) {
-                out.entry(e.task_id).or_default().push((
-                    dep.key.clone(),
-                    e.kind.clone(),
-                    SETTLED.contains(&dep.status.as_str()),
-                ));
+                out.entry(e.task_id).or_default().push(Dep {
+                    key: dep.key.clone(),
+                    edge: e.kind.clone(),
+                    settled: SETTLED.contains(&dep.status.as_str()),
+                });
             }
         }
         out
     }
 
     /// The full task read of runs.md §9.
-    async fn task_json_full(
+    async fn task_view_of(
         &self,
         names: &mut Names,
         task: &TaskRow,
         tasks: &[TaskRow],
-        deps: &[(String, String, bool)],
-    ) -> KernelResult<Value> {
-        let mut m = Self::trace_json(task, deps);
-        let frozen_raw = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
-        match task.kind.as_str() {
+        deps: &[Dep],
+    ) -> KernelResult<TaskView> {
+        let frozen_member =
+            |name: &str| parse(task.frozen_context.as_deref()).and_then(|mut f| f.get_mut(name).map(Value::take));
+        let detail = match task.kind.as_str() {
             "model_task" => {
                 let frozen = FrozenContext::of(task);
                 let surface = RequestSurface::of(task);
-                m.insert("mainline".into(), json!(task.mainline));
-                insert_opt(&mut m, "branch_of", task.branch_of.as_ref().map(|b| json!(b)));
-                if !surface.model.is_empty() {
-                    m.insert("model".into(), json!(surface.model));
-                }
-                let calls: Vec<Value> = tasks
+                let calls: Vec<CallRef> = tasks
                     .iter()
                     .filter(|t| t.kind == "tool_task" && t.declaring_task_id == Some(task.id))
-                    .map(call_json)
+                    .map(CallRef::of)
                     .collect();
-                if !calls.is_empty() {
-                    m.insert("tool_calls".into(), Value::Array(calls));
-                }
-                insert_opt(&mut m, "usage", parse(task.usage.as_deref()));
-                m.insert("prompt".into(), json!(frozen.prompt));
-                insert_opt(&mut m, "instructions", surface.instructions.map(Value::String));
-                m.insert("tool_definitions".into(), Value::Array(frozen.tool_definitions));
-                m.insert(
-                    "environment".into(),
-                    if frozen.environment.is_object() {
+                let sealed = self.store.sealed_request(task.id, task.generation).await?;
+                Some(KindDetail::Model(Box::new(ModelDetail {
+                    mainline: task.mainline,
+                    branch_of: task.branch_of.clone(),
+                    model: Some(surface.model).filter(|m| !m.is_empty()),
+                    tool_calls: Some(calls).filter(|c| !c.is_empty()),
+                    usage: parse(task.usage.as_deref()),
+                    prompt: frozen.prompt,
+                    instructions: surface.instructions,
+                    tool_definitions: frozen.tool_definitions,
+                    environment: if frozen.environment.is_object() {
                         frozen.environment
                     } else {
-                        json!({})
+                        Value::Object(Map::new())
                     },
-                );
-                m.insert("skills".into(), Value::Array(frozen.skills));
-                if let Some(sealed) = self.store.sealed_request(task.id, task.generation).await? {
-                    m.insert("request_bytes".into(), json!(sealed.request_bytes));
-                }
+                    skills: frozen.skills,
+                    request_bytes: sealed.map(|s| s.request_bytes),
+                })))
             }
             "tool_task" => {
-                m.insert("tool_name".into(), json!(task.tool_name));
-                insert_opt(&mut m, "tool_alias", task.tool_alias.as_ref().map(|a| json!(a)));
-                m.insert(
-                    "tool_input".into(),
-                    parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
-                );
-                insert_opt(&mut m, "tool_call_id", task.tool_call_id.as_ref().map(|c| json!(c)));
-                if let Some(d) = task.declaring_task_id {
-                    insert_opt(
-                        &mut m,
-                        "declaring_task_key",
-                        self.task_key_of(names, d).await?.map(Value::String),
-                    );
-                }
-                if let Some(t) = task.target_executor_id
-                    && let Some((id, name)) = self.executor_public(names, t).await?
-                {
-                    m.insert(
-                        "target".into(),
-                        json!({"executor_public_id": id.to_string(), "display_name": name}),
-                    );
-                }
-                if let Some(a) = task.addressed_executor_id
-                    && let Some((id, _)) = self.executor_public(names, a).await?
-                {
-                    m.insert(
-                        "addressed_to".into(),
-                        json!({"role": task.addressed_role, "executor_public_id": id.to_string()}),
-                    );
-                }
-                if let Some(c) = task.claimant_id
-                    && let Some((id, _)) = self.executor_public(names, c).await?
-                {
-                    m.insert("claimed_by".into(), json!(id.to_string()));
-                }
-                insert_opt(&mut m, "approval", parse(task.approval.as_deref()));
-                insert_opt(&mut m, "effect_profile", parse(task.effect_profile.as_deref()));
-                insert_opt(
-                    &mut m,
-                    "model_context",
-                    frozen_raw.get("model_context").cloned().filter(|v| !v.is_null()),
-                );
+                let declaring_task_key = match task.declaring_task_id {
+                    Some(d) => self.task_key_of(names, d).await?,
+                    None => None,
+                };
+                let target = match task.target_executor_id {
+                    Some(t) => self.executor_public(names, t).await?.map(|(id, name)| Target {
+                        executor_public_id: id,
+                        display_name: name,
+                    }),
+                    None => None,
+                };
+                let addressed_to = match task.addressed_executor_id {
+                    Some(a) => self.executor_public(names, a).await?.map(|(id, _)| AddressedTo {
+                        role: task.addressed_role.clone(),
+                        executor_public_id: id,
+                    }),
+                    None => None,
+                };
+                let claimed_by = match task.claimant_id {
+                    Some(c) => self.executor_public(names, c).await?.map(|(id, _)| id),
+                    None => None,
+                };
+                Some(KindDetail::Tool(Box::new(ToolDetail {
+                    names: ToolNames {
+                        tool_name: task.tool_name.clone(),
+                        tool_alias: task.tool_alias.clone(),
+                    },
+                    tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| Value::Object(Map::new())),
+                    tool_call_id: task.tool_call_id.clone(),
+                    declaring_task_key,
+                    target,
+                    addressed_to,
+                    claimed_by,
+                    approval: parse(task.approval.as_deref()),
+                    effect_profile: parse(task.effect_profile.as_deref()),
+                    model_context: frozen_member("model_context").filter(|v| !v.is_null()),
+                })))
             }
             "await_task" => {
-                insert_opt(&mut m, "wait", frozen_raw.get("wait").cloned().filter(|v| !v.is_null()));
-                if let Some(ask) = frozen_raw.get("ask").filter(|v| v.is_object()) {
-                    m.insert(
-                        "ask".into(),
-                        json!({"options": ask.get("options").cloned().unwrap_or(Value::Null),
-                               "multi": ask.get("multi").cloned().unwrap_or(json!(false))}),
-                    );
-                }
+                let frozen = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
+                Some(KindDetail::Await(Box::new(AwaitDetail {
+                    wait: frozen.get("wait").cloned().filter(|v| !v.is_null()),
+                    ask: frozen.get("ask").filter(|v| v.is_object()).map(|ask| AskDetail {
+                        options: ask.get("options").cloned().unwrap_or(Value::Null),
+                        multi: ask.get("multi").cloned().unwrap_or(Value::Bool(false)),
+                    }),
+                })))
             }
-            _ => {}
-        }
-        if PARKED.contains(&task.status.as_str()) && task.deadline_at.is_some() {
-            m.insert(
-                "deadline_at".into(),
-                json!(time::iso(task.deadline_at.unwrap_or_default())),
-            );
-            let budget = task.timeout_ms;
-            insert_opt(&mut m, "timeout_ms", budget.map(|b| json!(b)));
-        }
-        if SETTLED.contains(&task.status.as_str()) {
-            let blocks = blocks_of(task);
-            let output = results::text_projection(&blocks);
-            m.insert("output_preview".into(), json!(preview(&output)));
-            m.insert("output".into(), json!(output));
-            m.insert("content".into(), results::blocks_to_json(&blocks));
-            if task.structured_present {
-                m.insert(
-                    "structured_content".into(),
-                    parse(task.structured_content.as_deref()).unwrap_or(Value::Null),
-                );
-            }
-        }
-        if task.kind == "tool_task" {
-            insert_opt(&mut m, "title", task.title.as_ref().map(|t| json!(t)));
-            insert_opt(&mut m, "metadata", parse(task.metadata.as_deref()));
-        }
-        Ok(Value::Object(m))
+            _ => None,
+        };
+        let clock = PARKED.contains(&task.status.as_str()) && task.deadline_at.is_some();
+        let tool = task.kind == "tool_task";
+        Ok(TaskView {
+            trace: Trace::of(task, deps),
+            detail,
+            deadline_at: task.deadline_at.filter(|_| clock).map(time::iso),
+            timeout_ms: task.timeout_ms.filter(|_| clock),
+            outcome: SETTLED.contains(&task.status.as_str()).then(|| Outcome::of(task)),
+            title: task.title.clone().filter(|_| tool),
+            metadata: parse(task.metadata.as_deref()).filter(|_| tool),
+        })
     }
 
     /// The full task read of one row (`{task}` bodies of the member verbs use it).
     /// One task's full read: the row and what it depends on, its edges, and (for a round) the
     /// calls it declared; never the whole run, so its cost does not grow with the run.
-    pub(crate) async fn task_view(&self, run: &RunRow, task_id: i64) -> KernelResult<Value> {
+    pub(crate) async fn task_view(&self, run: &RunRow, task_id: i64) -> KernelResult<TaskView> {
         let rows = self.store.task_and_deps(task_id).await?;
         let Some(task) = rows.iter().find(|t| t.id == task_id && t.run_id == run.id) else {
             return Err(not_found("task"));
@@ -474,7 +397,7 @@ impl Kernel {
         task: &TaskRow,
         known: &nexus_store::ExecutorRow,
         neighbours: Neighbours,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TaskView> {
         let Neighbours { edges, mut deps } = neighbours;
         deps.push(task.clone());
         let mut names = Names::default();
@@ -491,7 +414,7 @@ impl Kernel {
         rows: &[TaskRow],
         edges: &[nexus_store::EdgeRow],
         mut names: Names,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TaskView> {
         let deps = Self::deps_of(rows, edges);
         let declared = if task.kind == "model_task" {
             self.store.tasks_declared_by(run.id, task.id).await?
@@ -502,7 +425,7 @@ impl Kernel {
             .tasks
             .extend(rows.iter().chain(&declared).map(|t| (t.id, t.key.clone())));
         let empty = Vec::new();
-        self.task_json_full(&mut names, task, &declared, deps.get(&task.id).unwrap_or(&empty))
+        self.task_view_of(&mut names, task, &declared, deps.get(&task.id).unwrap_or(&empty))
             .await
     }
 
@@ -513,7 +436,7 @@ impl Kernel {
         let Some(task) = self.store.task_by_key(run.id, key).await? else {
             return Err(not_found("task"));
         };
-        Ok(object([("task", self.task_view(&run, task.id).await?)]))
+        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
     }
 
     /// `GET R/tasks?after=&limit=` → `{tasks, pagination}`: trace rows in creation order.
@@ -534,22 +457,20 @@ impl Kernel {
         let edges = self.store.edges_of_run(run.id).await?;
         let deps = Self::deps_of(&all, &edges);
         let empty = Vec::new();
-        let mut tasks = Vec::with_capacity(page.len());
-        for t in &page {
-            let mut m = Self::trace_json(t, deps.get(&t.id).unwrap_or(&empty));
-            if t.kind == "tool_task" {
-                m.insert("tool_name".into(), json!(t.tool_name));
-                insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
-            }
-            tasks.push(Value::Object(m));
-        }
+        let tasks: Vec<TraceRow> = page
+            .iter()
+            .map(|t| TraceRow {
+                trace: Trace::of(t, deps.get(&t.id).unwrap_or(&empty)),
+                names: (t.kind == "tool_task").then(|| ToolNames {
+                    tool_name: t.tool_name.clone(),
+                    tool_alias: t.tool_alias.clone(),
+                }),
+            })
+            .collect();
         let next = (page.len() as i64 == limit)
             .then(|| page.last().map(|t| t.id))
             .flatten();
-        Ok(object([
-            ("tasks", Value::Array(tasks)),
-            ("pagination", pagination(next)),
-        ]))
+        Ok(object([("tasks", to_value(&tasks)?), ("pagination", pagination(next))]))
     }
 
     /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes).

@@ -92,7 +92,7 @@ impl Kernel {
         if run_is_terminal(&run.status) || is_settled(&task.status) {
             tx.rollback().await?;
             return Ok(object([
-                ("task", self.task_view(&run, task.id).await?),
+                ("task", self.task_view(&run, task.id).await?.into_value()?),
                 ("idle", Value::Bool(true)),
             ]));
         }
@@ -130,7 +130,7 @@ impl Kernel {
             .await?;
             tx.commit().await?;
             self.publish(effects).await;
-            return Ok(object([("task", self.task_view(&run, task.id).await?)]));
+            return Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]));
         }
         let content = body.get("content").cloned().unwrap_or(Value::String(String::new()));
         let blocks = match results::normalize_content(&content) {
@@ -181,7 +181,7 @@ impl Kernel {
         if !moved {
             tx.rollback().await?;
             return Ok(object([
-                ("task", self.task_view(&run, task.id).await?),
+                ("task", self.task_view(&run, task.id).await?.into_value()?),
                 ("idle", Value::Bool(true)),
             ]));
         }
@@ -191,6 +191,6 @@ impl Kernel {
         effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?)]))
+        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
     }
 }

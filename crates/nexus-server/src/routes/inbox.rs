@@ -12,8 +12,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
 use nexus_kernel::KernelError;
+use nexus_kernel::executor::commit::CommitReply;
 use nexus_kernel::executor::inbox::{ClaimReply, InboxPage};
-use serde_json::Value;
 
 use crate::AppState;
 use crate::auth::Executor;
@@ -108,6 +108,6 @@ pub async fn commit(
     Executor(p): Executor,
     Path((run, key)): Path<(String, String)>,
     JsonObject(body): JsonObject,
-) -> InboxResult<Json<Value>> {
+) -> InboxResult<Json<CommitReply>> {
     Ok(Json(state.kernel.commit(&p, path_id(&run)?, &key, &body).await?))
 }

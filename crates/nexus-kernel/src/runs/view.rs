@@ -1,0 +1,281 @@
+//! The task read's shape (runs.md §9): the trace every task row carries, the members of its
+//! kind, its park's clock, its outcome.
+//!
+//! Typed rather than built as `serde_json::Value` trees: a reply is written straight from it,
+//! with no map per object and no hashing of every key (the commit's reply carries one of these
+//! per settled task). Members serialize in declaration order, flattened parts in place; an
+//! absent option is omitted unless its member says it is served as `null`.
+
+use nexus_core::results::{self, Block};
+use nexus_store::TaskRow;
+use serde::Serialize;
+use serde_json::Value;
+use uuid::Uuid;
+
+use nexus_core::codes::Code;
+
+use super::read::SETTLED;
+use crate::error::{KernelError, KernelResult};
+use crate::executor::inbox::{AddressedTo, Target};
+use crate::time;
+
+const OUTPUT_PREVIEW_CHARS: usize = 200;
+
+/// The full task read: `{task}` of `GET R/tasks/{key}`, of the commit and of the member verbs.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskView {
+    #[serde(flatten)]
+    pub trace: Trace,
+    #[serde(flatten)]
+    pub detail: Option<KindDetail>,
+    /// Parked rows with a clock only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<i64>,
+    /// Settled rows only.
+    #[serde(flatten)]
+    pub outcome: Option<Outcome>,
+    /// Tool rows only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Value>,
+}
+
+/// A row of `GET R/tasks`: the trace, and a tool row's names.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRow {
+    #[serde(flatten)]
+    pub trace: Trace,
+    #[serde(flatten)]
+    pub names: Option<ToolNames>,
+}
+
+/// A tool row's names: `tool_name` is served as `null` when the row has none.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolNames {
+    pub tool_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_alias: Option<String>,
+}
+
+/// What every task read carries, plus the settled error fields.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trace {
+    pub key: String,
+    pub kind: String,
+    pub status: String,
+    pub generation: i64,
+    pub on_failure: String,
+    pub visibility: String,
+    /// The keys of the row's `after` dependencies.
+    pub after: Vec<String>,
+    pub created_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub settled_at: Option<String>,
+    /// `waiting`: the dependencies not yet settled; `needs_approval`: `["approver"]`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting_on: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure_resolution: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<TaskError>,
+    /// Served only when true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+/// A settled row's `error`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskError {
+    pub key: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// One dependency of a row: its key, the edge's kind, whether it has settled.
+pub(crate) struct Dep {
+    pub key: String,
+    pub edge: String,
+    pub settled: bool,
+}
+
+impl Trace {
+    /// The trace of `task`, whose dependencies are `deps`.
+    pub(crate) fn of(task: &TaskRow, deps: &[Dep]) -> Trace {
+        let keys = |keep: &dyn Fn(&Dep) -> bool| -> Vec<String> {
+            deps.iter().filter(|d| keep(d)).map(|d| d.key.clone()).collect()
+        };
+        let waiting_on = match task.status.as_str() {
+            "waiting" => Some(keys(&|d| !d.settled)),
+            "needs_approval" => Some(vec!["approver".to_owned()]),
+            _ => None,
+        };
+        let settled = SETTLED.contains(&task.status.as_str());
+        Trace {
+            key: task.key.clone(),
+            kind: task.kind.clone(),
+            status: task.status.clone(),
+            generation: task.generation,
+            on_failure: task.on_failure.clone(),
+            visibility: task.visibility.clone(),
+            after: keys(&|d| d.edge == "after"),
+            created_at: time::iso(task.created_at),
+            started_at: task.started_at.map(time::iso),
+            settled_at: task.settled_at.map(time::iso),
+            waiting_on,
+            failure_resolution: task.failure_resolution.clone().filter(|_| settled),
+            error: task.error_key.as_ref().filter(|_| settled).map(|key| TaskError {
+                key: key.clone(),
+                detail: task.error_detail.clone(),
+            }),
+            is_error: settled && task.is_error,
+        }
+    }
+}
+
+/// The members of a task read that depend on its kind, after the trace.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum KindDetail {
+    Model(Box<ModelDetail>),
+    Tool(Box<ToolDetail>),
+    Await(Box<AwaitDetail>),
+}
+
+/// A round's members.
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelDetail {
+    pub mainline: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The calls the round declared; omitted when none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<CallRef>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
+    pub prompt: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    pub tool_definitions: Vec<Value>,
+    pub environment: Value,
+    pub skills: Vec<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<i64>,
+}
+
+/// `{call_id, name, task_key}` of a fan member: `name` is the model's own spelling.
+#[derive(Debug, Clone, Serialize)]
+pub struct CallRef {
+    pub call_id: Option<String>,
+    pub name: Option<String>,
+    pub task_key: String,
+}
+
+impl CallRef {
+    pub(crate) fn of(t: &TaskRow) -> CallRef {
+        CallRef {
+            call_id: t.tool_call_id.clone(),
+            name: t.tool_alias.clone().or_else(|| t.tool_name.clone()),
+            task_key: t.key.clone(),
+        }
+    }
+}
+
+/// A tool row's members.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolDetail {
+    #[serde(flatten)]
+    pub names: ToolNames,
+    pub tool_input: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub declaring_task_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<Target>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub addressed_to: Option<AddressedTo>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effect_profile: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model_context: Option<Value>,
+}
+
+/// An await's members.
+#[derive(Debug, Clone, Serialize)]
+pub struct AwaitDetail {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ask: Option<AskDetail>,
+}
+
+/// An ask's choices.
+#[derive(Debug, Clone, Serialize)]
+pub struct AskDetail {
+    pub options: Value,
+    pub multi: Value,
+}
+
+/// A settled row's result: the text projection, its preview, the blocks, and the structured
+/// content when the result carried one (an explicit `null` is served as `null`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub output_preview: String,
+    pub output: String,
+    pub content: Vec<Block>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+}
+
+/// The first characters of a text projection (`output_preview`).
+pub(crate) fn preview(output: &str) -> String {
+    output.chars().take(OUTPUT_PREVIEW_CHARS).collect()
+}
+
+/// A typed projection as a `Value`, for the replies that still assemble one.
+pub(crate) fn to_value(v: &impl Serialize) -> KernelResult<Value> {
+    serde_json::to_value(v)
+        .map_err(|e| KernelError::new(Code::InternalError, format!("a projection did not serialize: {e}")))
+}
+
+impl TaskView {
+    /// This view as a `Value` (the member verbs' replies wrap it with other members).
+    pub(crate) fn into_value(self) -> KernelResult<Value> {
+        to_value(&self)
+    }
+}
+
+impl Outcome {
+    /// The outcome of a settled row.
+    pub(crate) fn of(task: &TaskRow) -> Outcome {
+        let content: Vec<Block> = task
+            .content
+            .as_deref()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .and_then(|v| results::blocks_from_json(&v))
+            .unwrap_or_default();
+        let output = results::text_projection(&content);
+        Outcome {
+            output_preview: preview(&output),
+            output,
+            content,
+            structured_content: task.structured_present.then(|| {
+                task.structured_content
+                    .as_deref()
+                    .and_then(|t| serde_json::from_str(t).ok())
+                    .unwrap_or(Value::Null)
+            }),
+        }
+    }
+}
