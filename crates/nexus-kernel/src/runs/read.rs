@@ -96,13 +96,9 @@ fn blocks_of(task: &TaskRow) -> Vec<Block> {
         .unwrap_or_default()
 }
 
-/// `{call_id, name, task_key}` of a fan member: `name` is the model's own spelling.
+/// [`CallRef`] as a `Value`, for the transcript's entries.
 fn call_json(t: &TaskRow) -> Value {
-    json!({
-        "call_id": t.tool_call_id,
-        "name": t.tool_alias.as_ref().or(t.tool_name.as_ref()),
-        "task_key": t.key,
-    })
+    json!(CallRef::of(t))
 }
 
 /// Memoized id → public facts lookups for one projection.
