@@ -44,7 +44,8 @@ fn not_found(what: &str) -> KernelError {
     KernelError::new(Code::NotFound, format!("no such {what}"))
 }
 
-fn parse(text: Option<&str>) -> Option<Value> {
+/// A stored JSON column read back (`None` when absent or not JSON).
+pub(crate) fn parse(text: Option<&str>) -> Option<Value> {
     text.and_then(|t| serde_json::from_str(t).ok())
 }
 
@@ -90,7 +91,7 @@ fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
 }
 
 /// The blocks stored on a settled row (`[]` when none).
-fn blocks_of(task: &TaskRow) -> Vec<Block> {
+pub(crate) fn blocks_of(task: &TaskRow) -> Vec<Block> {
     parse(task.content.as_deref())
         .and_then(|v| results::blocks_from_json(&v))
         .unwrap_or_default()

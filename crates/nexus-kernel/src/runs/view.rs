@@ -14,7 +14,7 @@ use uuid::Uuid;
 
 use nexus_core::codes::Code;
 
-use super::read::SETTLED;
+use super::read::{SETTLED, blocks_of, parse};
 use crate::error::{KernelError, KernelResult};
 use crate::executor::inbox::{AddressedTo, Target};
 use crate::time;
@@ -259,23 +259,15 @@ impl TaskView {
 impl Outcome {
     /// The outcome of a settled row.
     pub(crate) fn of(task: &TaskRow) -> Outcome {
-        let content: Vec<Block> = task
-            .content
-            .as_deref()
-            .and_then(|t| serde_json::from_str::<Value>(t).ok())
-            .and_then(|v| results::blocks_from_json(&v))
-            .unwrap_or_default();
+        let content = blocks_of(task);
         let output = results::text_projection(&content);
         Outcome {
             output_preview: preview(&output),
             output,
             content,
-            structured_content: task.structured_present.then(|| {
-                task.structured_content
-                    .as_deref()
-                    .and_then(|t| serde_json::from_str(t).ok())
-                    .unwrap_or(Value::Null)
-            }),
+            structured_content: task
+                .structured_present
+                .then(|| parse(task.structured_content.as_deref()).unwrap_or(Value::Null)),
         }
     }
 }
