@@ -311,7 +311,8 @@ pub struct RunRow {
     /// JSON `{reason, task_key}` or null.
     pub attention: Option<String>,
     /// The sequence of the run's latest event (0 before the first). Only
-    /// [`crate::Tx::append_event`] moves it; [`crate::Tx::update_run`] never writes it.
+    /// [`crate::Tx::append_event`] moves it (on SQLite the unit of work writes it once for its
+    /// appends, `tx.rs`); [`crate::Tx::update_run`] never takes it from the row it is given.
     pub last_event_sequence: i64,
     pub created_at: i64,
     pub started_at: Option<i64>,

@@ -66,9 +66,15 @@ macro_rules! engine_ops {
             row::run(&r)
         }
 
-        pub(crate) async fn update_run(c: &mut Conn, run: &RunRow) -> Result<()> {
+        /// `sequence`: also move `last_event_sequence` to it (SQLite's unit of work writes the
+        /// sequences of its appends with the run's own update, [`crate::Tx::update_run`]).
+        pub(crate) async fn update_run(c: &mut Conn, run: &RunRow, sequence: Option<i64>) -> Result<()> {
             row::check_run_row_text(run)?;
-            let done = query(sql::UPDATE_RUN)
+            let text = match sequence {
+                Some(_) => sql::UPDATE_RUN_AND_SEQUENCE,
+                None => sql::UPDATE_RUN,
+            };
+            let mut q = query(text)
                 .bind(run.id)
                 .bind(&run.status)
                 .bind(run.deliverable_task_id)
@@ -76,10 +82,11 @@ macro_rules! engine_ops {
                 .bind(&run.attention)
                 .bind(run.started_at)
                 .bind(run.ended_at)
-                .bind(run.default_runner_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
+                .bind(run.default_runner_id);
+            if let Some(sequence) = sequence {
+                q = q.bind(sequence);
+            }
+            let done = q.execute(&mut *c).await.map_err(write_error)?;
             if done.rows_affected() == 0 {
                 return Err(StoreError::NotFound(format!("run {}", run.id)));
             }
@@ -253,6 +260,21 @@ macro_rules! engine_ops {
                 task_key: task_key.map(str::to_string),
                 data,
             })
+        }
+
+        /// Moves `runs.last_event_sequence` to the sequence of the unit's last append to the
+        /// run (SQLite, before the unit commits: [`crate::Tx::commit`]).
+        pub(crate) async fn store_event_sequence(c: &mut Conn, run_id: i64, sequence: i64) -> Result<()> {
+            let done = query(sql::STORE_EVENT_SEQUENCE)
+                .bind(run_id)
+                .bind(sequence)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("run {run_id}")));
+            }
+            Ok(())
         }
 
         pub(crate) async fn latest_event_sequence(c: &mut Conn, run_id: i64) -> Result<i64> {

@@ -253,6 +253,15 @@ pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (public_id, workspace_id, 
 pub(crate) const UPDATE_RUN: &str = "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, attention = $5, \
      started_at = $6, ended_at = $7, default_runner_id = $8 WHERE id = $1";
 
+/// [`UPDATE_RUN`] that also moves `last_event_sequence` to `$9`: SQLite's unit of work, which
+/// appended to the run, writes the sequence with the run's own update (tx.rs).
+pub(crate) const UPDATE_RUN_AND_SEQUENCE: &str = "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, \
+     attention = $5, started_at = $6, ended_at = $7, default_runner_id = $8, last_event_sequence = $9 \
+     WHERE id = $1";
+
+/// SQLite, before a unit of work commits: the run's sequence moves to its last append's (tx.rs).
+pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = $2 WHERE id = $1";
+
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
 
 /// A task row's columns read through the alias `t` (what `row::task` decodes).
@@ -329,16 +338,17 @@ pub(crate) const RUNS_OF_WORKSPACE: &str =
 pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
     run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
-/// SQLite (the write lock is held): the event takes the run's next sequence, and the
-/// `events_sequence` trigger (migration 0005) moves `runs.last_event_sequence` to it.
+/// SQLite (the write lock is held): the event takes the run's next sequence as the run row
+/// holds it (the unit of work has not appended to this run yet). The unit writes the run row's
+/// sequence once, with its update of the run or before it commits (tx.rs; migration 0012).
 pub(crate) const APPEND_EVENT_SQLITE: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) \
      SELECT id, last_event_sequence + 1, $2, $3, $4, $5 FROM runs WHERE id = $1 RETURNING sequence";
 
 /// SQLite, when the unit of work already knows the run's sequence (`$2`, the next one): the
 /// same append without reading the run row back. `INSERT … VALUES` builds no temporary table,
 /// where `INSERT … SELECT` into a table with a trigger and `RETURNING` build one each
-/// (BENCHMARKS.md, "the unit's known sequence"); the `events_sequence` trigger still moves
-/// `runs.last_event_sequence`, and `UNIQUE (run_id, sequence)` refuses a sequence already taken.
+/// (BENCHMARKS.md, "the unit's known sequence"); `UNIQUE (run_id, sequence)` refuses a
+/// sequence already taken.
 pub(crate) const APPEND_EVENT_AT_SQLITE: &str =
     "INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ($1, $2, $3, $4, $5, $6)";
 

@@ -25,12 +25,24 @@ pub struct SqliteTx {
     pub(crate) tx: sqlite::GatedTx,
     /// A statement failed in the database: the unit of work is void.
     pub(crate) void: bool,
-    /// `runs.last_event_sequence` of the runs this unit of work has read or appended to, as it
-    /// stands inside the unit: (run id, sequence). The write lock is held from `BEGIN`, so no
-    /// other writer moves it, and inside the unit only [`Tx::append_event`] does (through the
-    /// `events_sequence` trigger; [`Tx::update_run`] never writes the column). An append to a
-    /// run listed here takes the next sequence without reading the run row back.
-    sequences: Vec<(i64, i64)>,
+    /// The runs this unit of work has read or appended to, with each one's latest event
+    /// sequence as it stands inside the unit. The write lock is held from `BEGIN`, so no other
+    /// writer moves a sequence, and inside the unit only [`Tx::append_event`] does. An append to
+    /// a run listed here takes the next sequence without reading the run row back.
+    sequences: Vec<RunSequence>,
+}
+
+/// A run's latest event sequence inside a SQLite unit of work. The appends do not write the run
+/// row (no trigger since migration 0012: each append rewrote the run row); the unit writes it
+/// once, with its own [`Tx::update_run`] of the run or else just before it commits, and a run
+/// row read inside the unit is given the unit's sequence. So `runs.last_event_sequence` is
+/// right in every committed state, as on PostgreSQL, whose append moves it in the same statement.
+#[derive(Debug, Clone, Copy)]
+struct RunSequence {
+    run_id: i64,
+    last: i64,
+    /// The run row holds `last` (false after an append, until the unit writes it).
+    stored: bool,
 }
 
 /// An open PostgreSQL transaction (`READ COMMITTED`).
@@ -108,8 +120,10 @@ macro_rules! tx_dispatch {
 impl Tx {
     /// Commits every change and event of the unit of work. A void unit of work (an earlier
     /// statement failed) is rolled back instead and answers `TxAborted`: a commit never
-    /// silently loses the work.
-    pub async fn commit(self) -> Result<()> {
+    /// silently loses the work. On SQLite the run rows first take the sequences of the unit's
+    /// appends that no [`Tx::update_run`] wrote ([`RunSequence`]).
+    pub async fn commit(mut self) -> Result<()> {
+        self.store_sequences().await?;
         match self {
             Tx::Sqlite(t) if t.void => Err(StoreError::TxAborted),
             Tx::Postgres(t) if t.void => Err(StoreError::TxAborted),
@@ -134,22 +148,82 @@ impl Tx {
         }
     }
 
-    /// Notes a run's `last_event_sequence` as read or written inside this unit of work
-    /// (SQLite; PostgreSQL's append reads it under the row lock each time).
-    fn note_sequence(&mut self, run_id: i64, sequence: i64) {
+    /// A run row read inside this unit of work (SQLite; PostgreSQL's append reads the sequence
+    /// under the row lock each time): the first read notes its stored `last_event_sequence`;
+    /// once the unit has appended to the run, the row is given the unit's sequence, which the
+    /// stored one lags until the unit writes it.
+    fn note_read(&mut self, run: &mut RunRow) {
         if let Tx::Sqlite(t) = self {
-            match t.sequences.iter_mut().find(|(id, _)| *id == run_id) {
-                Some(entry) => entry.1 = sequence,
-                None => t.sequences.push((run_id, sequence)),
+            match t.sequences.iter().find(|e| e.run_id == run.id) {
+                Some(entry) => run.last_event_sequence = entry.last,
+                None => t.sequences.push(RunSequence {
+                    run_id: run.id,
+                    last: run.last_event_sequence,
+                    stored: true,
+                }),
+            }
+        }
+    }
+
+    /// Notes an append at `sequence` (SQLite), which the run row does not hold yet.
+    fn note_append(&mut self, run_id: i64, sequence: i64) {
+        if let Tx::Sqlite(t) = self {
+            let appended = RunSequence {
+                run_id,
+                last: sequence,
+                stored: false,
+            };
+            match t.sequences.iter_mut().find(|e| e.run_id == run_id) {
+                Some(entry) => *entry = appended,
+                None => t.sequences.push(appended),
             }
         }
     }
 
     fn known_sequence(&self, run_id: i64) -> Option<i64> {
         match self {
-            Tx::Sqlite(t) => t.sequences.iter().find(|(id, _)| *id == run_id).map(|(_, s)| *s),
+            Tx::Sqlite(t) => t.sequences.iter().find(|e| e.run_id == run_id).map(|e| e.last),
             Tx::Postgres(_) => None,
         }
+    }
+
+    /// The sequence of the unit's appends to the run that its row does not hold yet (SQLite).
+    fn unstored_sequence(&self, run_id: i64) -> Option<i64> {
+        match self {
+            Tx::Sqlite(t) => t
+                .sequences
+                .iter()
+                .find(|e| e.run_id == run_id && !e.stored)
+                .map(|e| e.last),
+            Tx::Postgres(_) => None,
+        }
+    }
+
+    fn mark_stored(&mut self, run_id: i64) {
+        if let Tx::Sqlite(t) = self
+            && let Some(entry) = t.sequences.iter_mut().find(|e| e.run_id == run_id)
+        {
+            entry.stored = true;
+        }
+    }
+
+    /// Writes each run's sequence that the unit's appends moved and no [`Tx::update_run`]
+    /// wrote (SQLite; one statement per such run, usually none or one).
+    async fn store_sequences(&mut self) -> Result<()> {
+        let unstored: Vec<(i64, i64)> = match self {
+            Tx::Sqlite(t) if !t.void => t
+                .sequences
+                .iter()
+                .filter(|e| !e.stored)
+                .map(|e| (e.run_id, e.last))
+                .collect(),
+            _ => return Ok(()),
+        };
+        for (run_id, sequence) in unstored {
+            tx_dispatch!(self, store_event_sequence(run_id, sequence))?;
+            self.mark_stored(run_id);
+        }
+        Ok(())
     }
 
     /// `sqlite` or `postgres`.
@@ -165,30 +239,35 @@ impl Tx {
     /// Locks the run row and returns it, fresh. PostgreSQL: `SELECT … FOR UPDATE`; SQLite:
     /// a plain read (the write lock is held). `NotFound` for no such run.
     pub async fn lock_run(&mut self, run_id: i64) -> Result<RunRow> {
-        let run = tx_dispatch!(self, lock_run(run_id))?;
-        self.note_sequence(run.id, run.last_event_sequence);
+        let mut run = tx_dispatch!(self, lock_run(run_id))?;
+        self.note_read(&mut run);
         Ok(run)
     }
 
     /// Inserts a run (`last_event_sequence` 0, no deliverable, no attention). A taken public id
     /// is `Conflict`.
     pub async fn insert_run(&mut self, new: NewRun) -> Result<RunRow> {
-        let run = tx_dispatch!(self, insert_run(&new))?;
-        self.note_sequence(run.id, run.last_event_sequence);
+        let mut run = tx_dispatch!(self, insert_run(&new))?;
+        self.note_read(&mut run);
         Ok(run)
     }
 
     /// Writes the run's mutable columns: `status`, `deliverable_task_id`, `revision`,
-    /// `attention`, `started_at`, `ended_at`, `default_runner_id`. Never
-    /// `last_event_sequence` (only [`Tx::append_event`] moves it). `NotFound` for no such run.
+    /// `attention`, `started_at`, `ended_at`, `default_runner_id`. Never `run`'s
+    /// `last_event_sequence` (only [`Tx::append_event`] moves it): on SQLite the same statement
+    /// writes the sequence of the unit's appends to the run, when the row does not hold it yet
+    /// ([`RunSequence`]). `NotFound` for no such run.
     pub async fn update_run(&mut self, run: &RunRow) -> Result<()> {
-        tx_dispatch!(self, update_run(run))
+        let sequence = self.unstored_sequence(run.id);
+        tx_dispatch!(self, update_run(run, sequence))?;
+        self.mark_stored(run.id);
+        Ok(())
     }
 
     pub async fn run_by_id(&mut self, run_id: i64) -> Result<Option<RunRow>> {
-        let run = tx_dispatch!(self, run_by_id(run_id))?;
-        if let Some(r) = &run {
-            self.note_sequence(r.id, r.last_event_sequence);
+        let mut run = tx_dispatch!(self, run_by_id(run_id))?;
+        if let Some(r) = &mut run {
+            self.note_read(r);
         }
         Ok(run)
     }
@@ -208,7 +287,7 @@ impl Tx {
     ) -> Result<EventRow> {
         let known = self.known_sequence(run_id);
         let row = tx_dispatch!(self, append_event(run_id, known, kind, task_key, data, at))?;
-        self.note_sequence(run_id, row.sequence);
+        self.note_append(run_id, row.sequence);
         Ok(row)
     }
 
@@ -261,9 +340,9 @@ impl Tx {
         account_id: i64,
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
-        let opened = tx_dispatch!(self, open_door(public_id, account_id, key))?;
-        if let Some((found, _)) = &opened {
-            self.note_sequence(found.run.id, found.run.last_event_sequence);
+        let mut opened = tx_dispatch!(self, open_door(public_id, account_id, key))?;
+        if let Some((found, _)) = &mut opened {
+            self.note_read(&mut found.run);
         }
         Ok(opened)
     }

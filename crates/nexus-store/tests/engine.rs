@@ -672,11 +672,11 @@ async fn sqlite_migration_ledger_is_checked() {
 /// Migration 0008 rebuilds `runs`, `tasks` and `task_edges` (new CHECK texts) on a database
 /// that holds rows: a file migrated through 0007 by hand (ledger rows as sqlx writes them) with
 /// a run, two tasks, an edge and an event, then opened and migrated by the store. The rows keep
-/// their ids and values, the children still reach them, the event trigger still moves the run's
-/// sequence, the constraints still refuse a word outside their lists, and foreign keys are
-/// enforced again afterwards. Migration 0011 rebuilds `events` on the same file: keyed by
-/// `(run_id, sequence)` WITHOUT ROWID, the event kept, the trigger back, a repeated sequence
-/// refused.
+/// their ids and values, the children still reach them, the constraints still refuse a word
+/// outside their lists, and foreign keys are enforced again afterwards. Migration 0011 rebuilds
+/// `events` on the same file: keyed by `(run_id, sequence)` WITHOUT ROWID, the event kept, a
+/// repeated sequence refused. Migration 0012 drops the event trigger (the unit of work writes the
+/// run's sequence).
 #[tokio::test]
 async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     let dir = tempfile::tempdir().unwrap();
@@ -747,10 +747,12 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     );
     assert_eq!(one("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     assert_eq!(one("SELECT frozen_digest = 'd' FROM tasks WHERE id = 40"), 1);
-    // The trigger is back: an event moves its run's sequence.
+    // 0012: no trigger is left; an event inserted outside the store's unit of work leaves the
+    // run's sequence where it was.
+    assert_eq!(one("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 0);
     c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'x', 0, '{}')")
         .unwrap();
-    assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 2);
+    assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 1);
     // 0011: the events are keyed by run and sequence, with no rowid, and the first one is kept.
     assert_eq!(
         one("SELECT count(*) FROM pragma_table_list WHERE name = 'events' AND wr = 1"),

@@ -1037,6 +1037,58 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
     });
 }
 
+/// The run row's sequence after a unit of work that appended, updated the run in between or
+/// after, appended to a second run, or read the run again: always the unit's last append, inside
+/// the unit and after the commit, whatever sequence the row given to `update_run` carried.
+#[tokio::test]
+async fn the_run_row_holds_the_last_append_after_any_mix_of_updates() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let one = run_in(s, &f, "running").await;
+        let two = run_in(s, &f, "running").await;
+
+        // Appends, then the run's update (given a row whose sequence is stale), then the commit.
+        let mut tx = s.begin().await.unwrap();
+        let mut row = tx.lock_run(one.id).await.unwrap();
+        for kind in ["a", "b"] {
+            tx.append_event(one.id, kind, None, &json!({}), NOW).await.unwrap();
+        }
+        row.revision += 1;
+        assert_eq!(row.last_event_sequence, 0, "the caller's copy is stale");
+        tx.update_run(&row).await.unwrap();
+        assert_eq!(tx.run_by_id(one.id).await.unwrap().unwrap().last_event_sequence, 2);
+        tx.commit().await.unwrap();
+        let stored = s.run_by_id(one.id).await.unwrap().unwrap();
+        assert_eq!((stored.last_event_sequence, stored.revision), (2, row.revision));
+
+        // An update between appends, appends to a second run never read, a re-read in between.
+        let mut tx = s.begin().await.unwrap();
+        let row = tx.lock_run(one.id).await.unwrap();
+        assert_eq!(row.last_event_sequence, 2);
+        tx.append_event(one.id, "c", None, &json!({}), NOW).await.unwrap();
+        tx.update_run(&row).await.unwrap();
+        let e = tx.append_event(one.id, "d", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 4);
+        let e = tx.append_event(two.id, "x", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 1, "a run the unit never read");
+        assert_eq!(tx.run_by_id(two.id).await.unwrap().unwrap().last_event_sequence, 1);
+        let e = tx.append_event(two.id, "y", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 2);
+        tx.commit().await.unwrap();
+        assert_eq!(s.latest_event_sequence(one.id).await.unwrap(), 4, "{}", ts.dialect);
+        assert_eq!(s.latest_event_sequence(two.id).await.unwrap(), 2, "{}", ts.dialect);
+        assert_eq!(s.run_by_id(two.id).await.unwrap().unwrap().last_event_sequence, 2);
+
+        // The next unit, which reads nothing first, appends after the committed sequences.
+        let mut tx = s.begin().await.unwrap();
+        let e = tx.append_event(one.id, "e", None, &json!({}), NOW).await.unwrap();
+        assert_eq!(e.sequence, 5);
+        tx.commit().await.unwrap();
+        assert_eq!(s.latest_event_sequence(one.id).await.unwrap(), 5);
+    });
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_appends_never_collide() {
     each_engine!(|ts| {

@@ -761,12 +761,16 @@ impl Kernel {
         if to != run_status::NEEDS_ATTENTION {
             run.attention = None;
         }
-        tx.update_run(run).await?;
         let mut data = json!({"from": from, "to": to});
         if let Some(r) = reason {
             data["reason"] = json!(r);
         }
-        self.emit(tx, run, "run_status_changed", None, data, now, effects).await
+        // The event first: on SQLite the run's update then writes the unit's event sequence
+        // with it, instead of a separate write before the commit (nexus-store's tx.rs).
+        self.emit(tx, run, "run_status_changed", None, data, now, effects)
+            .await?;
+        tx.update_run(run).await?;
+        Ok(())
     }
 
     /// Cancels the run's live rows (runs.md §2 stop): every open row when `force`, otherwise
