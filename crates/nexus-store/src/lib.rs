@@ -10,6 +10,7 @@ mod memory;
 pub mod model;
 mod ops;
 mod postgres;
+mod principals;
 mod row;
 mod sql;
 mod sqlite;

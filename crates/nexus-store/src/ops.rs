@@ -110,14 +110,22 @@ macro_rules! engine_ops {
             }
         }
 
+        /// The credential with its executor's row, and the `principal_version` they were read
+        /// at (`None` when the version row is missing: nothing may then be kept).
         pub(crate) async fn credential_with_executor(
             c: &mut Conn,
             public_id: uuid::Uuid,
-        ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
+        ) -> Result<Option<(Option<i64>, $crate::principals::Principal)>> {
             query(sql::CREDENTIAL_WITH_EXECUTOR)
                 .bind(uid(public_id))
                 .fetch_optional_as(&mut *c, |r| row::credential_with_executor(r))
                 .await
+        }
+
+        pub(crate) async fn principal_version(c: &mut Conn) -> Result<Option<i64>> {
+            Ok(query_scalar(sql::PRINCIPAL_VERSION)
+                .fetch_optional(&mut *c)
+                .await?)
         }
 
         pub(crate) async fn member_by_id(c: &mut Conn, id: i64) -> Result<Option<MemberRow>> {
@@ -810,11 +818,26 @@ macro_rules! engine_methods {
         async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
             ops::run_by_public_id(&mut *self.pool.acquire().await?, public_id).await
         }
+        /// Served from the engine's [`crate::principals::Principals`] while the version read
+        /// now is the one the kept pair was read at; otherwise read (and kept) afresh.
         async fn credential_with_executor(
             &self,
             public_id: Uuid,
         ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
-            ops::credential_with_executor(&mut *self.pool.acquire().await?, public_id).await
+            let mut c = self.pool.acquire().await?;
+            if self.principals.kept_at(public_id).is_some()
+                && let Some(version) = ops::principal_version(&mut *c).await?
+                && let Some(pair) = self.principals.get(public_id, version)
+            {
+                return Ok(Some(pair));
+            }
+            let found = ops::credential_with_executor(&mut *c, public_id).await?;
+            Ok(found.map(|(version, pair)| {
+                if let Some(version) = version {
+                    self.principals.keep(public_id, version, &pair);
+                }
+                pair
+            }))
         }
         async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
             ops::run_in_account(&mut *self.pool.acquire().await?, public_id, account_id).await

@@ -29,6 +29,8 @@ pub struct PgStore {
     pool: PgPool,
     /// The schema every connection works in (`search_path`), when one was selected.
     schema: Option<Arc<str>>,
+    /// Transport principals served again while their version holds (`crate::principals`).
+    principals: Arc<crate::principals::Principals>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -115,6 +117,7 @@ impl PgStore {
         Ok(Self {
             pool,
             schema: schema.map(Arc::from),
+            principals: Arc::default(),
         })
     }
 

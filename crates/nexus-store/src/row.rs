@@ -70,14 +70,15 @@ impl<C: Columns> Columns for Prefixed<'_, C> {
 }
 
 /// A credential and, when it belongs to one, its executor, from one joined row
-/// ([`crate::sql::CREDENTIAL_WITH_EXECUTOR`]).
-pub(crate) fn credential_with_executor(r: &impl Columns) -> Result<(CredentialRow, Option<ExecutorRow>)> {
-    let credential = credential(&Prefixed(r, "c_"))?;
+/// ([`crate::sql::CREDENTIAL_WITH_EXECUTOR`]), with the `principal_version` they were read at.
+pub(crate) fn credential_with_executor(r: &impl Columns) -> Result<(Option<i64>, crate::principals::Principal)> {
     let executor = match r.opt_int("id")? {
         Some(_) => Some(executor(r)?),
         None => None,
     };
-    Ok((credential, executor))
+    let version = r.opt_int("principal_version")?;
+    let credential = credential(&Prefixed(r, "c_"))?;
+    Ok((version, (credential, executor)))
 }
 
 /// Parses a stored enum word, or reports the row as corrupt.

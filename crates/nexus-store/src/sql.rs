@@ -127,16 +127,19 @@ pub(crate) const CREDENTIAL_BY_PUBLIC_ID: &str = "SELECT id, public_id, plane, m
      executor_id, epoch, secret_sha256, expires_at, revoked_at, created_at \
      FROM credentials WHERE public_id = $1";
 /// A credential by public id (`$1`, its columns prefixed `c_`) with its executor's row (`NULL`s
-/// for a member credential): a transport request's authentication in one read.
+/// for a member credential) and the `principal_version` they were read at (migration 0013): a
+/// transport request's authentication in one read.
 pub(crate) const CREDENTIAL_WITH_EXECUTOR: &str = concat!(
     "SELECT ",
     executor_columns!("e."),
-    ", c.id AS c_id, c.public_id AS c_public_id, \
+    ", (SELECT v.version FROM principal_version v WHERE v.id = 1) AS principal_version, c.id AS c_id, c.public_id AS c_public_id, \
      c.plane AS c_plane, c.member_id AS c_member_id, c.executor_id AS c_executor_id, c.epoch AS c_epoch, \
      c.secret_sha256 AS c_secret_sha256, c.expires_at AS c_expires_at, c.revoked_at AS c_revoked_at, \
      c.created_at AS c_created_at FROM credentials c LEFT JOIN executors e ON e.id = c.executor_id \
      WHERE c.public_id = $1"
 );
+/// The version `credentials` and `executors` are at (migration 0013; `src/principals.rs`).
+pub(crate) const PRINCIPAL_VERSION: &str = "SELECT version FROM principal_version WHERE id = 1";
 pub(crate) const REVOKE_CREDENTIAL: &str =
     "UPDATE credentials SET revoked_at = $1 WHERE public_id = $2 AND revoked_at IS NULL";
 pub(crate) const HAS_TRANSPORT_CREDENTIAL_AT: &str = "SELECT 1 FROM credentials \

@@ -86,6 +86,8 @@ pub struct SqliteStore {
     _lock: Option<Arc<File>>,
     /// Keeps the checkpointer thread running (file databases; it stops when this drops).
     _checkpointer: Option<Arc<std::sync::mpsc::Sender<()>>>,
+    /// Transport principals served again while their version holds (`crate::principals`).
+    principals: Arc<crate::principals::Principals>,
 }
 
 impl std::fmt::Debug for SqliteStore {
@@ -284,6 +286,7 @@ impl SqliteStore {
                     path: None,
                     _lock: None,
                     _checkpointer: None,
+                    principals: Arc::default(),
                 })
             }
             Target::File(path) => {
@@ -316,6 +319,7 @@ impl SqliteStore {
                     _checkpointer: Some(Arc::new(start_checkpointer(&path, busy)?)),
                     path: Some(path),
                     _lock: lock.map(Arc::new),
+                    principals: Arc::default(),
                 })
             }
         }

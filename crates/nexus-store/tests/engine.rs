@@ -513,6 +513,92 @@ async fn credentials_and_epochs() {
     });
 }
 
+/// The joined authentication read is served from the store's kept pairs only while
+/// `principal_version` holds: every change to a credential or an executor — made by another
+/// store on the same database (an admin command beside a server, another node), through each
+/// write the store has, or by hand in SQL — is seen at the next read.
+#[tokio::test]
+async fn a_kept_principal_never_outlives_a_change_made_anywhere() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let other = Store::open(&StoreOptions {
+            single_node_lock: false,
+            ..ts.options()
+        })
+        .await
+        .unwrap();
+        let a = account(s, "acme").await;
+        let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+        let r = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+        let t = s.insert_credential(transport(r.id, 0, None)).await.unwrap();
+        let read = || async { s.credential_with_executor(t.public_id).await.unwrap().unwrap() };
+        let (c, e) = read().await;
+        assert_eq!((c.revoked_at, e.as_ref().map(|e| e.id)), (None, Some(r.id)), "{d}");
+        assert_eq!(read().await, (c.clone(), e.clone()), "{d}: served again, unchanged");
+
+        // Each write, made by the other store.
+        let tools = Announcement {
+            served_tools: r#"[{"name":"echo"}]"#.into(),
+            environment: "{}".into(),
+            served_documents: "[]".into(),
+        };
+        other.put_announcement(r.id, &tools, NOW + 3).await.unwrap();
+        assert_eq!(read().await.1.unwrap().served_tools, tools.served_tools, "{d}");
+        other.advance_executor_epoch(r.id).await.unwrap();
+        assert_eq!(read().await.1.unwrap().credential_epoch, 1, "{d}");
+        // A credential minted for another executor moves the version too: a miss, then the
+        // same pair again.
+        let laptop = other.create_runner(runner(a.id, h.id, "desktop")).await.unwrap();
+        other.insert_credential(transport(laptop.id, 0, None)).await.unwrap();
+        assert_eq!(read().await.1.unwrap().credential_epoch, 1, "{d}");
+        other.revoke_executor(r.id, NOW + 4).await.unwrap();
+        assert_eq!(read().await.1.unwrap().status, "revoked", "{d}");
+        assert!(other.revoke_credential(t.public_id, NOW + 5).await.unwrap(), "{d}");
+        assert_eq!(read().await.0.revoked_at, Some(NOW + 5), "{d}");
+        drop(other);
+    });
+}
+
+/// SQLite, by hand: a change to `credentials` outside the store is seen at the next read (the
+/// triggers move the version), and a kept pair is served while the version holds — put back by
+/// hand, the version hides a change, which shows that the version alone decides.
+#[tokio::test]
+async fn the_version_alone_decides_what_is_served_again() {
+    let ts = testing::sqlite().await;
+    let s = &ts.store;
+    let a = account(s, "acme").await;
+    let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
+    let r = s.create_runner(runner(a.id, h.id, "laptop")).await.unwrap();
+    let t = s.insert_credential(transport(r.id, 0, None)).await.unwrap();
+    let read = || async { s.credential_with_executor(t.public_id).await.unwrap().unwrap().0 };
+    assert_eq!(read().await.expires_at, None);
+    let c = rusqlite::Connection::open(ts.sqlite_path().unwrap()).unwrap();
+    let public_id = t.public_id.to_string();
+    c.execute(
+        "UPDATE credentials SET expires_at = 5 WHERE public_id = ?1",
+        [&public_id],
+    )
+    .unwrap();
+    assert_eq!(read().await.expires_at, Some(5), "the triggers moved the version");
+    let version: i64 = c
+        .query_row("SELECT version FROM principal_version", [], |r| r.get(0))
+        .unwrap();
+    c.execute_batch(&format!(
+        "BEGIN; UPDATE credentials SET expires_at = 6 WHERE public_id = '{public_id}'; \
+         UPDATE principal_version SET version = {version}; COMMIT;"
+    ))
+    .unwrap();
+    assert_eq!(
+        read().await.expires_at,
+        Some(5),
+        "the kept pair, at the version put back"
+    );
+    c.execute_batch("UPDATE principal_version SET version = version + 1")
+        .unwrap();
+    assert_eq!(read().await.expires_at, Some(6));
+}
+
 #[tokio::test]
 async fn nul_text_is_refused_everywhere() {
     each_engine!(|ts| {
@@ -747,9 +833,12 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     );
     assert_eq!(one("SELECT count(*) FROM pragma_foreign_key_check"), 0);
     assert_eq!(one("SELECT frozen_digest = 'd' FROM tasks WHERE id = 40"), 1);
-    // 0012: no trigger is left; an event inserted outside the store's unit of work leaves the
-    // run's sequence where it was.
-    assert_eq!(one("SELECT count(*) FROM sqlite_master WHERE type = 'trigger'"), 0);
+    // 0012: the event trigger is gone; an event inserted outside the store's unit of work
+    // leaves the run's sequence where it was.
+    assert_eq!(
+        one("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'events'"),
+        0
+    );
     c.execute_batch("INSERT INTO events (run_id, sequence, type, at, data) VALUES (7, 2, 'x', 0, '{}')")
         .unwrap();
     assert_eq!(one("SELECT last_event_sequence FROM runs WHERE id = 7"), 1);
