@@ -53,10 +53,14 @@ pub fn token_from_header(value: &str) -> Option<&str> {
         .filter(|t| !t.is_empty())
 }
 
-/// Constant-time comparison of a presented secret against a stored hash.
+/// Constant-time comparison of a presented secret against a stored hash. The presented hash
+/// is spelled into a stack buffer, the same lowercase hex as [`hash_secret`] (every transport
+/// request verifies one).
 pub fn secret_matches(secret: &str, stored_sha256: &str) -> bool {
-    let presented = hash_secret(secret);
-    presented.as_bytes().ct_eq(stored_sha256.as_bytes()).into()
+    let mut presented = [0_u8; 64];
+    // A 32-byte digest always fills the 64 hex digits exactly.
+    hex::encode_to_slice(Sha256::digest(secret.as_bytes()), &mut presented).is_ok()
+        && bool::from(presented.ct_eq(stored_sha256.as_bytes()))
 }
 
 #[cfg(test)]
@@ -73,6 +77,21 @@ mod tests {
         assert!(!m.token.contains(&m.secret_sha256));
         // 32 bytes base64url without padding is 43 characters
         assert_eq!(secret.len(), 43);
+    }
+
+    /// The stack-spelled comparison accepts exactly `hash_secret`'s spelling of the secret:
+    /// not another secret's, not the same digest in capitals, not a prefix or an extension.
+    #[test]
+    fn a_secret_matches_its_own_hash_and_nothing_else() {
+        for secret in ["", "a", "nexus", &"x".repeat(200)] {
+            let stored = hash_secret(secret);
+            assert!(secret_matches(secret, &stored), "{secret:?}");
+            assert!(!secret_matches(&format!("{secret}!"), &stored));
+            assert!(!secret_matches(secret, &stored.to_uppercase()));
+            assert!(!secret_matches(secret, &stored[..63]));
+            assert!(!secret_matches(secret, &format!("{stored}0")));
+            assert!(!secret_matches(secret, ""));
+        }
     }
 
     #[test]
