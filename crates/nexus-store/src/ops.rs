@@ -825,7 +825,7 @@ macro_rules! engine_methods {
             public_id: Uuid,
         ) -> Result<Option<(CredentialRow, Option<ExecutorRow>)>> {
             let mut c = self.pool.acquire().await?;
-            if self.principals.kept_at(public_id).is_some()
+            if self.principals.keeps(public_id)
                 && let Some(version) = ops::principal_version(&mut *c).await?
                 && let Some(pair) = self.principals.get(public_id, version)
             {

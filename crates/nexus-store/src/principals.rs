@@ -45,9 +45,9 @@ impl Principals {
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The version the pair of `id` was kept at, when one is kept.
-    pub(crate) fn kept_at(&self, id: Uuid) -> Option<i64> {
-        self.kept().get(&id).map(|(version, _)| *version)
+    /// Whether a pair of `id` is kept (then the version is worth reading).
+    pub(crate) fn keeps(&self, id: Uuid) -> bool {
+        self.kept().contains_key(&id)
     }
 
     /// The pair of `id` when it was kept at `version` (the version just read).
@@ -98,9 +98,9 @@ mod tests {
     fn a_pair_is_served_only_at_the_version_it_was_kept_at() {
         let p = Principals::default();
         let id = Uuid::now_v7();
-        assert_eq!(p.kept_at(id), None);
+        assert!(!p.keeps(id));
         p.keep(id, 7, &pair(1));
-        assert_eq!(p.kept_at(id), Some(7));
+        assert!(p.keeps(id));
         assert_eq!(p.get(id, 7).map(|(c, _)| c.id), Some(1));
         assert!(p.get(id, 8).is_none(), "a moved version is a miss");
         p.keep(id, 8, &pair(2));

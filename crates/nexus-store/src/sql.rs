@@ -252,15 +252,24 @@ pub(crate) const INSERT_RUN: &str = "INSERT INTO runs (public_id, workspace_id, 
      deliverable_task_id, revision, attention, last_event_sequence, created_at, started_at, \
      ended_at";
 
+/// The run's mutable columns written by `$1` (id) .. `$8`, and `$also` after them.
+macro_rules! update_run {
+    ($also:literal) => {
+        concat!(
+            "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, attention = $5, \
+             started_at = $6, ended_at = $7, default_runner_id = $8",
+            $also,
+            " WHERE id = $1"
+        )
+    };
+}
+
 /// The whole mutable row; never `last_event_sequence` (only the event append moves it).
-pub(crate) const UPDATE_RUN: &str = "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, attention = $5, \
-     started_at = $6, ended_at = $7, default_runner_id = $8 WHERE id = $1";
+pub(crate) const UPDATE_RUN: &str = update_run!("");
 
 /// [`UPDATE_RUN`] that also moves `last_event_sequence` to `$9`: SQLite's unit of work, which
 /// appended to the run, writes the sequence with the run's own update (tx.rs).
-pub(crate) const UPDATE_RUN_AND_SEQUENCE: &str = "UPDATE runs SET status = $2, deliverable_task_id = $3, revision = $4, \
-     attention = $5, started_at = $6, ended_at = $7, default_runner_id = $8, last_event_sequence = $9 \
-     WHERE id = $1";
+pub(crate) const UPDATE_RUN_AND_SEQUENCE: &str = update_run!(", last_event_sequence = $9");
 
 /// SQLite, before a unit of work commits: the run's sequence moves to its last append's (tx.rs).
 pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = $2 WHERE id = $1";

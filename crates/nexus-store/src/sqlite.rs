@@ -1243,6 +1243,7 @@ mod tests {
         // task update naming each checked column, the edge insert.
         for sql in [
             crate::sql::UPDATE_RUN,
+            crate::sql::UPDATE_RUN_AND_SEQUENCE,
             "UPDATE runs SET approval_mode = 'ask' WHERE id = 1",
             "UPDATE tasks SET kind = 'tool_task', status = 'completed', origin = 'model', \
              on_failure = 'halt', visibility = 'hidden' WHERE id = 1",
