@@ -12,6 +12,8 @@ pub mod declarations;
 pub mod error;
 pub mod executor;
 pub mod memory;
+mod names;
+mod paging;
 pub mod profile;
 pub mod runs;
 pub mod time;

@@ -13,9 +13,10 @@ use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::inbox::{ClaimGrant, ClaimReply, Lookups, row_kind};
+use super::inbox::{ClaimGrant, ClaimReply, row_kind};
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::names::Names;
 use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
 use crate::{Kernel, time};
@@ -373,7 +374,7 @@ impl Kernel {
         claim_token: String,
         deadline_at: String,
     ) -> KernelResult<ClaimReply> {
-        let mut known = Lookups::knowing(&p.executor, Some((run.workspace_id, ws_public)));
+        let mut known = Names::knowing(&p.executor, Some((run.workspace_id, ws_public)));
         Ok(ClaimReply {
             task: self.inbox_row(&mut known, run, row).await?,
             claim: ClaimGrant {

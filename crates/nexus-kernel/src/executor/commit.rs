@@ -20,9 +20,9 @@ use uuid::Uuid;
 
 use super::claim::{deadline_passed, is_claimant};
 use super::inbox::row_kind;
-use super::settle::SettleError;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::runs::settle::SettleError;
 use crate::runs::view::TaskView;
 use crate::runs::{AfterCommit, is_settled, run_is_terminal};
 use crate::uploads::Committer;

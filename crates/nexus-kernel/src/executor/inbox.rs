@@ -7,18 +7,17 @@
 //! (the last internal id of the previous page) and `next_after` is returned only when a full
 //! page was fetched.
 
-use std::collections::HashMap;
-
-use nexus_core::codes::Code;
-use nexus_store::{Engine, ExecutorRow, RunRow, TaskRow};
+use nexus_store::{Engine, RunRow, TaskRow};
 use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::auth::ExecutorPrincipal;
-use crate::error::{KernelError, KernelResult};
+use crate::error::KernelResult;
+use crate::names::Names;
+use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::runs::FrozenContext;
-use crate::runs::read::pagination;
+use crate::runs::view::{AddressedTo, Target, parse};
 use crate::{Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
@@ -66,20 +65,6 @@ pub struct InboxRow {
     pub parent_public_id: Value,
     #[serde(flatten)]
     pub detail: RowDetail,
-}
-
-/// The addressee of an inbox row.
-#[derive(Debug, Clone, Serialize)]
-pub struct AddressedTo {
-    pub role: Option<String>,
-    pub executor_public_id: Uuid,
-}
-
-/// The frozen Runner target of a tool row.
-#[derive(Debug, Clone, Serialize)]
-pub struct Target {
-    pub executor_public_id: Uuid,
-    pub display_name: String,
 }
 
 /// The members of an inbox row that depend on its kind, after the common ones.
@@ -136,90 +121,12 @@ pub struct ClaimGrant {
     pub deadline_at: String,
 }
 
-fn parse(text: Option<&str>) -> Option<Value> {
-    text.and_then(|t| serde_json::from_str(t).ok())
-}
-
-/// Parses the inbox cursor: absent or empty → 0; a non-negative integer, else 400
-/// `parameter_invalid`.
-pub(crate) fn parse_after(after: Option<&str>) -> KernelResult<i64> {
-    match after {
-        None | Some("") => Ok(0),
-        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            KernelError::new(
-                Code::ParameterInvalid,
-                format!("after {s:?} is not a cursor this route issued"),
-            )
-        }),
-    }
-}
-
-/// A page size: default 50, clamped to 1–200.
-pub(crate) fn inbox_limit(limit: Option<i64>) -> i64 {
-    limit
-        .unwrap_or(nexus_core::bounds::PAGE_DEFAULT as i64)
-        .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
-}
-
-/// Memoized lookups for one projection (workspaces' public ids, executors, members).
-#[derive(Default)]
-pub(crate) struct Lookups {
-    workspaces: HashMap<i64, Option<Uuid>>,
-    executors: HashMap<i64, Option<(Uuid, String)>>,
-    members: HashMap<i64, Option<Uuid>>,
-}
-
-impl Lookups {
-    /// Lookups that already know the caller's own executor and, when given, a run's
-    /// workspace public id (both read by the door before the projection).
-    pub(crate) fn knowing(executor: &ExecutorRow, workspace: Option<(i64, Uuid)>) -> Lookups {
-        let mut l = Lookups::default();
-        l.executors
-            .insert(executor.id, Some((executor.public_id, executor.display_name.clone())));
-        if let Some((id, public_id)) = workspace {
-            l.workspaces.insert(id, Some(public_id));
-        }
-        l
-    }
-}
-
 impl Kernel {
-    async fn lookup_workspace(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<Uuid>> {
-        if let Some(w) = l.workspaces.get(&id) {
-            return Ok(*w);
-        }
-        let w = self.store.workspace_by_id(id).await?.map(|w| w.public_id);
-        l.workspaces.insert(id, w);
-        Ok(w)
-    }
-
-    async fn lookup_executor(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<(Uuid, String)>> {
-        if let Some(e) = l.executors.get(&id) {
-            return Ok(e.clone());
-        }
-        let e = self
-            .store
-            .executor_by_id(id)
-            .await?
-            .map(|e| (e.public_id, e.display_name));
-        l.executors.insert(id, e.clone());
-        Ok(e)
-    }
-
-    async fn lookup_member(&self, l: &mut Lookups, id: i64) -> KernelResult<Option<Uuid>> {
-        if let Some(m) = l.members.get(&id) {
-            return Ok(*m);
-        }
-        let m = self.store.member_by_id(id).await?.map(|m| m.public_id);
-        l.members.insert(id, m);
-        Ok(m)
-    }
-
     /// The memory scope of the round that declared `task` (`{workspace_public_id,
     /// conversation_public_id, user_public_id}`), else one built from the run.
     async fn scope_of(
         &self,
-        l: &mut Lookups,
+        l: &mut Names,
         run: &RunRow,
         task: &TaskRow,
         ws_public: Uuid,
@@ -240,7 +147,7 @@ impl Kernel {
             }
             declaring = row.declaring_task_id;
         }
-        let user = self.lookup_member(l, run.answering_member_id).await?;
+        let user = self.member_public(l, run.answering_member_id).await?;
         Ok(json!({
             "workspace_public_id": ws_public.to_string(),
             "conversation_public_id": conversation,
@@ -249,9 +156,9 @@ impl Kernel {
     }
 
     /// The inbox row projection of executor.md §6 (see [`InboxRow`]).
-    pub(crate) async fn inbox_row(&self, l: &mut Lookups, run: &RunRow, task: &TaskRow) -> KernelResult<InboxRow> {
+    pub(crate) async fn inbox_row(&self, l: &mut Names, run: &RunRow, task: &TaskRow) -> KernelResult<InboxRow> {
         let kind = row_kind(task);
-        let ws_public = self.lookup_workspace(l, run.workspace_id).await?.unwrap_or_default();
+        let ws_public = self.workspace_public(l, run.workspace_id).await?.unwrap_or_default();
         let hosting = parse(Some(&run.hosting)).unwrap_or(Value::Null);
         let hosted = |key: &str| {
             hosting
@@ -264,7 +171,7 @@ impl Kernel {
         let parent = hosted("parent_public_id");
         let addressed_to = match task.addressed_executor_id {
             Some(a) => self
-                .lookup_executor(l, a)
+                .executor_public(l, a)
                 .await?
                 .map(|(executor_public_id, _)| AddressedTo {
                     role: task.addressed_role.clone(),
@@ -277,7 +184,7 @@ impl Kernel {
             "tool_call" | "approval" => {
                 let target = match task.target_executor_id {
                     Some(t) => self
-                        .lookup_executor(l, t)
+                        .executor_public(l, t)
                         .await?
                         .map(|(executor_public_id, display_name)| Target {
                             executor_public_id,
@@ -346,12 +253,12 @@ impl Kernel {
         after: Option<&str>,
         limit: Option<i64>,
     ) -> KernelResult<InboxPage> {
-        let after = parse_after(after)?;
-        let limit = inbox_limit(limit);
+        let after = parse_cursor(after)?;
+        let limit = page_limit(limit);
         let page = self.store.inbox_page(p.executor.id, after, limit).await?;
         let full = page.len() as i64 == limit;
         let last = page.last().map(|(t, _)| t.id);
-        let mut l = Lookups::knowing(&p.executor, None);
+        let mut l = Names::knowing(&p.executor, None);
         let mut tasks = Vec::with_capacity(page.len());
         for (task, run) in &page {
             if inbox_kind(task).is_none() {

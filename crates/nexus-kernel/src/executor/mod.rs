@@ -16,7 +16,6 @@ pub mod discovery;
 pub mod inbox;
 pub mod progress;
 pub mod push;
-pub mod settle;
 
 pub use progress::{ProgressHub, ProgressOutcome};
 pub use push::ChannelHub;

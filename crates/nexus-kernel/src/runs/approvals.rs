@@ -10,9 +10,9 @@ use uuid::Uuid;
 use super::AfterCommit;
 use super::gate::approval_fact;
 use super::read::object;
-use super::read::{page_limit, parse_cursor};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::paging::{page_limit, parse_cursor};
 use crate::{Kernel, time};
 
 /// A deny `reason` is carried as `error.detail` cut to this many bytes.

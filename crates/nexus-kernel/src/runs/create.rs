@@ -18,7 +18,8 @@ use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 use super::read::object;
-use super::schedule::{Graph, is_candidate};
+use super::rows::Graph;
+use super::run_end::is_candidate;
 use super::{AfterCommit, FrozenContext, RequestSurface, is_open, refuse, run_is_terminal, task_kind};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
@@ -448,7 +449,7 @@ impl Kernel {
                 let dep = ids
                     .get(key)
                     .copied()
-                    .or_else(|| super::schedule::follow(&existing, key).map(|t| t.id));
+                    .or_else(|| super::rows::follow(&existing, key).map(|t| t.id));
                 if let Some(dep) = dep {
                     tx.insert_edge(row.id, dep, kind).await?;
                 }

@@ -439,47 +439,6 @@ impl Kernel {
         Ok(effects)
     }
 
-    /// Settles a row `failed` with `key`/`detail` (from any open status), then runs the
-    /// scheduling consequences.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn fail(
-        &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
-        task: &mut TaskRow,
-        key: &str,
-        detail: Option<String>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
-    ) -> KernelResult<bool> {
-        self.settle_with(tx, run, task, "failed", key, detail, now, effects)
-            .await
-    }
-
-    /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
-    /// its park, then calls `after_settle`. Returns false when the row had moved (idle).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn settle_with(
-        &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
-        task: &mut TaskRow,
-        status: &str,
-        key: &str,
-        detail: Option<String>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
-    ) -> KernelResult<bool> {
-        task.error_key = Some(key.to_string());
-        task.error_detail = detail;
-        task.settled_at = Some(now);
-        if !self.transition(tx, run, task, status, now).await? {
-            return Ok(false);
-        }
-        effects.extend(self.after_settle(tx, run, task, now).await?);
-        Ok(true)
-    }
-
     /// HOLD (approvals.md §4): the row sits at `needs_approval` on a fresh 24 h clock,
     /// addressed to the declaring agent's address (none on a human's run), with its effect
     /// profile frozen. `from_waiting`: the row crosses into `needs_approval` now; otherwise

@@ -8,23 +8,24 @@ use std::collections::HashMap;
 
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
-use nexus_core::results::{self, Block};
+use nexus_core::results::{self};
 use nexus_store::{Engine, EventRow, RunRow, TaskRow, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::render::blocks_of;
+use super::view::{AddressedTo, Target, parse};
 use super::view::{
     AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskView, ToolDetail, ToolNames, Trace,
     TraceRow, preview, to_value,
 };
-use super::{FrozenContext, RequestSurface, StoredReply};
+use super::{FrozenContext, RequestSurface, StoredReply, is_settled};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::executor::inbox::{AddressedTo, Target};
+use crate::names::Names;
+use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::{Kernel, time};
 
-/// Settled task statuses.
-pub(crate) const SETTLED: [&str; 6] = ["completed", "failed", "canceled", "timed_out", "skipped", "uncertain"];
 /// Parked task statuses.
 const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_input"];
 
@@ -44,37 +45,8 @@ fn not_found(what: &str) -> KernelError {
     KernelError::new(Code::NotFound, format!("no such {what}"))
 }
 
-/// A stored JSON column read back (`None` when absent or not JSON).
-pub(crate) fn parse(text: Option<&str>) -> Option<Value> {
-    text.and_then(|t| serde_json::from_str(t).ok())
-}
-
 fn iso_opt(ms: Option<i64>) -> Value {
     ms.map_or(Value::Null, |m| Value::String(time::iso(m)))
-}
-
-/// Parses an opaque id cursor (`after`): absent → 0; a non-negative integer, else 400.
-pub(crate) fn parse_cursor(after: Option<&str>) -> KernelResult<i64> {
-    match after {
-        None | Some("") => Ok(0),
-        Some(s) => s.parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
-            KernelError::new(
-                Code::ParameterInvalid,
-                format!("after {s:?} is not a cursor this route issued"),
-            )
-        }),
-    }
-}
-
-/// A page size: default 50, clamped to 1–200.
-pub(crate) fn page_limit(limit: Option<i64>) -> i64 {
-    limit
-        .unwrap_or(nexus_core::bounds::PAGE_DEFAULT as i64)
-        .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
-}
-
-pub(crate) fn pagination(next: Option<i64>) -> Value {
-    json!({"next_after": next.map(|n| n.to_string())})
 }
 
 /// A JSON object of `entries`, in order, each value moved in as it is. `json!` would copy an
@@ -90,24 +62,9 @@ fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
     }
 }
 
-/// The blocks stored on a settled row (`[]` when none).
-pub(crate) fn blocks_of(task: &TaskRow) -> Vec<Block> {
-    parse(task.content.as_deref())
-        .and_then(|v| results::blocks_from_json(&v))
-        .unwrap_or_default()
-}
-
 /// [`CallRef`] as a `Value`, for the transcript's entries.
 fn call_json(t: &TaskRow) -> Value {
     json!(CallRef::of(t))
-}
-
-/// Memoized id → public facts lookups for one projection.
-#[derive(Default)]
-struct Names {
-    members: HashMap<i64, Option<Uuid>>,
-    executors: HashMap<i64, Option<(Uuid, String)>>,
-    tasks: HashMap<i64, String>,
 }
 
 /// A committed row's dependency edges and the rows they name
@@ -118,39 +75,6 @@ pub(crate) struct Neighbours {
 }
 
 impl Kernel {
-    async fn member_public(&self, names: &mut Names, id: i64) -> KernelResult<Option<Uuid>> {
-        if let Some(v) = names.members.get(&id) {
-            return Ok(*v);
-        }
-        let v = self.store.member_by_id(id).await?.map(|m| m.public_id);
-        names.members.insert(id, v);
-        Ok(v)
-    }
-
-    async fn executor_public(&self, names: &mut Names, id: i64) -> KernelResult<Option<(Uuid, String)>> {
-        if let Some(v) = names.executors.get(&id) {
-            return Ok(v.clone());
-        }
-        let v = self
-            .store
-            .executor_by_id(id)
-            .await?
-            .map(|e| (e.public_id, e.display_name));
-        names.executors.insert(id, v.clone());
-        Ok(v)
-    }
-
-    async fn task_key_of(&self, names: &mut Names, id: i64) -> KernelResult<Option<String>> {
-        if let Some(k) = names.tasks.get(&id) {
-            return Ok(Some(k.clone()));
-        }
-        let k = self.store.task_by_id(id).await?.map(|t| t.key);
-        if let Some(k) = &k {
-            names.tasks.insert(id, k.clone());
-        }
-        Ok(k)
-    }
-
     /// The run projection of runs.md §1.
     pub(crate) async fn run_json(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
         let mut names = Names::default();
@@ -249,7 +173,7 @@ impl Kernel {
                 out.entry(e.task_id).or_default().push(Dep {
                     key: dep.key.clone(),
                     edge: e.kind.clone(),
-                    settled: SETTLED.contains(&dep.status.as_str()),
+                    settled: is_settled(&dep.status),
                 });
             }
         }
@@ -352,7 +276,7 @@ impl Kernel {
             detail,
             deadline_at: task.deadline_at.filter(|_| clock).map(time::iso),
             timeout_ms: task.timeout_ms.filter(|_| clock),
-            outcome: SETTLED.contains(&task.status.as_str()).then(|| Outcome::of(task)),
+            outcome: is_settled(&task.status).then(|| Outcome::of(task)),
             title: task.title.clone().filter(|_| tool),
             metadata: parse(task.metadata.as_deref()).filter(|_| tool),
         })
@@ -397,10 +321,7 @@ impl Kernel {
     ) -> KernelResult<TaskView> {
         let Neighbours { edges, mut deps } = neighbours;
         deps.push(task.clone());
-        let mut names = Names::default();
-        names
-            .executors
-            .insert(known.id, Some((known.public_id, known.display_name.clone())));
+        let names = Names::knowing(known, None);
         self.task_view_from(run, task, &deps, &edges, names).await
     }
 
@@ -418,9 +339,7 @@ impl Kernel {
         } else {
             Vec::new()
         };
-        names
-            .tasks
-            .extend(rows.iter().chain(&declared).map(|t| (t.id, t.key.clone())));
+        names.know_tasks(rows.iter().chain(&declared));
         let empty = Vec::new();
         self.task_view_of(&mut names, task, &declared, deps.get(&task.id).unwrap_or(&empty))
             .await
@@ -549,8 +468,7 @@ impl Kernel {
                     }
                     let mut m = base("assistant");
                     let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
-                        SETTLED
-                            .contains(&t.status.as_str())
+                        is_settled(&t.status)
                             .then(|| results::text_projection(&blocks_of(t)))
                             .filter(|s| !s.is_empty())
                     });
@@ -577,7 +495,7 @@ impl Kernel {
                     m.insert("tool_name".into(), json!(t.tool_name));
                     insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
                     insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
-                    if SETTLED.contains(&t.status.as_str()) {
+                    if is_settled(&t.status) {
                         let output = results::text_projection(&blocks_of(t));
                         m.insert("output_preview".into(), json!(preview(&output)));
                         if t.is_error {

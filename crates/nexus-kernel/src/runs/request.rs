@@ -18,18 +18,17 @@
 //! of the run); the predecessor's entries from this process's [`SealedCache`] (else its sealed
 //! record, parsed); the run's uploads only when a rendered row holds a `resource_link`.
 
-use std::borrow::Cow;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use nexus_core::declaration;
-use nexus_core::pairing::{self, EnvelopeHead, MediaInfo, MediaJudge, SettledView};
-use nexus_core::results;
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
 use nexus_store::{Engine, TaskRow};
 use serde_json::Value;
 
-use super::round::{PrevRecord, round_record};
-use super::{FrozenContext, RequestSurface, StoredReply, is_settled, task_kind};
+use super::render::{replay_round, unpaired_envelope};
+use super::round::chain::{PrevRecord, round_record};
+use super::rows::Rows;
+use super::{FrozenContext, RequestSurface, task_kind};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 use crate::uploads::UploadJudge;
@@ -60,185 +59,6 @@ impl SealedCache {
         let i = self.rounds.iter().position(|(k, _)| *k == key)?;
         self.rounds.remove(i).map(|(_, entries)| entries)
     }
-}
-
-/// Media facts for pairing. No uploads exist yet, so no link is a media link.
-pub(crate) struct Judge<'a> {
-    pub capabilities: Option<&'a ModelCapabilities>,
-}
-
-impl MediaJudge for Judge<'_> {
-    fn media_of(&self, _upload_public_id: &str) -> Option<MediaInfo> {
-        None
-    }
-
-    fn accepts(&self, content_type: &str, _byte_size: u64) -> bool {
-        self.capabilities.is_some_and(|c| c.accepts_media(content_type))
-    }
-}
-
-/// The run's rows by id, for one request build: owned, or borrowed from a loaded graph (the
-/// expansion check reads the rows its transaction already holds, without copying them).
-pub(crate) struct Rows<'a> {
-    pub tasks: Cow<'a, [TaskRow]>,
-    index: HashMap<i64, usize>,
-}
-
-impl<'a> Rows<'a> {
-    pub fn new(tasks: impl Into<Cow<'a, [TaskRow]>>) -> Rows<'a> {
-        let tasks = tasks.into();
-        let index = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
-        Rows { tasks, index }
-    }
-
-    pub fn get(&self, id: i64) -> Option<&TaskRow> {
-        self.index.get(&id).map(|&i| &self.tasks[i])
-    }
-
-    pub fn by_key(&self, key: &str) -> Option<&TaskRow> {
-        self.tasks.iter().find(|t| t.key == key)
-    }
-
-    /// The fan of `round`: its tool rows, in creation order.
-    pub fn fan_of(&self, round: &TaskRow) -> Vec<&TaskRow> {
-        self.tasks
-            .iter()
-            .filter(|t| t.kind == task_kind::TOOL && t.declaring_task_id == Some(round.id))
-            .collect()
-    }
-
-    /// The final logical work `key` names: a round followed along its continuations, a
-    /// paired call to its child, a `delegate_task` call to its branch
-    /// ([`super::schedule::next_logical`]).
-    pub fn follow(&self, key: &str) -> Option<&TaskRow> {
-        let mut t = self.by_key(key)?;
-        for _ in 0..4096 {
-            match super::schedule::next_logical(&self.tasks, t, |k| self.by_key(k)) {
-                Some(c) => t = c,
-                None => break,
-            }
-        }
-        Some(t)
-    }
-}
-
-/// The stored blocks of a row's `content`.
-pub(crate) fn blocks_of(task: &TaskRow) -> Vec<results::Block> {
-    task.content
-        .as_deref()
-        .and_then(|s| serde_json::from_str::<Value>(s).ok())
-        .and_then(|v| results::blocks_from_json(&v))
-        .unwrap_or_default()
-}
-
-/// The result a call reads: the row's own outcome, or its paired child's.
-pub(crate) fn render_row(rows: &Rows, row: Option<&TaskRow>, judge: &dyn MediaJudge) -> pairing::Rendered {
-    let mut row = row;
-    if let Some(r) = row
-        && r.status == "completed"
-        && let Some(child) = r.pairs_with.as_deref()
-    {
-        row = rows.follow(child);
-    }
-    match row {
-        Some(r) if is_settled(&r.status) => {
-            let blocks = blocks_of(r);
-            pairing::render_result(
-                &SettledView {
-                    status: &r.status,
-                    is_error: r.is_error,
-                    content: &blocks,
-                    error_key: r.error_key.as_deref(),
-                    error_detail: r.error_detail.as_deref(),
-                },
-                judge,
-            )
-        }
-        _ => pairing::Rendered {
-            output: pairing::no_row_output(),
-            is_error: true,
-            attachments: Vec::new(),
-        },
-    }
-}
-
-/// An unpaired `<task_result>` envelope of a settled row (step `results`, wait observations).
-pub(crate) fn unpaired_envelope(target: &TaskRow) -> String {
-    let judge = Judge { capabilities: None };
-    let rows = Rows::new(std::slice::from_ref(target));
-    let output = if target.status == "completed" && !target.is_error {
-        pairing::render_content(&blocks_of(target), &judge).0
-    } else {
-        render_row(&rows, Some(target), &judge).output
-    };
-    let input_json;
-    let prompt;
-    let head = match target.kind.as_str() {
-        task_kind::TOOL => {
-            input_json = target.tool_input.clone().unwrap_or_else(|| "{}".into());
-            Some(EnvelopeHead::Call {
-                name: target
-                    .tool_alias
-                    .as_deref()
-                    .or(target.tool_name.as_deref())
-                    .unwrap_or(""),
-                input_json: &input_json,
-            })
-        }
-        task_kind::MODEL if target.branch_of.is_some() => {
-            prompt = FrozenContext::of(target).prompt;
-            Some(EnvelopeHead::Prompt(&prompt))
-        }
-        _ => None,
-    };
-    pairing::task_result_envelope(&target.key, &target.status, head, &output)
-}
-
-/// A round's replay: its assistant entry, one result per call in call order, then the
-/// attachment-only message when media exist.
-pub(crate) fn replay_round(rows: &Rows, round: &TaskRow, judge: &dyn MediaJudge) -> Vec<Entry> {
-    let Some(reply) = StoredReply::of(round) else {
-        return Vec::new();
-    };
-    let mut out = vec![Entry::Assistant {
-        text: reply.text.clone(),
-        tool_calls: reply.tool_calls.clone(),
-        native: reply.native.clone(),
-    }];
-    let fan = rows.fan_of(round);
-    let mut media: Vec<String> = Vec::new();
-    for call in &reply.tool_calls {
-        let row = fan
-            .iter()
-            .copied()
-            .find(|t| t.tool_call_id.as_deref() == Some(call.id.as_str()));
-        let rendered = render_row(rows, row, judge);
-        media.extend(rendered.attachments);
-        out.push(Entry::ToolResult {
-            call_id: call.id.clone(),
-            name: call.name.clone(),
-            output: rendered.output,
-            is_error: rendered.is_error,
-        });
-    }
-    if !media.is_empty() {
-        out.push(Entry::Attachments {
-            parts: media
-                .iter()
-                .filter_map(|id| {
-                    let upload = uuid::Uuid::parse_str(id).ok()?;
-                    Some(match judge.media_of(id) {
-                        Some(m) if m.content_type.starts_with("image/") => Part::Image {
-                            upload,
-                            media_type: m.content_type,
-                        },
-                        _ => Part::Document { upload },
-                    })
-                })
-                .collect(),
-        });
-    }
-    out
 }
 
 /// The neutral entries stored in a sealed record.

@@ -14,12 +14,31 @@ use uuid::Uuid;
 
 use nexus_core::codes::Code;
 
-use super::read::{SETTLED, blocks_of, parse};
+use super::is_settled;
+use super::render::blocks_of;
 use crate::error::{KernelError, KernelResult};
-use crate::executor::inbox::{AddressedTo, Target};
 use crate::time;
 
 const OUTPUT_PREVIEW_CHARS: usize = 200;
+
+/// A stored JSON column read back (`None` when absent or not JSON).
+pub(crate) fn parse(text: Option<&str>) -> Option<Value> {
+    text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+/// The addressee of an inbox row.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddressedTo {
+    pub role: Option<String>,
+    pub executor_public_id: Uuid,
+}
+
+/// The frozen Runner target of a tool row.
+#[derive(Debug, Clone, Serialize)]
+pub struct Target {
+    pub executor_public_id: Uuid,
+    pub display_name: String,
+}
 
 /// The full task read: `{task}` of `GET R/tasks/{key}`, of the commit and of the member verbs.
 #[derive(Debug, Clone, Serialize)]
@@ -114,7 +133,7 @@ impl Trace {
             "needs_approval" => Some(vec!["approver".to_owned()]),
             _ => None,
         };
-        let settled = SETTLED.contains(&task.status.as_str());
+        let settled = is_settled(&task.status);
         Trace {
             key: task.key.clone(),
             kind: task.kind.clone(),

@@ -13,7 +13,7 @@ use super::tool_call::{PARAMETER_INVALID, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
-use crate::runs::schedule::{Graph, follow};
+use crate::runs::rows::{Graph, follow};
 use crate::runs::{AfterCommit, task_kind};
 
 /// The default wait and the per-park clamp.

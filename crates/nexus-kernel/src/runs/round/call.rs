@@ -1,0 +1,160 @@
+//! The provider call (providers.md §8): the sealed bytes sent outside any transaction, retried
+//! with backoff, each attempt recorded; a round that cannot be called fails here.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nexus_providers::{EncodedRequest, ModelReply, Provider, ProviderError};
+use nexus_store::{Engine, JobRow, TaskRow, task_status};
+use serde_json::{Value, json};
+
+use crate::error::KernelResult;
+use crate::runs::round::chain::PrevRecord;
+use crate::{Kernel, time};
+
+impl Kernel {
+    /// Sends the sealed bytes (with retries) and applies the outcome.
+    pub(crate) async fn call_and_apply(
+        &self,
+        job: &JobRow,
+        task: &TaskRow,
+        provider: Arc<dyn Provider>,
+        enc: EncodedRequest,
+        mut attempts: Vec<Value>,
+        prev: Option<PrevRecord>,
+    ) -> KernelResult<()> {
+        let abort = Arc::new(tokio::sync::Notify::new());
+        self.runtime
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task.id, abort.clone());
+        let outcome = self
+            .send_with_retries(job, task, provider.as_ref(), &enc, &mut attempts, &abort)
+            .await;
+        self.runtime
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&task.id);
+        // The last attempt is recorded by the transaction that applies its outcome.
+        let pending = serde_json::to_string(&attempts).expect("attempts serialize");
+        match outcome? {
+            None => {
+                // Stopped: the stop already canceled the round.
+                self.store.delete_job(job.id).await?;
+                Ok(())
+            }
+            Some(Ok(reply)) => self.apply_reply(job, task, reply, prev, &pending).await,
+            Some(Err(e)) => self.fail_round(job, task, e.key, e.detail, Some(&pending)).await,
+        }
+    }
+
+    /// Sends until an attempt succeeds, fails for good, or the round is stopped (`None`). Each
+    /// attempt is pushed onto `attempts`; an attempt that is retried is stored before its
+    /// backoff, and the last one is left for the caller's transaction.
+    pub(crate) async fn send_with_retries(
+        &self,
+        job: &JobRow,
+        task: &TaskRow,
+        provider: &dyn Provider,
+        enc: &EncodedRequest,
+        attempts: &mut Vec<Value>,
+        abort: &tokio::sync::Notify,
+    ) -> KernelResult<Option<Result<ModelReply, ProviderError>>> {
+        let max = self.runtime.provider_max_attempts.max(1) as usize;
+        loop {
+            let renew = async {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(self.runtime.lease_renew_ms)).await;
+                    let _ = self
+                        .store
+                        .renew_job_lease(
+                            job.id,
+                            &self.runtime.node_id,
+                            time::now_ms(),
+                            self.runtime.model_lease_ms,
+                        )
+                        .await;
+                }
+            };
+            let result = tokio::select! {
+                r = provider.send(enc) => r,
+                _ = abort.notified() => return Ok(None),
+                _ = renew => unreachable!("the renewal loop never ends"),
+            };
+            let mut attempt = json!({"at": time::iso(time::now_ms())});
+            match &result {
+                Ok(_) => {}
+                Err(e) => {
+                    if let Some(s) = e.http_status {
+                        attempt["http_status"] = json!(s);
+                    }
+                    attempt["error_key"] = json!(e.key);
+                }
+            }
+            attempts.push(attempt);
+            match result {
+                Err(e) if e.is_retryable() && attempts.len() < max => {
+                    let mut tx = self.store.begin().await?;
+                    tx.set_sealed_attempts(
+                        task.id,
+                        task.generation,
+                        &serde_json::to_string(&attempts).expect("attempts serialize"),
+                    )
+                    .await?;
+                    tx.commit().await?;
+                    let k = attempts.len() - 1;
+                    let backoff = self
+                        .runtime
+                        .provider_backoff_ms
+                        .get(k)
+                        .or(self.runtime.provider_backoff_ms.last())
+                        .copied()
+                        .unwrap_or(0);
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(backoff)) => {}
+                        _ = abort.notified() => return Ok(None),
+                    }
+                }
+                other => return Ok(Some(other)),
+            }
+        }
+    }
+
+    /// Fails a round (`waiting` or `running`) with a model error key. `attempts`: the sealed
+    /// record's attempts to store in the same transaction.
+    pub(crate) async fn fail_round(
+        &self,
+        job: &JobRow,
+        task: &TaskRow,
+        key: &str,
+        detail: Option<String>,
+        attempts: Option<&str>,
+    ) -> KernelResult<()> {
+        let now = time::now_ms();
+        let mut tx = self.store.begin().await?;
+        let mut run = tx.lock_run(task.run_id).await?;
+        if let Some(attempts) = attempts {
+            tx.set_sealed_attempts(task.id, task.generation, attempts).await?;
+        }
+        let mut effects = Vec::new();
+        if let Some(mut current) = tx.task_by_id(task.id).await?
+            && current.generation == task.generation
+            && matches!(current.status.as_str(), task_status::WAITING | task_status::RUNNING)
+            && self
+                .settle_with_error(&mut tx, &mut run, &mut current, task_status::FAILED, key, detail, now)
+                .await?
+        {
+            effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
+        }
+        tx.delete_job(job.id).await?;
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(())
+    }
+}
+
+pub(crate) fn task_error_provider() -> &'static str {
+    nexus_providers::provider::keys::PROVIDER_ERROR
+}

@@ -1,0 +1,331 @@
+//! The one settle path (runs.md §5, executor.md §9 "Settle engine", §13): every task status
+//! change goes through this file.
+//!
+//! - [`Kernel::transition`] (and [`Kernel::transition_via`]): a conditional update on the row's
+//!   generation and current status plus its `task_status_changed` event, in the caller's
+//!   transaction; the other columns the caller set ride in the same statement.
+//! - [`Kernel::settle_with_error`], [`Kernel::settle_with`] and [`Kernel::fail`]: a settle
+//!   that writes an error (the last two also run `after_settle`).
+//! - [`Kernel::settle_park`] and [`Kernel::expire_park`]: the executor plane's settle of a
+//!   park (a commit, a late commit, an unstorable result, a revoked addressee), which also
+//!   expects the claim token of a claimed row; [`expiry_of`] is the expiry rule, shared by the
+//!   sweep, late commits and late resolutions.
+//!
+//! A second settle of the same row finds it moved and is idle: a park settles at most once.
+//! Callers: the commit (executor/commit.rs), the resolution, the sweep, the gate and the
+//! kernel tools, the round (runs/round/), readiness (skips) and the run end (cancels).
+
+use nexus_core::codes::task_error;
+use nexus_core::registry::EffectProfile;
+use nexus_store::{RunRow, TaskRow, Tx, task_status};
+use serde_json::json;
+
+use super::{AfterCommit, is_settled};
+use crate::Kernel;
+use crate::error::KernelResult;
+
+/// What a settle writes besides the status: the error, when the row settles failed,
+/// `timed_out` or `uncertain`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct SettleError {
+    pub key: String,
+    pub detail: Option<String>,
+}
+
+/// Statuses a parked row sits in.
+pub(crate) const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_input"];
+
+/// How an expired park settles: `(status, error.key, error.detail)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Expiry {
+    pub status: &'static str,
+    pub key: &'static str,
+    pub detail: Option<String>,
+}
+
+/// The expiry rule, shared by the sweep, late commits and late resolutions. `None` when the
+/// row is not parked (model rows never park).
+pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
+    if !PARKED.contains(&task.status.as_str()) {
+        return None;
+    }
+    let of = |status, key| {
+        Some(Expiry {
+            status,
+            key,
+            detail: None,
+        })
+    };
+    match task.kind.as_str() {
+        "await_task" => of("timed_out", "await_timeout"),
+        "tool_task" => {
+            if task.status == "needs_approval" {
+                return of("timed_out", task_error::APPROVAL_EXPIRED);
+            }
+            // Kernel-run rows (`running`) and rows never claimed time out plainly.
+            if task.status == "running" || task.claimed_at.is_none() {
+                return of("timed_out", task_error::TOOL_TIMEOUT);
+            }
+            let replayable = task
+                .effect_profile
+                .as_deref()
+                .and_then(|t| serde_json::from_str(t).ok())
+                .and_then(|v| EffectProfile::parse(&v).ok())
+                .is_some_and(|p| p.is_replayable());
+            if replayable {
+                of("timed_out", task_error::TOOL_TIMEOUT)
+            } else {
+                Some(Expiry {
+                    status: "uncertain",
+                    key: task_error::TOOL_UNCERTAIN,
+                    detail: Some("the claim expired without a result; the effect may have happened".to_string()),
+                })
+            }
+        }
+        _ => None,
+    }
+}
+
+impl Kernel {
+    /// The single way a task changes status: a conditional update on (generation, current
+    /// status) plus its `task_status_changed {from, to, generation, error?}` event, in `tx`.
+    /// Other columns the caller changed on `task` (error, content, reply…) are written in the
+    /// same statement. Returns false (and leaves `task` as it was) when the row was not in the
+    /// expected state (idle).
+    pub(crate) async fn transition(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        to: &str,
+        now: i64,
+    ) -> KernelResult<bool> {
+        self.transition_via(tx, run, task, None, to, now).await
+    }
+
+    /// [`Kernel::transition`] through an intermediate status: `from → via → to` in one
+    /// conditional update (the row is never seen at `via` outside the transaction), with both
+    /// `task_status_changed` events, in order.
+    pub(crate) async fn transition_via(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        via: Option<&str>,
+        to: &str,
+        now: i64,
+    ) -> KernelResult<bool> {
+        let from = task.status.clone();
+        let mut next = task.clone();
+        next.status = to.to_string();
+        if is_settled(to) || via.is_some_and(is_settled) {
+            next.settled_at = Some(now);
+        }
+        if (to == task_status::RUNNING || via == Some(task_status::RUNNING)) && next.started_at.is_none() {
+            next.started_at = Some(now);
+        }
+        if !tx.update_task(&next, task.generation, &[from.as_str()]).await? {
+            return Ok(false);
+        }
+        let hops = match via {
+            Some(via) => vec![(from.as_str(), via), (via, to)],
+            None => vec![(from.as_str(), to)],
+        };
+        for (hop_from, hop_to) in hops {
+            let mut data = json!({"from": hop_from, "to": hop_to, "generation": next.generation});
+            if is_settled(hop_to)
+                && let Some(key) = &next.error_key
+            {
+                let mut error = json!({"key": key});
+                if let Some(detail) = &next.error_detail {
+                    error["detail"] = json!(detail);
+                }
+                data["error"] = error;
+            }
+            let row = tx
+                .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+                .await?;
+            run.last_event_sequence = row.sequence;
+        }
+        *task = next;
+        Ok(true)
+    }
+
+    /// Sets `error` and settles `task` into `to` (`failed`, `canceled`, `skipped`, …).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn settle_with_error(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        to: &str,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+    ) -> KernelResult<bool> {
+        let before = (task.error_key.clone(), task.error_detail.clone());
+        task.error_key = Some(key.to_string());
+        task.error_detail = detail;
+        let done = self.transition(tx, run, task, to, now).await?;
+        if !done {
+            (task.error_key, task.error_detail) = before;
+        }
+        Ok(done)
+    }
+
+    /// Settles a row `failed` with `key`/`detail` (from any open status), then runs the
+    /// scheduling consequences.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn fail(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        self.settle_with(tx, run, task, "failed", key, detail, now, effects)
+            .await
+    }
+
+    /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
+    /// its park, then calls `after_settle`. Returns false when the row had moved (idle).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn settle_with(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        status: &str,
+        key: &str,
+        detail: Option<String>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        task.error_key = Some(key.to_string());
+        task.error_detail = detail;
+        task.settled_at = Some(now);
+        if !self.transition(tx, run, task, status, now).await? {
+            return Ok(false);
+        }
+        effects.extend(self.after_settle(tx, run, task, now).await?);
+        Ok(true)
+    }
+
+    /// Settles `task` into `to` with the columns already set on `next` (content, structured
+    /// content, title, metadata, is_error). The update expects `task`'s generation and status,
+    /// and `expect_token` as the stored claim token when given. Returns false (and changes
+    /// nothing) when the row had moved: the caller answers idle.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn settle_park(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        mut next: TaskRow,
+        to: &str,
+        error: Option<SettleError>,
+        expect_token: Option<&str>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        let from = task.status.clone();
+        next.status = to.to_string();
+        next.settled_at = Some(now);
+        next.error_key = error.as_ref().map(|e| e.key.clone());
+        next.error_detail = error.as_ref().and_then(|e| e.detail.clone());
+        // `task` is the row as this unit of work read it under the run lock.
+        let moved = tx.update_task_over(task, &next, &[from.as_str()], expect_token).await?;
+        if !moved {
+            return Ok(false);
+        }
+        let mut data = json!({"from": from, "to": to, "generation": next.generation});
+        if let Some(e) = &error {
+            let mut err = json!({"key": e.key});
+            if let Some(d) = &e.detail {
+                err["detail"] = json!(d);
+            }
+            data["error"] = err;
+        }
+        let row = tx
+            .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+            .await?;
+        run.last_event_sequence = row.sequence;
+        effects.push(AfterCommit::Event(row));
+        *task = next;
+        effects.extend(self.after_settle(tx, run, task, now).await?);
+        Ok(true)
+    }
+
+    /// The expiry rule (runs/sweep.rs, one rule for the sweep, late commits and late
+    /// resolutions) applied to an expired park: `timed_out` or `uncertain`. False when the row
+    /// is not a park or had moved.
+    pub(crate) async fn expire_park(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        task: &mut TaskRow,
+        expect_token: Option<&str>,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<bool> {
+        let Some(rule) = expiry_of(task) else {
+            return Ok(false);
+        };
+        let next = task.clone();
+        let error = SettleError {
+            key: rule.key.to_string(),
+            detail: rule.detail,
+        };
+        self.settle_park(
+            tx,
+            run,
+            task,
+            next,
+            rule.status,
+            Some(error),
+            expect_token,
+            now,
+            effects,
+        )
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nexus_core::registry::EffectProfile;
+
+    fn row(kind: &str, status: &str) -> TaskRow {
+        TaskRow {
+            kind: kind.into(),
+            status: status.into(),
+            ..TaskRow::default()
+        }
+    }
+
+    #[test]
+    fn the_expiry_rule() {
+        let e = expiry_of(&row("tool_task", "needs_approval")).unwrap();
+        assert_eq!((e.status, e.key), ("timed_out", "approval_expired"));
+        let e = expiry_of(&row("tool_task", "running")).unwrap();
+        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
+        let e = expiry_of(&row("tool_task", "dispatched")).unwrap();
+        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
+        let e = expiry_of(&row("await_task", "awaiting_input")).unwrap();
+        assert_eq!((e.status, e.key), ("timed_out", "await_timeout"));
+        let mut claimed = row("tool_task", "dispatched");
+        claimed.claimed_at = Some(1);
+        let e = expiry_of(&claimed).unwrap();
+        assert_eq!((e.status, e.key), ("uncertain", "tool_uncertain"));
+        assert!(e.detail.unwrap().contains("may have happened"));
+        claimed.effect_profile = Some(EffectProfile::READ.to_json().to_string());
+        let e = expiry_of(&claimed).unwrap();
+        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
+        assert_eq!(expiry_of(&row("tool_task", "completed")), None);
+        assert_eq!(expiry_of(&row("model_task", "running")), None);
+    }
+}
