@@ -17,6 +17,7 @@ use crate::error::KernelResult;
 use crate::names::Names;
 use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::runs::FrozenContext;
+use crate::runs::columns::Frozen;
 use crate::runs::view::{AddressedTo, Target, parse};
 use crate::{Kernel, time};
 
@@ -179,7 +180,6 @@ impl Kernel {
                 }),
             None => None,
         };
-        let frozen = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
         let detail = match kind {
             "tool_call" | "approval" => {
                 let target = match task.target_executor_id {
@@ -207,7 +207,7 @@ impl Kernel {
                     {
                         scope = Some(self.scope_of(l, run, task, ws_public, &conversation).await?);
                     }
-                    model_context = frozen.get("model_context").filter(|v| !v.is_null()).cloned();
+                    model_context = Frozen::model_context_of(task).filter(|v| !v.is_null());
                 }
                 RowDetail::Tool {
                     tool_name: task.tool_name.clone(),
@@ -221,12 +221,11 @@ impl Kernel {
                 }
             }
             _ => {
-                let ask = frozen.get("ask");
-                let member = |key: &str| ask.and_then(|a| a.get(key)).filter(|v| !v.is_null()).cloned();
+                let ask = Frozen::ask_of(task);
                 RowDetail::Ask {
-                    prompt: member("prompt").unwrap_or_else(|| json!("")),
-                    options: member("options"),
-                    multi: member("multi"),
+                    prompt: json!(ask.as_ref().map_or("", |a| a.prompt.as_str())),
+                    options: ask.as_ref().and_then(|a| a.options.as_ref()).map(|o| json!(o)),
+                    multi: ask.as_ref().map(|a| Value::Bool(a.multi)),
                 }
             }
         };

@@ -26,6 +26,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod approvals;
+pub(crate) mod columns;
 pub(crate) mod create;
 pub(crate) mod events;
 pub(crate) mod gate;
@@ -47,15 +48,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, EventRow, RunRow, Standing, TaskRow, WorkspaceRow};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use nexus_store::{Engine, EventRow, RunRow, Standing, WorkspaceRow};
 use uuid::Uuid;
 
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
+pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
 pub use events::Hub;
 pub use read::RequestRead;
 
@@ -123,95 +123,6 @@ pub(crate) enum AfterCommit {
         run: Uuid,
         task_key: String,
     },
-}
-
-/// The frozen context of a model task (declarations.md §8), stored in `frozen_context`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct FrozenContext {
-    /// The chain root's prompt (the round's prompt entry; continuations copy it).
-    pub prompt: String,
-    /// Keys the prompt entry reads (`results`), as unpaired `<task_result>` envelopes.
-    #[serde(default)]
-    pub results: Vec<String>,
-    /// Upload ids the prompt entry attaches.
-    #[serde(default)]
-    pub attachments: Vec<String>,
-    /// The rendered, sorted declaration.
-    #[serde(default)]
-    pub tool_definitions: Vec<Value>,
-    /// `{default_runner_executor_public_id, executors, runner_candidates}`.
-    #[serde(default)]
-    pub environment: Value,
-    /// The skill catalog.
-    #[serde(default)]
-    pub skills: Vec<Value>,
-    /// `{workspace_public_id, conversation_public_id, user_public_id}`.
-    #[serde(default)]
-    pub memory: Value,
-    /// The run's approval inputs at acceptance.
-    #[serde(default)]
-    pub approval_mode: String,
-    #[serde(default)]
-    pub approval_rules: Value,
-    /// The policy of this chain's tool fans.
-    #[serde(default = "absorb")]
-    pub fan_on_failure: String,
-}
-
-fn absorb() -> String {
-    "absorb".into()
-}
-
-impl FrozenContext {
-    /// Parses a stored `frozen_context`.
-    pub fn of(task: &TaskRow) -> FrozenContext {
-        task.frozen_context
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default()
-    }
-}
-
-/// The request surface of a model task (`request_surface`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct RequestSurface {
-    /// `provider/model`.
-    pub model: String,
-    #[serde(default)]
-    pub reasoning_effort: Option<String>,
-    #[serde(default)]
-    pub max_output_tokens: Option<u32>,
-    #[serde(default)]
-    pub instructions: Option<String>,
-}
-
-impl RequestSurface {
-    pub fn of(task: &TaskRow) -> RequestSurface {
-        task.request_surface
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or_default()
-    }
-}
-
-/// A model task's stored reply (`reply`): the assistant entry plus the stop word.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub(crate) struct StoredReply {
-    #[serde(default)]
-    pub text: Option<String>,
-    /// The calls in call order, ids as stored on the fan rows (long ids replaced).
-    #[serde(default)]
-    pub tool_calls: Vec<nexus_providers::RawToolCall>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub native: Option<Value>,
-    #[serde(default)]
-    pub stop: String,
-}
-
-impl StoredReply {
-    pub fn of(task: &TaskRow) -> Option<StoredReply> {
-        task.reply.as_deref().and_then(|s| serde_json::from_str(s).ok())
-    }
 }
 
 /// Engine settings and in-process state shared by every clone of a [`Kernel`].

@@ -13,6 +13,7 @@ use nexus_store::{Engine, EventRow, RunRow, TaskRow, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
+use super::columns::Frozen;
 use super::render::blocks_of;
 use super::view::{AddressedTo, Target, parse};
 use super::view::{
@@ -188,8 +189,6 @@ impl Kernel {
         tasks: &[TaskRow],
         deps: &[Dep],
     ) -> KernelResult<TaskView> {
-        let frozen_member =
-            |name: &str| parse(task.frozen_context.as_deref()).and_then(|mut f| f.get_mut(name).map(Value::take));
         let detail = match task.kind.as_str() {
             "model_task" => {
                 let frozen = FrozenContext::of(task);
@@ -254,17 +253,23 @@ impl Kernel {
                     claimed_by,
                     approval: parse(task.approval.as_deref()),
                     effect_profile: parse(task.effect_profile.as_deref()),
-                    model_context: frozen_member("model_context").filter(|v| !v.is_null()),
+                    model_context: Frozen::model_context_of(task).filter(|v| !v.is_null()),
                 })))
             }
             "await_task" => {
-                let frozen = parse(task.frozen_context.as_deref()).unwrap_or(Value::Null);
+                let frozen = Frozen::of(task);
                 Some(KindDetail::Await(Box::new(AwaitDetail {
-                    wait: frozen.get("wait").cloned().filter(|v| !v.is_null()),
-                    ask: frozen.get("ask").filter(|v| v.is_object()).map(|ask| AskDetail {
-                        options: ask.get("options").cloned().unwrap_or(Value::Null),
-                        multi: ask.get("multi").cloned().unwrap_or(Value::Bool(false)),
-                    }),
+                    wait: match &frozen {
+                        Some(Frozen::Wait(w)) => Some(json!(w)),
+                        _ => None,
+                    },
+                    ask: match &frozen {
+                        Some(Frozen::Ask(ask)) => Some(AskDetail {
+                            options: json!(ask.options),
+                            multi: Value::Bool(ask.multi),
+                        }),
+                        _ => None,
+                    },
                 })))
             }
             _ => None,

@@ -17,8 +17,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use nexus_store::{NewJob, RunRow, TaskRow, Tx, run_status, task_status};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use super::columns::Frozen;
 use super::render::unpaired_envelope;
 use super::rows::{Graph, Readiness, follow, readiness};
 use super::{AfterCommit, graph_error, is_settled, job_kind, task_kind};
@@ -215,14 +216,14 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        let ctx: Value = t
-            .frozen_context
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or(Value::Null);
+        let frozen = Frozen::of(t);
         const DAY: i64 = 86_400_000;
-        let tokenless_ask = ctx.get("ask").is_some() && t.resolution_token_sha256.is_none();
-        let (to, timeout) = if ctx.get("wait").is_some() {
+        let tokenless_ask = matches!(frozen, Some(Frozen::Ask(_))) && t.resolution_token_sha256.is_none();
+        let wait = match frozen {
+            Some(Frozen::Wait(w)) => Some(w.task),
+            _ => None,
+        };
+        let (to, timeout) = if wait.is_some() {
             (task_status::RUNNING, t.timeout_ms.unwrap_or(3_600_000).min(DAY))
         } else if tokenless_ask {
             (task_status::AWAITING_INPUT, t.timeout_ms.unwrap_or(DAY).min(DAY))
@@ -252,7 +253,7 @@ impl Kernel {
         }
         self.transition(tx, run, t, to, now).await?;
         if to == task_status::RUNNING
-            && let Some(target) = ctx.pointer("/wait/task").and_then(Value::as_str)
+            && let Some(target) = wait.as_deref()
             && let Some(followed) = follow(g, target)
             && is_settled(&followed.status)
         {
@@ -282,14 +283,8 @@ impl Kernel {
             .iter()
             .filter(|w| w.kind == task_kind::AWAIT && w.status == task_status::RUNNING)
             .filter(|w| {
-                let ctx: Value = w
-                    .frozen_context
-                    .as_deref()
-                    .and_then(|s| serde_json::from_str(s).ok())
-                    .unwrap_or(Value::Null);
-                ctx.pointer("/wait/task")
-                    .and_then(Value::as_str)
-                    .and_then(|k| follow(g, k))
+                Frozen::wait_of(w)
+                    .and_then(|wait| follow(g, &wait.task))
                     .is_some_and(|f| f.id == id)
             })
             .cloned()

@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
+use super::columns::Frozen;
 use super::read::object;
 use super::{AfterCommit, is_settled, refuse, run_is_terminal, task_kind};
 use crate::auth::MemberPrincipal;
@@ -57,12 +58,7 @@ impl Kernel {
             return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
         };
         // 3. Only an ask await is resolvable.
-        let ctx: Value = found
-            .frozen_context
-            .as_deref()
-            .and_then(|s| serde_json::from_str(s).ok())
-            .unwrap_or(Value::Null);
-        if found.kind != task_kind::AWAIT || ctx.get("ask").is_none() {
+        if found.kind != task_kind::AWAIT || Frozen::ask_of(&found).is_none() {
             return Err(refuse(
                 Code::NotResolvable,
                 format!("{key:?} is not an ask: only ask awaits are answered through this door"),

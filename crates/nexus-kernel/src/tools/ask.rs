@@ -6,12 +6,13 @@
 
 use nexus_core::steps::{ASK_OPTION_CHARS, ASK_OPTIONS_MAX};
 use nexus_store::{NewTask, RunRow, Tx};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::columns::{AskContext, Frozen};
 use crate::runs::{AfterCommit, task_kind};
 
 /// The ask's clock (24 h).
@@ -98,7 +99,14 @@ pub(super) async fn run(
         mainline: call.call.mainline,
         branch_of: call.call.branch_of.clone(),
         timeout_ms: Some(ASK_TIMEOUT_MS),
-        frozen_context: Some(json!({"ask": {"prompt": prompt, "options": options, "multi": multi}}).to_string()),
+        frozen_context: Some(
+            Frozen::Ask(AskContext {
+                prompt: prompt.to_string(),
+                options,
+                multi,
+            })
+            .to_text(),
+        ),
         // Tokenless: anyone with write standing answers.
         resolution_token_sha256: None,
         ..Default::default()

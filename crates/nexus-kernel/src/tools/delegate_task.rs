@@ -18,12 +18,13 @@
 
 use nexus_core::declaration::{self, callable_of};
 use nexus_store::{NewTask, RunRow, Tx, task_status};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, declaring_round, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface, task_kind};
 
 /// Branches within branches (kernel-tools.md §2 check 8).
@@ -241,7 +242,7 @@ pub(super) async fn run(
             visibility: "hidden".into(),
             mainline: false,
             branch_of: Some(call.call.key.clone()),
-            frozen_context: Some(serde_json::to_string(&frozen).expect("frozen context serializes")),
+            frozen_context: Some(Frozen::Model(Box::new(frozen)).to_text()),
             request_surface: Some(serde_json::to_string(&surface).expect("surface serializes")),
             ..Default::default()
         },
@@ -270,8 +271,13 @@ pub(super) async fn run(
             branch_of: call.call.branch_of.clone(),
             timeout_ms: Some(DELEGATION_TIMEOUT_MS),
             frozen_context: Some(
-                json!({"wait": {"task": branch.key, "run_public_id": null, "timeout_ms": DELEGATION_TIMEOUT_MS}, "delegation": true})
-                    .to_string(),
+                Frozen::Wait(WaitContext {
+                    task: branch.key.clone(),
+                    run_public_id: None,
+                    timeout_ms: DELEGATION_TIMEOUT_MS,
+                    delegation: true,
+                })
+                .to_text(),
             ),
             ..Default::default()
         },
@@ -307,7 +313,7 @@ pub(super) async fn run(
             visibility: caller.visibility.clone(),
             mainline: caller.mainline,
             branch_of: caller.branch_of.clone(),
-            frozen_context: Some(serde_json::to_string(&mail_frozen).expect("frozen context serializes")),
+            frozen_context: Some(Frozen::Model(Box::new(mail_frozen)).to_text()),
             request_surface: caller.request_surface.clone(),
             ..Default::default()
         },

@@ -6,13 +6,14 @@
 use std::collections::HashSet;
 
 use nexus_store::{NewTask, RunRow, Tx};
-use serde_json::{Value, json};
+use serde_json::Value;
 use uuid::Uuid;
 
 use super::tool_call::{PARAMETER_INVALID, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::rows::{Graph, follow};
 use crate::runs::{AfterCommit, task_kind};
 
@@ -114,8 +115,13 @@ pub(super) async fn run(
         branch_of: call.call.branch_of.clone(),
         timeout_ms: Some(timeout),
         frozen_context: Some(
-            json!({"wait": {"task": target, "run_public_id": run_public_id.map(|u| u.to_string()), "timeout_ms": timeout}})
-                .to_string(),
+            Frozen::Wait(WaitContext {
+                task: target.to_string(),
+                run_public_id: run_public_id.map(|u| u.to_string()),
+                timeout_ms: timeout,
+                delegation: false,
+            })
+            .to_text(),
         ),
         ..Default::default()
     };
