@@ -13,6 +13,7 @@ pub mod declaration;
 pub mod fixtures;
 pub mod graph;
 pub mod jcs;
+pub mod nul;
 pub mod pairing;
 pub mod registry;
 pub mod results;

@@ -1,5 +1,6 @@
 //! The `tool` verb (runs.md §4).
 
+use crate::nul::contains_nul;
 use serde_json::{Map, Value};
 
 use super::{Faults, StepVerb, ToolRoute, code, model, parse_uuid, timeout_ms, verb_object};
@@ -90,16 +91,6 @@ fn tool_input(value: &Value, path: &str, faults: &mut Faults) -> Option<Value> {
         return None;
     }
     Some(value.clone())
-}
-
-/// Whether any string or member name inside `value` holds U+0000.
-pub fn contains_nul(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().any(contains_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
-        _ => false,
-    }
 }
 
 /// `route`: `{kind:"runner"}` (the run default) or `{kind:"runner", runner_executor_public_id:

@@ -11,6 +11,7 @@
 //! answers 200 with the settled task.
 
 use nexus_core::codes::{Code, task_error};
+use nexus_core::nul::contains_nul;
 use nexus_core::results::{self, Block};
 use nexus_core::{bounds, jcs};
 use nexus_store::{RunRow, TaskRow, Tx};
@@ -68,15 +69,6 @@ pub(crate) fn outcome_of(body: &Value) -> KernelResult<bool /* failed */> {
     }
 }
 
-fn holds_nul(value: &Value) -> bool {
-    match value {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(items) => items.iter().any(holds_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || holds_nul(v)),
-        _ => false,
-    }
-}
-
 fn content_code(code: &str) -> Code {
     match code {
         results::code::UNSUPPORTED_CONTENT_KIND => Code::UnsupportedContentKind,
@@ -124,7 +116,7 @@ pub(crate) fn validate_payload(body: &Value) -> KernelResult<Payload> {
     let metadata = match body.get("metadata") {
         None | Some(Value::Null) => None,
         Some(m @ Value::Object(obj)) => {
-            if holds_nul(m) {
+            if contains_nul(m) {
                 return Err(refuse(Code::InvalidMetadata, "metadata must not contain U+0000"));
             }
             if let Some(cp) = obj.get("checkpoint") {
@@ -165,7 +157,7 @@ impl Payload {
     /// The storage guard: text the store refuses outright (a U+0000 in content text or
     /// structured_content strings).
     pub(crate) fn unstorable(&self) -> bool {
-        self.blocks.iter().any(|b| holds_nul(&b.to_json())) || self.structured.as_ref().is_some_and(holds_nul)
+        self.blocks.iter().any(|b| contains_nul(&b.to_json())) || self.structured.as_ref().is_some_and(contains_nul)
     }
 
     /// The first text block (a failed outcome's `error.detail`).

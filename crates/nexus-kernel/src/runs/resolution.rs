@@ -11,6 +11,7 @@
 //! first text as detail; otherwise the await completes with the content as its answer.
 
 use nexus_core::codes::Code;
+use nexus_core::nul::contains_nul;
 use nexus_core::results;
 use nexus_store::{Engine, task_status};
 use serde_json::Value;
@@ -29,15 +30,6 @@ use crate::{Kernel, time};
 const AWAIT_FAILED: &str = "await_failed";
 /// The error key of an await whose deadline passed.
 const AWAIT_TIMEOUT: &str = "await_timeout";
-
-fn has_nul(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(a) => a.iter().any(has_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
-        _ => false,
-    }
-}
 
 impl Kernel {
     /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}` → 200
@@ -143,7 +135,7 @@ impl Kernel {
                 .await?;
         }
         let stored = results::blocks_to_json(&blocks);
-        if has_nul(&stored) {
+        if contains_nul(&stored) {
             tx.rollback().await?;
             return Err(refuse(
                 Code::ResultUnstorable,

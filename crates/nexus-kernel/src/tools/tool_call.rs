@@ -10,6 +10,7 @@
 
 use nexus_core::codes::task_error;
 use nexus_core::declaration::{self, callable_of};
+use nexus_core::nul::contains_nul;
 use nexus_core::{bounds, jcs};
 use nexus_store::{Engine, NewTask, RunRow, TaskRow, Tx, run_status, task_status};
 use serde_json::{Value, json};
@@ -20,16 +21,6 @@ use crate::error::KernelResult;
 use crate::runs::{AfterCommit, task_kind};
 
 pub(super) const PARAMETER_INVALID: &str = "parameter_invalid";
-
-/// Whether any string (or member name) in `v` holds U+0000.
-pub(super) fn contains_nul(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(a) => a.iter().any(contains_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
-        _ => false,
-    }
-}
 
 /// The internal "started" output of a paired call (replaced, for the model, by the child's
 /// outcome).

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use nexus_core::codes::task_error;
 use nexus_core::declaration;
+use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
@@ -21,16 +22,6 @@ use crate::{Kernel, time};
 
 /// Call ids longer than this are replaced by `call_<uuidv7>` on both sides.
 pub(crate) const CALL_ID_MAX: usize = 128;
-
-/// Whether any string (or member name) in `v` holds U+0000.
-pub(crate) fn contains_nul(v: &Value) -> bool {
-    match v {
-        Value::String(s) => s.contains('\0'),
-        Value::Array(a) => a.iter().any(contains_nul),
-        Value::Object(m) => m.iter().any(|(k, v)| k.contains('\0') || contains_nul(v)),
-        _ => false,
-    }
-}
 
 impl Kernel {
     /// Plans the fan of a reply's calls against the round's frozen declaration (runs.md §7
