@@ -245,6 +245,18 @@ impl<'a> SearchIndex<'a> {
         (kept, truncated)
     }
 
+    /// How many callables `query` matches: what [`SearchIndex::search`] would return without
+    /// its `limit` and the output bound (a query equal to a callable matches that one alone).
+    pub fn count(&self, query: &str) -> usize {
+        if self.by_name.contains_key(query) {
+            return 1;
+        }
+        let folded = query.to_lowercase();
+        let mut terms: Vec<&str> = folded.split_whitespace().collect();
+        terms.sort_by_key(|t| std::cmp::Reverse(t.len()));
+        self.matching(&terms).count()
+    }
+
     /// Searches for `query` (already trimmed, non-blank) and returns the result object
     /// `{"tools":[{name, definition, route?, skills}], "truncated": bool}`.
     pub fn search(&self, query: &str, limit: usize) -> Value {
@@ -316,6 +328,10 @@ mod tests {
         assert!(v["tools"][0]["definition"].get("defer_loading").is_none());
         assert_eq!(v["tools"][0]["route"]["tool_name"], "read");
         assert_eq!(names(&idx.search("FILE read", 5)), ["alpha", "mac_read"]);
+        assert_eq!(idx.count("FILE read"), 2);
+        assert_eq!(idx.count("file"), 2);
+        assert_eq!(idx.count("mac_read"), 1);
+        assert_eq!(idx.count("zzz"), 0);
         assert_eq!(names(&idx.search("pdfs", 5)), ["alpha"]);
         assert_eq!(idx.search("pdfs", 5)["tools"][0]["skills"][0]["name"], "pdf");
         assert_eq!(names(&idx.search("gadget", 5)), ["Flat"]);
@@ -358,6 +374,13 @@ mod tests {
                 .filter(|&e| terms.iter().all(|t| idx.fields(e, e + 1).contains(t)))
                 .collect();
             assert_eq!(got, want, "{q}");
+            if idx.search(q, 20)["tools"].as_array().unwrap().len() < 20 {
+                assert_eq!(
+                    idx.count(q),
+                    idx.search(q, 20)["tools"].as_array().unwrap().len(),
+                    "{q}"
+                );
+            }
             for limit in [1, 5, 20] {
                 let v = idx.search(q, limit);
                 assert_eq!(idx.search_text(q, limit), serde_json::to_string(&v).unwrap(), "{q}");
