@@ -7,7 +7,8 @@
 //!
 //! A spec heading is numbered at its start (`## 7. Round expansion`, `### 7.2 Algorithm`), and
 //! one heading may carry a second number (`## 6. status and 7. cancel`). A numbered list item
-//! inside a section is not a heading: cite it as "§8, invariant 5" or "§7.2 step 4", not as §8.5.
+//! at the start of a line inside a section also resolves as `<section>.<item>`: `§8.5` is the
+//! fifth invariant of `## 8. Invariants`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -51,6 +52,12 @@ fn leading_number(text: &str) -> Option<String> {
     well_formed.then(|| number.to_string())
 }
 
+/// `5` of a numbered list item at the start of a line (`5. **Frozen context is immutable.**`).
+fn list_item_number(line: &str) -> Option<&str> {
+    let end = line.find(|c: char| !c.is_ascii_digit())?;
+    (end > 0 && line[end..].starts_with(". ")).then(|| &line[..end])
+}
+
 /// Each spec file's name and the section numbers its headings carry (fenced code skipped).
 fn spec_sections() -> BTreeMap<String, BTreeSet<String>> {
     let dir = root().join("docs/spec");
@@ -63,11 +70,18 @@ fn spec_sections() -> BTreeMap<String, BTreeSet<String>> {
         let text = fs::read_to_string(&path).expect("spec file");
         let mut numbers = BTreeSet::new();
         let mut fenced = false;
+        let mut section: Option<String> = None;
         for line in text.lines() {
             if line.trim_start().starts_with("```") {
                 fenced = !fenced;
             } else if !fenced {
-                numbers.extend(heading_numbers(line));
+                let found = heading_numbers(line);
+                if line.starts_with('#') {
+                    section = found.first().cloned();
+                } else if let (Some(s), Some(item)) = (&section, list_item_number(line)) {
+                    numbers.insert(format!("{s}.{item}"));
+                }
+                numbers.extend(found);
             }
         }
         let name = path.file_name().expect("name").to_string_lossy().into_owned();
