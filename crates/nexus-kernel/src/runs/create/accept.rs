@@ -84,7 +84,7 @@ fn dotted(pointer: &str) -> String {
 
 /// `run.steps[0].model` → `/run/steps/0/model` (the inverse of [`dotted`]).
 fn pointer_of(dotted: &str) -> String {
-    format!("/{}", dotted.replace('.', "/").replace('[', "/").replace(']', ""))
+    format!("/{}", dotted.replace(['.', '['], "/").replace(']', ""))
 }
 
 pub(super) fn invalid_steps(faults: Vec<(String, String)>) -> KernelError {
