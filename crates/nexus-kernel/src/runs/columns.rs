@@ -8,11 +8,17 @@
 //! - a model task's `reply` is a [`StoredReply`], its `usage` `{input_tokens, output_tokens}`,
 //!   its `content` the reply text as stored blocks.
 //!
-//! The sealed record (`sealed_requests.record`) is `round::seal::SealedRecord`.
+//! - a sealed record (`sealed_requests.record`) is a [`SealedRecord`]: `{entries,
+//!   request_options}` with `request_options = {provider, model, max_output_tokens,
+//!   reasoning_effort, system, tools, url, headers}`; `body_sha256`, `request_bytes`,
+//!   `attempts` are columns.
 
+use nexus_providers::{EncodedRequest, Entry, ModelRequest};
 use nexus_store::TaskRow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+#[cfg(debug_assertions)]
+use serde_json::json;
 
 use super::task_kind;
 
@@ -226,5 +232,91 @@ pub(crate) struct StoredReply {
 impl StoredReply {
     pub fn of(task: &TaskRow) -> Option<StoredReply> {
         task.reply.as_deref().and_then(|s| serde_json::from_str(s).ok())
+    }
+}
+
+/// A sealed record as stored (providers.md §4): the neutral entries and the request options
+/// the body was encoded from.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct SealedRecord {
+    #[serde(default)]
+    pub entries: Vec<Entry>,
+    #[serde(default)]
+    pub request_options: SealedOptions,
+}
+
+/// What the kernel reads back of a sealed record's `request_options`: where the body goes
+/// (a recovered lease resends the sealed bytes). The other members (`provider`, `model`,
+/// `max_output_tokens`, `reasoning_effort`, `system`, `tools`) are served as stored by
+/// `GET …/request` and never read back.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub(crate) struct SealedOptions {
+    #[serde(default)]
+    pub url: String,
+    /// `[name, value]` pairs, in order.
+    #[serde(default)]
+    pub headers: Vec<(String, String)>,
+}
+
+#[derive(Serialize)]
+struct RecordOut<'a> {
+    entries: &'a [Entry],
+    request_options: OptionsOut<'a>,
+}
+
+#[derive(Serialize)]
+struct OptionsOut<'a> {
+    provider: &'a str,
+    model: &'a str,
+    max_output_tokens: Option<u32>,
+    reasoning_effort: &'a Option<String>,
+    system: &'a [String],
+    tools: &'a [Value],
+    url: &'a str,
+    headers: Vec<[&'a str; 2]>,
+}
+
+impl SealedRecord {
+    /// The one writer: the record's text, serialized without building a `Value` tree. Member
+    /// order is the record's: the same bytes as the `json!` form (checked in debug builds).
+    pub fn text(request: &ModelRequest, surface: &RequestSurface, enc: &EncodedRequest) -> String {
+        let record = RecordOut {
+            entries: &request.entries,
+            request_options: OptionsOut {
+                provider: &request.provider,
+                model: &request.model,
+                max_output_tokens: surface.max_output_tokens,
+                reasoning_effort: &surface.reasoning_effort,
+                system: &request.system,
+                tools: &request.tools,
+                url: &enc.url,
+                headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
+            },
+        };
+        let text = serde_json::to_string(&record).expect("a record serializes");
+        #[cfg(debug_assertions)]
+        {
+            let headers: Vec<Value> = enc.headers.iter().map(|(k, v)| json!([k, v])).collect();
+            let tree = json!({
+                "entries": request.entries,
+                "request_options": {
+                    "provider": request.provider,
+                    "model": request.model,
+                    "max_output_tokens": surface.max_output_tokens,
+                    "reasoning_effort": surface.reasoning_effort,
+                    "system": request.system,
+                    "tools": request.tools,
+                    "url": enc.url,
+                    "headers": headers,
+                },
+            });
+            assert_eq!(text, tree.to_string(), "the sealed record's bytes changed");
+        }
+        text
+    }
+
+    /// The one reader: a stored record, typed. `None` when it does not read as one.
+    pub fn read(text: &str) -> Option<SealedRecord> {
+        serde_json::from_str(text).ok()
     }
 }

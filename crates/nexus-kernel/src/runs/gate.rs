@@ -55,16 +55,6 @@ pub(crate) struct Addressing {
     pub announced_timeout_ms: Option<i64>,
 }
 
-/// The frozen context a tool row executes under: its declaring round's.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Frozen {
-    pub tool_definitions: Vec<Value>,
-    pub environment: Value,
-    pub skills: Vec<Value>,
-    /// The memory bindings `{workspace_public_id, conversation_public_id, user_public_id}`.
-    pub memory: Value,
-}
-
 fn parse_json(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
@@ -186,7 +176,7 @@ pub(crate) fn verdict(run: &RunRow, task: &TaskRow) -> Decision {
 impl Kernel {
     /// The frozen context the row executes under: the model round that declared it (a
     /// `tool_call` child's declaring row is a tool row: followed up to its round).
-    pub(crate) async fn frozen_of(&self, tx: &mut Tx, task: &TaskRow) -> KernelResult<Frozen> {
+    pub(crate) async fn frozen_of(&self, tx: &mut Tx, task: &TaskRow) -> KernelResult<FrozenContext> {
         let mut row = if task.kind == task_kind::MODEL {
             Some(task.clone())
         } else {
@@ -205,22 +195,16 @@ impl Kernel {
             }
         }
         let Some(round) = row else {
-            return Ok(Frozen {
+            return Ok(FrozenContext {
                 environment: json!({}),
-                ..Frozen::default()
+                ..FrozenContext::default()
             });
         };
-        let f = FrozenContext::of(&round);
-        Ok(Frozen {
-            tool_definitions: f.tool_definitions,
-            environment: if f.environment.is_object() {
-                f.environment
-            } else {
-                json!({})
-            },
-            skills: f.skills,
-            memory: f.memory,
-        })
+        let mut f = FrozenContext::of(&round);
+        if !f.environment.is_object() {
+            f.environment = json!({});
+        }
+        Ok(f)
     }
 
     /// Whether an agent_application address may take this run's work: it is the declaring

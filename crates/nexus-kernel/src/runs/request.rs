@@ -23,8 +23,8 @@ use std::collections::VecDeque;
 use nexus_core::declaration;
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
 use nexus_store::{Engine, TaskRow};
-use serde_json::Value;
 
+use super::columns::SealedRecord;
 use super::render::{replay_round, unpaired_envelope};
 use super::round::chain::{PrevRecord, round_record};
 use super::rows::Rows;
@@ -63,8 +63,7 @@ impl SealedCache {
 
 /// The neutral entries stored in a sealed record.
 pub(crate) fn sealed_entries(record: &str) -> Option<Vec<Entry>> {
-    let v: Value = serde_json::from_str(record).ok()?;
-    serde_json::from_value(v.get("entries")?.clone()).ok()
+    SealedRecord::read(record).map(|r| r.entries)
 }
 
 /// `provider/model` → (provider, model).

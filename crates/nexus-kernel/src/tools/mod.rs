@@ -216,7 +216,7 @@ impl Kernel {
             None
         };
         let frozen = match searched {
-            Some(_) => crate::runs::gate::Frozen::default(),
+            Some(_) => crate::runs::FrozenContext::default(),
             None => self.frozen_of(&mut tx, &task).await?,
         };
         let callable = task.tool_alias.clone().unwrap_or_else(|| wire.clone());

@@ -154,7 +154,3 @@ impl Kernel {
         Ok(())
     }
 }
-
-pub(crate) fn task_error_provider() -> &'static str {
-    nexus_providers::provider::keys::PROVIDER_ERROR
-}

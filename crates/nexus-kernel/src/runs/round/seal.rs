@@ -1,72 +1,15 @@
 //! The seal (providers.md §4): the job's entry point, the request built and encoded, and one
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
-use nexus_providers::{EncodedRequest, Entry, ModelRequest, Provider};
+use nexus_providers::{EncodedRequest, Provider};
 use nexus_store::{Engine, JobRow, NewSealedRequest, TaskRow, run_status, task_status};
-use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::KernelResult;
-use crate::runs::round::call::*;
+use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::{AfterCommit, RequestSurface, graph_error, run_is_terminal, task_kind};
 use crate::{Kernel, time};
-
-/// The sealed record's text (`{entries, request_options}`), serialized without building a
-/// `Value` tree. Member order is the record's: the same bytes as the `json!` form.
-#[derive(Serialize)]
-pub(crate) struct SealedRecord<'a> {
-    entries: &'a [Entry],
-    request_options: SealedOptions<'a>,
-}
-
-#[derive(Serialize)]
-pub(crate) struct SealedOptions<'a> {
-    provider: &'a str,
-    model: &'a str,
-    max_output_tokens: Option<u32>,
-    reasoning_effort: &'a Option<String>,
-    system: &'a [String],
-    tools: &'a [Value],
-    url: &'a str,
-    headers: Vec<[&'a str; 2]>,
-}
-
-pub(crate) fn sealed_record_text(request: &ModelRequest, surface: &RequestSurface, enc: &EncodedRequest) -> String {
-    let record = SealedRecord {
-        entries: &request.entries,
-        request_options: SealedOptions {
-            provider: &request.provider,
-            model: &request.model,
-            max_output_tokens: surface.max_output_tokens,
-            reasoning_effort: &surface.reasoning_effort,
-            system: &request.system,
-            tools: &request.tools,
-            url: &enc.url,
-            headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
-        },
-    };
-    let text = serde_json::to_string(&record).expect("a record serializes");
-    #[cfg(debug_assertions)]
-    {
-        let headers: Vec<Value> = enc.headers.iter().map(|(k, v)| json!([k, v])).collect();
-        let tree = json!({
-            "entries": request.entries,
-            "request_options": {
-                "provider": request.provider,
-                "model": request.model,
-                "max_output_tokens": surface.max_output_tokens,
-                "reasoning_effort": surface.reasoning_effort,
-                "system": request.system,
-                "tools": request.tools,
-                "url": enc.url,
-                "headers": headers,
-            },
-        });
-        assert_eq!(text, tree.to_string(), "the sealed record's bytes changed");
-    }
-    text
-}
 
 impl Kernel {
     /// Runs one `model_call` job: seal (or, for a recovered lease, reuse the seal), call,
@@ -89,7 +32,13 @@ impl Kernel {
             Err(e) => {
                 let detail = format!("{} does not resolve: {}", surface.model, e.as_str());
                 return self
-                    .fail_round(job, &task, task_error_provider(), Some(detail), None)
+                    .fail_round(
+                        job,
+                        &task,
+                        nexus_providers::provider::keys::PROVIDER_ERROR,
+                        Some(detail),
+                        None,
+                    )
                     .await;
             }
         };
@@ -107,23 +56,13 @@ impl Kernel {
                     self.store.delete_job(job.id).await?;
                     return Ok(());
                 };
-                let record: Value = serde_json::from_str(&sealed.record).unwrap_or(Value::Null);
-                let url = record
-                    .pointer("/request_options/url")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string();
-                let headers = record
-                    .pointer("/request_options/headers")
-                    .and_then(Value::as_array)
-                    .map(|hs| {
-                        hs.iter()
-                            .filter_map(|h| Some((h.get(0)?.as_str()?.to_string(), h.get(1)?.as_str()?.to_string())))
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let options = SealedRecord::read(&sealed.record).unwrap_or_default().request_options;
                 let attempts: Vec<Value> = serde_json::from_str(&sealed.attempts).unwrap_or_default();
-                (EncodedRequest::new(url, headers, sealed.body), attempts, None)
+                (
+                    EncodedRequest::new(options.url, options.headers, sealed.body),
+                    attempts,
+                    None,
+                )
             }
             _ => {
                 self.store.delete_job(job.id).await?;
@@ -155,7 +94,7 @@ impl Kernel {
             }
         };
         let surface = RequestSurface::of(task);
-        let record = sealed_record_text(&request, &surface, &enc);
+        let record = SealedRecord::text(&request, &surface, &enc);
         let body_sha256 = enc.body_sha256_hex();
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
