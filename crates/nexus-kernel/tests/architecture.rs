@@ -106,7 +106,10 @@ impl Collector<'_> {
 
 fn is_test_module(m: &syn::ItemMod) -> bool {
     m.attrs.iter().any(|a| {
-        a.path().is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string().contains("test"))
+        a.path().is_ident("cfg")
+            && a.meta
+                .require_list()
+                .is_ok_and(|l| l.tokens.to_string().contains("test"))
     })
 }
 
@@ -169,7 +172,11 @@ fn parse_crate(src: &Path) -> Vec<SourceFile> {
             let text = std::fs::read_to_string(path).expect("readable source");
             let module = module_of(src, path);
             let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            let rel = path.strip_prefix(src).expect("under src").to_string_lossy().into_owned();
+            let rel = path
+                .strip_prefix(src)
+                .expect("under src")
+                .to_string_lossy()
+                .into_owned();
             // A file that is itself a test module's body (`#[cfg(test)] mod tests;`) is left out.
             if module.last().is_some_and(|m| m == "tests") {
                 return None;
@@ -321,12 +328,19 @@ fn no_file_level_import_circle_in_the_kernel() {
 fn the_checker_sees_a_circle() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let src = dir.path();
-    std::fs::write(src.join("lib.rs"), "pub mod a;\npub mod b;\npub mod c;\npub use a::A;\n").unwrap();
+    std::fs::write(
+        src.join("lib.rs"),
+        "pub mod a;\npub mod b;\npub mod c;\npub use a::A;\n",
+    )
+    .unwrap();
     std::fs::write(src.join("a.rs"), "use crate::b::B;\npub struct A(B);\n").unwrap();
     std::fs::write(src.join("b.rs"), "pub struct B;\nfn f() { let _ = crate::c::g(); }\n").unwrap();
     std::fs::write(src.join("c.rs"), "pub fn g() -> crate::A { todo!() }\n").unwrap();
     let files = parse_crate(src);
-    assert_eq!(circles(&files), vec![vec!["a.rs".to_string(), "b.rs".into(), "c.rs".into()]]);
+    assert_eq!(
+        circles(&files),
+        vec![vec!["a.rs".to_string(), "b.rs".into(), "c.rs".into()]]
+    );
     // Through a re-export only, lib.rs is no part of it; and a one-way chain is no circle.
     std::fs::write(src.join("c.rs"), "pub fn g() {}\n").unwrap();
     assert!(circles(&parse_crate(src)).is_empty());
