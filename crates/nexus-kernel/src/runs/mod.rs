@@ -34,13 +34,11 @@ pub(crate) mod request;
 pub(crate) mod resolution;
 pub(crate) mod round;
 pub(crate) mod schedule;
+pub(crate) mod sealed;
 pub mod stream;
 pub(crate) mod sweep;
 pub mod view;
 pub(crate) mod worker;
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use nexus_core::codes::Code;
 use nexus_store::{Engine, EventRow, RunRow, Standing, TaskRow, WorkspaceRow};
@@ -52,7 +50,6 @@ use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
-pub use events::Hub;
 pub use read::RequestRead;
 
 /// Job kinds (storage-and-scale.md §5).
@@ -210,57 +207,6 @@ impl StoredReply {
     }
 }
 
-/// Engine settings and in-process state shared by every clone of a [`Kernel`].
-pub struct Runtime {
-    /// The name this node leases jobs under.
-    pub node_id: String,
-    /// How often the worker runs a sweep pass.
-    pub sweep_interval_ms: u64,
-    /// The model-call lease (15 minutes).
-    pub model_lease_ms: i64,
-    /// How often an in-flight model call renews its lease.
-    pub lease_renew_ms: u64,
-    /// Provider attempts per round (providers.md §8: 4).
-    pub provider_max_attempts: u32,
-    /// Backoff before retry k (ms, full jitter not applied: kept small and deterministic).
-    pub provider_backoff_ms: Vec<u64>,
-    /// The per-run live feed.
-    pub hub: Hub,
-    /// Woken after a commit that inserted a job.
-    pub(crate) jobs: tokio::sync::Notify,
-    /// In-flight model calls by task id: a stop aborts them.
-    pub(crate) inflight: Mutex<HashMap<i64, Arc<tokio::sync::Notify>>>,
-    /// The entries of the rounds this process sealed last, so a continuation's request starts
-    /// from them without re-reading and re-parsing its predecessor's sealed record.
-    pub(crate) sealed: Mutex<request::SealedCache>,
-}
-
-impl Runtime {
-    pub fn new(node_id: impl Into<String>) -> Self {
-        Self {
-            node_id: node_id.into(),
-            sweep_interval_ms: 5_000,
-            model_lease_ms: 15 * 60 * 1000,
-            lease_renew_ms: 60_000,
-            provider_max_attempts: 4,
-            provider_backoff_ms: vec![1_000, 4_000, 16_000],
-            hub: Hub::default(),
-            jobs: tokio::sync::Notify::new(),
-            inflight: Mutex::new(HashMap::new()),
-            sealed: Mutex::new(request::SealedCache::default()),
-        }
-    }
-}
-
-impl std::fmt::Debug for Runtime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime")
-            .field("node_id", &self.node_id)
-            .field("sweep_interval_ms", &self.sweep_interval_ms)
-            .finish_non_exhaustive()
-    }
-}
-
 /// `runs.md` error: a code with a message.
 pub(crate) fn refuse(code: Code, message: impl Into<String>) -> KernelError {
     KernelError::new(code, message)
@@ -302,11 +248,6 @@ impl Kernel {
             .await?
             .filter(|r| r.workspace_id == ws.id)
             .ok_or_else(|| refuse(Code::NotFound, "no such run"))
-    }
-
-    /// Live feed: a receiver of the run's durable events, published after each commit.
-    pub fn subscribe(&self, run_id: i64) -> tokio::sync::broadcast::Receiver<EventRow> {
-        self.runtime.hub.subscribe(run_id)
     }
 }
 

@@ -145,7 +145,8 @@ impl Kernel {
         // only on a miss (search_cache.rs).
         let searched = if wire == "tool_search" {
             Some(
-                self.search_cache
+                self.state
+                    .search_cache
                     .tool_search_declared(&mut tx, &input, task.declaring_task_id)
                     .await?,
             )
