@@ -251,7 +251,7 @@ async fn row_reads(engine: &str, ts: TestStore, frozen: &str) {
             tx.rollback().await.expect("rollback");
             if with_search {
                 let f = row.frozen_context.as_deref().expect("frozen");
-                black_box(kernel.search_cache.tool_search(&input, Some((row.id, f))));
+                black_box(kernel.state.search_cache.tool_search(&input, Some((row.id, f))));
             }
             let us = t.elapsed().as_secs_f64() * 1e6;
             assert_eq!(row.frozen_context.as_deref().map(str::len), Some(frozen.len()));
@@ -273,7 +273,7 @@ async fn row_reads(engine: &str, ts: TestStore, frozen: &str) {
         );
     }
     // The real per-call path: a call declared by the round row.
-    let cache = &kernel.search_cache;
+    let cache = &kernel.state.search_cache;
     let expect = cache.tool_search(&input, Some((id, frozen)));
     let mut all = Vec::with_capacity(ROW_READS);
     for k in 0..ROW_READS + 10 {

@@ -20,7 +20,7 @@ fn stored(text: &str, empty: Value) -> Value {
 impl Kernel {
     /// `presence` of an executor (display only, never used for routing).
     pub fn presence(&self, executor: &ExecutorRow) -> &'static str {
-        if self.executor_plane.channels.is_connected(executor.public_id) {
+        if self.state.signals.executor_connected(executor.public_id) {
             "online"
         } else if executor.last_seen_at.is_some() {
             "offline"

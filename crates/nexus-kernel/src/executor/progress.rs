@@ -5,33 +5,29 @@
 //! `executor_progress` frame on the run's progress channel. Nothing is persisted and nothing
 //! gets an event id: a subscriber that misses a frame has lost nothing durable.
 //!
-//! The relay is its own per-run broadcast channel ([`Kernel::subscribe_progress`]), beside
-//! the durable event feed (`runs::stream`), so the SSE route can merge it as id-less frames.
+//! The relay is the signals seam's per-run progress channel ([`Kernel::subscribe_progress`]),
+//! beside the durable event feed (`runs::stream`), so the SSE route can merge it as id-less
+//! frames. The cadence clock is the kernel's state (`cadence.rs`).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use nexus_core::codes::Code;
 use nexus_core::{bounds, jcs};
 use nexus_store::Engine;
 use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
-use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::{is_settled, run_is_terminal};
+use crate::signals::Subscription;
 use crate::{Kernel, time};
 
-/// At most one relayed frame per task per this interval.
-pub const CADENCE: Duration = Duration::from_millis(250);
+pub use super::cadence::CADENCE;
 
 /// The SSE event name of a relayed frame.
 pub const EVENT: &str = "executor_progress";
-
-const RUN_BUFFER: usize = 256;
 
 /// What became of an accepted (202) frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,51 +47,6 @@ impl ProgressOutcome {
             ProgressOutcome::Relayed => serde_json::json!({"relayed": true}),
             ProgressOutcome::DroppedSettled => serde_json::json!({"relayed": false, "reason": "settled"}),
             ProgressOutcome::DroppedCadence => serde_json::json!({"relayed": false, "reason": "cadence"}),
-        }
-    }
-}
-
-/// Per-run progress channels and the per-task cadence clock.
-#[derive(Default)]
-pub struct ProgressHub {
-    runs: Mutex<HashMap<i64, broadcast::Sender<Value>>>,
-    last_relayed: Mutex<HashMap<i64, Instant>>,
-}
-
-impl ProgressHub {
-    /// A receiver of the run's progress frames from now on.
-    pub fn subscribe(&self, run_id: i64) -> broadcast::Receiver<Value> {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        runs.entry(run_id)
-            .or_insert_with(|| broadcast::channel(RUN_BUFFER).0)
-            .subscribe()
-    }
-
-    /// Takes the task's cadence slot at `now`: false when a frame was relayed within
-    /// [`CADENCE`].
-    pub fn take_slot(&self, task_id: i64, now: Instant) -> bool {
-        let mut last = self.last_relayed.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(at) = last.get(&task_id)
-            && now.saturating_duration_since(*at) < CADENCE
-        {
-            return false;
-        }
-        if last.len() > 4096 {
-            last.retain(|_, at| now.saturating_duration_since(*at) < CADENCE);
-        }
-        last.insert(task_id, now);
-        true
-    }
-
-    /// Relays `frame` to the run's subscribers (none: dropped).
-    pub fn send(&self, run_id: i64, frame: Value) {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sender) = runs.get(&run_id) {
-            if sender.receiver_count() == 0 {
-                runs.remove(&run_id);
-            } else {
-                let _ = sender.send(frame);
-            }
         }
     }
 }
@@ -179,7 +130,7 @@ impl Kernel {
                 "only the current claimant may send progress for this row",
             ));
         }
-        if !self.executor_plane.progress.take_slot(task.id, Instant::now()) {
+        if !self.state.progress_cadence.take_slot(task.id, Instant::now()) {
             return Ok(ProgressOutcome::DroppedCadence);
         }
         let mut out = Map::new();
@@ -200,13 +151,13 @@ impl Kernel {
         if let Some(s) = frame.structured {
             out.insert("structured".into(), s.clone());
         }
-        self.executor_plane.progress.send(run.id, Value::Object(out));
+        self.state.signals.relay_progress(run.id, Value::Object(out));
         Ok(ProgressOutcome::Relayed)
     }
 
     /// The run's ephemeral `executor_progress` frames from now on (never stored, no ids).
-    pub fn subscribe_progress(&self, run_id: i64) -> broadcast::Receiver<Value> {
-        self.executor_plane.progress.subscribe(run_id)
+    pub fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
+        self.state.signals.subscribe_progress(run_id)
     }
 }
 
@@ -245,15 +196,5 @@ mod tests {
         }
         let big = json!({"frame": {"run_public_id": run, "task_key": "k", "claim_token": "t", "text_tail": "x".repeat(70_000)}});
         assert_eq!(parse(&big).err().unwrap().code, Code::FrameTooLarge);
-    }
-
-    #[test]
-    fn cadence_is_per_task() {
-        let hub = ProgressHub::default();
-        let t0 = Instant::now();
-        assert!(hub.take_slot(1, t0));
-        assert!(!hub.take_slot(1, t0 + Duration::from_millis(100)));
-        assert!(hub.take_slot(2, t0 + Duration::from_millis(100)));
-        assert!(hub.take_slot(1, t0 + Duration::from_millis(250)));
     }
 }

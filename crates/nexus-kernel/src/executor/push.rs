@@ -1,15 +1,14 @@
-//! The push channel's kernel side (executor.md §10): one broadcast channel per connected
-//! executor address, fed after commits with `work_available` and `work_canceled` frames.
+//! The push channel's kernel side (executor.md §10): the frames, and the hand-offs that give
+//! them to the signals seam (`crate::signals`: one channel per connected executor address),
+//! after commits, as `work_available` and `work_canceled`.
 //!
 //! Publication is best effort and failures are swallowed: an executor with no open channel
 //! simply misses the frame, and polling the HTTP inbox is always sufficient. Frames are JSON
 //! text, never an executable payload.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use tokio::sync::broadcast;
 use uuid::Uuid;
 
 use nexus_store::{Engine, TaskRow, task_status};
@@ -19,44 +18,7 @@ use crate::auth::ExecutorPrincipal;
 use crate::error::KernelResult;
 use crate::executor::inbox::inbox_kind;
 use crate::runs::AfterCommit;
-
-/// Frames buffered per channel before a slow reader starts losing them (it recovers by
-/// polling its inbox).
-const CHANNEL_BUFFER: usize = 256;
-
-/// Per-executor broadcast channels, keyed by the executor's public id.
-#[derive(Default)]
-pub struct ChannelHub {
-    executors: Mutex<HashMap<Uuid, broadcast::Sender<Value>>>,
-}
-
-impl ChannelHub {
-    /// A receiver of the frames pushed to `executor` from now on.
-    pub fn subscribe(&self, executor: Uuid) -> broadcast::Receiver<Value> {
-        let mut map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(executor)
-            .or_insert_with(|| broadcast::channel(CHANNEL_BUFFER).0)
-            .subscribe()
-    }
-
-    /// Whether `executor` has at least one open channel on this node (presence `online`).
-    pub fn is_connected(&self, executor: Uuid) -> bool {
-        let map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
-        map.get(&executor).is_some_and(|s| s.receiver_count() > 0)
-    }
-
-    /// Sends `frame` to every open channel of `executor`; drops it when there is none.
-    pub fn send(&self, executor: Uuid, frame: Value) {
-        let mut map = self.executors.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(sender) = map.get(&executor) {
-            if sender.receiver_count() == 0 {
-                map.remove(&executor);
-            } else {
-                let _ = sender.send(frame);
-            }
-        }
-    }
-}
+use crate::signals::Subscription;
 
 /// `{"type":"work_available","kind","run_public_id","task_key"}`.
 pub fn work_available_frame(kind: &str, run: Uuid, task_key: &str) -> Value {
@@ -92,17 +54,17 @@ impl Kernel {
     /// Hand-off (plan §F): `work_available` to the addressee, after the commit that parked the
     /// row. `kind` is `tool_call`, `ask` or `approval`. Best effort.
     pub(crate) fn push_work(&self, executor_public_id: Uuid, kind: &str, run: Uuid, task_key: &str) {
-        self.executor_plane
-            .channels
-            .send(executor_public_id, work_available_frame(kind, run, task_key));
+        self.state
+            .signals
+            .push_to_executor(executor_public_id, work_available_frame(kind, run, task_key));
     }
 
     /// Hand-off (plan §F): `work_canceled` to the claimant, after the commit that canceled a
     /// claimed row (and to the addressee of any other inbox row that was canceled). Best effort.
     pub(crate) fn push_cancel(&self, executor_public_id: Uuid, run: Uuid, task_key: &str) {
-        self.executor_plane
-            .channels
-            .send(executor_public_id, work_canceled_frame(run, task_key));
+        self.state
+            .signals
+            .push_to_executor(executor_public_id, work_canceled_frame(run, task_key));
     }
 
     /// The `work_canceled` hand-offs of a cancel in `run` (runs.md §2 stop; executor.md §10): one
@@ -144,8 +106,8 @@ impl Kernel {
 
     /// Opens a push channel for an authenticated executor: the receiver of its frames from now
     /// on, and the `hello` frame to send first.
-    pub fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, broadcast::Receiver<Value>) {
-        let rx = self.executor_plane.channels.subscribe(principal.executor.public_id);
+    pub fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, Subscription<Value>) {
+        let rx = self.state.signals.subscribe_executor(principal.executor.public_id);
         (hello_frame(principal), rx)
     }
 
@@ -173,28 +135,6 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn frames_reach_open_channels_only() {
-        let hub = ChannelHub::default();
-        let a = Uuid::now_v7();
-        let run = Uuid::now_v7();
-        hub.send(a, work_available_frame("tool_call", run, "k")); // nobody listening: dropped
-        assert!(!hub.is_connected(a));
-        let mut rx = hub.subscribe(a);
-        assert!(hub.is_connected(a));
-        hub.send(a, work_available_frame("tool_call", run, "k"));
-        hub.send(a, work_canceled_frame(run, "k"));
-        let f = rx.try_recv().unwrap();
-        assert_eq!(
-            f.to_string(),
-            format!(r#"{{"type":"work_available","kind":"tool_call","run_public_id":"{run}","task_key":"k"}}"#)
-        );
-        assert_eq!(rx.try_recv().unwrap()["type"], "work_canceled");
-        drop(rx);
-        assert!(!hub.is_connected(a));
-        hub.send(a, work_canceled_frame(run, "k"));
-    }
 
     #[test]
     fn the_inbox_holder_is_the_claimant_else_the_addressee() {

@@ -212,7 +212,7 @@ impl Kernel {
             ));
         }
         if path.is_reserved() {
-            let name = path.skill_name().filter(|n| crate::tools::valid_skill_name(n));
+            let name = path.skill_name().filter(|n| super::valid_skill_name(n));
             if name.is_none() {
                 return Err(KernelError::validation(
                     "skill_name_invalid",

@@ -247,6 +247,18 @@ pub(crate) fn controlling_human_id(member: &MemberRow) -> i64 {
     }
 }
 
+/// The skill name grammar: `[a-z0-9](-?[a-z0-9])*`, at most 64 characters.
+pub(crate) fn valid_skill_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    let word = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.len() <= nexus_core::bounds::KEY_CHARS
+        && word(b[0])
+        && word(b[b.len() - 1])
+        && b.iter().all(|&c| word(c) || c == b'-')
+        && !name.contains("--")
+}
+
 /// The `(name, description)` skill documents (`<scope>/skills/<name>` with a skill-grammar
 /// name and a description) among `docs`, by name.
 pub fn skill_documents(docs: &[MemoryDocRow]) -> Vec<(String, String)> {
@@ -255,7 +267,7 @@ pub fn skill_documents(docs: &[MemoryDocRow]) -> Vec<(String, String)> {
         .filter_map(|d| {
             let p = parse_path(&d.path).ok()?;
             let name = p.skill_name()?;
-            if !crate::tools::valid_skill_name(name) {
+            if !valid_skill_name(name) {
                 return None;
             }
             Some((name.to_string(), d.description.clone()?))

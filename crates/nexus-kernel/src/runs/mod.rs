@@ -1,26 +1,29 @@
-//! The run engine (runs.md, issue 4): runs, tasks, rounds, the worker and the live feed.
+//! The run engine (runs.md): runs, tasks, rounds, the worker and the live feed. One file per
+//! job; data walks one way through them:
 //!
-//! Lifecycle, rounds and the worker: `create.rs`, `schedule.rs`, `round.rs`, `request.rs`,
-//! `worker.rs`, `events.rs` + `stream.rs`; the gate, approvals, sweep and reads: `gate.rs`,
-//! `approvals.rs`, `resolution.rs` (a person resolving an await), `sweep.rs`, `read.rs`.
+//! - the doors: `create/` (create, start, stop, append; step acceptance; idempotency),
+//!   `approvals.rs` (approve, deny, the held-row listing), `resolution.rs` (a person resolving
+//!   an await);
+//! - the run's rows and their shapes: `rows.rs` (the graph, rows by id, readiness, the final
+//!   logical work a key names), `columns.rs` (the typed JSON columns: `Frozen`, the request
+//!   surface, the stored reply, the sealed record);
+//! - status changes: `settle.rs` (every task status change and the expiry rule), then
+//!   `readiness.rs` (what a settle makes happen next) and `run_end.rs` (how a run ends);
+//! - tool rows: `gate.rs` (addressing and the approval gate), `sweep.rs` (expired parks,
+//!   revoked addressees);
+//! - model rounds: `round/` (seal, call, apply, expand, chain facts), built by `request.rs`
+//!   (the neutral request) from `render.rs` (what the model reads of a settled row), with
+//!   `sealed.rs` (this process's copy of the entries it sealed last);
+//! - effects and reads: `events.rs` + `stream.rs` (events appended in the change's
+//!   transaction, published after its commit, and the live feed), `read.rs` + `view.rs` (the
+//!   run, task, request, transcript, graph and event projections), `worker.rs` (the job loop,
+//!   lease recovery, the sweep timer).
+//!
 //! ARCHITECTURE.md ("Seams inside the kernel") names the methods the halves call each other
-//! through.
-//!
-//! Shapes both halves read:
-//! - a model task's `frozen_context` is a [`FrozenContext`] (written once, at insert; a
-//!   continuation copies its round's bytes verbatim);
-//! - a model task's `request_surface` is a [`RequestSurface`] (the model and instructions; a
-//!   retry with `{model}` may replace it);
-//! - a model task's `reply` is a [`StoredReply`], its `usage` `{input_tokens, output_tokens}`,
-//!   its `content` the reply text as stored blocks;
-//! - a round's chain predecessor is its `declaring_task_id` (a continuation `r{n}` is declared
-//!   by the round whose calls it reads; a fan member `r{n}t{i}` by the round that made the call);
-//! - a continuation round has a `round_facts` row, written by the expansion that authored it:
-//!   its chain's length before it, the repeat-call rule's look-back of its predecessor, and a
-//!   floor under the free round numbers (round.rs);
-//! - a sealed record (`sealed_requests.record`) is `{entries, request_options}` with
-//!   `request_options = {provider, model, max_output_tokens, reasoning_effort, system, tools,
-//!   url, headers}`; `body_sha256`, `request_bytes`, `attempts` are columns.
+//! through. A round's chain predecessor is its `declaring_task_id` (a continuation `r{n}` is
+//! declared by the round whose calls it reads; a fan member `r{n}t{i}` by the round that made
+//! the call); a continuation has a `round_facts` row, written by the expansion that authored
+//! it (`round/chain.rs`).
 
 // `KernelError` carries the envelope's extra members; boxing it is a crate-wide change.
 #![allow(clippy::result_large_err)]
@@ -38,14 +41,12 @@ pub(crate) mod resolution;
 pub(crate) mod round;
 pub(crate) mod rows;
 pub(crate) mod run_end;
+pub(crate) mod sealed;
 pub(crate) mod settle;
 pub mod stream;
 pub(crate) mod sweep;
 pub mod view;
 pub(crate) mod worker;
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use nexus_core::codes::Code;
 use nexus_store::{Engine, EventRow, RunRow, Standing, WorkspaceRow};
@@ -56,7 +57,6 @@ use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
-pub use events::Hub;
 pub use read::RequestRead;
 
 /// Job kinds (storage-and-scale.md §5).
@@ -125,57 +125,6 @@ pub(crate) enum AfterCommit {
     },
 }
 
-/// Engine settings and in-process state shared by every clone of a [`Kernel`].
-pub struct Runtime {
-    /// The name this node leases jobs under.
-    pub node_id: String,
-    /// How often the worker runs a sweep pass.
-    pub sweep_interval_ms: u64,
-    /// The model-call lease (15 minutes).
-    pub model_lease_ms: i64,
-    /// How often an in-flight model call renews its lease.
-    pub lease_renew_ms: u64,
-    /// Provider attempts per round (providers.md §8: 4).
-    pub provider_max_attempts: u32,
-    /// Backoff before retry k (ms, full jitter not applied: kept small and deterministic).
-    pub provider_backoff_ms: Vec<u64>,
-    /// The per-run live feed.
-    pub hub: Hub,
-    /// Woken after a commit that inserted a job.
-    pub(crate) jobs: tokio::sync::Notify,
-    /// In-flight model calls by task id: a stop aborts them.
-    pub(crate) inflight: Mutex<HashMap<i64, Arc<tokio::sync::Notify>>>,
-    /// The entries of the rounds this process sealed last, so a continuation's request starts
-    /// from them without re-reading and re-parsing its predecessor's sealed record.
-    pub(crate) sealed: Mutex<request::SealedCache>,
-}
-
-impl Runtime {
-    pub fn new(node_id: impl Into<String>) -> Self {
-        Self {
-            node_id: node_id.into(),
-            sweep_interval_ms: 5_000,
-            model_lease_ms: 15 * 60 * 1000,
-            lease_renew_ms: 60_000,
-            provider_max_attempts: 4,
-            provider_backoff_ms: vec![1_000, 4_000, 16_000],
-            hub: Hub::default(),
-            jobs: tokio::sync::Notify::new(),
-            inflight: Mutex::new(HashMap::new()),
-            sealed: Mutex::new(request::SealedCache::default()),
-        }
-    }
-}
-
-impl std::fmt::Debug for Runtime {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runtime")
-            .field("node_id", &self.node_id)
-            .field("sweep_interval_ms", &self.sweep_interval_ms)
-            .finish_non_exhaustive()
-    }
-}
-
 /// `runs.md` error: a code with a message.
 pub(crate) fn refuse(code: Code, message: impl Into<String>) -> KernelError {
     KernelError::new(code, message)
@@ -218,15 +167,4 @@ impl Kernel {
             .filter(|r| r.workspace_id == ws.id)
             .ok_or_else(|| refuse(Code::NotFound, "no such run"))
     }
-
-    /// Live feed: a receiver of the run's durable events, published after each commit.
-    pub fn subscribe(&self, run_id: i64) -> tokio::sync::broadcast::Receiver<EventRow> {
-        self.runtime.hub.subscribe(run_id)
-    }
 }
-
-// ---------------------------------------------------------------------------------------------
-// TEMP until helper 2: the gate / kernel tool / sweep / run projection hand-offs. Each stub is
-// replaced by helper 2's function of the same name and signature (runs/gate.rs, sweep.rs,
-// read.rs, tools/); delete the block when those land.
-// ---------------------------------------------------------------------------------------------

@@ -15,10 +15,9 @@
 //!
 //! What a continuation's build reads: the rows of one `task_neighbourhood` read (itself, its
 //! predecessor and the predecessor's fan), unless a fan row pairs with a child (then every row
-//! of the run); the predecessor's entries from this process's [`SealedCache`] (else its sealed
-//! record, parsed); the run's uploads only when a rendered row holds a `resource_link`.
-
-use std::collections::VecDeque;
+//! of the run); the predecessor's entries from this process's sealed-entries cache
+//! (`sealed.rs`; else its sealed record, parsed); the run's uploads only when a rendered row
+//! holds a `resource_link`.
 
 use nexus_core::declaration;
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
@@ -32,34 +31,6 @@ use super::{FrozenContext, RequestSurface, task_kind};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 use crate::uploads::UploadJudge;
-
-/// How many sealed rounds' entries one process keeps.
-const SEALED_CACHE_ROUNDS: usize = 16;
-
-/// The neutral entries of the rounds this process sealed last, by (task id, generation). A
-/// sealed record is written once and never changed, so a hit is exactly what parsing the
-/// stored record gives; a miss (another node sealed it, a restart, eviction) reads the store.
-#[derive(Debug, Default)]
-pub(crate) struct SealedCache {
-    rounds: VecDeque<((i64, i64), Vec<Entry>)>,
-}
-
-impl SealedCache {
-    /// Keeps the entries of a committed seal (evicting the oldest beyond the bound).
-    pub fn put(&mut self, key: (i64, i64), entries: Vec<Entry>) {
-        self.rounds.retain(|(k, _)| *k != key);
-        if self.rounds.len() >= SEALED_CACHE_ROUNDS {
-            self.rounds.pop_front();
-        }
-        self.rounds.push_back((key, entries));
-    }
-
-    /// Removes and returns the entries of (task id, generation), if kept.
-    pub fn take(&mut self, key: (i64, i64)) -> Option<Vec<Entry>> {
-        let i = self.rounds.iter().position(|(k, _)| *k == key)?;
-        self.rounds.remove(i).map(|(_, entries)| entries)
-    }
-}
 
 /// The neutral entries stored in a sealed record.
 pub(crate) fn sealed_entries(record: &str) -> Option<Vec<Entry>> {
@@ -117,7 +88,7 @@ impl Kernel {
 
     /// Keeps the entries of a round whose seal just committed, for its continuation.
     pub(crate) fn remember_sealed(&self, round: &TaskRow, entries: Vec<Entry>) {
-        self.runtime
+        self.state
             .sealed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -128,7 +99,7 @@ impl Kernel {
     /// what it sealed, else the stored record parsed.
     async fn entries_of(&self, round: &TaskRow) -> KernelResult<Option<Vec<Entry>>> {
         let kept = self
-            .runtime
+            .state
             .sealed
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -222,10 +222,7 @@ impl Kernel {
             {
                 g.put(&t);
                 if was_running_model {
-                    let inflight = self.runtime.inflight.lock().unwrap_or_else(|p| p.into_inner());
-                    if let Some(abort) = inflight.get(&t.id) {
-                        abort.notify_one();
-                    }
+                    self.state.signals.abort_model_call(t.id);
                 }
             }
         }

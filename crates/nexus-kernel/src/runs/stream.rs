@@ -1,19 +1,20 @@
 //! The live event feed behind `GET R/events/stream` (runs.md §11): the durable backlog after a
 //! cursor, then every event published after its commit, in sequence order, with no gaps and no
 //! repeats, interleaved with the run's ephemeral frames (`executor_progress`), which carry no
-//! sequence and are never stored. A subscriber that falls behind the broadcast buffer re-reads
-//! the store; ephemeral frames it missed are simply gone.
+//! sequence and are never stored. Both come from the signals seam (`crate::signals`). A
+//! subscriber that falls behind the feed's buffer re-reads the store; ephemeral frames it
+//! missed are simply gone.
 
 use std::collections::VecDeque;
 
 use nexus_store::{Engine, EventRow};
 use serde_json::Value;
-use tokio::sync::broadcast::{self, error::RecvError};
 use uuid::Uuid;
 
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
+use crate::signals::{RecvError, Subscription};
 
 const PAGE: i64 = 500;
 
@@ -25,8 +26,9 @@ pub struct EventStream {
     /// The last sequence handed out.
     last: i64,
     backlog: VecDeque<EventRow>,
-    rx: broadcast::Receiver<EventRow>,
-    progress: broadcast::Receiver<Value>,
+    rx: Subscription<EventRow>,
+    /// `None` once the progress relay closed (the durable feed goes on).
+    progress: Option<Subscription<Value>>,
 }
 
 /// One item of the feed.
@@ -39,6 +41,11 @@ pub enum FeedItem {
 }
 
 impl Kernel {
+    /// Live feed: a receiver of the run's durable events, published after each commit.
+    pub fn subscribe(&self, run_id: i64) -> Subscription<EventRow> {
+        self.state.signals.subscribe_run(run_id)
+    }
+
     /// Opens the feed of `run` after sequence `after` (0 = from the start).
     pub async fn event_stream(
         &self,
@@ -59,7 +66,7 @@ impl Kernel {
             last: after.max(0),
             backlog: VecDeque::new(),
             rx,
-            progress,
+            progress: Some(progress),
         };
         stream.refill().await?;
         Ok(stream)
@@ -109,13 +116,21 @@ impl EventStream {
                     }
                     Err(RecvError::Closed) => return None,
                 },
-                frame = self.progress.recv() => match frame {
+                frame = next_frame(&mut self.progress) => match frame {
                     Ok(json) => return Some(FeedItem::Ephemeral { kind: "executor_progress", json }),
                     // Missed or closed progress is not state: keep following the durable feed.
                     Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => self.progress = broadcast::channel(1).1,
+                    Err(RecvError::Closed) => self.progress = None,
                 },
             }
         }
+    }
+}
+
+/// The next progress frame; never resolves once the relay closed.
+async fn next_frame(progress: &mut Option<Subscription<Value>>) -> Result<Value, RecvError> {
+    match progress {
+        Some(p) => p.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -24,16 +24,16 @@ impl Kernel {
     /// Startup recovery: releases every job lease held under this node's id by an earlier
     /// process, so its in-flight model calls resume at once.
     pub async fn recover_leases(&self) -> KernelResult<u64> {
-        Ok(self.store.release_node_leases(&self.runtime.node_id).await?)
+        Ok(self.store.release_node_leases(&self.settings.node_id).await?)
     }
 
     async fn dequeue(&self) -> KernelResult<Vec<JobRow>> {
         Ok(self
             .store
             .dequeue_jobs(
-                &self.runtime.node_id,
+                &self.settings.node_id,
                 time::now_ms(),
-                self.runtime.model_lease_ms,
+                self.settings.model_lease_ms,
                 BATCH,
             )
             .await?)
@@ -134,7 +134,7 @@ impl Kernel {
                 tracing::warn!(error = %e, "lease recovery failed");
             }
             tokio::pin!(shutdown);
-            let sweep_every = Duration::from_millis(kernel.runtime.sweep_interval_ms.max(10));
+            let sweep_every = Duration::from_millis(kernel.settings.sweep_interval_ms.max(10));
             let mut next_sweep = tokio::time::Instant::now();
             loop {
                 if tokio::time::Instant::now() >= next_sweep {
@@ -158,7 +158,7 @@ impl Kernel {
                     Duration::from_secs(1).min(next_sweep.saturating_duration_since(tokio::time::Instant::now()));
                 tokio::select! {
                     _ = &mut shutdown => break,
-                    _ = kernel.runtime.jobs.notified() => {}
+                    _ = kernel.state.signals.jobs_woken() => {}
                     _ = tokio::time::sleep(wait) => {}
                 }
             }

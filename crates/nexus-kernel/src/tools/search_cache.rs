@@ -30,11 +30,6 @@ use std::hash::{DefaultHasher, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use nexus_core::search::SearchIndex;
-use nexus_store::Tx;
-use serde_json::Value;
-
-use super::KernelToolOutcome;
-use crate::error::KernelResult;
 
 /// The most indexes kept.
 pub const MAX_ENTRIES: usize = 32;
@@ -272,34 +267,13 @@ impl SearchCache {
         }
         (index, Found::Built)
     }
-
-    /// Runs `tool_search` with `input` over the declaring round (`(task id, stored
-    /// frozen_context)`; `None`: no declaring round or no frozen context, so nothing to
-    /// search), through this cache: the handler's whole per-call work once the kernel has read
-    /// the round row.
-    pub fn tool_search(&self, input: &Value, round: Option<(i64, &str)>) -> KernelToolOutcome {
-        super::tool_search::run_frozen(self, input, round)
-    }
-
-    /// Runs `tool_search` with `input` for a call declared by task row `declaring` (the
-    /// calling row's `declaring_task_id`), reading in `tx` what the cache needs: the heads of
-    /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
-    /// round without a stored digest, the round's `frozen_context`. The kernel's whole
-    /// per-call path for `tool_search`.
-    pub async fn tool_search_declared(
-        &self,
-        tx: &mut Tx,
-        input: &Value,
-        declaring: Option<i64>,
-    ) -> KernelResult<KernelToolOutcome> {
-        super::tool_search::run_declared(self, tx, input, declaring).await
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
+    use super::super::KernelToolOutcome;
     use super::super::tool_search::build;
     use super::*;
     use crate::runs::FrozenContext;

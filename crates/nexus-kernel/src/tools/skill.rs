@@ -9,18 +9,7 @@ use serde_json::Value;
 
 use super::{KernelToolOutcome, ToolContext};
 use crate::error::KernelResult;
-
-/// The skill name grammar: `[a-z0-9](-?[a-z0-9])*`, at most 64 characters.
-pub(crate) fn valid_skill_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    let word = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !b.is_empty()
-        && b.len() <= nexus_core::bounds::KEY_CHARS
-        && word(b[0])
-        && word(b[b.len() - 1])
-        && b.iter().all(|&c| word(c) || c == b'-')
-        && !name.contains("--")
-}
+use crate::memory::valid_skill_name;
 
 /// Loads a catalog entry whose frozen source is a memory scope. `None`: the entry is not a
 /// memory source (or the input is faulty), so [`run`] answers. A document gone from its

@@ -64,6 +64,32 @@ fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>>
     Ok((trimmed.to_string(), limit))
 }
 
+/// The cache's `tool_search` entry points live here, beside the handler, so the cache (state
+/// the kernel holds) names no handler.
+impl SearchCache {
+    /// Runs `tool_search` with `input` over the declaring round (`(task id, stored
+    /// frozen_context)`; `None`: no declaring round or no frozen context, so nothing to
+    /// search), through this cache: the handler's whole per-call work once the kernel has read
+    /// the round row.
+    pub fn tool_search(&self, input: &Value, round: Option<(i64, &str)>) -> KernelToolOutcome {
+        run_frozen(self, input, round)
+    }
+
+    /// Runs `tool_search` with `input` for a call declared by task row `declaring` (the
+    /// calling row's `declaring_task_id`), reading in `tx` what the cache needs: the heads of
+    /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
+    /// round without a stored digest, the round's `frozen_context`. The kernel's whole
+    /// per-call path for `tool_search`.
+    pub async fn tool_search_declared(
+        &self,
+        tx: &mut Tx,
+        input: &Value,
+        declaring: Option<i64>,
+    ) -> KernelResult<KernelToolOutcome> {
+        run_declared(self, tx, input, declaring).await
+    }
+}
+
 /// Runs `tool_search` over a parsed frozen declaration and skills, building the index for this
 /// call (the kernel's evaluation goes through [`run_frozen`] and its cache instead).
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {

@@ -17,9 +17,7 @@ pub mod blobs;
 pub mod detect;
 pub mod media;
 pub mod reap;
-
-use std::sync::Arc;
-use std::sync::atomic::AtomicI64;
+pub mod state;
 
 use nexus_core::codes::Code;
 use nexus_core::results::UPLOAD_URI_PREFIX;
@@ -34,23 +32,7 @@ use crate::{Kernel, time};
 
 pub use blobs::{BlobReader, Blobs, FsBlobs};
 pub use media::UploadJudge;
-
-/// The upload state a kernel holds: its blob store and the reaper's clock.
-#[derive(Debug)]
-pub struct Uploads {
-    pub blobs: Arc<dyn Blobs>,
-    /// When the reaper last ran (Unix ms; 0 = never in this process).
-    pub(crate) last_reap_ms: AtomicI64,
-}
-
-impl Uploads {
-    pub fn new(blobs: Arc<dyn Blobs>) -> Self {
-        Self {
-            blobs,
-            last_reap_ms: AtomicI64::new(0),
-        }
-    }
-}
+pub use state::Uploads;
 
 /// Who commits a result that links uploads (executor.md §9, runs.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,7 +121,7 @@ impl Kernel {
     /// A staging writer for a new upload's bytes.
     pub async fn begin_upload(&self) -> KernelResult<UploadWriter> {
         Ok(UploadWriter {
-            staging: self.uploads.blobs.stage().await.map_err(io_error)?,
+            staging: self.state.uploads.blobs.stage().await.map_err(io_error)?,
             sniffer: detect::Sniffer::new(),
         })
     }
@@ -167,7 +149,7 @@ impl Kernel {
         // The blob row first: on PostgreSQL it waits for a reaper deleting the same digest,
         // so the bytes put below are never removed under a live descriptor.
         tx.insert_blob(&sha256, byte_size, now).await?;
-        self.uploads.blobs.put(staged, &sha256).await.map_err(io_error)?;
+        self.state.uploads.blobs.put(staged, &sha256).await.map_err(io_error)?;
         let row = tx
             .insert_upload(NewUpload {
                 public_id: time::new_id(),
@@ -286,7 +268,8 @@ impl Kernel {
 
     /// Opens `len` bytes of the upload's blob from `start`.
     pub async fn open_upload(&self, u: &UploadRow, start: u64, len: u64) -> KernelResult<BlobReader> {
-        self.uploads
+        self.state
+            .uploads
             .blobs
             .open_range(&u.sha256, start, len)
             .await

@@ -27,7 +27,7 @@ impl Kernel {
         shas.dedup();
         for sha in &shas {
             if tx.delete_orphan_blob(sha).await? {
-                self.uploads.blobs.delete(sha).await.map_err(io_error)?;
+                self.state.uploads.blobs.delete(sha).await.map_err(io_error)?;
             }
         }
         tx.commit().await?;
@@ -39,11 +39,12 @@ impl Kernel {
 
     /// [`Kernel::reap_uploads`] at most once per hour per process (the sweep pass calls it).
     pub async fn reap_uploads_if_due(&self, now: i64) -> KernelResult<u64> {
-        let last = self.uploads.last_reap_ms.load(Ordering::Relaxed);
+        let last = self.state.uploads.last_reap_ms.load(Ordering::Relaxed);
         if last != 0 && now - last < REAP_INTERVAL_MS {
             return Ok(0);
         }
         if self
+            .state
             .uploads
             .last_reap_ms
             .compare_exchange(last, now, Ordering::Relaxed, Ordering::Relaxed)

@@ -11,8 +11,8 @@ use axum::extract::State;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade, rejection::WebSocketUpgradeRejection};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
+use nexus_kernel::signals::RecvError;
 use nexus_kernel::{ExecutorPrincipal, Kernel};
-use tokio::sync::broadcast::error::RecvError;
 
 use crate::AppState;
 use crate::auth::Executor;

@@ -23,20 +23,11 @@ impl Kernel {
         mut attempts: Vec<Value>,
         prev: Option<PrevRecord>,
     ) -> KernelResult<()> {
-        let abort = Arc::new(tokio::sync::Notify::new());
-        self.runtime
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(task.id, abort.clone());
+        let abort = self.state.signals.model_call_started(task.id);
         let outcome = self
             .send_with_retries(job, task, provider.as_ref(), &enc, &mut attempts, &abort)
             .await;
-        self.runtime
-            .inflight
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&task.id);
+        self.state.signals.model_call_ended(task.id);
         // The last attempt is recorded by the transaction that applies its outcome.
         let pending = serde_json::to_string(&attempts).expect("attempts serialize");
         match outcome? {
@@ -60,20 +51,20 @@ impl Kernel {
         provider: &dyn Provider,
         enc: &EncodedRequest,
         attempts: &mut Vec<Value>,
-        abort: &tokio::sync::Notify,
+        abort: &crate::signals::Abort,
     ) -> KernelResult<Option<Result<ModelReply, ProviderError>>> {
-        let max = self.runtime.provider_max_attempts.max(1) as usize;
+        let max = self.settings.provider_max_attempts.max(1) as usize;
         loop {
             let renew = async {
                 loop {
-                    tokio::time::sleep(Duration::from_millis(self.runtime.lease_renew_ms)).await;
+                    tokio::time::sleep(Duration::from_millis(self.settings.lease_renew_ms)).await;
                     let _ = self
                         .store
                         .renew_job_lease(
                             job.id,
-                            &self.runtime.node_id,
+                            &self.settings.node_id,
                             time::now_ms(),
-                            self.runtime.model_lease_ms,
+                            self.settings.model_lease_ms,
                         )
                         .await;
                 }
@@ -106,10 +97,10 @@ impl Kernel {
                     tx.commit().await?;
                     let k = attempts.len() - 1;
                     let backoff = self
-                        .runtime
+                        .settings
                         .provider_backoff_ms
                         .get(k)
-                        .or(self.runtime.provider_backoff_ms.last())
+                        .or(self.settings.provider_backoff_ms.last())
                         .copied()
                         .unwrap_or(0);
                     tokio::select! {

@@ -1,0 +1,126 @@
+//! The [`Kernel`] struct and its builder: a store, the providers, the settings
+//! ([`KernelSettings`]) and the in-process state ([`KernelState`]). Its behaviour is the
+//! `impl Kernel` blocks of the other files; the types it holds live in files that name no
+//! `Kernel` (ARCHITECTURE.md, "nexus-kernel"), so this file and those import one way.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use nexus_providers::Providers;
+use nexus_store::Store;
+
+use crate::settings::KernelSettings;
+use crate::signals::Signals;
+use crate::state::KernelState;
+use crate::uploads::{FsBlobs, Uploads};
+use crate::{DEFAULT_BLOBS_DIR, DEFAULT_SCRIPTS_DIR, time};
+
+/// The kernel: a store, the deployment's settings and this process's state. Cheap to clone.
+#[derive(Clone)]
+pub struct Kernel {
+    pub store: Store,
+    /// The live model provider instances (always including the built-in `scripted`); its
+    /// `catalog()` describes the same instances for profile validation.
+    pub providers: Arc<Providers>,
+    /// Engine settings (node id, sweep interval, model lease, provider retries): plain data.
+    pub settings: Arc<KernelSettings>,
+    /// In-process state: the signals (live feeds, worker wake-ups, push channels, progress,
+    /// model-call aborts), the sealed-entries and `tool_search` caches, and the uploads.
+    pub state: Arc<KernelState>,
+}
+
+impl Kernel {
+    /// A kernel with the default providers (`scripted` over [`DEFAULT_SCRIPTS_DIR`]) and a
+    /// fresh node id.
+    pub fn new(store: Store) -> Self {
+        Self::builder(store).build()
+    }
+
+    /// A kernel with configured provider instances.
+    pub fn with_providers(store: Store, providers: Providers) -> Self {
+        Self::builder(store).providers(providers).build()
+    }
+
+    /// A kernel with every setting chosen.
+    pub fn builder(store: Store) -> KernelBuilder {
+        KernelBuilder {
+            store,
+            providers: None,
+            scripts_dir: PathBuf::from(DEFAULT_SCRIPTS_DIR),
+            blobs_dir: PathBuf::from(DEFAULT_BLOBS_DIR),
+            node_id: None,
+            sweep_interval_ms: None,
+            provider_backoff_ms: None,
+        }
+    }
+}
+
+/// Builds a [`Kernel`].
+pub struct KernelBuilder {
+    store: Store,
+    providers: Option<Providers>,
+    scripts_dir: PathBuf,
+    blobs_dir: PathBuf,
+    node_id: Option<String>,
+    sweep_interval_ms: Option<u64>,
+    provider_backoff_ms: Option<Vec<u64>>,
+}
+
+impl KernelBuilder {
+    /// The provider instances (overrides [`KernelBuilder::scripts_dir`]).
+    pub fn providers(mut self, providers: Providers) -> Self {
+        self.providers = Some(providers);
+        self
+    }
+
+    /// Where the built-in `scripted` instance reads `<name>.jsonl`.
+    pub fn scripts_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.scripts_dir = dir.into();
+        self
+    }
+
+    /// The root of the fs blob store (`storage.blobs.path`, default [`DEFAULT_BLOBS_DIR`]).
+    pub fn blobs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.blobs_dir = dir.into();
+        self
+    }
+
+    /// The name this node leases jobs under (default: `node-<uuid>`).
+    pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
+        self.node_id = Some(node_id.into());
+        self
+    }
+
+    /// How often the worker sweeps (`kernel.sweep_interval_ms`, default 5,000).
+    pub fn sweep_interval_ms(mut self, ms: u64) -> Self {
+        self.sweep_interval_ms = Some(ms);
+        self
+    }
+
+    /// Backoff before each provider retry (default 1 s, 4 s, 16 s).
+    pub fn provider_backoff_ms(mut self, ms: Vec<u64>) -> Self {
+        self.provider_backoff_ms = Some(ms);
+        self
+    }
+
+    pub fn build(self) -> Kernel {
+        let providers = self.providers.unwrap_or_else(|| Providers::new(self.scripts_dir));
+        let mut settings = KernelSettings::new(self.node_id.unwrap_or_else(|| format!("node-{}", time::new_id())));
+        if let Some(ms) = self.sweep_interval_ms {
+            settings.sweep_interval_ms = ms;
+        }
+        if let Some(b) = self.provider_backoff_ms {
+            settings.provider_backoff_ms = b;
+        }
+        let state = KernelState::new(
+            Signals::in_process(self.store.clone()),
+            Uploads::new(Arc::new(FsBlobs::new(self.blobs_dir))),
+        );
+        Kernel {
+            store: self.store,
+            providers: Arc::new(providers),
+            settings: Arc::new(settings),
+            state: Arc::new(state),
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! The sealed-entries cache ([`SealedCache`]): the neutral entries of the rounds this process
+//! sealed last, held by the kernel's state; `request.rs` keeps and takes them.
+
+use std::collections::VecDeque;
+
+use nexus_providers::Entry;
+
+/// How many sealed rounds' entries one process keeps.
+const SEALED_CACHE_ROUNDS: usize = 16;
+
+/// The neutral entries of the rounds this process sealed last, by (task id, generation). A
+/// sealed record is written once and never changed, so a hit is exactly what parsing the
+/// stored record gives; a miss (another node sealed it, a restart, eviction) reads the store.
+#[derive(Debug, Default)]
+pub(crate) struct SealedCache {
+    rounds: VecDeque<((i64, i64), Vec<Entry>)>,
+}
+
+impl SealedCache {
+    /// Keeps the entries of a committed seal (evicting the oldest beyond the bound).
+    pub fn put(&mut self, key: (i64, i64), entries: Vec<Entry>) {
+        self.rounds.retain(|(k, _)| *k != key);
+        if self.rounds.len() >= SEALED_CACHE_ROUNDS {
+            self.rounds.pop_front();
+        }
+        self.rounds.push_back((key, entries));
+    }
+
+    /// Removes and returns the entries of (task id, generation), if kept.
+    pub fn take(&mut self, key: (i64, i64)) -> Option<Vec<Entry>> {
+        let i = self.rounds.iter().position(|(k, _)| *k == key)?;
+        self.rounds.remove(i).map(|(_, entries)| entries)
+    }
+}

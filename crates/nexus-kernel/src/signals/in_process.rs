@@ -1,0 +1,255 @@
+//! In-process signals: broadcast channels, a notifier and the in-flight map, in this process's
+//! memory (a signal reaches this node only).
+//!
+//! - A run's live feed (runs.md §11, storage-and-scale.md §3, §6) is a broadcast channel per
+//!   run with subscribers. A commit's trigger makes it catch up from the store, so every
+//!   subscriber receives the run's events in sequence order without gaps, even when a
+//!   transaction's effects did not name every event it wrote.
+//! - Executor push channels (executor.md §10) and run progress relays (executor.md §11) are
+//!   broadcast channels keyed by executor and by run, created by a subscriber and dropped at
+//!   the first send that finds no subscriber left.
+//! - The job workers wait on one notifier; in-flight model calls are a map of task id to the
+//!   call's abort notifier.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Arc, Mutex};
+
+use nexus_store::{Engine, EventRow, Store};
+use serde_json::Value;
+use tokio::sync::{Notify, broadcast};
+use uuid::Uuid;
+
+use super::{Abort, Subscription};
+
+/// Events buffered per run feed before a slow subscriber starts lagging (it re-reads the store).
+const RUN_FEED_BUFFER: usize = 1024;
+
+/// Frames buffered per executor channel before a slow reader starts losing them (it recovers
+/// by polling its inbox).
+const EXECUTOR_CHANNEL_BUFFER: usize = 256;
+
+/// Progress frames buffered per run.
+const PROGRESS_BUFFER: usize = 256;
+
+/// How many events one catch-up read takes.
+const CATCH_UP_PAGE: i64 = 500;
+
+/// The in-process implementation of [`super::Signals`].
+pub struct InProcessSignals {
+    /// Where a run's feed catches up from.
+    store: Store,
+    /// Per-run live feeds.
+    runs: Mutex<HashMap<i64, RunFeed>>,
+    /// Woken after a commit that inserted a job.
+    jobs: Notify,
+    /// Per-executor push channels, by public id.
+    executors: Channels<Uuid>,
+    /// Per-run progress relays, by internal run id.
+    progress: Channels<i64>,
+    /// In-flight model calls by task id: a stop aborts them.
+    inflight: Mutex<HashMap<i64, Arc<Notify>>>,
+}
+
+#[derive(Clone)]
+struct RunFeed {
+    sender: broadcast::Sender<EventRow>,
+    /// The last sequence sent (`None` until the first publish after the feed opened).
+    last_sent: Arc<tokio::sync::Mutex<Option<i64>>>,
+}
+
+impl InProcessSignals {
+    pub(super) fn new(store: Store) -> Self {
+        Self {
+            store,
+            runs: Mutex::new(HashMap::new()),
+            jobs: Notify::new(),
+            executors: Channels::new(EXECUTOR_CHANNEL_BUFFER),
+            progress: Channels::new(PROGRESS_BUFFER),
+            inflight: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub(super) fn subscribe_run(&self, run_id: i64) -> Subscription<EventRow> {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        Subscription::new(
+            runs.entry(run_id)
+                .or_insert_with(|| RunFeed {
+                    sender: broadcast::channel(RUN_FEED_BUFFER).0,
+                    last_sent: Arc::new(tokio::sync::Mutex::new(None)),
+                })
+                .sender
+                .subscribe(),
+        )
+    }
+
+    /// The run's feed if it has subscribers (a feed whose last subscriber left is dropped).
+    fn feed(&self, run_id: i64) -> Option<RunFeed> {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let feed = runs.get(&run_id)?;
+        if feed.sender.receiver_count() == 0 {
+            runs.remove(&run_id);
+            return None;
+        }
+        Some(feed.clone())
+    }
+
+    /// Sends the run's events after the feed's last sent sequence (or from `first_known`, or,
+    /// on a feed that has sent nothing and knows nothing, only notes where the run stands).
+    pub(super) async fn run_events(&self, run_id: i64, first_known: Option<i64>) {
+        let Some(feed) = self.feed(run_id) else {
+            return;
+        };
+        let mut last = feed.last_sent.lock().await;
+        let after = match (*last, first_known) {
+            (Some(l), _) => l,
+            (None, Some(first)) => first - 1,
+            (None, None) => match self.store.latest_event_sequence(run_id).await {
+                Ok(s) => {
+                    *last = Some(s);
+                    return;
+                }
+                Err(_) => return,
+            },
+        };
+        let mut after = after;
+        loop {
+            let rows = match self.store.events_after(run_id, after, CATCH_UP_PAGE).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, run_id, "live feed catch-up failed");
+                    return;
+                }
+            };
+            let n = rows.len();
+            for row in rows {
+                after = row.sequence;
+                let _ = feed.sender.send(row);
+            }
+            *last = Some(after);
+            if (n as i64) < CATCH_UP_PAGE {
+                break;
+            }
+        }
+    }
+
+    pub(super) fn wake_jobs(&self) {
+        self.jobs.notify_one();
+    }
+
+    pub(super) async fn jobs_woken(&self) {
+        self.jobs.notified().await
+    }
+
+    pub(super) fn push_to_executor(&self, executor: Uuid, frame: Value) {
+        self.executors.send(executor, frame);
+    }
+
+    pub(super) fn subscribe_executor(&self, executor: Uuid) -> Subscription<Value> {
+        self.executors.subscribe(executor)
+    }
+
+    pub(super) fn executor_connected(&self, executor: Uuid) -> bool {
+        self.executors.is_connected(executor)
+    }
+
+    pub(super) fn relay_progress(&self, run_id: i64, frame: Value) {
+        self.progress.send(run_id, frame);
+    }
+
+    pub(super) fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
+        self.progress.subscribe(run_id)
+    }
+
+    pub(super) fn model_call_started(&self, task_id: i64) -> Abort {
+        let abort = Arc::new(Notify::new());
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(task_id, abort.clone());
+        Abort(abort)
+    }
+
+    pub(super) fn model_call_ended(&self, task_id: i64) {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&task_id);
+    }
+
+    pub(super) fn abort_model_call(&self, task_id: i64) {
+        let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(abort) = inflight.get(&task_id) {
+            abort.notify_one();
+        }
+    }
+}
+
+/// Broadcast channels of `Value` frames by key, each created by its first subscriber.
+struct Channels<K> {
+    senders: Mutex<HashMap<K, broadcast::Sender<Value>>>,
+    buffer: usize,
+}
+
+impl<K: Eq + Hash> Channels<K> {
+    fn new(buffer: usize) -> Self {
+        Self {
+            senders: Mutex::new(HashMap::new()),
+            buffer,
+        }
+    }
+
+    /// A receiver of the frames sent under `key` from now on.
+    fn subscribe(&self, key: K) -> Subscription<Value> {
+        let mut map = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        Subscription::new(
+            map.entry(key)
+                .or_insert_with(|| broadcast::channel(self.buffer).0)
+                .subscribe(),
+        )
+    }
+
+    /// Whether `key` has at least one open receiver.
+    fn is_connected(&self, key: K) -> bool {
+        let map = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(&key).is_some_and(|s| s.receiver_count() > 0)
+    }
+
+    /// Sends `frame` to every open receiver of `key`; drops it when there is none (and the
+    /// channel with it).
+    fn send(&self, key: K, frame: Value) {
+        let mut map = self.senders.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(sender) = map.get(&key) {
+            if sender.receiver_count() == 0 {
+                map.remove(&key);
+            } else {
+                let _ = sender.send(frame);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::push::{work_available_frame, work_canceled_frame};
+
+    #[test]
+    fn frames_reach_open_channels_only() {
+        let hub = Channels::<Uuid>::new(EXECUTOR_CHANNEL_BUFFER);
+        let a = Uuid::now_v7();
+        let run = Uuid::now_v7();
+        hub.send(a, work_available_frame("tool_call", run, "k")); // nobody listening: dropped
+        assert!(!hub.is_connected(a));
+        let mut rx = hub.subscribe(a);
+        assert!(hub.is_connected(a));
+        hub.send(a, work_available_frame("tool_call", run, "k"));
+        hub.send(a, work_canceled_frame(run, "k"));
+        let f = rx.try_recv().unwrap();
+        assert_eq!(
+            f.to_string(),
+            format!(r#"{{"type":"work_available","kind":"tool_call","run_public_id":"{run}","task_key":"k"}}"#)
+        );
+        assert_eq!(rx.try_recv().unwrap()["type"], "work_canceled");
+        drop(rx);
+        assert!(!hub.is_connected(a));
+        hub.send(a, work_canceled_frame(run, "k"));
+    }
+}

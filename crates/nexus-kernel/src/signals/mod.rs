@@ -1,0 +1,154 @@
+//! The signals seam: everything that must reach another part of the system when state changes,
+//! behind one interface ([`Signals`]).
+//!
+//! - after a commit: a run's live feed catches up ([`Signals::run_events`]), the job workers
+//!   wake ([`Signals::wake_jobs`]), an executor's push channel gets a frame
+//!   ([`Signals::push_to_executor`]: `work_available`, `work_canceled`);
+//! - ephemeral, never stored: a run's `executor_progress` frames ([`Signals::relay_progress`]);
+//! - an in-flight model call is registered while it runs, so a stop can abort it
+//!   ([`Signals::model_call_started`], [`Signals::model_call_ended`],
+//!   [`Signals::abort_model_call`]);
+//! - the listening ends: a run's feed, an executor's channel, a run's progress
+//!   ([`Subscription`]), and the workers' wake-up ([`Signals::jobs_woken`]).
+//!
+//! The one implementation is in-process ([`InProcessSignals`]): broadcast channels and a
+//! notifier in this process's memory, so a signal reaches this node only. Another (several
+//! nodes over one PostgreSQL database, `LISTEN`/`NOTIFY`) is one more variant of [`Signals`],
+//! written here and nowhere else.
+//!
+//! Architecture Invariant: no code outside `signals/` touches a channel, a notifier or the
+//! in-flight map; it goes through [`Signals`].
+//! Architecture Invariant: nothing is published before its transaction commits (no event on
+//! a feed, no wake-up, no push frame for a change that rolled back). The run engine collects
+//! its effects (`runs::AfterCommit`) inside the transaction and hands them to this seam only
+//! after the commit (`Kernel::publish`); losing a signal loses no state (a reader recovers by
+//! polling, or by resuming at a sequence). The one signal given inside a transaction is a
+//! stop's [`Signals::abort_model_call`], which no reader sees.
+
+mod handles;
+mod in_process;
+
+use nexus_store::{EventRow, Store};
+use serde_json::Value;
+use uuid::Uuid;
+
+pub use handles::{Abort, RecvError, Subscription, TryRecvError};
+pub use in_process::InProcessSignals;
+
+/// How the kernel signals (see the module docs). An enum, not a trait object: dispatch is a
+/// match the compiler sees through, on paths (a commit's publish, a worker's wake-up) that the
+/// benchmarks watch.
+pub enum Signals {
+    /// This process only.
+    InProcess(InProcessSignals),
+}
+
+impl Signals {
+    /// In-process signals; `store` is what a run's live feed catches up from.
+    pub fn in_process(store: Store) -> Self {
+        Signals::InProcess(InProcessSignals::new(store))
+    }
+
+    /// After a commit that wrote events of run `run_id` (internal id): the run's live feed
+    /// catches up, in sequence order and without gaps. `first_known`: the lowest sequence the
+    /// transaction is known to have written (`None`: not known; the feed reads from where it
+    /// stands).
+    pub async fn run_events(&self, run_id: i64, first_known: Option<i64>) {
+        match self {
+            Signals::InProcess(s) => s.run_events(run_id, first_known).await,
+        }
+    }
+
+    /// After a commit that inserted a job: wakes the job workers.
+    pub fn wake_jobs(&self) {
+        match self {
+            Signals::InProcess(s) => s.wake_jobs(),
+        }
+    }
+
+    /// Resolves when the job workers are woken ([`Signals::wake_jobs`]). A wake-up given while
+    /// no worker waits is kept for the next wait.
+    pub async fn jobs_woken(&self) {
+        match self {
+            Signals::InProcess(s) => s.jobs_woken().await,
+        }
+    }
+
+    /// After a commit: sends `frame` (`work_available`, `work_canceled`) to every open push
+    /// channel of executor `executor` (public id). Best effort: with no channel open it is
+    /// dropped, and polling the inbox is always sufficient.
+    pub fn push_to_executor(&self, executor: Uuid, frame: Value) {
+        match self {
+            Signals::InProcess(s) => s.push_to_executor(executor, frame),
+        }
+    }
+
+    /// The frames pushed to `executor` from now on (its push channel).
+    pub fn subscribe_executor(&self, executor: Uuid) -> Subscription<Value> {
+        match self {
+            Signals::InProcess(s) => s.subscribe_executor(executor),
+        }
+    }
+
+    /// Whether `executor` has an open push channel here (presence `online`; display only).
+    pub fn executor_connected(&self, executor: Uuid) -> bool {
+        match self {
+            Signals::InProcess(s) => s.executor_connected(executor),
+        }
+    }
+
+    /// Relays an ephemeral `executor_progress` frame to the subscribers of run `run_id` (none:
+    /// dropped). Never stored.
+    pub fn relay_progress(&self, run_id: i64, frame: Value) {
+        match self {
+            Signals::InProcess(s) => s.relay_progress(run_id, frame),
+        }
+    }
+
+    /// The run's progress frames from now on.
+    pub fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
+        match self {
+            Signals::InProcess(s) => s.subscribe_progress(run_id),
+        }
+    }
+
+    /// The run's durable events published from now on (its live feed).
+    pub fn subscribe_run(&self, run_id: i64) -> Subscription<EventRow> {
+        match self {
+            Signals::InProcess(s) => s.subscribe_run(run_id),
+        }
+    }
+
+    /// Registers the model call of task `task_id` as in flight: the returned [`Abort`] resolves
+    /// once [`Signals::abort_model_call`] names the task (an abort given before the call waits
+    /// on it is kept). Pair with [`Signals::model_call_ended`].
+    pub fn model_call_started(&self, task_id: i64) -> Abort {
+        match self {
+            Signals::InProcess(s) => s.model_call_started(task_id),
+        }
+    }
+
+    /// The model call of task `task_id` is over (answered, failed or aborted).
+    pub fn model_call_ended(&self, task_id: i64) {
+        match self {
+            Signals::InProcess(s) => s.model_call_ended(task_id),
+        }
+    }
+
+    /// Aborts the in-flight model call of task `task_id`, if one is registered here (a stop
+    /// that canceled its running round). The stop gives it inside its transaction, before the
+    /// commit: the one signal given so (no reader sees it; the aborted call ends its job).
+    pub fn abort_model_call(&self, task_id: i64) {
+        match self {
+            Signals::InProcess(s) => s.abort_model_call(task_id),
+        }
+    }
+}
+
+impl std::fmt::Debug for Signals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Signals::InProcess(_) => f.write_str("Signals::InProcess"),
+        }
+    }
+}
