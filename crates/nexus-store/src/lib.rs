@@ -6,7 +6,6 @@
 //! Architecture Invariant: every state change and its event row commit in one transaction.
 
 pub mod error;
-mod memory;
 pub mod model;
 mod ops;
 mod postgres;
@@ -18,16 +17,15 @@ mod sqlite;
 pub mod testing;
 
 pub use error::StoreError;
-pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use model::*;
+pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
+pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
 pub use tx::{PgTx, SqliteTx, Tx};
-pub use uploads::{NewUpload, UploadRow};
 
 mod tx;
-mod uploads;
 
 use uuid::Uuid;
 

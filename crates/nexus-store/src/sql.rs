@@ -438,7 +438,7 @@ pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET status = $16, generation 
 pub(crate) const TASK_BY_ID: &str = task_select!("WHERE id = $1");
 
 /// A task by id without its frozen context (read back as `None`): what the SQLite engine's
-/// narrow update compares against (sqlite.rs, `ops::update_task`).
+/// narrow update compares against (`sqlite/ops.rs`, `update_task`).
 pub(crate) const TASK_MUTABLE_BY_ID: &str = task_select!(@frozen "NULL", "WHERE id = $1");
 
 /// A task's frozen head ([`crate::model::FrozenHead`]): everything but the frozen bytes, from

@@ -21,7 +21,7 @@ use crate::{Result, StoreError, postgres, sqlite, voids_transaction, write_error
 
 /// An open SQLite transaction (`BEGIN IMMEDIATE`).
 pub struct SqliteTx {
-    /// The transaction and the writer gate it holds (sqlite.rs).
+    /// The transaction and the writer gate it holds (`sqlite/gate.rs`).
     pub(crate) tx: sqlite::GatedTx,
     /// A statement failed in the database: the unit of work is void.
     pub(crate) void: bool,

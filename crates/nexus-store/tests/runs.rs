@@ -1468,17 +1468,26 @@ async fn concurrent_receipts_for_one_scope_serialize() {
 
 /// storage-and-scale.md §8.5: no statement updates `frozen_context` (nor its digest,
 /// `frozen_digest`, migration 0006). Every SQL UPDATE in the crate's sources (from the keyword
-/// to the end of its string constant) must name neither.
+/// to the end of its string constant; every file under `src/`) must name neither.
 #[test]
 fn no_update_statement_names_frozen_context() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut updates = 0;
     let mut offenders = Vec::new();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "rs") {
-            continue;
+    // Every `.rs` file under `src/`, its subdirectories (`ops/`, `sqlite/`) included.
+    let mut dirs = vec![dir];
+    let mut files = Vec::new();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                files.push(path);
+            }
         }
+    }
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for (statement, line) in update_statements(&text) {
             updates += 1;

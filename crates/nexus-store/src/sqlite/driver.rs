@@ -10,7 +10,7 @@
 //!
 //! The surface mirrors the part of sqlx the store's shared operations use (`query`,
 //! `query_scalar`, `bind`, `fetch_one`, `fetch_optional`, `fetch_all`, `execute`,
-//! `rows_affected`), so `crate::ops`, `crate::uploads` and `crate::memory` keep one text for
+//! `rows_affected`), so the operations of `crate::ops` keep one text for
 //! both engines. The fetch methods run the statement when called and return a future that is
 //! already complete: the `.await` in the shared text costs nothing and never suspends, so no
 //! connection is held across a real suspension point by a read.

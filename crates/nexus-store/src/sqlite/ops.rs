@@ -1,14 +1,10 @@
-//! The run-table operations over a SQLite connection (see `crate::ops`), and this engine's own:
+//! The store's operations over a SQLite connection (see `crate::ops`), and this engine's own:
 //! the task update that names only the changed columns, and the executor door's one read.
 
 use super::driver::{query, query_scalar};
 use super::uid;
 use rusqlite::Connection as Conn;
-crate::ops::engine_ops!(
-    lock_run = sql::RUN_BY_ID,
-    dequeue = sql::DEQUEUE_JOBS_SQLITE,
-    update_task = update_task_every_column
-);
+crate::ops::engine_ops!(update_task = update_task_every_column);
 
 /// The conditional task update, writing only the columns that change.
 ///
@@ -182,8 +178,6 @@ async fn update_changed(
     let done = q.execute(&mut *c).await.map_err(write_error)?;
     Ok(done.rows_affected() > 0)
 }
-crate::uploads::upload_ops!();
-crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_SQLITE);
 
 #[cfg(all(test, feature = "testing"))]
 mod tests {
