@@ -7,21 +7,34 @@ macro_rules! task_ops {
     (update_task = $update_task:ident $(,)?) => {
         // ---- tasks ----
 
+        /// The frozen context's body goes to `frozen_contexts` once per digest (a body already
+        /// stored is left as it is) and the row keeps the digest (migration 0014); the row
+        /// returned carries the caller's bytes.
         pub(crate) async fn insert_task(c: &mut Conn, new: &NewTask) -> Result<TaskRow> {
             row::check_new_task_text(new)?;
+            let digest = new.frozen_context.as_deref().map(row::frozen_digest);
+            if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
+                query(sql::INSERT_FROZEN_CONTEXT)
+                    .bind(digest)
+                    .bind(body)
+                    .execute(&mut *c)
+                    .await
+                    .map_err(write_error)?;
+            }
             let q = query(sql::INSERT_TASK)
                 .bind(new.run_id)
                 .bind(&new.key)
                 .bind(&new.kind)
                 .bind(&new.origin)
-                .bind(&new.frozen_context)
+                .bind(&digest)
                 .bind(new.created_at);
             let r = row::bind_task_mutable!(q, new)
-                .bind(new.frozen_context.as_deref().map(row::frozen_digest))
                 .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;
-            row::task(&r)
+            let mut task = row::task(&r)?;
+            task.frozen_context = new.frozen_context.clone();
+            Ok(task)
         }
 
         /// The conditional update of every mutable column (`sql::UPDATE_TASK`).

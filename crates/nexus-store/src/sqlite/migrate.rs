@@ -53,12 +53,19 @@ impl SqliteStore {
                 return Err(MigrateError::VersionMissing(*version).into());
             }
         }
+        let mut functions = false;
         for m in MIGRATOR.iter().filter(|m| !m.migration_type.is_down_migration()) {
             if let Some((_, checksum, _)) = applied.iter().find(|(v, _, _)| *v == m.version) {
                 if checksum.as_slice() != &*m.checksum {
                     return Err(MigrateError::VersionMismatch(m.version).into());
                 }
                 continue;
+            }
+            // Once, before the first migration this call applies: registering a function again
+            // would expire every prepared statement of the connection.
+            if !functions {
+                register_functions(conn)?;
+                functions = true;
             }
             let started = Instant::now();
             let apply = |conn: &Connection| -> rusqlite::Result<()> {
@@ -86,6 +93,26 @@ impl SqliteStore {
         }
         Ok(())
     }
+}
+
+/// The functions the SQLite migrations call that SQLite has not: `nexus_sha256_hex(text)`, the
+/// SHA-256 of the text's bytes in lowercase hex, the digest the task insert computes
+/// (`crate::row::frozen_digest`); migration 0014 gives it to rows written before migration 0006
+/// (PostgreSQL's migration has `sha256` built in). `NULL` for `NULL`.
+fn register_functions(conn: &Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    use rusqlite::types::ValueRef;
+    conn.create_scalar_function(
+        "nexus_sha256_hex",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(match ctx.get_raw(0) {
+                ValueRef::Text(bytes) | ValueRef::Blob(bytes) => Some(crate::row::sha256_hex(bytes)),
+                ValueRef::Null | ValueRef::Integer(_) | ValueRef::Real(_) => None,
+            })
+        },
+    )
 }
 
 /// `PRAGMA foreign_key_check` over the whole database: an error naming the first reference
