@@ -266,8 +266,8 @@ pub enum Store {
 /// and statements is about 8.7 KB, and inline it would size every store call's future — and
 /// so every kernel and handler future that awaits one — on SQLite too, whose own are small.
 /// Every move of those futures (axum and tower move a handler's several times) copied that
-/// much (BENCHMARKS.md, "seventh sitting"). PostgreSQL pays one allocation per call beside a
-/// network round trip.
+/// much (docs/decisions.md, Store: "`Store` and `Tx` box the PostgreSQL arm of their
+/// dispatch"). PostgreSQL pays one allocation per call beside a network round trip.
 macro_rules! dispatch {
     ($self:ident, $method:ident ( $($arg:expr),* )) => {
         match $self {
