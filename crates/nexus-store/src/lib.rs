@@ -6,7 +6,6 @@
 //! Architecture Invariant: every state change and its event row commit in one transaction.
 
 pub mod error;
-mod memory;
 pub mod model;
 mod ops;
 mod postgres;
@@ -18,16 +17,15 @@ mod sqlite;
 pub mod testing;
 
 pub use error::StoreError;
-pub use memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use model::*;
+pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
+pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
 pub use tx::{PgTx, SqliteTx, Tx};
-pub use uploads::{NewUpload, UploadRow};
 
 mod tx;
-mod uploads;
 
 use uuid::Uuid;
 
@@ -268,8 +266,8 @@ pub enum Store {
 /// and statements is about 8.7 KB, and inline it would size every store call's future — and
 /// so every kernel and handler future that awaits one — on SQLite too, whose own are small.
 /// Every move of those futures (axum and tower move a handler's several times) copied that
-/// much (BENCHMARKS.md, "seventh sitting"). PostgreSQL pays one allocation per call beside a
-/// network round trip.
+/// much (docs/decisions.md, Store: "`Store` and `Tx` box the PostgreSQL arm of their
+/// dispatch"). PostgreSQL pays one allocation per call beside a network round trip.
 macro_rules! dispatch {
     ($self:ident, $method:ident ( $($arg:expr),* )) => {
         match $self {

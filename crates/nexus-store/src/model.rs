@@ -396,7 +396,8 @@ pub struct TaskRow {
     /// JSON: `{origin, decided_by, decided_at}`.
     pub approval: Option<String>,
     /// JSON, model tasks: prompt, instructions, model, tool_definitions, environment, skills,
-    /// memory… Written once, at insert.
+    /// memory… Written once, at insert. Stored once per distinct content (`frozen_contexts`,
+    /// migration 0014), under the row's `frozen_digest`.
     pub frozen_context: Option<String>,
     /// JSON.
     pub request_surface: Option<String>,
@@ -419,7 +420,8 @@ pub struct FrozenHead {
     pub kind: String,
     pub declaring_task_id: Option<i64>,
     /// The SHA-256 (lowercase hex) of `frozen_context`, written by the same insert (migration
-    /// 0006). `None`: no frozen context, or a row written before migration 0006.
+    /// 0006; rows written before it got theirs in migration 0014), the key of the body in
+    /// `frozen_contexts`. `None`: no frozen context.
     pub frozen_digest: Option<String>,
 }
 

@@ -17,9 +17,9 @@ use sqlx::{AssertSqlSafe, PgConnection, Row};
 use uuid::Uuid;
 
 use crate::model::*;
-use crate::row::{self, Columns};
+use crate::row::Columns;
 use crate::sqlite::pending_of;
-use crate::{Engine, Result, StoreError, StoreOptions, check_text, redact_url, sql, write_error};
+use crate::{Engine, Result, StoreError, StoreOptions, redact_url};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -151,20 +151,7 @@ impl PgStore {
     pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
     }
-
-    async fn one_member(&self, q: PgQuery<'_>) -> Result<Option<MemberRow>> {
-        q.fetch_optional(&self.pool).await?.map(|r| row::member(&r)).transpose()
-    }
-
-    async fn one_executor(&self, q: PgQuery<'_>) -> Result<Option<ExecutorRow>> {
-        q.fetch_optional(&self.pool)
-            .await?
-            .map(|r| row::executor(&r))
-            .transpose()
-    }
 }
-
-type PgQuery<'q> = sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>;
 
 impl Columns for PgRow {
     fn public_id(&self, column: &str) -> Result<Uuid> {
@@ -224,18 +211,12 @@ impl<'q> FetchAs for sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgAr
     }
 }
 
-/// The run-table operations over a PostgreSQL connection (see `crate::ops`).
+/// The store's operations over a PostgreSQL connection (see `crate::ops`).
 pub(crate) mod ops {
     use super::{FetchAs, uid};
     use sqlx::PgConnection as Conn;
     use sqlx::{query, query_scalar};
-    crate::ops::engine_ops!(
-        lock_run = sql::LOCK_RUN_PG,
-        dequeue = sql::DEQUEUE_JOBS_PG,
-        update_task = update_task
-    );
-    crate::uploads::upload_ops!();
-    crate::memory::memory_ops!(scope_lock = crate::memory::MEMORY_LOCK_PG);
+    crate::ops::engine_ops!(update_task = update_task);
 
     /// An executor door's rows: the run `public_id` as the account `account_id` finds it, read
     /// under the run lock (`SELECT … FOR UPDATE` first, storage-and-scale.md §3), then its task
@@ -295,304 +276,5 @@ impl Engine for PgStore {
         Ok(pending_of(&MIGRATOR, &applied))
     }
 
-    async fn ensure_account(&self, public_id: Uuid, handle: &str, now: i64) -> Result<AccountRow> {
-        check_text(handle)?;
-        sqlx::query(sql::INSERT_ACCOUNT)
-            .bind(public_id)
-            .bind(handle)
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        let r = sqlx::query(sql::ACCOUNT_BY_HANDLE)
-            .bind(handle)
-            .fetch_one(&self.pool)
-            .await?;
-        row::account(&r)
-    }
-
-    async fn account_by_id(&self, id: i64) -> Result<Option<AccountRow>> {
-        sqlx::query(sql::ACCOUNT_BY_ID)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| row::account(&r))
-            .transpose()
-    }
-
-    async fn ensure_workspace(&self, public_id: Uuid, account_id: i64, handle: &str, now: i64) -> Result<WorkspaceRow> {
-        check_text(handle)?;
-        sqlx::query(sql::INSERT_WORKSPACE)
-            .bind(public_id)
-            .bind(account_id)
-            .bind(handle)
-            .bind(now)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        let r = sqlx::query(sql::WORKSPACE_BY_HANDLE)
-            .bind(account_id)
-            .bind(handle)
-            .fetch_one(&self.pool)
-            .await?;
-        row::workspace(&r)
-    }
-
-    async fn workspace_by_public_id(&self, public_id: Uuid) -> Result<Option<WorkspaceRow>> {
-        sqlx::query(sql::WORKSPACE_BY_PUBLIC_ID)
-            .bind(public_id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| row::workspace(&r))
-            .transpose()
-    }
-
-    async fn workspace_by_id(&self, id: i64) -> Result<Option<WorkspaceRow>> {
-        sqlx::query(sql::WORKSPACE_BY_ID)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| row::workspace(&r))
-            .transpose()
-    }
-
-    async fn set_standing(&self, workspace_id: i64, member_id: i64, standing: Standing) -> Result<()> {
-        sqlx::query(sql::UPSERT_STANDING)
-            .bind(workspace_id)
-            .bind(member_id)
-            .bind(standing.as_str())
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        Ok(())
-    }
-
-    async fn standing(&self, workspace_id: i64, member_id: i64) -> Result<Option<Standing>> {
-        let value: Option<String> = sqlx::query_scalar(sql::STANDING)
-            .bind(workspace_id)
-            .bind(member_id)
-            .fetch_optional(&self.pool)
-            .await?;
-        value.map(|v| row::standing(&v)).transpose()
-    }
-
-    async fn create_member(&self, new: NewMember) -> Result<(MemberRow, Option<ExecutorRow>)> {
-        row::check_member_text(&new)?;
-        let agent = row::agent_executor_of(&new)?;
-        let mut tx = self.pool.begin().await?;
-        let r = sqlx::query(sql::INSERT_MEMBER)
-            .bind(new.public_id)
-            .bind(new.account_id)
-            .bind(new.kind.as_str())
-            .bind(&new.handle)
-            .bind(&new.display_name)
-            .bind(&new.role)
-            .bind(new.steward_id)
-            .bind(new.now)
-            .fetch_one(&mut *tx)
-            .await
-            .map_err(write_error)?;
-        let member = row::member(&r)?;
-        let executor = match agent {
-            Some((public_id, display_name, manager_id)) => {
-                let r = sqlx::query(sql::INSERT_EXECUTOR)
-                    .bind(public_id)
-                    .bind(new.account_id)
-                    .bind(ExecutorKind::AgentApplication.as_str())
-                    .bind(display_name)
-                    .bind(AssignmentScope::UserPrivate.as_str())
-                    .bind(manager_id)
-                    .bind(member.id)
-                    .bind(new.now)
-                    .fetch_one(&mut *tx)
-                    .await
-                    .map_err(write_error)?;
-                Some(row::executor(&r)?)
-            }
-            None => None,
-        };
-        tx.commit().await.map_err(write_error)?;
-        Ok((member, executor))
-    }
-
-    async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
-        self.one_member(sqlx::query(sql::MEMBER_BY_PUBLIC_ID).bind(public_id))
-            .await
-    }
-
-    async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
-        if check_text(handle).is_err() {
-            return Ok(None); // nothing stored holds U+0000
-        }
-        self.one_member(sqlx::query(sql::MEMBER_BY_HANDLE).bind(account_id).bind(handle))
-            .await
-    }
-
-    async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()> {
-        if let Some(c) = configuration {
-            check_text(c)?;
-        }
-        let done = sqlx::query(sql::SET_MEMBER_CONFIGURATION)
-            .bind(configuration)
-            .bind(now)
-            .bind(member_id)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("member {member_id}")));
-        }
-        Ok(())
-    }
-
-    async fn create_runner(&self, new: NewRunner) -> Result<ExecutorRow> {
-        check_text(&new.display_name)?;
-        let r = sqlx::query(sql::INSERT_EXECUTOR)
-            .bind(new.public_id)
-            .bind(new.account_id)
-            .bind(ExecutorKind::Runner.as_str())
-            .bind(&new.display_name)
-            .bind(new.assignment_scope.as_str())
-            .bind(new.manager_id)
-            .bind(None::<i64>)
-            .bind(new.now)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(write_error)?;
-        row::executor(&r)
-    }
-
-    async fn executor_by_id(&self, id: i64) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::EXECUTOR_BY_ID).bind(id)).await
-    }
-
-    async fn executor_by_public_id(&self, public_id: Uuid) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::EXECUTOR_BY_PUBLIC_ID).bind(public_id))
-            .await
-    }
-
-    async fn active_runner_by_name(&self, account_id: i64, manager_id: i64, name: &str) -> Result<Option<ExecutorRow>> {
-        if check_text(name).is_err() {
-            return Ok(None);
-        }
-        self.one_executor(
-            sqlx::query(sql::ACTIVE_RUNNER_BY_NAME)
-                .bind(account_id)
-                .bind(manager_id)
-                .bind(name),
-        )
-        .await
-    }
-
-    async fn agent_application_of(&self, agent_member_id: i64) -> Result<Option<ExecutorRow>> {
-        self.one_executor(sqlx::query(sql::AGENT_APPLICATION_OF).bind(agent_member_id))
-            .await
-    }
-
-    async fn list_executors(&self, account_id: i64, kind: Option<ExecutorKind>) -> Result<Vec<ExecutorRow>> {
-        let rows = match kind {
-            Some(kind) => {
-                sqlx::query(sql::EXECUTORS_OF_ACCOUNT_KIND)
-                    .bind(account_id)
-                    .bind(kind.as_str())
-                    .fetch_all(&self.pool)
-                    .await?
-            }
-            None => {
-                sqlx::query(sql::EXECUTORS_OF_ACCOUNT)
-                    .bind(account_id)
-                    .fetch_all(&self.pool)
-                    .await?
-            }
-        };
-        rows.iter().map(row::executor).collect()
-    }
-
-    async fn advance_executor_epoch(&self, executor_id: i64) -> Result<i64> {
-        let epoch: Option<i64> = sqlx::query_scalar(sql::ADVANCE_EPOCH)
-            .bind(executor_id)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(write_error)?;
-        epoch.ok_or_else(|| StoreError::NotFound(format!("executor {executor_id}")))
-    }
-
-    async fn revoke_executor(&self, executor_id: i64, _now: i64) -> Result<()> {
-        let done = sqlx::query(sql::REVOKE_EXECUTOR)
-            .bind(executor_id)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("executor {executor_id}")));
-        }
-        Ok(())
-    }
-
-    async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
-        row::check_announcement_text(announcement)?;
-        let done = sqlx::query(sql::PUT_ANNOUNCEMENT)
-            .bind(&announcement.served_tools)
-            .bind(&announcement.environment)
-            .bind(&announcement.served_documents)
-            .bind(now)
-            .bind(executor_id)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound(format!("executor {executor_id}")));
-        }
-        Ok(())
-    }
-
-    async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
-        check_text(&new.secret_sha256)?;
-        let r = sqlx::query(sql::INSERT_CREDENTIAL)
-            .bind(new.public_id)
-            .bind(new.plane.as_str())
-            .bind(new.member_id)
-            .bind(new.executor_id)
-            .bind(new.epoch)
-            .bind(&new.secret_sha256)
-            .bind(new.expires_at)
-            .bind(new.now)
-            .fetch_one(&self.pool)
-            .await
-            .map_err(write_error)?;
-        row::credential(&r)
-    }
-
-    async fn credential_by_public_id(&self, public_id: Uuid) -> Result<Option<CredentialRow>> {
-        sqlx::query(sql::CREDENTIAL_BY_PUBLIC_ID)
-            .bind(public_id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| row::credential(&r))
-            .transpose()
-    }
-
-    async fn revoke_credential(&self, public_id: Uuid, now: i64) -> Result<bool> {
-        let done = sqlx::query(sql::REVOKE_CREDENTIAL)
-            .bind(now)
-            .bind(public_id)
-            .execute(&self.pool)
-            .await
-            .map_err(write_error)?;
-        Ok(done.rows_affected() > 0)
-    }
-
-    async fn has_transport_credential_at(&self, executor_id: i64, epoch: i64, now: i64) -> Result<bool> {
-        let found = sqlx::query(sql::HAS_TRANSPORT_CREDENTIAL_AT)
-            .bind(executor_id)
-            .bind(epoch)
-            .bind(now)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(found.is_some())
-    }
-
     crate::ops::engine_methods!();
-    crate::uploads::upload_methods!();
-    crate::memory::memory_methods!();
 }

@@ -226,11 +226,18 @@ pub(crate) fn run(r: &impl Columns) -> Result<RunRow> {
     })
 }
 
-/// The stored digest of a frozen context: the SHA-256 of its bytes, lowercase hex. Computed
-/// here, by the one insert that writes both columns ([`crate::sql::INSERT_TASK`]).
+/// The stored digest of a frozen context: the SHA-256 of its bytes, lowercase hex, the key of
+/// its body in `frozen_contexts` (migration 0014). Computed here, by the task insert
+/// ([`crate::sql::INSERT_TASK`], [`crate::sql::INSERT_FROZEN_CONTEXT`]), and by the SQLite
+/// migrator for rows written before migration 0006.
 pub(crate) fn frozen_digest(frozen: &str) -> String {
+    sha256_hex(frozen.as_bytes())
+}
+
+/// The SHA-256 of `bytes`, lowercase hex.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::{Digest, Sha256};
-    let d = Sha256::digest(frozen.as_bytes());
+    let d = Sha256::digest(bytes);
     let mut hex = String::with_capacity(64);
     for b in d {
         hex.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));

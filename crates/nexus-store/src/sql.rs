@@ -276,10 +276,25 @@ pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequen
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
 
+/// A task's frozen context, the body stored under its digest (`frozen_contexts`, migration 0014;
+/// `NULL` for a row without one), read beside the row `$t` (a table name or alias).
+macro_rules! frozen_body {
+    ($t:literal) => {
+        concat!(
+            "(SELECT fc.body FROM frozen_contexts fc WHERE fc.digest = ",
+            $t,
+            ".frozen_digest)"
+        )
+    };
+}
+
 /// A task row's columns read through the alias `t` (what `row::task` decodes).
 macro_rules! task_columns_t {
     () => {
-        "t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_context, t.created_at, \
+        concat!(
+            "t.id, t.run_id, t.key, t.kind, t.origin, ",
+            frozen_body!("t"),
+            " AS frozen_context, t.created_at, \
          t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
          t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, t.tool_input, \
          t.tool_call_id, t.target_executor_id, t.addressed_executor_id, t.addressed_role, \
@@ -288,6 +303,7 @@ macro_rules! task_columns_t {
          t.is_error, t.title, t.metadata, t.error_key, t.error_detail, t.approval, \
          t.request_surface, t.usage, t.reply, t.resolution_token_sha256, t.started_at, \
          t.settled_at"
+        )
     };
 }
 
@@ -379,10 +395,10 @@ pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_k
 
 macro_rules! task_select {
     ($where:literal) => {
-        task_select!(@frozen "frozen_context", $where)
+        task_select!(@frozen frozen_body!("tasks"), $where)
     };
-    // `$frozen` stands in for the frozen context column (`NULL` where a read must not touch it).
-    (@frozen $frozen:literal, $where:literal) => {
+    // `$frozen` stands in for the frozen context (`"NULL"` where a read must not touch it).
+    (@frozen $frozen:expr, $where:literal) => {
         concat!(
             "SELECT id, run_id, key, kind, origin, ",
             $frozen,
@@ -399,20 +415,27 @@ macro_rules! task_select {
     };
 }
 
-/// The only statement that writes `frozen_context` and `frozen_digest`. `$1`–`$6`: run, key,
-/// kind, origin, frozen context, created; `$7`–`$44`: the mutable columns in [`crate::row`]'s
-/// bind order; `$45`: the frozen context's digest ([`crate::row::frozen_digest`]).
-pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, origin, frozen_context, created_at, status, \
+/// A frozen context's body, once per digest (migration 0014): `$1` the digest
+/// ([`crate::row::frozen_digest`]), `$2` the body. A body already stored is left as it is.
+pub(crate) const INSERT_FROZEN_CONTEXT: &str =
+    "INSERT INTO frozen_contexts (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING";
+
+/// The only statement that writes `frozen_digest`, after [`INSERT_FROZEN_CONTEXT`] stored the
+/// body it names (`tasks.frozen_context` is left `NULL` since migration 0014; the insert's
+/// caller has the bytes, so `RETURNING` does not read them back). `$1`–`$6`: run, key, kind,
+/// origin, the frozen context's digest, created; `$7`–`$44`: the mutable columns in
+/// [`crate::row`]'s bind order.
+pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, origin, frozen_digest, created_at, status, \
      generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
      declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
      addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
      deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
      structured_content, is_error, title, metadata, error_key, error_detail, approval, \
-     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at, \
-     frozen_digest) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
      $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
-     $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44, $45) RETURNING id, run_id, key, kind, origin, \
-     frozen_context, created_at, status, generation, on_failure, failure_resolution, \
+     $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44) RETURNING id, run_id, key, kind, origin, \
+     NULL AS frozen_context, created_at, status, generation, on_failure, failure_resolution, \
      visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, \
      tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, \
      effect_profile, timeout_ms, await_started_at, deadline_at, claim_token, claimed_at, \
@@ -438,21 +461,25 @@ pub(crate) const UPDATE_TASK: &str = "UPDATE tasks SET status = $16, generation 
 pub(crate) const TASK_BY_ID: &str = task_select!("WHERE id = $1");
 
 /// A task by id without its frozen context (read back as `None`): what the SQLite engine's
-/// narrow update compares against (sqlite.rs, `ops::update_task`).
+/// narrow update compares against (`sqlite/ops.rs`, `update_task`).
 pub(crate) const TASK_MUTABLE_BY_ID: &str = task_select!(@frozen "NULL", "WHERE id = $1");
 
 /// A task's frozen head ([`crate::model::FrozenHead`]): everything but the frozen bytes, from
 /// the covering index `tasks_frozen_head` (migration 0006). SQLite: named, since its planner
-/// prefers the rowid lookup, which walks the frozen context's overflow pages to reach
-/// `frozen_digest`.
+/// prefers the rowid lookup, which walked the frozen context's overflow pages to reach
+/// `frozen_digest` while the row held the bytes (before migration 0014).
 pub(crate) const TASK_FROZEN_HEAD_SQLITE: &str = "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks \
      INDEXED BY tasks_frozen_head WHERE id = $1";
 
 pub(crate) const TASK_FROZEN_HEAD_PG: &str =
     "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks WHERE id = $1";
 
-/// A task's `frozen_context` alone.
-pub(crate) const TASK_FROZEN_CONTEXT: &str = "SELECT frozen_context FROM tasks WHERE id = $1";
+/// A task's frozen context alone, from `frozen_contexts` by the row's digest (migration 0014).
+pub(crate) const TASK_FROZEN_CONTEXT: &str = concat!(
+    "SELECT ",
+    frozen_body!("t"),
+    " AS frozen_context FROM tasks t WHERE t.id = $1"
+);
 
 pub(crate) const TASK_BY_KEY: &str = task_select!("WHERE run_id = $1 AND key = $2");
 

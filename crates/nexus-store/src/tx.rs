@@ -21,7 +21,7 @@ use crate::{Result, StoreError, postgres, sqlite, voids_transaction, write_error
 
 /// An open SQLite transaction (`BEGIN IMMEDIATE`).
 pub struct SqliteTx {
-    /// The transaction and the writer gate it holds (sqlite.rs).
+    /// The transaction and the writer gate it holds (`sqlite/gate.rs`).
     pub(crate) tx: sqlite::GatedTx,
     /// A statement failed in the database: the unit of work is void.
     pub(crate) void: bool,
@@ -293,7 +293,8 @@ impl Tx {
 
     // ---- tasks ----
 
-    /// Inserts a task: the only statement that writes `frozen_context`. A key already used in
+    /// Inserts a task: the only write of a frozen context, whose body is stored once per distinct
+    /// content (`frozen_contexts`, migration 0014; the row keeps its digest). A key already used in
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
@@ -387,7 +388,8 @@ impl Tx {
         tx_dispatch!(self, task_frozen_head(task_id))
     }
 
-    /// A task's `frozen_context` alone (`None`: no such row, or no frozen context).
+    /// A task's `frozen_context` alone (`None`: no such row, or no frozen context), read from
+    /// `frozen_contexts` by the row's digest.
     pub async fn task_frozen_context(&mut self, task_id: i64) -> Result<Option<String>> {
         tx_dispatch!(self, task_frozen_context(task_id))
     }

@@ -887,6 +887,164 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
     }
 }
 
+/// Rows for migration 0014's test, before migration 0006: an account, workspace, member and
+/// run, and a round `a` holding the frozen context `abc` without a digest. Portable SQL (both
+/// dialects; ids are the identity columns' own).
+const ROWS_BEFORE_0006: &str = "
+    INSERT INTO accounts (public_id, handle, created_at)
+        VALUES ('0190a000-0000-7000-8000-000000000001', 'acme', 0);
+    INSERT INTO workspaces (public_id, account_id, handle, created_at)
+        VALUES ('0190a000-0000-7000-8000-000000000002', (SELECT id FROM accounts), 'w', 0);
+    INSERT INTO members (public_id, account_id, kind, handle, display_name, role, created_at, updated_at)
+        VALUES ('0190a000-0000-7000-8000-000000000003', (SELECT id FROM accounts), 'human', 'h', 'H',
+            'admin', 0, 0);
+    INSERT INTO runs (public_id, workspace_id, created_by_id, answering_member_id, status, hosting,
+            approval_mode, revision, last_event_sequence, created_at)
+        VALUES ('0190a000-0000-7000-8000-000000000004', (SELECT id FROM workspaces),
+            (SELECT id FROM members), (SELECT id FROM members), 'running', 'kernel', 'bypass', 1, 0, 0);
+    INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility,
+            mainline, structured_present, is_error, created_at, frozen_context)
+        VALUES ((SELECT id FROM runs), 'a', 'model_task', 'completed', 1, 'kernel', 'propagate',
+            'visible', TRUE, FALSE, FALSE, 0, 'abc');
+    INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility,
+            mainline, structured_present, is_error, created_at, frozen_context)
+        VALUES ((SELECT id FROM runs), 'c', 'model_task', 'completed', 1, 'kernel', 'propagate',
+            'visible', TRUE, FALSE, FALSE, 0, '{\"y\":1}');";
+
+/// Rows for migration 0014's test, after migration 0006: a round `b` with the same bytes as `a`
+/// and their digest, as the task insert wrote them, and a tool row `d` without a frozen context.
+const ROWS_BEFORE_0014: &str = "
+    INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility,
+            mainline, structured_present, is_error, created_at, frozen_context, frozen_digest)
+        VALUES ((SELECT id FROM runs), 'b', 'model_task', 'completed', 1, 'kernel', 'propagate',
+            'visible', TRUE, FALSE, FALSE, 0, 'abc',
+            'ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility,
+            mainline, structured_present, is_error, created_at)
+        VALUES ((SELECT id FROM runs), 'd', 'tool_task', 'completed', 1, 'author', 'propagate',
+            'visible', TRUE, FALSE, FALSE, 0);";
+
+/// What migration 0014 leaves of [`ROWS_BEFORE_0006`] and [`ROWS_BEFORE_0014`]: one body per
+/// content, no bytes in a task row, the rounds written before 0006 with the digest the task
+/// insert computes, and every round read back with its bytes.
+async fn assert_frozen_contexts_moved(s: &Store) {
+    let count = |table: &'static str, condition: &'static str| testing::row_count(s, table, condition);
+    assert_eq!(count("frozen_contexts", "1 = 1").await.unwrap(), 2, "{}", s.dialect());
+    assert_eq!(count("tasks", "frozen_context IS NOT NULL").await.unwrap(), 0);
+    let run = s
+        .run_by_public_id("0190a000-0000-7000-8000-000000000004".parse().unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let mut tx = s.begin().await.unwrap();
+    for (key, frozen, digest) in [
+        (
+            "a",
+            Some("abc"),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ),
+        (
+            "b",
+            Some("abc"),
+            Some("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"),
+        ),
+        (
+            "c",
+            Some(r#"{"y":1}"#),
+            Some("c7bd835adf20c1cc2a521683644cbc40c8c97e7b1925ed6309e0892c01fea42f"),
+        ),
+        ("d", None, None),
+    ] {
+        let task = tx.task_by_key(run.id, key).await.unwrap().unwrap();
+        assert_eq!(task.frozen_context.as_deref(), frozen, "{key}");
+        let head = tx.task_frozen_head(task.id).await.unwrap().unwrap();
+        assert_eq!(head.frozen_digest.as_deref(), digest, "{key}");
+        assert_eq!(
+            tx.task_frozen_context(task.id).await.unwrap().as_deref(),
+            frozen,
+            "{key}"
+        );
+    }
+    tx.rollback().await.unwrap();
+}
+
+/// Migration 0014 moves every stored frozen context into `frozen_contexts`, once per content,
+/// and gives rounds written before migration 0006 their digest (SQLite computes it with the
+/// migrator's `nexus_sha256_hex`, PostgreSQL with `sha256`): a database migrated by hand through
+/// 0005 with two rounds without digests, then through 0013 with a round holding the first one's
+/// bytes and their digest and a tool row, then opened and migrated by the store. Both engines.
+#[tokio::test]
+async fn migration_0014_stores_each_frozen_context_once() {
+    // SQLite: the ledger written as sqlx writes it (as in the migration 0008 test), foreign keys
+    // not enforced while the migrations run (as the store's migrator does, for 0008's rebuild).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nexus.db");
+    let migrator = sqlx::migrate!("./migrations/sqlite");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch(
+            "PRAGMA foreign_keys = OFF; CREATE TABLE _sqlx_migrations (version BIGINT PRIMARY KEY, \
+             description TEXT NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, \
+             success BOOLEAN NOT NULL, checksum BLOB NOT NULL, execution_time BIGINT NOT NULL)",
+        )
+        .unwrap();
+        let apply = |below: i64, from: i64| {
+            for m in migrator.iter().filter(|m| m.version >= from && m.version < below) {
+                c.execute_batch(m.sql.as_str()).unwrap();
+                c.execute(
+                    "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+                     VALUES (?1, ?2, TRUE, ?3, 0)",
+                    rusqlite::params![m.version, &*m.description, &*m.checksum],
+                )
+                .unwrap();
+            }
+        };
+        apply(6, 0);
+        c.execute_batch(ROWS_BEFORE_0006).unwrap();
+        apply(14, 6);
+        c.execute_batch(ROWS_BEFORE_0014).unwrap();
+    }
+    let s = Store::open(&StoreOptions::new(format!("sqlite://{}", path.display())))
+        .await
+        .unwrap();
+    assert_eq!(s.pending_migrations().await.unwrap(), 1);
+    s.migrate().await.unwrap();
+    assert_frozen_contexts_moved(&s).await;
+    drop(s);
+
+    // PostgreSQL: a schema beside the test's own, migrated by sqlx's migrator over the same
+    // files in two steps.
+    let Some(ts) = testing::postgres().await else { return };
+    let schema = format!("{}_f", ts.schema.as_deref().unwrap());
+    let result = async {
+        use std::str::FromStr;
+        let base = ts.base_url.as_deref().unwrap();
+        let connect = sqlx::postgres::PgConnectOptions::from_str(base)?;
+        let admin = sqlx::PgPool::connect_with(connect.clone()).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+            .execute(&admin)
+            .await?;
+        admin.close().await;
+        let pool = sqlx::PgPool::connect_with(connect.options([("search_path", schema.as_str())])).await?;
+        let all = sqlx::migrate!("./migrations/postgres");
+        let below =
+            |v: i64| sqlx::migrate::Migrator::with_migrations(all.iter().filter(|m| m.version < v).cloned().collect());
+        below(6).run(&pool).await?;
+        sqlx::raw_sql(ROWS_BEFORE_0006).execute(&pool).await?;
+        below(14).run(&pool).await?;
+        sqlx::raw_sql(ROWS_BEFORE_0014).execute(&pool).await?;
+        pool.close().await;
+        let pg = Store::Postgres(PgStore::open_in_schema(&StoreOptions::new(base), &schema).await?);
+        assert_eq!(pg.pending_migrations().await?, 1);
+        pg.migrate().await?;
+        assert_frozen_contexts_moved(&pg).await;
+        Ok::<_, Box<dyn std::error::Error>>(())
+    }
+    .await;
+    drop_schema(&ts, &schema).await;
+    result.unwrap();
+}
+
 /// A dropped unit of work rolls back on SQLite and leaves the write connection usable: the
 /// next writer neither sees its rows nor finds a transaction still open.
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! SQLite's writer gate (sqlite.rs): concurrent writers in one process queue on an async mutex
+//! SQLite's writer gate (src/sqlite/gate.rs): concurrent writers in one process queue on an async mutex
 //! instead of spinning in SQLite's busy handler, and a writer that cannot get the gate within
 //! the busy timeout answers `StoreError::Busy` (the kernel's `503 unavailable`) instead of
 //! hanging or surfacing SQLite's "database is locked".

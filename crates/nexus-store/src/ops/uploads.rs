@@ -1,5 +1,5 @@
 //! Uploads, captures, their bindings and blob metadata (migration 0003; uploads.md,
-//! storage-and-scale.md §4), written once for both engines like `crate::ops`.
+//! storage-and-scale.md §4), written once for both engines (see [`crate::ops`]).
 //!
 //! The bytes are not here: the kernel keeps them in a content-addressed blob store keyed by
 //! SHA-256. The `blobs` table records which digests exist, so the reaper deletes a blob only
@@ -128,7 +128,7 @@ pub(crate) mod sql {
 /// and `uid`).
 macro_rules! upload_ops {
     () => {
-        use $crate::uploads::{NewUpload, UploadRow, sql as usql, upload as upload_row};
+        use $crate::ops::uploads::{NewUpload, UploadRow, sql as usql, upload as upload_row};
 
         pub(crate) async fn insert_blob(c: &mut Conn, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
             check_text(sha256)?;

@@ -130,8 +130,8 @@ pub(crate) fn memory_doc(r: &impl crate::row::Columns) -> crate::Result<MemoryDo
 }
 
 macro_rules! memory_ops {
-    (scope_lock = $scope_lock:expr $(,)?) => {
-        use $crate::memory::{
+    () => {
+        use $crate::ops::memory::{
             MEMBER_ID_BY_PUBLIC_ID, MEMORY_COUNT, MEMORY_DELETE, MEMORY_GET, MEMORY_INSERT, MEMORY_LIST_FULL,
             MEMORY_LIST_META, MEMORY_UPDATE, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc,
             WORKSPACE_ID_BY_PUBLIC_ID, memory_doc,
@@ -189,7 +189,7 @@ macro_rules! memory_ops {
             if let Some(d) = &new.description {
                 check_text(d)?;
             }
-            query($scope_lock)
+            query(<Conn as $crate::ops::Dialect>::MEMORY_LOCK)
                 .bind(format!("memory:{}:{}", new.scope.as_str(), new.owner_id))
                 .execute(&mut *c)
                 .await
@@ -304,20 +304,6 @@ macro_rules! memory_ops {
                 .fetch_optional(&mut *c)
                 .await?)
         }
-
-        pub(crate) async fn workspace_by_handle(
-            c: &mut Conn,
-            account_id: i64,
-            handle: &str,
-        ) -> Result<Option<WorkspaceRow>> {
-            query(sql::WORKSPACE_BY_HANDLE)
-                .bind(account_id)
-                .bind(handle)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| row::workspace(&r))
-                .transpose()
-        }
     };
 }
 pub(crate) use memory_ops;
@@ -328,26 +314,26 @@ macro_rules! memory_methods {
     () => {
         async fn memory_document(
             &self,
-            scope: $crate::memory::MemoryScope,
+            scope: $crate::ops::memory::MemoryScope,
             owner_id: i64,
             path: &str,
-        ) -> Result<Option<$crate::memory::MemoryDocRow>> {
+        ) -> Result<Option<$crate::ops::memory::MemoryDocRow>> {
             ops::memory_get(&mut *self.pool.acquire().await?, scope, owner_id, path).await
         }
         async fn memory_documents(
             &self,
-            scope: $crate::memory::MemoryScope,
+            scope: $crate::ops::memory::MemoryScope,
             owner_id: i64,
             with_content: bool,
-        ) -> Result<Vec<$crate::memory::MemoryDocRow>> {
+        ) -> Result<Vec<$crate::ops::memory::MemoryDocRow>> {
             ops::memory_list(&mut *self.pool.acquire().await?, scope, owner_id, with_content).await
         }
         async fn memory_put(
             &self,
-            new: $crate::memory::NewMemoryDoc,
+            new: $crate::ops::memory::NewMemoryDoc,
             expected_lock_version: Option<i64>,
             bound: i64,
-        ) -> Result<$crate::memory::MemoryPut> {
+        ) -> Result<$crate::ops::memory::MemoryPut> {
             let mut tx = self.write_tx().await?;
             let out = ops::memory_put(&mut tx, &new, expected_lock_version, bound).await?;
             tx.commit().await.map_err($crate::write_error)?;
@@ -355,18 +341,15 @@ macro_rules! memory_methods {
         }
         async fn memory_delete(
             &self,
-            scope: $crate::memory::MemoryScope,
+            scope: $crate::ops::memory::MemoryScope,
             owner_id: i64,
             path: &str,
             expected_lock_version: Option<i64>,
-        ) -> Result<$crate::memory::MemoryDelete> {
+        ) -> Result<$crate::ops::memory::MemoryDelete> {
             let mut tx = self.write_tx().await?;
             let out = ops::memory_delete(&mut tx, scope, owner_id, path, expected_lock_version).await?;
             tx.commit().await.map_err($crate::write_error)?;
             Ok(out)
-        }
-        async fn workspace_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<WorkspaceRow>> {
-            ops::workspace_by_handle(&mut *self.pool.acquire().await?, account_id, handle).await
         }
     };
 }

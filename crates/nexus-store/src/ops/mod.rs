@@ -1,0 +1,110 @@
+//! The store's operations, written once for both engines and grouped by area: accounts
+//! (accounts, workspaces, standing, members), executors (executors, announcements,
+//! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, sealed requests,
+//! round facts, the sweep's selections and the inbox page), events, memory and uploads.
+//!
+//! Each area's file has two macros. `<area>_ops!` expands, inside each engine's `ops` module,
+//! to free functions over that engine's connection type `Conn` (a pooled connection or an open
+//! transaction both deref to it), so one text serves a single statement on a pool, an
+//! [`crate::Engine`] method and a [`crate::Tx`] unit of work alike. `<area>_methods!` expands,
+//! inside each engine's `impl Engine`, to that area's [`crate::Engine`] methods over the
+//! engine's pool. [`engine_ops!`] and [`engine_methods!`] expand every area's, so each engine's
+//! `impl Engine` is dispatch only.
+//!
+//! An `ops` module supplies `Conn`, `query` and `query_scalar` (sqlx's, or the SQLite driver's
+//! mirror of them) and `uid` (how the engine binds a public id: TEXT in SQLite, `uuid` in
+//! PostgreSQL). Where the dialects need different text, [`Dialect`] picks it by the connection
+//! type. A methods macro's `impl` has `ops`, `self.pool` (reads), `self.write_conn()` (a
+//! connection for one write statement, behind the SQLite writer gate), `self.write_tx()` (a
+//! write transaction) and `self.principals` (the principal cache).
+//!
+//! The foundation's and the run tables' statement texts are in `crate::sql` (they share its
+//! column lists); the memory and upload areas keep theirs in their own files. A new area (the
+//! conversation tables) is one more file here, named once in each of the two macros below; the
+//! [`crate::Engine`] trait, [`crate::Store`]'s dispatch and [`crate::Tx`] then name its methods.
+
+pub(crate) mod accounts;
+pub(crate) mod events;
+pub(crate) mod executors;
+pub(crate) mod memory;
+pub(crate) mod runs;
+pub(crate) mod tasks;
+pub(crate) mod uploads;
+
+/// The statements whose text differs by dialect, chosen by the engine's connection type (so
+/// [`engine_ops!`] keeps one definition of each operation).
+pub(crate) trait Dialect {
+    /// Appends an event at the run's next sequence and moves `runs.last_event_sequence` to it,
+    /// in one statement: `$1` run, `$2` type, `$3` at, `$4` task key, `$5` data; returns the
+    /// sequence (no row: no such run).
+    const APPEND_EVENT: &'static str;
+    /// The append at a sequence the unit of work already knows (`$2`), when the dialect has
+    /// one: `$1` run, `$3` type, `$4` at, `$5` task key, `$6` data; the run's sequence moves
+    /// with it. `None`: every append reads the sequence ([`Dialect::APPEND_EVENT`]).
+    const APPEND_EVENT_AT: Option<&'static str>;
+    /// A task's id, kind, declaring row and frozen digest by id (`$1`), read from the covering
+    /// index `tasks_frozen_head` so no frozen bytes are touched.
+    const TASK_FROZEN_HEAD: &'static str;
+    /// The run row by id (`$1`), locked for the unit of work: PostgreSQL `SELECT … FOR
+    /// UPDATE`; on SQLite a plain read (`BEGIN IMMEDIATE` holds the write lock).
+    const LOCK_RUN: &'static str;
+    /// The job dequeue: `$1` node, `$2` lease end, `$3` now, `$4` limit.
+    const DEQUEUE_JOBS: &'static str;
+    /// Serializes the writers of one memory (scope, owner), `$1` naming it.
+    const MEMORY_LOCK: &'static str;
+}
+
+impl Dialect for rusqlite::Connection {
+    const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
+    const APPEND_EVENT_AT: Option<&'static str> = Some(crate::sql::APPEND_EVENT_AT_SQLITE);
+    const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
+    const LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
+    const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_SQLITE;
+    const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
+}
+
+impl Dialect for sqlx::PgConnection {
+    const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_PG;
+    const APPEND_EVENT_AT: Option<&'static str> = None;
+    const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_PG;
+    const LOCK_RUN: &'static str = crate::sql::LOCK_RUN_PG;
+    const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_PG;
+    const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
+}
+
+/// Every area's operations, inside an engine's `ops` module. `update_task` names the shared
+/// conditional task update (the SQLite engine names it `update_task_every_column` and writes
+/// its own `update_task` beside it).
+macro_rules! engine_ops {
+    (update_task = $update_task:ident $(,)?) => {
+        #[allow(unused_imports)]
+        use $crate::model::*;
+        use $crate::row;
+        use $crate::sql;
+        use $crate::{Result, StoreError, check_text, write_error};
+
+        $crate::ops::accounts::account_ops!();
+        $crate::ops::executors::executor_ops!();
+        $crate::ops::runs::run_ops!();
+        $crate::ops::events::event_ops!();
+        $crate::ops::tasks::task_ops!(update_task = $update_task);
+        $crate::ops::memory::memory_ops!();
+        $crate::ops::uploads::upload_ops!();
+    };
+}
+pub(crate) use engine_ops;
+
+/// Every area's [`crate::Engine`] methods, inside an engine's `impl Engine` (all but the
+/// migrator's two).
+macro_rules! engine_methods {
+    () => {
+        $crate::ops::accounts::account_methods!();
+        $crate::ops::executors::executor_methods!();
+        $crate::ops::runs::run_methods!();
+        $crate::ops::events::event_methods!();
+        $crate::ops::tasks::task_methods!();
+        $crate::ops::memory::memory_methods!();
+        $crate::ops::uploads::upload_methods!();
+    };
+}
+pub(crate) use engine_methods;

@@ -1,0 +1,362 @@
+//! Runs, the job queue and idempotency receipts (migration 0002), written once for both engines.
+
+/// The run operations, expanded inside each engine's `ops` module (see [`crate::ops`]).
+macro_rules! run_ops {
+    () => {
+        // ---- runs ----
+
+        pub(crate) async fn insert_run(c: &mut Conn, new: &NewRun) -> Result<RunRow> {
+            row::check_new_run_text(new)?;
+            let r = query(sql::INSERT_RUN)
+                .bind(uid(new.public_id))
+                .bind(new.workspace_id)
+                .bind(new.created_by_id)
+                .bind(new.answering_member_id)
+                .bind(new.declaring_agent_id)
+                .bind(&new.status)
+                .bind(&new.hosting)
+                .bind(&new.approval_mode)
+                .bind(&new.approval_rules)
+                .bind(new.default_runner_id)
+                .bind(new.revision)
+                .bind(new.created_at)
+                .bind(new.started_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            row::run(&r)
+        }
+
+        /// `sequence`: also move `last_event_sequence` to it (SQLite's unit of work writes the
+        /// sequences of its appends with the run's own update, [`crate::Tx::update_run`]).
+        pub(crate) async fn update_run(c: &mut Conn, run: &RunRow, sequence: Option<i64>) -> Result<()> {
+            row::check_run_row_text(run)?;
+            let text = match sequence {
+                Some(_) => sql::UPDATE_RUN_AND_SEQUENCE,
+                None => sql::UPDATE_RUN,
+            };
+            let mut q = query(text)
+                .bind(run.id)
+                .bind(&run.status)
+                .bind(run.deliverable_task_id)
+                .bind(run.revision)
+                .bind(&run.attention)
+                .bind(run.started_at)
+                .bind(run.ended_at)
+                .bind(run.default_runner_id);
+            if let Some(sequence) = sequence {
+                q = q.bind(sequence);
+            }
+            let done = q.execute(&mut *c).await.map_err(write_error)?;
+            if done.rows_affected() == 0 {
+                return Err(StoreError::NotFound(format!("run {}", run.id)));
+            }
+            Ok(())
+        }
+
+        pub(crate) async fn run_by_id(c: &mut Conn, id: i64) -> Result<Option<RunRow>> {
+            query(sql::RUN_BY_ID)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::run(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn lock_run(c: &mut Conn, id: i64) -> Result<RunRow> {
+            let r = query(<Conn as $crate::ops::Dialect>::LOCK_RUN)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?;
+            match r {
+                Some(r) => row::run(&r),
+                None => Err(StoreError::NotFound(format!("run {id}"))),
+            }
+        }
+
+        /// The credential with its executor's row, and the `principal_version` they were read
+
+        pub(crate) async fn run_in_account(
+            c: &mut Conn,
+            public_id: uuid::Uuid,
+            account_id: i64,
+        ) -> Result<Option<RunInAccount>> {
+            run_in_account_by(c, sql::RUN_IN_ACCOUNT, public_id, account_id).await
+        }
+
+        /// [`run_in_account`] through `statement`, a `run_in_account_select!` text.
+        pub(crate) async fn run_in_account_by(
+            c: &mut Conn,
+            statement: &'static str,
+            public_id: uuid::Uuid,
+            account_id: i64,
+        ) -> Result<Option<RunInAccount>> {
+            use $crate::row::Columns;
+            let Some(r) = query(statement)
+                .bind(uid(public_id))
+                .bind(account_id)
+                .fetch_optional(&mut *c)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+                return Ok(None);
+            };
+            Ok(Some(RunInAccount {
+                run: row::run(&r)?,
+                workspace_public_id,
+                creator_standing: r
+                    .opt_text("creator_standing")?
+                    .map(|s| row::standing(&s))
+                    .transpose()?,
+            }))
+        }
+
+        pub(crate) async fn run_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<RunRow>> {
+            query(sql::RUN_BY_PUBLIC_ID)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::run(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn runs_of_workspace(
+            c: &mut Conn,
+            workspace_id: i64,
+            status: Option<&str>,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<RunRow>> {
+            let rows = match status {
+                Some(status) => {
+                    if check_text(status).is_err() {
+                        return Ok(Vec::new());
+                    }
+                    query(sql::RUNS_OF_WORKSPACE_STATUS)
+                        .bind(workspace_id)
+                        .bind(after_id)
+                        .bind(limit)
+                        .bind(status)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+                None => {
+                    query(sql::RUNS_OF_WORKSPACE)
+                        .bind(workspace_id)
+                        .bind(after_id)
+                        .bind(limit)
+                        .fetch_all(&mut *c)
+                        .await?
+                }
+            };
+            rows.iter().map(row::run).collect()
+        }
+        // ---- jobs ----
+
+        pub(crate) async fn insert_job(c: &mut Conn, new: &NewJob) -> Result<i64> {
+            check_text(&new.kind)?;
+            let id: i64 = query_scalar(sql::INSERT_JOB)
+                .bind(&new.kind)
+                .bind(new.run_id)
+                .bind(new.task_id)
+                .bind(new.generation)
+                .bind(new.available_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(id)
+        }
+
+        pub(crate) async fn delete_job(c: &mut Conn, job_id: i64) -> Result<bool> {
+            let done = query(sql::DELETE_JOB)
+                .bind(job_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn job_by_id(c: &mut Conn, job_id: i64) -> Result<Option<JobRow>> {
+            query(sql::JOB_BY_ID)
+                .bind(job_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::job(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn dequeue_jobs(
+            c: &mut Conn,
+            node_id: &str,
+            now: i64,
+            lease_ms: i64,
+            limit: i64,
+        ) -> Result<Vec<JobRow>> {
+            check_text(node_id)?;
+            let rows = query(<Conn as $crate::ops::Dialect>::DEQUEUE_JOBS)
+                .bind(node_id)
+                .bind(now.saturating_add(lease_ms))
+                .bind(now)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let mut jobs = rows.iter().map(row::job).collect::<Result<Vec<_>>>()?;
+            jobs.sort_by_key(|j| j.id);
+            Ok(jobs)
+        }
+
+        pub(crate) async fn renew_job_lease(
+            c: &mut Conn,
+            job_id: i64,
+            node_id: &str,
+            now: i64,
+            lease_ms: i64,
+        ) -> Result<bool> {
+            check_text(node_id)?;
+            let done = query(sql::RENEW_JOB_LEASE)
+                .bind(job_id)
+                .bind(node_id)
+                .bind(now.saturating_add(lease_ms))
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn release_node_leases(c: &mut Conn, node_id: &str) -> Result<u64> {
+            check_text(node_id)?;
+            let done = query(sql::RELEASE_NODE_LEASES)
+                .bind(node_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected())
+        }
+
+        pub(crate) async fn requeue_job(c: &mut Conn, job_id: i64, available_at: i64) -> Result<bool> {
+            let done = query(sql::REQUEUE_JOB)
+                .bind(job_id)
+                .bind(available_at)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+        // ---- idempotency receipts ----
+
+        pub(crate) async fn idempotency_get(c: &mut Conn, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+            if check_text(scope_hash).is_err() {
+                return Ok(None);
+            }
+            query(sql::RECEIPT_GET)
+                .bind(scope_hash)
+                .bind(now)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::receipt(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn idempotency_put(c: &mut Conn, new: &NewReceipt) -> Result<ReceiptRow> {
+            check_text(&new.scope_hash)?;
+            check_text(&new.envelope_sha256)?;
+            check_text(&new.body)?;
+            // An expired receipt frees its scope.
+            query(sql::RECEIPT_DROP_EXPIRED_SCOPE)
+                .bind(&new.scope_hash)
+                .bind(new.created_at)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let r = query(sql::RECEIPT_PUT)
+                .bind(&new.scope_hash)
+                .bind(&new.envelope_sha256)
+                .bind(new.status)
+                .bind(&new.body)
+                .bind(new.expires_at)
+                .bind(new.created_at)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?;
+            match r {
+                Some(r) => row::receipt(&r),
+                None => Err(StoreError::Conflict(format!(
+                    "{} {}",
+                    $crate::RECEIPT_TAKEN,
+                    new.scope_hash
+                ))),
+            }
+        }
+
+        pub(crate) async fn purge_idempotency_receipts(c: &mut Conn, now: i64) -> Result<u64> {
+            let done = query(sql::RECEIPTS_PURGE)
+                .bind(now)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected())
+        }
+    };
+}
+pub(crate) use run_ops;
+
+/// The run [`crate::Engine`] methods of one engine, over its pool (see [`crate::ops`]).
+macro_rules! run_methods {
+    () => {
+        async fn run_by_id(&self, id: i64) -> Result<Option<RunRow>> {
+            ops::run_by_id(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn run_by_public_id(&self, public_id: Uuid) -> Result<Option<RunRow>> {
+            ops::run_by_public_id(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn run_in_account(&self, public_id: Uuid, account_id: i64) -> Result<Option<RunInAccount>> {
+            ops::run_in_account(&mut *self.pool.acquire().await?, public_id, account_id).await
+        }
+        async fn runs_of_workspace(
+            &self,
+            workspace_id: i64,
+            status: Option<&str>,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<RunRow>> {
+            ops::runs_of_workspace(
+                &mut *self.pool.acquire().await?,
+                workspace_id,
+                status,
+                after_id,
+                limit,
+            )
+            .await
+        }
+        async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
+            ops::job_by_id(&mut *self.pool.acquire().await?, job_id).await
+        }
+        async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
+            // One statement, atomic on its own (and, on SQLite, behind the writer gate like
+            // every write of this process): no explicit transaction around it.
+            ops::dequeue_jobs(&mut *self.write_conn().await?, node_id, now, lease_ms, limit).await
+        }
+        async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool> {
+            ops::renew_job_lease(&mut *self.write_conn().await?, job_id, node_id, now, lease_ms).await
+        }
+        async fn release_node_leases(&self, node_id: &str) -> Result<u64> {
+            ops::release_node_leases(&mut *self.write_conn().await?, node_id).await
+        }
+        async fn requeue_job(&self, job_id: i64, available_at: i64) -> Result<bool> {
+            ops::requeue_job(&mut *self.write_conn().await?, job_id, available_at).await
+        }
+        async fn delete_job(&self, job_id: i64) -> Result<bool> {
+            ops::delete_job(&mut *self.write_conn().await?, job_id).await
+        }
+        async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>> {
+            ops::idempotency_get(&mut *self.pool.acquire().await?, scope_hash, now).await
+        }
+        async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
+            ops::purge_idempotency_receipts(&mut *self.write_conn().await?, now).await
+        }
+    };
+}
+pub(crate) use run_methods;

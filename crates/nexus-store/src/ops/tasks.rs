@@ -1,0 +1,432 @@
+//! Tasks, their edges, sealed requests and round facts (migrations 0002, 0005, 0006), the
+//! sweep's and the approval queue's selections and the inbox page, written once for both
+//! engines.
+
+/// The task operations, expanded inside each engine's `ops` module (see [`crate::ops`]).
+macro_rules! task_ops {
+    (update_task = $update_task:ident $(,)?) => {
+        // ---- tasks ----
+
+        /// The frozen context's body goes to `frozen_contexts` once per digest (a body already
+        /// stored is left as it is) and the row keeps the digest (migration 0014); the row
+        /// returned carries the caller's bytes.
+        pub(crate) async fn insert_task(c: &mut Conn, new: &NewTask) -> Result<TaskRow> {
+            row::check_new_task_text(new)?;
+            let digest = new.frozen_context.as_deref().map(row::frozen_digest);
+            if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
+                query(sql::INSERT_FROZEN_CONTEXT)
+                    .bind(digest)
+                    .bind(body)
+                    .execute(&mut *c)
+                    .await
+                    .map_err(write_error)?;
+            }
+            let q = query(sql::INSERT_TASK)
+                .bind(new.run_id)
+                .bind(&new.key)
+                .bind(&new.kind)
+                .bind(&new.origin)
+                .bind(&digest)
+                .bind(new.created_at);
+            let r = row::bind_task_mutable!(q, new)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let mut task = row::task(&r)?;
+            task.frozen_context = new.frozen_context.clone();
+            Ok(task)
+        }
+
+        /// The conditional update of every mutable column (`sql::UPDATE_TASK`).
+        pub(crate) async fn $update_task(
+            c: &mut Conn,
+            task: &TaskRow,
+            expect_generation: i64,
+            expect_statuses: &[&str],
+            expect_claim_token: Option<&str>,
+        ) -> Result<bool> {
+            row::check_task_row_text(task)?;
+            let slots = row::status_slots(expect_statuses)?;
+            let mut q = query(sql::UPDATE_TASK).bind(task.id).bind(expect_generation);
+            for s in slots {
+                q = q.bind(s);
+            }
+            let q = q.bind(expect_claim_token);
+            let done = row::bind_task_mutable!(q, task)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn task_by_id(c: &mut Conn, id: i64) -> Result<Option<TaskRow>> {
+            query(sql::TASK_BY_ID)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::task(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_frozen_head(c: &mut Conn, id: i64) -> Result<Option<FrozenHead>> {
+            query(<Conn as $crate::ops::Dialect>::TASK_FROZEN_HEAD)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::frozen_head(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_frozen_context(c: &mut Conn, id: i64) -> Result<Option<String>> {
+            let r = query(sql::TASK_FROZEN_CONTEXT)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?;
+            match r {
+                Some(r) => row::frozen_context(&r),
+                None => Ok(None),
+            }
+        }
+
+        pub(crate) async fn task_by_key(c: &mut Conn, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+            if check_text(key).is_err() {
+                return Ok(None);
+            }
+            query(sql::TASK_BY_KEY)
+                .bind(run_id)
+                .bind(key)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::task(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn tasks_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<TaskRow>> {
+            let rows = query(sql::TASKS_OF_RUN).bind(run_id).fetch_all(&mut *c).await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn tasks_declared_by(c: &mut Conn, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+            let rows = query(sql::TASKS_DECLARED_BY)
+                .bind(run_id)
+                .bind(declaring_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskEndRow>>> {
+            let mut rows = query(sql::TASKS_OF_QUIESCENT_RUN)
+                .bind(run_id)
+                .fetch_all_as(&mut *c, |r| row::task_end(r))
+                .await?;
+            rows.sort_unstable_by_key(|r| r.id);
+            // No rows: a run with rows in an open status (a run with no rows has nothing to end).
+            Ok((!rows.is_empty()).then_some(rows))
+        }
+
+        pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
+            Ok(query(sql::ANY_RUNNING_AWAIT)
+                .bind(run_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .is_some())
+        }
+
+        pub(crate) async fn tasks_of_run_page(
+            c: &mut Conn,
+            run_id: i64,
+            after_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            let rows = query(sql::TASKS_OF_RUN_PAGE)
+                .bind(run_id)
+                .bind(after_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn expired_parks(
+            c: &mut Conn,
+            now: i64,
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<(i64, i64)>> {
+            let rows = query(sql::EXPIRED_PARKS)
+                .bind(now)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::run_and_task_ids).collect()
+        }
+
+        pub(crate) async fn revoked_parks(c: &mut Conn, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            let rows = query(sql::REVOKED_PARKS)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::run_and_task_ids).collect()
+        }
+
+        pub(crate) async fn held_approvals(
+            c: &mut Conn,
+            workspace_id: i64,
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<TaskRow>> {
+            let rows = query(sql::HELD_APPROVALS)
+                .bind(workspace_id)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn inbox_page(
+            c: &mut Conn,
+            executor_id: i64,
+            after_task_id: i64,
+            limit: i64,
+        ) -> Result<Vec<(TaskRow, RunRow)>> {
+            let rows = query(sql::INBOX_PAGE)
+                .bind(executor_id)
+                .bind(after_task_id)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| Ok((row::task(r)?, row::run(&row::Prefixed(r, "r_"))?)))
+                .collect()
+        }
+
+        // ---- edges ----
+
+        pub(crate) async fn insert_edge(c: &mut Conn, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
+            check_text(kind)?;
+            let done = query(sql::INSERT_EDGE)
+                .bind(task_id)
+                .bind(depends_on_id)
+                .bind(kind)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        pub(crate) async fn edges_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<EdgeRow>> {
+            let rows = query(sql::EDGES_OF_RUN).bind(run_id).fetch_all(&mut *c).await?;
+            rows.iter().map(row::edge).collect()
+        }
+
+        pub(crate) async fn edges_into(c: &mut Conn, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
+            let mut edges = query(sql::EDGES_INTO)
+                .bind(depends_on_id)
+                .fetch_all_as(&mut *c, |r| row::edge(r))
+                .await?;
+            edges.sort_unstable();
+            Ok(edges)
+        }
+
+        pub(crate) async fn edges_from(c: &mut Conn, task_id: i64) -> Result<Vec<EdgeRow>> {
+            query(sql::EDGES_FROM)
+                .bind(task_id)
+                .fetch_all_as(&mut *c, |r| row::edge(r))
+                .await
+        }
+        // ---- sealed requests ----
+
+        pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
+            check_text(&new.record)?;
+            check_text(&new.body_sha256)?;
+            check_text(&new.attempts)?;
+            let r = query(sql::INSERT_SEALED_REQUEST)
+                .bind(new.task_id)
+                .bind(new.generation)
+                .bind(&new.record)
+                .bind(&new.body_sha256)
+                .bind(new.request_bytes)
+                .bind(&new.body)
+                .bind(&new.attempts)
+                .bind(new.created_at)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            row::sealed_request(&r)
+        }
+
+        pub(crate) async fn sealed_request(
+            c: &mut Conn,
+            task_id: i64,
+            generation: i64,
+        ) -> Result<Option<SealedRequestRow>> {
+            query(sql::SEALED_REQUEST)
+                .bind(task_id)
+                .bind(generation)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::sealed_request(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn set_sealed_attempts(
+            c: &mut Conn,
+            task_id: i64,
+            generation: i64,
+            attempts: &str,
+        ) -> Result<bool> {
+            check_text(attempts)?;
+            let done = query(sql::SET_SEALED_ATTEMPTS)
+                .bind(task_id)
+                .bind(generation)
+                .bind(attempts)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(done.rows_affected() > 0)
+        }
+
+        // ---- round facts and key probes (migration 0005) ----
+
+        pub(crate) async fn round_facts(c: &mut Conn, task_id: i64) -> Result<Option<RoundFactsRow>> {
+            query(sql::ROUND_FACTS)
+                .bind(task_id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::round_facts(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn put_round_facts(c: &mut Conn, facts: &RoundFactsRow) -> Result<()> {
+            check_text(&facts.history)?;
+            query(sql::PUT_ROUND_FACTS)
+                .bind(facts.task_id)
+                .bind(facts.chain_rounds)
+                .bind(facts.key_floor)
+                .bind(&facts.history)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
+        }
+
+        pub(crate) async fn round_for_reply(c: &mut Conn, id: i64) -> Result<Option<RoundForReply>> {
+            query(sql::ROUND_FOR_REPLY)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::round_for_reply(&r))
+                .transpose()
+        }
+
+        pub(crate) async fn task_neighbourhood(c: &mut Conn, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
+            let rows = query(sql::TASK_NEIGHBOURHOOD)
+                .bind(id)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(row::task).collect()
+        }
+
+        pub(crate) async fn task_and_deps(c: &mut Conn, id: i64) -> Result<Vec<TaskRow>> {
+            query(sql::TASK_AND_DEPS)
+                .bind(id)
+                .fetch_all_as(&mut *c, |r| row::task(r))
+                .await
+        }
+
+        pub(crate) async fn task_keys_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<String>> {
+            Ok(query_scalar(sql::TASK_KEYS_OF_RUN)
+                .bind(run_id)
+                .fetch_all(&mut *c)
+                .await?)
+        }
+
+        pub(crate) async fn used_task_keys(c: &mut Conn, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
+            let mut used = Vec::new();
+            for chunk in keys.chunks(sql::KEY_PROBE_SLOTS) {
+                // A key the text guard refuses is in use nowhere.
+                let probe: Vec<&str> = chunk
+                    .iter()
+                    .map(String::as_str)
+                    .filter(|k| check_text(k).is_ok())
+                    .collect();
+                let Some(first) = probe.first().copied() else {
+                    continue;
+                };
+                let mut q = query_scalar(sql::USED_TASK_KEYS).bind(run_id);
+                for i in 0..sql::KEY_PROBE_SLOTS {
+                    q = q.bind(probe.get(i).copied().unwrap_or(first));
+                }
+                let keys: Vec<String> = q.fetch_all(&mut *c).await?;
+                used.extend(keys);
+            }
+            used.sort();
+            used.dedup();
+            Ok(used)
+        }
+    };
+}
+pub(crate) use task_ops;
+
+/// The task [`crate::Engine`] methods of one engine, over its pool (see [`crate::ops`]).
+macro_rules! task_methods {
+    () => {
+        async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+            ops::tasks_of_run_page(&mut *self.pool.acquire().await?, run_id, after_id, limit).await
+        }
+        async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
+            ops::task_by_key(&mut *self.pool.acquire().await?, run_id, key).await
+        }
+        async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>> {
+            ops::task_by_id(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
+            ops::tasks_declared_by(&mut *self.pool.acquire().await?, run_id, declaring_id).await
+        }
+        async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
+            ops::task_neighbourhood(&mut *self.pool.acquire().await?, run_id, id).await
+        }
+        async fn task_and_deps(&self, id: i64) -> Result<Vec<TaskRow>> {
+            ops::task_and_deps(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>> {
+            ops::edges_of_run(&mut *self.pool.acquire().await?, run_id).await
+        }
+        async fn edges_from(&self, task_id: i64) -> Result<Vec<EdgeRow>> {
+            ops::edges_from(&mut *self.pool.acquire().await?, task_id).await
+        }
+        async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
+            ops::sealed_request(&mut *self.pool.acquire().await?, task_id, generation).await
+        }
+        async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            ops::expired_parks(&mut *self.pool.acquire().await?, now, after_task_id, limit).await
+        }
+        async fn revoked_parks(&self, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
+            ops::revoked_parks(&mut *self.pool.acquire().await?, after_task_id, limit).await
+        }
+        async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
+            ops::held_approvals(
+                &mut *self.pool.acquire().await?,
+                workspace_id,
+                after_task_id,
+                limit,
+            )
+            .await
+        }
+        async fn inbox_page(&self, executor_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<(TaskRow, RunRow)>> {
+            ops::inbox_page(
+                &mut *self.pool.acquire().await?,
+                executor_id,
+                after_task_id,
+                limit,
+            )
+            .await
+        }
+    };
+}
+pub(crate) use task_methods;

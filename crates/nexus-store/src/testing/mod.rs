@@ -1,0 +1,272 @@
+//! Test harness (feature `testing`): a fresh, migrated store per test on each engine.
+//!
+//! - [`sqlite`]: a database file in its own temporary directory.
+//! - [`postgres`]: a uniquely named schema (`t_<uuid>`) in the database named by
+//!   `NEXUS_TEST_DATABASE_URL`, dropped (best effort) when the [`TestStore`] drops. Without the
+//!   variable, or with the server unreachable, it returns `None`, unless
+//!   `NEXUS_REQUIRE_POSTGRES=1`, which turns both cases into a panic.
+//! - [`engines`]: SQLite, then PostgreSQL when available.
+//!
+//! [`TestStore::url`] opens the same store from another process (`nexus --database-url …`):
+//! `sqlite://PATH`, or the PostgreSQL URL with `?schema=NAME` (see [`crate::StoreOptions`]).
+//! Mind the SQLite single-node lock: the test must drop its own store before a child process
+//! opens the same file.
+//!
+//! [`introspect`] reads a store's schema as raw catalog facts for the parity test, and
+//! [`row_count`] counts a table's rows (`schema.rs`); [`seed_member`] and [`new_run`] give the
+//! account, workspace, member and run most store tests start from. `measure.rs` holds what the
+//! benchmarks measure with: CPU time, the machine's CPU split, statement events, the inbox
+//! workload.
+
+use std::time::Duration;
+
+use sqlx::{Connection, PgConnection};
+use uuid::Uuid;
+
+use crate::postgres::split_schema;
+use crate::{Engine, Store, StoreOptions};
+
+mod measure;
+mod schema;
+
+pub use measure::*;
+pub use schema::*;
+
+/// The variable naming the PostgreSQL database tests may use.
+pub const DATABASE_URL_VAR: &str = "NEXUS_TEST_DATABASE_URL";
+/// Set to `1` to make a missing or unreachable PostgreSQL fail the tests instead of skipping.
+pub const REQUIRE_POSTGRES_VAR: &str = "NEXUS_REQUIRE_POSTGRES";
+
+/// A fresh, migrated store for one test. Dropping it removes the temporary directory
+/// (SQLite) or drops the schema (PostgreSQL, best effort). `store` may be moved out (and
+/// dropped early, say before a child process opens the same SQLite file); the cleanup guards
+/// stay with the rest of the value.
+pub struct TestStore {
+    pub store: Store,
+    /// `sqlite` or `postgres`.
+    pub dialect: &'static str,
+    /// A URL another process can open: `sqlite://PATH`, or the PostgreSQL URL with
+    /// `?schema=NAME`.
+    pub url: String,
+    /// The PostgreSQL schema (`None` for SQLite).
+    pub schema: Option<String>,
+    /// The PostgreSQL URL without the schema (`None` for SQLite).
+    pub base_url: Option<String>,
+    /// Keeps the SQLite directory alive; declared after `store` so the pool drops first.
+    dir: Option<tempfile::TempDir>,
+    /// Drops the PostgreSQL schema.
+    _schema_guard: Option<SchemaGuard>,
+}
+
+impl TestStore {
+    /// Options that open this same store again (`Store::open`).
+    pub fn options(&self) -> StoreOptions {
+        StoreOptions {
+            postgres_max_connections: 5,
+            ..StoreOptions::new(self.url.clone())
+        }
+    }
+
+    /// The SQLite file (`None` for PostgreSQL).
+    pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
+        self.dir.as_ref().map(|d| d.path().join("nexus.db"))
+    }
+}
+
+impl std::fmt::Debug for TestStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TestStore")
+            .field("dialect", &self.dialect)
+            .field("url", &crate::redact_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Drops a test schema when it goes out of scope.
+struct SchemaGuard {
+    base_url: String,
+    schema: String,
+}
+
+impl Drop for SchemaGuard {
+    fn drop(&mut self) {
+        let base = std::mem::take(&mut self.base_url);
+        let schema = std::mem::take(&mut self.schema);
+        // On a thread with its own runtime: `drop` cannot await, and it may run inside (or
+        // outside) the test's runtime. A failure never fails the test.
+        let worker = std::thread::spawn(move || {
+            let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                return;
+            };
+            runtime.block_on(async move {
+                let drop_it = async {
+                    let mut conn = PgConnection::connect(&base).await?;
+                    // A session of the test may still hold locks in the schema: a dropped,
+                    // uncommitted transaction whose queued ROLLBACK never ran because this drop
+                    // blocks the test's runtime. The test is over, so end those sessions.
+                    sqlx::query(
+                        "SELECT pg_terminate_backend(l.pid) FROM pg_locks l \
+                         JOIN pg_class c ON c.oid = l.relation \
+                         JOIN pg_namespace n ON n.oid = c.relnamespace \
+                         WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()",
+                    )
+                    .bind(&schema)
+                    .fetch_all(&mut conn)
+                    .await?;
+                    let sql = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+                    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut conn).await?;
+                    conn.close().await
+                };
+                match tokio::time::timeout(Duration::from_secs(20), drop_it).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => eprintln!("note: could not drop test schema {schema}: {e}"),
+                    Err(_) => eprintln!("note: dropping test schema {schema} timed out"),
+                }
+            });
+        });
+        let _ = worker.join();
+    }
+}
+
+fn require_postgres() -> bool {
+    std::env::var(REQUIRE_POSTGRES_VAR).is_ok_and(|v| v == "1")
+}
+
+/// A fresh, migrated SQLite store in its own temporary directory.
+pub async fn sqlite() -> TestStore {
+    let dir = tempfile::Builder::new()
+        .prefix("nexus-store-test")
+        .tempdir()
+        .expect("temp dir");
+    let url = format!("sqlite://{}", dir.path().join("nexus.db").display());
+    let store = Store::open(&StoreOptions::new(url.clone()))
+        .await
+        .expect("open the SQLite test store");
+    store.migrate().await.expect("migrate the SQLite test store");
+    TestStore {
+        store,
+        dialect: "sqlite",
+        url,
+        schema: None,
+        base_url: None,
+        dir: Some(dir),
+        _schema_guard: None,
+    }
+}
+
+/// A fresh, migrated PostgreSQL store in its own schema, or `None` when PostgreSQL is not
+/// configured or not reachable (a panic instead under `NEXUS_REQUIRE_POSTGRES=1`).
+pub async fn postgres() -> Option<TestStore> {
+    let require = require_postgres();
+    let configured = std::env::var(DATABASE_URL_VAR).ok().filter(|u| !u.trim().is_empty());
+    let Some(configured) = configured else {
+        if require {
+            panic!(
+                "{REQUIRE_POSTGRES_VAR}=1 but {DATABASE_URL_VAR} is not set: point it at a \
+                 PostgreSQL database, e.g. postgres://postgres@127.0.0.1:5432/test"
+            );
+        }
+        return None;
+    };
+    let (base, _) = split_schema(&configured).expect("a valid NEXUS_TEST_DATABASE_URL");
+    let schema = format!("t_{}", Uuid::now_v7().simple());
+    if let Err(e) = create_schema(&base, &schema).await {
+        let shown = crate::redact_url(&base);
+        if require {
+            panic!("{REQUIRE_POSTGRES_VAR}=1 but PostgreSQL at {shown} is unusable: {e}");
+        }
+        eprintln!("note: PostgreSQL at {shown} is unusable ({e}); skipping the PostgreSQL engine");
+        return None;
+    }
+    let separator = if base.contains('?') { '&' } else { '?' };
+    let url = format!("{base}{separator}schema={schema}");
+    let options = StoreOptions {
+        postgres_max_connections: 5,
+        ..StoreOptions::new(url.clone())
+    };
+    // From here on the schema exists: the guard drops it even if opening fails.
+    let guard = SchemaGuard {
+        base_url: base.clone(),
+        schema: schema.clone(),
+    };
+    let store = Store::open(&options).await.expect("open the PostgreSQL test store");
+    store.migrate().await.expect("migrate the PostgreSQL test store");
+    Some(TestStore {
+        store,
+        dialect: "postgres",
+        url,
+        schema: Some(schema),
+        base_url: Some(base),
+        dir: None,
+        _schema_guard: Some(guard),
+    })
+}
+
+async fn create_schema(base: &str, schema: &str) -> std::result::Result<(), String> {
+    let work = async {
+        let mut conn = PgConnection::connect(base).await?;
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE SCHEMA \"{schema}\"")))
+            .execute(&mut conn)
+            .await?;
+        conn.close().await
+    };
+    match tokio::time::timeout(Duration::from_secs(10), work).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("timed out after 10 s".into()),
+    }
+}
+
+/// Every engine available: SQLite, then PostgreSQL when configured and reachable.
+pub async fn engines() -> Vec<TestStore> {
+    let mut all = vec![sqlite().await];
+    all.extend(postgres().await);
+    all
+}
+
+/// An account `acme`, its workspace `main` and a human member `ada` in it (no standing), at
+/// `now`: the rows most store tests start from.
+pub async fn seed_member(store: &Store, now: i64) -> (crate::AccountRow, crate::WorkspaceRow, crate::MemberRow) {
+    let account = store
+        .ensure_account(Uuid::now_v7(), "acme", now)
+        .await
+        .expect("ensure_account");
+    let workspace = store
+        .ensure_workspace(Uuid::now_v7(), account.id, "main", now)
+        .await
+        .expect("ensure_workspace");
+    let (member, _) = store
+        .create_member(crate::NewMember {
+            public_id: Uuid::now_v7(),
+            account_id: account.id,
+            kind: crate::MemberKind::Human,
+            handle: "ada".into(),
+            display_name: "Ada".into(),
+            role: "admin".into(),
+            steward_id: None,
+            agent_executor_public_id: None,
+            now,
+        })
+        .await
+        .expect("create_member");
+    (account, workspace, member)
+}
+
+/// A standalone run in `workspace_id`, created and answered by `member_id`, at `now`.
+pub fn new_run(workspace_id: i64, member_id: i64, status: &str, now: i64) -> crate::NewRun {
+    crate::NewRun {
+        public_id: Uuid::now_v7(),
+        workspace_id,
+        created_by_id: member_id,
+        answering_member_id: member_id,
+        declaring_agent_id: None,
+        status: status.into(),
+        hosting: r#"{"kind":"standalone"}"#.into(),
+        approval_mode: "ask".into(),
+        approval_rules: None,
+        default_runner_id: None,
+        revision: 1,
+        created_at: now,
+        started_at: None,
+    }
+}

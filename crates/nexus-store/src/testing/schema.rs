@@ -1,0 +1,281 @@
+//! Schema introspection (for the parity test) and row counts, over either engine.
+
+use sqlx::Row;
+
+use crate::{Result, Store};
+
+/// One column as the catalog reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawColumn {
+    pub table: String,
+    pub name: String,
+    /// SQLite: the declared type (`INTEGER`, `BIGINT`, `TEXT`, …). PostgreSQL:
+    /// `information_schema.columns.data_type` (`bigint`, `uuid`, `text`, `boolean`, …).
+    pub declared_type: String,
+    pub not_null: bool,
+    /// The default expression as the catalog prints it.
+    pub default: Option<String>,
+    /// SQLite: the rowid alias (`INTEGER PRIMARY KEY`). PostgreSQL: an identity column.
+    pub identity: bool,
+}
+
+/// One index, including those behind primary keys and unique constraints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawIndex {
+    pub table: String,
+    pub name: String,
+    pub columns: Vec<String>,
+    pub unique: bool,
+    /// The index behind the primary key.
+    pub primary: bool,
+    /// Behind a `UNIQUE` (or primary key) constraint, rather than `CREATE INDEX`.
+    pub constraint: bool,
+    /// A partial index's predicate as the catalog prints it.
+    pub predicate: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawForeignKey {
+    pub table: String,
+    pub column: String,
+    pub references_table: String,
+    pub references_column: String,
+}
+
+/// A schema as raw catalog facts (tables other than `_sqlx_migrations`), ordered by table.
+#[derive(Debug, Clone)]
+pub struct RawSchema {
+    pub dialect: &'static str,
+    pub columns: Vec<RawColumn>,
+    /// `(table, primary key columns in key order)`, for tables with a primary key.
+    pub primary_keys: Vec<(String, Vec<String>)>,
+    pub indexes: Vec<RawIndex>,
+    pub foreign_keys: Vec<RawForeignKey>,
+}
+
+/// Reads the schema of the store's database (PostgreSQL: its current schema).
+pub async fn introspect(store: &Store) -> Result<RawSchema> {
+    match store {
+        Store::Sqlite(s) => introspect_sqlite(&mut *s.read_conn().await?),
+        Store::Postgres(s) => introspect_postgres(s.pool()).await,
+    }
+}
+
+const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations'";
+
+fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
+    use crate::row::Columns;
+    use crate::sqlite::driver::{query, query_scalar};
+    let rows = query(&format!(
+        "SELECT m.name AS table_name, p.name AS column_name, p.type AS declared_type, \
+         p.\"notnull\" AS not_null, p.dflt_value AS default_value, p.pk AS pk \
+         FROM sqlite_master m JOIN pragma_table_info(m.name) p WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, p.cid"
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
+    let mut columns = Vec::new();
+    let mut pk: Vec<(String, i64, String)> = Vec::new();
+    for r in &rows {
+        let table = r.text("table_name")?;
+        let name = r.text("column_name")?;
+        let declared_type = r.text("declared_type")?;
+        let pk_position = r.int("pk")?;
+        if pk_position > 0 {
+            pk.push((table.clone(), pk_position, name.clone()));
+        }
+        columns.push(RawColumn {
+            table,
+            name,
+            declared_type,
+            not_null: r.int("not_null")? != 0,
+            default: r.opt_text("default_value")?,
+            identity: false,
+        });
+    }
+    pk.sort();
+    let mut primary_keys: Vec<(String, Vec<String>)> = Vec::new();
+    for (table, _, column) in pk {
+        match primary_keys.last_mut() {
+            Some((t, cols)) if *t == table => cols.push(column),
+            _ => primary_keys.push((table, vec![column])),
+        }
+    }
+    // The rowid alias: a sole INTEGER primary key column.
+    for (table, cols) in &primary_keys {
+        if let [only] = cols.as_slice() {
+            for c in columns.iter_mut().filter(|c| &c.table == table && &c.name == only) {
+                c.identity = c.declared_type.eq_ignore_ascii_case("INTEGER");
+            }
+        }
+    }
+
+    let rows = query(&format!(
+        "SELECT m.name AS table_name, il.name AS index_name, il.\"unique\" AS is_unique, \
+         il.origin AS origin, \
+         (SELECT s.sql FROM sqlite_master s WHERE s.type = 'index' AND s.name = il.name) AS definition \
+         FROM sqlite_master m JOIN pragma_index_list(m.name) il WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, il.name"
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
+    let mut indexes = Vec::new();
+    for r in &rows {
+        let name = r.text("index_name")?;
+        let origin = r.text("origin")?;
+        let definition = r.opt_text("definition")?;
+        let columns: Vec<String> = query_scalar("SELECT name FROM pragma_index_info($1) ORDER BY seqno")
+            .bind(&name)
+            .fetch_all(conn)
+            .into_inner()?;
+        let predicate = definition.as_deref().and_then(|d| {
+            let upper = d.to_ascii_uppercase();
+            upper
+                .find(" WHERE ")
+                .map(|at| d[at + " WHERE ".len()..].trim().to_string())
+        });
+        indexes.push(RawIndex {
+            table: r.text("table_name")?,
+            name,
+            columns,
+            unique: r.int("is_unique")? != 0,
+            primary: origin == "pk",
+            constraint: origin == "pk" || origin == "u",
+            predicate,
+        });
+    }
+
+    let rows = query(&format!(
+        "SELECT m.name AS table_name, f.\"from\" AS column_name, f.\"table\" AS references_table, \
+         f.\"to\" AS references_column \
+         FROM sqlite_master m JOIN pragma_foreign_key_list(m.name) f WHERE {SQLITE_TABLES} \
+         ORDER BY m.name, f.\"from\""
+    ))
+    .fetch_all(conn)
+    .into_inner()?;
+    let mut foreign_keys = Vec::new();
+    for r in &rows {
+        foreign_keys.push(RawForeignKey {
+            table: r.text("table_name")?,
+            column: r.text("column_name")?,
+            references_table: r.text("references_table")?,
+            references_column: r.text("references_column")?,
+        });
+    }
+    Ok(RawSchema {
+        dialect: "sqlite",
+        columns,
+        primary_keys,
+        indexes,
+        foreign_keys,
+    })
+}
+
+async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
+    let rows = sqlx::query(
+        "SELECT table_name::text AS table_name, column_name::text AS column_name, \
+         data_type::text AS data_type, is_nullable::text AS is_nullable, \
+         column_default::text AS column_default, is_identity::text AS is_identity \
+         FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND table_name <> '_sqlx_migrations' \
+         ORDER BY table_name, ordinal_position",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut columns = Vec::new();
+    for r in &rows {
+        columns.push(RawColumn {
+            table: r.try_get("table_name")?,
+            name: r.try_get("column_name")?,
+            declared_type: r.try_get("data_type")?,
+            not_null: r.try_get::<String, _>("is_nullable")? == "NO",
+            default: r.try_get("column_default")?,
+            identity: r.try_get::<String, _>("is_identity")? == "YES",
+        });
+    }
+
+    let rows = sqlx::query(
+        "SELECT t.relname::text AS table_name, i.relname::text AS index_name, \
+         ix.indisunique AS is_unique, ix.indisprimary AS is_primary, \
+         EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = ix.indexrelid \
+                 AND c.conrelid = t.oid AND c.contype IN ('u', 'p')) AS from_constraint, \
+         pg_get_expr(ix.indpred, ix.indrelid) AS predicate, \
+         ARRAY(SELECT a.attname::text \
+               FROM unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) \
+               JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum \
+               ORDER BY k.ord) AS columns \
+         FROM pg_index ix \
+         JOIN pg_class i ON i.oid = ix.indexrelid \
+         JOIN pg_class t ON t.oid = ix.indrelid \
+         JOIN pg_namespace n ON n.oid = t.relnamespace \
+         WHERE n.nspname = current_schema() AND t.relname <> '_sqlx_migrations' \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut indexes = Vec::new();
+    let mut primary_keys = Vec::new();
+    for r in &rows {
+        let index = RawIndex {
+            table: r.try_get("table_name")?,
+            name: r.try_get("index_name")?,
+            columns: r.try_get("columns")?,
+            unique: r.try_get("is_unique")?,
+            primary: r.try_get("is_primary")?,
+            constraint: r.try_get("from_constraint")?,
+            predicate: r.try_get("predicate")?,
+        };
+        if index.primary {
+            primary_keys.push((index.table.clone(), index.columns.clone()));
+        }
+        indexes.push(index);
+    }
+
+    let rows = sqlx::query(
+        "SELECT cl.relname::text AS table_name, a.attname::text AS column_name, \
+         rcl.relname::text AS references_table, ra.attname::text AS references_column \
+         FROM pg_constraint c \
+         CROSS JOIN LATERAL unnest(c.conkey, c.confkey) AS k(col, refcol) \
+         JOIN pg_class cl ON cl.oid = c.conrelid \
+         JOIN pg_namespace n ON n.oid = cl.relnamespace \
+         JOIN pg_class rcl ON rcl.oid = c.confrelid \
+         JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.col \
+         JOIN pg_attribute ra ON ra.attrelid = c.confrelid AND ra.attnum = k.refcol \
+         WHERE c.contype = 'f' AND n.nspname = current_schema() \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut foreign_keys = Vec::new();
+    for r in &rows {
+        foreign_keys.push(RawForeignKey {
+            table: r.try_get("table_name")?,
+            column: r.try_get("column_name")?,
+            references_table: r.try_get("references_table")?,
+            references_column: r.try_get("references_column")?,
+        });
+    }
+    Ok(RawSchema {
+        dialect: "postgres",
+        columns,
+        primary_keys,
+        indexes,
+        foreign_keys,
+    })
+}
+
+/// How many rows of `table` meet `condition` (PostgreSQL: in the store's schema), for tests
+/// that look at what is stored. Both are spliced into the statement: SQL the test writes, never
+/// input.
+pub async fn row_count(store: &Store, table: &str, condition: &str) -> Result<i64> {
+    let sql = format!("SELECT count(*) FROM {table} WHERE {condition}");
+    match store {
+        Store::Sqlite(s) => {
+            let mut conn = s.read_conn().await?;
+            Ok(crate::sqlite::driver::query_scalar::<i64>(&sql)
+                .fetch_one(&mut conn)
+                .into_inner()?)
+        }
+        Store::Postgres(s) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(s.pool()).await?),
+    }
+}
