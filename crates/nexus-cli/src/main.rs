@@ -23,7 +23,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the HTTP API (and, in later versions, the sweep and job workers).
+    /// Run the HTTP API, the job workers and the sweep.
     Serve(serve::ServeArgs),
     /// Apply pending migrations and exit.
     Migrate(config::StoreFlags),

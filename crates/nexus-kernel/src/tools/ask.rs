@@ -1,7 +1,7 @@
 //! `ask` (`nexus.human.ask`, kernel-tools.md §3): a tokenless await `<call>-ask-1`
 //! (`awaiting_input`, `on_failure: halt`, a 24 h clock) with `attention_required {reason:
 //! awaiting_human}` and `work_available {kind: ask}` to the declaring agent's address
-//! (runs/schedule.rs `open_await`). Answered through `POST R/tasks/<call>-ask-1/resolution`
+//! (runs/readiness.rs `open_await`). Answered through `POST R/tasks/<call>-ask-1/resolution`
 //! (runs/resolution.rs); the answer content is this call's paired result.
 
 use nexus_core::steps::{ASK_OPTION_CHARS, ASK_OPTIONS_MAX};

@@ -1,6 +1,6 @@
 //! `wait` (`nexus.tasks.wait`, kernel-tools.md §1): a kernel-held await `<call>-wait-1`
 //! (`running`) follows the target's final logical work and completes with its `<task_result>`
-//! envelope (runs/schedule.rs `open_await` / `observe_settled`). A settled target completes it
+//! envelope (runs/readiness.rs `open_await` / `observe_settled`). A settled target completes it
 //! at once; a timeout (`timed_out` / `await_timeout`, by the sweep) ends only the wait.
 
 use std::collections::HashSet;
