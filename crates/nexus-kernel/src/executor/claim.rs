@@ -19,6 +19,7 @@ use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 /// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
@@ -267,13 +268,10 @@ impl Kernel {
         let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
         let mut effects = Vec::new();
         self.emit(
-            &mut tx,
-            &mut run,
+            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
             "task_claimed",
             Some(&next.key),
             data,
-            now,
-            &mut effects,
         )
         .await?;
         tx.commit().await?;
@@ -350,13 +348,10 @@ impl Kernel {
         let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
         let mut effects: Vec<AfterCommit> = Vec::new();
         self.emit(
-            &mut tx,
-            &mut run,
+            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
             "task_deadline_extended",
             Some(&next.key),
             data,
-            now,
-            &mut effects,
         )
         .await?;
         tx.commit().await?;

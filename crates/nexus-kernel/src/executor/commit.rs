@@ -24,6 +24,7 @@ use super::inbox::row_kind;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::runs::view::TaskView;
 use crate::runs::{AfterCommit, is_settled, run_is_terminal};
 use crate::uploads::Committer;
@@ -330,7 +331,10 @@ impl Kernel {
         // Settle 4: the deadline wins.
         if deadline_passed(task, now) {
             return Ok(
-                if self.expire_park(tx, run, task, expect_token, now, &mut effects).await? {
+                if self
+                    .expire_park(&mut Unit::of(tx, run, now, &mut effects), task, expect_token)
+                    .await?
+                {
                     Step::Settled(effects)
                 } else {
                     Step::Idle
@@ -356,15 +360,12 @@ impl Kernel {
             return Ok(
                 if self
                     .settle_park(
-                        tx,
-                        run,
+                        &mut Unit::of(tx, run, now, &mut effects),
                         task,
                         next,
                         "failed",
                         Some(error),
                         expect_token,
-                        now,
-                        &mut effects,
                     )
                     .await?
                 {
@@ -390,7 +391,14 @@ impl Kernel {
             ("completed", None)
         };
         if !self
-            .settle_park(tx, run, task, next, to, error, expect_token, now, &mut effects)
+            .settle_park(
+                &mut Unit::of(tx, run, now, &mut effects),
+                task,
+                next,
+                to,
+                error,
+                expect_token,
+            )
             .await?
         {
             return Ok(Step::Idle);

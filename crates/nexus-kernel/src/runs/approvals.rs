@@ -3,16 +3,17 @@
 use std::collections::HashMap;
 
 use nexus_core::codes::{Code, task_error};
-use nexus_store::{Engine, MemberKind, RunRow, TaskRow, Tx};
+use nexus_store::{Engine, MemberKind, TaskRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::AfterCommit;
 use super::gate::approval_fact;
 use super::read::object;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::paging::{page_limit, parse_cursor};
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 /// A deny `reason` is carried as `error.detail` cut to this many bytes.
@@ -116,14 +117,10 @@ impl Kernel {
         // 5. The hold has not expired.
         if task.deadline_at.is_some_and(|d| d <= now) {
             self.settle_with(
-                &mut tx,
-                &mut run,
+                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
                 "timed_out",
-                task_error::APPROVAL_EXPIRED,
-                None,
-                now,
-                &mut effects,
+                SettleError::new(task_error::APPROVAL_EXPIRED, None),
             )
             .await?;
             tx.commit().await?;
@@ -141,26 +138,19 @@ impl Kernel {
         match verb {
             Verb::Deny => {
                 self.decided_event(
-                    &mut tx,
-                    &mut run,
+                    &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                     &task,
                     verb,
                     origin,
                     p.member.public_id,
-                    now,
-                    &mut effects,
                 )
                 .await?;
                 task.approval = Some(fact);
                 let detail = reason.map(|r| cut_bytes(&r, REASON_BYTES));
                 self.fail(
-                    &mut tx,
-                    &mut run,
+                    &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                     &mut task,
-                    task_error::APPROVAL_DENIED,
-                    detail,
-                    now,
-                    &mut effects,
+                    SettleError::new(task_error::APPROVAL_DENIED, detail),
                 )
                 .await?;
             }
@@ -169,13 +159,9 @@ impl Kernel {
                 match self.address(&mut tx, &run, &task).await? {
                     Err(detail) => {
                         self.fail(
-                            &mut tx,
-                            &mut run,
+                            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                             &mut task,
-                            task_error::TOOL_NOT_SERVED,
-                            Some(detail),
-                            now,
-                            &mut effects,
+                            SettleError::new(task_error::TOOL_NOT_SERVED, Some(detail)),
                         )
                         .await?;
                     }
@@ -189,18 +175,20 @@ impl Kernel {
                         } else {
                             // 8. Release.
                             self.decided_event(
-                                &mut tx,
-                                &mut run,
+                                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                                 &task,
                                 verb,
                                 origin,
                                 p.member.public_id,
-                                now,
-                                &mut effects,
                             )
                             .await?;
-                            self.release(&mut tx, &mut run, &mut task, &addressing, fact, now, &mut effects)
-                                .await?;
+                            self.release(
+                                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
+                                &mut task,
+                                &addressing,
+                                fact,
+                            )
+                            .await?;
                         }
                     }
                 }
@@ -211,21 +199,16 @@ impl Kernel {
         Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn decided_event(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &TaskRow,
         verb: Verb,
         origin: &str,
         by: Uuid,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
         let data = json!({"decision": verb.word(), "origin": origin, "decided_by": by.to_string()});
-        self.emit(tx, run, "approval_decided", Some(&task.key), data, now, effects)
-            .await
+        self.emit(u, "approval_decided", Some(&task.key), data).await
     }
 
     /// `GET W/approvals?after=&limit=` → `{approvals, pagination}`: held rows of the

@@ -7,29 +7,25 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use nexus_store::{RunRow, Tx};
 use serde_json::Value;
 
 use super::AfterCommit;
+use super::unit::Unit;
 use crate::Kernel;
 use crate::error::KernelResult;
 
 impl Kernel {
     /// Appends one event inside `tx` and records the trigger for after the commit.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn emit(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         kind: &str,
         task_key: Option<&str>,
         data: Value,
-        at: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        let row = tx.append_event(run.id, kind, task_key, &data, at).await?;
-        run.last_event_sequence = row.sequence;
-        effects.push(AfterCommit::Event(row));
+        let row = u.tx.append_event(u.run.id, kind, task_key, &data, u.now).await?;
+        u.run.last_event_sequence = row.sequence;
+        u.effects.push(AfterCommit::Event(row));
         Ok(())
     }
 

@@ -22,6 +22,8 @@ use uuid::Uuid;
 
 use super::{AfterCommit, FrozenContext, task_kind};
 use crate::error::KernelResult;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 /// The approval hold's budget (approvals.md §4).
@@ -374,13 +376,9 @@ impl Kernel {
             Ok(a) => a,
             Err(detail) => {
                 self.fail(
-                    tx,
-                    run,
+                    &mut Unit::of(tx, run, now, &mut effects),
                     task,
-                    task_error::TOOL_NOT_SERVED,
-                    Some(detail),
-                    now,
-                    &mut effects,
+                    SettleError::new(task_error::TOOL_NOT_SERVED, Some(detail)),
                 )
                 .await?;
                 return Ok(effects);
@@ -395,13 +393,10 @@ impl Kernel {
                 // `waiting → needs_approval → running | dispatched` in one update.
                 let fact = approval_fact(grant_word(origin), None, now);
                 self.release_from(
-                    tx,
-                    run,
+                    &mut Unit::of(tx, run, now, &mut effects),
                     task,
                     &addressing,
                     fact,
-                    now,
-                    &mut effects,
                     Some("needs_approval"),
                 )
                 .await?;
@@ -409,13 +404,9 @@ impl Kernel {
             Decision::Deny { detail } => {
                 self.transition(tx, run, task, "needs_approval", now).await?;
                 self.fail(
-                    tx,
-                    run,
+                    &mut Unit::of(tx, run, now, &mut effects),
                     task,
-                    task_error::APPROVAL_DENIED,
-                    Some(detail),
-                    now,
-                    &mut effects,
+                    SettleError::new(task_error::APPROVAL_DENIED, Some(detail)),
                 )
                 .await?;
             }
@@ -452,8 +443,13 @@ impl Kernel {
             return Ok(false);
         }
         let data = json!({"reason": "approval_required", "task_key": task.key});
-        self.emit(tx, run, "attention_required", Some(&task.key), data, now, effects)
-            .await?;
+        self.emit(
+            &mut Unit::of(tx, run, now, effects),
+            "attention_required",
+            Some(&task.key),
+            data,
+        )
+        .await?;
         if let Some(a) = address {
             effects.push(AfterCommit::WorkAvailable {
                 executor_public_id: a.public_id,
@@ -467,35 +463,31 @@ impl Kernel {
 
     /// Release (approvals.md §5 step 8): the one grant path for mode, rule and human grants.
     /// The row is at `needs_approval`.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn release(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &mut TaskRow,
         addressing: &Addressing,
         approval: String,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
-        self.release_from(tx, run, task, addressing, approval, now, effects, None)
+        let Unit { tx, run, now, effects } = u;
+        let now = *now;
+        self.release_from(&mut Unit::of(tx, run, now, effects), task, addressing, approval, None)
             .await
     }
 
     /// [`Kernel::release`] of a row that crosses `via` (`needs_approval`) on the way: a mode
     /// or rule grant releases a `waiting` row in the same update that crosses the gate.
-    #[allow(clippy::too_many_arguments)]
     async fn release_from(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &mut TaskRow,
         addressing: &Addressing,
         approval: String,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
         via: Option<&str>,
     ) -> KernelResult<bool> {
+        let Unit { tx, run, now, effects } = u;
+        let now = *now;
         effects.push(AfterCommit::RunEvents(run.id));
         task.approval = Some(approval);
         task.effect_profile = Some(addressing.effect_profile.to_string());

@@ -45,6 +45,7 @@ pub(crate) mod sealed;
 pub(crate) mod settle;
 pub mod stream;
 pub(crate) mod sweep;
+pub(crate) mod unit;
 pub mod view;
 pub(crate) mod worker;
 

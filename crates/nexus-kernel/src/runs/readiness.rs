@@ -22,9 +22,11 @@ use serde_json::json;
 use super::columns::Frozen;
 use super::render::unpaired_envelope;
 use super::rows::{Graph, Readiness, follow, readiness};
+use super::unit::Unit;
 use super::{AfterCommit, graph_error, is_settled, job_kind, task_kind};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::settle::SettleError;
 
 impl Kernel {
     /// Called after any settle of `task` (commit, sweep, deny, kernel tool, round), inside the
@@ -64,13 +66,13 @@ impl Kernel {
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
         while let Some(id) = settled.pop() {
-            self.observe_settled(tx, run, g, id, now, effects, &mut settled).await?;
+            self.observe_settled(tx, run, g, id, now, &mut settled).await?;
             for d in g.dependents_of(id) {
                 if g.get(d).is_some_and(|t| t.status == task_status::WAITING) {
                     // Boxed: most settles have no waiting dependent, and evaluating one (which
                     // may start a row) would otherwise size every settle's boxed `after_settle`
                     // future, which is copied whole when it is created.
-                    Box::pin(self.evaluate(tx, run, g, d, now, effects, &mut settled)).await?;
+                    Box::pin(self.evaluate(&mut Unit::of(tx, run, now, effects), g, d, &mut settled)).await?;
                 }
             }
         }
@@ -109,23 +111,18 @@ impl Kernel {
         let mut settled = Vec::new();
         for id in ids {
             if g.get(id).is_some_and(|t| t.status == task_status::WAITING) {
-                self.evaluate(tx, run, g, id, now, effects, &mut settled).await?;
+                self.evaluate(&mut Unit::of(tx, run, now, effects), g, id, &mut settled)
+                    .await?;
             }
         }
         self.cascade(tx, run, g, settled, now, effects).await
     }
 
-    #[allow(clippy::too_many_arguments)]
-    async fn evaluate(
-        &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
-        g: &mut Graph,
-        id: i64,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
-        settled: &mut Vec<i64>,
-    ) -> KernelResult<()> {
+    /// Evaluates one waiting row `id`: skips it, starts it, or leaves it waiting; a row that
+    /// settles here joins `settled`, whose dependents the cascade evaluates next.
+    async fn evaluate(&self, u: &mut Unit<'_>, g: &mut Graph, id: i64, settled: &mut Vec<i64>) -> KernelResult<()> {
+        let Unit { tx, run, now, effects } = u;
+        let now = *now;
         match readiness(g, id) {
             Readiness::NotYet => Ok(()),
             Readiness::Blocked => {
@@ -136,8 +133,7 @@ impl Kernel {
                         run,
                         &mut t,
                         task_status::SKIPPED,
-                        graph_error::UPSTREAM_FAILED,
-                        None,
+                        SettleError::new(graph_error::UPSTREAM_FAILED, None),
                         now,
                     )
                     .await?
@@ -238,8 +234,13 @@ impl Kernel {
             t.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
             if self.transition(tx, run, t, to, now).await? {
                 let data = json!({"reason": "awaiting_human", "task_key": t.key});
-                self.emit(tx, run, "attention_required", Some(&t.key), data, now, effects)
-                    .await?;
+                self.emit(
+                    &mut Unit::of(tx, run, now, effects),
+                    "attention_required",
+                    Some(&t.key),
+                    data,
+                )
+                .await?;
                 if let Some(a) = address {
                     effects.push(AfterCommit::WorkAvailable {
                         executor_public_id: a.public_id,
@@ -264,7 +265,6 @@ impl Kernel {
     }
 
     /// Completes kernel-held `wait` awaits observing a row that just settled.
-    #[allow(clippy::too_many_arguments)]
     async fn observe_settled(
         &self,
         tx: &mut Tx,
@@ -272,7 +272,6 @@ impl Kernel {
         g: &mut Graph,
         id: i64,
         now: i64,
-        _effects: &mut [AfterCommit],
         settled: &mut Vec<i64>,
     ) -> KernelResult<()> {
         if g.get(id).is_none() {
@@ -294,31 +293,34 @@ impl Kernel {
         }
         // Boxed: a completed wait is rare, and its future would otherwise size every settle's
         // (the boxed `after_settle` is copied whole when it is created).
-        Box::pin(self.complete_waits(tx, run, g, id, waiters, now, settled)).await
+        let Some(target) = g.get(id).cloned() else {
+            return Ok(());
+        };
+        let completed = Box::pin(self.complete_waits(tx, run, &target, waiters, now)).await?;
+        for w in completed {
+            g.put(&w);
+            settled.push(w.id);
+        }
+        Ok(())
     }
 
-    /// Completes the kernel-held waits in `waiters`, which observe the settled row `id`.
-    #[allow(clippy::too_many_arguments)]
+    /// Completes the kernel-held waits in `waiters`, which observe the settled row `target`;
+    /// returns the rows it completed.
     async fn complete_waits(
         &self,
         tx: &mut Tx,
         run: &mut RunRow,
-        g: &mut Graph,
-        id: i64,
+        target: &TaskRow,
         waiters: Vec<TaskRow>,
         now: i64,
-        settled: &mut Vec<i64>,
-    ) -> KernelResult<()> {
-        let Some(target) = g.get(id).cloned() else {
-            return Ok(());
-        };
+    ) -> KernelResult<Vec<TaskRow>> {
+        let mut completed = Vec::new();
         for mut w in waiters {
-            if self.complete_wait(tx, run, &mut w, &target, now).await? {
-                g.put(&w);
-                settled.push(w.id);
+            if self.complete_wait(tx, run, &mut w, target, now).await? {
+                completed.push(w);
             }
         }
-        Ok(())
+        Ok(completed)
     }
 
     async fn complete_wait(

@@ -24,6 +24,8 @@ use super::read::object;
 use super::{AfterCommit, is_settled, refuse, run_is_terminal, task_kind};
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 /// The error key of an await answered with `outcome: failed`.
@@ -106,14 +108,10 @@ impl Kernel {
         if task.deadline_at.is_some_and(|d| d <= now) {
             // The deadline wins: the content is discarded.
             self.settle_with(
-                &mut tx,
-                &mut run,
+                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
                 task_status::TIMED_OUT,
-                AWAIT_TIMEOUT,
-                None,
-                now,
-                &mut effects,
+                SettleError::new(AWAIT_TIMEOUT, None),
             )
             .await?;
             tx.commit().await?;

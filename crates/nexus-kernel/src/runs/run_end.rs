@@ -8,6 +8,8 @@ use super::rows::Graph;
 use super::{AfterCommit, graph_error, is_open, task_kind};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 
 /// An adjudication candidate (runs.md §6).
 pub(crate) fn is_candidate(t: &TaskRow) -> bool {
@@ -177,7 +179,7 @@ impl Kernel {
         }
         // The event first: on SQLite the run's update then writes the unit's event sequence
         // with it, instead of a separate write before the commit (nexus-store's tx.rs).
-        self.emit(tx, run, "run_status_changed", None, data, now, effects)
+        self.emit(&mut Unit::of(tx, run, now, effects), "run_status_changed", None, data)
             .await?;
         tx.update_run(run).await?;
         Ok(())
@@ -214,8 +216,7 @@ impl Kernel {
                     run,
                     &mut t,
                     task_status::CANCELED,
-                    graph_error::RUN_CANCELED,
-                    None,
+                    SettleError::new(graph_error::RUN_CANCELED, None),
                     now,
                 )
                 .await?

@@ -20,6 +20,7 @@ use nexus_core::registry::EffectProfile;
 use nexus_store::{RunRow, TaskRow, Tx, task_status};
 use serde_json::json;
 
+use super::unit::Unit;
 use super::{AfterCommit, is_settled};
 use crate::Kernel;
 use crate::error::KernelResult;
@@ -30,6 +31,15 @@ use crate::error::KernelResult;
 pub(crate) struct SettleError {
     pub key: String,
     pub detail: Option<String>,
+}
+
+impl SettleError {
+    pub fn new(key: &str, detail: Option<String>) -> SettleError {
+        SettleError {
+            key: key.to_string(),
+            detail,
+        }
+    }
 }
 
 /// Statuses a parked row sits in.
@@ -152,20 +162,18 @@ impl Kernel {
     }
 
     /// Sets `error` and settles `task` into `to` (`failed`, `canceled`, `skipped`, …).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn settle_with_error(
         &self,
         tx: &mut Tx,
         run: &mut RunRow,
         task: &mut TaskRow,
         to: &str,
-        key: &str,
-        detail: Option<String>,
+        error: SettleError,
         now: i64,
     ) -> KernelResult<bool> {
         let before = (task.error_key.clone(), task.error_detail.clone());
-        task.error_key = Some(key.to_string());
-        task.error_detail = detail;
+        task.error_key = Some(error.key);
+        task.error_detail = error.detail;
         let done = self.transition(tx, run, task, to, now).await?;
         if !done {
             (task.error_key, task.error_detail) = before;
@@ -175,42 +183,26 @@ impl Kernel {
 
     /// Settles a row `failed` with `key`/`detail` (from any open status), then runs the
     /// scheduling consequences.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) async fn fail(
-        &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
-        task: &mut TaskRow,
-        key: &str,
-        detail: Option<String>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
-    ) -> KernelResult<bool> {
-        self.settle_with(tx, run, task, "failed", key, detail, now, effects)
-            .await
+    pub(crate) async fn fail(&self, u: &mut Unit<'_>, task: &mut TaskRow, error: SettleError) -> KernelResult<bool> {
+        self.settle_with(u, task, task_status::FAILED, error).await
     }
 
     /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
     /// its park, then calls `after_settle`. Returns false when the row had moved (idle).
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn settle_with(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &mut TaskRow,
         status: &str,
-        key: &str,
-        detail: Option<String>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
+        error: SettleError,
     ) -> KernelResult<bool> {
-        task.error_key = Some(key.to_string());
-        task.error_detail = detail;
-        task.settled_at = Some(now);
-        if !self.transition(tx, run, task, status, now).await? {
+        task.error_key = Some(error.key);
+        task.error_detail = error.detail;
+        task.settled_at = Some(u.now);
+        if !self.transition(u.tx, u.run, task, status, u.now).await? {
             return Ok(false);
         }
-        effects.extend(self.after_settle(tx, run, task, now).await?);
+        u.effects.extend(self.after_settle(u.tx, u.run, task, u.now).await?);
         Ok(true)
     }
 
@@ -218,19 +210,17 @@ impl Kernel {
     /// content, title, metadata, is_error). The update expects `task`'s generation and status,
     /// and `expect_token` as the stored claim token when given. Returns false (and changes
     /// nothing) when the row had moved: the caller answers idle.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn settle_park(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &mut TaskRow,
         mut next: TaskRow,
         to: &str,
         error: Option<SettleError>,
         expect_token: Option<&str>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
+        let Unit { tx, run, now, effects } = u;
+        let now = *now;
         let from = task.status.clone();
         next.status = to.to_string();
         next.settled_at = Some(now);
@@ -264,12 +254,9 @@ impl Kernel {
     /// is not a park or had moved.
     pub(crate) async fn expire_park(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         task: &mut TaskRow,
         expect_token: Option<&str>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<bool> {
         let Some(rule) = expiry_of(task) else {
             return Ok(false);
@@ -279,18 +266,8 @@ impl Kernel {
             key: rule.key.to_string(),
             detail: rule.detail,
         };
-        self.settle_park(
-            tx,
-            run,
-            task,
-            next,
-            rule.status,
-            Some(error),
-            expect_token,
-            now,
-            effects,
-        )
-        .await
+        self.settle_park(u, task, next, rule.status, Some(error), expect_token)
+            .await
     }
 }
 

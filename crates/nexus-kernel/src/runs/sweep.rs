@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::{SettleError, expiry_of};
+use crate::runs::unit::Unit;
 
 /// The sweep's batch size.
 pub(crate) const SWEEP_BATCH: i64 = 500;
@@ -104,15 +105,12 @@ impl Kernel {
                     detail: Some("the addressed executor was revoked before it claimed the call".to_string()),
                 };
                 self.settle_park(
-                    &mut tx,
-                    &mut run,
+                    &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                     &mut task,
                     next,
                     task_status::FAILED,
                     Some(error),
                     None,
-                    now,
-                    &mut effects,
                 )
                 .await?
             }
@@ -126,13 +124,10 @@ impl Kernel {
                 {
                     let data = json!({"from": addressee.public_id, "to": Value::Null});
                     self.emit(
-                        &mut tx,
-                        &mut run,
+                        &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                         "task_readdressed",
                         Some(&task.key),
                         data,
-                        now,
-                        &mut effects,
                     )
                     .await?;
                     true
@@ -172,14 +167,10 @@ impl Kernel {
         let mut effects = Vec::new();
         let done = self
             .settle_with(
-                &mut tx,
-                &mut run,
+                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
                 rule.status,
-                rule.key,
-                rule.detail,
-                now,
-                &mut effects,
+                SettleError::new(rule.key, rule.detail),
             )
             .await?;
         tx.commit().await?;

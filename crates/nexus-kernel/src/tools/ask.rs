@@ -13,6 +13,7 @@ use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::{AskContext, Frozen};
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, task_kind};
 
 /// The ask's clock (24 h).
@@ -111,6 +112,14 @@ pub(super) async fn run(
         resolution_token_sha256: None,
         ..Default::default()
     };
-    let child = place_child(kernel, tx, run, call.call, "ask", new, true, call.now, effects).await?;
+    let child = place_child(
+        kernel,
+        &mut Unit::of(tx, run, call.now, effects),
+        call.call,
+        "ask",
+        new,
+        true,
+    )
+    .await?;
     Ok(started(&child.key))
 }

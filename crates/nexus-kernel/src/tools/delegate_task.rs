@@ -25,6 +25,7 @@ use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::{Frozen, WaitContext};
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface, task_kind};
 
 /// Branches within branches (kernel-tools.md §2 check 8).
@@ -231,8 +232,7 @@ pub(super) async fn run(
     };
     let branch = place_child(
         kernel,
-        tx,
-        run,
+        &mut Unit::of(tx, run, call.now, effects),
         call.call,
         "model",
         NewTask {
@@ -247,8 +247,6 @@ pub(super) async fn run(
             ..Default::default()
         },
         wait,
-        call.now,
-        effects,
     )
     .await?;
     if wait {
@@ -258,8 +256,7 @@ pub(super) async fn run(
     // Background delivery: the obligation, then the mail continuation.
     let obligation = place_child(
         kernel,
-        tx,
-        run,
+        &mut Unit::of(tx, run, call.now, effects),
         call.call,
         "delegation",
         NewTask {
@@ -282,8 +279,6 @@ pub(super) async fn run(
             ..Default::default()
         },
         false,
-        call.now,
-        effects,
     )
     .await?;
     let mail_frozen = FrozenContext {
@@ -302,8 +297,7 @@ pub(super) async fn run(
         .collect();
     let mail = place_child(
         kernel,
-        tx,
-        run,
+        &mut Unit::of(tx, run, call.now, effects),
         call.call,
         "mail",
         NewTask {
@@ -318,8 +312,6 @@ pub(super) async fn run(
             ..Default::default()
         },
         false,
-        call.now,
-        effects,
     )
     .await?;
     if mail.status == task_status::WAITING {

@@ -46,6 +46,8 @@ pub use search_cache::SearchCache;
 
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 /// The wire names this version evaluates in-kernel: every registered kernel tool
@@ -195,14 +197,10 @@ impl Kernel {
         if task.deadline_at.is_some_and(|d| d <= now) {
             // The deadline wins (executor.md §13).
             self.settle_with(
-                &mut tx,
-                &mut run,
+                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
                 "timed_out",
-                nexus_core::codes::task_error::TOOL_TIMEOUT,
-                None,
-                now,
-                &mut effects,
+                SettleError::new(nexus_core::codes::task_error::TOOL_TIMEOUT, None),
             )
             .await?;
         } else {

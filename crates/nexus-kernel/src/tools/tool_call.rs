@@ -18,6 +18,8 @@ use serde_json::{Value, json};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, task_kind};
 
 pub(super) const PARAMETER_INVALID: &str = "parameter_invalid";
@@ -54,18 +56,16 @@ pub(super) async fn child_slot(
 /// Places a child of `call` (or finds the one a previous evaluation placed): it depends on the
 /// call row, so it becomes ready when the call settles. `paired`: every row that waits on the
 /// call also waits on the child (the continuation reads the child's outcome).
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn place_child(
     kernel: &Kernel,
-    tx: &mut Tx,
-    run: &mut RunRow,
+    u: &mut Unit<'_>,
     call: &TaskRow,
     kind: &str,
     mut new: NewTask,
     paired: bool,
-    now: i64,
-    effects: &mut Vec<AfterCommit>,
 ) -> KernelResult<TaskRow> {
+    let Unit { tx, run, now, effects } = u;
+    let now = *now;
     let (key, existing) = child_slot(tx, run.id, call, kind).await?;
     let child = match existing {
         Some(t) => t,
@@ -81,13 +81,10 @@ pub(super) async fn place_child(
             tx.insert_edge(row.id, call.id, "after").await?;
             kernel
                 .emit(
-                    tx,
-                    run,
+                    &mut Unit::of(tx, run, now, effects),
                     "tasks_appended",
                     None,
                     json!({"keys": [key], "origin": origin}),
-                    now,
-                    effects,
                 )
                 .await?;
             row
@@ -200,14 +197,29 @@ pub(super) async fn run(
         target_executor_id,
         ..Default::default()
     };
-    let mut child = place_child(kernel, tx, run, call.call, "tool", new, true, call.now, effects).await?;
+    let mut child = place_child(
+        kernel,
+        &mut Unit::of(tx, run, call.now, effects),
+        call.call,
+        "tool",
+        new,
+        true,
+    )
+    .await?;
     if let Some((key, detail)) = birth
         && child.status == task_status::WAITING
     {
         // Failed at birth, in the same transaction; the call's settle cascades to the
         // continuation, which reads the failure.
         kernel
-            .settle_with_error(tx, run, &mut child, task_status::FAILED, key, detail, call.now)
+            .settle_with_error(
+                tx,
+                run,
+                &mut child,
+                task_status::FAILED,
+                SettleError::new(key, detail),
+                call.now,
+            )
             .await?;
     }
     Ok(started(&child.key))

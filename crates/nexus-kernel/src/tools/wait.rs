@@ -15,6 +15,7 @@ use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::rows::{Graph, follow};
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, task_kind};
 
 /// The default wait and the per-park clamp.
@@ -125,7 +126,15 @@ pub(super) async fn run(
         ),
         ..Default::default()
     };
-    let child = place_child(kernel, tx, run, call.call, "wait", new, true, call.now, effects).await?;
+    let child = place_child(
+        kernel,
+        &mut Unit::of(tx, run, call.now, effects),
+        call.call,
+        "wait",
+        new,
+        true,
+    )
+    .await?;
     Ok(started(&child.key))
 }
 

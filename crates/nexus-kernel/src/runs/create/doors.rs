@@ -17,6 +17,7 @@ use crate::error::{KernelError, KernelResult};
 use crate::runs::read::object;
 use crate::runs::rows::Graph;
 use crate::runs::run_end::is_candidate;
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, is_open, refuse, run_is_terminal, task_kind};
 use crate::{Kernel, time};
 
@@ -76,13 +77,10 @@ impl Kernel {
         tx.update_run(run).await?;
         let deliverable_key = keys.last().cloned();
         self.emit(
-            tx,
-            run,
+            &mut Unit::of(tx, run, now, effects),
             "tasks_appended",
             None,
             json!({"keys": keys, "origin": "author", "revision": revision}),
-            now,
-            effects,
         )
         .await?;
         let receipt = json!({

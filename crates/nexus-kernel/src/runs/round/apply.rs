@@ -17,6 +17,8 @@ use crate::error::KernelResult;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::round::expand::{ChainFacts, Expansion, PlannedCall};
 use crate::runs::rows::Graph;
+use crate::runs::settle::SettleError;
+use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, FrozenContext, StoredReply, graph_error, run_is_terminal};
 use crate::{Kernel, time};
 
@@ -151,8 +153,7 @@ impl Kernel {
                     &mut run,
                     &mut round,
                     task_status::CANCELED,
-                    graph_error::RUN_CANCELED,
-                    None,
+                    SettleError::new(graph_error::RUN_CANCELED, None),
                     now,
                 )
                 .await?
@@ -232,8 +233,7 @@ impl Kernel {
                 &mut run,
                 &mut round,
                 task_status::FAILED,
-                graph_error::ROUND_EXPANSION_REFUSED,
-                Some(detail.into()),
+                SettleError::new(graph_error::ROUND_EXPANSION_REFUSED, Some(detail.into())),
                 now,
             )
             .await?;
@@ -269,7 +269,12 @@ impl Kernel {
             },
         };
         let births = self
-            .expand(&mut tx, &mut run, &mut g, &round, &plan, now, &mut effects)
+            .expand(
+                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
+                &mut g,
+                &round,
+                &plan,
+            )
             .await?;
         let mut settled = vec![round.id];
         settled.extend(births);

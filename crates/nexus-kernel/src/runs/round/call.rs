@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::error::KernelResult;
 use crate::runs::round::chain::PrevRecord;
+use crate::runs::settle::SettleError;
 use crate::{Kernel, time};
 
 impl Kernel {
@@ -134,7 +135,14 @@ impl Kernel {
             && current.generation == task.generation
             && matches!(current.status.as_str(), task_status::WAITING | task_status::RUNNING)
             && self
-                .settle_with_error(&mut tx, &mut run, &mut current, task_status::FAILED, key, detail, now)
+                .settle_with_error(
+                    &mut tx,
+                    &mut run,
+                    &mut current,
+                    task_status::FAILED,
+                    SettleError::new(key, detail),
+                    now,
+                )
                 .await?
         {
             effects = self.after_settle(&mut tx, &mut run, &current, now).await?;

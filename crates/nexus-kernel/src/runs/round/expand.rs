@@ -3,14 +3,16 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, RoundFactsRow, RunRow, TaskRow, Tx, task_status};
+use nexus_store::{NewTask, RoundFactsRow, TaskRow, Tx, task_status};
 use serde_json::{Value, json};
 
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::round::chain::StoredRound;
 use crate::runs::rows::Graph;
-use crate::runs::{AfterCommit, task_kind};
+use crate::runs::settle::SettleError;
+use crate::runs::task_kind;
+use crate::runs::unit::Unit;
 
 /// How many round numbers one key probe tries.
 pub(crate) const KEY_WINDOW: u64 = 4;
@@ -91,17 +93,15 @@ impl Kernel {
     /// Authors the fan `r{n}t{i}` and the continuation `r{n}` (runs.md §7) with the
     /// continuation's chain facts, into `g` as well. Returns the ids of the rows failed at
     /// birth.
-    #[allow(clippy::too_many_arguments)]
     pub(crate) async fn expand(
         &self,
-        tx: &mut Tx,
-        run: &mut RunRow,
+        u: &mut Unit<'_>,
         g: &mut Graph,
         round: &TaskRow,
         plan: &Expansion<'_>,
-        now: i64,
-        effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<Vec<i64>> {
+        let Unit { tx, run, now, effects } = u;
+        let now = *now;
         let Expansion {
             planned,
             n,
@@ -195,13 +195,10 @@ impl Kernel {
             tx.update_run(run).await?;
         }
         self.emit(
-            tx,
-            run,
+            &mut Unit::of(tx, run, now, effects),
             "tasks_appended",
             None,
             json!({"keys": keys, "origin": "model"}),
-            now,
-            effects,
         )
         .await?;
         // Birth failures: authored, then failed in the same transaction.
@@ -209,7 +206,14 @@ impl Kernel {
         for (mut row, p) in rows.into_iter().zip(planned) {
             if let Some((error, detail)) = &p.birth
                 && self
-                    .settle_with_error(tx, run, &mut row, task_status::FAILED, error, detail.clone(), now)
+                    .settle_with_error(
+                        tx,
+                        run,
+                        &mut row,
+                        task_status::FAILED,
+                        SettleError::new(error, detail.clone()),
+                        now,
+                    )
                     .await?
             {
                 g.put(&row);

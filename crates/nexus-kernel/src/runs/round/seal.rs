@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
+use crate::runs::settle::SettleError;
 use crate::runs::{AfterCommit, RequestSurface, graph_error, run_is_terminal, task_kind};
 use crate::{Kernel, time};
 
@@ -118,8 +119,7 @@ impl Kernel {
                         &mut run,
                         &mut current,
                         task_status::CANCELED,
-                        graph_error::RUN_CANCELED,
-                        None,
+                        SettleError::new(graph_error::RUN_CANCELED, None),
                         now,
                     )
                     .await?
