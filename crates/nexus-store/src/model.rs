@@ -474,7 +474,7 @@ pub struct NewTask {
     pub settled_at: Option<i64>,
 }
 
-/// What the run's end reads of each row (runs.md §8): the statuses, the failure policy and
+/// What the run's end reads of each row (runs.md §1, §6): the statuses, the failure policy and
 /// its resolution, and the key that names a row needing attention.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TaskEndRow {
