@@ -18,7 +18,7 @@
 use std::path::Path;
 
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
-use nexus_providers::{Entry, ModelRequest, Provider, RawToolCall, RequestOptions, Scripted};
+use nexus_providers::{Entry, ModelRequest, NoBlobs, NoDeltas, Provider, RawToolCall, RequestOptions, Scripted};
 use serde_json::json;
 
 /// The longest history measured, and the script's length.
@@ -110,9 +110,9 @@ fn benches(c: &mut Criterion) {
         let req = request(n);
         let warm = Scripted::new(dir.path());
         // A first pass so the page cache and any provider state are warm.
-        warm.encode(&previous).expect("encode");
-        let enc = warm.encode(&req).expect("encode");
-        rt.block_on(warm.send(&enc)).expect("send");
+        warm.encode(&previous, &NoBlobs).expect("encode");
+        let enc = warm.encode(&req, &NoBlobs).expect("encode");
+        rt.block_on(warm.send(&enc, &NoDeltas)).expect("send");
 
         let mut tag = 0u64;
         c.bench_function(&format!("encode/{n}"), |b| {
@@ -120,7 +120,7 @@ fn benches(c: &mut Criterion) {
                 || {
                     tag += 1;
                     // Sealed and stored long before the next round: its bytes are freed.
-                    drop(warm.encode(&previous).expect("encode"));
+                    drop(warm.encode(&previous, &NoBlobs).expect("encode"));
                     next_round(&previous, n, tag)
                 },
                 |next| {
@@ -140,7 +140,7 @@ fn benches(c: &mut Criterion) {
                 BatchSize::PerIteration,
             )
         });
-        let enc = warm.encode(&req).expect("encode");
+        let enc = warm.encode(&req, &NoBlobs).expect("encode");
         c.bench_function(&format!("send/{n}"), |b| {
             b.iter(|| rt.block_on(warm.send(black_box(&enc))).expect("send"))
         });

@@ -10,17 +10,26 @@
 
 #![warn(missing_docs)]
 
+pub mod anthropic;
 mod canonical;
 pub mod catalog;
+pub mod config;
+mod http;
 pub mod model_ref;
 pub mod neutral;
+pub mod openai;
 pub mod provider;
 pub mod registry;
 pub mod scripted;
 
+pub use anthropic::Anthropic;
 pub use catalog::{Instance, ProviderCatalog, ResolveError};
+pub use config::{InstanceConfig, Kind};
 pub use model_ref::ModelRef;
 pub use neutral::{Entry, ModelReply, ModelRequest, Part, RawToolCall, RequestOptions, StopReason, Usage};
-pub use provider::{EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
+pub use openai::OpenAi;
+pub use provider::{
+    BlobReader, DeltaSink, EncodedRequest, ModelCapabilities, NoBlobs, NoDeltas, Provider, ProviderError, SendFuture,
+};
 pub use registry::Providers;
 pub use scripted::Scripted;

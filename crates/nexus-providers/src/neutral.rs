@@ -231,6 +231,13 @@ pub struct Usage {
     /// Output tokens.
     #[serde(default)]
     pub output_tokens: u64,
+    /// Input tokens read from the provider's prompt cache (Anthropic
+    /// `cache_read_input_tokens`, OpenAI `prompt_tokens_details.cached_tokens`).
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+    /// Input tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
 }
 
 /// Why the model stopped. Serialized as its [`StopReason::as_str`] word.

@@ -7,10 +7,50 @@ use std::pin::Pin;
 
 use sha2::{Digest, Sha256};
 
+use uuid::Uuid;
+
 use crate::neutral::{ModelReply, ModelRequest};
 
 /// The future [`Provider::send`] returns (boxed so the trait stays object-safe).
 pub type SendFuture<'a> = Pin<Box<dyn Future<Output = Result<ModelReply, ProviderError>> + Send + 'a>>;
+
+/// Upload bytes an encoder may inline (image and PDF parts, providers.md §5.1, §6). The kernel
+/// reads the bytes of every upload a request names before encoding, so `encode` stays pure.
+pub trait BlobReader: Sync {
+    /// The bytes of `upload`, if known.
+    fn bytes(&self, upload: Uuid) -> Option<&[u8]>;
+}
+
+/// A [`BlobReader`] that knows no upload (requests without media parts).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoBlobs;
+
+impl BlobReader for NoBlobs {
+    fn bytes(&self, _upload: Uuid) -> Option<&[u8]> {
+        None
+    }
+}
+
+impl BlobReader for std::collections::HashMap<Uuid, Vec<u8>> {
+    fn bytes(&self, upload: Uuid) -> Option<&[u8]> {
+        self.get(&upload).map(Vec::as_slice)
+    }
+}
+
+/// Where a streaming reply's text goes while it arrives (the run's `model_delta` frames,
+/// runs.md §11). Deltas are never stored: the reply [`Provider::send`] returns is the record.
+pub trait DeltaSink: Send + Sync {
+    /// One piece of assistant text, in arrival order.
+    fn text(&self, delta: &str);
+}
+
+/// A [`DeltaSink`] that drops every delta.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoDeltas;
+
+impl DeltaSink for NoDeltas {
+    fn text(&self, _delta: &str) {}
+}
 
 /// One model adapter. The kernel holds it as `Arc<dyn Provider>` and never branches on `kind`.
 pub trait Provider: Send + Sync + 'static {
@@ -21,11 +61,19 @@ pub trait Provider: Send + Sync + 'static {
     fn capabilities(&self, model: &str) -> ModelCapabilities;
 
     /// Encodes `req` into the exact bytes that will be sent. Pure and deterministic: the same
-    /// request always gives the same bytes. Never adds secrets (`send` does).
-    fn encode(&self, req: &ModelRequest) -> Result<EncodedRequest, ProviderError>;
+    /// request and blobs always give the same bytes. Never adds secrets (`send` does).
+    fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError>;
 
-    /// Sends the sealed bytes once (the kernel retries per [`ProviderError::is_retryable`]).
-    fn send<'a>(&'a self, enc: &'a EncodedRequest) -> SendFuture<'a>;
+    /// Sends the sealed bytes once (the kernel retries per [`ProviderError::is_retryable`]),
+    /// adding the key read from the environment now. A streaming reply's text goes to
+    /// `deltas` as it arrives. Dropping the future aborts the request (a run's stop).
+    fn send<'a>(&'a self, enc: &'a EncodedRequest, deltas: &'a dyn DeltaSink) -> SendFuture<'a>;
+
+    /// The attempt budget configured for this instance (`max_attempts`), if any; the kernel's
+    /// default applies otherwise.
+    fn max_attempts(&self) -> Option<u32> {
+        None
+    }
 }
 
 /// What one model accepts (providers.md §2).
@@ -112,7 +160,16 @@ pub struct ProviderError {
     pub detail: Option<String>,
     /// The upstream HTTP status, when there was one.
     pub http_status: Option<u16>,
+    /// How long the upstream asked to wait before the next attempt (`retry-after-ms`, then
+    /// `retry-after`), capped at [`MAX_RETRY_AFTER_MS`].
+    pub retry_after_ms: Option<u64>,
+    /// `false` when the upstream said `x-should-retry: false`: the error is final even if its
+    /// key is retryable. `true` when it said `x-should-retry: true`.
+    pub should_retry: Option<bool>,
 }
+
+/// The longest `retry-after` honoured (providers.md §8: up to 60 s).
+pub const MAX_RETRY_AFTER_MS: u64 = 60_000;
 
 impl ProviderError {
     fn of(key: &'static str, detail: Option<String>, http_status: Option<u16>) -> Self {
@@ -120,6 +177,8 @@ impl ProviderError {
             key,
             detail,
             http_status,
+            retry_after_ms: None,
+            should_retry: None,
         }
     }
 
@@ -174,9 +233,10 @@ impl ProviderError {
         }
     }
 
-    /// Whether the kernel retries this error (providers.md §8: only `provider_overloaded`).
+    /// Whether the kernel retries this error (providers.md §8: only `provider_overloaded`,
+    /// and never when the upstream said `x-should-retry: false`).
     pub fn is_retryable(&self) -> bool {
-        self.key == keys::PROVIDER_OVERLOADED
+        self.key == keys::PROVIDER_OVERLOADED && self.should_retry != Some(false)
     }
 }
 

@@ -5,8 +5,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::anthropic::Anthropic;
 use crate::catalog::{Instance, ProviderCatalog, ResolveError};
+use crate::config::{InstanceConfig, Kind};
 use crate::model_ref::ModelRef;
+use crate::openai::OpenAi;
 use crate::provider::Provider;
 use crate::scripted::Scripted;
 
@@ -34,6 +37,25 @@ impl Providers {
             catalog: ProviderCatalog::default(),
         };
         providers.insert("scripted", Arc::new(Scripted::new(scripts_dir)), Instance::scripted());
+        providers
+    }
+
+    /// The built-in set plus every `[providers.<name>]` table (a configured `scripted`
+    /// replaces the built-in one; its `scripts_dir` defaults to `scripts_dir`).
+    pub fn from_config(scripts_dir: PathBuf, configs: &BTreeMap<String, InstanceConfig>) -> Self {
+        let mut providers = Self::new(scripts_dir.clone());
+        for (name, config) in configs {
+            let provider: Arc<dyn Provider> = match config.kind {
+                Kind::Anthropic => Arc::new(Anthropic::new(config.clone())),
+                Kind::Openai => Arc::new(OpenAi::new(config.clone())),
+                Kind::Scripted => {
+                    let dir = config.scripts_dir.clone().unwrap_or_else(|| scripts_dir.clone());
+                    let caps = config.capabilities("");
+                    Arc::new(Scripted::new(dir).with_capabilities(caps))
+                }
+            };
+            providers.insert(name.clone(), provider, config.instance());
+        }
         providers
     }
 

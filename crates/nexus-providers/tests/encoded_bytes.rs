@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use nexus_providers::{Entry, ModelRequest, Part, Provider, RawToolCall, RequestOptions, Scripted};
+use nexus_providers::{Entry, ModelRequest, NoBlobs, Part, Provider, RawToolCall, RequestOptions, Scripted};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -331,7 +331,9 @@ fn digest(body: &[u8]) -> String {
 
 /// Checks one encoding of `req` against the recorded figures.
 fn check(p: &Scripted, name: &str, req: &ModelRequest, how: &str) {
-    let enc = p.encode(req).unwrap_or_else(|e| panic!("{name} ({how}): {e}"));
+    let enc = p
+        .encode(req, &NoBlobs)
+        .unwrap_or_else(|e| panic!("{name} ({how}): {e}"));
     assert_eq!(enc.url, format!("scripted:{}", req.model), "{name} ({how})");
     assert_eq!(
         enc.headers,
@@ -387,12 +389,12 @@ fn sealed_bytes_are_unchanged() {
         for n in 0..req.entries.len().min(40) {
             let mut prefix = req.clone();
             prefix.entries.truncate(n);
-            warm.encode(&prefix).unwrap();
+            warm.encode(&prefix, &NoBlobs).unwrap();
         }
         if req.entries.len() > 40 {
             let mut prefix = req.clone();
             prefix.entries.truncate(req.entries.len() - 2);
-            warm.encode(&prefix).unwrap();
+            warm.encode(&prefix, &NoBlobs).unwrap();
         }
         check(&warm, name, req, "after its prefixes");
         check(&warm, name, req, "again");
@@ -422,32 +424,32 @@ fn an_edited_history_is_encoded_afresh() {
     let p = Scripted::new(dir.path());
     let mut req = base("g");
     req.entries = long_history(50);
-    let first = p.encode(&req).unwrap();
+    let first = p.encode(&req, &NoBlobs).unwrap();
     let mut edited = req.clone();
     let Some(Entry::ToolResult { output, .. }) = edited.entries.get_mut(2) else {
         panic!("entry 2 is the first round's result");
     };
     output.push('!');
     edited.entries.extend(long_history(1).into_iter().skip(1));
-    let enc = p.encode(&edited).unwrap();
+    let enc = p.encode(&edited, &NoBlobs).unwrap();
     assert_eq!(enc.body, edited.canonical_bytes());
     assert_ne!(enc.body_sha256, first.body_sha256);
     // The same history with other tools, system, options or model.
     let mut other = req.clone();
     other.tools.pop();
-    assert_eq!(p.encode(&other).unwrap().body, other.canonical_bytes());
+    assert_eq!(p.encode(&other, &NoBlobs).unwrap().body, other.canonical_bytes());
     let mut other = req.clone();
     other.system.push("more".into());
-    assert_eq!(p.encode(&other).unwrap().body, other.canonical_bytes());
+    assert_eq!(p.encode(&other, &NoBlobs).unwrap().body, other.canonical_bytes());
     let mut other = req.clone();
     other.options.max_output_tokens = None;
-    assert_eq!(p.encode(&other).unwrap().body, other.canonical_bytes());
+    assert_eq!(p.encode(&other, &NoBlobs).unwrap().body, other.canonical_bytes());
     let mut other = req.clone();
     other.model = "echo".into();
-    assert_eq!(p.encode(&other).unwrap().body, other.canonical_bytes());
+    assert_eq!(p.encode(&other, &NoBlobs).unwrap().body, other.canonical_bytes());
     // A shorter history after a longer one.
     let mut shorter = req.clone();
     shorter.entries.truncate(10);
-    assert_eq!(p.encode(&shorter).unwrap().body, shorter.canonical_bytes());
-    assert_eq!(p.encode(&req).unwrap(), first);
+    assert_eq!(p.encode(&shorter, &NoBlobs).unwrap().body, shorter.canonical_bytes());
+    assert_eq!(p.encode(&req, &NoBlobs).unwrap(), first);
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nexus_providers::{
-    Entry, ModelReply, ModelRequest, Part, Provider, ProviderError, Providers, RawToolCall, RequestOptions, Scripted,
-    StopReason, Usage,
+    Entry, ModelReply, ModelRequest, NoBlobs, NoDeltas, Part, Provider, ProviderError, Providers, RawToolCall,
+    RequestOptions, Scripted, StopReason, Usage,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -58,8 +58,8 @@ fn result(call_id: &str, output: &str, is_error: bool) -> Entry {
 }
 
 async fn run(p: &dyn Provider, req: &ModelRequest) -> Result<ModelReply, ProviderError> {
-    let enc = p.encode(req)?;
-    p.send(&enc).await
+    let enc = p.encode(req, &NoBlobs)?;
+    p.send(&enc, &NoDeltas).await
 }
 
 fn detail(e: ProviderError) -> String {
@@ -105,7 +105,8 @@ async fn every_reply_field() {
         r.usage,
         Usage {
             input_tokens: 120,
-            output_tokens: 18
+            output_tokens: 18,
+            ..Usage::default()
         }
     );
     assert_eq!(r.native, Some(json!([{"type":"thinking","signature":"s"}])));
@@ -294,30 +295,35 @@ async fn injected_errors_count_attempts() {
     );
     let p = Scripted::new(dir.path());
     let req = request("err", vec![Entry::user_text("x")]);
-    let enc = p.encode(&req).unwrap();
+    let enc = p.encode(&req, &NoBlobs).unwrap();
     for _ in 0..2 {
-        let e = p.send(&enc).await.unwrap_err();
+        let e = p.send(&enc, &NoDeltas).await.unwrap_err();
         assert_eq!(e.key, "provider_overloaded");
         assert_eq!(e.http_status, Some(529));
         assert!(e.is_retryable());
     }
-    assert_eq!(p.send(&enc).await.unwrap().text.as_deref(), Some("finally"));
-    assert_eq!(p.send(&enc).await.unwrap().text.as_deref(), Some("finally"));
+    assert_eq!(p.send(&enc, &NoDeltas).await.unwrap().text.as_deref(), Some("finally"));
+    assert_eq!(p.send(&enc, &NoDeltas).await.unwrap().text.as_deref(), Some("finally"));
 
     // A different request (another body) has its own count.
-    let other = p.encode(&request("err", vec![Entry::user_text("y")])).unwrap();
-    assert_eq!(p.send(&other).await.unwrap_err().key, "provider_overloaded");
+    let other = p
+        .encode(&request("err", vec![Entry::user_text("y")]), &NoBlobs)
+        .unwrap();
+    assert_eq!(p.send(&other, &NoDeltas).await.unwrap_err().key, "provider_overloaded");
 
     // A new instance (a restart) starts counting again.
     let restarted = Scripted::new(dir.path());
-    assert_eq!(restarted.send(&enc).await.unwrap_err().key, "provider_overloaded");
+    assert_eq!(
+        restarted.send(&enc, &NoDeltas).await.unwrap_err().key,
+        "provider_overloaded"
+    );
 
     // Without times, every attempt fails.
     let second = p
-        .encode(&request("err", vec![Entry::user_text("x"), assistant(&[])]))
+        .encode(&request("err", vec![Entry::user_text("x"), assistant(&[])]), &NoBlobs)
         .unwrap();
     for _ in 0..5 {
-        let e = p.send(&second).await.unwrap_err();
+        let e = p.send(&second, &NoDeltas).await.unwrap_err();
         assert_eq!(e.key, "provider_context_overflow");
         assert_eq!(e.http_status, None);
         assert!(!e.is_retryable());
@@ -387,8 +393,8 @@ async fn encode_is_deterministic_and_canonical() {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "d", r#"{"text":"x"}"#);
     let p = Scripted::new(dir.path());
-    let a = p.encode(&full_request_for("d")).unwrap();
-    let b = p.encode(&full_request_for("d")).unwrap();
+    let a = p.encode(&full_request_for("d"), &NoBlobs).unwrap();
+    let b = p.encode(&full_request_for("d"), &NoBlobs).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.body_sha256, b.body_sha256);
     assert_eq!(a.body, full_request_for("d").canonical_bytes());
@@ -396,14 +402,14 @@ async fn encode_is_deterministic_and_canonical() {
     // Another instance over another directory gives the same bytes.
     let other = Scripted::new(dir.path().join("elsewhere"));
     assert_eq!(
-        other.encode(&full_request_for("echo")).unwrap().body,
-        p.encode(&full_request_for("echo")).unwrap().body
+        other.encode(&full_request_for("echo"), &NoBlobs).unwrap().body,
+        p.encode(&full_request_for("echo"), &NoBlobs).unwrap().body
     );
     // Member order in tools does not change the canonical bytes.
     let mut reordered = full_request_for("d");
     reordered.tools[0] =
         json!({"function":{"strict":false,"parameters":{},"description":"d","name":"read"},"type":"function"});
-    assert_eq!(p.encode(&reordered).unwrap().body_sha256, a.body_sha256);
+    assert_eq!(p.encode(&reordered, &NoBlobs).unwrap().body_sha256, a.body_sha256);
     let caps = p.capabilities("d");
     assert_eq!(caps.context_window, 200_000);
     assert_eq!(caps.max_output_tokens, 8_192);
@@ -428,7 +434,10 @@ async fn script_written_after_start_is_used() {
     let providers = Providers::new(scripts.clone());
     let (p, model) = providers.resolve("scripted/late").unwrap();
     let req = request(&model, vec![Entry::user_text("x")]);
-    assert_eq!(detail(p.encode(&req).unwrap_err()), "script_not_found: late.jsonl");
+    assert_eq!(
+        detail(p.encode(&req, &NoBlobs).unwrap_err()),
+        "script_not_found: late.jsonl"
+    );
     std::fs::create_dir_all(&scripts).unwrap();
     write(&scripts, "late", r#"{"text":"now here"}"#);
     assert_eq!(run(p.as_ref(), &req).await.unwrap().text.as_deref(), Some("now here"));
@@ -450,19 +459,19 @@ async fn malformed_lines_name_the_file_and_line() {
     write(dir.path(), "bad", "{\"text\":\"fine\"}\n\n// note\n{\"text\": oops}\n");
     let p = Scripted::new(dir.path());
     let req = request("bad", vec![Entry::user_text("x")]);
-    let d = detail(p.encode(&req).unwrap_err());
+    let d = detail(p.encode(&req, &NoBlobs).unwrap_err());
     assert!(d.starts_with("script_malformed: bad.jsonl line 4: "), "{d}");
 
     // A script broken after sealing fails at send the same way.
     write(dir.path(), "bad", "{\"text\":\"fine\"}\n");
-    let enc = p.encode(&req).unwrap();
+    let enc = p.encode(&req, &NoBlobs).unwrap();
     write(dir.path(), "bad", "{\"text\":\"fine\"}\n{\"stop\":\"whenever\"}\n");
-    let d = detail(p.send(&enc).await.unwrap_err());
+    let d = detail(p.send(&enc, &NoDeltas).await.unwrap_err());
     assert!(d.starts_with("script_malformed: bad.jsonl line 2: stop must be"), "{d}");
 
     // A body that is not a neutral request.
     let junk = nexus_providers::EncodedRequest::new("scripted:bad", vec![], b"[]".to_vec());
-    assert!(detail(p.send(&junk).await.unwrap_err()).starts_with("undecodable_body"));
+    assert!(detail(p.send(&junk, &NoDeltas).await.unwrap_err()).starts_with("undecodable_body"));
 }
 
 #[tokio::test]
@@ -481,13 +490,19 @@ async fn same_length_edits_are_seen_at_once() {
         );
     }
     // Edited between encode and send: send reads the new text.
-    let enc = p.encode(&req).unwrap();
+    let enc = p.encode(&req, &NoBlobs).unwrap();
     write(dir.path(), "quick", "{\"text\":\"vX\"}\n");
-    assert_eq!(p.send(&enc).await.unwrap().text.as_deref(), Some("vX"));
+    assert_eq!(p.send(&enc, &NoDeltas).await.unwrap().text.as_deref(), Some("vX"));
     // Removed: both fail as for a script never written.
     std::fs::remove_file(dir.path().join("quick.jsonl")).unwrap();
-    assert_eq!(detail(p.send(&enc).await.unwrap_err()), "script_not_found: quick.jsonl");
-    assert_eq!(detail(p.encode(&req).unwrap_err()), "script_not_found: quick.jsonl");
+    assert_eq!(
+        detail(p.send(&enc, &NoDeltas).await.unwrap_err()),
+        "script_not_found: quick.jsonl"
+    );
+    assert_eq!(
+        detail(p.encode(&req, &NoBlobs).unwrap_err()),
+        "script_not_found: quick.jsonl"
+    );
 }
 
 /// `send` on the provider that encoded a request (which remembers what it needs) and on a
@@ -520,9 +535,9 @@ async fn remembered_and_decoded_sends_agree() {
     ];
     let p = Scripted::new(dir.path());
     for req in cases {
-        let enc = p.encode(&req).unwrap();
-        let remembered = p.send(&enc).await;
-        let decoded = Scripted::new(dir.path()).send(&enc).await;
+        let enc = p.encode(&req, &NoBlobs).unwrap();
+        let remembered = p.send(&enc, &NoDeltas).await;
+        let decoded = Scripted::new(dir.path()).send(&enc, &NoDeltas).await;
         assert_eq!(remembered, decoded, "{:?}", req.entries);
     }
 }

@@ -68,6 +68,7 @@ fn finish(text: Option<String>, tool_calls: Vec<RawToolCall>, stop: StopReason, 
         usage: Usage {
             input_tokens: body_len.div_ceil(4) as u64,
             output_tokens: out_len.div_ceil(4) as u64,
+            ..Usage::default()
         },
         native: None,
     }

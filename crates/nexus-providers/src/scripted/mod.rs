@@ -37,7 +37,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::neutral::{ModelReply, ModelRequest, parts_text};
-use crate::provider::{EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
+use crate::provider::{BlobReader, DeltaSink, EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
 use encoder::Encoder;
 use facts::{Facts, Prepared, Recent};
 use script::Expect;
@@ -172,7 +172,7 @@ impl Provider for Scripted {
 
     /// Checks the script exists and parses (so a bad script fails before sealing), then
     /// returns the canonical JSON of `req`.
-    fn encode(&self, req: &ModelRequest) -> Result<EncodedRequest, ProviderError> {
+    fn encode(&self, req: &ModelRequest, _blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError> {
         if req.model != ECHO {
             let (path, file) = self.script_path(&req.model)?;
             self.scripts.get(&path, &file)?;
@@ -196,7 +196,7 @@ impl Provider for Scripted {
         })
     }
 
-    fn send<'a>(&'a self, enc: &'a EncodedRequest) -> SendFuture<'a> {
+    fn send<'a>(&'a self, enc: &'a EncodedRequest, _deltas: &'a dyn DeltaSink) -> SendFuture<'a> {
         Box::pin(self.reply(enc))
     }
 }

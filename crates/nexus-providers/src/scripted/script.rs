@@ -138,6 +138,10 @@ struct RawUsage {
     input_tokens: u64,
     #[serde(default)]
     output_tokens: u64,
+    #[serde(default)]
+    cache_read_input_tokens: u64,
+    #[serde(default)]
+    cache_creation_input_tokens: u64,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +226,8 @@ fn convert(raw: RawLine, line_no: usize) -> Result<ScriptLine, String> {
         .map(|u| Usage {
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
+            cache_read_input_tokens: u.cache_read_input_tokens,
+            cache_creation_input_tokens: u.cache_creation_input_tokens,
         })
         .unwrap_or_default();
     Ok(ScriptLine {

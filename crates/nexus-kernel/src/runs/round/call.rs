@@ -71,7 +71,7 @@ impl Kernel {
                 }
             };
             let result = tokio::select! {
-                r = provider.send(enc) => r,
+                r = provider.send(enc, &nexus_providers::NoDeltas) => r,
                 _ = abort.notified() => return Ok(None),
                 _ = renew => unreachable!("the renewal loop never ends"),
             };

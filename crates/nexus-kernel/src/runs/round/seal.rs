@@ -86,7 +86,7 @@ impl Kernel {
     ) -> KernelResult<Option<(EncodedRequest, Option<PrevRecord>)>> {
         let capabilities = provider.capabilities(model);
         let (request, prev) = self.build_request(task, neighbourhood, &capabilities).await?;
-        let encoded = provider.encode(&request);
+        let encoded = provider.encode(&request, &nexus_providers::NoBlobs);
         let enc = match encoded {
             Ok(enc) => enc,
             Err(e) => {
