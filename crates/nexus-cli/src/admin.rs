@@ -121,7 +121,7 @@ async fn kernel(flags: &StoreFlags) -> anyhow::Result<Kernel> {
     let resolved = config::resolve(flags, None)?;
     let store = open_store(&resolved, false).await?;
     store.migrate().await?;
-    Ok(Kernel::new(store))
+    Ok(Kernel::builder(store).providers(resolved.providers()?).build())
 }
 
 fn print(value: &Value, json: bool) {

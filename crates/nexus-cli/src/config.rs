@@ -32,6 +32,9 @@ pub struct Settings {
     pub storage: Storage,
     pub kernel: KernelSettings,
     pub server: ServerSettings,
+    /// `[providers.<instance>]` (providers.md §1). Read from the file only.
+    #[serde(skip_serializing)]
+    pub providers: std::collections::BTreeMap<String, nexus_providers::InstanceConfig>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -103,6 +106,21 @@ impl Resolved {
             .url
             .clone()
             .unwrap_or_else(|| format!("sqlite://{}", self.data_dir.join("nexus.db").display()))
+    }
+
+    /// The provider instances: the built-in `scripted` plus every `[providers.*]` table. An
+    /// instance name outside `[a-z0-9][a-z0-9_-]*` is refused, as no model ref could name it.
+    pub fn providers(&self) -> anyhow::Result<nexus_providers::Providers> {
+        for name in self.settings.providers.keys() {
+            anyhow::ensure!(
+                nexus_providers::ModelRef::parse(&format!("{name}/m")).is_some_and(|r| r.provider == name),
+                "[providers.{name}]: an instance name must match [a-z0-9][a-z0-9_-]*"
+            );
+        }
+        Ok(nexus_providers::Providers::from_config(
+            self.data_dir.join("scripts"),
+            &self.settings.providers,
+        ))
     }
 
     pub fn store_options(&self) -> nexus_store::StoreOptions {

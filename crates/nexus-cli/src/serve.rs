@@ -71,8 +71,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("listening on {listen}"))?;
     let local = listener.local_addr()?;
     tracing::info!(address = %local, store = store.dialect(), data_dir = %resolved.data_dir.display(), "nexus serving");
+    let providers = resolved.providers()?;
+    for (name, instance) in providers.catalog().instances() {
+        tracing::info!(instance = name, kind = %instance.kind, enabled = instance.enabled, "model provider");
+    }
     let kernel = nexus_kernel::Kernel::builder(store)
-        .scripts_dir(resolved.data_dir.join("scripts"))
+        .providers(providers)
         .blobs_dir(resolved.data_dir.join("blobs"))
         .node_id(node_id(&resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)

@@ -15,7 +15,8 @@ pub struct KernelSettings {
     pub lease_renew_ms: u64,
     /// Provider attempts per round (providers.md §8: 4).
     pub provider_max_attempts: u32,
-    /// Backoff before retry k (ms, full jitter not applied: kept small and deterministic).
+    /// The backoff ceiling before retry k (ms): the wait is a full-jitter draw from `[0, ceiling]`
+    /// unless the upstream sent `retry-after` (providers.md §8).
     pub provider_backoff_ms: Vec<u64>,
 }
 

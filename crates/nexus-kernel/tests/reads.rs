@@ -13,6 +13,7 @@ use nexus_kernel::runs::RequestRead;
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, MemberKind};
 use serde_json::{Value, json};
+use sha2::Digest;
 use uuid::Uuid;
 
 async fn world(ts: TestStore) -> World {
@@ -366,7 +367,10 @@ async fn task_reads_transcript_graph_and_events() {
         assert!(req["request"]["entries"].is_array(), "{req}");
         assert!(req["request"]["body_sha256"].is_string());
         assert!(req["request"]["request_bytes"].as_i64().unwrap() > 0);
-        let RequestRead::Provider(bytes) = w
+        let RequestRead::Provider {
+            body: bytes,
+            body_sha256,
+        } = w
             .kernel
             .get_request(&w.agent, w.ws, id, "s1-model-1", true)
             .await
@@ -375,6 +379,9 @@ async fn task_reads_transcript_graph_and_events() {
             panic!("bytes expected");
         };
         assert_eq!(bytes.len() as i64, req["request"]["request_bytes"].as_i64().unwrap());
+        assert_eq!(body_sha256, req["request"]["body_sha256"].as_str().unwrap());
+        let digest: [u8; 32] = sha2::Sha256::digest(&bytes).into();
+        assert_eq!(body_sha256, hex::encode(digest));
         let e = w
             .kernel
             .get_request(&w.agent, w.ws, id, "r1t0", false)

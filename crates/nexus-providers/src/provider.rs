@@ -109,6 +109,9 @@ pub struct EncodedRequest {
     pub body: Vec<u8>,
     /// SHA-256 of `body`.
     pub body_sha256: [u8; 32],
+    /// Where the tools bytes sit inside `body` (`None` when no tools were offered): the
+    /// per-round cache report compares their digest from round to round.
+    pub tools: Option<std::ops::Range<usize>>,
 }
 
 impl EncodedRequest {
@@ -120,7 +123,25 @@ impl EncodedRequest {
             headers,
             body,
             body_sha256,
+            tools: None,
         }
+    }
+
+    /// Records where the tools bytes sit inside the body.
+    pub fn with_tools(mut self, range: std::ops::Range<usize>) -> Self {
+        debug_assert!(range.end <= self.body.len());
+        self.tools = Some(range);
+        self
+    }
+
+    /// The tools bytes, when tools were offered.
+    pub fn tools_bytes(&self) -> Option<&[u8]> {
+        self.tools.clone().and_then(|r| self.body.get(r))
+    }
+
+    /// SHA-256 (lowercase hex) of the tools bytes, when tools were offered.
+    pub fn tools_sha256_hex(&self) -> Option<String> {
+        self.tools_bytes().map(|b| hex::encode(Sha256::digest(b)))
     }
 
     /// `body_sha256` as lowercase hex (the stored form).

@@ -132,6 +132,7 @@ fn workspace_routes() -> Router<AppState> {
         )
         .route("/runs/{run}/tasks/{key}", get(runs::get_task))
         .route("/runs/{run}/tasks/{key}/request", get(runs::get_request))
+        .route("/runs/{run}/cache", get(runs::get_cache))
         .route("/runs/{run}/tasks/{key}/approve", post(runs::approve))
         .route("/runs/{run}/tasks/{key}/deny", post(runs::deny))
         .route("/runs/{run}/tasks/{key}/resolution", post(runs::resolution))

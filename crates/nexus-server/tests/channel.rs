@@ -324,6 +324,8 @@ async fn progress_frames_are_relayed_thinned_and_refused_by_code() {
         assert_eq!(r.status, StatusCode::ACCEPTED);
         assert_eq!(r.json(), json!({"relayed": true}));
         let relayed = rx.try_recv().expect("a relayed frame");
+        assert_eq!(relayed.kind, "executor_progress");
+        let relayed = relayed.data;
         assert_eq!(relayed["run_public_id"], run);
         assert_eq!(relayed["task_key"], key);
         assert_eq!(relayed["executor_public_id"], runner_id(&h));
@@ -341,7 +343,7 @@ async fn progress_frames_are_relayed_thinned_and_refused_by_code() {
         tokio::time::sleep(Duration::from_millis(260)).await;
         let r = progress(&h, &runner, frame("tok-1")).await;
         assert_eq!(r.json(), json!({"relayed": true}));
-        assert_eq!(rx.try_recv().unwrap()["text_tail"], "50%");
+        assert_eq!(rx.try_recv().unwrap().data["text_tail"], "50%");
 
         // Progress is never persisted: no event was written for any frame.
         let events = h.kernel.store.events_after(run_id, 0, 1000).await.unwrap();

@@ -176,6 +176,8 @@ pub trait Engine {
     /// `runs.last_event_sequence` (0 before the first event); `NotFound` for no such run.
     async fn latest_event_sequence(&self, run_id: i64) -> Result<i64>;
     async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>>;
+    /// The run's model rounds in creation order, with what the cache report reads.
+    async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>>;
 
     // ---- jobs (storage-and-scale.md §5) ----
     async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>>;
@@ -553,6 +555,9 @@ impl Engine for Store {
     }
     async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
         dispatch!(self, sealed_request(task_id, generation))
+    }
+    async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>> {
+        dispatch!(self, round_cache_facts(run_id))
     }
     async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
         dispatch!(self, job_by_id(job_id))

@@ -556,7 +556,9 @@ pub struct SealedRequestRow {
     pub record: String,
     pub body_sha256: String,
     pub request_bytes: i64,
-    /// The exact provider body bytes.
+    /// SHA-256 (lowercase hex) of the tools bytes inside the body, when tools were offered.
+    pub tools_sha256: Option<String>,
+    /// The exact provider body bytes (stored once per digest, migration 0015).
     pub body: Vec<u8>,
     /// JSON list of attempts.
     pub attempts: String,
@@ -570,9 +572,24 @@ pub struct NewSealedRequest {
     pub record: String,
     pub body_sha256: String,
     pub request_bytes: i64,
+    /// SHA-256 (lowercase hex) of the tools bytes inside the body, when tools were offered.
+    pub tools_sha256: Option<String>,
     pub body: Vec<u8>,
     pub attempts: String,
     pub created_at: i64,
+}
+
+/// One model round of a run as the cache report reads it ([`crate::Store::round_cache_facts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoundCacheFacts {
+    pub key: String,
+    pub status: String,
+    /// The task's usage JSON, once the round has a reply.
+    pub usage: Option<String>,
+    /// The sealed generation's tools digest; `None` before the seal or without tools.
+    pub tools_sha256: Option<String>,
+    /// Whether the current generation is sealed.
+    pub sealed: bool,
 }
 
 /// A row of `idempotency_receipts` (errors-and-auth.md §6).

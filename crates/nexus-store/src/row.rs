@@ -360,9 +360,21 @@ pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {
         record: r.text("record")?,
         body_sha256: r.text("body_sha256")?,
         request_bytes: r.int("request_bytes")?,
+        tools_sha256: r.opt_text("tools_sha256")?,
         body: r.bytes("body")?,
         attempts: r.text("attempts")?,
         created_at: r.int("created_at")?,
+    })
+}
+
+/// A row of [`crate::sql::ROUND_CACHE_FACTS`].
+pub(crate) fn round_cache_facts(r: &impl Columns) -> Result<RoundCacheFacts> {
+    Ok(RoundCacheFacts {
+        key: r.text("key")?,
+        status: r.text("status")?,
+        usage: r.opt_text("usage")?,
+        tools_sha256: r.opt_text("tools_sha256")?,
+        sealed: r.opt_int("sealed_id")?.is_some(),
     })
 }
 

@@ -612,12 +612,23 @@ pub(crate) const REQUEUE_JOB: &str =
 
 // ---- sealed requests ----
 
-pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
-     body, attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id, \
-     task_id, generation, record, body_sha256, request_bytes, body, attempts, created_at";
+/// A sealed body, once per digest (migration 0015): `$1` the digest, `$2` the bytes.
+pub(crate) const INSERT_SEALED_BODY: &str =
+    "INSERT INTO sealed_bodies (body_sha256, body) VALUES ($1, $2) ON CONFLICT (body_sha256) DO NOTHING";
 
-pub(crate) const SEALED_REQUEST: &str = "SELECT id, task_id, generation, record, body_sha256, request_bytes, body, attempts, \
-     created_at FROM sealed_requests WHERE task_id = $1 AND generation = $2";
+pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
+     tools_sha256, attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
+
+/// A sealed record with its body, joined by digest (migration 0015).
+pub(crate) const SEALED_REQUEST: &str = "SELECT s.id, s.task_id, s.generation, s.record, s.body_sha256, s.request_bytes, \
+     s.tools_sha256, b.body, s.attempts, s.created_at FROM sealed_requests s JOIN sealed_bodies b \
+     ON b.body_sha256 = s.body_sha256 WHERE s.task_id = $1 AND s.generation = $2";
+
+/// A run's model rounds in creation order with what the cache report reads: the round's key,
+/// status, usage and, for the generation that was sealed, its tools digest.
+pub(crate) const ROUND_CACHE_FACTS: &str = "SELECT t.key, t.status, t.usage, s.tools_sha256, \
+     s.id AS sealed_id FROM tasks t LEFT JOIN sealed_requests s ON s.task_id = t.id AND s.generation = t.generation \
+     WHERE t.run_id = $1 AND t.kind = 'model_task' ORDER BY t.id";
 
 pub(crate) const SET_SEALED_ATTEMPTS: &str =
     "UPDATE sealed_requests SET attempts = $3 WHERE task_id = $1 AND generation = $2";

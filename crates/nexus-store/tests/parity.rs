@@ -236,7 +236,7 @@ async fn schemas_match_across_dialects() {
         ("tasks", "mainline", "bool"),
         ("tasks", "is_error", "bool"),
         ("runs", "public_id", "uuid"),
-        ("sealed_requests", "body", "bytes"),
+        ("sealed_bodies", "body", "bytes"),
         ("tasks", "frozen_context", "text"),
         ("uploads", "public_id", "uuid"),
         ("uploads", "byte_size", "int64"),

@@ -271,6 +271,7 @@ async fn every_row_type_round_trips() {
             record: r#"{"model":"scripted/echo"}"#.into(),
             body_sha256: "cd".repeat(32),
             request_bytes: 5,
+            tools_sha256: Some("ef".repeat(32)),
             body: vec![0, 1, 2, 255, b'{'],
             attempts: "[]".into(),
             created_at: NOW,
@@ -283,6 +284,7 @@ async fn every_row_type_round_trips() {
                 &sr.record,
                 &sr.body_sha256,
                 sr.request_bytes,
+                &sr.tools_sha256,
                 &sr.body,
                 &sr.attempts,
                 sr.created_at
@@ -293,6 +295,7 @@ async fn every_row_type_round_trips() {
                 &sealed.record,
                 &sealed.body_sha256,
                 5,
+                &sealed.tools_sha256,
                 &sealed.body,
                 &sealed.attempts,
                 NOW
@@ -307,7 +310,22 @@ async fn every_row_type_round_trips() {
         ));
         drop(tx);
 
-        // Reads outside the transaction see it all.
+        // Reads outside the transaction see it all; the body is stored once per digest, so a
+        // second seal of the same bytes (a retried generation) shares it.
+        assert_eq!(s.sealed_request(t.id, 3).await.unwrap().unwrap(), sr);
+        let mut tx = s.begin().await.unwrap();
+        let again = NewSealedRequest {
+            generation: 7,
+            tools_sha256: None,
+            ..sealed.clone()
+        };
+        let second = tx.insert_sealed_request(again).await.unwrap();
+        tx.commit().await.unwrap();
+        let read = s.sealed_request(t.id, 7).await.unwrap().unwrap();
+        assert_eq!((read.body, read.tools_sha256), (sealed.body.clone(), None));
+        assert_ne!(second.id, sr.id);
+        // A tool task is no model round: the cache report's read skips it.
+        assert_eq!(s.round_cache_facts(run.id).await.unwrap(), vec![]);
         assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 1);
         assert_eq!(s.run_by_public_id(run.public_id).await.unwrap().unwrap().id, run.id);
         assert_eq!(s.run_by_public_id(Uuid::now_v7()).await.unwrap(), None);

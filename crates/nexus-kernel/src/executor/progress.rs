@@ -21,7 +21,7 @@ use uuid::Uuid;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::{is_settled, run_is_terminal};
-use crate::signals::Subscription;
+use crate::signals::{Ephemeral, Subscription};
 use crate::{Kernel, time};
 
 pub use super::cadence::CADENCE;
@@ -151,13 +151,19 @@ impl Kernel {
         if let Some(s) = frame.structured {
             out.insert("structured".into(), s.clone());
         }
-        self.state.signals.relay_progress(run.id, Value::Object(out));
+        self.state.signals.relay_ephemeral(
+            run.id,
+            Ephemeral {
+                kind: EVENT,
+                data: Value::Object(out),
+            },
+        );
         Ok(ProgressOutcome::Relayed)
     }
 
     /// The run's ephemeral `executor_progress` frames from now on (never stored, no ids).
-    pub fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
-        self.state.signals.subscribe_progress(run_id)
+    pub fn subscribe_progress(&self, run_id: i64) -> Subscription<Ephemeral> {
+        self.state.signals.subscribe_ephemeral(run_id)
     }
 }
 

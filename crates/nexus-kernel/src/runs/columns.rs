@@ -5,7 +5,7 @@
 //!   an `ask`'s question or a `wait`'s target;
 //! - a model task's `request_surface` is a [`RequestSurface`] (the model and instructions; a
 //!   retry with `{model}` may replace it);
-//! - a model task's `reply` is a [`StoredReply`], its `usage` `{input_tokens, output_tokens}`,
+//! - a model task's `reply` is a [`StoredReply`], its `usage` a `nexus_providers::Usage`,
 //!   its `content` the reply text as stored blocks.
 //!
 //! - a sealed record (`sealed_requests.record`) is a [`SealedRecord`]: `{entries,

@@ -16,7 +16,8 @@
 //!   `sealed.rs` (this process's copy of the entries it sealed last);
 //! - effects and reads: `events.rs` + `stream.rs` (events appended in the change's
 //!   transaction, published after its commit, and the live feed), `read.rs` + `view.rs` (the
-//!   run, task, request, transcript, graph and event projections), `worker.rs` (the job loop,
+//!   run, task, request, transcript, graph and event projections), `cache.rs` (the run's usage
+//!   and its per-round tools digests), `worker.rs` (the job loop,
 //!   lease recovery, the sweep timer).
 //!
 //! ARCHITECTURE.md ("Seams inside the kernel") names the methods the halves call each other
@@ -29,6 +30,7 @@
 #![allow(clippy::result_large_err)]
 
 pub(crate) mod approvals;
+pub(crate) mod cache;
 pub(crate) mod columns;
 pub(crate) mod create;
 pub(crate) mod events;
@@ -57,6 +59,7 @@ use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
+pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
 pub use read::RequestRead;
 

@@ -38,8 +38,8 @@ const EVENTS_MAX: i64 = 500;
 pub enum RequestRead {
     /// `{request: {entries, request_options, body_sha256, request_bytes, attempts}}`.
     Json(Value),
-    /// `?format=provider`: the body bytes as sent.
-    Provider(Vec<u8>),
+    /// `?format=provider`: the body bytes as sent, and their SHA-256 (hex).
+    Provider { body: Vec<u8>, body_sha256: String },
 }
 
 fn not_found(what: &str) -> KernelError {
@@ -118,11 +118,14 @@ impl Kernel {
         }))
     }
 
-    /// `GET R` → `{run}`.
+    /// `GET R` → `{run, usage}`: `usage` sums the token usage of the run's model rounds (beside
+    /// the run, so the run object stays the one every other read serves).
     pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
-        Ok(object([("run", self.run_json(ws_row.public_id, &run).await?)]))
+        let view = self.run_json(ws_row.public_id, &run).await?;
+        let usage = to_value(&self.run_usage(run.id).await?)?;
+        Ok(object([("run", view), ("usage", usage)]))
     }
 
     /// `GET W/runs?status=&after=&limit=` → `{runs, pagination}`.
@@ -417,7 +420,10 @@ impl Kernel {
             return Err(KernelError::of(Code::RequestNotSealed));
         };
         if provider_format {
-            return Ok(RequestRead::Provider(sealed.body));
+            return Ok(RequestRead::Provider {
+                body: sealed.body,
+                body_sha256: sealed.body_sha256,
+            });
         }
         let mut m = match parse(Some(&sealed.record)) {
             Some(Value::Object(m)) => m,
@@ -425,6 +431,7 @@ impl Kernel {
         };
         m.insert("body_sha256".into(), json!(sealed.body_sha256));
         m.insert("request_bytes".into(), json!(sealed.request_bytes));
+        m.insert("tools_sha256".into(), json!(sealed.tools_sha256));
         m.insert(
             "attempts".into(),
             parse(Some(&sealed.attempts)).unwrap_or_else(|| json!([])),

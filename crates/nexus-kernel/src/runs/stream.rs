@@ -14,7 +14,7 @@ use uuid::Uuid;
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
-use crate::signals::{RecvError, Subscription};
+use crate::signals::{Ephemeral, RecvError, Subscription};
 
 const PAGE: i64 = 500;
 
@@ -28,7 +28,7 @@ pub struct EventStream {
     backlog: VecDeque<EventRow>,
     rx: Subscription<EventRow>,
     /// `None` once the progress relay closed (the durable feed goes on).
-    progress: Option<Subscription<Value>>,
+    progress: Option<Subscription<Ephemeral>>,
 }
 
 /// One item of the feed.
@@ -36,7 +36,7 @@ pub struct EventStream {
 pub enum FeedItem {
     /// A stored event: `id: <sequence>`, `event: <type>`.
     Durable { sequence: i64, kind: String, json: Value },
-    /// An ephemeral frame (no id), e.g. `executor_progress`.
+    /// An ephemeral frame (no id): `executor_progress`, `model_delta`.
     Ephemeral { kind: &'static str, json: Value },
 }
 
@@ -117,7 +117,7 @@ impl EventStream {
                     Err(RecvError::Closed) => return None,
                 },
                 frame = next_frame(&mut self.progress) => match frame {
-                    Ok(json) => return Some(FeedItem::Ephemeral { kind: "executor_progress", json }),
+                    Ok(frame) => return Some(FeedItem::Ephemeral { kind: frame.kind, json: frame.data }),
                     // Missed or closed progress is not state: keep following the durable feed.
                     Err(RecvError::Lagged(_)) => {}
                     Err(RecvError::Closed) => self.progress = None,
@@ -128,7 +128,7 @@ impl EventStream {
 }
 
 /// The next progress frame; never resolves once the relay closed.
-async fn next_frame(progress: &mut Option<Subscription<Value>>) -> Result<Value, RecvError> {
+async fn next_frame(progress: &mut Option<Subscription<Ephemeral>>) -> Result<Ephemeral, RecvError> {
     match progress {
         Some(p) => p.recv().await,
         None => std::future::pending().await,

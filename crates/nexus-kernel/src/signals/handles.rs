@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 
 /// A listener's end of a signal: a run's feed, an executor's channel, a run's progress. Items
@@ -70,4 +71,13 @@ impl Abort {
     pub async fn notified(&self) {
         self.0.notified().await
     }
+}
+
+/// An ephemeral frame of a run's live feed (runs.md §11): no id, never stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ephemeral {
+    /// The SSE event name: `executor_progress` or `model_delta`.
+    pub kind: &'static str,
+    /// The frame's data.
+    pub data: Value,
 }

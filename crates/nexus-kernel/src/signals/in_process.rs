@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 use uuid::Uuid;
 
-use super::{Abort, Subscription};
+use super::{Abort, Ephemeral, Subscription};
 
 /// Events buffered per run feed before a slow subscriber starts lagging (it re-reads the store).
 const RUN_FEED_BUFFER: usize = 1024;
@@ -46,7 +46,7 @@ pub struct InProcessSignals {
     /// Per-executor push channels, by public id.
     executors: Channels<Uuid>,
     /// Per-run progress relays, by internal run id.
-    progress: Channels<i64>,
+    progress: Channels<i64, Ephemeral>,
     /// In-flight model calls by task id: a stop aborts them.
     inflight: Mutex<HashMap<i64, Arc<Notify>>>,
 }
@@ -153,11 +153,11 @@ impl InProcessSignals {
         self.executors.is_connected(executor)
     }
 
-    pub(super) fn relay_progress(&self, run_id: i64, frame: Value) {
+    pub(super) fn relay_ephemeral(&self, run_id: i64, frame: Ephemeral) {
         self.progress.send(run_id, frame);
     }
 
-    pub(super) fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
+    pub(super) fn subscribe_ephemeral(&self, run_id: i64) -> Subscription<Ephemeral> {
         self.progress.subscribe(run_id)
     }
 
@@ -182,13 +182,13 @@ impl InProcessSignals {
     }
 }
 
-/// Broadcast channels of `Value` frames by key, each created by its first subscriber.
-struct Channels<K> {
-    senders: Mutex<HashMap<K, broadcast::Sender<Value>>>,
+/// Broadcast channels of frames (`F`) by key, each created by its first subscriber.
+struct Channels<K, F = Value> {
+    senders: Mutex<HashMap<K, broadcast::Sender<F>>>,
     buffer: usize,
 }
 
-impl<K: Eq + Hash> Channels<K> {
+impl<K: Eq + Hash, F: Clone> Channels<K, F> {
     fn new(buffer: usize) -> Self {
         Self {
             senders: Mutex::new(HashMap::new()),
@@ -197,7 +197,7 @@ impl<K: Eq + Hash> Channels<K> {
     }
 
     /// A receiver of the frames sent under `key` from now on.
-    fn subscribe(&self, key: K) -> Subscription<Value> {
+    fn subscribe(&self, key: K) -> Subscription<F> {
         let mut map = self.senders.lock().unwrap_or_else(|p| p.into_inner());
         Subscription::new(
             map.entry(key)
@@ -214,7 +214,7 @@ impl<K: Eq + Hash> Channels<K> {
 
     /// Sends `frame` to every open receiver of `key`; drops it when there is none (and the
     /// channel with it).
-    fn send(&self, key: K, frame: Value) {
+    fn send(&self, key: K, frame: F) {
         let mut map = self.senders.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(sender) = map.get(&key) {
             if sender.receiver_count() == 0 {

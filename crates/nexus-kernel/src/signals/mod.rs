@@ -4,7 +4,8 @@
 //! - after a commit: a run's live feed catches up ([`Signals::run_events`]), the job workers
 //!   wake ([`Signals::wake_jobs`]), an executor's push channel gets a frame
 //!   ([`Signals::push_to_executor`]: `work_available`, `work_canceled`);
-//! - ephemeral, never stored: a run's `executor_progress` frames ([`Signals::relay_progress`]);
+//! - ephemeral, never stored: a run's `executor_progress` and `model_delta` frames
+//!   ([`Signals::relay_ephemeral`], [`Ephemeral`]);
 //! - an in-flight model call is registered while it runs, so a stop can abort it
 //!   ([`Signals::model_call_started`], [`Signals::model_call_ended`],
 //!   [`Signals::abort_model_call`]);
@@ -32,7 +33,7 @@ use nexus_store::{EventRow, Store};
 use serde_json::Value;
 use uuid::Uuid;
 
-pub use handles::{Abort, RecvError, Subscription, TryRecvError};
+pub use handles::{Abort, Ephemeral, RecvError, Subscription, TryRecvError};
 pub use in_process::InProcessSignals;
 
 /// How the kernel signals (see the module docs). An enum, not a trait object: dispatch is a
@@ -97,18 +98,18 @@ impl Signals {
         }
     }
 
-    /// Relays an ephemeral `executor_progress` frame to the subscribers of run `run_id` (none:
-    /// dropped). Never stored.
-    pub fn relay_progress(&self, run_id: i64, frame: Value) {
+    /// Relays an ephemeral frame to the subscribers of run `run_id` (none: dropped). Never
+    /// stored.
+    pub fn relay_ephemeral(&self, run_id: i64, frame: Ephemeral) {
         match self {
-            Signals::InProcess(s) => s.relay_progress(run_id, frame),
+            Signals::InProcess(s) => s.relay_ephemeral(run_id, frame),
         }
     }
 
-    /// The run's progress frames from now on.
-    pub fn subscribe_progress(&self, run_id: i64) -> Subscription<Value> {
+    /// The run's ephemeral frames from now on.
+    pub fn subscribe_ephemeral(&self, run_id: i64) -> Subscription<Ephemeral> {
         match self {
-            Signals::InProcess(s) => s.subscribe_progress(run_id),
+            Signals::InProcess(s) => s.subscribe_ephemeral(run_id),
         }
     }
 

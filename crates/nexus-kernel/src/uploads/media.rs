@@ -5,12 +5,14 @@ use std::collections::HashMap;
 
 use nexus_core::bounds;
 use nexus_core::pairing::{MediaInfo, MediaJudge};
-use nexus_providers::{ModelCapabilities, Part};
+use nexus_providers::{Entry, ModelCapabilities, Part};
 use nexus_store::{Engine, UploadRow};
+use tokio::io::AsyncReadExt;
 use uuid::Uuid;
 
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::uploads::io_error;
 
 /// Media facts for one request build: the run's bound uploads by public id, and the model's
 /// accepted media types. Without capabilities nothing is accepted (media become index lines).
@@ -79,6 +81,37 @@ impl Kernel {
     ) -> KernelResult<UploadJudge> {
         let uploads = self.store.bound_uploads_of_run(run_id).await?;
         Ok(UploadJudge::new(&uploads, capabilities))
+    }
+
+    /// The bytes of every upload the request's media parts name, for the adapter to inline
+    /// (providers.md §5.1, §6). The judge let a part through only below
+    /// [`bounds::INLINE_BINARY`], so what is read here is bounded; an upload whose descriptor
+    /// or blob is gone is left out, and the adapter refuses the request naming it.
+    pub(crate) async fn media_bytes(&self, entries: &[Entry]) -> KernelResult<HashMap<Uuid, Vec<u8>>> {
+        let mut out = HashMap::new();
+        let parts = entries.iter().flat_map(|e| match e {
+            Entry::User { parts } | Entry::Attachments { parts } => parts.as_slice(),
+            _ => &[],
+        });
+        for part in parts {
+            let (Part::Image { upload, .. } | Part::Document { upload }) = part else {
+                continue;
+            };
+            if out.contains_key(upload) {
+                continue;
+            }
+            let Some(row) = self.store.upload_by_public_id(*upload).await? else {
+                continue;
+            };
+            let len = (row.byte_size.max(0) as u64).min(bounds::INLINE_BINARY as u64);
+            let Ok(mut reader) = self.open_upload(&row, 0, len).await else {
+                continue;
+            };
+            let mut bytes = Vec::with_capacity(len as usize);
+            reader.read_to_end(&mut bytes).await.map_err(io_error)?;
+            out.insert(*upload, bytes);
+        }
+        Ok(out)
     }
 }
 

@@ -51,6 +51,8 @@ pub(crate) struct Encoded {
     pub sha256: [u8; 32],
     /// Whether `body` surely decodes (no value nested deeper than [`SAFE_DEPTH`]).
     pub decodable: bool,
+    /// Where the `tools` array sits in `body` (the last member: just before the closing `}`).
+    pub tools: std::ops::Range<usize>,
 }
 
 /// The entries already encoded for one chain, and the bytes and hash state after them.
@@ -151,9 +153,11 @@ impl Encoder {
         canonical::close(&mut body, req, &slot.tools_bytes);
         let mut hasher = slot.hasher.clone();
         hasher.update(&body[tail..]);
+        let tools_end = body.len() - 1;
         let encoded = Encoded {
             sha256: hasher.finalize().into(),
             decodable: !slot.deep && !slot.tools_deep,
+            tools: tools_end - slot.tools_bytes.len()..tools_end,
             body,
         };
         if slot.bytes.len() <= MAX_KEPT_BYTES {

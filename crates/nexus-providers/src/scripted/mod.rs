@@ -188,11 +188,13 @@ impl Provider for Scripted {
                 Prepared::of(req, encoded.body.len()),
             );
         }
+        let tools = (!req.tools.is_empty()).then_some(encoded.tools);
         Ok(EncodedRequest {
             url: format!("scripted:{}", req.model),
             headers: vec![("content-type".to_string(), "application/json".to_string())],
             body: encoded.body,
             body_sha256: encoded.sha256,
+            tools,
         })
     }
 

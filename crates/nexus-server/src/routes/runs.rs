@@ -4,11 +4,11 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use uuid::Uuid;
 
 use nexus_kernel::runs::RequestRead;
@@ -176,6 +176,20 @@ pub struct RequestQuery {
     pub format: Option<String>,
 }
 
+/// The header carrying the served body's SHA-256 (hex) on `?format=provider`.
+pub const BODY_SHA256_HEADER: &str = "x-body-sha256";
+
+/// `GET R/cache` → `{cache}` (the run's per-round tools digests and usage).
+pub async fn get_cache(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    let (ws, run) = (path_id(&ws)?, path_id(&run)?);
+    let report = state.kernel.run_cache(&p, ws, run).await?;
+    Ok(Json(json!({ "cache": report })))
+}
+
 pub async fn get_request(
     State(state): State<AppState>,
     Member(p): Member,
@@ -195,9 +209,15 @@ pub async fn get_request(
     };
     match state.kernel.get_request(&p, ws, run, &key, provider_format).await? {
         RequestRead::Json(v) => Ok(Json(v).into_response()),
-        RequestRead::Provider(bytes) => Ok((
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
-            bytes,
+        RequestRead::Provider { body, body_sha256 } => Ok((
+            [
+                (header::CONTENT_TYPE, HeaderValue::from_static("application/json")),
+                (
+                    HeaderName::from_static(BODY_SHA256_HEADER),
+                    HeaderValue::from_str(&body_sha256).expect("hex is a header value"),
+                ),
+            ],
+            body,
         )
             .into_response()),
     }

@@ -244,19 +244,43 @@ macro_rules! task_ops {
             check_text(&new.record)?;
             check_text(&new.body_sha256)?;
             check_text(&new.attempts)?;
-            let r = query(sql::INSERT_SEALED_REQUEST)
+            query(sql::INSERT_SEALED_BODY)
+                .bind(&new.body_sha256)
+                .bind(&new.body)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            let id: i64 = query_scalar(sql::INSERT_SEALED_REQUEST)
                 .bind(new.task_id)
                 .bind(new.generation)
                 .bind(&new.record)
                 .bind(&new.body_sha256)
                 .bind(new.request_bytes)
-                .bind(&new.body)
+                .bind(&new.tools_sha256)
                 .bind(&new.attempts)
                 .bind(new.created_at)
                 .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;
-            row::sealed_request(&r)
+            Ok(SealedRequestRow {
+                id,
+                task_id: new.task_id,
+                generation: new.generation,
+                record: new.record.clone(),
+                body_sha256: new.body_sha256.clone(),
+                request_bytes: new.request_bytes,
+                tools_sha256: new.tools_sha256.clone(),
+                body: new.body.clone(),
+                attempts: new.attempts.clone(),
+                created_at: new.created_at,
+            })
+        }
+
+        pub(crate) async fn round_cache_facts(c: &mut Conn, run_id: i64) -> Result<Vec<RoundCacheFacts>> {
+            query(sql::ROUND_CACHE_FACTS)
+                .bind(run_id)
+                .fetch_all_as(&mut *c, |r| row::round_cache_facts(r))
+                .await
         }
 
         pub(crate) async fn sealed_request(
@@ -402,6 +426,9 @@ macro_rules! task_methods {
         }
         async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>> {
             ops::sealed_request(&mut *self.pool.acquire().await?, task_id, generation).await
+        }
+        async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>> {
+            ops::round_cache_facts(&mut *self.pool.acquire().await?, run_id).await
         }
         async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>> {
             ops::expired_parks(&mut *self.pool.acquire().await?, now, after_task_id, limit).await

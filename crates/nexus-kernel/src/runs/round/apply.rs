@@ -183,9 +183,7 @@ impl Kernel {
             stop: reply.stop.as_str().to_string(),
         };
         round.reply = Some(serde_json::to_string(&stored).expect("a reply serializes"));
-        round.usage = Some(
-            json!({"input_tokens": reply.usage.input_tokens, "output_tokens": reply.usage.output_tokens}).to_string(),
-        );
+        round.usage = Some(serde_json::to_string(&reply.usage).expect("usage serializes"));
         let text = reply.text.clone().unwrap_or_default();
         round.content = Some(if text.trim().is_empty() {
             "[]".into()

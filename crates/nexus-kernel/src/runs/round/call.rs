@@ -1,17 +1,49 @@
 //! The provider call (providers.md §8): the sealed bytes sent outside any transaction, retried
 //! with backoff, each attempt recorded; a round that cannot be called fails here.
+//!
+//! Retry policy: at most the instance's `max_attempts` (else the kernel's default) in total;
+//! only retryable errors (`provider_overloaded` without `x-should-retry: false`) are retried;
+//! the wait before attempt k+1 is the upstream's `retry-after-ms` / `retry-after` when given
+//! (capped at 60 s by the adapter), else a full-jitter draw from `[0, backoff_k]`. While a
+//! streaming reply arrives, its text goes out as `model_delta` frames on the run's live feed
+//! (never stored).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use nexus_providers::{EncodedRequest, ModelReply, Provider, ProviderError};
+use nexus_providers::{DeltaSink, EncodedRequest, ModelReply, Provider, ProviderError};
 use nexus_store::{Engine, JobRow, TaskRow, task_status};
+use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::settle::SettleError;
+use crate::signals::{Ephemeral, Signals};
 use crate::{Kernel, time};
+
+/// The SSE event name of a streamed text delta (runs.md §11).
+pub const MODEL_DELTA: &str = "model_delta";
+
+/// Relays a streaming reply's text to the run's live feed as `model_delta` frames
+/// `{task_key, delta}`.
+struct DeltaRelay<'a> {
+    signals: &'a Signals,
+    run_id: i64,
+    task_key: &'a str,
+}
+
+impl DeltaSink for DeltaRelay<'_> {
+    fn text(&self, delta: &str) {
+        self.signals.relay_ephemeral(
+            self.run_id,
+            Ephemeral {
+                kind: MODEL_DELTA,
+                data: json!({"task_key": self.task_key, "delta": delta}),
+            },
+        );
+    }
+}
 
 impl Kernel {
     /// Sends the sealed bytes (with retries) and applies the outcome.
@@ -54,7 +86,15 @@ impl Kernel {
         attempts: &mut Vec<Value>,
         abort: &crate::signals::Abort,
     ) -> KernelResult<Option<Result<ModelReply, ProviderError>>> {
-        let max = self.settings.provider_max_attempts.max(1) as usize;
+        let max = provider
+            .max_attempts()
+            .unwrap_or(self.settings.provider_max_attempts)
+            .max(1) as usize;
+        let deltas = DeltaRelay {
+            signals: &self.state.signals,
+            run_id: task.run_id,
+            task_key: &task.key,
+        };
         loop {
             let renew = async {
                 loop {
@@ -71,7 +111,7 @@ impl Kernel {
                 }
             };
             let result = tokio::select! {
-                r = provider.send(enc, &nexus_providers::NoDeltas) => r,
+                r = provider.send(enc, &deltas) => r,
                 _ = abort.notified() => return Ok(None),
                 _ = renew => unreachable!("the renewal loop never ends"),
             };
@@ -96,14 +136,7 @@ impl Kernel {
                     )
                     .await?;
                     tx.commit().await?;
-                    let k = attempts.len() - 1;
-                    let backoff = self
-                        .settings
-                        .provider_backoff_ms
-                        .get(k)
-                        .or(self.settings.provider_backoff_ms.last())
-                        .copied()
-                        .unwrap_or(0);
+                    let backoff = self.backoff_ms(&e, attempts.len() - 1);
                     tokio::select! {
                         _ = tokio::time::sleep(Duration::from_millis(backoff)) => {}
                         _ = abort.notified() => return Ok(None),
@@ -111,6 +144,21 @@ impl Kernel {
                 }
                 other => return Ok(Some(other)),
             }
+        }
+    }
+
+    /// The wait before the attempt after failed attempt `k` (0-based): the upstream's
+    /// `retry-after`, else a full-jitter draw from `[0, provider_backoff_ms[k]]`.
+    fn backoff_ms(&self, e: &ProviderError, k: usize) -> u64 {
+        if let Some(ms) = e.retry_after_ms {
+            return ms;
+        }
+        let base = &self.settings.provider_backoff_ms;
+        let ceiling = base.get(k).or(base.last()).copied().unwrap_or(0);
+        if ceiling == 0 {
+            0
+        } else {
+            rand::rng().random_range(0..=ceiling)
         }
     }
 

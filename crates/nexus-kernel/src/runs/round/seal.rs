@@ -86,7 +86,8 @@ impl Kernel {
     ) -> KernelResult<Option<(EncodedRequest, Option<PrevRecord>)>> {
         let capabilities = provider.capabilities(model);
         let (request, prev) = self.build_request(task, neighbourhood, &capabilities).await?;
-        let encoded = provider.encode(&request, &nexus_providers::NoBlobs);
+        let blobs = self.media_bytes(&request.entries).await?;
+        let encoded = provider.encode(&request, &blobs);
         let enc = match encoded {
             Ok(enc) => enc,
             Err(e) => {
@@ -137,6 +138,7 @@ impl Kernel {
             record,
             body_sha256,
             request_bytes: enc.body.len() as i64,
+            tools_sha256: enc.tools_sha256_hex(),
             body: enc.body.clone(),
             attempts: "[]".into(),
             created_at: now,
