@@ -5,7 +5,7 @@
 
 #![allow(dead_code)]
 
-use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_kernel::{Kernel, KernelBuilder, MemberPrincipal};
 use nexus_store::testing::TestStore;
 use serde_json::Value;
 use uuid::Uuid;
@@ -28,13 +28,23 @@ pub struct World {
 }
 
 pub async fn world(ts: TestStore) -> World {
+    world_with(ts, |b, _| b).await
+}
+
+/// A world whose kernel builder is adjusted by `configure` (given the scripts dir) before it is
+/// built: other providers, other settings.
+pub async fn world_with(
+    ts: TestStore,
+    configure: impl FnOnce(KernelBuilder, &std::path::Path) -> KernelBuilder,
+) -> World {
     let dir = tempfile::tempdir().unwrap();
     let scripts = dir.path().join("scripts");
     std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
+    let builder = Kernel::builder(ts.store.clone())
         .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
+        .blobs_dir(dir.path().join("blobs"))
+        .provider_backoff_ms(vec![1, 1, 1]);
+    let kernel = configure(builder, &scripts).build();
     let boot = kernel.bootstrap().await.unwrap();
     let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
     let id = |v: &Value| Uuid::parse_str(v.as_str().unwrap()).unwrap();
