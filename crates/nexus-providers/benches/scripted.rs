@@ -15,10 +15,13 @@
 //!
 //! What a timed call allocates is returned, so dropping it is not timed.
 
+mod common;
+
 use std::path::Path;
 
+use common::push_round;
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
-use nexus_providers::{Entry, ModelRequest, NoBlobs, NoDeltas, Provider, RawToolCall, RequestOptions, Scripted};
+use nexus_providers::{Entry, ModelRequest, NoBlobs, NoDeltas, Provider, RequestOptions, Scripted};
 use serde_json::json;
 
 /// The longest history measured, and the script's length.
@@ -66,27 +69,6 @@ fn request(rounds: usize) -> ModelRequest {
     req
 }
 
-/// Round `i`: the assistant's `tool_search` call `id` and its result.
-fn push_round(req: &mut ModelRequest, i: usize, id: &str) {
-    req.entries.push(Entry::Assistant {
-        text: Some(format!("Round {i}.")),
-        tool_calls: vec![RawToolCall {
-            id: id.to_string(),
-            name: "tool_search".into(),
-            arguments: format!(r#"{{"query":"round {i}"}}"#),
-        }],
-        native: None,
-    });
-    req.entries.push(Entry::ToolResult {
-        call_id: id.to_string(),
-        name: "tool_search".into(),
-        output: format!(
-            r#"{{"matches":[{{"name":"nexus.tools.search","description":"Search the tools offered to this round by name and description.","score":0.{i}}}],"query":"round {i}","total":1}}"#
-        ),
-        is_error: false,
-    });
-}
-
 /// `previous` (the request after `n - 1` rounds) and round `n`, whose call id is made unique
 /// by `tag`: each measured encode is a round no request before it ended with.
 fn next_round(previous: &ModelRequest, n: usize, tag: u64) -> ModelRequest {
@@ -124,7 +106,7 @@ fn benches(c: &mut Criterion) {
                     next_round(&previous, n, tag)
                 },
                 |next| {
-                    let enc = warm.encode(black_box(&next)).expect("encode");
+                    let enc = warm.encode(black_box(&next), &NoBlobs).expect("encode");
                     (next, enc)
                 },
                 BatchSize::PerIteration,
@@ -134,7 +116,7 @@ fn benches(c: &mut Criterion) {
             b.iter_batched(
                 || Scripted::new(dir.path()),
                 |p| {
-                    let enc = p.encode(black_box(&req)).expect("encode");
+                    let enc = p.encode(black_box(&req), &NoBlobs).expect("encode");
                     (p, enc)
                 },
                 BatchSize::PerIteration,
@@ -142,13 +124,13 @@ fn benches(c: &mut Criterion) {
         });
         let enc = warm.encode(&req, &NoBlobs).expect("encode");
         c.bench_function(&format!("send/{n}"), |b| {
-            b.iter(|| rt.block_on(warm.send(black_box(&enc))).expect("send"))
+            b.iter(|| rt.block_on(warm.send(black_box(&enc), &NoDeltas)).expect("send"))
         });
         c.bench_function(&format!("send_cold/{n}"), |b| {
             b.iter_batched(
                 || Scripted::new(dir.path()),
                 |p| {
-                    let reply = rt.block_on(p.send(black_box(&enc))).expect("send");
+                    let reply = rt.block_on(p.send(black_box(&enc), &NoDeltas)).expect("send");
                     (p, reply)
                 },
                 BatchSize::PerIteration,
