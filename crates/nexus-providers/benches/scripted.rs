@@ -15,10 +15,13 @@
 //!
 //! What a timed call allocates is returned, so dropping it is not timed.
 
+mod common;
+
 use std::path::Path;
 
+use common::push_round;
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
-use nexus_providers::{Entry, ModelRequest, NoBlobs, NoDeltas, Provider, RawToolCall, RequestOptions, Scripted};
+use nexus_providers::{Entry, ModelRequest, NoBlobs, NoDeltas, Provider, RequestOptions, Scripted};
 use serde_json::json;
 
 /// The longest history measured, and the script's length.
@@ -64,27 +67,6 @@ fn request(rounds: usize) -> ModelRequest {
         push_round(&mut req, i, &format!("c{i}"));
     }
     req
-}
-
-/// Round `i`: the assistant's `tool_search` call `id` and its result.
-fn push_round(req: &mut ModelRequest, i: usize, id: &str) {
-    req.entries.push(Entry::Assistant {
-        text: Some(format!("Round {i}.")),
-        tool_calls: vec![RawToolCall {
-            id: id.to_string(),
-            name: "tool_search".into(),
-            arguments: format!(r#"{{"query":"round {i}"}}"#),
-        }],
-        native: None,
-    });
-    req.entries.push(Entry::ToolResult {
-        call_id: id.to_string(),
-        name: "tool_search".into(),
-        output: format!(
-            r#"{{"matches":[{{"name":"nexus.tools.search","description":"Search the tools offered to this round by name and description.","score":0.{i}}}],"query":"round {i}","total":1}}"#
-        ),
-        is_error: false,
-    });
 }
 
 /// `previous` (the request after `n - 1` rounds) and round `n`, whose call id is made unique

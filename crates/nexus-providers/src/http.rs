@@ -73,6 +73,7 @@ impl Transport {
     }
 
     /// The per-attempt bound.
+    #[allow(dead_code)] // not every adapter reads it
     pub fn timeout(&self) -> Duration {
         self.timeout
     }

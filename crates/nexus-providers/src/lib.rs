@@ -3,8 +3,8 @@
 //! This crate holds what the kernel needs to know about models without ever branching on a
 //! provider: the model-ref grammar, the instance catalog that resolves a ref at acceptance and
 //! at the profile writer, the neutral request and reply ([`neutral`]), the [`Provider`] trait,
-//! the offline [`Scripted`] provider and the [`Providers`] registry. The `anthropic` and
-//! `openai` adapters come later.
+//! the offline [`Scripted`] provider, the [`OpenAi`] adapter (Chat Completions and compatible
+//! servers) and the [`Providers`] registry. The `anthropic` adapter comes later.
 //!
 //! Architecture Invariant: provider-specific code lives only in this crate.
 
@@ -21,6 +21,7 @@ pub mod openai;
 pub mod provider;
 pub mod registry;
 pub mod scripted;
+mod slots;
 
 pub use anthropic::Anthropic;
 pub use catalog::{Instance, ProviderCatalog, ResolveError};

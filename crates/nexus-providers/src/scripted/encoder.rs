@@ -23,13 +23,13 @@
 //! cache meanwhile), so concurrent encodes never share one.
 
 use std::fmt;
-use std::sync::Mutex;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::canonical;
 use crate::neutral::{Entry, ModelRequest};
+use crate::slots::{Kept, Slots};
 
 /// How many chains' prefixes are kept.
 pub(crate) const MAX_SLOTS: usize = 8;
@@ -127,23 +127,41 @@ impl Slot {
 }
 
 /// The prefix cache of one `Scripted` (see the module docs).
-#[derive(Default)]
 pub(crate) struct Encoder {
-    /// Least recently used first.
-    slots: Mutex<Vec<Slot>>,
+    slots: Slots<Slot>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self {
+            slots: Slots::new(MAX_SLOTS, MAX_KEPT_BYTES),
+        }
+    }
+}
+
+impl Kept for Slot {
+    fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
 }
 
 impl fmt::Debug for Encoder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let n = self.slots.lock().map_or(0, |s| s.len());
-        f.debug_struct("Encoder").field("slots", &n).finish()
+        f.debug_struct("Encoder").field("slots", &self.slots.len()).finish()
     }
 }
 
 impl Encoder {
     /// The canonical body of `req` and its SHA-256.
     pub(crate) fn encode(&self, req: &ModelRequest) -> Result<Encoded, serde_json::Error> {
-        let mut slot = self.take(&req.entries).unwrap_or_else(Slot::new);
+        let mut slot = self
+            .slots
+            .take(|s| s.is_prefix_of(&req.entries))
+            .unwrap_or_else(Slot::new);
         let done = slot.entries.len();
         slot.extend(&req.entries[done..])?;
         slot.set_tools(&req.tools)?;
@@ -160,36 +178,9 @@ impl Encoder {
             tools: tools_end - slot.tools_bytes.len()..tools_end,
             body,
         };
-        if slot.bytes.len() <= MAX_KEPT_BYTES {
-            let evicted = self.keep(slot);
-            // Freeing a long history's copy is not done under the lock.
-            drop(evicted);
-        }
+        // Freeing a long history's copy is not done under the lock.
+        drop(self.slots.keep(slot));
         Ok(encoded)
-    }
-
-    /// Puts `slot` back as the most recently used; returns the slots this evicts (least
-    /// recently used first) to stay within [`MAX_SLOTS`] and [`MAX_KEPT_BYTES`].
-    fn keep(&self, slot: Slot) -> Vec<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        slots.push(slot);
-        let mut kept: usize = slots.iter().map(|s| s.bytes.len()).sum();
-        let mut evict = 0;
-        while slots.len() - evict > MAX_SLOTS || kept > MAX_KEPT_BYTES {
-            kept -= slots[evict].bytes.len();
-            evict += 1;
-        }
-        slots.drain(..evict).collect()
-    }
-
-    /// Removes and returns the slot with the most entries that `entries` extends. Slots are
-    /// tried longest first, so at most one full comparison succeeds.
-    fn take(&self, entries: &[Entry]) -> Option<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let mut order: Vec<usize> = (0..slots.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(slots[i].entries.len()));
-        let best = order.into_iter().find(|&i| slots[i].is_prefix_of(entries))?;
-        Some(slots.remove(best))
     }
 }
 
@@ -235,7 +226,7 @@ mod tests {
             check(&encoder, &req(entries.clone()));
             entries.push(Entry::user_text(format!("u{i}")));
         }
-        assert_eq!(encoder.slots.lock().unwrap().len(), 1, "one chain, one slot");
+        assert_eq!(encoder.slots.len(), 1, "one chain, one slot");
         // A branch from the middle, then both alternately.
         let mut branch = entries[..10].to_vec();
         for i in 0..5 {
@@ -244,7 +235,7 @@ mod tests {
             check(&encoder, &req(branch.clone()));
             check(&encoder, &req(entries.clone()));
         }
-        assert_eq!(encoder.slots.lock().unwrap().len(), 2);
+        assert_eq!(encoder.slots.len(), 2);
         // Shorter, edited, other tools.
         check(&encoder, &req(entries[..3].to_vec()));
         let mut edited = entries.clone();
@@ -259,7 +250,7 @@ mod tests {
         for i in 0..20 {
             check(&encoder, &req(vec![Entry::user_text(format!("chain {i}"))]));
         }
-        assert_eq!(encoder.slots.lock().unwrap().len(), MAX_SLOTS);
+        assert_eq!(encoder.slots.len(), MAX_SLOTS);
     }
 
     #[test]
@@ -270,10 +261,10 @@ mod tests {
             slot.bytes.resize(MAX_KEPT_BYTES / 2 + 1, b' ');
             slot
         };
-        assert!(encoder.keep(big()).is_empty());
-        let evicted = encoder.keep(big());
+        assert!(encoder.slots.keep(big()).is_empty());
+        let evicted = encoder.slots.keep(big());
         assert_eq!(evicted.len(), 1, "the older one goes");
-        assert_eq!(encoder.slots.lock().unwrap().len(), 1);
+        assert_eq!(encoder.slots.len(), 1);
     }
 
     #[test]

@@ -1,0 +1,4 @@
+//! Helpers shared by the integration tests.
+
+pub mod one_shot;
+pub mod openai_schema;
