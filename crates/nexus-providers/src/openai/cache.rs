@@ -62,12 +62,15 @@ struct Slot {
     any: bool,
     /// The SHA-256 state after `bytes`.
     hasher: Sha256,
+    /// Where the tools array sits in `bytes` (`None` without tools).
+    tools_at: Option<std::ops::Range<usize>>,
 }
 
 impl Slot {
     fn new(layout: &Layout, req: &ModelRequest, tools: Arc<Tools>) -> Self {
         let mut bytes = Vec::with_capacity(tools.fragment.len() + 8192);
-        let any = encode::open(&mut bytes, layout, &req.model, &tools.fragment, &req.system);
+        let mut tools_at = None;
+        let any = encode::open(&mut bytes, layout, &req.model, &tools.fragment, &req.system, &mut tools_at);
         let mut hasher = Sha256::new();
         hasher.update(&bytes);
         Self {
@@ -79,6 +82,7 @@ impl Slot {
             bytes,
             any,
             hasher,
+            tools_at,
         }
     }
 
@@ -152,7 +156,7 @@ impl Cache {
         layout: &Layout,
         req: &ModelRequest,
         blobs: &dyn BlobReader,
-    ) -> Result<(Vec<u8>, [u8; 32]), ProviderError> {
+    ) -> Result<(Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>), ProviderError> {
         let tools = self.tools(&req.tools)?;
         let mut slot = self
             .slots
@@ -167,9 +171,10 @@ impl Cache {
         let mut hasher = slot.hasher.clone();
         hasher.update(&body[tail..]);
         let sha = hasher.finalize().into();
+        let tools_at = slot.tools_at.clone();
         // Freeing a long history is not done under the lock.
         drop(self.slots.keep(slot));
-        Ok((body, sha))
+        Ok((body, sha, tools_at))
     }
 
     /// The tools entry for `tools`: a kept one identical to it, or a new one (validated and
@@ -280,7 +285,7 @@ mod tests {
 
     /// The cached encode equals the uncached one, and its digest is the body's.
     fn check(cache: &Cache, r: &ModelRequest, blobs: &dyn BlobReader) {
-        let (body, sha) = cache.encode(&layout(), r, blobs).unwrap();
+        let (body, sha, _) = cache.encode(&layout(), r, blobs).unwrap();
         assert_eq!(
             String::from_utf8(body.clone()).unwrap(),
             String::from_utf8(encode::body(&layout(), r, blobs).unwrap()).unwrap()

@@ -105,9 +105,20 @@ fn describe_tool(tool: &Value) -> String {
 
 /// The head: `{"model":…` + `tools` + `,"messages":[` + the system message, if any. Returns
 /// whether a message was written.
-pub(crate) fn open(out: &mut Vec<u8>, layout: &Layout, model: &str, tools: &[u8], system: &[String]) -> bool {
+///
+/// `tools_at` becomes where the tools array sits in `out` (`None` without tools).
+pub(crate) fn open(
+    out: &mut Vec<u8>,
+    layout: &Layout,
+    model: &str,
+    tools: &[u8],
+    system: &[String],
+    tools_at: &mut Option<std::ops::Range<usize>>,
+) -> bool {
     out.extend_from_slice(br#"{"model":"#);
     push_str(out, model);
+    let name = br#","tools":"#.len();
+    *tools_at = (!tools.is_empty()).then(|| out.len() + name..out.len() + tools.len());
     out.extend_from_slice(tools);
     out.extend_from_slice(br#","messages":["#);
     let parts: Vec<&str> = system.iter().map(String::as_str).filter(|s| !s.is_empty()).collect();
@@ -299,7 +310,7 @@ pub(crate) fn body(
 ) -> Result<Vec<u8>, ProviderError> {
     let mut out = Vec::new();
     let tools = tools_fragment(&req.tools)?;
-    let mut any = open(&mut out, layout, &req.model, &tools, &req.system);
+    let mut any = open(&mut out, layout, &req.model, &tools, &req.system, &mut None);
     let mut inlined = Vec::new();
     for entry in &req.entries {
         push_entry(&mut out, &mut any, entry, blobs, &mut inlined)?;

@@ -99,12 +99,13 @@ impl Provider for OpenAi {
     }
 
     fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError> {
-        let (body, body_sha256) = self.cache.encode(&self.layout, req, blobs)?;
+        let (body, body_sha256, tools) = self.cache.encode(&self.layout, req, blobs)?;
         Ok(EncodedRequest {
             url: self.layout.url.clone(),
             headers: self.layout.headers.clone(),
             body,
             body_sha256,
+            tools,
         })
     }
 
