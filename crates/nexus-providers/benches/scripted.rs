@@ -47,6 +47,7 @@ fn request(rounds: usize) -> ModelRequest {
             "Skills available now:\n- nexus.tools.search: find a tool by name or purpose.".into(),
         ],
         entries: vec![Entry::user_text("Search the tools, one query a round.")],
+        tools_deferred: vec![],
         tools: vec![json!({"type":"function","function":{
             "name":"tool_search",
             "description":"Search the tools offered to this round by name and description.",
@@ -124,7 +125,7 @@ fn benches(c: &mut Criterion) {
                     next_round(&previous, n, tag)
                 },
                 |next| {
-                    let enc = warm.encode(black_box(&next)).expect("encode");
+                    let enc = warm.encode(black_box(&next), &NoBlobs).expect("encode");
                     (next, enc)
                 },
                 BatchSize::PerIteration,
@@ -134,7 +135,7 @@ fn benches(c: &mut Criterion) {
             b.iter_batched(
                 || Scripted::new(dir.path()),
                 |p| {
-                    let enc = p.encode(black_box(&req)).expect("encode");
+                    let enc = p.encode(black_box(&req), &NoBlobs).expect("encode");
                     (p, enc)
                 },
                 BatchSize::PerIteration,
@@ -142,13 +143,13 @@ fn benches(c: &mut Criterion) {
         });
         let enc = warm.encode(&req, &NoBlobs).expect("encode");
         c.bench_function(&format!("send/{n}"), |b| {
-            b.iter(|| rt.block_on(warm.send(black_box(&enc))).expect("send"))
+            b.iter(|| rt.block_on(warm.send(black_box(&enc), &NoDeltas)).expect("send"))
         });
         c.bench_function(&format!("send_cold/{n}"), |b| {
             b.iter_batched(
                 || Scripted::new(dir.path()),
                 |p| {
-                    let reply = rt.block_on(p.send(black_box(&enc))).expect("send");
+                    let reply = rt.block_on(p.send(black_box(&enc), &NoDeltas)).expect("send");
                     (p, reply)
                 },
                 BatchSize::PerIteration,

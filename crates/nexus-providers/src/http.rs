@@ -73,6 +73,7 @@ impl Transport {
     }
 
     /// The per-attempt bound.
+    #[allow(dead_code, reason = "no adapter reads it yet")]
     pub fn timeout(&self) -> Duration {
         self.timeout
     }
