@@ -50,6 +50,7 @@ fn request(rounds: usize) -> ModelRequest {
             "Skills available now:\n- nexus.tools.search: find a tool by name or purpose.".into(),
         ],
         entries: vec![Entry::user_text("Search the tools, one query a round.")],
+        tools_deferred: vec![],
         tools: vec![json!({"type":"function","function":{
             "name":"tool_search",
             "description":"Search the tools offered to this round by name and description.",

@@ -6,7 +6,7 @@
 //!
 //! - the members of every neutral struct are written in their sorted order, fixed here (all
 //!   names are ASCII, so UTF-16 order is byte order): a request is `entries`, `model`,
-//!   `options`, `provider`, `system`, `tools`;
+//!   `options`, `provider`, `system`, `tools`, then `tools_deferred` when it is not empty;
 //! - strings are escaped as `serde_json` escapes them (`"`, `\`, `\b \t \n \f \r`, other
 //!   controls as `\u00xx`, nothing else);
 //! - the one number, `max_output_tokens`, is a `u32`, whose JCS form (ECMAScript `Number`
@@ -29,7 +29,7 @@ pub(crate) fn request(req: &ModelRequest) -> Result<Vec<u8>, serde_json::Error> 
     for (i, entry) in req.entries.iter().enumerate() {
         push_entry(&mut out, i == 0, entry)?;
     }
-    let tools = tools(&req.tools)?;
+    let tools = tools_member(req)?;
     close(&mut out, req, &tools);
     Ok(out)
 }
@@ -110,8 +110,20 @@ pub(crate) fn tools(tools: &[Value]) -> Result<Vec<u8>, serde_json::Error> {
     Ok(out)
 }
 
+/// What follows `"tools":` in a request's canonical body: the array of `req.tools`, then,
+/// when `req.tools_deferred` is not empty, the `tools_deferred` member (the last in JCS order:
+/// `tools` sorts before `tools_deferred`).
+pub(crate) fn tools_member(req: &ModelRequest) -> Result<Vec<u8>, serde_json::Error> {
+    let mut out = tools(&req.tools)?;
+    if !req.tools_deferred.is_empty() {
+        out.extend_from_slice(br#","tools_deferred":"#);
+        out.extend_from_slice(&tools(&req.tools_deferred)?);
+    }
+    Ok(out)
+}
+
 /// Ends a body whose entries are written: the members after `entries`, with `tools` the
-/// output of [`tools`] for `req.tools`.
+/// output of [`tools_member`] for `req`.
 pub(crate) fn close(out: &mut Vec<u8>, req: &ModelRequest, tools: &[u8]) {
     out.extend_from_slice(br#"],"model":"#);
     write_str(out, &req.model);
@@ -225,7 +237,7 @@ static ESCAPE: [u8; 256] = {
 };
 
 /// A quoted, escaped JSON string.
-fn write_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn write_str(out: &mut Vec<u8>, s: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = s.as_bytes();
     out.reserve(bytes.len() + 2);
@@ -284,6 +296,7 @@ mod tests {
                 model: "m".into(),
                 system: vec![],
                 entries: vec![],
+                tools_deferred: vec![],
                 tools: vec![],
                 options: RequestOptions {
                     max_output_tokens: Some(n),
@@ -379,6 +392,7 @@ mod tests {
                 system: (0..self.pick(3)).map(|_| self.string()).collect(),
                 entries: (0..self.pick(8)).map(|_| self.entry()).collect(),
                 tools: (0..self.pick(3)).map(|_| self.value(0)).collect(),
+                tools_deferred: (0..self.pick(3)).map(|_| self.value(0)).collect(),
                 options: RequestOptions {
                     max_output_tokens: (self.pick(2) == 1).then(|| self.next() as u32),
                     reasoning_effort: self.opt_string(),

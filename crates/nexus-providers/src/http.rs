@@ -73,7 +73,7 @@ impl Transport {
     }
 
     /// The per-attempt bound.
-    #[allow(dead_code)] // not every adapter reads it
+    #[allow(dead_code, reason = "no adapter reads it yet")]
     pub fn timeout(&self) -> Duration {
         self.timeout
     }

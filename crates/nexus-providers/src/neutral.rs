@@ -32,6 +32,15 @@ pub struct ModelRequest {
     /// The projected tools list (declarations.md §10), in stored order.
     #[serde(default)]
     pub tools: Vec<Value>,
+    /// The deferred entries that projection left out of `tools` (deferred omission), each in
+    /// the projected form of `tools` and without `defer_loading`, in stored order. Only an
+    /// adapter with provider-side tool search reads them (`anthropic` with
+    /// `server_tool_search`, providers.md §5.3): it sends them after `tools` with
+    /// `"defer_loading": true`. Every other adapter ignores them. Absent from the JSON (and
+    /// from the canonical bytes) when empty; when present it sorts after `tools`, so the
+    /// canonical body still begins with `entries`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools_deferred: Vec<Value>,
     /// Per-request options.
     #[serde(default)]
     pub options: RequestOptions,
@@ -330,6 +339,7 @@ mod tests {
                     ],
                 },
             ],
+            tools_deferred: vec![],
             tools: vec![json!({"type":"function","function":{"name":"read","strict":false}})],
             options: RequestOptions {
                 max_output_tokens: Some(100),

@@ -21,6 +21,7 @@ fn base(model: &str) -> ModelRequest {
         model: model.into(),
         system: vec!["You are terse.".into(), "Skills available now".into()],
         entries: vec![Entry::user_text("hello")],
+        tools_deferred: vec![],
         tools: vec![
             json!({"type":"function","function":{"name":"read","description":"d","parameters":{},"strict":false}}),
             json!({"type":"web_search_20250305","name":"web_search"}),
@@ -78,6 +79,7 @@ fn cases() -> Vec<(&'static str, ModelRequest)> {
             model: "g".into(),
             system: vec![],
             entries: vec![],
+            tools_deferred: vec![],
             tools: vec![],
             options: RequestOptions::default(),
         },

@@ -21,6 +21,7 @@ fn request(model: &str, entries: Vec<Entry>) -> ModelRequest {
         model: model.into(),
         system: vec!["You are terse.".into(), "Skills available now".into()],
         entries,
+        tools_deferred: vec![],
         tools: vec![
             json!({"type":"function","function":{"name":"read","description":"d","parameters":{},"strict":false}}),
             json!({"type":"function","function":{"name":"tool_search","parameters":{},"strict":false}}),

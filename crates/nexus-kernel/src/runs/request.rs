@@ -220,6 +220,8 @@ impl Kernel {
             system,
             entries,
             tools,
+            // Deferred entries for provider-side tool search (providers.md §5.3): not filled yet.
+            tools_deferred: Vec::new(),
             options: RequestOptions {
                 max_output_tokens: surface.max_output_tokens,
                 reasoning_effort: surface.reasoning_effort.clone(),

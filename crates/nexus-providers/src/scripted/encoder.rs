@@ -6,7 +6,7 @@
 //!
 //! - a copy of the entries it has encoded, to prove that a new request's entries extend them;
 //! - their canonical bytes (`{"entries":[e0,…,en`) and the SHA-256 state after those bytes;
-//! - the last `tools` array and its canonical bytes.
+//! - the last `tools` and `tools_deferred` arrays and their canonical bytes.
 //!
 //! Encoding a request then costs a comparison of its entries with the slot's (no
 //! serialization), the canonical bytes of the new entries only, a copy of the kept bytes, and
@@ -64,8 +64,8 @@ struct Slot {
     hasher: Sha256,
     /// Whether some entry's `native` value is nested deeper than [`SAFE_DEPTH`].
     deep: bool,
-    /// The last `tools` (`None` before the first request).
-    tools: Option<Vec<Value>>,
+    /// The last `tools` and `tools_deferred` (`None` before the first request).
+    tools: Option<(Vec<Value>, Vec<Value>)>,
     /// Their canonical bytes.
     tools_bytes: Vec<u8>,
     /// Whether they nest deeper than [`SAFE_DEPTH`].
@@ -115,12 +115,21 @@ impl Slot {
         Ok(())
     }
 
-    /// Makes `tools_bytes` those of `tools`, reusing them when `tools` equal the last ones.
-    fn set_tools(&mut self, tools: &[Value]) -> Result<(), serde_json::Error> {
-        if self.tools.as_deref() != Some(tools) {
-            self.tools_bytes = canonical::tools(tools)?;
-            self.tools_deep = tools.iter().any(|t| deeper_than(t, SAFE_DEPTH));
-            self.tools = Some(tools.to_vec());
+    /// Makes `tools_bytes` those of `req`'s tools (and deferred tools), reusing them when
+    /// both equal the last ones.
+    fn set_tools(&mut self, req: &ModelRequest) -> Result<(), serde_json::Error> {
+        let same = self
+            .tools
+            .as_ref()
+            .is_some_and(|(t, d)| *t == req.tools && *d == req.tools_deferred);
+        if !same {
+            self.tools_bytes = canonical::tools_member(req)?;
+            self.tools_deep = req
+                .tools
+                .iter()
+                .chain(&req.tools_deferred)
+                .any(|t| deeper_than(t, SAFE_DEPTH));
+            self.tools = Some((req.tools.clone(), req.tools_deferred.clone()));
         }
         Ok(())
     }
@@ -164,7 +173,7 @@ impl Encoder {
             .unwrap_or_else(Slot::new);
         let done = slot.entries.len();
         slot.extend(&req.entries[done..])?;
-        slot.set_tools(&req.tools)?;
+        slot.set_tools(req)?;
         let mut body = Vec::with_capacity(slot.bytes.len() + slot.tools_bytes.len() + 256);
         body.extend_from_slice(&slot.bytes);
         let tail = body.len();
@@ -207,6 +216,7 @@ mod tests {
             model: "m".into(),
             system: vec!["s".into()],
             entries,
+            tools_deferred: vec![],
             tools: vec![json!({"name":"t","b":[1,2.5]})],
             options: RequestOptions::default(),
         }
@@ -245,6 +255,10 @@ mod tests {
         tools.tools = vec![json!({"b":[1,2.5],"name":"t"})];
         check(&encoder, &tools);
         tools.tools = vec![json!({"name":"t","b":[1,2.6]})];
+        check(&encoder, &tools);
+        tools.tools_deferred = vec![json!({"name":"d","a":true})];
+        check(&encoder, &tools);
+        tools.tools_deferred.clear();
         check(&encoder, &tools);
         // Many chains: bounded.
         for i in 0..20 {

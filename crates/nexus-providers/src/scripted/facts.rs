@@ -165,6 +165,7 @@ mod tests {
             model: model.into(),
             system: vec!["a".into(), "b".into()],
             entries,
+            tools_deferred: vec![],
             tools: vec![
                 json!({"type":"function","function":{"name":"read"}}),
                 json!({"name":"web_search"}),

@@ -284,6 +284,7 @@ mod tests {
             model: "x".into(),
             system: vec![],
             entries,
+            tools_deferred: vec![],
             tools: vec![],
             options: Default::default(),
         }
