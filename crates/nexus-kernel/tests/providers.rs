@@ -92,19 +92,32 @@ impl World {
     }
 
     async fn sealed(&self, id: Uuid, key: &str) -> Value {
-        let RequestRead::Json(v) = self.kernel.get_request(&self.agent, self.ws, id, key, false).await.unwrap() else {
+        let RequestRead::Json(v) = self
+            .kernel
+            .get_request(&self.agent, self.ws, id, key, false)
+            .await
+            .unwrap()
+        else {
             panic!("a JSON read");
         };
         v["request"].clone()
     }
 
     async fn provider_bytes(&self, id: Uuid, key: &str) -> (Vec<u8>, String) {
-        let RequestRead::Provider { body, body_sha256 } =
-            self.kernel.get_request(&self.agent, self.ws, id, key, true).await.unwrap()
+        let RequestRead::Provider { body, body_sha256 } = self
+            .kernel
+            .get_request(&self.agent, self.ws, id, key, true)
+            .await
+            .unwrap()
         else {
             panic!("the provider bytes");
         };
         (body, body_sha256)
+    }
+
+    /// The key of the run's first model round (the step's key).
+    async fn first_round(&self, id: Uuid) -> String {
+        self.cache(id).await["rounds"][0]["key"].as_str().unwrap().to_string()
     }
 
     async fn task(&self, id: Uuid, key: &str) -> Value {
@@ -163,7 +176,10 @@ async fn three_rounds(w: &World, upstream: &FakeUpstream, route: Route, model: &
         assert_eq!(digest, req.sha256_hex());
         // The key went out with the request, and is nowhere in what was sealed.
         let sent = [req.header("x-api-key"), req.header("authorization")];
-        assert!(sent.iter().flatten().any(|v| v.contains(SECRET)), "the key was not sent");
+        assert!(
+            sent.iter().flatten().any(|v| v.contains(SECRET)),
+            "the key was not sent"
+        );
         assert!(!sealed.to_string().contains(SECRET));
         assert!(!String::from_utf8_lossy(&bytes).contains(SECRET));
         assert_eq!(sealed["attempts"].as_array().unwrap().len(), 1);
@@ -196,19 +212,33 @@ async fn anthropic_rounds_send_identical_tools_and_the_sealed_bytes() {
                     .usage(130, 8)
                     .cache(90, 30)
                     .reply(),
-                anthropic::Message::new(m).text("Done.").usage(150, 3).cache(120, 0).reply(),
+                anthropic::Message::new(m)
+                    .text("Done.")
+                    .usage(150, 3)
+                    .cache(120, 0)
+                    .reply(),
             ],
         )
         .await;
         let second = upstream.requests_on(Route::Messages)[1].json();
         // Member order: model, max_tokens, tools, system, messages, …, stream last.
         let keys: Vec<&str> = second.as_object().unwrap().keys().map(String::as_str).collect();
-        assert_eq!(&keys[..5], ["model", "max_tokens", "tools", "system", "messages"], "{keys:?}");
+        assert_eq!(
+            &keys[..5],
+            ["model", "max_tokens", "tools", "system", "messages"],
+            "{keys:?}"
+        );
         assert_eq!(keys.last(), Some(&"stream"));
         assert_eq!(second["stream"], false);
         assert_eq!(second["model"], m);
         // No strict on Anthropic tools (stored strict is false).
-        assert!(second["tools"].as_array().unwrap().iter().all(|t| t.get("strict").is_none()));
+        assert!(
+            second["tools"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|t| t.get("strict").is_none())
+        );
         // Breakpoints: the last tool, the last system block, the final user message's last block.
         let tools = second["tools"].as_array().unwrap();
         let marked: Vec<bool> = tools.iter().map(|t| t.get("cache_control").is_some()).collect();
@@ -231,7 +261,10 @@ async fn anthropic_rounds_send_identical_tools_and_the_sealed_bytes() {
             .iter()
             .filter(|b| b["type"] == "tool_use")
             .collect();
-        assert_eq!(uses.iter().map(|b| &b["id"]).collect::<Vec<_>>(), [&json!("c1"), &json!("c2")]);
+        assert_eq!(
+            uses.iter().map(|b| &b["id"]).collect::<Vec<_>>(),
+            [&json!("c1"), &json!("c2")]
+        );
         let results: Vec<&Value> = blocks.iter().filter(|b| b["type"] == "tool_result").collect();
         assert_eq!(
             results.iter().map(|b| &b["tool_use_id"]).collect::<Vec<_>>(),
@@ -249,7 +282,8 @@ async fn anthropic_rounds_send_identical_tools_and_the_sealed_bytes() {
         );
         let cache = w.cache(id).await;
         assert_eq!(cache["rounds"][1]["usage"]["cache_read_input_tokens"], 90);
-        assert_eq!(w.task(id, "r1").await["usage"]["cache_creation_input_tokens"], 90);
+        let key = w.first_round(id).await;
+        assert_eq!(w.task(id, &key).await["usage"]["cache_creation_input_tokens"], 90);
     }
 }
 
@@ -295,7 +329,12 @@ async fn openai_rounds_send_identical_tools_and_the_sealed_bytes() {
         let messages = second["messages"].as_array().unwrap();
         assert_eq!(messages[0], json!({"role": "system", "content": "Be brief."}));
         assert_eq!(messages[1]["role"], "user");
-        let calls: Vec<&Value> = messages[2]["tool_calls"].as_array().unwrap().iter().map(|c| &c["id"]).collect();
+        let calls: Vec<&Value> = messages[2]["tool_calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| &c["id"])
+            .collect();
         assert_eq!(calls, [&json!("c1"), &json!("c2")]);
         assert_eq!(messages[3]["tool_call_id"], "c1");
         assert_eq!(messages[4]["tool_call_id"], "c2");
@@ -313,8 +352,9 @@ async fn one_round(w: &World, upstream: &FakeUpstream, replies: Vec<Reply>) -> (
     }
     let id = w.kernel_tool_run("anthropic/claude-test").await;
     w.drive().await;
-    let task = w.task(id, "r1").await;
-    let sealed = w.sealed(id, "r1").await;
+    let key = w.first_round(id).await;
+    let task = w.task(id, &key).await;
+    let sealed = w.sealed(id, &key).await;
     (task, sealed)
 }
 
@@ -338,7 +378,11 @@ async fn every_error_row_fails_or_retries_as_the_table_says() {
         let (task, sealed) = one_round(
             &w,
             &upstream,
-            vec![anthropic::overloaded(), anthropic::rate_limited().retry_after_ms(20), done()],
+            vec![
+                anthropic::overloaded(),
+                anthropic::rate_limited().retry_after_ms(20),
+                done(),
+            ],
         )
         .await;
         assert_eq!(task["status"], "completed", "{task}");
@@ -361,7 +405,11 @@ async fn every_error_row_fails_or_retries_as_the_table_says() {
         // Not retried: context overflow, an unknown model, any other status, a malformed 2xx.
         for (reply, key, status) in [
             (anthropic::prompt_too_long(), "provider_context_overflow", json!(400)),
-            (anthropic::model_not_found("claude-test"), "provider_model_unavailable", json!(404)),
+            (
+                anthropic::model_not_found("claude-test"),
+                "provider_model_unavailable",
+                json!(404),
+            ),
             (Reply::status(418, "teapot"), "provider_http_error", json!(418)),
             (Reply::json(200, &json!({"nope": true})), "provider_error", Value::Null),
         ] {
@@ -419,18 +467,26 @@ async fn a_streamed_reply_sends_model_delta_frames_on_the_live_feed() {
             (
                 Route::ChatCompletions,
                 "openai/gpt-test",
-                openai::Completion::new("gpt-test").content("Hello from the stream.").usage(10, 5).stream(),
+                openai::Completion::new("gpt-test")
+                    .content("Hello from the stream.")
+                    .usage(10, 5)
+                    .stream(),
             ),
         ] {
             upstream.expect(route, Expectation::any(reply));
             let id = w.kernel_tool_run(model).await;
             let mut feed = w.kernel.event_stream(&w.agent, w.ws, id, 0).await.unwrap();
             w.drive().await;
+            let key = w.first_round(id).await;
             let mut deltas = String::new();
             let mut frames = 0;
             while let Ok(Some(item)) = tokio::time::timeout(Duration::from_millis(300), feed.next()).await {
-                if let nexus_kernel::runs::stream::FeedItem::Ephemeral { kind: "model_delta", json } = item {
-                    assert_eq!(json["task_key"], "r1");
+                if let nexus_kernel::runs::stream::FeedItem::Ephemeral {
+                    kind: "model_delta",
+                    json,
+                } = item
+                {
+                    assert_eq!(json["task_key"], key);
                     deltas.push_str(json["delta"].as_str().unwrap());
                     frames += 1;
                 }
@@ -439,7 +495,7 @@ async fn a_streamed_reply_sends_model_delta_frames_on_the_live_feed() {
             assert!(frames >= 2, "{model}: {frames} frames");
             let body = upstream.requests_on(route).last().unwrap().json();
             assert_eq!(body["stream"], true);
-            let task = w.task(id, "r1").await;
+            let task = w.task(id, &key).await;
             assert_eq!(task["status"], "completed", "{task}");
             assert_eq!(task["usage"]["output_tokens"], 5);
             // Deltas are never stored: the run's events hold none.
@@ -458,19 +514,26 @@ async fn a_stop_aborts_a_streaming_call() {
     for ts in engines().await {
         let upstream = FakeUpstream::start().await;
         let w = world(ts, &upstream, |c| c.stream = Some(true)).await;
-        let reply = anthropic::Message::new("claude-test").text("Never finished.").pieces(4).stream();
+        let reply = anthropic::Message::new("claude-test")
+            .text("Never finished.")
+            .pieces(4)
+            .stream();
         upstream.expect(Route::Messages, Expectation::any(reply.hang_after(3)));
         let id = w.kernel_tool_run("anthropic/claude-test").await;
         let kernel = w.kernel.clone();
         let worker = tokio::spawn(async move { kernel.work_until_idle(100).await });
         assert!(upstream.wait_for_requests(1, Duration::from_secs(10)).await);
         let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
-        assert!(upstream.wait_for_abandoned(1, Duration::from_secs(10)).await, "{stopped}");
+        assert!(
+            upstream.wait_for_abandoned(1, Duration::from_secs(10)).await,
+            "{stopped}"
+        );
         worker.await.unwrap().unwrap();
         w.drive().await;
         let run = w.run_json(id).await;
         assert_eq!(run["run"]["status"], "canceled", "{run}");
-        assert_eq!(w.task(id, "r1").await["status"], "canceled");
+        let key = w.first_round(id).await;
+        assert_eq!(w.task(id, &key).await["status"], "canceled");
         assert_eq!(upstream.requests().len(), 1);
     }
 }

@@ -54,6 +54,7 @@ fn request(rounds: usize) -> ModelRequest {
             "Skills available now:\n- nexus.tools.search: find a tool by name or purpose.".into(),
         ],
         entries: vec![Entry::user_text("Search the tools, one query a round.")],
+        tools_deferred: vec![],
         tools: (0..TOOLS).map(tool).collect(),
         options: RequestOptions {
             max_output_tokens: Some(8_192),

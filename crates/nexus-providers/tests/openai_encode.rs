@@ -62,6 +62,7 @@ fn request(entries: Vec<Entry>) -> ModelRequest {
         system: vec!["Be terse.".into(), "".into(), "Skills: none.".into()],
         entries,
         tools: vec![read_tool()],
+        tools_deferred: vec![],
         options: RequestOptions {
             max_output_tokens: Some(256),
             reasoning_effort: Some("low".into()),

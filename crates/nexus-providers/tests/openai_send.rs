@@ -34,6 +34,7 @@ fn request() -> ModelRequest {
         tools: vec![
             json!({"type":"function","function":{"name":"read","description":"Read.","parameters":{"type":"object","properties":{}},"strict":false}}),
         ],
+        tools_deferred: vec![],
         options: RequestOptions {
             max_output_tokens: Some(64),
             reasoning_effort: None,

@@ -33,8 +33,8 @@ pub use entry::{Route, callable_of, duplicate_name_of};
 pub use error::{DeclError, DeclErrorKind};
 pub use imports::{import_callable, parse_kernel_tools, parse_runner_executor_public_ids, parse_runner_tool_names};
 pub use order::{canonical_len, check_bound, sort};
-pub use projection::project;
 pub(crate) use projection::project_one;
+pub use projection::{project, project_deferred};
 pub use render::spelling_map_of;
 pub use resolve::{ResolvedCall, Resolver, express_through_alias, resolve_call};
 pub use set::{

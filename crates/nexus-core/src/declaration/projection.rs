@@ -84,6 +84,34 @@ pub fn project(declaration: &[Value], skills: &[Value]) -> Vec<Value> {
         .collect()
 }
 
+/// The entries [`project`] omits because they are deferred (declarations.md §10: an eager
+/// `tool_search` and an eager `tool_call` are both declared), in their wire form without
+/// `defer_loading`, in stored order: what a provider with server-side tool search sends marked
+/// for deferred loading instead (providers.md §5.3). Empty when nothing is omitted.
+pub fn project_deferred(declaration: &[Value], skills: &[Value]) -> Vec<Value> {
+    let facts = facts(declaration);
+    let kept = projected(&facts, skills);
+    let map = OnceCell::new();
+    facts
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| f.deferred && !kept.contains(i))
+        .filter(|(_, f)| !f.is_skill_callable())
+        .map(|(i, f)| {
+            let mut out = project_entry(&declaration[i], f.parsed.as_ref(), || {
+                map.get_or_init(|| {
+                    let parsed: Vec<Parsed> = facts.iter().filter_map(|f| f.parsed.clone()).collect();
+                    spelling_map(&parsed)
+                })
+            });
+            if let Value::Object(m) = &mut out {
+                m.shift_remove("defer_loading");
+            }
+            out
+        })
+        .collect()
+}
+
 /// The wire form of one stored entry, as [`project`] gives it when the entry is projected.
 /// `map` supplies the declaration's alias spelling map; it is called only for an alias without
 /// its own `function` block.

@@ -220,8 +220,13 @@ impl Kernel {
             system,
             entries,
             tools,
-            // Deferred entries for provider-side tool search (providers.md §5.3): not filled yet.
-            tools_deferred: Vec::new(),
+            // Deferred entries for provider-side tool search (providers.md §5.3), for models
+            // that support it; the adapter sends them only when its instance enables it.
+            tools_deferred: if capabilities.native_tool_search {
+                declaration::project_deferred(&frozen.tool_definitions, &frozen.skills)
+            } else {
+                Vec::new()
+            },
             options: RequestOptions {
                 max_output_tokens: surface.max_output_tokens,
                 reasoning_effort: surface.reasoning_effort.clone(),

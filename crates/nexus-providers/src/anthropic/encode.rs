@@ -68,6 +68,11 @@ struct Head {
 }
 
 impl Head {
+    /// Where the tools array sits in a body that starts with this head.
+    fn tools_range(&self) -> Option<std::ops::Range<usize>> {
+        (!self.tools.is_empty()).then(|| self.pre.len()..self.pre.len() + self.tools.len())
+    }
+
     fn new(req: &ModelRequest, max_tokens: u32, tools: Arc<[u8]>, caching: bool) -> Self {
         let mut pre = Vec::with_capacity(64 + req.model.len());
         pre.extend_from_slice(br#"{"model":"#);
@@ -216,7 +221,7 @@ impl Encoder {
         req: &ModelRequest,
         blobs: &dyn BlobReader,
         config: &InstanceConfig,
-    ) -> Result<(Vec<u8>, [u8; 32]), ProviderError> {
+    ) -> Result<(Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>), ProviderError> {
         // The model's capabilities matter only for a default budget or tool search.
         let caps = (req.options.max_output_tokens.is_none() || config.server_tool_search)
             .then(|| config.capabilities(&req.model));
@@ -262,6 +267,7 @@ impl Encoder {
         let marker = user_block_end.filter(|_| config.prompt_caching).map(|end| end - 1);
         let thinking = thinking_budget(req.options.reasoning_effort.as_deref(), max_tokens);
         let mut body = Vec::with_capacity(slot.head.len() + kept.len() + open.len() + 128);
+        let tools_at = slot.head.tools_range();
         slot.head.write(&mut body);
         // The final user message's last block, before its closing brace.
         match marker {
@@ -303,7 +309,7 @@ impl Encoder {
             hasher.finalize().into()
         };
         self.keep(slot);
-        Ok((body, sha))
+        Ok((body, sha, tools_at))
     }
 
     /// Removes and returns the slot with the most entries that this request can resume from.

@@ -83,12 +83,13 @@ impl Provider for Anthropic {
     }
 
     fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError> {
-        let (body, body_sha256) = self.encoder.body(req, blobs, &self.config)?;
+        let (body, body_sha256, tools) = self.encoder.body(req, blobs, &self.config)?;
         Ok(EncodedRequest {
             url: self.url.clone(),
             headers: self.headers.clone(),
             body,
             body_sha256,
+            tools,
         })
     }
 

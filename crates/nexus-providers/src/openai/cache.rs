@@ -70,7 +70,14 @@ impl Slot {
     fn new(layout: &Layout, req: &ModelRequest, tools: Arc<Tools>) -> Self {
         let mut bytes = Vec::with_capacity(tools.fragment.len() + 8192);
         let mut tools_at = None;
-        let any = encode::open(&mut bytes, layout, &req.model, &tools.fragment, &req.system, &mut tools_at);
+        let any = encode::open(
+            &mut bytes,
+            layout,
+            &req.model,
+            &tools.fragment,
+            &req.system,
+            &mut tools_at,
+        );
         let mut hasher = Sha256::new();
         hasher.update(&bytes);
         Self {
@@ -256,6 +263,7 @@ mod tests {
             system: vec!["s".into()],
             entries,
             tools: vec![tool("a"), tool("b")],
+            tools_deferred: vec![],
             options: RequestOptions {
                 max_output_tokens: Some(10),
                 reasoning_effort: None,

@@ -339,6 +339,7 @@ mod tests {
             provider: "o".into(),
             model: "m\"1".into(),
             system: vec!["".into(), "a".into(), "".into(), "b".into()],
+            tools_deferred: vec![],
             entries: vec![
                 Entry::User { parts: vec![] },
                 Entry::Attachments { parts: vec![] },

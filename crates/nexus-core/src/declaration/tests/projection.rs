@@ -1,7 +1,7 @@
 use serde_json::{Value, json};
 
 use super::{agent, func, plain, render};
-use crate::declaration::project;
+use crate::declaration::{project, project_deferred};
 
 fn deferred(mut e: Value) -> Value {
     e["defer_loading"] = json!(true);
@@ -57,12 +57,24 @@ fn aliases_drop_their_resolution_facts() {
     assert_eq!(out[0]["function"]["strict"], json!(false));
 }
 
+fn only_search_set(base: &[Value]) -> Vec<Value> {
+    let mut set = base.to_vec();
+    set.push(plain("tool_search"));
+    set
+}
+
 #[test]
 fn deferred_entries_are_omitted_only_with_eager_search_and_call() {
     let base = vec![deferred(func("hidden")), func("shown")];
     let mut with_both = base.clone();
     with_both.extend([plain("tool_search"), plain("tool_call")]);
     assert_eq!(names(&project(&with_both, &[])), ["shown", "tool_search", "tool_call"]);
+    // What was omitted, in wire form without `defer_loading` (server-side tool search).
+    let omitted = project_deferred(&with_both, &[]);
+    assert_eq!(names(&omitted), ["hidden"]);
+    assert!(omitted[0].get("defer_loading").is_none(), "{}", omitted[0]);
+    assert_eq!(omitted[0]["function"]["strict"], json!(false));
+    assert_eq!(project_deferred(&only_search_set(&base), &[]), Vec::<Value>::new());
     let mut only_search = base.clone();
     only_search.push(plain("tool_search"));
     assert_eq!(names(&project(&only_search, &[])), ["hidden", "shown", "tool_search"]);

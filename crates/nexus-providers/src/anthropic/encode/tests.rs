@@ -38,8 +38,8 @@ fn blobs() -> HashMap<Uuid, Vec<u8>> {
 
 /// Encodes `req` warm (on `encoder`) and cold (on a fresh one): same bytes, right digest.
 fn check(encoder: &Encoder, req: &ModelRequest, blobs: &dyn BlobReader, caching: bool) -> Vec<u8> {
-    let (warm, warm_sha) = encoder.body(req, blobs, &config(caching)).unwrap();
-    let (cold, _) = Encoder::default().body(req, blobs, &config(caching)).unwrap();
+    let (warm, warm_sha, _) = encoder.body(req, blobs, &config(caching)).unwrap();
+    let (cold, _, _) = Encoder::default().body(req, blobs, &config(caching)).unwrap();
     assert_eq!(String::from_utf8_lossy(&warm), String::from_utf8_lossy(&cold));
     assert_eq!(warm_sha, <[u8; 32]>::from(Sha256::digest(&warm)));
     serde_json::from_slice::<Value>(&warm).expect("the body is JSON");
