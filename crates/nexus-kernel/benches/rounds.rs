@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nexus_kernel::{Kernel, MemberPrincipal};
-use nexus_store::Engine;
 use nexus_store::testing::{self, TestStore};
+use nexus_store::{Engine, RunStatus, TaskStatus};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -146,7 +146,7 @@ impl World {
     async fn check(&self, id: Uuid, rounds: usize) {
         let store = &self.kernel.store;
         let run = store.run_by_public_id(id).await.expect("run").expect("run row");
-        assert_eq!(run.status, "completed", "run {id}");
+        assert_eq!(run.status, RunStatus::Completed, "run {id}");
         let tasks = store.tasks_of_run(run.id, 0, 10_000).await.expect("tasks");
         assert_eq!(
             tasks.len(),
@@ -155,9 +155,12 @@ impl World {
         );
         for t in &tasks {
             assert_eq!(
-                t.status, "completed",
+                t.status,
+                TaskStatus::Completed,
                 "{} {:?} {:?}",
-                t.key, t.error_key, t.error_detail
+                t.key,
+                t.error_key,
+                t.error_detail
             );
         }
     }

@@ -33,8 +33,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nexus_kernel::{ExecutorPrincipal, Kernel};
-use nexus_store::AssignmentScope;
 use nexus_store::testing::{self, TestStore, inbox_bench};
+use nexus_store::{AssignmentScope, TaskStatus};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -124,7 +124,7 @@ async fn settle_one(kernel: &Kernel, runner: &ExecutorPrincipal, run: Uuid) {
     let token = claim.claim.claim_token;
     let body = json!({"claim_token": token, "content": "ok"});
     let done = kernel.commit(runner, run, "t", &body).await.expect("commit");
-    assert_eq!(done.task.trace.status, "completed", "{done:?}");
+    assert_eq!(done.task.trace.status, TaskStatus::Completed, "{done:?}");
 }
 
 struct Figures {

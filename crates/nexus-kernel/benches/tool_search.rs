@@ -42,7 +42,7 @@ use nexus_core::search::SearchIndex;
 use nexus_kernel::Kernel;
 use nexus_kernel::tools::SearchCache;
 use nexus_store::testing::{self, TestStore};
-use nexus_store::{Engine, NewRun, NewTask};
+use nexus_store::{Engine, NewRun, NewTask, RunStatus, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -208,7 +208,7 @@ async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
             created_by_id: agent.member.id,
             answering_member_id: agent.member.id,
             declaring_agent_id: None,
-            status: "pending".into(),
+            status: RunStatus::Pending,
             hosting: json!({"kind": "standalone"}).to_string(),
             approval_mode: "bypass".into(),
             approval_rules: None,
@@ -223,8 +223,8 @@ async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
         .insert_task(NewTask {
             run_id: run.id,
             key: "r0".into(),
-            kind: "model_task".into(),
-            status: "waiting".into(),
+            kind: TaskKind::Model,
+            status: TaskStatus::Waiting,
             generation: 1,
             origin: "author".into(),
             on_failure: "propagate".into(),

@@ -11,7 +11,7 @@ use nexus_core::registry::EffectProfile;
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow};
+use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -162,7 +162,7 @@ async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
             )
             .await;
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "dispatched", "{:?}", t.error_key);
+        assert_eq!(t.status, TaskStatus::Dispatched, "{:?}", t.error_key);
         assert_eq!(t.origin, "model");
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.runner).await));
         assert_eq!(t.addressed_role.as_deref(), Some("runner"));
@@ -199,7 +199,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             )
             .await;
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.status, TaskStatus::NeedsApproval);
         assert_eq!(t.timeout_ms, Some(DAY));
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + DAY));
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
@@ -404,7 +404,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         );
         // The fan absorbs the failure: the continuation runs and the run completes.
         w.kernel.work_until_idle(50).await.unwrap();
-        assert_eq!(w.task(id, "r1").await.status, "completed");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(run["run"]["status"], "completed");
         // The run is over: nothing is adjudicable.
@@ -440,7 +440,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         let mut late = t1.clone();
         late.deadline_at = Some(nexus_kernel::time::now_ms() - 1);
         assert!(
-            tx.update_task(&late, late.generation, &["needs_approval"])
+            tx.update_task(&late, late.generation, &[TaskStatus::NeedsApproval])
                 .await
                 .unwrap()
         );
@@ -452,7 +452,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
             .unwrap_err();
         assert_eq!(e.code, Code::NotAwaitingApproval);
         let t1 = w.task(id, "r1t1").await;
-        assert_eq!(t1.status, "timed_out");
+        assert_eq!(t1.status, TaskStatus::TimedOut);
         assert_eq!(t1.error_key.as_deref(), Some("approval_expired"));
         assert!(t1.approval.is_none());
 
@@ -460,7 +460,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         let later = t0.deadline_at.unwrap();
         assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 1);
         let t0 = w.task(id, "r1t0").await;
-        assert_eq!(t0.status, "timed_out");
+        assert_eq!(t0.status, TaskStatus::TimedOut);
         assert_eq!(t0.error_key.as_deref(), Some("approval_expired"));
         assert_eq!(
             w.statuses(id, "r1t0").await,
@@ -471,7 +471,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 0);
         // The continuation reads both expiries.
         w.kernel.work_until_idle(50).await.unwrap();
-        assert_eq!(w.task(id, "r1").await.status, "completed");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
     }
 }
 
@@ -483,7 +483,7 @@ async fn rules_mode_denies_what_no_rule_allows() {
             .model_run(&w.agent, "rules", "rules", Value::Null, json!([read_call("c1", "a")]))
             .await;
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status, TaskStatus::Failed);
         assert_eq!(t.error_key.as_deref(), Some("approval_denied"));
         assert_eq!(t.error_detail.as_deref(), Some("no approval rule allows `read`"));
         assert!(t.approval.is_none());
@@ -513,13 +513,13 @@ async fn rule_precedence_is_deny_then_ask_then_allow() {
             .model_run(&w.agent, "precedence", "rules", rules.clone(), calls.clone())
             .await;
         let allowed = w.task(id, "r1t0").await;
-        assert_eq!(allowed.status, "dispatched");
+        assert_eq!(allowed.status, TaskStatus::Dispatched);
         assert_eq!(approval(&allowed)["origin"], "rule");
         let denied = w.task(id, "r1t1").await;
-        assert_eq!(denied.status, "failed");
+        assert_eq!(denied.status, TaskStatus::Failed);
         assert_eq!(denied.error_detail.as_deref(), Some("no secrets"));
         let asked = w.task(id, "r1t2").await;
-        assert_eq!(asked.status, "needs_approval");
+        assert_eq!(asked.status, TaskStatus::NeedsApproval);
 
         // Under ask, an allow rule grants; a deny without reason carries the default detail.
         let rules = json!([
@@ -536,9 +536,9 @@ async fn rule_precedence_is_deny_then_ask_then_allow() {
         // Under bypass, an ask rule does not hold a model call; a deny still denies.
         let rules = json!([{"tool": "*", "verdict": "ask"}, {"tool": "write", "verdict": "deny"}]);
         let id = w.model_run(&w.agent, "bypass-rules", "bypass", rules, calls).await;
-        assert_eq!(w.task(id, "r1t0").await.status, "dispatched");
+        assert_eq!(w.task(id, "r1t0").await.status, TaskStatus::Dispatched);
         assert_eq!(approval(&w.task(id, "r1t0").await)["origin"], "mode");
-        assert_eq!(w.task(id, "r1t2").await.status, "failed");
+        assert_eq!(w.task(id, "r1t2").await.status, TaskStatus::Failed);
     }
 }
 
@@ -554,7 +554,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             .await;
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!(t.origin, "author");
-        assert_eq!(t.status, "dispatched", "{:?} {:?}", t.error_key, t.error_detail);
+        assert_eq!(t.status, TaskStatus::Dispatched, "{t:?}");
         assert_eq!(approval(&t)["origin"], "author");
         // Model-origin rules do not apply to author rows; author rules do.
         let rules =
@@ -566,7 +566,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             )
             .await;
         let t = w.task(id, "s1-tool-1").await;
-        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.status, TaskStatus::NeedsApproval);
         let rules = json!([{"tool": "read", "verdict": "deny", "origin": "author", "reason": "authors may not read"}]);
         let id = w
             .start(
@@ -575,7 +575,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             )
             .await;
         let t = w.task(id, "s1-tool-1").await;
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status, TaskStatus::Failed);
         assert_eq!(t.error_detail.as_deref(), Some("authors may not read"));
 
         // An authored budget survives the hold and wins over the default at release.
@@ -609,7 +609,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             )
             .await;
         let t = w.task(id, "s1-tool-1").await;
-        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.status, TaskStatus::NeedsApproval);
         assert_eq!(t.addressed_executor_id, None);
         let out = w
             .kernel
@@ -676,11 +676,11 @@ async fn an_unserved_name_fails_from_waiting_without_a_park() {
             )
             .await;
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status, TaskStatus::Failed);
         assert_eq!(t.error_key.as_deref(), Some("tool_not_served"));
         assert_eq!(t.deadline_at, None);
         assert_eq!(w.statuses(id, "r1t0").await, ["waiting>failed"]);
-        assert_eq!(w.task(id, "r1").await.status, "completed");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
     }
 }
 
@@ -703,7 +703,7 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
             )
             .await;
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "needs_approval");
+        assert_eq!(t.status, TaskStatus::NeedsApproval);
         // Held rows are addressed to the declaring agent, kernel tools included.
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
         assert_eq!(profile(&t), EffectProfile::READ.to_json());
@@ -714,12 +714,12 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 600_000));
         w.kernel.work_until_idle(50).await.unwrap();
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "completed");
+        assert_eq!(t.status, TaskStatus::Completed);
         assert_eq!(
             w.statuses(id, "r1t0").await,
             ["waiting>needs_approval", "needs_approval>running", "running>completed"]
         );
-        assert_eq!(w.task(id, "r1").await.status, "completed");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
     }
 }
 
@@ -751,7 +751,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
         // Run the model call only; then lose the kernel tool job.
         w.kernel.work_once().await.unwrap();
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "running");
+        assert_eq!(t.status, TaskStatus::Running);
         let deadline = t.deadline_at.unwrap();
         let jobs = w
             .kernel
@@ -765,7 +765,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
         assert_eq!(w.kernel.sweep_once(deadline - 1).await.unwrap(), 0);
         assert_eq!(w.kernel.sweep_once(deadline).await.unwrap(), 1);
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "timed_out");
+        assert_eq!(t.status, TaskStatus::TimedOut);
         assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
     }
 }

@@ -14,7 +14,7 @@ use nexus_core::codes::Code;
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, EventRow, MemberKind, RunRow, Standing, TaskRow};
+use nexus_store::{Engine, EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -201,18 +201,18 @@ async fn tool_call_reaches_a_deferred_tool_through_search_and_the_approval_gate(
 
         // The wrapper crossed the gate (rule grant); its child is held for a person.
         let wrapper = w.task(id, "r2t0").await;
-        assert_eq!(wrapper.status, "completed");
+        assert_eq!(wrapper.status, TaskStatus::Completed);
         assert_eq!(wrapper.pairs_with.as_deref(), Some("r2t0-tool-1"));
         let child = w.task(id, "r2t0-tool-1").await;
-        assert_eq!(child.kind, "tool_task");
-        assert_eq!(child.status, "needs_approval");
+        assert_eq!(child.kind, TaskKind::Tool);
+        assert_eq!(child.status, TaskStatus::NeedsApproval);
         assert_eq!(child.origin, "model");
         assert_eq!(child.tool_name.as_deref(), Some("runners_list"));
         assert_eq!(child.tool_alias.as_deref(), Some("list_machines"));
         assert_eq!(child.declaring_task_id, Some(wrapper.id));
         assert_eq!(child.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
-        assert_eq!(w.task(id, "r2").await.status, "waiting");
-        assert_eq!(w.run_row(id).await.status, "running");
+        assert_eq!(w.task(id, "r2").await.status, TaskStatus::Waiting);
+        assert_eq!(w.run_row(id).await.status, RunStatus::Running);
 
         let out = w
             .kernel
@@ -222,14 +222,14 @@ async fn tool_call_reaches_a_deferred_tool_through_search_and_the_approval_gate(
         assert_eq!(out["task"]["status"], "running");
         w.drive().await;
         let child = w.task(id, "r2t0-tool-1").await;
-        assert_eq!(child.status, "completed");
+        assert_eq!(child.status, TaskStatus::Completed);
         // The continuation reads the child's result as the wrapper's.
         let (output, is_error) = w.result_of(id, "r2", "c2").await;
         assert!(!is_error);
         assert_eq!(output, text_of(&child));
         let listed: Value = serde_json::from_str(&output).unwrap();
         assert!(listed.get("runners").is_some(), "{listed}");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -279,7 +279,7 @@ async fn search_and_tool_call_never_reach_an_undeclared_tool() {
         // A NUL in the wrapped input fails the wrapper itself at birth (round expansion): no
         // child is placed.
         let birth = w.task(id, "r1t6").await;
-        assert_eq!(birth.status, "failed");
+        assert_eq!(birth.status, TaskStatus::Failed);
         assert_eq!(birth.error_key.as_deref(), Some("invalid_tool_input"));
         let (out, is_error) = w.result_of(id, "r1", "c7").await;
         assert!(is_error);
@@ -296,7 +296,7 @@ async fn search_and_tool_call_never_reach_an_undeclared_tool() {
             .map(|t| t.key)
             .collect();
         assert_eq!(children, ["r1t7-tool-1"]);
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -327,12 +327,12 @@ async fn delegate_task_wait_true_returns_the_branch_final_text() {
             )
             .await;
         let branch = w.task(id, "r1t0-model-1").await;
-        assert_eq!(branch.kind, "model_task");
+        assert_eq!(branch.kind, TaskKind::Model);
         assert_eq!(branch.branch_of.as_deref(), Some("r1t0"));
         assert!(!branch.mainline);
         assert_eq!(branch.on_failure, "absorb");
         assert_eq!(branch.visibility, "hidden");
-        assert_eq!(branch.status, "completed");
+        assert_eq!(branch.status, TaskStatus::Completed);
         // Narrowed: the branch holds only runners_list.
         let frozen: Value = serde_json::from_str(branch.frozen_context.as_deref().unwrap()).unwrap();
         let names: Vec<&str> = frozen["tool_definitions"]
@@ -353,7 +353,7 @@ async fn delegate_task_wait_true_returns_the_branch_final_text() {
         assert!(!is_error);
         assert_eq!(output, "There are no runners.");
         let run = w.run_row(id).await;
-        assert_eq!(run.status, "completed");
+        assert_eq!(run.status, RunStatus::Completed);
         assert_eq!(
             w.kernel
                 .store
@@ -394,9 +394,9 @@ async fn delegate_task_wait_false_delivers_in_the_background() {
         );
         assert!(w.task(id, "r1t0").await.pairs_with.is_none());
         let obligation = w.task(id, "r1t0-delegation-1").await;
-        assert_eq!(obligation.kind, "await_task");
+        assert_eq!(obligation.kind, TaskKind::Await);
         assert_eq!(obligation.visibility, "hidden");
-        assert_eq!(obligation.status, "completed");
+        assert_eq!(obligation.status, TaskStatus::Completed);
         assert!(text_of(&obligation).contains("hi from the branch"));
         // The mainline reads the result in a kernel continuation, which is the deliverable.
         let mail = w.sealed(id, "r1t0-mail-1").await;
@@ -415,7 +415,7 @@ async fn delegate_task_wait_false_delivers_in_the_background() {
             "{parts:?}"
         );
         let run = w.run_row(id).await;
-        assert_eq!(run.status, "completed");
+        assert_eq!(run.status, RunStatus::Completed);
         assert_eq!(
             w.kernel
                 .store
@@ -498,7 +498,7 @@ async fn delegation_stops_at_depth_eight() {
         );
         let (out, _) = w.result_of(id, "r1", "c1").await;
         assert_eq!(out, "level done");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -537,8 +537,8 @@ async fn wait_on_a_settled_task_returns_at_once_and_refusals() {
             )
             .await;
         let child = w.task(id, "r2t0-wait-1").await;
-        assert_eq!(child.kind, "await_task");
-        assert_eq!(child.status, "completed");
+        assert_eq!(child.kind, TaskKind::Await);
+        assert_eq!(child.status, TaskStatus::Completed);
         assert_eq!(child.timeout_ms, Some(3_600_000));
         let (out, is_error) = w.result_of(id, "r2", "w1").await;
         assert!(!is_error);
@@ -562,7 +562,7 @@ async fn wait_on_a_settled_task_returns_at_once_and_refusals() {
             assert!(is_error, "{c}: {out}");
             assert_eq!(error_word(&out), word, "{c}: {out}");
         }
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -587,7 +587,7 @@ async fn wait_on_an_answered_ask_returns_its_envelope() {
             )
             .await;
         // r1 waits for the ask: nothing more happens until it is answered.
-        assert_eq!(w.task(id, "r1t0-ask-1").await.status, "awaiting_input");
+        assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         assert!(w.maybe_task(id, "r2t0").await.is_none());
         w.kernel
             .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": "yes"}))
@@ -596,10 +596,10 @@ async fn wait_on_an_answered_ask_returns_its_envelope() {
         w.drive().await;
         // r1 waited on the settled ask: completes at once with the answer envelope.
         let waited = w.task(id, "r2t0-wait-1").await;
-        assert_eq!(waited.status, "completed");
+        assert_eq!(waited.status, TaskStatus::Completed);
         assert_eq!(waited.timeout_ms, Some(5000));
         assert!(text_of(&waited).contains("yes"));
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -626,7 +626,7 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
             )
             .await;
         let waiting = w.task(id, "r1t1-wait-1").await;
-        assert_eq!(waiting.status, "running");
+        assert_eq!(waiting.status, TaskStatus::Running);
         assert_eq!(waiting.deadline_at, Some(waiting.await_started_at.unwrap() + 5000));
         let e = w
             .kernel
@@ -636,9 +636,9 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
         assert_eq!(e.code, Code::NotResolvable);
         w.kernel.sweep_at(waiting.deadline_at.unwrap()).await.unwrap();
         let waited = w.task(id, "r1t1-wait-1").await;
-        assert_eq!(waited.status, "timed_out");
+        assert_eq!(waited.status, TaskStatus::TimedOut);
         assert_eq!(waited.error_key.as_deref(), Some("await_timeout"));
-        assert_eq!(w.task(id, "r1t0-ask-1").await.status, "awaiting_input");
+        assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         w.kernel
             .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": "fine"}))
             .await
@@ -649,7 +649,7 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
         assert!(out.contains("(await_timeout)"), "{out}");
         let (out, _) = w.result_of(id, "r1", "c1").await;
         assert_eq!(out, "fine");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -679,11 +679,11 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
             .model_run("ask", "bypass", json!(["nexus.human.ask"]), Value::Null)
             .await;
         let call_row = w.task(id, "r1t0").await;
-        assert_eq!(call_row.status, "completed");
+        assert_eq!(call_row.status, TaskStatus::Completed);
         assert_eq!(call_row.pairs_with.as_deref(), Some("r1t0-ask-1"));
         let ask = w.task(id, "r1t0-ask-1").await;
-        assert_eq!(ask.kind, "await_task");
-        assert_eq!(ask.status, "awaiting_input");
+        assert_eq!(ask.kind, TaskKind::Await);
+        assert_eq!(ask.status, TaskStatus::AwaitingInput);
         assert_eq!(ask.on_failure, "halt");
         assert!(ask.resolution_token_sha256.is_none());
         assert_eq!(ask.deadline_at, Some(ask.await_started_at.unwrap() + DAY));
@@ -699,7 +699,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
             attention,
             [json!({"reason": "awaiting_human", "task_key": "r1t0-ask-1"})]
         );
-        assert_eq!(w.task(id, "r1").await.status, "waiting");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Waiting);
 
         // Resolution refusals, in order.
         let reader = w.member("reader", Some(Standing::Read)).await;
@@ -760,7 +760,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
             .unwrap_err();
         assert_eq!(e.code, Code::ResultUnstorable);
         // The park stands.
-        assert_eq!(w.task(id, "r1t0-ask-1").await.status, "awaiting_input");
+        assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
 
         let out = w
             .kernel
@@ -792,7 +792,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         }
         let (out, _) = w.result_of(id, "r1", "c2").await;
         assert!(out.contains("`prompt`"), "{out}");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -838,7 +838,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         assert_eq!(e.code, Code::TaskNotRunning);
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
-        assert_eq!(w.task(id, &first).await.status, "dispatched");
+        assert_eq!(w.task(id, &first).await.status, TaskStatus::Dispatched);
         for bad in [
             json!({"content": "a"}),
             json!({"content": "a", "resolution_token": "wrong"}),
@@ -865,11 +865,15 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         w.drive().await;
         // The second ask: its deadline passes before the answer.
         let mut t = w.task(id, &second).await;
-        assert_eq!(t.status, "dispatched");
+        assert_eq!(t.status, TaskStatus::Dispatched);
         let past = nexus_kernel::time::now_ms() - 1;
         t.deadline_at = Some(past);
         let mut tx = w.kernel.store.begin().await.unwrap();
-        assert!(tx.update_task(&t, t.generation, &["dispatched"]).await.unwrap());
+        assert!(
+            tx.update_task(&t, t.generation, &[TaskStatus::Dispatched])
+                .await
+                .unwrap()
+        );
         tx.commit().await.unwrap();
         let out = w
             .kernel

@@ -9,7 +9,7 @@ use nexus_kernel::uploads::Creator;
 use nexus_kernel::{ExecutorPrincipal, Kernel, MemberPrincipal};
 use nexus_providers::{Entry, Part};
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, TaskRow};
+use nexus_store::{Announcement, Engine, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -122,7 +122,7 @@ impl World {
             .tasks(run)
             .await
             .into_iter()
-            .find(|t| t.kind == "tool_task")
+            .find(|t| t.kind == TaskKind::Tool)
             .expect("the call's tool row");
         let claimed = self.kernel.claim(&self.runner, run, &tool.key).await.unwrap();
         (tool.key, claimed.claim.claim_token)
@@ -150,7 +150,7 @@ impl World {
         let root = tasks.iter().find(|t| t.key == "m").unwrap();
         let next = tasks
             .iter()
-            .find(|t| t.kind == "model_task" && t.declaring_task_id == Some(root.id))
+            .find(|t| t.kind == TaskKind::Model && t.declaring_task_id == Some(root.id))
             .expect("a continuation round");
         let read = self
             .kernel

@@ -9,7 +9,7 @@ use common::{World, world};
 
 use nexus_kernel::MemberPrincipal;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, TaskRow};
+use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -56,7 +56,7 @@ impl World {
         self.kernel.store.tasks_of_run(run.id, 0, 10_000).await.unwrap()
     }
 
-    async fn run_status(&self, id: Uuid) -> String {
+    async fn run_status(&self, id: Uuid) -> RunStatus {
         self.kernel.store.run_by_public_id(id).await.unwrap().unwrap().status
     }
 
@@ -75,17 +75,20 @@ impl World {
             .tasks(id)
             .await
             .into_iter()
-            .filter(|t| t.kind == "tool_task")
+            .filter(|t| t.kind == TaskKind::Tool)
             .collect();
         assert_eq!(tools.len(), calls.len(), "on {}", self.dialect);
         for t in &tools {
             assert_eq!(
-                t.status, "completed",
+                t.status,
+                TaskStatus::Completed,
                 "{} on {}: {:?}",
-                t.key, self.dialect, t.error_key
+                t.key,
+                self.dialect,
+                t.error_key
             );
         }
-        assert_eq!(self.run_status(id).await, "completed", "on {}", self.dialect);
+        assert_eq!(self.run_status(id).await, RunStatus::Completed, "on {}", self.dialect);
         tools
     }
 
@@ -127,12 +130,12 @@ async fn memory_write_then_read_in_consecutive_rounds() {
         );
         let id = w.create("wr", &[]).await;
         w.start_and_drive(id).await;
-        assert_eq!(w.run_status(id).await, "completed", "on {}", w.dialect);
+        assert_eq!(w.run_status(id).await, RunStatus::Completed, "on {}", w.dialect);
         let tools: Vec<TaskRow> = w
             .tasks(id)
             .await
             .into_iter()
-            .filter(|t| t.kind == "tool_task")
+            .filter(|t| t.kind == TaskKind::Tool)
             .collect();
         assert_ok(&tools[0], "Created workspace/notes/deploy.md (18 bytes).");
         assert_ok(&tools[1], "step one\nstep two\n");
@@ -386,14 +389,14 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
             .await
             .unwrap();
         w.start_and_drive(id).await;
-        assert_eq!(w.run_status(id).await, "completed", "on {}", w.dialect);
+        assert_eq!(w.run_status(id).await, RunStatus::Completed, "on {}", w.dialect);
         let tasks = w.tasks(id).await;
         let model = tasks.iter().find(|t| t.key == "s1-model-1").unwrap();
         let frozen: Value = serde_json::from_str(model.frozen_context.as_deref().unwrap()).unwrap();
         assert_eq!(frozen["memory"]["workspace_public_id"], json!(w.ws));
         assert_eq!(frozen["memory"]["user_public_id"], json!(w.human.member.public_id));
         assert_eq!(frozen["memory"]["conversation_public_id"], Value::Null);
-        let tools: Vec<&TaskRow> = tasks.iter().filter(|t| t.kind == "tool_task").collect();
+        let tools: Vec<&TaskRow> = tasks.iter().filter(|t| t.kind == TaskKind::Tool).collect();
         assert_ok(tools[0], "# Style\nWrite plainly.\n");
         assert_word(tools[1], "skill_unknown", "\"notes\"");
         assert_word(tools[2], "skill_unknown", "\"nope\"");

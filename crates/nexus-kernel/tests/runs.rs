@@ -8,7 +8,7 @@ use common::{World, world};
 
 use nexus_core::codes::Code;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunRow, TaskRow};
+use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -103,9 +103,12 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(keys(&tasks), ["s1-model-1", "r1t0", "r1t1", "r1"]);
         for t in &tasks {
             assert_eq!(
-                t.status, "completed",
+                t.status,
+                TaskStatus::Completed,
                 "{} {:?} {:?}",
-                t.key, t.error_key, t.error_detail
+                t.key,
+                t.error_key,
+                t.error_detail
             );
         }
         let r1t0 = w.task(id, "r1t0").await;
@@ -140,7 +143,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(r1["entries"][0], s1["entries"][0]);
 
         let run = w.run_row(id).await;
-        assert_eq!(run.status, "completed");
+        assert_eq!(run.status, RunStatus::Completed);
         let deliverable = w
             .kernel
             .store
@@ -197,14 +200,14 @@ async fn an_undeclared_call_fails_at_birth_and_the_round_goes_on() {
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t0 = w.task(id, "r1t0").await;
-        assert_eq!(t0.status, "failed");
+        assert_eq!(t0.status, TaskStatus::Failed);
         assert_eq!(t0.error_key.as_deref(), Some("unknown_tool"));
         assert_eq!(t0.tool_name.as_deref(), Some("delegate_task"));
-        assert_eq!(w.task(id, "r1t1").await.status, "completed");
+        assert_eq!(w.task(id, "r1t1").await.status, TaskStatus::Completed);
         let t2 = w.task(id, "r1t2").await;
         assert_eq!(t2.error_key.as_deref(), Some("invalid_tool_arguments"));
         assert_eq!(t2.tool_input.as_deref(), Some("{}"));
-        assert_eq!(w.task(id, "r1").await.status, "completed");
+        assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
         let (r1, _) = w.sealed(id, "r1").await;
         let first = &r1["entries"][2];
         assert_eq!(first["call_id"], "a");
@@ -214,7 +217,7 @@ async fn an_undeclared_call_fails_at_birth_and_the_round_goes_on() {
             "{first}"
         );
         assert!(first["output"].as_str().unwrap().contains("(unknown_tool)"), "{first}");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -242,7 +245,7 @@ async fn an_alias_call_is_stored_under_the_wire_name() {
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.tool_name.as_deref(), Some("runners_list"));
         assert_eq!(t.tool_alias.as_deref(), Some("ListRunners"));
-        assert_eq!(t.status, "completed", "{:?}", t.error_key);
+        assert_eq!(t.status, TaskStatus::Completed, "{:?}", t.error_key);
         let (r1, _) = w.sealed(id, "r1").await;
         assert_eq!(r1["entries"][2]["name"], "ListRunners");
         assert_eq!(r1["request_options"]["tools"][0]["function"]["name"], "ListRunners");
@@ -261,10 +264,10 @@ async fn stop_cancels_live_work() {
         let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
         assert_eq!(stopped["run"]["status"], "canceled");
         let t = w.task(id, "s1-model-1").await;
-        assert_eq!(t.status, "canceled");
+        assert_eq!(t.status, TaskStatus::Canceled);
         assert_eq!(t.error_key.as_deref(), Some("run_canceled"));
         w.drive().await;
-        assert_eq!(w.task(id, "s1-model-1").await.status, "canceled");
+        assert_eq!(w.task(id, "s1-model-1").await.status, TaskStatus::Canceled);
         let again = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap_err();
         assert_eq!(again.code, Code::AlreadyTerminal);
         // A pending run is canceled at once.
@@ -312,7 +315,7 @@ async fn append_refusals() {
         // An accepted append continues the mainline and moves the deliverable.
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
         let more = json!({"steps": [model_step("scripted/quiet", json!({}))]});
         let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
         assert_eq!(e.code, Code::RunNotAppendable);
@@ -333,8 +336,8 @@ async fn append_refusals() {
         w.drive().await;
         // `read` is served by nobody: the row fails tool_not_served, absorbed; the run ends.
         let peek = w.task(id, "peek").await;
-        assert_eq!(peek.status, "failed");
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(peek.status, TaskStatus::Failed);
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
 
         // A failed deliverable (halt) puts the run in needs_attention: tip_unresolved.
         let (id, _) = w
@@ -343,10 +346,10 @@ async fn append_refusals() {
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t = w.task(id, "s1-model-1").await;
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status, TaskStatus::Failed);
         assert_eq!(t.error_key.as_deref(), Some("provider_error"));
         let run = w.run_row(id).await;
-        assert_eq!(run.status, "needs_attention");
+        assert_eq!(run.status, RunStatus::NeedsAttention);
         let attention: Value = serde_json::from_str(run.attention.as_deref().unwrap()).unwrap();
         assert_eq!(attention, json!({"reason": "halt_failure", "task_key": "s1-model-1"}));
         let more = json!({"steps": [{"tool": {"name": "read"}}]});
@@ -371,7 +374,7 @@ async fn appended_model_steps_replay_the_mainline() {
             .await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
         let (s2, _) = w.sealed(id, "s1-model-2").await;
         let entries = s2["entries"].as_array().unwrap();
         let kinds: Vec<&str> = entries.iter().map(|e| e["type"].as_str().unwrap()).collect();
@@ -508,7 +511,7 @@ async fn a_lost_kernel_tool_evaluation_times_out_at_its_deadline() {
         // Run the model call only (the kernel tool job it inserts waits for the next pass).
         assert_eq!(w.kernel.work_once().await.unwrap(), 1);
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "running");
+        assert_eq!(t.status, TaskStatus::Running);
         // The evaluation is lost: its job vanishes (a crash after the delete).
         let jobs = w
             .kernel
@@ -520,17 +523,17 @@ async fn a_lost_kernel_tool_evaluation_times_out_at_its_deadline() {
         assert_eq!(jobs[0].kind, "kernel_tool");
         w.kernel.store.delete_job(jobs[0].id).await.unwrap();
         w.drive().await;
-        assert_eq!(w.task(id, "r1t0").await.status, "running");
+        assert_eq!(w.task(id, "r1t0").await.status, TaskStatus::Running);
         let deadline = t.deadline_at.expect("a parked row has a deadline");
         w.kernel.sweep_at(deadline).await.unwrap();
         let t = w.task(id, "r1t0").await;
-        assert_eq!(t.status, "timed_out");
+        assert_eq!(t.status, TaskStatus::TimedOut);
         assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
         // The continuation reads the timeout, and the run completes.
         w.drive().await;
         let (r1, _) = w.sealed(id, "r1").await;
         assert!(r1["entries"][2]["output"].as_str().unwrap().contains("(tool_timeout)"));
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
     }
 }
 
@@ -570,7 +573,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
             .await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
-        assert_eq!(w.task(id, "s1-model-1").await.status, "completed");
+        assert_eq!(w.task(id, "s1-model-1").await.status, TaskStatus::Completed);
         let t = w.task(id, "s1-model-1").await;
         let sealed = w
             .kernel
@@ -584,7 +587,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
         assert_eq!(attempts[0]["error_key"], "provider_overloaded");
         assert_eq!(attempts[0]["http_status"], 529);
         assert!(attempts[1].get("error_key").is_none());
-        assert_eq!(w.run_row(id).await.status, "completed");
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
 
         w.script(
             "down",
@@ -596,7 +599,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t = w.task(id, "s1-model-1").await;
-        assert_eq!(t.status, "failed");
+        assert_eq!(t.status, TaskStatus::Failed);
         assert_eq!(t.error_key.as_deref(), Some("provider_overloaded"));
         let sealed = w
             .kernel
@@ -607,7 +610,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
             .unwrap();
         let attempts: Value = serde_json::from_str(&sealed.attempts).unwrap();
         assert_eq!(attempts.as_array().unwrap().len(), 4);
-        assert_eq!(w.run_row(id).await.status, "needs_attention");
+        assert_eq!(w.run_row(id).await.status, RunStatus::NeedsAttention);
     }
 }
 
@@ -635,7 +638,7 @@ async fn the_spawned_worker_drives_runs_to_the_end() {
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
-            if w.run_row(id).await.status == "completed" {
+            if w.run_row(id).await.status == RunStatus::Completed {
                 break;
             }
             assert!(
@@ -677,7 +680,7 @@ async fn stop_during_a_model_call() {
                 .await;
             w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
             wait_for("the seal", || async {
-                w.task(id, "s1-model-1").await.status == "running"
+                w.task(id, "s1-model-1").await.status == TaskStatus::Running
             })
             .await;
             let stopped = w
@@ -686,9 +689,17 @@ async fn stop_during_a_model_call() {
                 .await
                 .unwrap();
             assert_eq!(stopped["run"]["status"], if force { "canceled" } else { "canceling" });
-            wait_for("the cancel", || async { w.run_row(id).await.status == "canceled" }).await;
+            wait_for("the cancel", || async {
+                w.run_row(id).await.status == RunStatus::Canceled
+            })
+            .await;
             let t = w.task(id, "s1-model-1").await;
-            assert_eq!(t.status, if force { "canceled" } else { "completed" }, "force={force}");
+            let expected = if force {
+                TaskStatus::Canceled
+            } else {
+                TaskStatus::Completed
+            };
+            assert_eq!(t.status, expected, "force={force}");
         }
         stop_tx.send(()).unwrap();
         handle.await.unwrap();
@@ -719,6 +730,6 @@ async fn a_repeat_call_loop_refuses_expansion() {
         assert_eq!(refused[0].key, "r9");
         assert_eq!(refused[0].error_detail.as_deref(), Some("repeat_call_loop"));
         let run = w.run_row(id).await;
-        assert_eq!(run.status, "needs_attention");
+        assert_eq!(run.status, RunStatus::NeedsAttention);
     }
 }

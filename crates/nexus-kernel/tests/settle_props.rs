@@ -8,7 +8,7 @@ use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::{ExecutorPrincipal, Kernel, KernelResult, MemberPrincipal};
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, Store};
+use nexus_store::{Announcement, Engine, RunStatus, Store, TaskStatus};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
@@ -349,7 +349,7 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         };
         assert_eq!(
             (status_of("a").await, status_of("b").await),
-            ("dispatched".to_string(), "waiting".to_string()),
+            (TaskStatus::Dispatched, TaskStatus::Waiting),
             "{dialect}"
         );
         let settle = |key: &'static str| {
@@ -368,12 +368,12 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         assert_eq!(reply["task"]["status"], "completed", "{dialect}: {reply}");
         assert_eq!(reply["task"]["after"], json!([]), "{dialect}: {reply}");
         kernel.work_until_idle(10).await.unwrap();
-        assert_eq!(status_of("b").await, "dispatched", "{dialect}");
+        assert_eq!(status_of("b").await, TaskStatus::Dispatched, "{dialect}");
         let reply = settle("b").await;
         // The reply names what the row waited for.
         assert_eq!(reply["task"]["after"], json!(["a"]), "{dialect}: {reply}");
         kernel.work_until_idle(10).await.unwrap();
         let row = w.ts.store.run_by_public_id(run).await.unwrap().unwrap();
-        assert_eq!(row.status, "completed", "{dialect}");
+        assert_eq!(row.status, RunStatus::Completed, "{dialect}");
     }
 }

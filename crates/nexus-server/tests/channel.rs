@@ -12,7 +12,7 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
 use futures_util::{SinkExt, StreamExt};
-use nexus_store::{Engine, TaskRow};
+use nexus_store::{Engine, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{self, Message, client::IntoClientRequest};
@@ -132,7 +132,7 @@ async fn claim(h: &Harness, run: &str, key: &str, token: &str) {
     t.claimant_id = Some(executor.id);
     t.claimed_at = Some(nexus_kernel::time::now_ms());
     let generation = t.generation;
-    assert!(tx.update_task(&t, generation, &["dispatched"]).await.unwrap());
+    assert!(tx.update_task(&t, generation, &[TaskStatus::Dispatched]).await.unwrap());
     tx.commit().await.unwrap();
 }
 
@@ -140,10 +140,10 @@ async fn settle(h: &Harness, run: &str, key: &str) {
     let (run_id, mut t) = task(h, run, key).await;
     let mut tx = h.kernel.store.begin().await.unwrap();
     tx.lock_run(run_id).await.unwrap();
-    t.status = "completed".into();
+    t.status = TaskStatus::Completed;
     t.settled_at = Some(nexus_kernel::time::now_ms());
     let generation = t.generation;
-    assert!(tx.update_task(&t, generation, &["dispatched"]).await.unwrap());
+    assert!(tx.update_task(&t, generation, &[TaskStatus::Dispatched]).await.unwrap());
     tx.commit().await.unwrap();
 }
 
@@ -234,7 +234,7 @@ async fn the_channel_says_hello_and_pushes_work_available_on_dispatch() {
         announce_read(&h).await;
         let run = dispatched_run(&h).await;
         let (_, t) = task(&h, &run, "s1-tool-1").await;
-        assert_eq!(t.status, "dispatched", "{:?} {:?}", t.error_key, t.error_detail);
+        assert_eq!(t.status, TaskStatus::Dispatched, "{t:?}");
         let frame = next_frame(&mut ws).await;
         assert_eq!(
             frame.to_string(),
@@ -432,7 +432,7 @@ async fn a_stop_pushes_work_canceled_to_the_runner_holding_the_row() {
         // A stop without force lets dispatched work finish: nothing is canceled, no frame.
         stop(&h, finishing_run, json!({"force": false})).await;
         let (_, t) = task(&h, finishing_run, key).await;
-        assert_eq!(t.status, "dispatched");
+        assert_eq!(t.status, TaskStatus::Dispatched);
         quiet(&mut ws, "the runner").await;
 
         // Nobody else hears any of it: the agent application's channel stayed silent.

@@ -11,7 +11,7 @@ use nexus_kernel::Kernel;
 use nexus_kernel::uploads::Committer;
 use nexus_server::{AppState, router};
 use nexus_store::testing::{self, TestStore};
-use nexus_store::{Engine, MemberKind, NewMember, NewRun, NewTask, TaskRow};
+use nexus_store::{Engine, MemberKind, NewMember, NewRun, NewTask, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 use uuid::Uuid;
@@ -249,7 +249,7 @@ impl H {
                 created_by_id: agent,
                 answering_member_id: agent,
                 declaring_agent_id: None,
-                status: "running".into(),
+                status: RunStatus::Running,
                 hosting: "standalone".into(),
                 approval_mode: "bypass".into(),
                 approval_rules: None,
@@ -261,15 +261,15 @@ impl H {
             .await
             .unwrap();
         let (status, token, deadline) = match claim {
-            Some((t, deadline)) => ("dispatched", Some(t.to_string()), Some(deadline)),
-            None => ("completed", None, None),
+            Some((t, deadline)) => (TaskStatus::Dispatched, Some(t.to_string()), Some(deadline)),
+            None => (TaskStatus::Completed, None, None),
         };
         let task = tx
             .insert_task(NewTask {
                 run_id: run.id,
                 key: "t1".into(),
-                kind: "tool_task".into(),
-                status: status.into(),
+                kind: TaskKind::Tool,
+                status,
                 origin: "author".into(),
                 on_failure: "propagate".into(),
                 visibility: "visible".into(),

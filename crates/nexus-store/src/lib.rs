@@ -149,7 +149,7 @@ pub trait Engine {
     async fn runs_of_workspace(
         &self,
         workspace_id: i64,
-        status: Option<&str>,
+        status: Option<RunStatus>,
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<RunRow>>;
@@ -516,7 +516,7 @@ impl Engine for Store {
     async fn runs_of_workspace(
         &self,
         workspace_id: i64,
-        status: Option<&str>,
+        status: Option<RunStatus>,
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<RunRow>> {

@@ -4,6 +4,9 @@
 
 use uuid::Uuid;
 
+mod status;
+pub use status::{RunStatus, TaskKind, TaskStatus};
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberKind {
     Human,
@@ -236,37 +239,10 @@ pub struct Announcement {
 
 // ---- runs (migration 0002) ----
 //
-// Enum-like words (statuses, kinds, origins) are plain strings: the kernel owns their meaning,
-// and the tables' CHECK constraints refuse unknown words. JSON columns hold the stored text.
-
-/// Run statuses (runs.md §1).
-pub mod run_status {
-    pub const PENDING: &str = "pending";
-    pub const RUNNING: &str = "running";
-    pub const NEEDS_ATTENTION: &str = "needs_attention";
-    pub const CANCELING: &str = "canceling";
-    pub const COMPLETED: &str = "completed";
-    pub const CANCELED: &str = "canceled";
-}
-
-/// Task statuses (runs.md §5).
-pub mod task_status {
-    pub const WAITING: &str = "waiting";
-    pub const NEEDS_APPROVAL: &str = "needs_approval";
-    pub const RUNNING: &str = "running";
-    pub const DISPATCHED: &str = "dispatched";
-    pub const AWAITING_INPUT: &str = "awaiting_input";
-    pub const COMPLETED: &str = "completed";
-    pub const FAILED: &str = "failed";
-    pub const CANCELED: &str = "canceled";
-    pub const TIMED_OUT: &str = "timed_out";
-    pub const SKIPPED: &str = "skipped";
-    pub const UNCERTAIN: &str = "uncertain";
-    /// The parked statuses: the rows with a deadline the sweep watches.
-    pub const PARKED: [&str; 4] = [NEEDS_APPROVAL, RUNNING, DISPATCHED, AWAITING_INPUT];
-    /// The open (live) statuses: `waiting` plus the parked ones.
-    pub const OPEN: [&str; 5] = [WAITING, NEEDS_APPROVAL, RUNNING, DISPATCHED, AWAITING_INPUT];
-}
+// Statuses and task kinds are enums ([`RunStatus`], [`TaskStatus`], [`TaskKind`]), stored as
+// their words. Other enum-like words (origins, failure policies, …) are plain strings: the
+// kernel owns their meaning, and the tables' CHECK constraints refuse unknown words. JSON
+// columns hold the stored text.
 
 /// How many statuses one conditional task update may expect (there are 11 task statuses).
 pub const MAX_EXPECTED_STATUSES: usize = 12;
@@ -274,7 +250,11 @@ pub const MAX_EXPECTED_STATUSES: usize = 12;
 /// The statuses of an executor's inbox rows ([`crate::Engine::inbox_page`]): a runner's
 /// dispatched tool call, an approval held for a person, an await for input. The partial index
 /// `tasks_inbox_open` and the page's statement name exactly these.
-pub const INBOX_STATUSES: [&str; 3] = ["dispatched", "needs_approval", "awaiting_input"];
+pub const INBOX_STATUSES: [TaskStatus; 3] = [
+    TaskStatus::Dispatched,
+    TaskStatus::NeedsApproval,
+    TaskStatus::AwaitingInput,
+];
 
 /// A run as the executor doors find it ([`crate::Engine::run_in_account`]): the row, its
 /// workspace's public id, and the standing its creator holds there now.
@@ -296,8 +276,7 @@ pub struct RunRow {
     pub created_by_id: i64,
     pub answering_member_id: i64,
     pub declaring_agent_id: Option<i64>,
-    /// `pending | running | needs_attention | canceling | completed | canceled`.
-    pub status: String,
+    pub status: RunStatus,
     /// JSON: `{"kind":"standalone"}` or `{"kind":"conversation",…}`.
     pub hosting: String,
     /// `bypass | ask | rules`.
@@ -327,7 +306,7 @@ pub struct NewRun {
     pub created_by_id: i64,
     pub answering_member_id: i64,
     pub declaring_agent_id: Option<i64>,
-    pub status: String,
+    pub status: RunStatus,
     pub hosting: String,
     pub approval_mode: String,
     pub approval_rules: Option<String>,
@@ -346,10 +325,8 @@ pub struct TaskRow {
     pub id: i64,
     pub run_id: i64,
     pub key: String,
-    /// `model_task | tool_task | await_task`.
-    pub kind: String,
-    /// See [`task_status`].
-    pub status: String,
+    pub kind: TaskKind,
+    pub status: TaskStatus,
     pub generation: i64,
     /// `author | model | kernel`.
     pub origin: String,
@@ -416,8 +393,7 @@ pub struct TaskRow {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct FrozenHead {
     pub id: i64,
-    /// `model_task | tool_task | await_task`.
-    pub kind: String,
+    pub kind: TaskKind,
     pub declaring_task_id: Option<i64>,
     /// The SHA-256 (lowercase hex) of `frozen_context`, written by the same insert (migration
     /// 0006; rows written before it got theirs in migration 0014), the key of the body in
@@ -430,8 +406,8 @@ pub struct FrozenHead {
 pub struct NewTask {
     pub run_id: i64,
     pub key: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: TaskKind,
+    pub status: TaskStatus,
     pub generation: i64,
     pub origin: String,
     pub on_failure: String,
@@ -480,7 +456,7 @@ pub struct NewTask {
 pub struct TaskEndRow {
     pub id: i64,
     pub key: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub on_failure: String,
     pub failure_resolution: Option<String>,
 }
@@ -490,7 +466,7 @@ impl From<&TaskRow> for TaskEndRow {
         Self {
             id: t.id,
             key: t.key.clone(),
-            status: t.status.clone(),
+            status: t.status,
             on_failure: t.on_failure.clone(),
             failure_resolution: t.failure_resolution.clone(),
         }
@@ -583,7 +559,7 @@ pub struct NewSealedRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoundCacheFacts {
     pub key: String,
-    pub status: String,
+    pub status: TaskStatus,
     /// The task's usage JSON, once the round has a reply.
     pub usage: Option<String>,
     /// The sealed generation's tools digest; `None` before the seal or without tools.

@@ -240,7 +240,7 @@ pub(crate) mod ops {
         c: &mut Conn,
         before: &TaskRow,
         task: &TaskRow,
-        expect_statuses: &[&str],
+        expect_statuses: &[TaskStatus],
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
         update_task(c, task, before.generation, expect_statuses, expect_claim_token).await

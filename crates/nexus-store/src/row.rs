@@ -211,7 +211,7 @@ pub(crate) fn run(r: &impl Columns) -> Result<RunRow> {
         created_by_id: r.int("created_by_id")?,
         answering_member_id: r.int("answering_member_id")?,
         declaring_agent_id: r.opt_int("declaring_agent_id")?,
-        status: r.text("status")?,
+        status: word("runs.status", &r.text("status")?, RunStatus::parse)?,
         hosting: r.text("hosting")?,
         approval_mode: r.text("approval_mode")?,
         approval_rules: r.opt_text("approval_rules")?,
@@ -249,7 +249,7 @@ pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
 pub(crate) fn frozen_head(r: &impl Columns) -> Result<FrozenHead> {
     Ok(FrozenHead {
         id: r.int("id")?,
-        kind: r.text("kind")?,
+        kind: word("tasks.kind", &r.text("kind")?, TaskKind::parse)?,
         declaring_task_id: r.opt_int("declaring_task_id")?,
         frozen_digest: r.opt_text("frozen_digest")?,
     })
@@ -263,7 +263,7 @@ pub(crate) fn task_end(r: &impl Columns) -> Result<TaskEndRow> {
     Ok(TaskEndRow {
         id: r.int("id")?,
         key: r.text("key")?,
-        status: r.text("status")?,
+        status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         on_failure: r.text("on_failure")?,
         failure_resolution: r.opt_text("failure_resolution")?,
     })
@@ -274,11 +274,11 @@ pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
         id: r.int("id")?,
         run_id: r.int("run_id")?,
         key: r.text("key")?,
-        kind: r.text("kind")?,
+        kind: word("tasks.kind", &r.text("kind")?, TaskKind::parse)?,
         origin: r.text("origin")?,
         frozen_context: r.opt_text("frozen_context")?,
         created_at: r.int("created_at")?,
-        status: r.text("status")?,
+        status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         generation: r.int("generation")?,
         on_failure: r.text("on_failure")?,
         failure_resolution: r.opt_text("failure_resolution")?,
@@ -371,7 +371,7 @@ pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {
 pub(crate) fn round_cache_facts(r: &impl Columns) -> Result<RoundCacheFacts> {
     Ok(RoundCacheFacts {
         key: r.text("key")?,
-        status: r.text("status")?,
+        status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         usage: r.opt_text("usage")?,
         tools_sha256: r.opt_text("tools_sha256")?,
         sealed: r.opt_int("sealed_id")?.is_some(),
@@ -449,7 +449,7 @@ pub(crate) use task_mutable_fields;
 macro_rules! check_task_text {
     ($t:expr) => {{
         let t = $t;
-        for s in [&t.status, &t.on_failure, &t.visibility] {
+        for s in [&t.on_failure, &t.visibility] {
             $crate::check_text(s)?;
         }
         for s in [
@@ -485,7 +485,7 @@ macro_rules! check_task_text {
 }
 
 pub(crate) fn check_new_task_text(t: &NewTask) -> Result<()> {
-    for s in [&t.key, &t.kind, &t.origin] {
+    for s in [&t.key, &t.origin] {
         crate::check_text(s)?;
     }
     if let Some(f) = &t.frozen_context {
@@ -499,7 +499,7 @@ pub(crate) fn check_task_row_text(t: &TaskRow) -> Result<()> {
 }
 
 pub(crate) fn check_new_run_text(r: &NewRun) -> Result<()> {
-    for s in [&r.status, &r.hosting, &r.approval_mode] {
+    for s in [&r.hosting, &r.approval_mode] {
         crate::check_text(s)?;
     }
     if let Some(rules) = &r.approval_rules {
@@ -509,16 +509,15 @@ pub(crate) fn check_new_run_text(r: &NewRun) -> Result<()> {
 }
 
 pub(crate) fn check_run_row_text(r: &RunRow) -> Result<()> {
-    crate::check_text(&r.status)?;
-    if let Some(a) = &r.attention {
-        crate::check_text(a)?;
+    match &r.attention {
+        Some(a) => crate::check_text(a),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// The expected statuses as the 12 slots of a conditional statement: the list, padded by
 /// repeating its first word. Empty or longer than [`MAX_EXPECTED_STATUSES`] is refused.
-pub(crate) fn status_slots<'a>(statuses: &[&'a str]) -> Result<[&'a str; MAX_EXPECTED_STATUSES]> {
+pub(crate) fn status_slots(statuses: &[TaskStatus]) -> Result<[TaskStatus; MAX_EXPECTED_STATUSES]> {
     let Some(first) = statuses.first() else {
         return Err(StoreError::Config("expected statuses: name at least one status".into()));
     };

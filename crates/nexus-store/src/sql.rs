@@ -488,7 +488,7 @@ pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY i
 pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
 
 /// What the run's end reads of every row of run `$1` ([`crate::TaskEndRow`]'s columns), unless
-/// one of them is in an open status (`task_status::OPEN`, one probe of `tasks_run_status` each,
+/// one of them is in an open status (`TaskStatus::OPEN`, one probe of `tasks_run_status` each,
 /// evaluated once): no rows then. Not `o.status IN (…)`, which SQLite codes as a temporary
 /// b-tree built on every execution, dearer than the five probes (BENCHMARKS.md); and the
 /// statuses are words, not bound values, because a bound status against the partial indexes'
@@ -693,16 +693,13 @@ pub(crate) const ROUND_FOR_REPLY: &str = concat!(
 #[cfg(test)]
 mod tests {
     /// The quiescence read writes the open statuses as words: they are exactly
-    /// `task_status::OPEN`, one probe each.
+    /// `TaskStatus::OPEN`, one probe each.
     #[test]
     fn the_quiescence_read_probes_every_open_status_once() {
         let text = super::TASKS_OF_QUIESCENT_RUN;
-        for s in crate::model::task_status::OPEN {
+        for s in crate::TaskStatus::OPEN {
             assert_eq!(text.matches(&format!("o.status = '{s}'")).count(), 1, "{s}");
         }
-        assert_eq!(
-            text.matches("o.status = ").count(),
-            crate::model::task_status::OPEN.len()
-        );
+        assert_eq!(text.matches("o.status = ").count(), crate::TaskStatus::OPEN.len());
     }
 }

@@ -310,7 +310,7 @@ impl Tx {
         &mut self,
         task: &TaskRow,
         expect_generation: i64,
-        expect_statuses: &[&str],
+        expect_statuses: &[TaskStatus],
     ) -> Result<bool> {
         tx_dispatch!(self, update_task(task, expect_generation, expect_statuses, None))
     }
@@ -321,7 +321,7 @@ impl Tx {
         &mut self,
         task: &TaskRow,
         expect_generation: i64,
-        expect_statuses: &[&str],
+        expect_statuses: &[TaskStatus],
         expect_claim_token: &str,
     ) -> Result<bool> {
         tx_dispatch!(
@@ -361,7 +361,7 @@ impl Tx {
         &mut self,
         before: &TaskRow,
         task: &TaskRow,
-        expect_statuses: &[&str],
+        expect_statuses: &[TaskStatus],
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
         tx_dispatch!(

@@ -37,16 +37,16 @@ async fn fixture(s: &Store) -> Fixture {
     }
 }
 
-fn new_run(f: &Fixture, status: &str) -> NewRun {
+fn new_run(f: &Fixture, status: RunStatus) -> NewRun {
     testing::new_run(f.workspace_id, f.member_id, status, NOW)
 }
 
-fn tool_task(run_id: i64, key: &str, status: &str) -> NewTask {
+fn tool_task(run_id: i64, key: &str, status: TaskStatus) -> NewTask {
     NewTask {
         run_id,
         key: key.into(),
-        kind: "tool_task".into(),
-        status: status.into(),
+        kind: TaskKind::Tool,
+        status,
         generation: 1,
         origin: "author".into(),
         on_failure: "propagate".into(),
@@ -59,7 +59,7 @@ fn tool_task(run_id: i64, key: &str, status: &str) -> NewTask {
 }
 
 /// A run (committed) on a fresh store.
-async fn run_in(s: &Store, f: &Fixture, status: &str) -> RunRow {
+async fn run_in(s: &Store, f: &Fixture, status: RunStatus) -> RunRow {
     let mut tx = s.begin().await.unwrap();
     let run = tx.insert_run(new_run(f, status)).await.unwrap();
     tx.commit().await.unwrap();
@@ -87,8 +87,8 @@ fn full_task(run_id: i64, f: &Fixture, declaring: Option<i64>) -> NewTask {
     NewTask {
         run_id,
         key: "r1t1".into(),
-        kind: "tool_task".into(),
-        status: "dispatched".into(),
+        kind: TaskKind::Tool,
+        status: TaskStatus::Dispatched,
         generation: 3,
         origin: "model".into(),
         on_failure: "halt".into(),
@@ -138,8 +138,8 @@ fn assert_task_is(t: &TaskRow, n: &NewTask) {
         id: t.id,
         run_id: n.run_id,
         key: n.key.clone(),
-        kind: n.kind.clone(),
-        status: n.status.clone(),
+        kind: n.kind,
+        status: n.status,
         generation: n.generation,
         origin: n.origin.clone(),
         on_failure: n.on_failure.clone(),
@@ -190,7 +190,7 @@ async fn every_row_type_round_trips() {
         let s = &ts.store;
         let f = fixture(s).await;
         let mut tx = s.begin().await.unwrap();
-        let mut new = new_run(&f, "pending");
+        let mut new = new_run(&f, RunStatus::Pending);
         new.approval_mode = "rules".into();
         new.approval_rules = Some(r#"[{"tool":"read_*","decision":"allow"}]"#.into());
         new.default_runner_id = Some(f.runner_id);
@@ -205,7 +205,7 @@ async fn every_row_type_round_trips() {
                 created_by_id: f.member_id,
                 answering_member_id: f.member_id,
                 declaring_agent_id: None,
-                status: "pending".into(),
+                status: RunStatus::Pending,
                 hosting: new.hosting.clone(),
                 approval_mode: "rules".into(),
                 approval_rules: new.approval_rules.clone(),
@@ -219,12 +219,15 @@ async fn every_row_type_round_trips() {
                 ended_at: None,
             }
         );
-        let seed = tx.insert_task(tool_task(run.id, "seed", "waiting")).await.unwrap();
+        let seed = tx
+            .insert_task(tool_task(run.id, "seed", TaskStatus::Waiting))
+            .await
+            .unwrap();
         let full = full_task(run.id, &f, Some(seed.id));
         let t = tx.insert_task(full.clone()).await.unwrap();
         assert_task_is(&t, &full);
         // A minimal task: nullable columns stay null, booleans false.
-        let minimal = tool_task(run.id, "min", "waiting");
+        let minimal = tool_task(run.id, "min", TaskStatus::Waiting);
         tx.insert_task(minimal.clone()).await.unwrap();
         assert_task_is(&tx.task_by_key(run.id, "min").await.unwrap().unwrap(), &minimal);
 
@@ -458,39 +461,33 @@ async fn duplicate_keys_and_bad_words_are_refused() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        task_in(s, tool_task(run.id, "a", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
         assert!(matches!(
-            tx.insert_task(tool_task(run.id, "a", "waiting")).await,
+            tx.insert_task(tool_task(run.id, "a", TaskStatus::Waiting)).await,
             Err(StoreError::Conflict(_))
         ));
         drop(tx);
         let mut tx = s.begin().await.unwrap();
-        assert!(
-            tx.insert_task(tool_task(run.id, "b", "bogus")).await.is_err(),
-            "an unknown status word is refused"
-        );
-        drop(tx);
-        let mut tx = s.begin().await.unwrap();
         assert!(matches!(
-            tx.insert_task(tool_task(run.id, "nul\0", "waiting")).await,
+            tx.insert_task(tool_task(run.id, "nul\0", TaskStatus::Waiting)).await,
             Err(StoreError::UnsupportedText)
         ));
-        let mut bad = tool_task(run.id, "c", "waiting");
+        let mut bad = tool_task(run.id, "c", TaskStatus::Waiting);
         bad.frozen_context = Some("\0".into());
         assert!(matches!(tx.insert_task(bad).await, Err(StoreError::UnsupportedText)));
         assert!(matches!(
             tx.append_event(run.id, "x", None, &json!({"a": "\u{0}"}), NOW).await,
             Err(StoreError::UnsupportedText)
         ));
-        let mut bad_run = new_run(&f, "pending");
+        let mut bad_run = new_run(&f, RunStatus::Pending);
         bad_run.hosting = "\0".into();
         assert!(matches!(tx.insert_run(bad_run).await, Err(StoreError::UnsupportedText)));
         let mut t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
         t.content = Some("\0".into());
         assert!(matches!(
-            tx.update_task(&t, 1, &["waiting"]).await,
+            tx.update_task(&t, 1, &[TaskStatus::Waiting]).await,
             Err(StoreError::UnsupportedText)
         ));
         t.content = None;
@@ -507,14 +504,14 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        task_in(s, tool_task(run.id, "a", TaskStatus::Waiting)).await;
 
         // A unique violation: later calls and the commit answer TxAborted, nothing is written.
         let mut tx = s.begin().await.unwrap();
         tx.append_event(run.id, "before", None, &json!({}), NOW).await.unwrap();
         assert!(matches!(
-            tx.insert_task(tool_task(run.id, "a", "waiting")).await,
+            tx.insert_task(tool_task(run.id, "a", TaskStatus::Waiting)).await,
             Err(StoreError::Conflict(_))
         ));
         assert!(tx.is_void());
@@ -524,7 +521,7 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
 
         // A foreign key violation too.
         let mut tx = s.begin().await.unwrap();
-        let mut orphan = tool_task(run.id, "b", "waiting");
+        let mut orphan = tool_task(run.id, "b", TaskStatus::Waiting);
         orphan.addressed_executor_id = Some(f.runner_id + 999);
         assert!(matches!(tx.insert_task(orphan).await, Err(StoreError::NotFound(_))));
         assert!(tx.is_void());
@@ -534,7 +531,7 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
         let mut tx = s.begin().await.unwrap();
         assert!(matches!(tx.lock_run(run.id + 99).await, Err(StoreError::NotFound(_))));
         assert!(matches!(
-            tx.insert_task(tool_task(run.id, "x\0", "waiting")).await,
+            tx.insert_task(tool_task(run.id, "x\0", TaskStatus::Waiting)).await,
             Err(StoreError::UnsupportedText)
         ));
         let t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
@@ -544,7 +541,10 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
             tx.idempotency_put(receipt("s", "e", NOW)).await,
             Err(StoreError::Conflict(_))
         ));
-        let other = tx.insert_task(tool_task(run.id, "c", "waiting")).await.unwrap();
+        let other = tx
+            .insert_task(tool_task(run.id, "c", TaskStatus::Waiting))
+            .await
+            .unwrap();
         assert!(tx.insert_edge(other.id, t.id, "after").await.unwrap());
         assert!(!tx.insert_edge(other.id, t.id, "after").await.unwrap());
         assert!(!tx.is_void());
@@ -559,8 +559,8 @@ async fn update_run_writes_the_mutable_row_only() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "pending").await;
-        let t = task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let run = run_in(s, &f, RunStatus::Pending).await;
+        let t = task_in(s, tool_task(run.id, "a", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
         let stale = tx.lock_run(run.id).await.unwrap();
         tx.append_event(
@@ -573,7 +573,7 @@ async fn update_run_writes_the_mutable_row_only() {
         .await
         .unwrap();
         let mut changed = stale.clone();
-        changed.status = "running".into();
+        changed.status = RunStatus::Running;
         changed.deliverable_task_id = Some(t.id);
         changed.revision = 2;
         changed.attention = Some(r#"{"reason":"halt_failure","task_key":"a"}"#.into());
@@ -608,9 +608,9 @@ async fn runs_of_workspace_pages_and_filters() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let a = run_in(s, &f, "pending").await;
-        let b = run_in(s, &f, "running").await;
-        let c = run_in(s, &f, "running").await;
+        let a = run_in(s, &f, RunStatus::Pending).await;
+        let b = run_in(s, &f, RunStatus::Running).await;
+        let c = run_in(s, &f, RunStatus::Running).await;
         let ids = |v: Vec<RunRow>| v.into_iter().map(|r| r.id).collect::<Vec<_>>();
         assert_eq!(
             ids(s.runs_of_workspace(f.workspace_id, None, 0, 10).await.unwrap()),
@@ -622,14 +622,14 @@ async fn runs_of_workspace_pages_and_filters() {
         );
         assert_eq!(
             ids(s
-                .runs_of_workspace(f.workspace_id, Some("running"), 0, 10)
+                .runs_of_workspace(f.workspace_id, Some(RunStatus::Running), 0, 10)
                 .await
                 .unwrap()),
             [b.id, c.id]
         );
         assert_eq!(
             ids(s
-                .runs_of_workspace(f.workspace_id, Some("running"), b.id, 10)
+                .runs_of_workspace(f.workspace_id, Some(RunStatus::Running), b.id, 10)
                 .await
                 .unwrap()),
             [c.id]
@@ -641,7 +641,7 @@ async fn runs_of_workspace_pages_and_filters() {
                 .is_empty()
         );
         assert!(
-            s.runs_of_workspace(f.workspace_id, Some("x\0"), 0, 10)
+            s.runs_of_workspace(f.workspace_id, Some(RunStatus::Canceled), 0, 10)
                 .await
                 .unwrap()
                 .is_empty()
@@ -657,11 +657,11 @@ async fn the_insert_writes_the_frozen_digest() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        let mut new = tool_task(run.id, "a", "dispatched");
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let mut new = tool_task(run.id, "a", TaskStatus::Dispatched);
         new.frozen_context = Some("abc".into());
         let t = task_in(s, new).await;
-        let bare = task_in(s, tool_task(run.id, "b", "dispatched")).await;
+        let bare = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
 
         let mut tx = s.begin().await.unwrap();
         let head = tx.task_frozen_head(t.id).await.unwrap().unwrap();
@@ -682,8 +682,8 @@ async fn the_insert_writes_the_frozen_digest() {
 
         let mut changed = t.clone();
         changed.frozen_context = Some("other".into());
-        changed.status = "completed".into();
-        assert!(tx.update_task(&changed, 1, &["dispatched"]).await.unwrap());
+        changed.status = TaskStatus::Completed;
+        assert!(tx.update_task(&changed, 1, &[TaskStatus::Dispatched]).await.unwrap());
         let after = tx.task_frozen_head(t.id).await.unwrap().unwrap();
         assert_eq!(after.frozen_digest, head.frozen_digest);
         assert_eq!(tx.task_frozen_context(t.id).await.unwrap().as_deref(), Some("abc"));
@@ -700,7 +700,7 @@ async fn a_hundred_rounds_store_one_frozen_context() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
+        let run = run_in(s, &f, RunStatus::Running).await;
         // A declaration large enough to leave the row (overflow pages, TOAST).
         let tools: Vec<_> = (0..2_000)
             .map(|i| json!({"name": format!("tool_{i}"), "description": "d".repeat(40)}))
@@ -709,8 +709,8 @@ async fn a_hundred_rounds_store_one_frozen_context() {
         let round = |key: String, declaring: Option<i64>| NewTask {
             run_id: run.id,
             key,
-            kind: "model_task".into(),
-            status: "completed".into(),
+            kind: TaskKind::Model,
+            status: TaskStatus::Completed,
             generation: 1,
             origin: "kernel".into(),
             on_failure: "propagate".into(),
@@ -772,7 +772,10 @@ async fn a_hundred_rounds_store_one_frozen_context() {
         let mut other = round("other".into(), None);
         other.frozen_context = Some(r#"{"prompt":"q"}"#.into());
         let other = tx.insert_task(other).await.unwrap();
-        let bare = tx.insert_task(tool_task(run.id, "bare", "completed")).await.unwrap();
+        let bare = tx
+            .insert_task(tool_task(run.id, "bare", TaskStatus::Completed))
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         assert_eq!(count("frozen_contexts", "1 = 1").await.unwrap(), 2);
         let other = s.task_by_id(other.id).await.unwrap().unwrap();
@@ -789,36 +792,42 @@ async fn an_update_stores_the_given_row_whatever_changes() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        let mut new = tool_task(run.id, "a", "dispatched");
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let mut new = tool_task(run.id, "a", TaskStatus::Dispatched);
         new.frozen_context = Some("frozen".into());
         let t = task_in(s, new).await;
 
         let mut tx = s.begin().await.unwrap();
         assert!(
-            tx.update_task(&t, t.generation, &["dispatched"]).await.unwrap(),
+            tx.update_task(&t, t.generation, &[TaskStatus::Dispatched])
+                .await
+                .unwrap(),
             "no change still matches"
         );
         let mut claimed = t.clone();
         claimed.claim_token = Some("token".into());
         claimed.claimed_at = Some(NOW);
         claimed.deadline_at = Some(NOW + 1_000);
-        assert!(tx.update_task(&claimed, t.generation, &["dispatched"]).await.unwrap());
+        assert!(
+            tx.update_task(&claimed, t.generation, &[TaskStatus::Dispatched])
+                .await
+                .unwrap()
+        );
         let mut settled = claimed.clone();
-        settled.status = "completed".into();
+        settled.status = TaskStatus::Completed;
         settled.claim_token = None;
         settled.deadline_at = None;
         settled.content = Some("done".into());
         settled.is_error = true;
         settled.settled_at = Some(NOW + 5);
         assert!(
-            !tx.update_task_claimed(&settled, t.generation, &["dispatched"], "stale")
+            !tx.update_task_claimed(&settled, t.generation, &[TaskStatus::Dispatched], "stale")
                 .await
                 .unwrap(),
             "a stale token matches nothing"
         );
         assert!(
-            tx.update_task_claimed(&settled, t.generation, &["dispatched"], "token")
+            tx.update_task_claimed(&settled, t.generation, &[TaskStatus::Dispatched], "token")
                 .await
                 .unwrap()
         );
@@ -838,8 +847,8 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        let mut new = tool_task(run.id, "a", "dispatched");
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let mut new = tool_task(run.id, "a", TaskStatus::Dispatched);
         new.frozen_context = Some("frozen".into());
         let t = task_in(s, new).await;
 
@@ -850,34 +859,34 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
         claimed.claimed_at = Some(NOW);
         claimed.deadline_at = Some(NOW + 1_000);
         assert!(
-            !tx.update_task_over(&before, &claimed, &["waiting"], None)
+            !tx.update_task_over(&before, &claimed, &[TaskStatus::Waiting], None)
                 .await
                 .unwrap(),
             "wrong status"
         );
         assert!(
-            tx.update_task_over(&before, &claimed, &["dispatched"], None)
+            tx.update_task_over(&before, &claimed, &[TaskStatus::Dispatched], None)
                 .await
                 .unwrap()
         );
         // `before` is stale now (the claim moved the token): a settle over it with its own
         // (absent) token, or a second claim over it, is idle.
         let mut settled = before.clone();
-        settled.status = "completed".into();
+        settled.status = TaskStatus::Completed;
         settled.content = Some("done".into());
         settled.settled_at = Some(NOW + 5);
         let mut stale_token = before.clone();
         stale_token.claim_token = Some("other".into());
         assert!(
-            !tx.update_task_over(&stale_token, &settled, &["dispatched"], Some("other"))
+            !tx.update_task_over(&stale_token, &settled, &[TaskStatus::Dispatched], Some("other"))
                 .await
                 .unwrap(),
             "a token the row does not hold"
         );
         let mut stale_status = claimed.clone();
-        stale_status.status = "waiting".into();
+        stale_status.status = TaskStatus::Waiting;
         assert!(
-            !tx.update_task_over(&stale_status, &settled, &["waiting"], Some("token"))
+            !tx.update_task_over(&stale_status, &settled, &[TaskStatus::Waiting], Some("token"))
                 .await
                 .unwrap(),
             "a status the row is not in"
@@ -885,7 +894,7 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
         let mut stale_generation = claimed.clone();
         stale_generation.generation += 1;
         assert!(
-            !tx.update_task_over(&stale_generation, &settled, &["dispatched"], Some("token"))
+            !tx.update_task_over(&stale_generation, &settled, &[TaskStatus::Dispatched], Some("token"))
                 .await
                 .unwrap(),
             "a generation the row is not at"
@@ -894,7 +903,7 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
         settled.claimed_at = Some(NOW);
         settled.deadline_at = None;
         assert!(
-            tx.update_task_over(&claimed, &settled, &["dispatched"], Some("token"))
+            tx.update_task_over(&claimed, &settled, &[TaskStatus::Dispatched], Some("token"))
                 .await
                 .unwrap()
         );
@@ -910,14 +919,14 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        let mut new = tool_task(run.id, "a", "dispatched");
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let mut new = tool_task(run.id, "a", TaskStatus::Dispatched);
         new.frozen_context = Some(r#"{"frozen":true}"#.into());
         new.claim_token = Some("token-1".into());
         let t = task_in(s, new).await;
 
         let mut settled = t.clone();
-        settled.status = "completed".into();
+        settled.status = TaskStatus::Completed;
         settled.content = Some(r#"[{"type":"text","text":"done"}]"#.into());
         settled.settled_at = Some(NOW + 10);
         settled.is_error = true;
@@ -927,26 +936,28 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
 
         let mut tx = s.begin().await.unwrap();
         assert!(
-            !tx.update_task(&settled, 2, &["dispatched"]).await.unwrap(),
+            !tx.update_task(&settled, 2, &[TaskStatus::Dispatched]).await.unwrap(),
             "wrong generation"
         );
         assert!(
-            !tx.update_task(&settled, 1, &["running", "waiting"]).await.unwrap(),
+            !tx.update_task(&settled, 1, &[TaskStatus::Running, TaskStatus::Waiting])
+                .await
+                .unwrap(),
             "wrong status"
         );
         assert!(
-            !tx.update_task_claimed(&settled, 1, &["dispatched"], "token-0")
+            !tx.update_task_claimed(&settled, 1, &[TaskStatus::Dispatched], "token-0")
                 .await
                 .unwrap(),
             "stale claim token"
         );
         assert!(
-            tx.update_task_claimed(&settled, 1, &task_status::OPEN, "token-1")
+            tx.update_task_claimed(&settled, 1, &TaskStatus::OPEN, "token-1")
                 .await
                 .unwrap()
         );
         assert!(
-            !tx.update_task(&settled, 1, &task_status::OPEN).await.unwrap(),
+            !tx.update_task(&settled, 1, &TaskStatus::OPEN).await.unwrap(),
             "a second settle is idle"
         );
         tx.commit().await.unwrap();
@@ -961,38 +972,31 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
 
         // A retry: the generation moves, the old expectation is passed.
         let mut retry = stored.clone();
-        retry.status = "waiting".into();
+        retry.status = TaskStatus::Waiting;
         retry.generation = 2;
         retry.claim_token = None;
         let mut tx = s.begin().await.unwrap();
-        assert!(tx.update_task(&retry, 1, &["completed", "failed"]).await.unwrap());
+        assert!(
+            tx.update_task(&retry, 1, &[TaskStatus::Completed, TaskStatus::Failed])
+                .await
+                .unwrap()
+        );
         tx.commit().await.unwrap();
         let stored = s.task_by_id(t.id).await.unwrap().unwrap();
         assert_eq!(
-            (stored.generation, stored.status.as_str(), stored.claim_token.as_deref()),
-            (2, "waiting", None)
+            (stored.generation, stored.status, stored.claim_token.as_deref()),
+            (2, TaskStatus::Waiting, None)
         );
         // Twelve expected statuses at most.
         let mut tx = s.begin().await.unwrap();
-        let thirteen = ["waiting"; 13];
+        let thirteen = [TaskStatus::Waiting; 13];
         assert!(matches!(
             tx.update_task(&stored, 2, &thirteen).await,
             Err(StoreError::Config(_))
         ));
-        let all = [
-            "waiting",
-            "needs_approval",
-            "running",
-            "dispatched",
-            "awaiting_input",
-            "completed",
-            "failed",
-            "canceled",
-            "timed_out",
-            "skipped",
-            "uncertain",
-            "waiting",
-        ];
+        let mut all = TaskStatus::ALL.to_vec();
+        all.push(TaskStatus::Waiting);
+        assert_eq!(all.len(), MAX_EXPECTED_STATUSES);
         assert!(tx.update_task(&stored, 2, &all).await.unwrap());
     });
 }
@@ -1002,17 +1006,17 @@ async fn events_are_gapless_and_atomic_with_the_change() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
-        let other = run_in(s, &f, "running").await;
-        let t = task_in(s, tool_task(run.id, "a", "waiting")).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let other = run_in(s, &f, RunStatus::Running).await;
+        let t = task_in(s, tool_task(run.id, "a", TaskStatus::Waiting)).await;
 
         // A dropped transaction leaves neither the task change nor its event.
         {
             let mut tx = s.begin().await.unwrap();
             tx.lock_run(run.id).await.unwrap();
             let mut changed = t.clone();
-            changed.status = "needs_approval".into();
-            assert!(tx.update_task(&changed, 1, &["waiting"]).await.unwrap());
+            changed.status = TaskStatus::NeedsApproval;
+            assert!(tx.update_task(&changed, 1, &[TaskStatus::Waiting]).await.unwrap());
             let e = tx
                 .append_event(
                     run.id,
@@ -1026,7 +1030,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
             assert_eq!(e.sequence, 1);
             // dropped here, uncommitted
         }
-        assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, "waiting");
+        assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Waiting);
         assert!(s.events_after(run.id, 0, 10).await.unwrap().is_empty());
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
         // An explicit rollback does the same.
@@ -1081,7 +1085,7 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
         let f = fixture(s).await;
         let account_id = s.workspace_by_id(f.workspace_id).await.unwrap().unwrap().account_id;
         let mut tx = s.begin().await.unwrap();
-        let fresh = tx.insert_run(new_run(&f, "running")).await.unwrap();
+        let fresh = tx.insert_run(new_run(&f, RunStatus::Running)).await.unwrap();
         let e = tx.append_event(fresh.id, "a", None, &json!({}), NOW).await.unwrap();
         assert_eq!(e.sequence, 1, "a run inserted in this unit");
         let mid = tx.run_by_id(fresh.id).await.unwrap().unwrap();
@@ -1089,7 +1093,7 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
         let e = tx.append_event(fresh.id, "b", None, &json!({}), NOW).await.unwrap();
         assert_eq!(e.sequence, 2, "after run_by_id");
         tx.commit().await.unwrap();
-        task_in(s, tool_task(fresh.id, "k", "dispatched")).await;
+        task_in(s, tool_task(fresh.id, "k", TaskStatus::Dispatched)).await;
 
         // Each way of reading the run, in its own unit, then two appends.
         let mut expected = 2;
@@ -1153,8 +1157,8 @@ async fn the_run_row_holds_the_last_append_after_any_mix_of_updates() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let one = run_in(s, &f, "running").await;
-        let two = run_in(s, &f, "running").await;
+        let one = run_in(s, &f, RunStatus::Running).await;
+        let two = run_in(s, &f, RunStatus::Running).await;
 
         // Appends, then the run's update (given a row whose sequence is stale), then the commit.
         let mut tx = s.begin().await.unwrap();
@@ -1202,7 +1206,7 @@ async fn concurrent_appends_never_collide() {
     each_engine!(|ts| {
         let s = ts.store.clone();
         let f = fixture(&s).await;
-        let run = run_in(&s, &f, "running").await;
+        let run = run_in(&s, &f, RunStatus::Running).await;
         const WRITERS: i64 = 6;
         const EACH: i64 = 5;
         let mut handles = Vec::new();
@@ -1273,7 +1277,7 @@ async fn dequeue_respects_availability_and_leases() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let run = run_in(s, &f, "running").await;
+        let run = run_in(s, &f, RunStatus::Running).await;
         let now_ids = jobs_in(s, run.id, 3, NOW).await;
         let later = jobs_in(s, run.id, 1, NOW + 1_000).await[0];
 
@@ -1343,7 +1347,7 @@ async fn concurrent_dequeues_never_share_a_job() {
     each_engine!(|ts| {
         let s = ts.store.clone();
         let f = fixture(&s).await;
-        let run = run_in(&s, &f, "running").await;
+        let run = run_in(&s, &f, RunStatus::Running).await;
         let ids = jobs_in(&s, run.id, 40, NOW).await;
         let mut handles = Vec::new();
         for node in 0..5 {
@@ -1385,34 +1389,31 @@ async fn expired_parks_selects_parked_rows_past_deadline_on_live_runs() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let live = run_in(s, &f, "running").await;
-        let canceling = run_in(s, &f, "canceling").await;
-        let done = run_in(s, &f, "completed").await;
-        let canceled = run_in(s, &f, "canceled").await;
-        let park = |run_id: i64, key: &str, status: &str, deadline: Option<i64>| {
+        let live = run_in(s, &f, RunStatus::Running).await;
+        let canceling = run_in(s, &f, RunStatus::Canceling).await;
+        let done = run_in(s, &f, RunStatus::Completed).await;
+        let canceled = run_in(s, &f, RunStatus::Canceled).await;
+        let park = |run_id: i64, key: &str, status: TaskStatus, deadline: Option<i64>| {
             let mut t = tool_task(run_id, key, status);
             t.deadline_at = deadline;
             t
         };
         let mut expect = Vec::new();
-        for (i, status) in ["needs_approval", "running", "dispatched", "awaiting_input"]
-            .iter()
-            .enumerate()
-        {
+        for (i, status) in TaskStatus::PARKED.into_iter().enumerate() {
             let t = task_in(s, park(live.id, &format!("p{i}"), status, Some(NOW - 1))).await;
             expect.push((live.id, t.id));
         }
-        let at_now = task_in(s, park(live.id, "at-now", "dispatched", Some(NOW))).await;
+        let at_now = task_in(s, park(live.id, "at-now", TaskStatus::Dispatched, Some(NOW))).await;
         expect.push((live.id, at_now.id));
-        let c = task_in(s, park(canceling.id, "c", "running", Some(NOW - 5))).await;
+        let c = task_in(s, park(canceling.id, "c", TaskStatus::Running, Some(NOW - 5))).await;
         expect.push((canceling.id, c.id));
         // Not candidates: future deadline, no deadline, not parked, or a finished run.
-        task_in(s, park(live.id, "future", "dispatched", Some(NOW + 1))).await;
-        task_in(s, park(live.id, "none", "dispatched", None)).await;
-        task_in(s, park(live.id, "waiting", "waiting", Some(NOW - 1))).await;
-        task_in(s, park(live.id, "settled", "completed", Some(NOW - 1))).await;
-        task_in(s, park(done.id, "d", "dispatched", Some(NOW - 1))).await;
-        task_in(s, park(canceled.id, "x", "running", Some(NOW - 1))).await;
+        task_in(s, park(live.id, "future", TaskStatus::Dispatched, Some(NOW + 1))).await;
+        task_in(s, park(live.id, "none", TaskStatus::Dispatched, None)).await;
+        task_in(s, park(live.id, "waiting", TaskStatus::Waiting, Some(NOW - 1))).await;
+        task_in(s, park(live.id, "settled", TaskStatus::Completed, Some(NOW - 1))).await;
+        task_in(s, park(done.id, "d", TaskStatus::Dispatched, Some(NOW - 1))).await;
+        task_in(s, park(canceled.id, "x", TaskStatus::Running, Some(NOW - 1))).await;
 
         assert_eq!(s.expired_parks(NOW, 0, 500).await.unwrap(), expect);
         // Batches resume after the last id.
@@ -1428,12 +1429,12 @@ async fn held_approvals_and_the_inbox() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let a = run_in(s, &f, "running").await;
-        let b = run_in(s, &f, "pending").await;
-        let h1 = task_in(s, tool_task(a.id, "h1", "needs_approval")).await;
-        task_in(s, tool_task(a.id, "w", "waiting")).await;
-        let h2 = task_in(s, tool_task(b.id, "h2", "needs_approval")).await;
-        let h3 = task_in(s, tool_task(a.id, "h3", "needs_approval")).await;
+        let a = run_in(s, &f, RunStatus::Running).await;
+        let b = run_in(s, &f, RunStatus::Pending).await;
+        let h1 = task_in(s, tool_task(a.id, "h1", TaskStatus::NeedsApproval)).await;
+        task_in(s, tool_task(a.id, "w", TaskStatus::Waiting)).await;
+        let h2 = task_in(s, tool_task(b.id, "h2", TaskStatus::NeedsApproval)).await;
+        let h3 = task_in(s, tool_task(a.id, "h3", TaskStatus::NeedsApproval)).await;
         let keys = |v: Vec<TaskRow>| v.into_iter().map(|t| t.key).collect::<Vec<_>>();
         assert_eq!(
             keys(s.held_approvals(f.workspace_id, 0, 10).await.unwrap()),
@@ -1445,17 +1446,17 @@ async fn held_approvals_and_the_inbox() {
         let _ = h3;
 
         // The inbox: addressed here, in an inbox status, on running or canceling runs.
-        let addressed = |run_id: i64, key: &str, status: &str| {
+        let addressed = |run_id: i64, key: &str, status: TaskStatus| {
             let mut t = tool_task(run_id, key, status);
             t.addressed_executor_id = Some(f.runner_id);
             t
         };
-        let d1 = task_in(s, addressed(a.id, "d1", "dispatched")).await;
-        task_in(s, addressed(a.id, "d2", "completed")).await;
-        task_in(s, addressed(b.id, "d3", "dispatched")).await; // pending run
-        let d4 = task_in(s, addressed(a.id, "d4", "needs_approval")).await;
-        task_in(s, addressed(a.id, "d5", "running")).await;
-        let d6 = task_in(s, addressed(a.id, "d6", "awaiting_input")).await;
+        let d1 = task_in(s, addressed(a.id, "d1", TaskStatus::Dispatched)).await;
+        task_in(s, addressed(a.id, "d2", TaskStatus::Completed)).await;
+        task_in(s, addressed(b.id, "d3", TaskStatus::Dispatched)).await; // pending run
+        let d4 = task_in(s, addressed(a.id, "d4", TaskStatus::NeedsApproval)).await;
+        task_in(s, addressed(a.id, "d5", TaskStatus::Running)).await;
+        let d6 = task_in(s, addressed(a.id, "d6", TaskStatus::AwaitingInput)).await;
         let page = s.inbox_page(f.runner_id, 0, 10).await.unwrap();
         for (t, r) in &page {
             // Each row comes with its run's row, as a read of the run finds it.
@@ -1666,15 +1667,15 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
-        let empty = run_in(s, &f, "running").await;
+        let empty = run_in(s, &f, RunStatus::Running).await;
         let mut tx = s.begin().await.unwrap();
         assert_eq!(tx.tasks_if_quiescent(empty.id).await.unwrap(), None, "no rows");
         drop(tx);
-        for open in task_status::OPEN {
-            let run = run_in(s, &f, "running").await;
-            let done = task_in(s, tool_task(run.id, "done", "completed")).await;
-            let other = run_in(s, &f, "running").await;
-            task_in(s, tool_task(other.id, "busy", "running")).await;
+        for open in TaskStatus::OPEN {
+            let run = run_in(s, &f, RunStatus::Running).await;
+            let done = task_in(s, tool_task(run.id, "done", TaskStatus::Completed)).await;
+            let other = run_in(s, &f, RunStatus::Running).await;
+            task_in(s, tool_task(other.id, "busy", TaskStatus::Running)).await;
             let mut tx = s.begin().await.unwrap();
             let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent");
             assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id]);
@@ -1683,7 +1684,7 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
             let mut tx = s.begin().await.unwrap();
             assert_eq!(tx.tasks_if_quiescent(run.id).await.unwrap(), None, "{open}");
             let mut closed = t.clone();
-            closed.status = "failed".into();
+            closed.status = TaskStatus::Failed;
             assert!(tx.update_task(&closed, 1, &[open]).await.unwrap());
             let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent again");
             assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id, t.id], "{open}");
@@ -1692,10 +1693,10 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
             assert_eq!(
                 (
                     rows[1].key.as_str(),
-                    rows[1].status.as_str(),
+                    rows[1].status,
                     rows[1].failure_resolution.as_deref()
                 ),
-                ("open", "failed", None),
+                ("open", TaskStatus::Failed, None),
                 "{open}"
             );
             drop(tx);

@@ -203,7 +203,7 @@ async fn a_group_whose_waiters_went_away_still_commits() {
     let (_, ws, member) = testing::seed_member(&s, NOW).await;
     let mut a = s.begin().await.expect("begin a");
     let run = a
-        .insert_run(testing::new_run(ws.id, member.id, "pending", NOW))
+        .insert_run(testing::new_run(ws.id, member.id, RunStatus::Pending, NOW))
         .await
         .expect("insert_run");
     let mut b = Box::pin(s.begin());

@@ -8,7 +8,9 @@
 //! conditional update, so concurrent claims from one address compete and one wins.
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, ExecutorKind, ExecutorRow, RunInAccount, RunRow, Standing, TaskRow, Tx};
+use nexus_store::{
+    Engine, ExecutorKind, ExecutorRow, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus, Tx,
+};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -209,8 +211,8 @@ impl Kernel {
             return Err(no_standing());
         }
         // 8. A dispatched park on a live run. A park whose deadline passed is the sweep's.
-        let live_run = matches!(run.status.as_str(), "running" | "canceling");
-        if task.status != "dispatched" || !live_run {
+        let live_run = matches!(run.status, RunStatus::Running | RunStatus::Canceling);
+        if task.status != TaskStatus::Dispatched || !live_run {
             return Err(refuse(
                 Code::TaskNotClaimable,
                 format!("the row is {} on a {} run", task.status, run.status),
@@ -260,7 +262,10 @@ impl Kernel {
         next.claimant_id = Some(p.executor.id);
         next.await_started_at = Some(now);
         next.deadline_at = Some(now + budget);
-        if !tx.update_task_over(&task, &next, &["dispatched"], None).await? {
+        if !tx
+            .update_task_over(&task, &next, &[TaskStatus::Dispatched], None)
+            .await?
+        {
             tx.rollback().await?;
             return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
         }
@@ -294,7 +299,7 @@ impl Kernel {
         if !is_claimant(&task, &p.executor, token) {
             return Err(refuse(Code::NotClaimant, "the caller does not hold this claim"));
         }
-        Ok(json!({"claim": {"active": task.status == "dispatched"}}))
+        Ok(json!({"claim": {"active": task.status == TaskStatus::Dispatched}}))
     }
 
     /// `POST X/inbox/{run}/{task}/extend` at the process clock.
@@ -338,7 +343,7 @@ impl Kernel {
         next.deadline_at = Some(now + ms);
         next.await_started_at = Some(now + ms - budget);
         if !tx
-            .update_task_claimed(&next, task.generation, &["dispatched"], &token)
+            .update_task_claimed(&next, task.generation, &[TaskStatus::Dispatched], &token)
             .await?
         {
             tx.rollback().await?;
@@ -389,9 +394,9 @@ impl Kernel {
         now: i64,
     ) -> KernelResult<i64> {
         // 1. A claimed, dispatched park on a live run, before its deadline.
-        let live_run = !matches!(run.status.as_str(), "completed" | "canceled");
-        if task.kind != "tool_task"
-            || task.status != "dispatched"
+        let live_run = !run.status.is_terminal();
+        if task.kind != TaskKind::Tool
+            || task.status != TaskStatus::Dispatched
             || task.claimed_at.is_none()
             || !live_run
             || deadline_passed(task, now)

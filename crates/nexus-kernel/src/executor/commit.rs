@@ -14,7 +14,7 @@ use nexus_core::codes::{Code, task_error};
 use nexus_core::nul::contains_nul;
 use nexus_core::results::{self, Block};
 use nexus_core::{bounds, jcs};
-use nexus_store::{RunRow, TaskRow, Tx};
+use nexus_store::{RunRow, TaskRow, TaskStatus, Tx};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
@@ -23,10 +23,10 @@ use super::claim::{deadline_passed, is_claimant};
 use super::inbox::row_kind;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::runs::AfterCommit;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 use crate::runs::view::TaskView;
-use crate::runs::{AfterCommit, is_settled, run_is_terminal};
 use crate::uploads::Committer;
 use crate::{Kernel, time};
 
@@ -299,11 +299,15 @@ impl Kernel {
         }
 
         // Settle 1: already terminal → idle.
-        if run_is_terminal(&run.status) || is_settled(&task.status) {
+        if run.status.is_terminal() || task.status.is_settled() {
             return Ok(Step::Idle);
         }
         // Settle 2: never started.
-        let parked = if ask { "awaiting_input" } else { "dispatched" };
+        let parked = if ask {
+            TaskStatus::AwaitingInput
+        } else {
+            TaskStatus::Dispatched
+        };
         if task.status != parked {
             return Err(refuse(
                 Code::TaskNotRunning,
@@ -363,7 +367,7 @@ impl Kernel {
                         &mut Unit::of(tx, run, now, &mut effects),
                         task,
                         next,
-                        "failed",
+                        TaskStatus::Failed,
                         Some(error),
                         expect_token,
                     )
@@ -381,14 +385,14 @@ impl Kernel {
         let (to, error) = if failed {
             let key = if ask { "await_failed" } else { task_error::TOOL_FAILED };
             (
-                "failed",
+                TaskStatus::Failed,
                 Some(SettleError {
                     key: key.to_string(),
                     detail: payload.first_text(),
                 }),
             )
         } else {
-            ("completed", None)
+            (TaskStatus::Completed, None)
         };
         if !self
             .settle_park(

@@ -7,7 +7,7 @@
 //! (the last internal id of the previous page) and `next_after` is returned only when a full
 //! page was fetched.
 
-use nexus_store::{Engine, RunRow, TaskRow};
+use nexus_store::{Engine, RunRow, TaskKind, TaskRow, TaskStatus};
 use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -23,10 +23,10 @@ use crate::{Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
 pub(crate) fn inbox_kind(task: &TaskRow) -> Option<&'static str> {
-    match (task.kind.as_str(), task.status.as_str()) {
-        ("tool_task", "dispatched") => Some("tool_call"),
-        ("tool_task", "needs_approval") => Some("approval"),
-        ("await_task", "awaiting_input") => Some("ask"),
+    match (task.kind, task.status) {
+        (TaskKind::Tool, TaskStatus::Dispatched) => Some("tool_call"),
+        (TaskKind::Tool, TaskStatus::NeedsApproval) => Some("approval"),
+        (TaskKind::Await, TaskStatus::AwaitingInput) => Some("ask"),
         _ => None,
     }
 }
@@ -34,9 +34,9 @@ pub(crate) fn inbox_kind(task: &TaskRow) -> Option<&'static str> {
 /// The kind a row is claimed or committed as, whatever its status: an await is an `ask`, a
 /// tool row held for approval an `approval`, any other tool row a `tool_call`.
 pub(crate) fn row_kind(task: &TaskRow) -> &'static str {
-    match (task.kind.as_str(), task.status.as_str()) {
-        ("await_task", _) => "ask",
-        ("tool_task", "needs_approval") => "approval",
+    match (task.kind, task.status) {
+        (TaskKind::Await, _) => "ask",
+        (TaskKind::Tool, TaskStatus::NeedsApproval) => "approval",
         _ => "tool_call",
     }
 }
@@ -139,7 +139,7 @@ impl Kernel {
             let Some(row) = self.store.task_by_id(id).await? else {
                 break;
             };
-            if row.kind == "model_task" {
+            if row.kind == TaskKind::Model {
                 let memory = FrozenContext::of(&row).memory;
                 if memory.is_object() {
                     return Ok(memory);

@@ -13,14 +13,13 @@ use std::time::Instant;
 
 use nexus_core::codes::Code;
 use nexus_core::{bounds, jcs};
-use nexus_store::Engine;
+use nexus_store::{Engine, TaskStatus};
 use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::runs::{is_settled, run_is_terminal};
 use crate::signals::{Ephemeral, Subscription};
 use crate::{Kernel, time};
 
@@ -117,14 +116,14 @@ impl Kernel {
             .task_by_key(run.id, frame.task_key)
             .await?
             .ok_or_else(not_found)?;
-        if is_settled(&task.status) || run_is_terminal(&run.status) {
+        if task.status.is_settled() || run.status.is_terminal() {
             return Ok(ProgressOutcome::DroppedSettled);
         }
         let token_ok = task
             .claim_token
             .as_deref()
             .is_some_and(|t| bool::from(t.as_bytes().ct_eq(frame.claim_token.as_bytes())));
-        if !(token_ok && task.claimant_id == Some(executor.id) && task.status == "dispatched") {
+        if !(token_ok && task.claimant_id == Some(executor.id) && task.status == TaskStatus::Dispatched) {
             return Err(KernelError::new(
                 Code::NotClaimant,
                 "only the current claimant may send progress for this row",

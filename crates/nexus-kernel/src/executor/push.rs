@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_store::{Engine, TaskRow, task_status};
+use nexus_store::{Engine, TaskRow, TaskStatus};
 
 use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
@@ -83,7 +83,7 @@ impl Kernel {
         for t in before {
             let Some(executor_id) = inbox_holder(t) else { continue };
             let Some(after) = now_row(t.id) else { continue };
-            if after.status != task_status::CANCELED || after.generation != t.generation {
+            if after.status != TaskStatus::Canceled || after.generation != t.generation {
                 continue;
             }
             let public_id = match public_ids.get(&executor_id) {
@@ -135,26 +135,27 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nexus_store::TaskKind;
 
     #[test]
     fn the_inbox_holder_is_the_claimant_else_the_addressee() {
-        let row = |kind: &str, status: &str| TaskRow {
-            kind: kind.into(),
-            status: status.into(),
+        let row = |kind, status| TaskRow {
+            kind,
+            status,
             addressed_executor_id: Some(7),
             ..TaskRow::default()
         };
-        assert_eq!(inbox_holder(&row("tool_task", "dispatched")), Some(7));
-        assert_eq!(inbox_holder(&row("tool_task", "needs_approval")), Some(7));
-        assert_eq!(inbox_holder(&row("await_task", "awaiting_input")), Some(7));
-        let mut claimed = row("tool_task", "dispatched");
+        assert_eq!(inbox_holder(&row(TaskKind::Tool, TaskStatus::Dispatched)), Some(7));
+        assert_eq!(inbox_holder(&row(TaskKind::Tool, TaskStatus::NeedsApproval)), Some(7));
+        assert_eq!(inbox_holder(&row(TaskKind::Await, TaskStatus::AwaitingInput)), Some(7));
+        let mut claimed = row(TaskKind::Tool, TaskStatus::Dispatched);
         claimed.claimed_at = Some(1);
         claimed.claimant_id = Some(9);
         assert_eq!(inbox_holder(&claimed), Some(9));
         // Not an inbox status, or no addressee (a kernel row, a human's approval): nobody.
-        assert_eq!(inbox_holder(&row("tool_task", "running")), None);
-        assert_eq!(inbox_holder(&row("tool_task", "waiting")), None);
-        let mut kernel = row("tool_task", "dispatched");
+        assert_eq!(inbox_holder(&row(TaskKind::Tool, TaskStatus::Running)), None);
+        assert_eq!(inbox_holder(&row(TaskKind::Tool, TaskStatus::Waiting)), None);
+        let mut kernel = row(TaskKind::Tool, TaskStatus::Dispatched);
         kernel.addressed_executor_id = None;
         assert_eq!(inbox_holder(&kernel), None);
     }

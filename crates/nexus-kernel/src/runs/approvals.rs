@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use nexus_core::codes::{Code, task_error};
-use nexus_store::{Engine, MemberKind, TaskRow};
+use nexus_store::{Engine, MemberKind, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -100,7 +100,7 @@ impl Kernel {
             return Err(KernelError::new(Code::NotFound, format!("no task {key:?} in this run")));
         };
         // 3. The run is adjudicable.
-        if !matches!(run.status.as_str(), "running" | "needs_attention") {
+        if !matches!(run.status, RunStatus::Running | RunStatus::NeedsAttention) {
             tx.rollback().await?;
             return Err(KernelError::new(
                 Code::NotAdjudicable,
@@ -108,7 +108,7 @@ impl Kernel {
             ));
         }
         // 4. The row is held.
-        if task.kind != "tool_task" || task.status != "needs_approval" {
+        if task.kind != TaskKind::Tool || task.status != TaskStatus::NeedsApproval {
             tx.rollback().await?;
             return Err(not_awaiting(&task));
         }
@@ -119,7 +119,7 @@ impl Kernel {
             self.settle_with(
                 &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
-                "timed_out",
+                TaskStatus::TimedOut,
                 SettleError::new(task_error::APPROVAL_EXPIRED, None),
             )
             .await?;

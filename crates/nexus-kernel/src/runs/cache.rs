@@ -7,7 +7,7 @@
 //! visible (`tools_changed` on the round, `tools_changes` in all).
 
 use nexus_providers::Usage;
-use nexus_store::{Engine, RoundCacheFacts};
+use nexus_store::{Engine, RoundCacheFacts, TaskStatus};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -21,7 +21,7 @@ pub struct CacheRound {
     /// The round's key (`r1`, `r2`, …, `r1b1`).
     pub key: String,
     /// The round's task status.
-    pub status: String,
+    pub status: TaskStatus,
     /// SHA-256 (hex) of the tools bytes sent; `null` before the seal or when no tools were
     /// offered.
     pub tools_sha256: Option<String>,
@@ -104,7 +104,7 @@ mod tests {
     fn fact(key: &str, tools: Option<&str>, sealed: bool, usage: Option<&str>) -> RoundCacheFacts {
         RoundCacheFacts {
             key: key.into(),
-            status: "completed".into(),
+            status: TaskStatus::Completed,
             usage: usage.map(String::from),
             tools_sha256: tools.map(String::from),
             sealed,

@@ -14,13 +14,11 @@
 //!   `attempts` are columns.
 
 use nexus_providers::{EncodedRequest, Entry, ModelRequest};
-use nexus_store::TaskRow;
+use nexus_store::{TaskKind, TaskRow};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 #[cfg(debug_assertions)]
 use serde_json::json;
-
-use super::task_kind;
 
 /// What a task's `frozen_context` holds, by the kind of row (declarations.md §8, runs.md §4).
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +97,7 @@ impl Frozen {
     /// readable as the kind's shape.
     pub fn of(task: &TaskRow) -> Option<Frozen> {
         let text = task.frozen_context.as_deref()?;
-        if task.kind == task_kind::MODEL {
+        if task.kind == TaskKind::Model {
             return serde_json::from_str(text).ok().map(|c| Frozen::Model(Box::new(c)));
         }
         let tagged: Tagged = serde_json::from_str(text).ok()?;

@@ -16,11 +16,11 @@
 use nexus_core::approval::{self, Decision, GrantOrigin, Mode, Origin};
 use nexus_core::codes::task_error;
 use nexus_core::registry::{self, EffectProfile};
-use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskRow, Tx};
+use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{AfterCommit, FrozenContext, task_kind};
+use super::{AfterCommit, FrozenContext};
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
@@ -179,7 +179,7 @@ impl Kernel {
     /// The frozen context the row executes under: the model round that declared it (a
     /// `tool_call` child's declaring row is a tool row: followed up to its round).
     pub(crate) async fn frozen_of(&self, tx: &mut Tx, task: &TaskRow) -> KernelResult<FrozenContext> {
-        let mut row = if task.kind == task_kind::MODEL {
+        let mut row = if task.kind == TaskKind::Model {
             Some(task.clone())
         } else {
             None
@@ -192,7 +192,7 @@ impl Kernel {
             let Some(id) = declaring else { break };
             let Some(r) = tx.task_by_id(id).await? else { break };
             declaring = r.declaring_task_id;
-            if r.kind == task_kind::MODEL {
+            if r.kind == TaskKind::Model {
                 row = Some(r);
             }
         }
@@ -397,12 +397,12 @@ impl Kernel {
                     task,
                     &addressing,
                     fact,
-                    Some("needs_approval"),
+                    Some(TaskStatus::NeedsApproval),
                 )
                 .await?;
             }
             Decision::Deny { detail } => {
-                self.transition(tx, run, task, "needs_approval", now).await?;
+                self.transition(tx, run, task, TaskStatus::NeedsApproval, now).await?;
                 self.fail(
                     &mut Unit::of(tx, run, now, &mut effects),
                     task,
@@ -435,9 +435,10 @@ impl Kernel {
         task.timeout_ms = Some(HOLD_TIMEOUT_MS);
         task.deadline_at = Some(now + HOLD_TIMEOUT_MS);
         let moved = if from_waiting {
-            self.transition(tx, run, task, "needs_approval", now).await?
+            self.transition(tx, run, task, TaskStatus::NeedsApproval, now).await?
         } else {
-            tx.update_task(task, task.generation, &["needs_approval"]).await?
+            tx.update_task(task, task.generation, &[TaskStatus::NeedsApproval])
+                .await?
         };
         if !moved {
             return Ok(false);
@@ -484,7 +485,7 @@ impl Kernel {
         task: &mut TaskRow,
         addressing: &Addressing,
         approval: String,
-        via: Option<&str>,
+        via: Option<TaskStatus>,
     ) -> KernelResult<bool> {
         let Unit { tx, run, now, effects } = u;
         let now = *now;
@@ -501,7 +502,10 @@ impl Kernel {
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));
-                if !self.transition_via(tx, run, task, via, "running", now).await? {
+                if !self
+                    .transition_via(tx, run, task, via, TaskStatus::Running, now)
+                    .await?
+                {
                     return Ok(false);
                 }
                 tx.insert_job(NewJob {
@@ -523,7 +527,10 @@ impl Kernel {
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));
-                if !self.transition_via(tx, run, task, via, "dispatched", now).await? {
+                if !self
+                    .transition_via(tx, run, task, via, TaskStatus::Dispatched, now)
+                    .await?
+                {
                     return Ok(false);
                 }
                 effects.push(AfterCommit::WorkAvailable {

@@ -71,36 +71,11 @@ pub(crate) mod job_kind {
     pub const KERNEL_TOOL: &str = "kernel_tool";
 }
 
-/// Task kinds.
-pub(crate) mod task_kind {
-    pub const MODEL: &str = "model_task";
-    pub const TOOL: &str = "tool_task";
-    pub const AWAIT: &str = "await_task";
-}
-
 /// Task error keys the engine writes (errors-and-auth.md §4, "graph").
 pub(crate) mod graph_error {
     pub const UPSTREAM_FAILED: &str = "upstream_failed";
     pub const RUN_CANCELED: &str = "run_canceled";
     pub const ROUND_EXPANSION_REFUSED: &str = "round_expansion_refused";
-}
-
-/// A settled task status (no further transition without a retry).
-pub(crate) fn is_settled(status: &str) -> bool {
-    matches!(
-        status,
-        "completed" | "failed" | "canceled" | "timed_out" | "skipped" | "uncertain"
-    )
-}
-
-/// An open (live) task status: `waiting` or parked.
-pub(crate) fn is_open(status: &str) -> bool {
-    nexus_store::task_status::OPEN.contains(&status)
-}
-
-/// A terminal run status.
-pub(crate) fn run_is_terminal(status: &str) -> bool {
-    matches!(status, "completed" | "canceled")
 }
 
 /// What a transaction leaves for after its commit (storage-and-scale.md §3, §6). Losing one

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self};
-use nexus_store::{Engine, EventRow, RunRow, TaskRow, Tx};
+use nexus_store::{Engine, EventRow, RunRow, RunStatus, TaskKind, TaskRow, Tx};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -20,15 +20,12 @@ use super::view::{
     AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskView, ToolDetail, ToolNames, Trace,
     TraceRow, preview, to_value,
 };
-use super::{FrozenContext, RequestSurface, StoredReply, is_settled};
+use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::{Kernel, time};
-
-/// Parked task statuses.
-const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_input"];
 
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
@@ -138,22 +135,12 @@ impl Kernel {
         limit: Option<i64>,
     ) -> KernelResult<Value> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
-        const STATUSES: [&str; 6] = [
-            "pending",
-            "running",
-            "needs_attention",
-            "canceling",
-            "completed",
-            "canceled",
-        ];
-        if let Some(s) = status
-            && !STATUSES.contains(&s)
-        {
-            return Err(KernelError::new(
-                Code::ParameterInvalid,
-                format!("status {s:?} is not a run status"),
-            ));
-        }
+        let status = match status {
+            None => None,
+            Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+                KernelError::new(Code::ParameterInvalid, format!("status {s:?} is not a run status"))
+            })?),
+        };
         let after = parse_cursor(after)?;
         let limit = page_limit(limit);
         let rows = self.store.runs_of_workspace(ws_row.id, status, after, limit).await?;
@@ -177,7 +164,7 @@ impl Kernel {
                 out.entry(e.task_id).or_default().push(Dep {
                     key: dep.key.clone(),
                     edge: e.kind.clone(),
-                    settled: is_settled(&dep.status),
+                    settled: dep.status.is_settled(),
                 });
             }
         }
@@ -192,13 +179,13 @@ impl Kernel {
         tasks: &[TaskRow],
         deps: &[Dep],
     ) -> KernelResult<TaskView> {
-        let detail = match task.kind.as_str() {
-            "model_task" => {
+        let detail = match task.kind {
+            TaskKind::Model => {
                 let frozen = FrozenContext::of(task);
                 let surface = RequestSurface::of(task);
                 let calls: Vec<CallRef> = tasks
                     .iter()
-                    .filter(|t| t.kind == "tool_task" && t.declaring_task_id == Some(task.id))
+                    .filter(|t| t.kind == TaskKind::Tool && t.declaring_task_id == Some(task.id))
                     .map(CallRef::of)
                     .collect();
                 let sealed = self.store.sealed_request(task.id, task.generation).await?;
@@ -220,7 +207,7 @@ impl Kernel {
                     request_bytes: sealed.map(|s| s.request_bytes),
                 })))
             }
-            "tool_task" => {
+            TaskKind::Tool => {
                 let declaring_task_key = match task.declaring_task_id {
                     Some(d) => self.task_key_of(names, d).await?,
                     None => None,
@@ -259,7 +246,7 @@ impl Kernel {
                     model_context: Frozen::model_context_of(task).filter(|v| !v.is_null()),
                 })))
             }
-            "await_task" => {
+            TaskKind::Await => {
                 let frozen = Frozen::of(task);
                 Some(KindDetail::Await(Box::new(AwaitDetail {
                     wait: match &frozen {
@@ -275,16 +262,15 @@ impl Kernel {
                     },
                 })))
             }
-            _ => None,
         };
-        let clock = PARKED.contains(&task.status.as_str()) && task.deadline_at.is_some();
-        let tool = task.kind == "tool_task";
+        let clock = task.status.is_parked() && task.deadline_at.is_some();
+        let tool = task.kind == TaskKind::Tool;
         Ok(TaskView {
             trace: Trace::of(task, deps),
             detail,
             deadline_at: task.deadline_at.filter(|_| clock).map(time::iso),
             timeout_ms: task.timeout_ms.filter(|_| clock),
-            outcome: is_settled(&task.status).then(|| Outcome::of(task)),
+            outcome: task.status.is_settled().then(|| Outcome::of(task)),
             title: task.title.clone().filter(|_| tool),
             metadata: parse(task.metadata.as_deref()).filter(|_| tool),
         })
@@ -342,7 +328,7 @@ impl Kernel {
         mut names: Names,
     ) -> KernelResult<TaskView> {
         let deps = Self::deps_of(rows, edges);
-        let declared = if task.kind == "model_task" {
+        let declared = if task.kind == TaskKind::Model {
             self.store.tasks_declared_by(run.id, task.id).await?
         } else {
             Vec::new()
@@ -385,7 +371,7 @@ impl Kernel {
             .iter()
             .map(|t| TraceRow {
                 trace: Trace::of(t, deps.get(&t.id).unwrap_or(&empty)),
-                names: (t.kind == "tool_task").then(|| ToolNames {
+                names: (t.kind == TaskKind::Tool).then(|| ToolNames {
                     tool_name: t.tool_name.clone(),
                     tool_alias: t.tool_alias.clone(),
                 }),
@@ -411,7 +397,7 @@ impl Kernel {
         let Some(task) = self.store.task_by_key(run.id, key).await? else {
             return Err(not_found("task"));
         };
-        let sealed = if task.kind == "model_task" {
+        let sealed = if task.kind == TaskKind::Model {
             self.store.sealed_request(task.id, task.generation).await?
         } else {
             None
@@ -455,12 +441,12 @@ impl Kernel {
             if t.visibility == "hidden" && !include_hidden {
                 continue;
             }
-            match t.kind.as_str() {
-                "model_task" => {
+            match t.kind {
+                TaskKind::Model => {
                     let root = t
                         .declaring_task_id
                         .and_then(|d| tasks.iter().find(|x| x.id == d))
-                        .is_none_or(|d| d.kind != "model_task");
+                        .is_none_or(|d| d.kind != TaskKind::Model);
                     let prompt = root.then(|| FrozenContext::of(t).prompt).filter(|p| !p.is_empty());
                     let base = |role: &str| {
                         let mut m = Map::new();
@@ -480,14 +466,15 @@ impl Kernel {
                     }
                     let mut m = base("assistant");
                     let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
-                        is_settled(&t.status)
+                        t.status
+                            .is_settled()
                             .then(|| results::text_projection(&blocks_of(t)))
                             .filter(|s| !s.is_empty())
                     });
                     insert_opt(&mut m, "text", text.map(Value::String));
                     let calls: Vec<Value> = tasks
                         .iter()
-                        .filter(|c| c.kind == "tool_task" && c.declaring_task_id == Some(t.id))
+                        .filter(|c| c.kind == TaskKind::Tool && c.declaring_task_id == Some(t.id))
                         .map(call_json)
                         .collect();
                     if !calls.is_empty() {
@@ -496,7 +483,7 @@ impl Kernel {
                     m.insert("visibility".into(), json!(t.visibility));
                     rows.push(Value::Object(m));
                 }
-                "tool_task" => {
+                TaskKind::Tool => {
                     let mut m = Map::new();
                     m.insert("key".into(), json!(t.key));
                     m.insert("kind".into(), json!(t.kind));
@@ -507,7 +494,7 @@ impl Kernel {
                     m.insert("tool_name".into(), json!(t.tool_name));
                     insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
                     insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
-                    if is_settled(&t.status) {
+                    if t.status.is_settled() {
                         let output = results::text_projection(&blocks_of(t));
                         m.insert("output_preview".into(), json!(preview(&output)));
                         if t.is_error {
@@ -517,7 +504,7 @@ impl Kernel {
                     m.insert("visibility".into(), json!(t.visibility));
                     rows.push(Value::Object(m));
                 }
-                _ => {}
+                TaskKind::Await => {}
             }
         }
         Ok(json!({"rows": rows}))
@@ -560,8 +547,8 @@ impl Kernel {
             .map(|(i, t)| GraphNode {
                 id: &ids[i],
                 key: &t.key,
-                kind: &t.kind,
-                status: &t.status,
+                kind: t.kind.as_str(),
+                status: t.status.as_str(),
                 tool_name: t.tool_name.as_deref(),
             })
             .collect();

@@ -16,14 +16,14 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use nexus_store::{NewJob, RunRow, TaskRow, Tx, run_status, task_status};
+use nexus_store::{NewJob, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
 use super::columns::Frozen;
 use super::render::unpaired_envelope;
 use super::rows::{Graph, Readiness, follow, readiness};
 use super::unit::Unit;
-use super::{AfterCommit, graph_error, is_settled, job_kind, task_kind};
+use super::{AfterCommit, graph_error, job_kind};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
@@ -68,7 +68,7 @@ impl Kernel {
         while let Some(id) = settled.pop() {
             self.observe_settled(tx, run, g, id, now, &mut settled).await?;
             for d in g.dependents_of(id) {
-                if g.get(d).is_some_and(|t| t.status == task_status::WAITING) {
+                if g.get(d).is_some_and(|t| t.status == TaskStatus::Waiting) {
                     // Boxed: most settles have no waiting dependent, and evaluating one (which
                     // may start a row) would otherwise size every settle's boxed `after_settle`
                     // future, which is copied whole when it is created.
@@ -92,7 +92,7 @@ impl Kernel {
         let waiting: Vec<i64> = g
             .tasks
             .iter()
-            .filter(|t| t.status == task_status::WAITING)
+            .filter(|t| t.status == TaskStatus::Waiting)
             .map(|t| t.id)
             .collect();
         self.schedule_ids(tx, run, g, waiting, now, effects).await
@@ -110,7 +110,7 @@ impl Kernel {
     ) -> KernelResult<()> {
         let mut settled = Vec::new();
         for id in ids {
-            if g.get(id).is_some_and(|t| t.status == task_status::WAITING) {
+            if g.get(id).is_some_and(|t| t.status == TaskStatus::Waiting) {
                 self.evaluate(&mut Unit::of(tx, run, now, effects), g, id, &mut settled)
                     .await?;
             }
@@ -132,7 +132,7 @@ impl Kernel {
                         tx,
                         run,
                         &mut t,
-                        task_status::SKIPPED,
+                        TaskStatus::Skipped,
                         SettleError::new(graph_error::UPSTREAM_FAILED, None),
                         now,
                     )
@@ -144,19 +144,19 @@ impl Kernel {
                 Ok(())
             }
             Readiness::Ready => {
-                if run.status != run_status::RUNNING || !g.started.insert(id) {
+                if run.status != RunStatus::Running || !g.started.insert(id) {
                     return Ok(());
                 }
                 let mut t = g.get(id).expect("evaluated rows exist").clone();
                 self.start_task(tx, run, g, &mut t, now, effects).await?;
-                if t.kind == task_kind::TOOL && is_settled(&t.status) {
+                if t.kind == TaskKind::Tool && t.status.is_settled() {
                     // The gate settled the row and ran `after_settle` for it: re-read.
                     let started = std::mem::take(&mut g.started);
                     *g = Graph::load(tx, run.id).await?;
                     g.started = started;
                 } else {
                     g.put(&t);
-                    if is_settled(&t.status) {
+                    if t.status.is_settled() {
                         settled.push(id);
                     }
                 }
@@ -176,8 +176,8 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        match t.kind.as_str() {
-            task_kind::MODEL => {
+        match t.kind {
+            TaskKind::Model => {
                 tx.insert_job(NewJob {
                     kind: job_kind::MODEL_CALL.into(),
                     run_id: run.id,
@@ -189,11 +189,11 @@ impl Kernel {
                 .await?;
                 effects.push(AfterCommit::WakeJobs);
             }
-            task_kind::TOOL => {
+            TaskKind::Tool => {
                 let more = self.on_tool_ready(tx, run, t, now).await?;
                 effects.extend(more);
             }
-            _ => self.open_await(tx, run, g, t, now, effects).await?,
+            TaskKind::Await => self.open_await(tx, run, g, t, now, effects).await?,
         }
         Ok(())
     }
@@ -220,11 +220,11 @@ impl Kernel {
             _ => None,
         };
         let (to, timeout) = if wait.is_some() {
-            (task_status::RUNNING, t.timeout_ms.unwrap_or(3_600_000).min(DAY))
+            (TaskStatus::Running, t.timeout_ms.unwrap_or(3_600_000).min(DAY))
         } else if tokenless_ask {
-            (task_status::AWAITING_INPUT, t.timeout_ms.unwrap_or(DAY).min(DAY))
+            (TaskStatus::AwaitingInput, t.timeout_ms.unwrap_or(DAY).min(DAY))
         } else {
-            (task_status::DISPATCHED, t.timeout_ms.unwrap_or(DAY).min(DAY))
+            (TaskStatus::Dispatched, t.timeout_ms.unwrap_or(DAY).min(DAY))
         };
         t.await_started_at = Some(now);
         t.deadline_at = Some(now + timeout);
@@ -253,10 +253,10 @@ impl Kernel {
             return Ok(());
         }
         self.transition(tx, run, t, to, now).await?;
-        if to == task_status::RUNNING
+        if to == TaskStatus::Running
             && let Some(target) = wait.as_deref()
             && let Some(followed) = follow(g, target)
-            && is_settled(&followed.status)
+            && followed.status.is_settled()
         {
             let followed = followed.clone();
             self.complete_wait(tx, run, t, &followed, now).await?;
@@ -280,7 +280,7 @@ impl Kernel {
         let waiters: Vec<TaskRow> = g
             .tasks
             .iter()
-            .filter(|w| w.kind == task_kind::AWAIT && w.status == task_status::RUNNING)
+            .filter(|w| w.kind == TaskKind::Await && w.status == TaskStatus::Running)
             .filter(|w| {
                 Frozen::wait_of(w)
                     .and_then(|wait| follow(g, &wait.task))
@@ -333,6 +333,6 @@ impl Kernel {
     ) -> KernelResult<bool> {
         let output = unpaired_envelope(target);
         w.content = Some(serde_json::to_string(&json!([{"type": "text", "text": output}])).expect("blocks serialize"));
-        self.transition(tx, run, w, task_status::COMPLETED, now).await
+        self.transition(tx, run, w, TaskStatus::Completed, now).await
     }
 }

@@ -6,11 +6,11 @@
 use nexus_core::pairing::{self, EnvelopeHead, MediaInfo, MediaJudge, SettledView};
 use nexus_core::results;
 use nexus_providers::{Entry, ModelCapabilities, Part};
-use nexus_store::TaskRow;
+use nexus_store::{TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 
 use super::rows::Rows;
-use super::{FrozenContext, StoredReply, is_settled, task_kind};
+use super::{FrozenContext, StoredReply};
 
 /// Media facts for pairing. No uploads exist yet, so no link is a media link.
 pub(crate) struct Judge<'a> {
@@ -40,17 +40,17 @@ pub(crate) fn blocks_of(task: &TaskRow) -> Vec<results::Block> {
 pub(crate) fn render_row(rows: &Rows, row: Option<&TaskRow>, judge: &dyn MediaJudge) -> pairing::Rendered {
     let mut row = row;
     if let Some(r) = row
-        && r.status == "completed"
+        && r.status == TaskStatus::Completed
         && let Some(child) = r.pairs_with.as_deref()
     {
         row = rows.follow(child);
     }
     match row {
-        Some(r) if is_settled(&r.status) => {
+        Some(r) if r.status.is_settled() => {
             let blocks = blocks_of(r);
             pairing::render_result(
                 &SettledView {
-                    status: &r.status,
+                    status: r.status.as_str(),
                     is_error: r.is_error,
                     content: &blocks,
                     error_key: r.error_key.as_deref(),
@@ -71,15 +71,15 @@ pub(crate) fn render_row(rows: &Rows, row: Option<&TaskRow>, judge: &dyn MediaJu
 pub(crate) fn unpaired_envelope(target: &TaskRow) -> String {
     let judge = Judge { capabilities: None };
     let rows = Rows::new(std::slice::from_ref(target));
-    let output = if target.status == "completed" && !target.is_error {
+    let output = if target.status == TaskStatus::Completed && !target.is_error {
         pairing::render_content(&blocks_of(target), &judge).0
     } else {
         render_row(&rows, Some(target), &judge).output
     };
     let input_json;
     let prompt;
-    let head = match target.kind.as_str() {
-        task_kind::TOOL => {
+    let head = match target.kind {
+        TaskKind::Tool => {
             input_json = target.tool_input.clone().unwrap_or_else(|| "{}".into());
             Some(EnvelopeHead::Call {
                 name: target
@@ -90,13 +90,13 @@ pub(crate) fn unpaired_envelope(target: &TaskRow) -> String {
                 input_json: &input_json,
             })
         }
-        task_kind::MODEL if target.branch_of.is_some() => {
+        TaskKind::Model if target.branch_of.is_some() => {
             prompt = FrozenContext::of(target).prompt;
             Some(EnvelopeHead::Prompt(&prompt))
         }
-        _ => None,
+        TaskKind::Model | TaskKind::Await => None,
     };
-    pairing::task_result_envelope(&target.key, &target.status, head, &output)
+    pairing::task_result_envelope(&target.key, target.status.as_str(), head, &output)
 }
 
 /// A round's replay: its assistant entry, one result per call in call order, then the

@@ -21,13 +21,13 @@
 
 use nexus_core::declaration;
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
-use nexus_store::{Engine, TaskRow};
+use nexus_store::{Engine, TaskKind, TaskRow, TaskStatus};
 
 use super::columns::SealedRecord;
 use super::render::{replay_round, unpaired_envelope};
 use super::round::chain::{PrevRecord, round_record};
 use super::rows::Rows;
-use super::{FrozenContext, RequestSurface, task_kind};
+use super::{FrozenContext, RequestSurface};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 use crate::uploads::UploadJudge;
@@ -67,7 +67,7 @@ impl Kernel {
         let prev_id = round.declaring_task_id?;
         let at = neighbourhood.iter().position(|t| t.id == prev_id)?;
         let prev = neighbourhood.remove(at);
-        if prev.kind != task_kind::MODEL || prev.run_id != round.run_id {
+        if prev.kind != TaskKind::Model || prev.run_id != round.run_id {
             return None;
         }
         let declared: Vec<TaskRow> = neighbourhood
@@ -76,7 +76,7 @@ impl Kernel {
             .collect();
         if declared
             .iter()
-            .any(|t| t.kind == task_kind::TOOL && t.status == "completed" && t.pairs_with.is_some())
+            .any(|t| t.kind == TaskKind::Tool && t.status == TaskStatus::Completed && t.pairs_with.is_some())
         {
             return None;
         }
@@ -170,7 +170,7 @@ impl Kernel {
         let previous = round
             .declaring_task_id
             .and_then(|id| rows.get(id))
-            .filter(|t| t.kind == task_kind::MODEL);
+            .filter(|t| t.kind == TaskKind::Model);
         let prev_record = previous.filter(|_| fan_only).map(|prev| PrevRecord {
             round_id: prev.id,
             record: round_record(&rows, prev),
@@ -196,10 +196,10 @@ impl Kernel {
                         .tasks
                         .iter()
                         .filter(|t| {
-                            t.kind == task_kind::MODEL
+                            t.kind == TaskKind::Model
                                 && t.mainline
                                 && t.id != round.id
-                                && matches!(t.status.as_str(), "completed" | "failed")
+                                && matches!(t.status, TaskStatus::Completed | TaskStatus::Failed)
                         })
                         .max_by_key(|t| t.id);
                     if let Some(pred) = predecessor

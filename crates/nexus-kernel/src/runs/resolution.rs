@@ -13,7 +13,7 @@
 use nexus_core::codes::Code;
 use nexus_core::nul::contains_nul;
 use nexus_core::results;
-use nexus_store::{Engine, task_status};
+use nexus_store::{Engine, TaskKind, TaskStatus};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -21,7 +21,7 @@ use uuid::Uuid;
 
 use super::columns::Frozen;
 use super::read::object;
-use super::{AfterCommit, is_settled, refuse, run_is_terminal, task_kind};
+use super::{AfterCommit, refuse};
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
@@ -52,7 +52,7 @@ impl Kernel {
             return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
         };
         // 3. Only an ask await is resolvable.
-        if found.kind != task_kind::AWAIT || Frozen::ask_of(&found).is_none() {
+        if found.kind != TaskKind::Await || Frozen::ask_of(&found).is_none() {
             return Err(refuse(
                 Code::NotResolvable,
                 format!("{key:?} is not an ask: only ask awaits are answered through this door"),
@@ -79,14 +79,14 @@ impl Kernel {
             tx.rollback().await?;
             return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
         };
-        if run_is_terminal(&run.status) || is_settled(&task.status) {
+        if run.status.is_terminal() || task.status.is_settled() {
             tx.rollback().await?;
             return Ok(object([
                 ("task", self.task_view(&run, task.id).await?.into_value()?),
                 ("idle", Value::Bool(true)),
             ]));
         }
-        if task.status == task_status::WAITING {
+        if task.status == TaskStatus::Waiting {
             tx.rollback().await?;
             return Err(refuse(
                 Code::TaskNotRunning,
@@ -110,7 +110,7 @@ impl Kernel {
             self.settle_with(
                 &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
-                task_status::TIMED_OUT,
+                TaskStatus::TimedOut,
                 SettleError::new(AWAIT_TIMEOUT, None),
             )
             .await?;
@@ -147,11 +147,11 @@ impl Kernel {
             let first = first.lines().next().unwrap_or("").to_string();
             task.error_key = Some(AWAIT_FAILED.into());
             task.error_detail = (!first.is_empty()).then_some(first);
-            task_status::FAILED
+            TaskStatus::Failed
         } else {
             task.error_key = None;
             task.error_detail = None;
-            task_status::COMPLETED
+            TaskStatus::Completed
         };
         let moved = match self.transition(&mut tx, &mut run, &mut task, to, now).await {
             Ok(m) => m,

@@ -5,9 +5,8 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use nexus_store::{EdgeRow, TaskRow, Tx, task_status};
+use nexus_store::{EdgeRow, TaskKind, TaskRow, TaskStatus, Tx};
 
-use super::{is_settled, task_kind};
 use crate::error::KernelResult;
 
 /// The run's tasks and edges as one transaction sees them.
@@ -46,8 +45,8 @@ impl Graph {
         settled.iter().all(|&id| {
             self.dependents_of(id).into_iter().all(|d| match self.get(d) {
                 None => false,
-                Some(t) if t.status != task_status::WAITING => true,
-                Some(t) => t.kind != task_kind::AWAIT && !matches!(readiness(self, d), Readiness::Blocked),
+                Some(t) if t.status != TaskStatus::Waiting => true,
+                Some(t) => t.kind != TaskKind::Await && !matches!(readiness(self, d), Readiness::Blocked),
             })
         })
     }
@@ -184,7 +183,7 @@ impl<'a> Rows<'a> {
     pub fn fan_of(&self, round: &TaskRow) -> Vec<&TaskRow> {
         self.tasks
             .iter()
-            .filter(|t| t.kind == task_kind::TOOL && t.declaring_task_id == Some(round.id))
+            .filter(|t| t.kind == TaskKind::Tool && t.declaring_task_id == Some(round.id))
             .collect()
     }
 
@@ -205,9 +204,9 @@ impl<'a> Rows<'a> {
 
 /// Whether a settled dependency lets its dependents run.
 fn satisfies(dep: &TaskRow) -> bool {
-    match dep.status.as_str() {
-        "completed" => true,
-        "skipped" => false,
+    match dep.status {
+        TaskStatus::Completed => true,
+        TaskStatus::Skipped => false,
         _ => dep.on_failure == "absorb",
     }
 }
@@ -223,7 +222,7 @@ pub(crate) fn readiness(g: &Graph, id: i64) -> Readiness {
     let mut blocked = false;
     for &d in g.deps_of(id) {
         let Some(dep) = g.get(d) else { continue };
-        if !is_settled(&dep.status) {
+        if !dep.status.is_settled() {
             return Readiness::NotYet;
         }
         if !satisfies(dep) {
@@ -254,17 +253,17 @@ pub(crate) fn next_logical<'g>(
     t: &TaskRow,
     by_key: impl Fn(&str) -> Option<&'g TaskRow>,
 ) -> Option<&'g TaskRow> {
-    if t.kind == task_kind::MODEL {
+    if t.kind == TaskKind::Model {
         return tasks
             .iter()
-            .find(|c| c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id));
+            .find(|c| c.kind == TaskKind::Model && c.declaring_task_id == Some(t.id));
     }
-    if t.kind == task_kind::TOOL && t.status == task_status::COMPLETED {
+    if t.kind == TaskKind::Tool && t.status == TaskStatus::Completed {
         if let Some(child) = t.pairs_with.as_deref() {
             return by_key(child).filter(|c| c.id != t.id);
         }
         return tasks.iter().find(|c| {
-            c.kind == task_kind::MODEL && c.declaring_task_id == Some(t.id) && c.branch_of.as_deref() == Some(&t.key)
+            c.kind == TaskKind::Model && c.declaring_task_id == Some(t.id) && c.branch_of.as_deref() == Some(&t.key)
         });
     }
     None

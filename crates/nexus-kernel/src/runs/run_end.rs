@@ -1,11 +1,11 @@
 //! How a run ends (runs.md §1, §2, §6): quiescence, adjudication candidates, halts, a drained
 //! cancel, and the stop that cancels live rows.
 
-use nexus_store::{RunRow, TaskEndRow, TaskRow, Tx, run_status, task_status};
+use nexus_store::{RunRow, RunStatus, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
 use super::rows::Graph;
-use super::{AfterCommit, graph_error, is_open, task_kind};
+use super::{AfterCommit, graph_error};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
@@ -22,7 +22,7 @@ pub(crate) fn is_candidate(t: &TaskRow) -> bool {
 struct EndView<'a> {
     id: i64,
     key: &'a str,
-    status: &'a str,
+    status: TaskStatus,
     on_failure: &'a str,
     resolved: bool,
 }
@@ -35,7 +35,7 @@ macro_rules! end_view_from {
                 Self {
                     id: t.id,
                     key: &t.key,
-                    status: &t.status,
+                    status: t.status,
                     on_failure: &t.on_failure,
                     resolved: t.failure_resolution.is_some(),
                 }
@@ -48,7 +48,11 @@ end_view_from!(TaskEndRow);
 
 impl EndView<'_> {
     fn is_candidate(&self) -> bool {
-        matches!(self.status, "failed" | "timed_out" | "uncertain") && !self.resolved && self.on_failure != "absorb"
+        let failed = matches!(
+            self.status,
+            TaskStatus::Failed | TaskStatus::TimedOut | TaskStatus::Uncertain
+        );
+        failed && !self.resolved && self.on_failure != "absorb"
     }
 }
 
@@ -68,19 +72,19 @@ enum RunEnd {
 /// The run's end from `rows`, every row of the run in id order (walked a few times, never
 /// collected).
 fn run_end<'a>(run: &RunRow, rows: impl Iterator<Item = EndView<'a>> + Clone) -> RunEnd {
-    if rows.clone().any(|t| is_open(t.status)) {
+    if rows.clone().any(|t| t.status.is_open()) {
         return RunEnd::Stays;
     }
-    match run.status.as_str() {
-        run_status::CANCELING => RunEnd::Canceled,
-        run_status::RUNNING => {
+    match run.status {
+        RunStatus::Canceling => RunEnd::Canceled,
+        RunStatus::Running => {
             let mut candidates = rows.clone().filter(|t| t.is_candidate());
             let first = candidates.clone().next();
             let halt = candidates.find(|t| t.on_failure == "halt");
             let deliverable_completed = run
                 .deliverable_task_id
                 .and_then(|id| rows.clone().find(|t| t.id == id))
-                .is_some_and(|t| t.status == task_status::COMPLETED);
+                .is_some_and(|t| t.status == TaskStatus::Completed);
             match (halt, deliverable_completed) {
                 (Some(h), _) => RunEnd::Attention(h.key.to_string()),
                 (None, false) => first.map_or(RunEnd::Completed, |t| RunEnd::Attention(t.key.to_string())),
@@ -117,16 +121,16 @@ impl Kernel {
         match end {
             RunEnd::Stays => Ok(()),
             RunEnd::Canceled => {
-                self.set_run_status(tx, run, run_status::CANCELED, None, now, effects)
+                self.set_run_status(tx, run, RunStatus::Canceled, None, now, effects)
                     .await
             }
             RunEnd::Attention(key) => {
                 run.attention = Some(json!({"reason": "halt_failure", "task_key": key}).to_string());
-                self.set_run_status(tx, run, run_status::NEEDS_ATTENTION, Some("halt_failure"), now, effects)
+                self.set_run_status(tx, run, RunStatus::NeedsAttention, Some("halt_failure"), now, effects)
                     .await
             }
             RunEnd::Completed => {
-                self.set_run_status(tx, run, run_status::COMPLETED, None, now, effects)
+                self.set_run_status(tx, run, RunStatus::Completed, None, now, effects)
                     .await
             }
         }
@@ -143,7 +147,7 @@ impl Kernel {
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        if g.tasks.iter().any(|t| is_open(&t.status)) {
+        if g.tasks.iter().any(|t| t.status.is_open()) {
             return Ok(());
         }
         let Some(rows) = tx.tasks_if_quiescent(run.id).await? else {
@@ -159,18 +163,18 @@ impl Kernel {
         &self,
         tx: &mut Tx,
         run: &mut RunRow,
-        to: &str,
+        to: RunStatus,
         reason: Option<&str>,
         now: i64,
         effects: &mut Vec<AfterCommit>,
     ) -> KernelResult<()> {
-        let from = std::mem::replace(&mut run.status, to.to_string());
+        let from = std::mem::replace(&mut run.status, to);
         match to {
-            run_status::RUNNING if run.started_at.is_none() => run.started_at = Some(now),
-            run_status::COMPLETED | run_status::CANCELED => run.ended_at = Some(now),
+            RunStatus::Running if run.started_at.is_none() => run.started_at = Some(now),
+            RunStatus::Completed | RunStatus::Canceled => run.ended_at = Some(now),
             _ => {}
         }
-        if to != run_status::NEEDS_ATTENTION {
+        if to != RunStatus::NeedsAttention {
             run.attention = None;
         }
         let mut data = json!({"from": from, "to": to});
@@ -198,24 +202,24 @@ impl Kernel {
         let live: Vec<TaskRow> = g
             .tasks
             .iter()
-            .filter(|t| is_open(&t.status))
+            .filter(|t| t.status.is_open())
             .filter(|t| {
                 force
                     || matches!(
-                        t.status.as_str(),
-                        task_status::WAITING | task_status::NEEDS_APPROVAL | task_status::AWAITING_INPUT
+                        t.status,
+                        TaskStatus::Waiting | TaskStatus::NeedsApproval | TaskStatus::AwaitingInput
                     )
             })
             .cloned()
             .collect();
         for mut t in live {
-            let was_running_model = t.kind == task_kind::MODEL && t.status == task_status::RUNNING;
+            let was_running_model = t.kind == TaskKind::Model && t.status == TaskStatus::Running;
             if self
                 .settle_with_error(
                     tx,
                     run,
                     &mut t,
-                    task_status::CANCELED,
+                    TaskStatus::Canceled,
                     SettleError::new(graph_error::RUN_CANCELED, None),
                     now,
                 )
@@ -235,19 +239,19 @@ impl Kernel {
 mod tests {
     use super::*;
 
-    fn row(id: i64, key: &str, status: &str, on_failure: &str) -> TaskEndRow {
+    fn row(id: i64, key: &str, status: TaskStatus, on_failure: &str) -> TaskEndRow {
         TaskEndRow {
             id,
             key: key.into(),
-            status: status.into(),
+            status,
             on_failure: on_failure.into(),
             failure_resolution: None,
         }
     }
 
-    fn end(status: &str, deliverable: Option<i64>, rows: &[TaskEndRow]) -> RunEnd {
+    fn end(status: RunStatus, deliverable: Option<i64>, rows: &[TaskEndRow]) -> RunEnd {
         let run = RunRow {
-            status: status.into(),
+            status,
             deliverable_task_id: deliverable,
             ..RunRow::default()
         };
@@ -257,39 +261,55 @@ mod tests {
     /// The run's end (runs.md §1, §6) from the rows it reads.
     #[test]
     fn the_run_end_rule() {
-        let done = row(1, "a", "completed", "propagate");
-        let failed = row(2, "b", "failed", "propagate");
-        let halted = row(3, "c", "timed_out", "halt");
-        let absorbed = row(4, "d", "failed", "absorb");
+        let done = row(1, "a", TaskStatus::Completed, "propagate");
+        let failed = row(2, "b", TaskStatus::Failed, "propagate");
+        let halted = row(3, "c", TaskStatus::TimedOut, "halt");
+        let absorbed = row(4, "d", TaskStatus::Failed, "absorb");
         // An open row keeps the run as it is, whatever else.
-        let open = row(5, "e", "dispatched", "propagate");
-        assert_eq!(end("running", None, &[done.clone(), open.clone()]), RunEnd::Stays);
-        assert_eq!(end("canceling", None, &[open]), RunEnd::Stays);
-        assert_eq!(end("canceling", None, std::slice::from_ref(&done)), RunEnd::Canceled);
-        assert_eq!(end("completed", None, std::slice::from_ref(&done)), RunEnd::Stays);
-        assert_eq!(end("running", Some(1), std::slice::from_ref(&done)), RunEnd::Completed);
+        let open = row(5, "e", TaskStatus::Dispatched, "propagate");
         assert_eq!(
-            end("running", None, &[done.clone(), absorbed.clone()]),
+            end(RunStatus::Running, None, &[done.clone(), open.clone()]),
+            RunEnd::Stays
+        );
+        assert_eq!(end(RunStatus::Canceling, None, &[open]), RunEnd::Stays);
+        assert_eq!(
+            end(RunStatus::Canceling, None, std::slice::from_ref(&done)),
+            RunEnd::Canceled
+        );
+        assert_eq!(
+            end(RunStatus::Completed, None, std::slice::from_ref(&done)),
+            RunEnd::Stays
+        );
+        assert_eq!(
+            end(RunStatus::Running, Some(1), std::slice::from_ref(&done)),
+            RunEnd::Completed
+        );
+        assert_eq!(
+            end(RunStatus::Running, None, &[done.clone(), absorbed.clone()]),
             RunEnd::Completed
         );
         // An unadjudicated failure needs attention unless the deliverable completed; the first
         // candidate in id order is named.
         assert_eq!(
-            end("running", None, &[done.clone(), failed.clone(), absorbed.clone()]),
+            end(
+                RunStatus::Running,
+                None,
+                &[done.clone(), failed.clone(), absorbed.clone()]
+            ),
             RunEnd::Attention("b".into())
         );
         assert_eq!(
-            end("running", Some(1), &[done.clone(), failed.clone()]),
+            end(RunStatus::Running, Some(1), &[done.clone(), failed.clone()]),
             RunEnd::Completed
         );
         // A halt failure needs attention even then, and is named before earlier candidates.
         assert_eq!(
-            end("running", Some(1), &[done.clone(), failed.clone(), halted]),
+            end(RunStatus::Running, Some(1), &[done.clone(), failed.clone(), halted]),
             RunEnd::Attention("c".into())
         );
         // A resolved failure is no candidate.
         let mut resolved = failed;
         resolved.failure_resolution = Some("accepted".into());
-        assert_eq!(end("running", None, &[done, resolved]), RunEnd::Completed);
+        assert_eq!(end(RunStatus::Running, None, &[done, resolved]), RunEnd::Completed);
     }
 }

@@ -17,11 +17,11 @@
 
 use nexus_core::codes::task_error;
 use nexus_core::registry::EffectProfile;
-use nexus_store::{RunRow, TaskRow, Tx, task_status};
+use nexus_store::{RunRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
+use super::AfterCommit;
 use super::unit::Unit;
-use super::{AfterCommit, is_settled};
 use crate::Kernel;
 use crate::error::KernelResult;
 
@@ -42,13 +42,10 @@ impl SettleError {
     }
 }
 
-/// Statuses a parked row sits in.
-pub(crate) const PARKED: [&str; 4] = ["needs_approval", "running", "dispatched", "awaiting_input"];
-
 /// How an expired park settles: `(status, error.key, error.detail)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Expiry {
-    pub status: &'static str,
+    pub status: TaskStatus,
     pub key: &'static str,
     pub detail: Option<String>,
 }
@@ -56,7 +53,7 @@ pub(crate) struct Expiry {
 /// The expiry rule, shared by the sweep, late commits and late resolutions. `None` when the
 /// row is not parked (model rows never park).
 pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
-    if !PARKED.contains(&task.status.as_str()) {
+    if !task.status.is_parked() {
         return None;
     }
     let of = |status, key| {
@@ -66,15 +63,15 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
             detail: None,
         })
     };
-    match task.kind.as_str() {
-        "await_task" => of("timed_out", "await_timeout"),
-        "tool_task" => {
-            if task.status == "needs_approval" {
-                return of("timed_out", task_error::APPROVAL_EXPIRED);
+    match task.kind {
+        TaskKind::Await => of(TaskStatus::TimedOut, "await_timeout"),
+        TaskKind::Tool => {
+            if task.status == TaskStatus::NeedsApproval {
+                return of(TaskStatus::TimedOut, task_error::APPROVAL_EXPIRED);
             }
             // Kernel-run rows (`running`) and rows never claimed time out plainly.
-            if task.status == "running" || task.claimed_at.is_none() {
-                return of("timed_out", task_error::TOOL_TIMEOUT);
+            if task.status == TaskStatus::Running || task.claimed_at.is_none() {
+                return of(TaskStatus::TimedOut, task_error::TOOL_TIMEOUT);
             }
             let replayable = task
                 .effect_profile
@@ -83,16 +80,16 @@ pub(crate) fn expiry_of(task: &TaskRow) -> Option<Expiry> {
                 .and_then(|v| EffectProfile::parse(&v).ok())
                 .is_some_and(|p| p.is_replayable());
             if replayable {
-                of("timed_out", task_error::TOOL_TIMEOUT)
+                of(TaskStatus::TimedOut, task_error::TOOL_TIMEOUT)
             } else {
                 Some(Expiry {
-                    status: "uncertain",
+                    status: TaskStatus::Uncertain,
                     key: task_error::TOOL_UNCERTAIN,
                     detail: Some("the claim expired without a result; the effect may have happened".to_string()),
                 })
             }
         }
-        _ => None,
+        TaskKind::Model => None,
     }
 }
 
@@ -107,7 +104,7 @@ impl Kernel {
         tx: &mut Tx,
         run: &mut RunRow,
         task: &mut TaskRow,
-        to: &str,
+        to: TaskStatus,
         now: i64,
     ) -> KernelResult<bool> {
         self.transition_via(tx, run, task, None, to, now).await
@@ -121,29 +118,29 @@ impl Kernel {
         tx: &mut Tx,
         run: &mut RunRow,
         task: &mut TaskRow,
-        via: Option<&str>,
-        to: &str,
+        via: Option<TaskStatus>,
+        to: TaskStatus,
         now: i64,
     ) -> KernelResult<bool> {
-        let from = task.status.clone();
+        let from = task.status;
         let mut next = task.clone();
-        next.status = to.to_string();
-        if is_settled(to) || via.is_some_and(is_settled) {
+        next.status = to;
+        if to.is_settled() || via.is_some_and(TaskStatus::is_settled) {
             next.settled_at = Some(now);
         }
-        if (to == task_status::RUNNING || via == Some(task_status::RUNNING)) && next.started_at.is_none() {
+        if (to == TaskStatus::Running || via == Some(TaskStatus::Running)) && next.started_at.is_none() {
             next.started_at = Some(now);
         }
-        if !tx.update_task(&next, task.generation, &[from.as_str()]).await? {
+        if !tx.update_task(&next, task.generation, &[from]).await? {
             return Ok(false);
         }
         let hops = match via {
-            Some(via) => vec![(from.as_str(), via), (via, to)],
-            None => vec![(from.as_str(), to)],
+            Some(via) => vec![(from, via), (via, to)],
+            None => vec![(from, to)],
         };
         for (hop_from, hop_to) in hops {
             let mut data = json!({"from": hop_from, "to": hop_to, "generation": next.generation});
-            if is_settled(hop_to)
+            if hop_to.is_settled()
                 && let Some(key) = &next.error_key
             {
                 let mut error = json!({"key": key});
@@ -167,7 +164,7 @@ impl Kernel {
         tx: &mut Tx,
         run: &mut RunRow,
         task: &mut TaskRow,
-        to: &str,
+        to: TaskStatus,
         error: SettleError,
         now: i64,
     ) -> KernelResult<bool> {
@@ -184,7 +181,7 @@ impl Kernel {
     /// Settles a row `failed` with `key`/`detail` (from any open status), then runs the
     /// scheduling consequences.
     pub(crate) async fn fail(&self, u: &mut Unit<'_>, task: &mut TaskRow, error: SettleError) -> KernelResult<bool> {
-        self.settle_with(u, task, task_status::FAILED, error).await
+        self.settle_with(u, task, TaskStatus::Failed, error).await
     }
 
     /// Settles a row into `status` (`failed | timed_out | uncertain`) with an error, clearing
@@ -193,7 +190,7 @@ impl Kernel {
         &self,
         u: &mut Unit<'_>,
         task: &mut TaskRow,
-        status: &str,
+        status: TaskStatus,
         error: SettleError,
     ) -> KernelResult<bool> {
         task.error_key = Some(error.key);
@@ -215,19 +212,19 @@ impl Kernel {
         u: &mut Unit<'_>,
         task: &mut TaskRow,
         mut next: TaskRow,
-        to: &str,
+        to: TaskStatus,
         error: Option<SettleError>,
         expect_token: Option<&str>,
     ) -> KernelResult<bool> {
         let Unit { tx, run, now, effects } = u;
         let now = *now;
-        let from = task.status.clone();
-        next.status = to.to_string();
+        let from = task.status;
+        next.status = to;
         next.settled_at = Some(now);
         next.error_key = error.as_ref().map(|e| e.key.clone());
         next.error_detail = error.as_ref().and_then(|e| e.detail.clone());
         // `task` is the row as this unit of work read it under the run lock.
-        let moved = tx.update_task_over(task, &next, &[from.as_str()], expect_token).await?;
+        let moved = tx.update_task_over(task, &next, &[from], expect_token).await?;
         if !moved {
             return Ok(false);
         }
@@ -276,33 +273,33 @@ mod tests {
     use super::*;
     use nexus_core::registry::EffectProfile;
 
-    fn row(kind: &str, status: &str) -> TaskRow {
+    fn row(kind: TaskKind, status: TaskStatus) -> TaskRow {
         TaskRow {
-            kind: kind.into(),
-            status: status.into(),
+            kind,
+            status,
             ..TaskRow::default()
         }
     }
 
     #[test]
     fn the_expiry_rule() {
-        let e = expiry_of(&row("tool_task", "needs_approval")).unwrap();
-        assert_eq!((e.status, e.key), ("timed_out", "approval_expired"));
-        let e = expiry_of(&row("tool_task", "running")).unwrap();
-        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
-        let e = expiry_of(&row("tool_task", "dispatched")).unwrap();
-        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
-        let e = expiry_of(&row("await_task", "awaiting_input")).unwrap();
-        assert_eq!((e.status, e.key), ("timed_out", "await_timeout"));
-        let mut claimed = row("tool_task", "dispatched");
+        let e = expiry_of(&row(TaskKind::Tool, TaskStatus::NeedsApproval)).unwrap();
+        assert_eq!((e.status, e.key), (TaskStatus::TimedOut, "approval_expired"));
+        let e = expiry_of(&row(TaskKind::Tool, TaskStatus::Running)).unwrap();
+        assert_eq!((e.status, e.key), (TaskStatus::TimedOut, "tool_timeout"));
+        let e = expiry_of(&row(TaskKind::Tool, TaskStatus::Dispatched)).unwrap();
+        assert_eq!((e.status, e.key), (TaskStatus::TimedOut, "tool_timeout"));
+        let e = expiry_of(&row(TaskKind::Await, TaskStatus::AwaitingInput)).unwrap();
+        assert_eq!((e.status, e.key), (TaskStatus::TimedOut, "await_timeout"));
+        let mut claimed = row(TaskKind::Tool, TaskStatus::Dispatched);
         claimed.claimed_at = Some(1);
         let e = expiry_of(&claimed).unwrap();
-        assert_eq!((e.status, e.key), ("uncertain", "tool_uncertain"));
+        assert_eq!((e.status, e.key), (TaskStatus::Uncertain, "tool_uncertain"));
         assert!(e.detail.unwrap().contains("may have happened"));
         claimed.effect_profile = Some(EffectProfile::READ.to_json().to_string());
         let e = expiry_of(&claimed).unwrap();
-        assert_eq!((e.status, e.key), ("timed_out", "tool_timeout"));
-        assert_eq!(expiry_of(&row("tool_task", "completed")), None);
-        assert_eq!(expiry_of(&row("model_task", "running")), None);
+        assert_eq!((e.status, e.key), (TaskStatus::TimedOut, "tool_timeout"));
+        assert_eq!(expiry_of(&row(TaskKind::Tool, TaskStatus::Completed)), None);
+        assert_eq!(expiry_of(&row(TaskKind::Model, TaskStatus::Running)), None);
     }
 }

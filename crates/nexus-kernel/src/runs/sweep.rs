@@ -12,7 +12,7 @@
 //! errors is logged and skipped.
 
 use nexus_core::codes::task_error;
-use nexus_store::{Engine, task_status};
+use nexus_store::{Engine, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::Kernel;
@@ -78,7 +78,7 @@ impl Kernel {
     pub(crate) async fn revoked_one(&self, run_id: i64, task_id: i64, now: i64) -> KernelResult<bool> {
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(run_id).await?;
-        if matches!(run.status.as_str(), "completed" | "canceled") {
+        if run.status.is_terminal() {
             tx.rollback().await?;
             return Ok(false);
         }
@@ -97,8 +97,8 @@ impl Kernel {
             return Ok(false);
         };
         let mut effects = Vec::new();
-        let done = match (task.kind.as_str(), task.status.as_str()) {
-            ("tool_task", task_status::DISPATCHED) if task.claimed_at.is_none() => {
+        let done = match (task.kind, task.status) {
+            (TaskKind::Tool, TaskStatus::Dispatched) if task.claimed_at.is_none() => {
                 let next = task.clone();
                 let error = SettleError {
                     key: task_error::EXECUTOR_REVOKED.to_string(),
@@ -108,18 +108,18 @@ impl Kernel {
                     &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                     &mut task,
                     next,
-                    task_status::FAILED,
+                    TaskStatus::Failed,
                     Some(error),
                     None,
                 )
                 .await?
             }
-            ("tool_task", task_status::NEEDS_APPROVAL) => {
+            (TaskKind::Tool, TaskStatus::NeedsApproval) => {
                 let mut next = task.clone();
                 next.addressed_executor_id = None;
                 next.addressed_role = None;
                 if tx
-                    .update_task(&next, task.generation, &[task_status::NEEDS_APPROVAL])
+                    .update_task(&next, task.generation, &[TaskStatus::NeedsApproval])
                     .await?
                 {
                     let data = json!({"from": addressee.public_id, "to": Value::Null});
@@ -151,7 +151,7 @@ impl Kernel {
     pub(crate) async fn expire_one(&self, run_id: i64, task_id: i64, now: i64) -> KernelResult<bool> {
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(run_id).await?;
-        if matches!(run.status.as_str(), "completed" | "canceled") {
+        if run.status.is_terminal() {
             tx.rollback().await?;
             return Ok(false);
         }

@@ -7,14 +7,13 @@
 //! absent option is omitted unless its member says it is served as `null`.
 
 use nexus_core::results::{self, Block};
-use nexus_store::TaskRow;
+use nexus_store::{TaskKind, TaskRow, TaskStatus};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
 use nexus_core::codes::Code;
 
-use super::is_settled;
 use super::render::blocks_of;
 use crate::error::{KernelError, KernelResult};
 use crate::time;
@@ -83,8 +82,8 @@ pub struct ToolNames {
 #[derive(Debug, Clone, Serialize)]
 pub struct Trace {
     pub key: String,
-    pub kind: String,
-    pub status: String,
+    pub kind: TaskKind,
+    pub status: TaskStatus,
     pub generation: i64,
     pub on_failure: String,
     pub visibility: String,
@@ -128,16 +127,16 @@ impl Trace {
         let keys = |keep: &dyn Fn(&Dep) -> bool| -> Vec<String> {
             deps.iter().filter(|d| keep(d)).map(|d| d.key.clone()).collect()
         };
-        let waiting_on = match task.status.as_str() {
-            "waiting" => Some(keys(&|d| !d.settled)),
-            "needs_approval" => Some(vec!["approver".to_owned()]),
+        let waiting_on = match task.status {
+            TaskStatus::Waiting => Some(keys(&|d| !d.settled)),
+            TaskStatus::NeedsApproval => Some(vec!["approver".to_owned()]),
             _ => None,
         };
-        let settled = is_settled(&task.status);
+        let settled = task.status.is_settled();
         Trace {
             key: task.key.clone(),
-            kind: task.kind.clone(),
-            status: task.status.clone(),
+            kind: task.kind,
+            status: task.status,
             generation: task.generation,
             on_failure: task.on_failure.clone(),
             visibility: task.visibility.clone(),

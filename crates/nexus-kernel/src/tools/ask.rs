@@ -5,16 +5,16 @@
 //! (runs/resolution.rs); the answer content is this call's paired result.
 
 use nexus_core::steps::{ASK_OPTION_CHARS, ASK_OPTIONS_MAX};
-use nexus_store::{NewTask, RunRow, Tx};
+use nexus_store::{NewTask, RunRow, TaskKind, Tx};
 use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::AfterCommit;
 use crate::runs::columns::{AskContext, Frozen};
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, task_kind};
 
 /// The ask's clock (24 h).
 pub(crate) const ASK_TIMEOUT_MS: i64 = 86_400_000;
@@ -93,7 +93,7 @@ pub(super) async fn run(
         }
     };
     let new = NewTask {
-        kind: task_kind::AWAIT.into(),
+        kind: TaskKind::Await,
         origin: "kernel".into(),
         on_failure: "halt".into(),
         visibility: "collapsed".into(),

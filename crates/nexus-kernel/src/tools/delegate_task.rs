@@ -17,7 +17,7 @@
 //!   branch caller it carries no history.)
 
 use nexus_core::declaration::{self, callable_of};
-use nexus_store::{NewTask, RunRow, Tx, task_status};
+use nexus_store::{NewTask, RunRow, TaskKind, TaskStatus, Tx};
 use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, declaring_round, place_child, started};
@@ -26,7 +26,7 @@ use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, FrozenContext, RequestSurface, task_kind};
+use crate::runs::{AfterCommit, FrozenContext, RequestSurface};
 
 /// Branches within branches (kernel-tools.md §2 check 8).
 pub(crate) const MAX_DEPTH: usize = 8;
@@ -236,7 +236,7 @@ pub(super) async fn run(
         call.call,
         "model",
         NewTask {
-            kind: task_kind::MODEL.into(),
+            kind: TaskKind::Model,
             origin: "kernel".into(),
             on_failure: "absorb".into(),
             visibility: "hidden".into(),
@@ -260,7 +260,7 @@ pub(super) async fn run(
         call.call,
         "delegation",
         NewTask {
-            kind: task_kind::AWAIT.into(),
+            kind: TaskKind::Await,
             origin: "kernel".into(),
             on_failure: "absorb".into(),
             visibility: "hidden".into(),
@@ -301,7 +301,7 @@ pub(super) async fn run(
         call.call,
         "mail",
         NewTask {
-            kind: task_kind::MODEL.into(),
+            kind: TaskKind::Model,
             origin: "kernel".into(),
             on_failure: caller.on_failure.clone(),
             visibility: caller.visibility.clone(),
@@ -314,7 +314,7 @@ pub(super) async fn run(
         false,
     )
     .await?;
-    if mail.status == task_status::WAITING {
+    if mail.status == TaskStatus::Waiting {
         tx.insert_edge(mail.id, obligation.id, "after").await?;
         for w in &waiters {
             tx.insert_edge(mail.id, *w, "after").await?;

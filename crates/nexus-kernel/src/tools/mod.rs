@@ -38,6 +38,7 @@ mod tool_search;
 mod wait;
 
 use nexus_core::results;
+use nexus_store::{TaskKind, TaskStatus};
 use serde_json::Value;
 
 pub use handler::KernelToolOutcome;
@@ -127,12 +128,15 @@ impl Kernel {
         let mut run = tx.lock_run(run_id).await?;
         let task = tx.task_by_id(task_id).await?;
         let Some(mut task) = task.filter(|t| {
-            t.run_id == run_id && t.kind == "tool_task" && t.generation == generation && t.status == "running"
+            t.run_id == run_id
+                && t.kind == TaskKind::Tool
+                && t.generation == generation
+                && t.status == TaskStatus::Running
         }) else {
             tx.rollback().await?;
             return Ok(());
         };
-        if matches!(run.status.as_str(), "completed" | "canceled") {
+        if run.status.is_terminal() {
             tx.rollback().await?;
             return Ok(());
         }
@@ -199,7 +203,7 @@ impl Kernel {
             self.settle_with(
                 &mut Unit::of(&mut tx, &mut run, now, &mut effects),
                 &mut task,
-                "timed_out",
+                TaskStatus::TimedOut,
                 SettleError::new(nexus_core::codes::task_error::TOOL_TIMEOUT, None),
             )
             .await?;
@@ -215,7 +219,10 @@ impl Kernel {
             task.pairs_with = outcome.pairs_with.clone();
             task.error_key = None;
             task.error_detail = None;
-            if self.transition(&mut tx, &mut run, &mut task, "completed", now).await? {
+            if self
+                .transition(&mut tx, &mut run, &mut task, TaskStatus::Completed, now)
+                .await?
+            {
                 effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
             }
         }

@@ -12,15 +12,15 @@ use nexus_core::codes::task_error;
 use nexus_core::declaration::{self, callable_of};
 use nexus_core::nul::contains_nul;
 use nexus_core::{bounds, jcs};
-use nexus_store::{Engine, NewTask, RunRow, TaskRow, Tx, run_status, task_status};
+use nexus_store::{Engine, NewTask, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::{Value, json};
 
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::AfterCommit;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, task_kind};
 
 pub(super) const PARAMETER_INVALID: &str = "parameter_invalid";
 
@@ -73,7 +73,7 @@ pub(super) async fn place_child(
             new.run_id = run.id;
             new.key = key.clone();
             new.generation = 1;
-            new.status = task_status::WAITING.into();
+            new.status = TaskStatus::Waiting;
             new.declaring_task_id = Some(call.id);
             new.created_at = now;
             let origin = new.origin.clone();
@@ -149,7 +149,7 @@ pub(super) async fn run(
             ),
         ));
     }
-    if run.status != run_status::RUNNING {
+    if run.status != RunStatus::Running {
         return Ok(KernelToolOutcome::error(
             "tool_call_refused",
             &format!(
@@ -185,7 +185,7 @@ pub(super) async fn run(
         None => None,
     };
     let new = NewTask {
-        kind: task_kind::TOOL.into(),
+        kind: TaskKind::Tool,
         origin: call.call.origin.clone(),
         on_failure: call.call.on_failure.clone(),
         visibility: "collapsed".into(),
@@ -207,7 +207,7 @@ pub(super) async fn run(
     )
     .await?;
     if let Some((key, detail)) = birth
-        && child.status == task_status::WAITING
+        && child.status == TaskStatus::Waiting
     {
         // Failed at birth, in the same transaction; the call's settle cascades to the
         // continuation, which reads the failure.
@@ -216,7 +216,7 @@ pub(super) async fn run(
                 tx,
                 run,
                 &mut child,
-                task_status::FAILED,
+                TaskStatus::Failed,
                 SettleError::new(key, detail),
                 call.now,
             )

@@ -3,13 +3,13 @@
 //! never adds a tool.
 
 use nexus_core::search::SearchIndex;
-use nexus_store::{FrozenHead, Tx};
+use nexus_store::{FrozenHead, TaskKind, Tx};
 use serde_json::Value;
 
 use super::search_cache::SearchCache;
 use super::{KernelToolOutcome, ToolContext};
 use crate::error::KernelResult;
-use crate::runs::{FrozenContext, task_kind};
+use crate::runs::FrozenContext;
 
 const QUERY_BYTES: usize = 1_024;
 const LIMIT_DEFAULT: usize = 5;
@@ -158,7 +158,7 @@ pub(super) async fn declaring_head(tx: &mut Tx, mut declaring: Option<i64>) -> K
     for _ in 0..64 {
         let Some(id) = declaring else { break };
         let Some(h) = tx.task_frozen_head(id).await? else { break };
-        if h.kind == task_kind::MODEL {
+        if h.kind == TaskKind::Model {
             return Ok(Some(h));
         }
         declaring = h.declaring_task_id;

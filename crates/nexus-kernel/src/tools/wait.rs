@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, RunRow, Tx};
+use nexus_store::{NewTask, RunRow, TaskKind, Tx};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -13,10 +13,10 @@ use super::tool_call::{PARAMETER_INVALID, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::AfterCommit;
 use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::rows::{Graph, follow};
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, task_kind};
 
 /// The default wait and the per-park clamp.
 pub(crate) const WAIT_DEFAULT_MS: i64 = 3_600_000;
@@ -96,7 +96,7 @@ pub(super) async fn run(
     let descendants = descendants(&g, call.call.id);
     let cycle = named.id == call.call.id
         || followed.id == call.call.id
-        || (named.kind == task_kind::MODEL && ancestors.contains(&named.id))
+        || (named.kind == TaskKind::Model && ancestors.contains(&named.id))
         || descendants.contains(&followed.id)
         || descendants.contains(&named.id);
     if cycle {
@@ -108,7 +108,7 @@ pub(super) async fn run(
         ));
     }
     let new = NewTask {
-        kind: task_kind::AWAIT.into(),
+        kind: TaskKind::Await,
         origin: "kernel".into(),
         on_failure: "absorb".into(),
         visibility: "collapsed".into(),

@@ -21,7 +21,7 @@ pub mod state;
 
 use nexus_core::codes::Code;
 use nexus_core::results::UPLOAD_URI_PREFIX;
-use nexus_store::{Engine, NewUpload, Tx, UploadRow};
+use nexus_store::{Engine, NewUpload, TaskStatus, Tx, UploadRow};
 use serde_json::{Value, json};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -235,7 +235,7 @@ impl Kernel {
             return Err(KernelError::of(Code::NotClaimant));
         }
         let now = time::now_ms();
-        if task.status != "dispatched" || task.deadline_at.is_some_and(|d| d <= now) {
+        if task.status != TaskStatus::Dispatched || task.deadline_at.is_some_and(|d| d <= now) {
             return Err(KernelError::of(Code::ClaimInactive));
         }
         let u = self.store.upload_by_public_id(upload).await?.ok_or_else(not_found)?;

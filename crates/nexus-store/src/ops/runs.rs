@@ -125,15 +125,12 @@ macro_rules! run_ops {
         pub(crate) async fn runs_of_workspace(
             c: &mut Conn,
             workspace_id: i64,
-            status: Option<&str>,
+            status: Option<RunStatus>,
             after_id: i64,
             limit: i64,
         ) -> Result<Vec<RunRow>> {
             let rows = match status {
                 Some(status) => {
-                    if check_text(status).is_err() {
-                        return Ok(Vec::new());
-                    }
                     query(sql::RUNS_OF_WORKSPACE_STATUS)
                         .bind(workspace_id)
                         .bind(after_id)
@@ -318,7 +315,7 @@ macro_rules! run_methods {
         async fn runs_of_workspace(
             &self,
             workspace_id: i64,
-            status: Option<&str>,
+            status: Option<RunStatus>,
             after_id: i64,
             limit: i64,
         ) -> Result<Vec<RunRow>> {

@@ -42,7 +42,7 @@ macro_rules! task_ops {
             c: &mut Conn,
             task: &TaskRow,
             expect_generation: i64,
-            expect_statuses: &[&str],
+            expect_statuses: &[TaskStatus],
             expect_claim_token: Option<&str>,
         ) -> Result<bool> {
             row::check_task_row_text(task)?;

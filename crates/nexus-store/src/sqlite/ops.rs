@@ -20,7 +20,7 @@ pub(crate) async fn update_task(
     c: &mut Conn,
     task: &TaskRow,
     expect_generation: i64,
-    expect_statuses: &[&str],
+    expect_statuses: &[TaskStatus],
     expect_claim_token: Option<&str>,
 ) -> Result<bool> {
     row::check_task_row_text(task)?;
@@ -96,7 +96,7 @@ pub(crate) async fn update_task_over(
     c: &mut Conn,
     before: &TaskRow,
     task: &TaskRow,
-    expect_statuses: &[&str],
+    expect_statuses: &[TaskStatus],
     expect_claim_token: Option<&str>,
 ) -> Result<bool> {
     row::check_task_row_text(task)?;
@@ -123,12 +123,12 @@ async fn update_changed(
     current: &TaskRow,
     task: &TaskRow,
     expect_generation: i64,
-    expect_statuses: &[&str],
+    expect_statuses: &[TaskStatus],
     expect_claim_token: Option<&str>,
     guard: bool,
 ) -> Result<bool> {
     let matches = current.generation == expect_generation
-        && expect_statuses.contains(&current.status.as_str())
+        && expect_statuses.contains(&current.status)
         && expect_claim_token.is_none_or(|t| current.claim_token.as_deref() == Some(t));
     if !matches {
         return Ok(false);
@@ -170,7 +170,7 @@ async fn update_changed(
     }
     row::task_mutable_fields!(bind_changed);
     if guard {
-        q = q.bind(expect_generation).bind(&current.status);
+        q = q.bind(expect_generation).bind(current.status);
         if let Some(t) = expect_claim_token {
             q = q.bind(t);
         }
@@ -290,6 +290,6 @@ mod tests {
             .skip(1)
             .filter_map(|rest| rest.split('\'').next())
             .collect();
-        assert_eq!(named, crate::INBOX_STATUSES);
+        assert_eq!(named, crate::INBOX_STATUSES.map(crate::TaskStatus::as_str));
     }
 }

@@ -253,14 +253,14 @@ pub async fn seed_member(store: &Store, now: i64) -> (crate::AccountRow, crate::
 }
 
 /// A standalone run in `workspace_id`, created and answered by `member_id`, at `now`.
-pub fn new_run(workspace_id: i64, member_id: i64, status: &str, now: i64) -> crate::NewRun {
+pub fn new_run(workspace_id: i64, member_id: i64, status: crate::RunStatus, now: i64) -> crate::NewRun {
     crate::NewRun {
         public_id: Uuid::now_v7(),
         workspace_id,
         created_by_id: member_id,
         answering_member_id: member_id,
         declaring_agent_id: None,
-        status: status.into(),
+        status,
         hosting: r#"{"kind":"standalone"}"#.into(),
         approval_mode: "ask".into(),
         approval_rules: None,

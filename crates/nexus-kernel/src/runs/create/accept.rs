@@ -8,7 +8,9 @@ use base64::Engine as _;
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind};
 use nexus_core::steps::{Step, StepVerb, ToolRoute};
-use nexus_store::{Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, WorkspaceRow, task_status};
+use nexus_store::{
+    Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, TaskKind, TaskStatus, WorkspaceRow,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -17,7 +19,7 @@ use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::columns::{AskContext, Frozen, WaitContext};
 use crate::runs::rows::Graph;
-use crate::runs::{FrozenContext, RequestSurface, task_kind};
+use crate::runs::{FrozenContext, RequestSurface};
 
 /// `wait` timeouts: default and per-park clamp.
 const WAIT_DEFAULT_MS: u64 = 3_600_000;
@@ -151,7 +153,7 @@ impl Kernel {
                 path: format!("{}steps[{i}]", ctx.prefix),
                 task: NewTask {
                     key: step.key.clone(),
-                    status: task_status::WAITING.into(),
+                    status: TaskStatus::Waiting,
                     generation: 1,
                     origin: "author".into(),
                     on_failure: step.on_failure.as_str().into(),
@@ -285,7 +287,7 @@ impl Kernel {
             d.task.frozen_context = Some(Frozen::Model(Box::new(frozen)).to_text());
             d.task.request_surface = Some(serde_json::to_string(&surface).expect("surface serializes"));
         }
-        d.task.kind = task_kind::MODEL.into();
+        d.task.kind = TaskKind::Model;
         d.task.mainline = true;
         Ok(())
     }
@@ -310,7 +312,7 @@ impl Kernel {
             return Ok(());
         };
         let path = &d.path;
-        d.task.kind = task_kind::TOOL.into();
+        d.task.kind = TaskKind::Tool;
         d.task.tool_name = Some(name.clone());
         d.task.tool_input = Some(serde_json::to_string(input).expect("input serializes"));
         d.task.timeout_ms = timeout_ms.map(|t| t as i64);
@@ -385,7 +387,7 @@ fn accept_ask(step: &Step, d: &mut Draft) {
         return;
     };
     let _path = &d.path;
-    d.task.kind = task_kind::AWAIT.into();
+    d.task.kind = TaskKind::Await;
     d.task.timeout_ms = timeout_ms.map(|t| t as i64);
     d.task.frozen_context = Some(
         Frozen::Ask(AskContext {
@@ -412,7 +414,7 @@ fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, 
         return;
     };
     let path = &d.path;
-    d.task.kind = task_kind::AWAIT.into();
+    d.task.kind = TaskKind::Await;
     let timeout = timeout_ms.unwrap_or(WAIT_DEFAULT_MS).min(WAIT_MAX_MS);
     d.task.timeout_ms = Some(timeout as i64);
     let other_run = run_public_id

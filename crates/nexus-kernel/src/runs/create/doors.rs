@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use nexus_core::approval;
 use nexus_core::codes::Code;
 use nexus_core::steps::{self, Step, StepsContext};
-use nexus_store::{Engine, MemberKind, NewRun, RunRow, StoreError, TaskRow, run_status};
+use nexus_store::{Engine, MemberKind, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -18,7 +18,7 @@ use crate::runs::read::object;
 use crate::runs::rows::Graph;
 use crate::runs::run_end::is_candidate;
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, is_open, refuse, run_is_terminal, task_kind};
+use crate::runs::{AfterCommit, refuse};
 use crate::{Kernel, time};
 
 impl Kernel {
@@ -216,7 +216,7 @@ impl Kernel {
                 created_by_id: member.id,
                 answering_member_id: member.id,
                 declaring_agent_id: declaring_agent.map(|a| a.id),
-                status: run_status::PENDING.into(),
+                status: RunStatus::Pending,
                 hosting: json!({"kind": "standalone"}).to_string(),
                 approval_mode: approval_mode.clone(),
                 approval_rules: (!approval_rules.is_null()).then(|| approval_rules.to_string()),
@@ -260,14 +260,14 @@ impl Kernel {
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
-        if run.status != run_status::PENDING {
+        if run.status != RunStatus::Pending {
             return Err(refuse(
                 Code::NotStartable,
                 format!("the run is {}, not pending", run.status),
             ));
         }
         let mut effects = Vec::new();
-        self.set_run_status(&mut tx, &mut run, run_status::RUNNING, None, now, &mut effects)
+        self.set_run_status(&mut tx, &mut run, RunStatus::Running, None, now, &mut effects)
             .await?;
         let mut g = Graph::load(&mut tx, run.id).await?;
         self.schedule_all(&mut tx, &mut run, &mut g, now, &mut effects).await?;
@@ -296,7 +296,7 @@ impl Kernel {
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
-        if run_is_terminal(&run.status) {
+        if run.status.is_terminal() {
             return Err(refuse(
                 Code::AlreadyTerminal,
                 format!("the run is already {}", run.status),
@@ -311,13 +311,13 @@ impl Kernel {
             .filter(|t| crate::executor::push::inbox_holder(t).is_some())
             .cloned()
             .collect();
-        if run.status == run_status::PENDING {
+        if run.status == RunStatus::Pending {
             self.cancel_live(&mut tx, &mut run, &mut g, true, now).await?;
-            self.set_run_status(&mut tx, &mut run, run_status::CANCELED, None, now, &mut effects)
+            self.set_run_status(&mut tx, &mut run, RunStatus::Canceled, None, now, &mut effects)
                 .await?;
         } else {
-            if run.status != run_status::CANCELING {
-                self.set_run_status(&mut tx, &mut run, run_status::CANCELING, None, now, &mut effects)
+            if run.status != RunStatus::Canceling {
+                self.set_run_status(&mut tx, &mut run, RunStatus::Canceling, None, now, &mut effects)
                     .await?;
             }
             self.cancel_live(&mut tx, &mut run, &mut g, force, now).await?;
@@ -445,7 +445,7 @@ impl Kernel {
             return Ok(replay);
         }
         // Rows whose dependencies already settled start now.
-        if run.status == run_status::RUNNING {
+        if run.status == RunStatus::Running {
             let mut g = Graph::load(&mut tx, run.id).await?;
             self.schedule_ids(&mut tx, &mut run, &mut g, new_ids, now, &mut effects)
                 .await?;
@@ -505,8 +505,8 @@ fn stale_revision(current: i64) -> KernelError {
 /// The append door's refusals that need no grammar (runs.md §3 table order).
 fn door_checks(run: &RunRow, g: &Graph, body: &Value) -> KernelResult<()> {
     if !matches!(
-        run.status.as_str(),
-        run_status::PENDING | run_status::RUNNING | run_status::NEEDS_ATTENTION
+        run.status,
+        RunStatus::Pending | RunStatus::Running | RunStatus::NeedsAttention
     ) {
         return Err(refuse(Code::RunNotAppendable, format!("the run is {}", run.status)));
     }
@@ -517,7 +517,7 @@ fn door_checks(run: &RunRow, g: &Graph, body: &Value) -> KernelResult<()> {
     if has_model
         && g.tasks
             .iter()
-            .any(|t| t.kind == task_kind::MODEL && t.mainline && is_open(&t.status))
+            .any(|t| t.kind == TaskKind::Model && t.mainline && t.status.is_open())
     {
         return Err(refuse(Code::TipLive, "the latest mainline round is still live"));
     }

@@ -10,7 +10,7 @@ use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
-use nexus_store::{Engine, JobRow, RoundForReply, TaskRow, run_status, task_status};
+use nexus_store::{Engine, JobRow, RoundForReply, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
@@ -19,7 +19,7 @@ use crate::runs::round::expand::{ChainFacts, Expansion, PlannedCall};
 use crate::runs::rows::Graph;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, FrozenContext, StoredReply, graph_error, run_is_terminal};
+use crate::runs::{AfterCommit, FrozenContext, StoredReply, graph_error};
 use crate::{Kernel, time};
 
 /// Call ids longer than this are replaced by `call_<uuidv7>` on both sides.
@@ -137,7 +137,7 @@ impl Kernel {
             facts,
             has_dependents,
             running_awaits,
-        }) = current.filter(|r| r.task.generation == task.generation && r.task.status == task_status::RUNNING)
+        }) = current.filter(|r| r.task.generation == task.generation && r.task.status == TaskStatus::Running)
         else {
             tx.delete_job(job.id).await?;
             tx.commit().await?;
@@ -145,14 +145,14 @@ impl Kernel {
         };
         // A stop without force lets a call-less reply finish; a reply with calls expands
         // nothing in a stopping run (runs.md §7): the round settles canceled.
-        let finishes = run.status == run_status::CANCELING && planned.is_empty();
-        if (run.status == run_status::CANCELING || run_is_terminal(&run.status)) && !finishes {
+        let finishes = run.status == RunStatus::Canceling && planned.is_empty();
+        if (run.status == RunStatus::Canceling || run.status.is_terminal()) && !finishes {
             if self
                 .settle_with_error(
                     &mut tx,
                     &mut run,
                     &mut round,
-                    task_status::CANCELED,
+                    TaskStatus::Canceled,
                     SettleError::new(graph_error::RUN_CANCELED, None),
                     now,
                 )
@@ -194,7 +194,7 @@ impl Kernel {
         effects.push(AfterCommit::RunEvents(run.id));
         if planned.is_empty() {
             // The chain's last round: its settle is an ordinary one.
-            self.transition(&mut tx, &mut run, &mut round, task_status::COMPLETED, now)
+            self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
                 .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
             tx.delete_job(job.id).await?;
@@ -230,7 +230,7 @@ impl Kernel {
                 &mut tx,
                 &mut run,
                 &mut round,
-                task_status::FAILED,
+                TaskStatus::Failed,
                 SettleError::new(graph_error::ROUND_EXPANSION_REFUSED, Some(detail.into())),
                 now,
             )
@@ -242,7 +242,7 @@ impl Kernel {
             return Ok(());
         }
 
-        self.transition(&mut tx, &mut run, &mut round, task_status::COMPLETED, now)
+        self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
             .await?;
         let (n, key_floor) = self
             .round_number(&mut tx, run.id, planned.len(), view.key_floor, full.as_ref())

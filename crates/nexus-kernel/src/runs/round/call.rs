@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nexus_providers::{DeltaSink, EncodedRequest, ModelReply, Provider, ProviderError};
-use nexus_store::{Engine, JobRow, TaskRow, task_status};
+use nexus_store::{Engine, JobRow, TaskRow, TaskStatus};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -181,13 +181,13 @@ impl Kernel {
         let mut effects = Vec::new();
         if let Some(mut current) = tx.task_by_id(task.id).await?
             && current.generation == task.generation
-            && matches!(current.status.as_str(), task_status::WAITING | task_status::RUNNING)
+            && matches!(current.status, TaskStatus::Waiting | TaskStatus::Running)
             && self
                 .settle_with_error(
                     &mut tx,
                     &mut run,
                     &mut current,
-                    task_status::FAILED,
+                    TaskStatus::Failed,
                     SettleError::new(key, detail),
                     now,
                 )

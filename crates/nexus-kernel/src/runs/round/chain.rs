@@ -3,16 +3,16 @@
 //! record, or from the whole run.
 
 use nexus_core::rounds;
-use nexus_store::{RoundFactsRow, TaskRow, Tx, task_status};
+use nexus_store::{RoundFactsRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::Kernel;
 use crate::error::KernelResult;
+use crate::runs::StoredReply;
 use crate::runs::render::{Judge, render_row};
 use crate::runs::rows::Graph;
 use crate::runs::rows::Rows;
-use crate::runs::{StoredReply, task_kind};
 
 /// One earlier round of a chain as the repeat-call rule reads it (runs.md §7), as stored in
 /// `round_facts.history`.
@@ -68,7 +68,7 @@ pub(crate) fn round_record(rows: &Rows, round: &TaskRow) -> StoredRound {
                 .iter()
                 .map(|c| {
                     let row = fan.iter().copied().find(|t| t.tool_call_id.as_deref() == Some(&c.id));
-                    paired |= row.is_some_and(|t| t.status == task_status::COMPLETED && t.pairs_with.is_some());
+                    paired |= row.is_some_and(|t| t.status == TaskStatus::Completed && t.pairs_with.is_some());
                     let rendered = render_row(rows, row, &judge);
                     let signature = row.map_or_else(String::new, |t| {
                         let input: Value = t
@@ -110,7 +110,7 @@ impl Kernel {
                 let record = match prev.filter(|p| p.round_id == prev_id) {
                     Some(p) => Some(p.record),
                     None => match tx.task_by_id(prev_id).await? {
-                        Some(p) if p.kind == task_kind::MODEL && p.run_id == round.run_id => {
+                        Some(p) if p.kind == TaskKind::Model && p.run_id == round.run_id => {
                             let mut tasks = vec![p.clone()];
                             tasks.extend(tx.tasks_declared_by(round.run_id, prev_id).await?);
                             let rows = Rows::new(tasks);
@@ -147,7 +147,7 @@ impl Kernel {
             (None, _) => {
                 // A chain root (declared by a tool row, or by nothing) has no earlier rounds.
                 match tx.task_by_id(prev_id).await? {
-                    Some(p) if p.kind == task_kind::MODEL && p.run_id == round.run_id => {}
+                    Some(p) if p.kind == TaskKind::Model && p.run_id == round.run_id => {}
                     _ => return Ok((ChainView::root(), None)),
                 }
             }
@@ -164,7 +164,7 @@ impl Kernel {
 pub(crate) fn chain_view_of(g: &Graph, round: &TaskRow) -> ChainView {
     let mut chain: Vec<&TaskRow> = Vec::new();
     let mut at = round.declaring_task_id.and_then(|id| g.get(id));
-    while let Some(t) = at.filter(|t| t.kind == task_kind::MODEL) {
+    while let Some(t) = at.filter(|t| t.kind == TaskKind::Model) {
         chain.push(t);
         if chain.len() > rounds::LOOK_BACK.max(rounds::ROUND_LIMIT) {
             break;

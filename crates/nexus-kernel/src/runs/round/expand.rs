@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, RoundFactsRow, TaskRow, Tx, task_status};
+use nexus_store::{NewTask, RoundFactsRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::{Value, json};
 
 use crate::Kernel;
@@ -11,7 +11,6 @@ use crate::error::KernelResult;
 use crate::runs::round::chain::StoredRound;
 use crate::runs::rows::Graph;
 use crate::runs::settle::SettleError;
-use crate::runs::task_kind;
 use crate::runs::unit::Unit;
 
 /// How many round numbers one key probe tries.
@@ -118,8 +117,8 @@ impl Kernel {
                 .insert_task(NewTask {
                     run_id: run.id,
                     key: key.clone(),
-                    kind: task_kind::TOOL.into(),
-                    status: task_status::WAITING.into(),
+                    kind: TaskKind::Tool,
+                    status: TaskStatus::Waiting,
                     generation: 1,
                     origin: "model".into(),
                     on_failure: fan_on_failure.to_string(),
@@ -148,8 +147,8 @@ impl Kernel {
             .insert_task(NewTask {
                 run_id: run.id,
                 key: key.clone(),
-                kind: task_kind::MODEL.into(),
-                status: task_status::WAITING.into(),
+                kind: TaskKind::Model,
+                status: TaskStatus::Waiting,
                 generation: 1,
                 origin: "model".into(),
                 on_failure: round.on_failure.clone(),
@@ -210,7 +209,7 @@ impl Kernel {
                         tx,
                         run,
                         &mut row,
-                        task_status::FAILED,
+                        TaskStatus::Failed,
                         SettleError::new(error, detail.clone()),
                         now,
                     )

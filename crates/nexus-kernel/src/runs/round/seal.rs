@@ -2,14 +2,14 @@
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
 use nexus_providers::{EncodedRequest, Provider};
-use nexus_store::{Engine, JobRow, NewSealedRequest, TaskRow, run_status, task_status};
+use nexus_store::{Engine, JobRow, NewSealedRequest, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 
 use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::settle::SettleError;
-use crate::runs::{AfterCommit, RequestSurface, graph_error, run_is_terminal, task_kind};
+use crate::runs::{AfterCommit, RequestSurface, graph_error};
 use crate::{Kernel, time};
 
 impl Kernel {
@@ -23,7 +23,7 @@ impl Kernel {
         // The round with its predecessor and the predecessor's fan: what a seal reads.
         let neighbourhood = self.store.task_neighbourhood(job.run_id, task_id).await?;
         let task = neighbourhood.iter().find(|t| t.id == task_id).cloned();
-        let Some(task) = task.filter(|t| t.generation == job.generation && t.kind == task_kind::MODEL) else {
+        let Some(task) = task.filter(|t| t.generation == job.generation && t.kind == TaskKind::Model) else {
             self.store.delete_job(job.id).await?;
             return Ok(());
         };
@@ -43,15 +43,15 @@ impl Kernel {
                     .await;
             }
         };
-        let (enc, attempts, prev) = match task.status.as_str() {
-            task_status::WAITING => {
+        let (enc, attempts, prev) = match task.status {
+            TaskStatus::Waiting => {
                 let sealed = self.seal(job, &task, neighbourhood, provider.as_ref(), &model).await?;
                 match sealed {
                     Some((enc, prev)) => (enc, Vec::new(), prev),
                     None => return Ok(()),
                 }
             }
-            task_status::RUNNING if job.attempts > 1 => {
+            TaskStatus::Running if job.attempts > 1 => {
                 // A lease recovered from a dead process: send the sealed bytes again.
                 let Some(sealed) = self.store.sealed_request(task.id, task.generation).await? else {
                     self.store.delete_job(job.id).await?;
@@ -106,20 +106,20 @@ impl Kernel {
             tx.commit().await?;
             return Ok(None);
         };
-        if current.generation != task.generation || current.status != task_status::WAITING {
+        if current.generation != task.generation || current.status != TaskStatus::Waiting {
             tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(None);
         }
-        if run.status != run_status::RUNNING {
+        if run.status != RunStatus::Running {
             let mut effects = Vec::new();
-            if (run.status == run_status::CANCELING || run_is_terminal(&run.status))
+            if (run.status == RunStatus::Canceling || run.status.is_terminal())
                 && self
                     .settle_with_error(
                         &mut tx,
                         &mut run,
                         &mut current,
-                        task_status::CANCELED,
+                        TaskStatus::Canceled,
                         SettleError::new(graph_error::RUN_CANCELED, None),
                         now,
                     )
@@ -144,7 +144,7 @@ impl Kernel {
             created_at: now,
         })
         .await?;
-        self.transition(&mut tx, &mut run, &mut current, task_status::RUNNING, now)
+        self.transition(&mut tx, &mut run, &mut current, TaskStatus::Running, now)
             .await?;
         tx.commit().await?;
         // The continuation's request starts from these entries.

@@ -1,0 +1,212 @@
+//! The words of a run's and a task's life: run statuses (runs.md §1), task statuses (runs.md
+//! §5) and task kinds. Each is an enum whose word ([`TaskStatus::as_str`], …) is exactly what
+//! the database column holds and what the API and the events serve; the tables' CHECK
+//! constraints name the same words. A word read back that no variant has is a corrupt row
+//! ([`crate::StoreError::Corrupt`]), never a panic.
+
+use std::fmt;
+
+/// An enum of stored words: the enum, its word both ways, `Display`, serde as the word, and
+/// the word bound as TEXT on both engines (rusqlite `ToSql`, sqlx `Encode` for PostgreSQL).
+macro_rules! stored_words {
+    (
+        $(#[$meta:meta])*
+        pub enum $name:ident {
+            $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [Self] = &[$(Self::$variant),+];
+
+            /// The stored word.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$variant => $word,)+
+                }
+            }
+
+            /// The variant whose word is `word`; `None` for any other string.
+            pub fn parse(word: &str) -> Option<Self> {
+                match word {
+                    $($word => Some(Self::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let word = String::deserialize(d)?;
+                Self::parse(&word)
+                    .ok_or_else(|| serde::de::Error::unknown_variant(&word, &[$($word),+]))
+            }
+        }
+
+        impl rusqlite::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+                Ok(rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Text(
+                    self.as_str().as_bytes(),
+                )))
+            }
+        }
+
+        impl sqlx::Type<sqlx::Postgres> for $name {
+            fn type_info() -> sqlx::postgres::PgTypeInfo {
+                <&str as sqlx::Type<sqlx::Postgres>>::type_info()
+            }
+            fn compatible(ty: &sqlx::postgres::PgTypeInfo) -> bool {
+                <&str as sqlx::Type<sqlx::Postgres>>::compatible(ty)
+            }
+        }
+
+        impl sqlx::Encode<'_, sqlx::Postgres> for $name {
+            fn encode_by_ref(
+                &self,
+                buf: &mut sqlx::postgres::PgArgumentBuffer,
+            ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+                <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
+            }
+        }
+    };
+}
+
+stored_words! {
+    /// A run's status (runs.md §1). The default is a new run's, `pending`.
+    pub enum RunStatus {
+        #[default]
+        Pending = "pending",
+        Running = "running",
+        NeedsAttention = "needs_attention",
+        Canceling = "canceling",
+        Completed = "completed",
+        Canceled = "canceled",
+    }
+}
+
+impl RunStatus {
+    /// A terminal run status: the run has ended and changes no more.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Canceled)
+    }
+}
+
+stored_words! {
+    /// A task's status (runs.md §5). The default is a new row's, `waiting`.
+    pub enum TaskStatus {
+        #[default]
+        Waiting = "waiting",
+        NeedsApproval = "needs_approval",
+        Running = "running",
+        Dispatched = "dispatched",
+        AwaitingInput = "awaiting_input",
+        Completed = "completed",
+        Failed = "failed",
+        Canceled = "canceled",
+        TimedOut = "timed_out",
+        Skipped = "skipped",
+        Uncertain = "uncertain",
+    }
+}
+
+impl TaskStatus {
+    /// The parked statuses: the rows with a deadline the sweep watches.
+    pub const PARKED: [Self; 4] = [
+        Self::NeedsApproval,
+        Self::Running,
+        Self::Dispatched,
+        Self::AwaitingInput,
+    ];
+    /// The open (live) statuses: `waiting` plus the parked ones.
+    pub const OPEN: [Self; 5] = [
+        Self::Waiting,
+        Self::NeedsApproval,
+        Self::Running,
+        Self::Dispatched,
+        Self::AwaitingInput,
+    ];
+
+    /// A settled status: no further transition without a retry.
+    pub fn is_settled(self) -> bool {
+        !self.is_open()
+    }
+
+    /// An open (live) status: `waiting` or parked.
+    pub fn is_open(self) -> bool {
+        self == Self::Waiting || self.is_parked()
+    }
+
+    /// A parked status: the row waits on a deadline.
+    pub fn is_parked(self) -> bool {
+        Self::PARKED.contains(&self)
+    }
+}
+
+stored_words! {
+    /// A task's kind. The default (`model_task`) only lets rows derive `Default`; every
+    /// writer names the kind.
+    pub enum TaskKind {
+        #[default]
+        Model = "model_task",
+        Tool = "tool_task",
+        Await = "await_task",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_word_parses_back_and_serializes_as_itself() {
+        fn check<T>(all: &[T], as_str: fn(T) -> &'static str, parse: fn(&str) -> Option<T>)
+        where
+            T: Copy + PartialEq + fmt::Debug + fmt::Display + serde::Serialize + serde::de::DeserializeOwned,
+        {
+            for &v in all {
+                let word = as_str(v);
+                assert_eq!(parse(word), Some(v));
+                assert_eq!(v.to_string(), word);
+                assert_eq!(serde_json::to_value(v).unwrap(), serde_json::json!(word));
+                assert_eq!(serde_json::from_value::<T>(serde_json::json!(word)).unwrap(), v);
+            }
+            assert_eq!(parse("no_such_word"), None);
+            assert!(serde_json::from_value::<T>(serde_json::json!("no_such_word")).is_err());
+        }
+        check(RunStatus::ALL, RunStatus::as_str, RunStatus::parse);
+        check(TaskStatus::ALL, TaskStatus::as_str, TaskStatus::parse);
+        check(TaskKind::ALL, TaskKind::as_str, TaskKind::parse);
+    }
+
+    /// The settled statuses are exactly the six runs.md §5 names; the rest are open.
+    #[test]
+    fn settled_and_open_split_the_task_statuses() {
+        use TaskStatus::*;
+        let settled: Vec<_> = TaskStatus::ALL.iter().copied().filter(|s| s.is_settled()).collect();
+        assert_eq!(settled, [Completed, Failed, Canceled, TimedOut, Skipped, Uncertain]);
+        let open: Vec<_> = TaskStatus::ALL.iter().copied().filter(|s| s.is_open()).collect();
+        assert_eq!(open, TaskStatus::OPEN);
+        let parked: Vec<_> = TaskStatus::ALL.iter().copied().filter(|s| s.is_parked()).collect();
+        assert_eq!(parked, TaskStatus::PARKED);
+        let terminal: Vec<_> = RunStatus::ALL.iter().copied().filter(|s| s.is_terminal()).collect();
+        assert_eq!(terminal, [RunStatus::Completed, RunStatus::Canceled]);
+    }
+}

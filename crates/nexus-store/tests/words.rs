@@ -1,0 +1,169 @@
+//! The stored words of [`RunStatus`], [`TaskStatus`] and [`TaskKind`] against the tables, on
+//! every available engine: the CHECK constraints accept exactly the enums' words and refuse
+//! any other, and a row that holds another word anyway (written with the constraints off)
+//! reads back as a corrupt row, never a panic.
+
+use nexus_store::testing::{self, TestStore};
+use nexus_store::*;
+use sqlx::{Connection, PgConnection};
+
+const NOW: i64 = 1_700_000_000_000;
+
+/// A connection to the test store's database beside the store's own.
+enum Raw {
+    Sqlite(rusqlite::Connection),
+    Postgres(PgConnection),
+}
+
+impl Raw {
+    async fn open(ts: &TestStore) -> Raw {
+        match &ts.base_url {
+            None => Raw::Sqlite(rusqlite::Connection::open(ts.sqlite_path().unwrap()).unwrap()),
+            Some(base) => {
+                let mut c = PgConnection::connect(base).await.unwrap();
+                let schema = ts.schema.as_deref().unwrap();
+                sqlx::query(sqlx::AssertSqlSafe(format!("SET search_path TO \"{schema}\"")))
+                    .execute(&mut c)
+                    .await
+                    .unwrap();
+                Raw::Postgres(c)
+            }
+        }
+    }
+
+    /// Sets `column` of row `id` of `table` to `word`; false when the database refuses.
+    async fn set(&mut self, table: &str, column: &str, id: i64, word: &str) -> bool {
+        let sql = format!("UPDATE {table} SET {column} = '{word}' WHERE id = {id}");
+        match self {
+            Raw::Sqlite(c) => c.execute(&sql, []).is_ok(),
+            Raw::Postgres(c) => sqlx::query(sqlx::AssertSqlSafe(sql)).execute(c).await.is_ok(),
+        }
+    }
+
+    /// Switches the CHECK constraints of `runs` and `tasks` off (PostgreSQL: drops them; the
+    /// schema is the test's own).
+    async fn checks_off(&mut self) {
+        match self {
+            Raw::Sqlite(c) => c.execute_batch("PRAGMA ignore_check_constraints = ON").unwrap(),
+            Raw::Postgres(c) => {
+                let checks: Vec<(String, String)> = sqlx::query_as(
+                    "SELECT t.relname::text, k.conname::text FROM pg_constraint k \
+                     JOIN pg_class t ON t.oid = k.conrelid \
+                     WHERE k.contype = 'c' AND t.relname IN ('runs', 'tasks') \
+                     AND t.relnamespace = current_schema()::regnamespace",
+                )
+                .fetch_all(&mut *c)
+                .await
+                .unwrap();
+                assert!(!checks.is_empty());
+                for (table, name) in checks {
+                    let sql = format!("ALTER TABLE {table} DROP CONSTRAINT \"{name}\"");
+                    sqlx::query(sqlx::AssertSqlSafe(sql)).execute(&mut *c).await.unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// A run and one task row in it.
+async fn run_and_task(s: &Store) -> (RunRow, TaskRow) {
+    let (_, ws, member) = testing::seed_member(s, NOW).await;
+    let mut tx = s.begin().await.unwrap();
+    let run = tx
+        .insert_run(testing::new_run(ws.id, member.id, RunStatus::Running, NOW))
+        .await
+        .unwrap();
+    let task = tx
+        .insert_task(NewTask {
+            run_id: run.id,
+            key: "t".into(),
+            kind: TaskKind::Tool,
+            status: TaskStatus::Waiting,
+            generation: 1,
+            origin: "author".into(),
+            on_failure: "propagate".into(),
+            visibility: "collapsed".into(),
+            tool_name: Some("read_file".into()),
+            tool_input: Some("{}".into()),
+            created_at: NOW,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    (run, task)
+}
+
+#[tokio::test]
+async fn the_tables_take_exactly_the_enums_words() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let (run, task) = run_and_task(s).await;
+        let mut raw = Raw::open(&ts).await;
+        let d = ts.dialect;
+        for &status in TaskStatus::ALL {
+            assert!(
+                raw.set("tasks", "status", task.id, status.as_str()).await,
+                "{status} on {d}"
+            );
+            assert_eq!(s.task_by_id(task.id).await.unwrap().unwrap().status, status, "{d}");
+        }
+        for &kind in TaskKind::ALL {
+            assert!(raw.set("tasks", "kind", task.id, kind.as_str()).await, "{kind} on {d}");
+            assert_eq!(s.task_by_id(task.id).await.unwrap().unwrap().kind, kind, "{d}");
+        }
+        for &status in RunStatus::ALL {
+            assert!(
+                raw.set("runs", "status", run.id, status.as_str()).await,
+                "{status} on {d}"
+            );
+            assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().status, status, "{d}");
+        }
+        for (table, column, id) in [
+            ("tasks", "status", task.id),
+            ("tasks", "kind", task.id),
+            ("runs", "status", run.id),
+        ] {
+            for word in ["bogus", "", "Waiting", "model"] {
+                assert!(
+                    !raw.set(table, column, id, word).await,
+                    "{table}.{column} {word:?} is refused on {d}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unknown_stored_word_reads_back_as_a_corrupt_row() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let (run, task) = run_and_task(s).await;
+        let mut raw = Raw::open(&ts).await;
+        raw.checks_off().await;
+        let corrupt = |r: Result<Option<TaskRow>>, column: &str| match r {
+            Err(StoreError::Corrupt(m)) => assert!(m.contains(column) && m.contains("bogus"), "{m} on {d}"),
+            other => panic!("{column} on {d}: {other:?}"),
+        };
+
+        assert!(raw.set("tasks", "status", task.id, "bogus").await, "{d}");
+        corrupt(s.task_by_id(task.id).await, "tasks.status");
+        assert!(raw.set("tasks", "status", task.id, "waiting").await, "{d}");
+        assert!(s.task_by_id(task.id).await.unwrap().is_some());
+
+        assert!(raw.set("tasks", "kind", task.id, "bogus").await, "{d}");
+        corrupt(s.task_by_id(task.id).await, "tasks.kind");
+        assert!(matches!(
+            s.begin().await.unwrap().task_frozen_head(task.id).await,
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(raw.set("tasks", "kind", task.id, "tool_task").await, "{d}");
+
+        assert!(raw.set("runs", "status", run.id, "bogus").await, "{d}");
+        match s.run_by_id(run.id).await {
+            Err(StoreError::Corrupt(m)) => assert!(m.contains("runs.status"), "{m} on {d}"),
+            other => panic!("runs.status on {d}: {other:?}"),
+        }
+    }
+}
