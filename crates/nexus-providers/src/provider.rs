@@ -98,6 +98,10 @@ impl ModelCapabilities {
     }
 }
 
+/// What an HTTP adapter's encoder gives: the body, its SHA-256, and where the tools array sits
+/// in it (see [`EncodedRequest::tools`]).
+pub(crate) type BodyParts = (Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>);
+
 /// The exact request a provider sends (sealed before the first attempt, providers.md §4).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EncodedRequest {

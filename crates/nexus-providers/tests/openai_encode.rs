@@ -115,7 +115,16 @@ fn the_body_is_exact_member_for_member() {
     );
     assert_eq!(String::from_utf8(enc.body.clone()).unwrap(), expected);
     openai_schema::assert_valid_bytes(REQUEST, &enc.body);
-    let digest_of_the_body = EncodedRequest::new(enc.url.clone(), enc.headers.clone(), enc.body.clone());
+    // The tools range is the tools array exactly.
+    let tools = enc.tools_bytes().expect("a tools range");
+    assert!(expected.contains(&format!(
+        r#""tools":{},"messages""#,
+        std::str::from_utf8(tools).unwrap()
+    )));
+    assert!(tools.starts_with(b"[{") && tools.ends_with(b"}]"));
+    let range = enc.tools.clone().unwrap();
+    let digest_of_the_body =
+        EncodedRequest::new(enc.url.clone(), enc.headers.clone(), enc.body.clone()).with_tools(range);
     assert_eq!(enc, digest_of_the_body);
 
     // Not streaming, no budget, no effort, parallel calls not configured, no tools, no system.

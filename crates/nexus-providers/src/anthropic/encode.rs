@@ -221,7 +221,7 @@ impl Encoder {
         req: &ModelRequest,
         blobs: &dyn BlobReader,
         config: &InstanceConfig,
-    ) -> Result<(Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>), ProviderError> {
+    ) -> Result<crate::provider::BodyParts, ProviderError> {
         // The model's capabilities matter only for a default budget or tool search.
         let caps = (req.options.max_output_tokens.is_none() || config.server_tool_search)
             .then(|| config.capabilities(&req.model));

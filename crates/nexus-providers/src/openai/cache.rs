@@ -163,7 +163,7 @@ impl Cache {
         layout: &Layout,
         req: &ModelRequest,
         blobs: &dyn BlobReader,
-    ) -> Result<(Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>), ProviderError> {
+    ) -> Result<crate::provider::BodyParts, ProviderError> {
         let tools = self.tools(&req.tools)?;
         let mut slot = self
             .slots
