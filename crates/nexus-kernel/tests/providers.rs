@@ -537,3 +537,119 @@ async fn a_stop_aborts_a_streaming_call() {
         assert_eq!(upstream.requests().len(), 1);
     }
 }
+
+#[tokio::test]
+async fn server_side_tool_search_marks_deferred_entries_and_replays_native_blocks() {
+    for ts in engines().await {
+        let upstream = FakeUpstream::start().await;
+        let w = world(ts, &upstream, |c| {
+            c.server_tool_search = true;
+            c.models.insert(
+                "claude-search".into(),
+                nexus_providers::config::ModelConfig {
+                    native_tool_search: Some(true),
+                    ..Default::default()
+                },
+            );
+        })
+        .await;
+        let m = "claude-search";
+        upstream.expect(
+            Route::Messages,
+            Expectation::any(
+                anthropic::Message::new(m)
+                    .server_tool_use("srv1", "tool_search_tool_regex", json!({"pattern": "shot"}))
+                    .tool_search_result("srv1", &["shot"])
+                    .tool_use("c1", "runners_list", json!({}))
+                    .reply(),
+            ),
+        );
+        upstream.expect(
+            Route::Messages,
+            Expectation::any(anthropic::Message::new(m).text("Done.").reply()),
+        );
+        // The runner serves `shot`.
+        let row = w.kernel.store.executor_by_public_id(w.runner).await.unwrap().unwrap();
+        let served = json!([{"name": "shot", "effect_profile": nexus_core::registry::EffectProfile::READ.to_json(),
+            "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
+        w.kernel
+            .store
+            .put_announcement(
+                row.id,
+                &nexus_store::Announcement {
+                    served_tools: served.to_string(),
+                    environment: "{}".into(),
+                    served_documents: "[]".into(),
+                },
+                nexus_kernel::time::now_ms(),
+            )
+            .await
+            .unwrap();
+        let deferred = json!({"type": "function", "defer_loading": true,
+            "function": {"name": "shot", "description": "Take a screenshot.", "parameters": {"type": "object"}},
+            "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
+        let (status, body) = w
+            .kernel
+            .create_run(
+                &w.agent,
+                w.ws,
+                &json!({"run": {"approval_mode": "bypass",
+                    "default_runner_executor_public_id": w.runner.to_string(),
+                    "steps": [{"model": {"prompt": "Find the screenshot tool.", "model": "anthropic/claude-search",
+                        "tools": [deferred],
+                        "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
+                        "runner_executor_public_ids": [w.runner.to_string()]}}]}}),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(status, 201, "{body}");
+        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.drive().await;
+        upstream.assert_no_mismatches();
+        let sent = upstream.requests_on(Route::Messages);
+        assert_eq!(sent.len(), 2);
+        let first = sent[0].json();
+        let tools = first["tools"].as_array().unwrap();
+        let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+        // The deferred entry is sent marked, after the eager ones; the regex search tool last.
+        assert_eq!(names.last(), Some(&"tool_search_tool_regex"), "{names:?}");
+        let shot = tools
+            .iter()
+            .find(|t| t["name"] == "shot")
+            .expect("the deferred entry is sent");
+        assert_eq!(shot["defer_loading"], true);
+        // The breakpoint is on the last eager tool, not on a deferred one.
+        let marked: Vec<&str> = tools
+            .iter()
+            .filter(|t| t.get("cache_control").is_some())
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(marked.len(), 1);
+        assert!(
+            tools
+                .iter()
+                .any(|t| t["name"] == marked[0] && t.get("defer_loading").is_none())
+        );
+        // The second request replays the server-tool blocks verbatim, before the tool_use.
+        let second = sent[1].json();
+        let assistant = &second["messages"][1];
+        assert_eq!(assistant["role"], "assistant");
+        let kinds: Vec<&str> = assistant["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["server_tool_use", "tool_search_tool_result", "tool_use"],
+            "{assistant}"
+        );
+        // The sealed tools show the native form.
+        let key = w.first_round(id).await;
+        let sealed = w.sealed(id, &key).await;
+        assert!(sealed.to_string().contains("shot"), "{sealed}");
+    }
+}
