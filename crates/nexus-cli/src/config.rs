@@ -111,11 +111,12 @@ impl Resolved {
     /// The provider instances: the built-in `scripted` plus every `[providers.*]` table. An
     /// instance name outside `[a-z0-9][a-z0-9_-]*` is refused, as no model ref could name it.
     pub fn providers(&self) -> anyhow::Result<nexus_providers::Providers> {
-        for name in self.settings.providers.keys() {
+        for (name, config) in &self.settings.providers {
             anyhow::ensure!(
                 nexus_providers::ModelRef::parse(&format!("{name}/m")).is_some_and(|r| r.provider == name),
                 "[providers.{name}]: an instance name must match [a-z0-9][a-z0-9_-]*"
             );
+            config.check().map_err(|e| anyhow::anyhow!("[providers.{name}]: {e}"))?;
         }
         Ok(nexus_providers::Providers::from_config(
             self.data_dir.join("scripts"),

@@ -393,3 +393,33 @@ fn tools_list_is_the_catalog() {
     let table = nexus(&["tools", "list"]);
     assert!(String::from_utf8_lossy(&table.stdout).contains("nexus.graph.delegate_task"));
 }
+
+/// `[providers.*]` is read by every command that builds a kernel: a valid table is accepted, an
+/// unknown member and a credential in `extra_headers` are refused with the table's name.
+#[test]
+fn provider_tables_are_read_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let toml = dir.path().join("nexus.toml");
+    let good = "[providers.claude]\nkind = \"anthropic\"\napi_key_env = \"ANTHROPIC_API_KEY\"\n\
+                [providers.claude.models.\"claude-sonnet-4-5\"]\ncontext_window = 200000\n\
+                [providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8000/v1\"\n";
+    std::fs::write(&toml, good).unwrap();
+    let out = nexus(&["admin", "bootstrap", "--data-dir", d, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (bad, says) in [
+        ("[providers.x]\nkind = \"openai\"\napi_key = \"sk-oops\"\n", "api_key"),
+        (
+            "[providers.x]\nkind = \"openai\"\n[providers.x.extra_headers]\nAuthorization = \"Bearer sk-oops\"\n",
+            "api_key_env",
+        ),
+        ("[providers.Bad]\nkind = \"openai\"\n", "[a-z0-9]"),
+    ] {
+        std::fs::write(&toml, bad).unwrap();
+        let out = nexus(&["admin", "bootstrap", "--data-dir", d, "--json"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{bad}");
+        assert!(err.contains(says), "{bad}: {err}");
+        assert!(!err.contains("sk-oops") || says == "api_key", "{err}");
+    }
+}

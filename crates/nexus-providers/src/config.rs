@@ -218,6 +218,23 @@ impl InstanceConfig {
         caps
     }
 
+    /// Refuses a configuration that would seal a secret: an `extra_headers` entry named like a
+    /// credential (`authorization`, `x-api-key`, `api-key`, `proxy-authorization`). Extra
+    /// headers are part of the sealed request; a key belongs in `api_key_env`.
+    pub fn check(&self) -> Result<(), String> {
+        const SECRET_HEADERS: [&str; 4] = ["authorization", "x-api-key", "api-key", "proxy-authorization"];
+        match self
+            .extra_headers
+            .keys()
+            .find(|k| SECRET_HEADERS.contains(&k.to_ascii_lowercase().as_str()))
+        {
+            Some(name) => Err(format!(
+                "extra_headers.{name} would be sealed with every request: put the key's variable in api_key_env"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// What the catalog reports for this instance.
     pub fn instance(&self) -> Instance {
         Instance {
@@ -276,6 +293,15 @@ scripts_dir = "./scripts"
         assert_eq!(local.instance().models, None);
         assert!(!all["scripted"].streams());
         assert_eq!(all["scripted"].max_attempts, 4);
+    }
+
+    #[test]
+    fn a_secret_header_is_refused() {
+        let mut c = InstanceConfig::of(Kind::Openai);
+        c.extra_headers.insert("OpenAI-Organization".into(), "org-1".into());
+        assert_eq!(c.check(), Ok(()));
+        c.extra_headers.insert("Authorization".into(), "Bearer sk-x".into());
+        assert!(c.check().unwrap_err().contains("api_key_env"));
     }
 
     #[test]
