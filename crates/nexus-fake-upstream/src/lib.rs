@@ -54,6 +54,7 @@ mod expect;
 pub mod openai;
 mod record;
 mod reply;
+pub mod schema;
 mod server;
 mod sse;
 

@@ -2,33 +2,13 @@
 //! stream validates against `CreateChatCompletionResponse` / `CreateChatCompletionStreamResponse`
 //! of `contracts/reference/openai-chat-completions.schema.json`.
 
-use std::path::Path;
-
-use jsonschema::Validator;
 use nexus_fake_upstream::openai::{Completion, Usage};
+use nexus_fake_upstream::schema::{RESPONSE, STREAM_CHUNK, errors};
 use serde_json::{Value, json};
 
-/// The reference document as root schema, with `"$ref"` to `name` added at its top (as its
-/// `$comment` says).
-fn validator(name: &str) -> Validator {
-    let path =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../contracts/reference/openai-chat-completions.schema.json");
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let mut schema: Value = serde_json::from_str(&text).expect("the reference schema is JSON");
-    schema["$ref"] = json!(format!("#/components/schemas/{name}"));
-    jsonschema::validator_for(&schema).expect("the reference schema compiles")
-}
-
-fn errors(validator: &Validator, instance: &Value) -> Vec<String> {
-    validator
-        .iter_errors(instance)
-        .map(|e| format!("{e} (at {})", e.instance_path()))
-        .collect()
-}
-
 #[track_caller]
-fn assert_valid(validator: &Validator, instance: &Value, what: &str) {
-    let errors = errors(validator, instance);
+fn assert_valid(name: &str, instance: &Value, what: &str) {
+    let errors = errors(name, instance);
     assert!(
         errors.is_empty(),
         "{what} fails the schema:\n  {}\n{instance:#}",
@@ -88,9 +68,9 @@ fn kinds() -> Vec<(&'static str, Completion)> {
 
 #[test]
 fn every_canned_completion_validates() {
-    let validator = validator("CreateChatCompletionResponse");
+    let validator = RESPONSE;
     for (what, completion) in kinds() {
-        assert_valid(&validator, &completion.to_json(), what);
+        assert_valid(validator, &completion.to_json(), what);
         let reply = completion.reply();
         let body: Value = serde_json::from_slice(reply.body_bytes().unwrap()).unwrap();
         assert_eq!(body, completion.to_json(), "{what}: the reply sends to_json");
@@ -99,11 +79,11 @@ fn every_canned_completion_validates() {
 
 #[test]
 fn every_canned_stream_chunk_validates() {
-    let validator = validator("CreateChatCompletionStreamResponse");
+    let validator = STREAM_CHUNK;
     for (what, completion) in kinds() {
         let chunks = completion.chunks();
         for (i, chunk) in chunks.iter().enumerate() {
-            assert_valid(&validator, chunk, &format!("{what}: chunk {i}"));
+            assert_valid(validator, chunk, &format!("{what}: chunk {i}"));
         }
         // The frames carry exactly these chunks, then [DONE].
         let frames = completion.events();
@@ -116,25 +96,25 @@ fn every_canned_stream_chunk_validates() {
 
 #[test]
 fn the_oracle_is_not_vacuous() {
-    let response = validator("CreateChatCompletionResponse");
-    let stream = validator("CreateChatCompletionStreamResponse");
+    let response = RESPONSE;
+    let stream = STREAM_CHUNK;
     let good = Completion::new("m").content("Hi").tool_call("c", "f", "{}");
 
     let mut body = good.to_json();
     body["choices"][0].as_object_mut().unwrap().remove("logprobs");
-    assert!(!errors(&response, &body).is_empty(), "logprobs is required");
+    assert!(!errors(response, &body).is_empty(), "logprobs is required");
     let mut body = good.to_json();
     body["choices"][0]["finish_reason"] = json!("done");
-    assert!(!errors(&response, &body).is_empty(), "finish_reason is an enum");
+    assert!(!errors(response, &body).is_empty(), "finish_reason is an enum");
     let mut body = good.to_json();
     body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] = json!({});
-    assert!(!errors(&response, &body).is_empty(), "arguments is a string");
+    assert!(!errors(response, &body).is_empty(), "arguments is a string");
 
     let mut chunk = good.chunks()[0].clone();
     chunk["object"] = json!("chat.completion");
-    assert!(!errors(&stream, &chunk).is_empty(), "a chunk is chat.completion.chunk");
+    assert!(!errors(stream, &chunk).is_empty(), "a chunk is chat.completion.chunk");
     assert!(
-        !errors(&stream, &good.to_json()).is_empty(),
+        !errors(stream, &good.to_json()).is_empty(),
         "a whole completion is not a chunk"
     );
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use common::World;
-use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai};
+use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai, schema};
 use nexus_kernel::runs::RequestRead;
 use nexus_providers::{InstanceConfig, Kind, Providers};
 use nexus_store::Engine;
@@ -313,6 +313,10 @@ async fn openai_rounds_send_identical_tools_and_the_sealed_bytes() {
             ],
         )
         .await;
+        // Every body sent is a valid CreateChatCompletionRequest (the published schema).
+        for req in upstream.requests_on(Route::ChatCompletions) {
+            schema::assert_valid_bytes(schema::REQUEST, &req.body);
+        }
         let second = upstream.requests_on(Route::ChatCompletions)[1].json();
         let keys: Vec<&str> = second.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(&keys[..3], ["model", "tools", "messages"], "{keys:?}");
@@ -495,6 +499,9 @@ async fn a_streamed_reply_sends_model_delta_frames_on_the_live_feed() {
             assert!(frames >= 2, "{model}: {frames} frames");
             let body = upstream.requests_on(route).last().unwrap().json();
             assert_eq!(body["stream"], true);
+            if route == Route::ChatCompletions {
+                schema::assert_valid(schema::REQUEST, &body);
+            }
             let task = w.task(id, &key).await;
             assert_eq!(task["status"], "completed", "{task}");
             assert_eq!(task["usage"]["output_tokens"], 5);

@@ -1,4 +1,4 @@
 //! Helpers shared by the integration tests.
 
 pub mod one_shot;
-pub mod openai_schema;
+pub use nexus_fake_upstream::schema as openai_schema;

@@ -1,24 +1,17 @@
-//! The published OpenAI Chat Completions schema as a test oracle.
+//! The published OpenAI Chat Completions schema as a test oracle, for every crate's tests (the
+//! adapter's bodies, the fake upstream's canned replies, the kernel's end-to-end requests).
 //!
 //! `contracts/reference/openai-chat-completions.schema.json` is a subset of OpenAI's OpenAPI
 //! document, made plain JSON Schema 2020-12. As its `$comment` says, a body is validated by
 //! using the whole document as the root schema with `"$ref": "#/components/schemas/<Name>"`
-//! added at its top; that is all this file does (`jsonschema` does the checking, formats
-//! included).
+//! added at its top; that is all this module does (`jsonschema`, built without default
+//! features so nothing is fetched over the network, does the checking, formats included).
 //!
-//! Self-contained: copy it into another crate's `tests/` as is. It needs the dev-dependencies
-//! `serde_json` and `jsonschema = { workspace = true }` (0.61.2, `default-features = false`, so
-//! nothing is fetched over the network), and expects the crate two levels below the workspace
-//! root (`crates/<name>`); adjust [`SCHEMA_FILE`] otherwise.
-//!
-//! ```ignore
-//! mod support;
-//! use support::openai_schema::{self, REQUEST, RESPONSE, STREAM_CHUNK};
-//! openai_schema::assert_valid(RESPONSE, &serde_json::json!({ /* a canned reply */ }));
-//! openai_schema::assert_valid_bytes(REQUEST, &encoded.body);
+//! ```no_run
+//! use nexus_fake_upstream::schema::{self, REQUEST, RESPONSE};
+//! schema::assert_valid(RESPONSE, &serde_json::json!({ /* a canned reply */ }));
+//! schema::assert_valid_bytes(REQUEST, br#"{"model":"m","messages":[]}"#);
 //! ```
-
-#![allow(dead_code)]
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -32,7 +25,7 @@ pub const RESPONSE: &str = "CreateChatCompletionResponse";
 /// One `data:` chunk of a streaming reply (not `[DONE]`, not an `{"error": …}` chunk).
 pub const STREAM_CHUNK: &str = "CreateChatCompletionStreamResponse";
 
-/// The schema document.
+/// The schema document (this crate sits two levels below the workspace root).
 pub const SCHEMA_FILE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../contracts/reference/openai-chat-completions.schema.json"
