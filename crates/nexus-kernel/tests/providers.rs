@@ -115,6 +115,32 @@ impl World {
         (body, body_sha256)
     }
 
+    /// The bootstrap runner announces one tool, `shot`.
+    async fn announce_shot(&self) {
+        let row = self
+            .kernel
+            .store
+            .executor_by_public_id(self.runner)
+            .await
+            .unwrap()
+            .unwrap();
+        let served = json!([{"name": "shot", "effect_profile": nexus_core::registry::EffectProfile::READ.to_json(),
+            "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
+        self.kernel
+            .store
+            .put_announcement(
+                row.id,
+                &nexus_store::Announcement {
+                    served_tools: served.to_string(),
+                    environment: "{}".into(),
+                    served_documents: "[]".into(),
+                },
+                nexus_kernel::time::now_ms(),
+            )
+            .await
+            .unwrap();
+    }
+
     /// The key of the run's first model round (the step's key).
     async fn first_round(&self, id: Uuid) -> String {
         self.cache(id).await["rounds"][0]["key"].as_str().unwrap().to_string()
@@ -575,23 +601,7 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
             Route::Messages,
             Expectation::any(anthropic::Message::new(m).text("Done.").reply()),
         );
-        // The runner serves `shot`.
-        let row = w.kernel.store.executor_by_public_id(w.runner).await.unwrap().unwrap();
-        let served = json!([{"name": "shot", "effect_profile": nexus_core::registry::EffectProfile::READ.to_json(),
-            "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
-        w.kernel
-            .store
-            .put_announcement(
-                row.id,
-                &nexus_store::Announcement {
-                    served_tools: served.to_string(),
-                    environment: "{}".into(),
-                    served_documents: "[]".into(),
-                },
-                nexus_kernel::time::now_ms(),
-            )
-            .await
-            .unwrap();
+        w.announce_shot().await;
         let deferred = json!({"type": "function", "defer_loading": true,
             "function": {"name": "shot", "description": "Take a screenshot.", "parameters": {"type": "object"}},
             "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
@@ -658,5 +668,130 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
         let key = w.first_round(id).await;
         let sealed = w.sealed(id, &key).await;
         assert!(sealed.to_string().contains("shot"), "{sealed}");
+    }
+}
+
+const PNG: &[u8] = &[
+    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 0, 0, 0, 1, 0, 0, 0, 1, 8,
+    6, 0, 0, 0, 0x1F, 0x15, 0xC4, 0x89,
+];
+
+/// A run on `model` whose round calls the runner's `shot`; the runner commits a PNG capture;
+/// the continuation's body as the upstream received it.
+async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &str, replies: [Reply; 2]) -> Value {
+    for r in replies {
+        upstream.expect(route, Expectation::any(r));
+    }
+    let runner = w.kernel.authenticate_executor(Some(&w.runner_transport)).await.unwrap();
+    let mut writer = w.kernel.begin_upload().await.unwrap();
+    writer.write(PNG).await.unwrap();
+    let capture = w
+        .kernel
+        .create_upload(nexus_kernel::uploads::Creator::Executor(&runner), "screen.png", writer)
+        .await
+        .unwrap()["upload"]
+        .clone();
+    let routed = json!({"type": "function",
+        "function": {"name": "shot", "description": "shot on the runner", "parameters": {"type": "object"}},
+        "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
+    let (status, body) = w
+        .kernel
+        .create_run(
+            &w.agent,
+            w.ws,
+            &json!({"run": {"approval_mode": "bypass", "steps": [
+                {"model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}}),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(status, 201, "{body}");
+    let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+    w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+    w.drive().await;
+    let run = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
+    let tool = w
+        .kernel
+        .store
+        .tasks_of_run(run.id, 0, 100)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.kind == nexus_store::TaskKind::Tool)
+        .expect("the call's tool row");
+    let claimed = w.kernel.claim(&runner, id, &tool.key).await.unwrap();
+    let link = json!({"type": "resource_link", "name": "screen",
+        "uri": format!("nexus://uploads/{}", capture["public_id"].as_str().unwrap())});
+    w.kernel
+        .commit(
+            &runner,
+            id,
+            &tool.key,
+            &json!({"claim_token": claimed.claim.claim_token, "content": [{"type": "text", "text": "Here."}, link]}),
+        )
+        .await
+        .unwrap();
+    w.drive().await;
+    upstream.assert_no_mismatches();
+    let sent = upstream.requests_on(route);
+    assert_eq!(sent.len(), 2, "two rounds reached the upstream");
+    sent[1].json()
+}
+
+#[tokio::test]
+async fn a_capture_is_an_image_block_for_capable_models_and_an_index_line_otherwise() {
+    use base64::Engine as _;
+    let png64 = base64::engine::general_purpose::STANDARD.encode(PNG);
+    for ts in engines().await {
+        let upstream = FakeUpstream::start().await;
+        // `anthropic` takes images; `openai` is configured text-only.
+        let w = world(ts, &upstream, |c| {
+            if c.kind == Kind::Openai {
+                c.defaults.media = Some(vec![]);
+            }
+        })
+        .await;
+        w.announce_shot().await;
+        let body = shot_round(
+            &w,
+            &upstream,
+            Route::Messages,
+            "anthropic/claude-test",
+            [
+                anthropic::Message::new("claude-test")
+                    .tool_use("c1", "shot", json!({}))
+                    .reply(),
+                anthropic::Message::new("claude-test").text("Seen.").reply(),
+            ],
+        )
+        .await;
+        // The result, then the image, in the same (last) user message.
+        let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+        let blocks = last["content"].as_array().unwrap();
+        let kinds: Vec<&str> = blocks.iter().map(|b| b["type"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["tool_result", "image"], "{last}");
+        assert_eq!(
+            blocks[1]["source"],
+            json!({"type": "base64", "media_type": "image/png", "data": png64})
+        );
+
+        let body = shot_round(
+            &w,
+            &upstream,
+            Route::ChatCompletions,
+            "openai/gpt-test",
+            [
+                openai::Completion::new("gpt-test")
+                    .tool_call("c1", "shot", "{}")
+                    .reply(),
+                openai::Completion::new("gpt-test").content("Seen.").reply(),
+            ],
+        )
+        .await;
+        schema::assert_valid(schema::REQUEST, &body);
+        let text = body.to_string();
+        assert!(!text.contains("image_url"), "{text}");
+        assert!(!text.contains(&png64));
+        assert!(text.contains("[attachment: screen (image/png"), "{text}");
     }
 }

@@ -23,6 +23,8 @@ pub struct World {
     /// The bootstrap's runner and the agent's agent-application executor.
     pub runner: Uuid,
     pub agent_app: Uuid,
+    /// The bootstrap runner's transport bearer (`Bearer …`).
+    pub runner_transport: String,
     /// `sqlite` or `postgres`.
     pub dialect: &'static str,
 }
@@ -54,6 +56,7 @@ pub async fn world_with(
         ws: id(&boot["workspace_public_id"]),
         runner: id(&boot["runner"]["executor_public_id"]),
         agent_app: id(&boot["agent"]["executor_public_id"]),
+        runner_transport: format!("Bearer {}", boot["runner"]["transport_token"].as_str().unwrap()),
         dialect: ts.dialect,
         ts,
         _dir: dir,
