@@ -435,6 +435,12 @@ async fn every_error_row_fails_or_retries_as_the_table_says() {
         // Not retried: context overflow, an unknown model, any other status, a malformed 2xx.
         for (reply, key, status) in [
             (anthropic::prompt_too_long(), "provider_context_overflow", json!(400)),
+            // An error body beyond the 64 KiB read is classified by its head, never read whole.
+            (
+                Reply::status(400, format!("prompt is too long: {}", "x".repeat(200_000))),
+                "provider_context_overflow",
+                json!(400),
+            ),
             (
                 anthropic::model_not_found("claude-test"),
                 "provider_model_unavailable",

@@ -121,7 +121,7 @@ impl Transport {
             Some(b"false") => Some(false),
             _ => None,
         };
-        let body = read_bounded(response, MAX_ERROR_BYTES).await.unwrap_or_default();
+        let body = read_head(response, MAX_ERROR_BYTES).await;
         let mut error = ProviderError::from_http_status(status, &body);
         error.retry_after_ms = retry_after_ms;
         error.should_retry = should_retry;
@@ -158,6 +158,21 @@ async fn read_bounded(response: reqwest::Response, limit: usize) -> Result<Vec<u
         out.extend_from_slice(&chunk);
     }
     Ok(out)
+}
+
+/// The first `limit` bytes of an error body (what a broken read leaves is kept); the rest is
+/// never read.
+async fn read_head(response: reqwest::Response, limit: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(Ok(chunk)) = stream.next().await {
+        let room = limit - out.len();
+        out.extend_from_slice(&chunk[..chunk.len().min(room)]);
+        if out.len() == limit {
+            break;
+        }
+    }
+    out
 }
 
 /// A transport failure in words, without the URL's query or any header.
