@@ -72,12 +72,6 @@ impl Transport {
         }
     }
 
-    /// The per-attempt bound.
-    #[allow(dead_code, reason = "no adapter reads it yet")]
-    pub fn timeout(&self) -> Duration {
-        self.timeout
-    }
-
     /// Runs one attempt under the per-attempt timeout: a timeout is `provider_overloaded`.
     pub async fn attempt<T>(&self, fut: impl Future<Output = Result<T, ProviderError>>) -> Result<T, ProviderError> {
         match tokio::time::timeout(self.timeout, fut).await {
