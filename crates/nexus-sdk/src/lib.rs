@@ -17,9 +17,11 @@ mod client;
 mod error;
 mod executor_client;
 mod http;
+pub mod runner;
 pub mod tools;
 
 pub use catalog::{Catalog, CatalogEntry};
 pub use client::Client;
 pub use error::{ApiError, Error, Result};
 pub use executor_client::ExecutorClient;
+pub use runner::{Runner, RunnerHandle};

@@ -1,0 +1,193 @@
+//! `rho.toml` (executor.md §14): where the kernel is, which folder is served, which MCP
+//! servers are bridged, and per-tool overrides.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use nexus_sdk::runner::EffectProfile;
+use serde::Deserialize;
+
+/// The whole file. Unknown keys are refused, so a typo never silently changes behaviour.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RhoConfig {
+    /// The kernel's base URL, e.g. `http://127.0.0.1:7420`.
+    pub kernel_url: String,
+    /// The name of the environment variable holding the runner's transport bearer.
+    pub bearer_env: String,
+    /// The folder every path resolves under (relative to the config file's folder).
+    pub root: PathBuf,
+    /// Skill documents: `<skills_dir>/<name>/SKILL.md` (relative to the config file's folder).
+    #[serde(default)]
+    pub skills_dir: Option<PathBuf>,
+    /// At most this many claims run at once.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
+    /// MCP servers bridged over stdio.
+    #[serde(default)]
+    pub mcp: Vec<McpServer>,
+    /// Per served tool name: a replacement profile and/or timeout. Always wins.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, Override>,
+}
+
+fn default_concurrency() -> usize {
+    nexus_sdk::runner::DEFAULT_CONCURRENCY
+}
+
+/// One `[[mcp]]` entry.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct McpServer {
+    /// The prefix of its tools' served names (`<name>_<tool>`).
+    pub name: String,
+    /// The program to start.
+    pub command: String,
+    /// Its arguments.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables for the child.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Whether its tool annotations are believed. Untrusted (the default) means every tool
+    /// gets the fail-closed profile.
+    #[serde(default)]
+    pub trusted: bool,
+}
+
+/// `[overrides.<tool>]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Override {
+    /// Replaces the derived or built-in profile.
+    #[serde(default)]
+    pub effect_profile: Option<EffectProfile>,
+    /// Replaces the announced timeout.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+}
+
+/// Why a config cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML is malformed or has an unknown key.
+    #[error("{path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The TOML error.
+        source: toml::de::Error,
+    },
+    /// A value is out of range.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl RhoConfig {
+    /// Reads and checks `path`; relative `root` and `skills_dir` resolve against its folder.
+    pub fn load(path: &Path) -> Result<RhoConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        RhoConfig::parse(&text, base).map_err(|e| match e {
+            ConfigError::Parse { source, .. } => ConfigError::Parse {
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    /// Parses `text`; relative paths resolve against `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<RhoConfig, ConfigError> {
+        let mut config: RhoConfig = toml::from_str(text).map_err(|source| ConfigError::Parse {
+            path: PathBuf::new(),
+            source,
+        })?;
+        if config.concurrency == 0 {
+            return Err(ConfigError::Invalid("concurrency must be at least 1".into()));
+        }
+        if config.bearer_env.trim().is_empty() {
+            return Err(ConfigError::Invalid(
+                "bearer_env must name an environment variable".into(),
+            ));
+        }
+        config.root = base.join(&config.root);
+        config.skills_dir = config.skills_dir.map(|dir| base.join(dir));
+        let mut names = std::collections::BTreeSet::new();
+        for server in &config.mcp {
+            if !names.insert(server.name.as_str()) {
+                return Err(ConfigError::Invalid(format!(
+                    "two [[mcp]] entries are named `{}`",
+                    server.name
+                )));
+            }
+        }
+        Ok(config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_full_file_parses_and_paths_resolve_against_its_folder() {
+        let text = r#"
+kernel_url = "http://127.0.0.1:7420"
+bearer_env = "RHO_TOKEN"
+root = "work"
+skills_dir = "skills"
+concurrency = 2
+
+[[mcp]]
+name = "everything"
+command = "node"
+args = ["server.js"]
+env = { DEBUG = "1" }
+trusted = true
+
+[overrides.everything_echo]
+timeout_ms = 5000
+effect_profile = { kind = "read_only", destructive = false, effect_scope = "closed", idempotency = "intrinsic", reconciliation = "none" }
+"#;
+        let c = RhoConfig::parse(text, Path::new("/etc/rho")).unwrap();
+        assert_eq!(c.root, PathBuf::from("/etc/rho/work"));
+        assert_eq!(c.skills_dir, Some(PathBuf::from("/etc/rho/skills")));
+        assert_eq!(c.concurrency, 2);
+        assert_eq!(c.mcp[0].env["DEBUG"], "1");
+        assert!(c.mcp[0].trusted);
+        let o = &c.overrides["everything_echo"];
+        assert_eq!(o.timeout_ms, Some(5000));
+        assert_eq!(o.effect_profile, Some(EffectProfile::READ));
+    }
+
+    #[test]
+    fn unknown_keys_zero_concurrency_and_duplicate_servers_are_refused() {
+        let base = "kernel_url = \"http://x\"\nbearer_env = \"T\"\nroot = \".\"\n";
+        assert!(matches!(
+            RhoConfig::parse(&format!("{base}kernal = 1\n"), Path::new(".")),
+            Err(ConfigError::Parse { .. })
+        ));
+        assert!(matches!(
+            RhoConfig::parse(&format!("{base}concurrency = 0\n"), Path::new(".")),
+            Err(ConfigError::Invalid(_))
+        ));
+        let twice = format!("{base}[[mcp]]\nname = \"a\"\ncommand = \"x\"\n[[mcp]]\nname = \"a\"\ncommand = \"y\"\n");
+        assert!(matches!(
+            RhoConfig::parse(&twice, Path::new(".")),
+            Err(ConfigError::Invalid(_))
+        ));
+        assert_eq!(RhoConfig::parse(base, Path::new(".")).unwrap().concurrency, 4);
+    }
+}

@@ -1,0 +1,74 @@
+//! `rho [--config FILE]`: the reference runner (executor.md §14).
+
+mod config;
+mod local;
+mod mcp;
+mod service;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::Parser;
+use nexus_sdk::Runner;
+
+use crate::config::RhoConfig;
+
+/// Serves a folder, its skills and any MCP server to a Nexus kernel.
+#[derive(Parser)]
+#[command(version)]
+struct Args {
+    /// The config file.
+    #[arg(long, default_value = "rho.toml")]
+    config: PathBuf,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "rho=info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let config = RhoConfig::load(&args.config)?;
+    let bearer = std::env::var(&config.bearer_env)
+        .with_context(|| format!("the environment variable {} (bearer_env) is not set", config.bearer_env))?;
+    let builder = Runner::builder(&config.kernel_url, &bearer).concurrency(config.concurrency);
+    let handle = builder.handle();
+    let local = Arc::new(local::Local::new(&config)?);
+    let bridge = if config.mcp.is_empty() {
+        None
+    } else {
+        let on_change = handle.clone();
+        let bridge = mcp::Bridge::start(&config.mcp, Arc::new(move || on_change.reannounce())).await?;
+        Some(Arc::new(bridge))
+    };
+    let environment = local.environment();
+    let service = service::Rho::new(local, bridge, config.overrides.clone(), environment)?;
+    tracing::info!(kernel = %config.kernel_url, root = %config.root.display(), "rho serving");
+    builder
+        .service(Arc::new(service))
+        .build()
+        .run(shutdown_signal())
+        .await?;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM: stop claiming, let running calls commit, exit.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
