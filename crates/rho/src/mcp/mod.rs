@@ -16,6 +16,8 @@ mod server;
 #[cfg(test)]
 mod test_support;
 #[cfg(test)]
+mod tests_everything;
+#[cfg(test)]
 mod tests_fixture;
 
 use std::collections::BTreeMap;
