@@ -36,6 +36,22 @@ impl Error {
             _ => None,
         }
     }
+
+    /// The refusal's `error.code`, when the server answered with one.
+    pub fn code(&self) -> Option<&str> {
+        self.api().map(|api| api.code.as_str())
+    }
+
+    /// Whether sending the same request again may succeed: the server could not be reached or
+    /// the connection broke (a restart), or it answered 5xx, 408 or 429. A typed 4xx refusal
+    /// is final, and so is a 2xx body this SDK cannot read.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Api(api) => api.status >= 500 || api.status == 408 || api.status == 429,
+            Error::Transport(e) => !e.is_builder(),
+            Error::Decode(_) | Error::InvalidBearer => false,
+        }
+    }
 }
 
 /// A non-2xx response, parsed from the envelope `{"error":{"code","message", …}}`.

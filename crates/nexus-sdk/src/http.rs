@@ -36,6 +36,12 @@ impl Http {
         &self.base
     }
 
+    /// The `Authorization` value, `None` when the token cannot be a header (the push channel
+    /// sends it on its own upgrade request).
+    pub(crate) fn bearer(&self) -> Option<&header::HeaderValue> {
+        self.bearer.as_ref()
+    }
+
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }

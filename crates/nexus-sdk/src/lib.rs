@@ -15,7 +15,7 @@ pub mod adaptations;
 mod catalog;
 mod client;
 mod error;
-mod executor_client;
+pub mod executor_client;
 mod http;
 pub mod runner;
 pub mod tools;

@@ -5,7 +5,44 @@
 //! level-triggered fallback (executor.md §6, §10), claims at most `concurrency` rows at once,
 //! extends each claim before its deadline while the handler runs, and commits the handler's
 //! [`ToolResult`].
+//!
+//! Transient failures (the kernel restarting, a 5xx) are retried with backoff; typed refusals
+//! are final. A handler that panics fails its call with a message; the runner carries on. On
+//! `work_canceled`, or when the claim is found gone, the call's [`ToolCall::cancel`] token
+//! fires and its future is dropped, and nothing is committed.
+//!
+//! A runner with one tool:
+//!
+//! ```no_run
+//! use nexus_sdk::runner::{EffectProfile, Runner, ToolResult, ToolSpec};
+//! use serde_json::json;
+//!
+//! #[tokio::main]
+//! async fn main() -> nexus_sdk::Result<()> {
+//!     let bearer = std::env::var("NEXUS_RUNNER_TOKEN").expect("the runner's transport bearer");
+//!     let shout = ToolSpec::new("shout", EffectProfile::READ)
+//!         .description("Upper-cases `text`.")
+//!         .input_schema(json!({"type": "object", "properties": {"text": {"type": "string"}}}));
+//!     Runner::builder("http://127.0.0.1:7420", &bearer)
+//!         .tool(shout, |call| async move {
+//!             match call.input["text"].as_str() {
+//!                 Some(text) => ToolResult::text(text.to_uppercase()).with_title("shout"),
+//!                 None => ToolResult::error("`text` must be a string"),
+//!             }
+//!         })
+//!         .build()
+//!         .run(async {
+//!             let _ = tokio::signal::ctrl_c().await;
+//!         })
+//!         .await
+//! }
+//! ```
 
+mod backoff;
+mod call;
+mod channel;
+mod engine;
+mod lease;
 mod tool;
 
 use std::future::Future;
@@ -177,13 +214,6 @@ impl Runner {
     /// stops claiming, lets running handlers commit, and returns. Fails only when the first
     /// announcement is refused with a typed error.
     pub async fn run(self, shutdown: impl Future<Output = ()> + Send) -> Result<()> {
-        let _ = (
-            &self.client,
-            &self.service,
-            self.concurrency,
-            self.poll_interval,
-            shutdown,
-        );
-        todo!("the engine (issue 24)")
+        engine::run(self, shutdown).await
     }
 }

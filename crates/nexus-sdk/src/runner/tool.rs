@@ -10,7 +10,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use nexus_core::registry::effect::{EffectKind, EffectProfile, EffectScope, Idempotency, Reconciliation};
 
-use crate::executor_client::ExecutorClient;
+use crate::error::Result;
+use crate::executor_client::{ExecutorClient, ProgressFrame, ProgressReply, Upload};
 
 /// One announced tool entry (executor.md §4): `name`, `effect_profile`, `timeout_ms?`,
 /// `description?`, `input_schema?`. An entry without a description or a schema is
@@ -111,6 +112,34 @@ impl ToolCall {
     pub fn client(&self) -> &ExecutorClient {
         &self.client
     }
+
+    /// Stores `bytes` as a capture and returns the `resource_link` block that names it, for
+    /// the result's `content` (the kernel binds the capture when the result commits).
+    pub async fn stage_capture(&self, bytes: Vec<u8>, filename: &str) -> Result<Block> {
+        let upload = self.client.upload_capture(bytes, filename).await?;
+        Ok(Block::link(&upload))
+    }
+
+    /// Sends an ephemeral progress frame with `text` as the output tail (executor.md §11); at
+    /// most one frame per 250 ms is relayed, the rest are dropped.
+    pub async fn progress(&self, text: impl Into<String>) -> Result<ProgressReply> {
+        let frame = ProgressFrame {
+            run_public_id: self.run_public_id.clone(),
+            task_key: self.task_key.clone(),
+            claim_token: self.claim_token.clone(),
+            text_tail: Some(text.into()),
+            structured: None,
+        };
+        self.client.progress(&frame).await
+    }
+
+    /// The bytes of an upload the claimed run can read (a step attachment, an earlier
+    /// capture, or one named as `nexus://uploads/<id>` in the input), read under this claim.
+    pub async fn attachment_bytes(&self, upload_id: &str) -> Result<Vec<u8>> {
+        self.client
+            .attachment_bytes(&self.run_public_id, &self.task_key, &self.claim_token, upload_id)
+            .await
+    }
 }
 
 /// One block of a result's `content` (executor.md §9.1).
@@ -141,6 +170,25 @@ pub enum Block {
         #[serde(skip_serializing_if = "Option::is_none")]
         description: Option<String>,
     },
+}
+
+impl Block {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Block {
+        Block::Text { text: text.into() }
+    }
+
+    /// The `resource_link` naming a stored capture: its URI, file name, detected type and size.
+    pub fn link(upload: &Upload) -> Block {
+        Block::ResourceLink {
+            uri: upload.uri(),
+            name: upload.filename.clone(),
+            mime_type: Some(upload.content_type.clone()),
+            size: Some(upload.byte_size),
+            title: None,
+            description: None,
+        }
+    }
 }
 
 /// `completed` or `failed` (executor.md §9).

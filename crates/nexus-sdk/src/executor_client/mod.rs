@@ -1,0 +1,125 @@
+//! The executor transport-plane client (executor.md §2–§12): the executor read, the
+//! announcement, the inbox with claim, claim status, extend and commit, progress frames,
+//! captures and claim-scoped attachment reads.
+
+mod inbox;
+mod uploads;
+
+use reqwest::Method;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use inbox::{Claim, ClaimStatus, CommitReply, InboxPage, InboxRow, RowKind};
+pub use uploads::Upload;
+
+use crate::error::Result;
+use crate::http::Http;
+use crate::runner::Announcement;
+
+/// An executor transport-plane client: a base URL and a transport bearer, which proves one
+/// executor address at one credential epoch.
+#[derive(Debug, Clone)]
+pub struct ExecutorClient {
+    http: Http,
+}
+
+/// One progress frame (executor.md §11): relayed, never stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProgressFrame {
+    /// The claimed row's run.
+    pub run_public_id: String,
+    /// The claimed row's key.
+    pub task_key: String,
+    /// The current claim token (only the claimant may send).
+    pub claim_token: String,
+    /// The tail of the tool's output so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text_tail: Option<String>,
+    /// Any JSON the console may render.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
+}
+
+/// The 202 answer to a progress frame.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct ProgressReply {
+    /// Whether the frame was relayed.
+    pub relayed: bool,
+    /// Why not: `settled` (the row settled) or `cadence` (at most one frame per 250 ms).
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+impl ExecutorClient {
+    /// A client for `base_url` sending `Authorization: Bearer <token>`.
+    pub fn new(base_url: &str, token: &str) -> ExecutorClient {
+        ExecutorClient::with_http_client(base_url, token, reqwest::Client::new())
+    }
+
+    /// As [`ExecutorClient::new`], over a caller-configured `reqwest` client.
+    pub fn with_http_client(base_url: &str, token: &str, http: reqwest::Client) -> ExecutorClient {
+        ExecutorClient {
+            http: Http::new(base_url, token, http),
+        }
+    }
+
+    /// The base URL, without a trailing `/`.
+    pub fn base_url(&self) -> &str {
+        self.http.base_url()
+    }
+
+    pub(crate) fn http(&self) -> &Http {
+        &self.http
+    }
+
+    /// `GET /agent_api/v1/executor`:
+    /// `{executor: {public_id, kind, status, display_name, credential_epoch}, measured_at}`.
+    pub async fn me(&self) -> Result<Value> {
+        Http::send(self.http.authed(Method::GET, "/agent_api/v1/executor")?).await
+    }
+
+    /// `PUT /agent_api/v1/executor/announcement` (executor.md §4): replaces the tools, the
+    /// environment and the documents at once. Answers the `GET X` body.
+    pub async fn announce(&self, announcement: &Announcement) -> Result<Value> {
+        let request = self
+            .http
+            .authed(Method::PUT, "/agent_api/v1/executor/announcement")?
+            .json(announcement);
+        Http::send(request).await
+    }
+
+    /// `POST /agent_api/v1/executor/progress` with `{frame}` (executor.md §11).
+    pub async fn progress(&self, frame: &ProgressFrame) -> Result<ProgressReply> {
+        let request = self
+            .http
+            .authed(Method::POST, "/agent_api/v1/executor/progress")?
+            .json(&serde_json::json!({ "frame": frame }));
+        Http::send(request).await
+    }
+}
+
+/// Percent-encodes one path segment (a run id or a task key), keeping RFC 3986's unreserved
+/// characters.
+pub(crate) fn segment(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for byte in raw.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::segment;
+
+    #[test]
+    fn a_segment_keeps_unreserved_characters_and_encodes_the_rest() {
+        assert_eq!(segment("step_1-a.b~"), "step_1-a.b~");
+        assert_eq!(segment("a/b c?"), "a%2Fb%20c%3F");
+        assert_eq!(segment("é"), "%C3%A9");
+    }
+}

@@ -1,0 +1,149 @@
+//! One claimed call: run the handler in its own task, extend the claim while it runs, drop it
+//! when the row is canceled or the claim is lost, and commit its result.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::task::JoinError;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use super::backoff::Backoff;
+use super::engine::{CallKey, Shared};
+use super::lease::{Held, Lease};
+use super::tool::{ToolCall, ToolResult};
+use crate::executor_client::Claim;
+
+/// Removes the call from the running set however the call ends.
+struct Deregister<'a> {
+    shared: &'a Shared,
+    key: CallKey,
+}
+
+impl Drop for Deregister<'_> {
+    fn drop(&mut self) {
+        self.shared.finished(&self.key);
+    }
+}
+
+/// Serves one claim to its end. `claimed_at` is when the claim request was sent; the permit
+/// holds the call's concurrency slot until the commit is done.
+pub(crate) async fn serve(
+    shared: Arc<Shared>,
+    claim: Claim,
+    claimed_at: Instant,
+    cancel: CancellationToken,
+    _permit: OwnedSemaphorePermit,
+) {
+    let key = CallKey::of(&claim.task.run_public_id, &claim.task.task_key);
+    let _deregister = Deregister {
+        shared: &shared,
+        key: key.clone(),
+    };
+    let tool_name = claim.task.tool_name.clone().unwrap_or_default();
+    let mut lease = Lease::new(claimed_at, claim.task.timeout_ms, shared.announced_timeout(&tool_name));
+    let call = ToolCall {
+        run_public_id: key.run.clone(),
+        task_key: key.key.clone(),
+        tool_name,
+        input: claim.task.tool_input.clone(),
+        row: claim.task.raw.clone(),
+        claim_token: claim.claim_token.clone(),
+        cancel: cancel.clone(),
+        client: shared.client.clone(),
+    };
+    let service = shared.service.clone();
+    let mut handler = tokio::spawn(async move { service.call(call).await });
+    let token = claim.claim_token.as_str();
+    let result = loop {
+        tokio::select! {
+            joined = &mut handler => break from_join(joined),
+            _ = cancel.cancelled() => {
+                tracing::debug!(run = %key.run, key = %key.key, "the row was canceled; the handler is dropped");
+                handler.abort();
+                let _ = (&mut handler).await;
+                return;
+            }
+            _ = tokio::time::sleep_until(lease.extend_at()), if lease.extending() => {
+                if lease.extend(&shared.client, &key.run, &key.key, token).await == Held::Lost {
+                    tracing::info!(run = %key.run, key = %key.key, "the claim is gone; the handler is dropped");
+                    cancel.cancel();
+                    handler.abort();
+                    let _ = (&mut handler).await;
+                    return;
+                }
+            }
+        }
+    };
+    commit(&shared, &key, token, lease.deadline(), result, &cancel).await;
+}
+
+/// The handler's result, or a failed outcome when it panicked.
+fn from_join(joined: Result<ToolResult, JoinError>) -> ToolResult {
+    match joined {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".to_owned());
+            ToolResult::failed(format!("the tool's handler panicked: {message}"))
+        }
+        Err(_) => ToolResult::failed("the tool's handler was aborted"),
+    }
+}
+
+/// Whether a refusal names the result itself (the park stands, executor.md §9 step 5): the
+/// framework then commits a failed outcome instead, once, so the run need not wait for the
+/// deadline. `result_unstorable` already settled the task.
+fn payload_refused(e: &crate::Error) -> bool {
+    e.api()
+        .is_some_and(|a| a.status == 422 && a.code != "result_unstorable" && a.code != "invalid_outcome")
+}
+
+/// Commits, retrying transient failures under the same token while the deadline stands.
+async fn commit(
+    shared: &Shared,
+    key: &CallKey,
+    token: &str,
+    deadline: Instant,
+    mut result: ToolResult,
+    cancel: &CancellationToken,
+) {
+    let mut backoff = Backoff::new(Duration::from_millis(100), Duration::from_secs(5));
+    let mut replaced = false;
+    loop {
+        let error = match shared.client.commit(&key.run, &key.key, token, &result).await {
+            Ok(reply) => {
+                if reply.idle {
+                    tracing::debug!(run = %key.run, key = %key.key, "the row had already settled");
+                }
+                return;
+            }
+            Err(e) => e,
+        };
+        if error.is_transient() {
+            let delay = backoff.next_delay();
+            if Instant::now() + delay >= deadline {
+                tracing::warn!(run = %key.run, key = %key.key, error = %error, "the result could not be committed before the claim's deadline");
+                return;
+            }
+            tracing::debug!(run = %key.run, key = %key.key, error = %error, "commit failed; retrying");
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => continue,
+                _ = cancel.cancelled() => return,
+            }
+        }
+        if payload_refused(&error) && !replaced {
+            tracing::warn!(run = %key.run, key = %key.key, error = %error, "the kernel refused the result; committing a failure instead");
+            result = ToolResult::failed(format!("the kernel refused the tool's result: {error}"));
+            replaced = true;
+            continue;
+        }
+        tracing::warn!(run = %key.run, key = %key.key, error = %error, "the commit was refused");
+        return;
+    }
+}
