@@ -145,9 +145,14 @@ struct ClaimStage(ToolCall);
 
 impl Stage for ClaimStage {
     fn stage(&self, capture: Capture) -> StageFuture<'_> {
-        // Wired to the SDK's capture staging (`ToolCall::stage_capture`) once it lands.
-        let _ = (&self.0, capture);
-        Box::pin(async { Err("this rho build cannot stage captures yet".to_owned()) })
+        // The kernel types the capture from its bytes (uploads.md §2); the server's declared
+        // MIME type only names the file.
+        Box::pin(async move {
+            self.0
+                .stage_capture(capture.bytes, &capture.filename)
+                .await
+                .map_err(|e| format!("staging {}: {e}", capture.filename))
+        })
     }
 }
 
