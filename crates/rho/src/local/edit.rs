@@ -70,6 +70,11 @@ fn edit(root: &Root, input: &Input) -> Result<ToolResult, String> {
     }
     let path = root.resolve(&input.path).map_err(|e| e.to_string())?;
     let shown = &path.shown;
+    match std::fs::metadata(&path.real) {
+        Ok(m) if !m.is_file() => return Err(format!("{shown} is not a regular file")),
+        Ok(_) => {}
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    }
     let bytes = std::fs::read(&path.real).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let body = String::from_utf8(bytes).map_err(|_| format!("{shown} is not UTF-8 text; `edit` changes text files"))?;
     let (count, first) = occurrences(&body, &input.old_text);

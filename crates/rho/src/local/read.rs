@@ -69,6 +69,10 @@ fn read(root: &Root, input: &Input) -> Result<ToolResult, String> {
     if meta.is_dir() {
         return Err(format!("{shown} is a folder; list it with `glob`"));
     }
+    if !meta.is_file() {
+        // A FIFO or a device would block the read, or never end.
+        return Err(format!("{shown} is not a regular file"));
+    }
     let mut file = std::fs::File::open(&path.real).map_err(|e| format!("cannot read {shown}: {e}"))?;
     let mut head = vec![0; 8 * 1024];
     let n = read_full(&mut file, &mut head).map_err(|e| format!("cannot read {shown}: {e}"))?;

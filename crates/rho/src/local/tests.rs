@@ -217,6 +217,23 @@ async fn dispatch_routes_every_local_tool_and_nothing_else() {
 }
 
 #[test]
+fn special_files_are_refused_rather_than_blocking() {
+    let t = TestRoot::new();
+    let made = Command::new("mkfifo").arg(t.root.path().join("fifo")).status().unwrap();
+    assert!(made.success());
+    let read = read::run(&t.root, &json!({"path": "fifo"}));
+    let edit = edit::run(&t.root, &json!({"path": "fifo", "old_text": "a", "new_text": "b"}));
+    let write = write::run(&t.root, &json!({"path": "fifo", "content": "x"}));
+    for r in [read, edit, write] {
+        assert!(
+            r.is_error && text_of(&r).contains("not a regular file"),
+            "{}",
+            text_of(&r)
+        );
+    }
+}
+
+#[test]
 fn environment_and_checkpoint_describe_the_root() {
     let t = TestRoot::new();
     let local = Local::new(&config(t.root.path(), None)).unwrap();

@@ -56,6 +56,7 @@ fn write(root: &Root, input: &Input) -> Result<ToolResult, String> {
     let shown = &path.shown;
     let before = match std::fs::metadata(&path.real) {
         Ok(m) if m.is_dir() => return Err(format!("{shown} is a folder")),
+        Ok(m) if !m.is_file() => return Err(format!("{shown} is not a regular file")),
         Ok(m) => Some(m.len()),
         Err(_) => None,
     };
