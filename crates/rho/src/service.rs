@@ -83,7 +83,12 @@ impl Service for Rho {
     }
 
     fn call(&self, call: ToolCall) -> HandlerFuture {
-        let checkpoint = self.is_mutating(&call.tool_name).then(|| self.local.checkpoint());
+        // The checkpoint runs `git` (or walks the tree): off the async threads, and awaited
+        // before the call's own future is first polled, so it is the state the call found.
+        let checkpoint = self.is_mutating(&call.tool_name).then(|| {
+            let local = self.local.clone();
+            move || local.checkpoint()
+        });
         let name = call.tool_name.clone();
         let inner = match self.local.call(call.clone()) {
             Some(fut) => fut,
@@ -93,8 +98,12 @@ impl Service for Rho {
             },
         };
         Box::pin(async move {
+            let taken = match checkpoint {
+                Some(take) => tokio::task::spawn_blocking(take).await.ok().flatten(),
+                None => None,
+            };
             let mut result = inner.await;
-            if let Some(Some(cp)) = checkpoint {
+            if let Some(cp) = taken {
                 result = result.checkpoint(cp.hash, cp.dirty);
             }
             result
