@@ -6,11 +6,12 @@ use serde_json::{Value, json};
 use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::http::Http;
+use crate::member::Workspace;
 
 /// A member-plane client: a base URL (`http://127.0.0.1:7420`) and a member bearer.
 #[derive(Debug, Clone)]
 pub struct Client {
-    http: Http,
+    pub(crate) http: Http,
 }
 
 impl Client {
@@ -29,6 +30,11 @@ impl Client {
     /// The base URL, without a trailing `/`.
     pub fn base_url(&self) -> &str {
         self.http.base_url()
+    }
+
+    /// The routes of workspace `ws_public_id` (nothing is sent): runs, approvals, memory.
+    pub fn workspace(&self, ws_public_id: &str) -> Workspace {
+        Workspace::new(self.http.clone(), ws_public_id)
     }
 
     /// `GET /healthz` (no credential): `{"status":"ok"}` once the server is serving.

@@ -20,6 +20,13 @@ pub enum Error {
     /// The bearer token holds bytes an `Authorization` header cannot carry.
     #[error("the bearer token is not a valid header value")]
     InvalidBearer,
+    /// A value the caller passed cannot be sent (an id that is not a path segment, an
+    /// `Idempotency-Key` that is not a header value); nothing was sent.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A local file could not be read (an upload from a path).
+    #[error("i/o: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 impl From<ApiError> for Error {

@@ -17,6 +17,7 @@ mod client;
 mod error;
 pub mod executor_client;
 mod http;
+pub mod member;
 pub mod runner;
 pub mod tools;
 
@@ -24,4 +25,5 @@ pub use catalog::{Catalog, CatalogEntry};
 pub use client::Client;
 pub use error::{ApiError, Error, Result};
 pub use executor_client::ExecutorClient;
+pub use member::{RunRef, Workspace};
 pub use runner::{Runner, RunnerHandle};

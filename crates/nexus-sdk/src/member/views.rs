@@ -1,0 +1,122 @@
+//! The run's transcript and graph (runs.md §10).
+
+use serde::{Deserialize, Serialize};
+
+use super::types::{CallRef, Rest, TaskKind, TaskStatus};
+
+/// `GET R/transcript`: rounds and their tool rows in creation order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Transcript {
+    /// The rows.
+    pub rows: Vec<TranscriptRow>,
+}
+
+/// One transcript row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TranscriptRow {
+    /// The task's key (a round gives a `user` row for its prompt and an `assistant` row).
+    pub key: String,
+    /// The task's kind.
+    pub kind: TaskKind,
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    /// Whether the row is on the mainline.
+    #[serde(default)]
+    pub mainline: bool,
+    /// The delegation call a branch row belongs to.
+    #[serde(default)]
+    pub branch_of: Option<String>,
+    /// The task's status.
+    pub status: TaskStatus,
+    /// A prompt or a reply's text.
+    #[serde(default)]
+    pub text: Option<String>,
+    /// The calls an assistant row made.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<CallRef>>,
+    /// A tool row's wire name.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// A tool row's alias.
+    #[serde(default)]
+    pub tool_alias: Option<String>,
+    /// A tool row's title.
+    #[serde(default)]
+    pub title: Option<String>,
+    /// A settled tool row's output preview.
+    #[serde(default)]
+    pub output_preview: Option<String>,
+    /// Whether a settled tool row's result is an error.
+    #[serde(default)]
+    pub is_error: bool,
+    /// `visible`, `collapsed` or `hidden`.
+    #[serde(default)]
+    pub visibility: Option<String>,
+    /// Members this SDK does not name.
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+impl TranscriptRow {
+    /// The heading of a collapsed tool row: its title, else "Called <alias or name>"
+    /// (runs.md §10). `None` for rows that are not tool rows.
+    pub fn heading(&self) -> Option<String> {
+        if self.role != "tool" {
+            return None;
+        }
+        if let Some(title) = &self.title {
+            return Some(title.clone());
+        }
+        let name = self
+            .tool_alias
+            .as_deref()
+            .or(self.tool_name.as_deref())
+            .unwrap_or("a tool");
+        Some(format!("Called {name}"))
+    }
+}
+
+/// `GET R/graph`: nodes, edges and a Mermaid flowchart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Graph {
+    /// The tasks, `n0, n1, …` in creation order.
+    pub nodes: Vec<GraphNode>,
+    /// The dependencies.
+    pub edges: Vec<GraphEdge>,
+    /// The flowchart text.
+    #[serde(default)]
+    pub mermaid: String,
+}
+
+/// One node of the [`Graph`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphNode {
+    /// `n0`, `n1`, …
+    pub id: String,
+    /// The task's key.
+    pub key: String,
+    /// The task's kind.
+    pub kind: TaskKind,
+    /// The task's status.
+    pub status: TaskStatus,
+    /// Whether the task is on the mainline.
+    #[serde(default)]
+    pub mainline: bool,
+    /// A tool node's name.
+    #[serde(default)]
+    pub tool_name: Option<String>,
+    /// Members this SDK does not name.
+    #[serde(flatten)]
+    pub rest: Rest,
+}
+
+/// One edge of the [`Graph`]: `from` must settle before `to`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GraphEdge {
+    /// The dependency's node id.
+    pub from: String,
+    /// The dependent's node id.
+    pub to: String,
+    /// `after`, `reads` or `pairs`.
+    pub kind: String,
+}

@@ -1,0 +1,125 @@
+//! [`Workspace`]: the routes under `W = /agent_api/v1/workspaces/{ws}`.
+
+use reqwest::Method;
+
+use super::approvals::ApprovalPage;
+use super::memory::{DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
+use super::run::RunRef;
+use super::runs::{Created, NewRun, RunPage};
+use super::types::{Page, RunStatus};
+use super::wire::{self, Route, V1};
+use crate::error::Result;
+use crate::http::Http;
+
+/// One workspace, seen through a member bearer: its runs, approvals and memory. Made by
+/// [`Client::workspace`](crate::Client::workspace); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    http: Http,
+    id: String,
+}
+
+impl Workspace {
+    pub(crate) fn new(http: Http, id: &str) -> Workspace {
+        Workspace {
+            http,
+            id: id.to_owned(),
+        }
+    }
+
+    /// The workspace's id.
+    pub fn public_id(&self) -> &str {
+        &self.id
+    }
+
+    /// A handle on the run `run_public_id` of this workspace (nothing is sent).
+    pub fn run(&self, run_public_id: &str) -> RunRef {
+        RunRef::new(self.http.clone(), &self.id, run_public_id)
+    }
+
+    fn route(&self) -> Route {
+        Route::new(V1).lit("workspaces").seg(&self.id)
+    }
+
+    /// `POST W/runs` (+ `Idempotency-Key`): 201 `{run, receipt}`, or the replay of an earlier
+    /// create with the same key and body. Refusals: 409 `idempotency_envelope_mismatch`,
+    /// 422 `invalid_approval_mode`, `invalid_steps` (with `error.steps`), …
+    pub async fn create_run(&self, run: &NewRun) -> Result<Created> {
+        let route = self.route().lit("runs");
+        wire::call(
+            &self.http,
+            Method::POST,
+            &route,
+            Some(&run.body()),
+            run.idempotency_key.as_deref(),
+        )
+        .await
+    }
+
+    /// [`Workspace::create_run`], then `POST R/start`: the handle of the started run.
+    pub async fn start_run(&self, run: &NewRun) -> Result<(RunRef, Created)> {
+        let created = self.create_run(run).await?;
+        let handle = self.run(&created.run.public_id);
+        handle.start().await?;
+        Ok((handle, created))
+    }
+
+    /// `GET W/runs?status=&after=&limit=`: the workspace's runs, optionally of one status.
+    pub async fn runs(&self, status: Option<&RunStatus>, page: &Page) -> Result<RunPage> {
+        let route = self
+            .route()
+            .lit("runs")
+            .query("status", status)
+            .query("after", page.after.as_deref())
+            .query("limit", page.limit);
+        wire::get(&self.http, &route).await
+    }
+
+    /// `GET W/approvals?after=&limit=`: rows held for an approver, oldest first.
+    pub async fn approvals(&self, page: &Page) -> Result<ApprovalPage> {
+        let route = self
+            .route()
+            .lit("approvals")
+            .query("after", page.after.as_deref())
+            .query("limit", page.limit);
+        wire::get(&self.http, &route).await
+    }
+
+    /// `GET W/memory?prefix=`: the documents under `prefix` (every available scope when
+    /// `None`), sorted by path.
+    pub async fn memory_list(&self, prefix: Option<&str>) -> Result<Vec<MemoryEntry>> {
+        let route = self.route().lit("memory").query("prefix", prefix);
+        let list: DocumentList = wire::get(&self.http, &route).await?;
+        Ok(list.documents)
+    }
+
+    /// `GET W/memory/doc?path=`: one document (404 `not_found` when there is none).
+    pub async fn memory_read(&self, path: &str) -> Result<MemoryDocument> {
+        let route = self.route().lit("memory").lit("doc").query("path", Some(path));
+        let read: DocumentEnvelope<MemoryDocument> = wire::get(&self.http, &route).await?;
+        Ok(read.document)
+    }
+
+    /// `PUT W/memory/doc`: creates or replaces a document; answers it as read back.
+    /// Refusals: 409 `stale_object`; 422 `validation_failed` (`memory_path_invalid`, …).
+    pub async fn memory_put(&self, document: &PutDocument) -> Result<MemoryDocument> {
+        let route = self.route().lit("memory").lit("doc");
+        let put: DocumentEnvelope<MemoryDocument> =
+            wire::call(&self.http, Method::PUT, &route, Some(&document.body()), None).await?;
+        Ok(put.document)
+    }
+
+    /// `DELETE W/memory/doc?path=&expected_lock_version=`: deletes a document (404
+    /// `not_found` when there is none; 409 `stale_object` on a version mismatch).
+    pub async fn memory_delete(&self, path: &str, expected_lock_version: Option<i64>) -> Result<MemoryDeleted> {
+        let route = self
+            .route()
+            .lit("memory")
+            .lit("doc")
+            .query("path", Some(path))
+            .query("expected_lock_version", expected_lock_version);
+        let deleted: DocumentEnvelope<MemoryDeleted> =
+            wire::call(&self.http, Method::DELETE, &route, None, None).await?;
+        Ok(deleted.document)
+    }
+}
