@@ -56,7 +56,7 @@ impl Error {
         match self {
             Error::Api(api) => api.status >= 500 || api.status == 408 || api.status == 429,
             Error::Transport(e) => !e.is_builder(),
-            Error::Decode(_) | Error::InvalidBearer => false,
+            Error::Decode(_) | Error::InvalidBearer | Error::InvalidArgument(_) | Error::Io(_) => false,
         }
     }
 }
