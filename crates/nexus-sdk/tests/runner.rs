@@ -4,11 +4,13 @@
 
 mod runner_support;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nexus_sdk::runner::{Block, Runner, RunnerHandle, ToolCall, ToolResult};
+use nexus_sdk::runner::{
+    Announcement, Block, HandlerFuture, Runner, RunnerHandle, Service, ToolCall, ToolResult, ToolSpec,
+};
 use runner_support::{Live, eventually, lives, read_tool};
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
@@ -28,7 +30,24 @@ async fn stop(live: &Live, handle: RunnerHandle, serving: JoinHandle<nexus_sdk::
 }
 
 async fn report(call: ToolCall) -> ToolResult {
-    let link = match call.stage_capture(b"captured bytes".to_vec(), "out.txt").await {
+    // The input names an upload; the claim may read it.
+    let Some(id) = call.input["file"]
+        .as_str()
+        .and_then(|u| u.strip_prefix("nexus://uploads/"))
+    else {
+        return ToolResult::failed("no file in the input");
+    };
+    let run = (&call.run_public_id, &call.task_key, &call.claim_token);
+    let read = call.client().attachment(run.0, run.1, run.2, id).await;
+    let name = match read {
+        Ok(upload) => upload.filename,
+        Err(e) => return ToolResult::failed(format!("descriptor: {e}")),
+    };
+    let bytes = match call.attachment_bytes(id).await {
+        Ok(bytes) => bytes,
+        Err(e) => return ToolResult::failed(format!("bytes: {e}")),
+    };
+    let link = match call.stage_capture(bytes, &format!("copy-of-{name}")).await {
         Ok(link) => link,
         Err(e) => return ToolResult::failed(format!("staging: {e}")),
     };
@@ -52,7 +71,9 @@ async fn a_one_tool_runner_answers_a_run_end_to_end() {
             .build();
         let (handle, serving) = serve(runner);
         live.wait_served("report").await;
-        let run = live.tool_run("report", json!({"who": "nexus"})).await;
+        let input = live.upload(b"captured bytes", "in.txt").await;
+        let file = format!("nexus://uploads/{input}");
+        let run = live.tool_run("report", json!({"who": "nexus", "file": file})).await;
         let task = live.settled(&run).await;
         let what = format!("{} {task}", live.dialect);
         assert_eq!(task["status"], "completed", "{what}");
@@ -68,15 +89,16 @@ async fn a_one_tool_runner_answers_a_run_end_to_end() {
         assert_eq!(content[0], json!({"type": "text", "text": "hello nexus"}), "{what}");
         let link = &content[1];
         assert_eq!(link["type"], "resource_link", "{what}");
-        assert_eq!(link["name"], "out.txt", "{what}");
+        assert_eq!(link["name"], "copy-of-in.txt", "{what}");
         assert_eq!(link["mimeType"], "text/plain", "{what}");
         assert_eq!(link["size"], 14, "{what}");
         let id = link["uri"]
             .as_str()
             .and_then(|u| u.strip_prefix("nexus://uploads/"))
             .unwrap_or_else(|| panic!("a nexus upload link: {what}"));
+        assert_ne!(id, input, "a new capture: {what}");
         assert_eq!(live.upload_bytes(id).await, b"captured bytes", "{what}");
-        // Push served it: the 60 s poll never ran after the first.
+        // The channel served it (polls are a minute apart), with one claim.
         assert_eq!(live.events(&run, "task_claimed").await.len(), 1, "{what}");
         stop(&live, handle, serving).await;
     }
@@ -233,6 +255,45 @@ async fn refused_results_and_panics_fail_the_call_and_the_runner_carries_on() {
         let run = live.tool_run("odd", json!({})).await;
         let task: Value = live.settled(&run).await;
         assert_eq!(task["output"], "fine", "{dialect} {task}");
+        stop(&live, handle, serving).await;
+    }
+}
+
+/// A service whose tool list grows.
+struct Growing {
+    tools: Mutex<Vec<ToolSpec>>,
+}
+
+impl Service for Growing {
+    fn announcement(&self) -> Announcement {
+        Announcement {
+            tools: self.tools.lock().unwrap().clone(),
+            ..Announcement::default()
+        }
+    }
+
+    fn call(&self, call: ToolCall) -> HandlerFuture {
+        Box::pin(async move { ToolResult::text(format!("{} served", call.tool_name)) })
+    }
+}
+
+#[tokio::test]
+async fn reannounce_sends_the_services_new_tool_list() {
+    for live in lives().await {
+        let service = Arc::new(Growing {
+            tools: Mutex::new(vec![read_tool("first")]),
+        });
+        let runner = Runner::builder(&live.base, &live.runner_token())
+            .poll_interval(Duration::from_millis(300))
+            .service(service.clone())
+            .build();
+        let (handle, serving) = serve(runner);
+        live.wait_served("first").await;
+        service.tools.lock().unwrap().push(read_tool("second"));
+        handle.reannounce();
+        live.wait_served("second").await;
+        let run = live.tool_run("second", json!({})).await;
+        assert_eq!(live.settled(&run).await["output"], "second served", "{}", live.dialect);
         stop(&live, handle, serving).await;
     }
 }

@@ -225,6 +225,22 @@ impl Live {
         }
     }
 
+    /// Uploads `bytes` as the human (`POST /agent_api/v1/uploads`) and returns its id.
+    pub async fn upload(&self, bytes: &[u8], filename: &str) -> String {
+        let part = reqwest::multipart::Part::bytes(bytes.to_vec()).file_name(filename.to_owned());
+        let response = self
+            .http
+            .post(format!("{}/agent_api/v1/uploads", self.base))
+            .bearer_auth(self.human_token())
+            .multipart(reqwest::multipart::Form::new().part("upload[file]", part))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), reqwest::StatusCode::CREATED);
+        let body: Value = response.json().await.unwrap();
+        body["upload"]["public_id"].as_str().unwrap().to_owned()
+    }
+
     /// The bytes of an upload, read as the human (`GET /agent_api/v1/uploads/{id}/bytes`).
     pub async fn upload_bytes(&self, id: &str) -> Vec<u8> {
         let path = format!("/agent_api/v1/uploads/{id}/bytes");
