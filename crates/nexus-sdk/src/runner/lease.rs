@@ -42,8 +42,7 @@ impl Lease {
         let budget = timeout_ms.unwrap_or(DEFAULT_TIMEOUT_MS).max(1);
         let extension_ms = budget
             .min(announced_ms.unwrap_or(MAX_EXTENSION_MS))
-            .min(MAX_EXTENSION_MS)
-            .max(1);
+            .clamp(1, MAX_EXTENSION_MS);
         Lease {
             deadline: claimed_at + Duration::from_millis(budget),
             extension_ms,

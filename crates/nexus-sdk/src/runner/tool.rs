@@ -115,8 +115,8 @@ impl ToolCall {
 
     /// Stores `bytes` as a capture and returns the `resource_link` block that names it, for
     /// the result's `content` (the kernel binds the capture when the result commits).
-    pub async fn stage_capture(&self, bytes: Vec<u8>, filename: &str) -> Result<Block> {
-        let upload = self.client.upload_capture(bytes, filename).await?;
+    pub async fn stage_capture(&self, bytes: impl Into<Vec<u8>>, filename: &str) -> Result<Block> {
+        let upload = self.client.upload_capture(bytes.into(), filename).await?;
         Ok(Block::link(&upload))
     }
 
