@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::types::Rest;
+use super::types::{Rest, Timestamp};
 
 /// One document of a listing (no content).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,9 +17,9 @@ pub struct MemoryEntry {
     pub description: Option<String>,
     /// The version a conditional write or delete names.
     pub lock_version: i64,
-    /// RFC 3339 time of the last write.
+    /// The time of the last write.
     #[serde(default)]
-    pub updated_at: Option<String>,
+    pub updated_at: Option<Timestamp>,
     /// Members this SDK does not name.
     #[serde(flatten)]
     pub rest: Rest,
@@ -37,9 +37,9 @@ pub struct MemoryDocument {
     pub description: Option<String>,
     /// The version a conditional write or delete names.
     pub lock_version: i64,
-    /// RFC 3339 time of the last write.
+    /// The time of the last write.
     #[serde(default)]
-    pub updated_at: Option<String>,
+    pub updated_at: Option<Timestamp>,
     /// Members this SDK does not name.
     #[serde(flatten)]
     pub rest: Rest,

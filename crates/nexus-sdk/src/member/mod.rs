@@ -60,7 +60,7 @@ pub use steps::{AskStep, ModelStep, OnFailure, Step, ToolStep, Visibility};
 pub use tasks::{
     CacheReport, CacheRound, ProviderBody, Resolution, Resolved, SealedRequest, Task, TaskError, TaskPage,
 };
-pub use types::{ApprovalMode, CallRef, Page, Pagination, Rest, RunStatus, TaskKind, TaskStatus, Usage};
+pub use types::{ApprovalMode, CallRef, Page, Pagination, Rest, RunStatus, TaskKind, TaskStatus, Timestamp, Usage};
 pub use uploads::{Upload, UploadBytes};
 pub use views::{Graph, GraphEdge, GraphNode, Transcript, TranscriptRow};
 pub use workspace::Workspace;

@@ -1,14 +1,15 @@
 //! [`RunRef`]: the routes under `R = W/runs/{run}`.
 
+use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use super::events::{EventPage, EventStream, Reconnect};
+use super::events::{EventPage, EventStream, Frame, Reconnect};
 use super::runs::{Append, Appended, Run, RunEnvelope, RunRead};
 use super::tasks::{
     CacheEnvelope, CacheReport, ProviderBody, Resolution, Resolved, SealedEnvelope, SealedRequest, Task, TaskPage,
 };
-use super::types::{Page, TaskEnvelope};
+use super::types::{Page, RunStatus, TaskEnvelope};
 use super::views::{Graph, Transcript};
 use super::wire::{self, Route, V1};
 use crate::error::Result;
@@ -172,6 +173,26 @@ impl RunRef {
             policy,
         )
         .await
+    }
+
+    /// Waits, following the live feed, until the run enters a status `done` accepts (for
+    /// example [`RunStatus::is_terminal`]), and returns the run read then. Should the feed
+    /// close for good first, returns the run as read at that moment: check its status.
+    pub async fn wait_until(&self, done: impl Fn(&RunStatus) -> bool) -> Result<Run> {
+        let read = self.get().await?;
+        if done(&read.run.status) {
+            return Ok(read.run);
+        }
+        // From the start: a change between the read and the open is in the backlog.
+        let mut feed = self.stream(0).await?;
+        while let Some(frame) = feed.next().await {
+            if let Frame::Event(event) = frame?
+                && event.run_status_change().is_some_and(|change| done(&change.to))
+            {
+                break;
+            }
+        }
+        Ok(self.get().await?.run)
     }
 
     /// `POST R/tasks/{key}/approve`: releases a held row. Refusals: 409 `not_adjudicable`,

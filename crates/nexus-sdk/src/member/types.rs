@@ -226,6 +226,17 @@ pub struct Usage {
     pub rest: Rest,
 }
 
+/// A point in time as a read serves it: RFC 3339 text on most reads; milliseconds since the
+/// Unix epoch on the memory door's `updated_at` (as this kernel sends it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Timestamp {
+    /// Milliseconds since the Unix epoch.
+    Millis(i64),
+    /// RFC 3339 text.
+    Text(String),
+}
+
 /// One call a model round made: `{call_id, name, task_key}` (`name` is the model's spelling).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRef {

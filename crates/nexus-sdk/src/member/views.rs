@@ -58,7 +58,7 @@ pub struct TranscriptRow {
 }
 
 impl TranscriptRow {
-    /// The heading of a collapsed tool row: its title, else "Called <alias or name>"
+    /// The heading of a collapsed tool row: its title, else `Called <alias or name>`
     /// (runs.md §10). `None` for rows that are not tool rows.
     pub fn heading(&self) -> Option<String> {
         if self.role != "tool" {
