@@ -32,23 +32,33 @@ async fn a_model_reads_writes_and_edits_files_under_root_through_rho() {
         let (run, done) = w.model_run("files").await;
         assert_eq!(done.status.as_str(), "completed", "{}: {done:?}", w.dialect);
 
-        let read = run.task("r1t1").await.unwrap();
+        let read = run.task("r1t0").await.unwrap();
         assert_eq!(read.status.as_str(), "completed", "{}", w.dialect);
-        assert_eq!(read.output.as_deref().map(|o| o.contains("alpha\nbeta")), Some(true), "{read:?}");
+        assert_eq!(
+            read.output.as_deref().map(|o| o.contains("alpha\nbeta")),
+            Some(true),
+            "{read:?}"
+        );
         assert_eq!(read.title.as_deref(), Some("read notes.txt"), "{}", w.dialect);
         assert!(read.metadata.is_none(), "{}: a read takes no checkpoint", w.dialect);
 
-        let grep = run.task("r1t2").await.unwrap();
+        let grep = run.task("r1t1").await.unwrap();
         assert_eq!(grep.title.as_deref(), Some("grep bet"), "{}", w.dialect);
 
-        let edit = run.task("r2t1").await.unwrap();
+        let edit = run.task("r2t0").await.unwrap();
         assert_eq!(edit.title.as_deref(), Some("edit notes.txt"), "{}", w.dialect);
         let checkpoint = &edit.metadata.as_ref().expect("an edit carries a checkpoint")["checkpoint"];
-        assert!(checkpoint["hash"].as_str().is_some_and(|h| !h.is_empty()), "{checkpoint}");
+        assert!(
+            checkpoint["hash"].as_str().is_some_and(|h| !h.is_empty()),
+            "{checkpoint}"
+        );
         assert!(checkpoint["dirty"].is_boolean(), "{checkpoint}");
-        assert_eq!(std::fs::read_to_string(root.path().join("notes.txt")).unwrap(), "alpha\ngamma\n");
+        assert_eq!(
+            std::fs::read_to_string(root.path().join("notes.txt")).unwrap(),
+            "alpha\ngamma\n"
+        );
 
-        let escape = run.task("r3t1").await.unwrap();
+        let escape = run.task("r3t0").await.unwrap();
         assert_eq!(escape.status.as_str(), "completed", "{}", w.dialect);
         assert!(escape.is_error, "{}: an escape from root is an error result", w.dialect);
     }
@@ -70,9 +80,18 @@ async fn rho_announces_its_environment_and_skills() {
         let info = w.member.runner(&w.runner_id).await.unwrap();
         let env = &info.environment;
         for key in ["os", "arch", "hostname", "root", "shell"] {
-            assert!(env.get(key).is_some_and(|v| v.is_string()), "{}: environment.{key}: {env:?}", w.dialect);
+            assert!(
+                env.get(key).is_some_and(|v| v.is_string()),
+                "{}: environment.{key}: {env:?}",
+                w.dialect
+            );
         }
         let docs = serde_json::to_value(&info.served_documents).unwrap();
-        assert_eq!(docs, json!([{"name": "deploy", "description": "How to deploy the service."}]), "{}", w.dialect);
+        assert_eq!(
+            docs,
+            json!([{"name": "deploy", "description": "How to deploy the service."}]),
+            "{}",
+            w.dialect
+        );
     }
 }

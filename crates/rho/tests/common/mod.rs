@@ -124,7 +124,11 @@ impl World {
                     return;
                 }
             }
-            assert!(Instant::now() < deadline, "{}: rho never announced {expect:?}", self.dialect);
+            assert!(
+                Instant::now() < deadline,
+                "{}: rho never announced {expect:?}",
+                self.dialect
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -132,23 +136,39 @@ impl World {
     /// Writes `scripts/<name>.jsonl`.
     pub fn script(&self, name: &str, lines: &[Value]) {
         let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-        std::fs::write(self.dir.path().join("scripts").join(format!("{name}.jsonl")), text.join("\n")).unwrap();
+        std::fs::write(
+            self.dir.path().join("scripts").join(format!("{name}.jsonl")),
+            text.join("\n"),
+        )
+        .unwrap();
     }
 
-    /// Creates and starts a run of one model step on `scripted/<script>` with this runner's
-    /// tools imported, and waits until it is terminal.
+    /// Creates and starts a run of one model step on `scripted/<script>` with every tool of
+    /// this runner imported (the run's default runner, declarations.md §7), and waits until it
+    /// is terminal. Keys: the step is the first round, its calls `r1t0, r1t1, …`, the next
+    /// round `r1`, its calls `r2t0, …`.
     pub async fn model_run(&self, script: &str) -> (RunRef, Run) {
         let step = Step::model("go")
             .model(format!("scripted/{script}"))
             .runners([self.runner_id.clone()]);
         let created = self
             .workspace()
-            .create_run(&NewRun::new(ApprovalMode::Bypass).step(step))
+            .create_run(
+                &NewRun::new(ApprovalMode::Bypass)
+                    .default_runner(&self.runner_id)
+                    .step(step),
+            )
             .await
             .expect("create the run");
         let run = self.workspace().run(&created.run.public_id);
         run.start().await.expect("start the run");
         let done = settle(&run, self.dialect).await;
+        if let Some(attention) = &done.attention
+            && let Some(key) = &attention.task_key
+        {
+            let task = run.task(key).await.expect("read the failed task");
+            panic!("{}: the run needs attention at {key}: {:?}", self.dialect, task.error);
+        }
         (run, done)
     }
 }
@@ -161,13 +181,23 @@ pub async fn settle(run: &RunRef, dialect: &str) -> Run {
         if read.run.status.is_terminal() || read.run.status.as_str() == "needs_attention" {
             return read.run;
         }
-        assert!(Instant::now() < deadline, "{dialect}: the run never settled: {:?}", read.run.status);
+        assert!(
+            Instant::now() < deadline,
+            "{dialect}: the run never settled: {:?}",
+            read.run.status
+        );
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
 }
 
 fn rand_suffix() -> String {
-    format!("{:x}", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos())
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
 }
 
 /// Where the pinned reference MCP server is installed (`scripts/npm-install`), or `None` with
@@ -178,7 +208,10 @@ pub fn everything_server() -> Option<PathBuf> {
     if entry.is_file() {
         return Some(entry.canonicalize().unwrap());
     }
-    let message = format!("the reference MCP server is not installed at {} (run scripts/npm-install)", entry.display());
+    let message = format!(
+        "the reference MCP server is not installed at {} (run scripts/npm-install)",
+        entry.display()
+    );
     if std::env::var("NEXUS_REQUIRE_MCP").is_ok_and(|v| v == "1") {
         panic!("{message}");
     }
