@@ -65,3 +65,10 @@ pub const ALL: [&str; 19] = [
     TOOL_CALL,
     RUNNERS_LIST,
 ];
+
+/// The kernel-reserved namespace (`nexus.graph`, …) a served name belongs to, in either
+/// spelling, if any: an announcement serving such a name is refused whole with
+/// `reserved_namespace` (executor.md §4), so a runner checks its names before announcing.
+pub fn reserved_namespace_of(name: &str) -> Option<&'static str> {
+    nexus_core::registry::reserved_family_of(name)
+}

@@ -20,19 +20,31 @@ pub struct Rho {
     environment: Map<String, Value>,
 }
 
-/// Two sources serve the same name.
-#[derive(Debug, thiserror::Error)]
-#[error("two tools would be served as `{0}`; rename an [[mcp]] server")]
-pub struct Collision(pub String);
+/// Why the combined tool list cannot be announced.
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    /// Two sources serve the same name.
+    #[error("two tools would be served as `{0}`; rename an [[mcp]] server")]
+    Collision(String),
+    /// A bridged name falls in a kernel-reserved namespace; the kernel would refuse the
+    /// whole announcement.
+    #[error("`{name}` belongs to the kernel-reserved namespace {namespace}; rename the [[mcp]] server")]
+    Reserved {
+        /// The served name.
+        name: String,
+        /// The namespace, e.g. `nexus.graph`.
+        namespace: &'static str,
+    },
+}
 
 impl Rho {
-    /// Combines the sources; a name served twice is refused.
+    /// Combines the sources; a name served twice or a reserved name is refused.
     pub fn new(
         local: Arc<Local>,
         bridge: Option<Arc<Bridge>>,
         overrides: BTreeMap<String, Override>,
         environment: Map<String, Value>,
-    ) -> Result<Rho, Collision> {
+    ) -> Result<Rho, Refusal> {
         let rho = Rho {
             local,
             bridge,
@@ -43,24 +55,9 @@ impl Rho {
         Ok(rho)
     }
 
-    fn specs(&self) -> Result<Vec<ToolSpec>, Collision> {
-        let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
+    fn specs(&self) -> Result<Vec<ToolSpec>, Refusal> {
         let bridged = self.bridge.as_ref().map(|b| b.specs()).unwrap_or_default();
-        for mut spec in self.local.specs().into_iter().chain(bridged) {
-            if let Some(o) = self.overrides.get(&spec.name) {
-                if let Some(profile) = o.effect_profile {
-                    spec.effect_profile = profile;
-                }
-                if let Some(ms) = o.timeout_ms {
-                    spec.timeout_ms = Some(ms);
-                }
-            }
-            if out.contains_key(&spec.name) {
-                return Err(Collision(spec.name));
-            }
-            out.insert(spec.name.clone(), spec);
-        }
-        Ok(out.into_values().collect())
+        merge(self.local.specs().into_iter().chain(bridged), &self.overrides)
     }
 
     fn is_mutating(&self, name: &str) -> bool {
@@ -74,9 +71,12 @@ impl Rho {
 impl Service for Rho {
     fn announcement(&self) -> Announcement {
         Announcement {
-            // A collision after a list change leaves the bridge's tools out rather than
-            // announcing one name for two tools.
-            tools: self.specs().unwrap_or_else(|_| self.local.specs()),
+            // A refusal after a list change leaves the bridge's tools out rather than
+            // announcing one name for two tools (or one the kernel refuses whole).
+            tools: self.specs().unwrap_or_else(|refusal| {
+                tracing::error!(%refusal, "the bridged tools are left out of the announcement");
+                self.local.specs()
+            }),
             environment: self.environment.clone(),
             documents: self.local.documents(),
         }
@@ -108,5 +108,84 @@ impl Service for Rho {
             }
             result
         })
+    }
+}
+
+/// Applies the overrides and checks every name: unique, and outside the kernel-reserved
+/// namespaces. Sorted by name.
+fn merge(
+    specs: impl Iterator<Item = ToolSpec>,
+    overrides: &BTreeMap<String, Override>,
+) -> Result<Vec<ToolSpec>, Refusal> {
+    let mut out: BTreeMap<String, ToolSpec> = BTreeMap::new();
+    for mut spec in specs {
+        if let Some(namespace) = nexus_sdk::tools::reserved_namespace_of(&spec.name) {
+            return Err(Refusal::Reserved {
+                name: spec.name,
+                namespace,
+            });
+        }
+        if let Some(o) = overrides.get(&spec.name) {
+            if let Some(profile) = o.effect_profile {
+                spec.effect_profile = profile;
+            }
+            if let Some(ms) = o.timeout_ms {
+                spec.timeout_ms = Some(ms);
+            }
+        }
+        if out.contains_key(&spec.name) {
+            return Err(Refusal::Collision(spec.name));
+        }
+        out.insert(spec.name.clone(), spec);
+    }
+    Ok(out.into_values().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use nexus_sdk::runner::EffectProfile;
+
+    use super::*;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec::new(name, EffectProfile::READ)
+    }
+
+    #[test]
+    fn overrides_apply_and_names_are_checked() {
+        let write = EffectProfile {
+            kind: EffectKind::Write,
+            ..EffectProfile::READ
+        };
+        let overrides = BTreeMap::from([(
+            "b".to_string(),
+            Override {
+                effect_profile: Some(write),
+                timeout_ms: Some(5),
+            },
+        )]);
+        let merged = merge([spec("b"), spec("a")].into_iter(), &overrides).unwrap();
+        assert_eq!(merged.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(merged[1].effect_profile, write);
+        assert_eq!(merged[1].timeout_ms, Some(5));
+        assert_eq!(merged[0].effect_profile, EffectProfile::READ);
+
+        assert_eq!(
+            merge([spec("a"), spec("a")].into_iter(), &BTreeMap::new()),
+            Err(Refusal::Collision("a".into()))
+        );
+        // A server named `delegate` with a tool `task` would serve a reserved wire name.
+        let reserved = merge([spec("a"), spec("delegate_task")].into_iter(), &BTreeMap::new());
+        assert!(
+            matches!(
+                reserved,
+                Err(Refusal::Reserved {
+                    namespace: "nexus.graph",
+                    ..
+                })
+            ),
+            "{reserved:?}"
+        );
+        assert!(merge([spec("memory_read"), spec("skill")].into_iter(), &BTreeMap::new()).is_ok());
     }
 }
