@@ -562,6 +562,8 @@ async fn extend_checks_in_order_and_shifts_the_one_clock() {
             .find(|e| e["type"] == "task_deadline_extended")
             .expect("task_deadline_extended");
         assert_eq!(ev["data"]["deadline_at"], body["claim"]["deadline_at"]);
+        assert_eq!(ev["data"]["by"], runner_id(&h).as_str(), "{ev}");
+        assert_eq!(ev["data"]["timeout_ms"], 30000, "{ev}");
         let row = task(&h, &run, "t").await;
         assert_eq!(row["deadline_at"], body["claim"]["deadline_at"]);
 

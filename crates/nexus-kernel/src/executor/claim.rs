@@ -270,7 +270,8 @@ impl Kernel {
             return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
         }
         let deadline = time::iso(now + budget);
-        let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
+        // runs.md §11: the new deadline, who extended, and the extension asked for.
+        let data = json!({"deadline_at": deadline, "by": p.executor.public_id.to_string(), "timeout_ms": ms});
         let mut effects = Vec::new();
         self.emit(
             &mut Unit::of(&mut tx, &mut run, now, &mut effects),
@@ -350,7 +351,8 @@ impl Kernel {
             return Err(refuse(Code::NotExtendable, "the claim is no longer extendable"));
         }
         let deadline = time::iso(now + ms);
-        let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
+        // runs.md §11: the new deadline, who extended, and the extension asked for.
+        let data = json!({"deadline_at": deadline, "by": p.executor.public_id.to_string(), "timeout_ms": ms});
         let mut effects: Vec<AfterCommit> = Vec::new();
         self.emit(
             &mut Unit::of(&mut tx, &mut run, now, &mut effects),
