@@ -57,7 +57,8 @@ async fn put_read_list_delete_with_versions() {
         assert_eq!(keys, ["path", "content", "lock_version", "updated_at"], "{}", h.dialect);
         assert_eq!(d["path"], "workspace/notes/a.md");
         assert_eq!(d["lock_version"], 1);
-        assert!(d["updated_at"].is_i64());
+        let at = d["updated_at"].as_str().expect("an ISO 8601 timestamp");
+        assert!(at.len() == 20 && at.ends_with('Z'), "whole-second UTC: {at}");
 
         let read = ok(&h.get(&doc_url(&h, "workspace/notes/a.md"), Some(&human)).await);
         assert_eq!(read, created);

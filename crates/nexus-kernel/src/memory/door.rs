@@ -31,7 +31,7 @@ fn document_json(doc: &MemoryDocRow) -> Value {
         m.insert("description".into(), json!(d));
     }
     m.insert("lock_version".into(), json!(doc.lock_version));
-    m.insert("updated_at".into(), json!(doc.updated_at));
+    m.insert("updated_at".into(), json!(crate::time::iso(doc.updated_at)));
     Value::Object(m)
 }
 
@@ -44,7 +44,7 @@ fn summary_json(doc: &MemoryDocRow) -> Value {
         m.insert("description".into(), json!(d));
     }
     m.insert("lock_version".into(), json!(doc.lock_version));
-    m.insert("updated_at".into(), json!(doc.updated_at));
+    m.insert("updated_at".into(), json!(crate::time::iso(doc.updated_at)));
     Value::Object(m)
 }
 
