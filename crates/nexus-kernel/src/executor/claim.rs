@@ -270,8 +270,7 @@ impl Kernel {
             return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
         }
         let deadline = time::iso(now + budget);
-        // runs.md §11: the new deadline, who extended, and the extension asked for.
-        let data = json!({"deadline_at": deadline, "by": p.executor.public_id.to_string(), "timeout_ms": ms});
+        let data = json!({"executor_public_id": p.executor.public_id.to_string(), "deadline_at": deadline});
         let mut effects = Vec::new();
         self.emit(
             &mut Unit::of(&mut tx, &mut run, now, &mut effects),
