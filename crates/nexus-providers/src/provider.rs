@@ -145,8 +145,9 @@ impl ModelCapabilities {
 /// (see [`EncodedRequest::tools`]) and the mark of the kept work (see [`Continues`]).
 pub(crate) type BodyParts = (Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>, Option<ChainMark>);
 
-/// The exact request a provider sends (sealed before the first attempt, providers.md §4).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The exact request a provider sends (sealed before the first attempt, providers.md §4). Two
+/// are equal when they send the same thing: the adapter's [`ChainMark`] is not compared.
+#[derive(Debug, Clone)]
 pub struct EncodedRequest {
     /// Where the request goes.
     pub url: String,
@@ -163,6 +164,18 @@ pub struct EncodedRequest {
     /// [`Continues`]).
     pub chain: Option<ChainMark>,
 }
+
+impl PartialEq for EncodedRequest {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+            && self.headers == other.headers
+            && self.body_sha256 == other.body_sha256
+            && self.body == other.body
+            && self.tools == other.tools
+    }
+}
+
+impl Eq for EncodedRequest {}
 
 impl EncodedRequest {
     /// Builds a request, computing `body_sha256` from `body`.
