@@ -4,6 +4,8 @@
 //! what the kernel sealed, byte for byte.
 
 mod common;
+#[path = "providers/continues.rs"]
+mod continues;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

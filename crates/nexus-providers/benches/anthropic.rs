@@ -4,19 +4,31 @@
 //! `cargo bench -p nexus-providers --bench anthropic`
 //!
 //! Rows:
-//! - `round/<n>`: encode of round `n`'s request on an adapter that has just encoded round
-//!   `n - 1`'s (untimed), as the kernel does from one round to the next (each measured request
-//!   ends with a round of its own, so none repeats an earlier one), then the decode of a reply;
+//! - `round/<n>`: encode the request after `n` to `n + 10` rounds on an adapter that has just
+//!   encoded the request before it, with the kernel's word that it continues that encode, as
+//!   the kernel does from one round to the next (see `common::Chain`), then the decode of a
+//!   reply;
 //! - `encode_cold/<n>`: the encode of round `n`'s request on an adapter that has not seen the
 //!   chain (after a restart; its tools bytes are cached).
 //!
-//! The target: `round/<n>` at most 100 µs (median) and flat from 10 to 200 rounds. What a timed
-//! call allocates is returned, so dropping it is not timed.
+//! Before them, the per-call p50 / p90 / p99 of the `round/<n>` work is printed, and the same
+//! without the word (`(compared)`: the encode compares the entries with its kept copy). The
+//! target: `round/<n>` at most 100 µs p50 and flat from 10 to 200 rounds. What a timed call
+//! allocates is returned, so dropping it is not timed.
 
+mod common;
+
+use std::cell::RefCell;
+
+use common::Chain;
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
 use nexus_providers::config::Kind;
 use nexus_providers::{Anthropic, Entry, InstanceConfig, ModelRequest, NoBlobs, Provider, RawToolCall, RequestOptions};
 use serde_json::{Value, json};
+
+/// The process allocator of the `nexus` binary, so allocation costs are those of production.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// How many tools every request offers.
 const TOOLS: usize = 60;
@@ -76,11 +88,16 @@ fn push_round(req: &mut ModelRequest, i: usize, id: &str) {
     });
 }
 
+/// The first request of chain `tag` after `rounds` rounds.
+fn start(rounds: usize, tag: u64) -> ModelRequest {
+    let mut req = request(rounds);
+    req.entries[0] = Entry::user_text(format!("Walk the workspace, one folder a round (chain {tag})."));
+    req
+}
+
 /// `previous` plus round `n`, whose call id is made unique by `tag`.
 fn next_round(previous: &ModelRequest, n: usize, tag: u64) -> ModelRequest {
     let mut next = previous.clone();
-    // The kernel projects the tools anew every round: equal values, new allocations.
-    next.tools = (0..TOOLS).map(tool).collect();
     push_round(&mut next, n, &format!("toolu_{n}_{tag}"));
     next
 }
@@ -101,29 +118,39 @@ fn config() -> InstanceConfig {
     c
 }
 
+/// Per-call percentiles of `round/<n>`, with the kernel's word and without it.
+fn percentiles(reply: &[u8]) {
+    for n in [10, 50, 100, 200] {
+        for word in [true, false] {
+            let warm = Anthropic::new(config());
+            let mut chain = Chain::new(n, start, push_round, word);
+            let label = format!("round/{n}{}", if word { "" } else { " (compared)" });
+            common::percentiles(&label, &warm, &mut chain, 1_000, || {
+                drop(Anthropic::decode_body(black_box(reply)).expect("decode"));
+            });
+        }
+    }
+}
+
 fn benches(c: &mut Criterion) {
     let reply = reply();
+    percentiles(&reply);
     for n in [10, 50, 200] {
-        let previous = request(n - 1);
         let warm = Anthropic::new(config());
-        warm.encode(&previous, &NoBlobs).expect("encode");
-
-        let mut tag = 0u64;
+        let chain = RefCell::new(Chain::new(n, start, push_round, true));
         c.bench_function(&format!("round/{n}"), |b| {
             b.iter_batched(
-                || {
-                    tag += 1;
-                    drop(warm.encode(&previous, &NoBlobs).expect("encode"));
-                    next_round(&previous, n, tag)
-                },
-                |next| {
-                    let enc = warm.encode(black_box(&next), &NoBlobs).expect("encode");
+                || chain.borrow_mut().advance(&warm),
+                |()| {
+                    let enc = chain.borrow_mut().encode(&warm);
                     let reply = Anthropic::decode_body(black_box(&reply)).expect("decode");
-                    (next, enc, reply)
+                    (enc, reply)
                 },
                 BatchSize::PerIteration,
             )
         });
+        let previous = request(n - 1);
+        let mut tag = 0u64;
         let cold = Anthropic::new(config());
         c.bench_function(&format!("encode_cold/{n}"), |b| {
             b.iter_batched(

@@ -5,22 +5,24 @@
 //!
 //! Rows:
 //! - `round/<n>`: encode the request after `n` to `n + 10` rounds on a provider that has just
-//!   encoded the request before it, as the kernel does from one round to the next (see
-//!   [`Chain`]), then decode a canned completion (`openai::decode_completion`). Target:
-//!   ≤100 µs median, flat from 10 to 200 rounds.
+//!   encoded the request before it, with the kernel's word that it continues that encode, as
+//!   the kernel does from one round to the next (see `common::Chain`), then decode a canned
+//!   completion (`openai::decode_completion`). Target: ≤100 µs median, flat from 10 to 200
+//!   rounds.
 //! - `encode_cold/<n>`: the first encode on a fresh provider (after a restart).
 //!
 //! Before them, the per-call p50 / p90 / p99 of the `round/<n>` work is printed (the target
-//! is a per-call p50; criterion's figures are means per sample).
+//! is a per-call p50; criterion's figures are means per sample), and the same without the
+//! word (`(compared)`: the encode compares the entries with its kept copy).
 //!
 //! What a timed call allocates is returned, so dropping it is not timed.
 
 mod common;
 
 use std::cell::RefCell;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::push_round;
+use common::{Chain, push_round};
 use criterion::{BatchSize, Criterion, black_box, criterion_group, criterion_main};
 use nexus_providers::{Entry, InstanceConfig, Kind, ModelRequest, NoBlobs, OpenAi, Provider, RequestOptions, openai};
 use serde_json::{Value, json};
@@ -80,70 +82,25 @@ fn reply() -> Vec<u8> {
     .into_bytes()
 }
 
-/// Round after round of one chain on one provider, as the kernel encodes them: each request
-/// extends the one encoded just before it by one round (added in place, untimed). Every
-/// `SPAN` rounds the chain starts again from `n - 1` rounds under a new first message
-/// (encoded untimed too), so the measured rounds stay within `n..n + SPAN`.
-struct Chain {
-    n: usize,
-    tag: u64,
-    current: Option<ModelRequest>,
+/// The first request of chain `tag` after `rounds` rounds.
+fn start(rounds: usize, tag: u64) -> ModelRequest {
+    let mut req = request(rounds);
+    req.entries[0] = Entry::user_text(format!("Search the tools, one query a round (chain {tag})."));
+    req
 }
 
-const SPAN: usize = 10;
-
-impl Chain {
-    fn new(n: usize) -> Self {
-        Self {
-            n,
-            tag: 0,
-            current: None,
-        }
-    }
-
-    /// Adds a round to the request `p` encoded last (or starts again).
-    fn advance(&mut self, p: &OpenAi) {
-        let done = self.current.as_ref().map_or(usize::MAX, ModelRequest::assistant_count);
-        if done >= self.n - 1 + SPAN {
-            self.tag += 1;
-            let mut start = request(self.n - 1);
-            start.entries[0] = Entry::user_text(format!("Search the tools, one query a round (chain {}).", self.tag));
-            drop(p.encode(&start, &NoBlobs).expect("encode"));
-            self.current = Some(start);
-        }
-        let next = self.current.as_mut().expect("a chain");
-        let round = next.assistant_count() + 1;
-        push_round(next, round, &format!("call_{round}_{}", self.tag));
-    }
-}
-
-/// Per-call percentiles of `round/<n>` (criterion reports per-sample means, which a busy
-/// machine's preemptions inflate): `CALLS` timed rounds of one chain, printed first.
+/// Per-call percentiles of `round/<n>`, with the kernel's word and without it (the encode
+/// compares the entries: a predecessor sealed by another process).
 fn percentiles(reply: &[u8]) {
-    const CALLS: usize = 1_000;
     for n in [10, 50, 100, 200] {
-        let warm = OpenAi::new(InstanceConfig::of(Kind::Openai));
-        let mut chain = Chain::new(n);
-        let mut times: Vec<Duration> = (0..CALLS)
-            .map(|_| {
-                chain.advance(&warm);
-                let next = chain.current.as_ref().expect("a chain");
-                let start = Instant::now();
-                let enc = warm.encode(black_box(next), &NoBlobs).expect("encode");
-                let reply = openai::decode_completion(black_box(reply)).expect("decode");
-                let took = start.elapsed();
-                drop((enc, reply));
-                took
-            })
-            .collect();
-        times.sort();
-        let at = |q: f64| times[((CALLS as f64 * q) as usize).min(CALLS - 1)].as_secs_f64() * 1e6;
-        println!(
-            "round/{n}: per call p50 {:.1} µs, p90 {:.1} µs, p99 {:.1} µs ({CALLS} calls)",
-            at(0.5),
-            at(0.9),
-            at(0.99)
-        );
+        for word in [true, false] {
+            let warm = OpenAi::new(InstanceConfig::of(Kind::Openai));
+            let mut chain = Chain::new(n, start, push_round, word);
+            let label = format!("round/{n}{}", if word { "" } else { " (compared)" });
+            common::percentiles(&label, &warm, &mut chain, 1_000, || {
+                drop(openai::decode_completion(black_box(reply)).expect("decode"));
+            });
+        }
     }
 }
 
@@ -152,14 +109,12 @@ fn benches(c: &mut Criterion) {
     percentiles(&reply);
     for n in [10, 50, 100, 200] {
         let warm = OpenAi::new(InstanceConfig::of(Kind::Openai));
-        let chain = RefCell::new(Chain::new(n));
+        let chain = RefCell::new(Chain::new(n, start, push_round, true));
         c.bench_function(&format!("round/{n}"), |b| {
             b.iter_batched(
                 || chain.borrow_mut().advance(&warm),
                 |()| {
-                    let chain = chain.borrow();
-                    let next = chain.current.as_ref().expect("a chain");
-                    let enc = warm.encode(black_box(next), &NoBlobs).expect("encode");
+                    let enc = chain.borrow_mut().encode(&warm);
                     let reply = openai::decode_completion(black_box(&reply)).expect("decode");
                     (enc, reply)
                 },

@@ -30,7 +30,8 @@ pub use model_ref::ModelRef;
 pub use neutral::{Entry, ModelReply, ModelRequest, Part, RawToolCall, RequestOptions, StopReason, Usage};
 pub use openai::OpenAi;
 pub use provider::{
-    BlobReader, DeltaSink, EncodedRequest, ModelCapabilities, NoBlobs, NoDeltas, Provider, ProviderError, SendFuture,
+    BlobReader, ChainMark, Continues, DeltaSink, EncodedRequest, ModelCapabilities, NoBlobs, NoDeltas, Provider,
+    ProviderError, SendFuture,
 };
 pub use registry::Providers;
 pub use scripted::Scripted;

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use sha2::{Digest, Sha256};
 
@@ -64,6 +65,20 @@ pub trait Provider: Send + Sync + 'static {
     /// request and blobs always give the same bytes. Never adds secrets (`send` does).
     fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError>;
 
+    /// [`Provider::encode`] of a request that continues an earlier one, on the caller's word
+    /// (`prior`, see [`Continues`]): the same bytes, but an adapter that kept the earlier
+    /// encode's work may resume from it without comparing the earlier entries with what it
+    /// kept. The default ignores `prior`.
+    fn encode_continuing(
+        &self,
+        req: &ModelRequest,
+        blobs: &dyn BlobReader,
+        prior: Option<Continues>,
+    ) -> Result<EncodedRequest, ProviderError> {
+        let _ = prior;
+        self.encode(req, blobs)
+    }
+
     /// Sends the sealed bytes once (the kernel retries per [`ProviderError::is_retryable`]),
     /// adding the key read from the environment now. A streaming reply's text goes to
     /// `deltas` as it arrives. Dropping the future aborts the request (a run's stop).
@@ -74,6 +89,34 @@ pub trait Provider: Send + Sync + 'static {
     fn max_attempts(&self) -> Option<u32> {
         None
     }
+}
+
+/// The identity of one encode ([`EncodedRequest::chain`]), unique within the process: what a
+/// caller hands back in [`Continues`] when its next request extends that encode's entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ChainMark(u64);
+
+impl ChainMark {
+    /// A mark no earlier encode of this process was given.
+    pub(crate) fn fresh() -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        Self(NEXT.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// The caller's word that a request continues an earlier one: its first `entries` entries are
+/// exactly, in order, the entries of the request whose encode was marked `mark`. The kernel
+/// gives it for a round whose request starts from its predecessor's sealed entries (kept in
+/// memory with the predecessor's mark). An adapter resumes from the work it kept for `mark`
+/// only if that work covers at most `entries` entries and its head (model, tools, system) is
+/// this request's; otherwise it compares as without the word. A wrong word gives a body that
+/// is not this request's encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Continues {
+    /// The earlier encode.
+    pub mark: ChainMark,
+    /// How many leading entries of the request are that encode's entries.
+    pub entries: usize,
 }
 
 /// What one model accepts (providers.md §2).
@@ -98,12 +141,13 @@ impl ModelCapabilities {
     }
 }
 
-/// What an HTTP adapter's encoder gives: the body, its SHA-256, and where the tools array sits
-/// in it (see [`EncodedRequest::tools`]).
-pub(crate) type BodyParts = (Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>);
+/// What an HTTP adapter's encoder gives: the body, its SHA-256, where the tools array sits in it
+/// (see [`EncodedRequest::tools`]) and the mark of the kept work (see [`Continues`]).
+pub(crate) type BodyParts = (Vec<u8>, [u8; 32], Option<std::ops::Range<usize>>, Option<ChainMark>);
 
-/// The exact request a provider sends (sealed before the first attempt, providers.md §4).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The exact request a provider sends (sealed before the first attempt, providers.md §4). Two
+/// are equal when they send the same thing: the adapter's [`ChainMark`] is not compared.
+#[derive(Debug, Clone)]
 pub struct EncodedRequest {
     /// Where the request goes.
     pub url: String,
@@ -116,7 +160,22 @@ pub struct EncodedRequest {
     /// Where the tools bytes sit inside `body` (`None` when no tools were offered): the
     /// per-round cache report compares their digest from round to round.
     pub tools: Option<std::ops::Range<usize>>,
+    /// This encode's mark, when the adapter kept work a continuation can resume from (see
+    /// [`Continues`]).
+    pub chain: Option<ChainMark>,
 }
+
+impl PartialEq for EncodedRequest {
+    fn eq(&self, other: &Self) -> bool {
+        self.url == other.url
+            && self.headers == other.headers
+            && self.body_sha256 == other.body_sha256
+            && self.body == other.body
+            && self.tools == other.tools
+    }
+}
+
+impl Eq for EncodedRequest {}
 
 impl EncodedRequest {
     /// Builds a request, computing `body_sha256` from `body`.
@@ -128,6 +187,7 @@ impl EncodedRequest {
             body,
             body_sha256,
             tools: None,
+            chain: None,
         }
     }
 

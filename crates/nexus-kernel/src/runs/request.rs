@@ -18,15 +18,21 @@
 //! of the run); the predecessor's entries from this process's sealed-entries cache
 //! (`sealed.rs`; else its sealed record, parsed); the run's uploads only when a rendered row
 //! holds a `resource_link`.
+//!
+//! When the predecessor's entries come from that cache, they come with the mark the provider
+//! gave their encode, and the request goes to the provider with the word that it starts with
+//! them ([`Continues`]): the provider then resumes from what it kept for that encode without
+//! comparing the history again (the bytes are the same either way).
 
 use nexus_core::declaration;
-use nexus_providers::{Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
+use nexus_providers::{ChainMark, Continues, Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
 use nexus_store::{Engine, TaskKind, TaskRow, TaskStatus};
 
 use super::columns::SealedRecord;
 use super::render::{replay_round, unpaired_envelope};
 use super::round::chain::{PrevRecord, round_record};
 use super::rows::Rows;
+use super::sealed::SealedEntries;
 use super::{FrozenContext, RequestSurface};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
@@ -86,25 +92,26 @@ impl Kernel {
         Some(Rows::new(tasks))
     }
 
-    /// Keeps the entries of a round whose seal just committed, for its continuation.
-    pub(crate) fn remember_sealed(&self, round: &TaskRow, entries: Vec<Entry>) {
+    /// Keeps the entries of a round whose seal just committed, for its continuation, with the
+    /// mark the provider gave their encode.
+    pub(crate) fn remember_sealed(&self, round: &TaskRow, entries: Vec<Entry>, mark: Option<ChainMark>) {
         self.state
             .sealed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .put((round.id, round.generation), entries);
+            .put((round.id, round.generation), SealedEntries { entries, mark });
     }
 
     /// The sealed entries of a round's current generation, if sealed: this process's copy of
-    /// what it sealed, else the stored record parsed.
-    async fn entries_of(&self, round: &TaskRow) -> KernelResult<Option<Vec<Entry>>> {
+    /// what it sealed (with its encode's mark), else the stored record parsed (no mark).
+    async fn entries_of(&self, round: &TaskRow) -> KernelResult<Option<SealedEntries>> {
         let kept = self
             .state
             .sealed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .take((round.id, round.generation));
-        if let Some(entries) = kept {
+        if let Some(kept) = kept {
             #[cfg(debug_assertions)]
             {
                 let stored = self
@@ -114,30 +121,29 @@ impl Kernel {
                     .and_then(|s| sealed_entries(&s.record));
                 assert_eq!(
                     stored.as_ref(),
-                    Some(&entries),
+                    Some(&kept.entries),
                     "the kept entries of {} differ from its stored record",
                     round.key
                 );
             }
-            return Ok(Some(entries));
+            return Ok(Some(kept));
         }
         Ok(self
             .store
             .sealed_request(round.id, round.generation)
             .await?
-            .and_then(|s| sealed_entries(&s.record)))
+            .and_then(|s| sealed_entries(&s.record))
+            .map(|entries| SealedEntries { entries, mark: None }))
     }
 
     /// Builds the neutral request of `round` (its current generation; `neighbourhood` is its
-    /// [`nexus_store::Engine::task_neighbourhood`]), and, when the rows it read were only the
-    /// predecessor and its fan, the predecessor's record for the
-    /// repeat-call rule (computed from the same rows, handed to the reply step in memory).
+    /// [`nexus_store::Engine::task_neighbourhood`]).
     pub(crate) async fn build_request(
         &self,
         round: &TaskRow,
         neighbourhood: Vec<TaskRow>,
         capabilities: &ModelCapabilities,
-    ) -> KernelResult<(ModelRequest, Option<PrevRecord>)> {
+    ) -> KernelResult<BuiltRequest> {
         let (rows, fan_only) = match Self::continuation_rows(round, neighbourhood) {
             Some(rows) => (rows, true),
             None => (Rows::new(self.all_tasks(round.run_id).await?), false),
@@ -175,9 +181,10 @@ impl Kernel {
             round_id: prev.id,
             record: round_record(&rows, prev),
         });
+        let mut prior = None;
         let entries = match previous {
             Some(prev) => {
-                let mut entries = self.entries_of(prev).await?.ok_or_else(|| {
+                let sealed = self.entries_of(prev).await?.ok_or_else(|| {
                     KernelError::new(
                         nexus_core::codes::Code::InternalError,
                         format!(
@@ -186,6 +193,8 @@ impl Kernel {
                         ),
                     )
                 })?;
+                prior = sealed.continued();
+                let mut entries = sealed.entries;
                 entries.extend(replay_round(&rows, prev, &judge));
                 entries
             }
@@ -203,9 +212,10 @@ impl Kernel {
                         })
                         .max_by_key(|t| t.id);
                     if let Some(pred) = predecessor
-                        && let Some(prior) = self.entries_of(pred).await?
+                        && let Some(sealed) = self.entries_of(pred).await?
                     {
-                        entries = prior;
+                        prior = sealed.continued();
+                        entries = sealed.entries;
                         entries.extend(replay_round(&rows, pred, &judge));
                     }
                 }
@@ -232,8 +242,23 @@ impl Kernel {
                 reasoning_effort: surface.reasoning_effort.clone(),
             },
         };
-        Ok((request, prev_record))
+        Ok(BuiltRequest {
+            request,
+            prev: prev_record,
+            prior,
+        })
     }
+}
+
+/// A round's request as [`Kernel::build_request`] built it.
+pub(crate) struct BuiltRequest {
+    pub request: ModelRequest,
+    /// When the rows read were only the predecessor and its fan, the predecessor's record for
+    /// the repeat-call rule (computed from the same rows, handed to the reply step in memory).
+    pub prev: Option<PrevRecord>,
+    /// The word for the provider that the request starts with the entries of an encode it
+    /// marked (the predecessor's, kept by this process).
+    pub prior: Option<Continues>,
 }
 
 /// The round's prompt entry: the prompt, then each `results` key as a `<task_result>`.

@@ -23,10 +23,16 @@
 //! messages inline uploads: a slot is used only when every upload it inlined is still readable
 //! with the same size (uploads are immutable, so the same id has the same bytes).
 //!
+//! Comparing the entries grows with the history. A request that comes with the caller's word
+//! that it continues the slot's last encode ([`Continues`]: its first `entries` entries are
+//! that encode's, of which the slot's entries are a prefix) skips it: the slot is found by its
+//! mark and checked in constant time (entry count, last kept entry, head, uploads). Debug
+//! builds compare anyway and assert the word was true.
+//!
 //! At most [`MAX_SLOTS`] slots holding at most [`MAX_KEPT_BYTES`] are kept, least recently used
 //! evicted first; a slot is taken out while one encode uses it.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
@@ -36,7 +42,8 @@ use super::messages::Writer;
 use super::tools::{Mode, ToolsCache};
 use crate::config::InstanceConfig;
 use crate::neutral::{Entry, ModelRequest};
-use crate::provider::{BlobReader, ProviderError};
+use crate::provider::{BlobReader, ChainMark, Continues, ProviderError};
+use crate::slots::{Kept, Slots};
 
 /// How many chains are kept.
 const MAX_SLOTS: usize = 8;
@@ -119,6 +126,8 @@ struct Slot {
     user_block_end: Option<usize>,
     /// The uploads inlined in `messages`, with their sizes.
     uploads: Vec<(Uuid, usize)>,
+    /// The mark of the encode that last used it.
+    mark: ChainMark,
 }
 
 impl Slot {
@@ -134,6 +143,7 @@ impl Slot {
             hasher,
             user_block_end: None,
             uploads: Vec::new(),
+            mark: ChainMark::fresh(),
         }
     }
 
@@ -143,11 +153,27 @@ impl Slot {
 
     /// Whether a request with `head` and `entries` can resume from this slot.
     fn fits(&self, head: &Head, entries: &[Entry], blobs: &dyn BlobReader) -> bool {
+        self.fits_head(head, entries, blobs) && self.entries.iter().zip(entries).all(|(a, b)| same_entry(a, b))
+    }
+
+    /// Whether a request with `head` and `entries` can resume from this slot, given that its
+    /// first `prior` entries are those of the slot's last encode (the caller's word, which
+    /// stands for the comparison of the earlier entries).
+    fn continues(&self, head: &Head, entries: &[Entry], blobs: &dyn BlobReader, prior: usize) -> bool {
+        let fits = self.entries.len() <= prior && self.fits_head(head, entries, blobs);
+        debug_assert!(
+            !fits || self.fits(head, entries, blobs),
+            "a request said to continue an encode whose entries it does not start with"
+        );
+        fits
+    }
+
+    /// The checks of [`Slot::fits`] that do not grow with the history.
+    fn fits_head(&self, head: &Head, entries: &[Entry], blobs: &dyn BlobReader) -> bool {
         let n = self.entries.len();
         n <= entries.len()
             && (n == 0 || same_entry(&self.entries[n - 1], &entries[n - 1]))
             && self.head.same(head)
-            && self.entries.iter().zip(entries).all(|(a, b)| same_entry(a, b))
             && self
                 .uploads
                 .iter()
@@ -167,6 +193,20 @@ impl Slot {
         self.entries.extend(entries.iter().cloned());
         self.user_block_end = user_block_end;
         self.uploads.extend_from_slice(uploads);
+    }
+}
+
+impl Kept for Slot {
+    fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.kept_bytes()
+    }
+
+    fn mark(&self) -> Option<ChainMark> {
+        Some(self.mark)
     }
 }
 
@@ -197,30 +237,38 @@ fn same_entry(a: &Entry, b: &Entry) -> bool {
 }
 
 /// The encoder of one adapter: the tools cache and the chains' slots.
-#[derive(Default)]
 pub(crate) struct Encoder {
     tools: ToolsCache,
-    /// Least recently used first.
-    slots: Mutex<Vec<Slot>>,
+    slots: Slots<Slot>,
+}
+
+impl Default for Encoder {
+    fn default() -> Self {
+        Self {
+            tools: ToolsCache::default(),
+            slots: Slots::new(MAX_SLOTS, MAX_KEPT_BYTES),
+        }
+    }
 }
 
 impl std::fmt::Debug for Encoder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let n = self.slots.lock().map_or(0, |s| s.len());
         f.debug_struct("Encoder")
             .field("tools", &self.tools)
-            .field("slots", &n)
+            .field("slots", &self.slots.len())
             .finish()
     }
 }
 
 impl Encoder {
-    /// The body of `req` under `config`, and its SHA-256.
+    /// The body of `req` under `config`, and its SHA-256. With `prior`, the slot of that
+    /// encode is tried first, without comparing the earlier entries.
     pub(crate) fn body(
         &self,
         req: &ModelRequest,
         blobs: &dyn BlobReader,
         config: &InstanceConfig,
+        prior: Option<Continues>,
     ) -> Result<crate::provider::BodyParts, ProviderError> {
         // The model's capabilities matter only for a default budget or tool search.
         let caps = (req.options.max_output_tokens.is_none() || config.server_tool_search)
@@ -235,7 +283,11 @@ impl Encoder {
         };
         let tools = self.tools.get(&req.tools, &req.tools_deferred, mode)?;
         let head = Head::new(req, max_tokens, tools, config.prompt_caching);
-        let mut slot = match self.take(&head, &req.entries, blobs) {
+        let continued = prior.filter(|p| p.entries <= req.entries.len()).and_then(|p| {
+            self.slots
+                .take_marked(p.mark, |s| s.continues(&head, &req.entries, blobs, p.entries))
+        });
+        let mut slot = match continued.or_else(|| self.slots.take(|s| s.fits(&head, &req.entries, blobs))) {
             Some(slot) => slot,
             None => Slot::new(head),
         };
@@ -308,42 +360,16 @@ impl Encoder {
             hasher.update(&body[hashed..]);
             hasher.finalize().into()
         };
-        self.keep(slot);
-        Ok((body, sha, tools_at))
-    }
-
-    /// Removes and returns the slot with the most entries that this request can resume from.
-    fn take(&self, head: &Head, entries: &[Entry], blobs: &dyn BlobReader) -> Option<Slot> {
-        let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-        let mut order: Vec<usize> = (0..slots.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(slots[i].entries.len()));
-        let best = order.into_iter().find(|&i| slots[i].fits(head, entries, blobs))?;
-        Some(slots.remove(best))
-    }
-
-    /// Puts `slot` back as the most recently used, within [`MAX_SLOTS`] and [`MAX_KEPT_BYTES`].
-    fn keep(&self, slot: Slot) {
-        if slot.kept_bytes() > MAX_KEPT_BYTES {
-            return;
-        }
-        let evicted: Vec<Slot> = {
-            let mut slots = self.slots.lock().unwrap_or_else(|p| p.into_inner());
-            slots.push(slot);
-            let mut kept: usize = slots.iter().map(Slot::kept_bytes).sum();
-            let mut evict = 0;
-            while slots.len() - evict > MAX_SLOTS || kept > MAX_KEPT_BYTES {
-                kept -= slots[evict].kept_bytes();
-                evict += 1;
-            }
-            slots.drain(..evict).collect()
-        };
+        slot.mark = ChainMark::fresh();
+        let mark = slot.mark;
         // Freeing a long history is not done under the lock.
-        drop(evicted);
+        drop(self.slots.keep(slot));
+        Ok((body, sha, tools_at, Some(mark)))
     }
 
     #[cfg(test)]
     fn slot_count(&self) -> usize {
-        self.slots.lock().unwrap().len()
+        self.slots.len()
     }
 }
 

@@ -23,7 +23,9 @@ mod tools;
 use crate::config::InstanceConfig;
 use crate::http::{Credential, Transport};
 use crate::neutral::ModelRequest;
-use crate::provider::{BlobReader, DeltaSink, EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
+use crate::provider::{
+    BlobReader, Continues, DeltaSink, EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture,
+};
 use encode::Encoder;
 
 /// The `anthropic-version` sent with every request.
@@ -83,13 +85,23 @@ impl Provider for Anthropic {
     }
 
     fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError> {
-        let (body, body_sha256, tools) = self.encoder.body(req, blobs, &self.config)?;
+        self.encode_continuing(req, blobs, None)
+    }
+
+    fn encode_continuing(
+        &self,
+        req: &ModelRequest,
+        blobs: &dyn BlobReader,
+        prior: Option<Continues>,
+    ) -> Result<EncodedRequest, ProviderError> {
+        let (body, body_sha256, tools, chain) = self.encoder.body(req, blobs, &self.config, prior)?;
         Ok(EncodedRequest {
             url: self.url.clone(),
             headers: self.headers.clone(),
             body,
             body_sha256,
             tools,
+            chain,
         })
     }
 

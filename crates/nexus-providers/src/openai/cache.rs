@@ -21,6 +21,13 @@
 //!   (uploads.md), and a slot also records each inlined upload's length and is reused only
 //!   while the blob reader still has those uploads at those lengths.
 //!
+//!   Comparing the entries with the slot's copy grows with the history. A request that comes
+//!   with the caller's word that it continues the slot's last encode ([`Continues`]: its first
+//!   `entries` entries are that encode's, which the slot's copy is a prefix of) skips that
+//!   comparison: the slot is found by its mark and checked in constant time (its entry count,
+//!   its last entry, model, tools, system, inlined uploads). Debug builds compare anyway and
+//!   assert the word was true.
+//!
 //! At most [`MAX_SLOTS`] slots holding at most [`MAX_KEPT_BYTES`] are kept, least recently
 //! used first out. A slot is taken out of the cache while it is extended, so concurrent
 //! encodes never share one; a failed encode drops its slot.
@@ -33,7 +40,7 @@ use sha2::{Digest, Sha256};
 
 use super::encode::{self, Inlined, Layout};
 use crate::neutral::{Entry, ModelRequest};
-use crate::provider::{BlobReader, ProviderError};
+use crate::provider::{BlobReader, ChainMark, Continues, ProviderError};
 use crate::slots::{Kept, Slots};
 
 /// How many distinct tools lists are kept.
@@ -64,6 +71,8 @@ struct Slot {
     hasher: Sha256,
     /// Where the tools array sits in `bytes` (`None` without tools).
     tools_at: Option<std::ops::Range<usize>>,
+    /// The mark of the encode that last extended it.
+    mark: ChainMark,
 }
 
 impl Slot {
@@ -90,18 +99,35 @@ impl Slot {
             any,
             hasher,
             tools_at,
+            mark: ChainMark::fresh(),
         }
     }
 
     /// Whether `req` (whose tools are `tools`) extends this slot.
     fn fits(&self, req: &ModelRequest, tools: &Arc<Tools>, blobs: &dyn BlobReader) -> bool {
         let n = self.entries.len();
+        self.fits_head(req, tools, blobs, n) && self.entries[..] == req.entries[..n]
+    }
+
+    /// Whether `req` extends this slot, given that its first `prior` entries are those of the
+    /// slot's last encode (the caller's word): everything [`Slot::fits`] checks but the
+    /// comparison of the earlier entries, which the word stands for.
+    fn continues(&self, req: &ModelRequest, tools: &Arc<Tools>, blobs: &dyn BlobReader, prior: usize) -> bool {
+        let fits = self.entries.len() <= prior && self.fits_head(req, tools, blobs, self.entries.len());
+        debug_assert!(
+            !fits || self.fits(req, tools, blobs),
+            "a request said to continue an encode whose entries it does not start with"
+        );
+        fits
+    }
+
+    /// The checks of [`Slot::fits`] that do not grow with the history, for `n` kept entries.
+    fn fits_head(&self, req: &ModelRequest, tools: &Arc<Tools>, blobs: &dyn BlobReader, n: usize) -> bool {
         Arc::ptr_eq(&self.tools, tools)
             && n <= req.entries.len()
             && self.model == req.model
             && self.system == req.system
             && (n == 0 || self.entries[n - 1] == req.entries[n - 1])
-            && self.entries[..] == req.entries[..n]
             && self
                 .inlined
                 .iter()
@@ -127,6 +153,10 @@ impl Kept for Slot {
 
     fn bytes(&self) -> usize {
         self.bytes.len()
+    }
+
+    fn mark(&self) -> Option<ChainMark> {
+        Some(self.mark)
     }
 }
 
@@ -157,17 +187,23 @@ impl fmt::Debug for Cache {
 }
 
 impl Cache {
-    /// The body of `req` and its SHA-256: byte for byte what an uncached encode gives.
+    /// The body of `req` and its SHA-256: byte for byte what an uncached encode gives. With
+    /// `prior`, the slot of that encode is tried first, without comparing the earlier entries.
     pub fn encode(
         &self,
         layout: &Layout,
         req: &ModelRequest,
         blobs: &dyn BlobReader,
+        prior: Option<Continues>,
     ) -> Result<crate::provider::BodyParts, ProviderError> {
         let tools = self.tools(&req.tools)?;
-        let mut slot = self
-            .slots
-            .take(|s| s.fits(req, &tools, blobs))
+        let mut slot = prior
+            .filter(|p| p.entries <= req.entries.len())
+            .and_then(|p| {
+                self.slots
+                    .take_marked(p.mark, |s| s.continues(req, &tools, blobs, p.entries))
+            })
+            .or_else(|| self.slots.take(|s| s.fits(req, &tools, blobs)))
             .unwrap_or_else(|| Slot::new(layout, req, tools));
         let done = slot.entries.len();
         slot.extend(&req.entries[done..], blobs)?;
@@ -179,9 +215,11 @@ impl Cache {
         hasher.update(&body[tail..]);
         let sha = hasher.finalize().into();
         let tools_at = slot.tools_at.clone();
+        slot.mark = ChainMark::fresh();
+        let mark = slot.mark;
         // Freeing a long history is not done under the lock.
         drop(self.slots.keep(slot));
-        Ok((body, sha, tools_at))
+        Ok((body, sha, tools_at, Some(mark)))
     }
 
     /// The tools entry for `tools`: a kept one identical to it, or a new one (validated and
@@ -293,7 +331,7 @@ mod tests {
 
     /// The cached encode equals the uncached one, and its digest is the body's.
     fn check(cache: &Cache, r: &ModelRequest, blobs: &dyn BlobReader) {
-        let (body, sha, _) = cache.encode(&layout(), r, blobs).unwrap();
+        let (body, sha, ..) = cache.encode(&layout(), r, blobs, None).unwrap();
         assert_eq!(
             String::from_utf8(body.clone()).unwrap(),
             String::from_utf8(encode::body(&layout(), r, blobs).unwrap()).unwrap()
@@ -353,6 +391,60 @@ mod tests {
         assert_eq!(cache.tools.lock().unwrap().len(), MAX_TOOL_LISTS);
     }
 
+    /// Encodes `r` continuing `prior` and checks it against the uncached encode; its mark.
+    fn check_continuing(cache: &Cache, r: &ModelRequest, prior: Option<Continues>) -> ChainMark {
+        let blobs = crate::provider::NoBlobs;
+        let (body, sha, _, mark) = cache.encode(&layout(), r, &blobs, prior).unwrap();
+        assert_eq!(body, encode::body(&layout(), r, &blobs).unwrap());
+        assert_eq!(sha, <[u8; 32]>::from(Sha256::digest(&body)));
+        mark.expect("a mark")
+    }
+
+    #[test]
+    fn continuing_by_mark_gives_the_same_bytes() {
+        let cache = Cache::default();
+        let mut r = req(vec![Entry::user_text("go")]);
+        let mut mark = check_continuing(&cache, &r, None);
+        for i in 0..10 {
+            let prior = Continues {
+                mark,
+                entries: r.entries.len(),
+            };
+            r.entries.extend(round(i));
+            mark = check_continuing(&cache, &r, Some(prior));
+        }
+        assert_eq!(cache.slots.len(), 1, "the chain kept one slot");
+        let by_mark = || cache.slots.taken_by_mark.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(by_mark(), 10, "every round after the first resumed by its mark");
+        // Another request that extends the slot (found by comparison) moves it on: the word for
+        // the one before finds no slot by its mark, and comparison encodes it.
+        let old = Continues {
+            mark,
+            entries: r.entries.len(),
+        };
+        let mut branch = r.clone();
+        branch.entries.push(Entry::user_text("branch"));
+        check_continuing(&cache, &branch, None);
+        let mut next = r.clone();
+        next.entries.extend(round(99));
+        check_continuing(&cache, &next, Some(old));
+        // A word the slot cannot take (another system) is ignored.
+        let prior = Continues {
+            mark: check_continuing(&cache, &r, None),
+            entries: r.entries.len(),
+        };
+        let mut other = next.clone();
+        other.system = vec!["other".into()];
+        check_continuing(&cache, &other, Some(prior));
+        // A word counting more entries than the request has is ignored.
+        let prior = Continues {
+            mark: check_continuing(&cache, &next, None),
+            entries: next.entries.len() + 1,
+        };
+        check_continuing(&cache, &next, Some(prior));
+        assert_eq!(by_mark(), 10, "no other request resumed by a mark");
+    }
+
     #[test]
     fn a_failed_encode_leaves_no_slot_and_inlined_uploads_are_rechecked() {
         let cache = Cache::default();
@@ -364,7 +456,9 @@ mod tests {
             }],
         };
         let r = req(vec![Entry::user_text("go"), image]);
-        let err = cache.encode(&layout(), &r, &crate::provider::NoBlobs).unwrap_err();
+        let err = cache
+            .encode(&layout(), &r, &crate::provider::NoBlobs, None)
+            .unwrap_err();
         assert!(err.detail.unwrap().contains(&upload.to_string()));
         assert!(cache.slots.len() == 0);
         let mut blobs: HashMap<Uuid, Vec<u8>> = HashMap::from([(upload, b"png".to_vec())]);
@@ -375,7 +469,7 @@ mod tests {
         check(&cache, &longer, &blobs);
         blobs.clear();
         assert!(
-            cache.encode(&layout(), &longer, &blobs).is_err(),
+            cache.encode(&layout(), &longer, &blobs, None).is_err(),
             "a vanished upload is noticed"
         );
     }

@@ -26,7 +26,9 @@ mod stream;
 use crate::config::InstanceConfig;
 use crate::http::{Credential, Transport};
 use crate::neutral::{ModelReply, ModelRequest};
-use crate::provider::{BlobReader, DeltaSink, EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture};
+use crate::provider::{
+    BlobReader, Continues, DeltaSink, EncodedRequest, ModelCapabilities, Provider, ProviderError, SendFuture,
+};
 
 use cache::Cache;
 use encode::Layout;
@@ -99,13 +101,23 @@ impl Provider for OpenAi {
     }
 
     fn encode(&self, req: &ModelRequest, blobs: &dyn BlobReader) -> Result<EncodedRequest, ProviderError> {
-        let (body, body_sha256, tools) = self.cache.encode(&self.layout, req, blobs)?;
+        self.encode_continuing(req, blobs, None)
+    }
+
+    fn encode_continuing(
+        &self,
+        req: &ModelRequest,
+        blobs: &dyn BlobReader,
+        prior: Option<Continues>,
+    ) -> Result<EncodedRequest, ProviderError> {
+        let (body, body_sha256, tools, chain) = self.cache.encode(&self.layout, req, blobs, prior)?;
         Ok(EncodedRequest {
             url: self.layout.url.clone(),
             headers: self.layout.headers.clone(),
             body,
             body_sha256,
             tools,
+            chain,
         })
     }
 

@@ -195,6 +195,7 @@ impl Provider for Scripted {
             body: encoded.body,
             body_sha256: encoded.sha256,
             tools,
+            chain: None,
         })
     }
 

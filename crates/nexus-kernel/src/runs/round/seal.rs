@@ -85,9 +85,10 @@ impl Kernel {
         model: &str,
     ) -> KernelResult<Option<(EncodedRequest, Option<PrevRecord>)>> {
         let capabilities = provider.capabilities(model);
-        let (request, prev) = self.build_request(task, neighbourhood, &capabilities).await?;
+        let built = self.build_request(task, neighbourhood, &capabilities).await?;
+        let (request, prev) = (built.request, built.prev);
         let blobs = self.media_bytes(&request.entries).await?;
-        let encoded = provider.encode(&request, &blobs);
+        let encoded = provider.encode_continuing(&request, &blobs, built.prior);
         let enc = match encoded {
             Ok(enc) => enc,
             Err(e) => {
@@ -148,7 +149,7 @@ impl Kernel {
             .await?;
         tx.commit().await?;
         // The continuation's request starts from these entries.
-        self.remember_sealed(task, request.entries);
+        self.remember_sealed(task, request.entries, enc.chain);
         self.publish(vec![AfterCommit::RunEvents(run.id)]).await;
         Ok(Some((enc, prev)))
     }

@@ -38,12 +38,23 @@ fn blobs() -> HashMap<Uuid, Vec<u8>> {
 
 /// Encodes `req` warm (on `encoder`) and cold (on a fresh one): same bytes, right digest.
 fn check(encoder: &Encoder, req: &ModelRequest, blobs: &dyn BlobReader, caching: bool) -> Vec<u8> {
-    let (warm, warm_sha, _) = encoder.body(req, blobs, &config(caching)).unwrap();
-    let (cold, _, _) = Encoder::default().body(req, blobs, &config(caching)).unwrap();
+    check_continuing(encoder, req, blobs, caching, None).0
+}
+
+/// [`check`] of an encode continuing `prior`; the body and the encode's mark.
+fn check_continuing(
+    encoder: &Encoder,
+    req: &ModelRequest,
+    blobs: &dyn BlobReader,
+    caching: bool,
+    prior: Option<Continues>,
+) -> (Vec<u8>, ChainMark) {
+    let (warm, warm_sha, _, mark) = encoder.body(req, blobs, &config(caching), prior).unwrap();
+    let (cold, ..) = Encoder::default().body(req, blobs, &config(caching), None).unwrap();
     assert_eq!(String::from_utf8_lossy(&warm), String::from_utf8_lossy(&cold));
     assert_eq!(warm_sha, <[u8; 32]>::from(Sha256::digest(&warm)));
     serde_json::from_slice::<Value>(&warm).expect("the body is JSON");
-    warm
+    (warm, mark.expect("a mark"))
 }
 
 /// A small deterministic generator of entries of every shape.
@@ -132,6 +143,62 @@ fn growing_histories_encode_as_cold() {
 }
 
 #[test]
+fn growing_histories_continued_by_mark_encode_as_cold() {
+    let blobs = blobs();
+    for seed in 0..40 {
+        let mut g = Gen(seed);
+        let caching = seed % 2 == 1;
+        let encoder = Encoder::default();
+        let mut entries = vec![Entry::user_text("start")];
+        let mut prior = None;
+        for _ in 0..25 {
+            let (_, mark) = check_continuing(&encoder, &request(entries.clone()), &blobs, caching, prior);
+            prior = Some(Continues {
+                mark,
+                entries: entries.len(),
+            });
+            for _ in 0..=g.pick(3) {
+                entries.push(g.entry());
+            }
+        }
+        assert_eq!(encoder.slot_count(), 1, "one chain, one slot");
+        assert_eq!(by_mark(&encoder), 24, "every round after the first resumed by its mark");
+        // A branch from the middle takes a slot of its own: the main chain's word still finds
+        // its slot.
+        let mut branch = entries[..entries.len() / 2].to_vec();
+        branch.push(Entry::user_text("branch"));
+        check(&encoder, &request(branch), &blobs, caching);
+        let (_, mark) = check_continuing(&encoder, &request(entries.clone()), &blobs, caching, prior);
+        assert_eq!(by_mark(&encoder), 25);
+        // Another request that extends the slot (found by comparison) moves it on: the word
+        // for the one before finds no slot by its mark, and comparison encodes it.
+        let mut elsewhere = entries.clone();
+        elsewhere.push(Entry::user_text("elsewhere"));
+        check(&encoder, &request(elsewhere), &blobs, caching);
+        let stale = Continues {
+            mark,
+            entries: entries.len(),
+        };
+        entries.push(Entry::user_text("next"));
+        check_continuing(&encoder, &request(entries.clone()), &blobs, caching, Some(stale));
+        // A word for a request with another head is ignored.
+        let (_, mark) = check_continuing(&encoder, &request(entries.clone()), &blobs, caching, None);
+        let mut other = request(entries.clone());
+        other.system = vec!["other".into()];
+        let prior = Continues {
+            mark,
+            entries: entries.len(),
+        };
+        check_continuing(&encoder, &other, &blobs, caching, Some(prior));
+        assert_eq!(by_mark(&encoder), 25, "no other request resumed by a mark");
+    }
+}
+
+fn by_mark(encoder: &Encoder) -> usize {
+    encoder.slots.taken_by_mark.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+#[test]
 fn a_round_resumes_its_chain() {
     let encoder = Encoder::default();
     let mut entries = vec![Entry::user_text("go")];
@@ -154,10 +221,11 @@ fn a_round_resumes_its_chain() {
         });
     }
     assert_eq!(encoder.slot_count(), 1);
-    let slots = encoder.slots.lock().unwrap();
-    // Everything but the last user message (the results of round 9) is kept.
-    assert_eq!(slots[0].entries.len(), entries.len() - 3);
-    assert!(!String::from_utf8_lossy(&slots[0].messages).contains("cache_control"));
+    encoder.slots.inspect(|slots| {
+        // Everything but the last user message (the results of round 9) is kept.
+        assert_eq!(slots[0].entries.len(), entries.len() - 3);
+        assert!(!String::from_utf8_lossy(&slots[0].messages).contains("cache_control"));
+    });
 }
 
 /// No upload is known.
@@ -211,7 +279,7 @@ fn a_kept_upload_that_is_gone_is_an_error_again() {
     check(&encoder, &request(entries.clone()), &blobs, true);
     entries.push(Entry::user_text("next"));
     let err = encoder
-        .body(&request(entries), &NoBlobsHere, &config(true))
+        .body(&request(entries), &NoBlobsHere, &config(true), None)
         .unwrap_err();
     assert!(err.detail.unwrap().contains(&upload(2).to_string()));
 }
