@@ -20,6 +20,7 @@ mod http;
 pub mod member;
 pub mod runner;
 pub mod tools;
+mod upload;
 
 pub use catalog::{Catalog, CatalogEntry};
 pub use client::Client;

@@ -1,42 +1,13 @@
 //! Captures (uploads.md §1, §3) and claim-scoped attachment reads (executor.md §12).
 
 use reqwest::Method;
-use reqwest::multipart::{Form, Part};
-use serde::Deserialize;
+use reqwest::multipart::Part;
 
 use super::{ExecutorClient, segment};
 use crate::error::{ApiError, Result};
 use crate::http::Http;
-
-/// An upload descriptor: `{public_id, filename, content_type, byte_size, created_at}`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Upload {
-    /// The id a `nexus://uploads/<public_id>` link names.
-    pub public_id: String,
-    /// The sanitized file name.
-    pub filename: String,
-    /// The type detected from the bytes.
-    pub content_type: String,
-    /// The size in bytes.
-    pub byte_size: u64,
-    /// When it was stored (RFC 3339).
-    pub created_at: String,
-}
-
-impl Upload {
-    /// `nexus://uploads/<public_id>`: the URI a `resource_link` block names.
-    pub fn uri(&self) -> String {
-        format!("nexus://uploads/{}", self.public_id)
-    }
-}
-
-#[derive(Deserialize)]
-struct Wrapped {
-    upload: Upload,
-}
-
-/// The multipart part ingest reads.
-const FILE_PART: &str = "upload[file]";
+pub use crate::upload::Upload;
+use crate::upload::UploadEnvelope;
 
 fn attachment_path(run: &str, key: &str, upload: &str) -> String {
     format!(
@@ -57,14 +28,14 @@ impl ExecutorClient {
         let request = self
             .http()
             .authed(Method::POST, "/agent_api/v1/executor/uploads")?
-            .multipart(Form::new().part(FILE_PART, part));
-        Ok(Http::send::<Wrapped>(request).await?.upload)
+            .multipart(crate::upload::form(part));
+        Ok(Http::send::<UploadEnvelope>(request).await?.upload)
     }
 
     /// `GET X/uploads/{id}`: the descriptor of one of this executor's own captures.
     pub async fn capture(&self, upload_id: &str) -> Result<Upload> {
         let path = format!("/agent_api/v1/executor/uploads/{}", segment(upload_id));
-        Ok(Http::send::<Wrapped>(self.http().authed(Method::GET, &path)?)
+        Ok(Http::send::<UploadEnvelope>(self.http().authed(Method::GET, &path)?)
             .await?
             .upload)
     }
@@ -76,7 +47,7 @@ impl ExecutorClient {
             .http()
             .authed(Method::GET, &attachment_path(run, key, upload_id))?
             .header("Claim-Token", token);
-        Ok(Http::send::<Wrapped>(request).await?.upload)
+        Ok(Http::send::<UploadEnvelope>(request).await?.upload)
     }
 
     /// `GET X/inbox/{run}/{task}/attachments/{upload}/bytes`: the whole blob.

@@ -1,32 +1,8 @@
 //! Uploads (uploads.md §1–§3): the descriptor and a bytes read.
 
-use serde::{Deserialize, Serialize};
-
-use super::types::Rest;
 use super::wire::{self, Route, V1};
-
-/// An upload's descriptor.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Upload {
-    /// The upload's id (named in steps' `attachments` and as `nexus://uploads/<id>`).
-    pub public_id: String,
-    /// The sanitized filename.
-    pub filename: String,
-    /// The type detected from the bytes (never the part's declared type).
-    pub content_type: String,
-    /// The blob's size.
-    pub byte_size: u64,
-    /// RFC 3339 creation time.
-    pub created_at: String,
-    /// Members this SDK does not name.
-    #[serde(flatten)]
-    pub rest: Rest,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct UploadEnvelope {
-    pub(crate) upload: Upload,
-}
+pub use crate::upload::Upload;
+use crate::upload::UploadEnvelope;
 
 /// The bytes of an upload and the headers that describe them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,9 +14,6 @@ pub struct UploadBytes {
     /// The strong `ETag` (the blob's checksum).
     pub etag: Option<String>,
 }
-
-/// The one multipart part ingest reads.
-const FILE_PART: &str = "upload[file]";
 
 impl crate::Client {
     /// `POST /agent_api/v1/uploads`: stores `bytes` as a new upload named `filename`
@@ -59,7 +32,7 @@ impl crate::Client {
     }
 
     async fn send_upload(&self, part: reqwest::multipart::Part) -> crate::Result<Upload> {
-        let form = reqwest::multipart::Form::new().part(FILE_PART, part);
+        let form = crate::upload::form(part);
         let route = Route::new(V1).lit("uploads");
         let request = self
             .http
