@@ -12,7 +12,9 @@
 //!    reference MCP server (`scripts/npm-install`). rho runs with the timing lines on
 //!    (`nexus_sdk::runner::timing`: claim granted → handler → commit acknowledged;
 //!    `rho::mcp::timing`: the `tools/call` round trip) and the bench parses its stderr: the
-//!    overhead is the claim-granted → commit-acknowledged time minus the MCP call.
+//!    overhead is the claim-granted → commit-acknowledged time minus the MCP call. Measured
+//!    twice: the server untrusted (the default: echo gets the fail-closed `write` profile, so
+//!    rho takes a checkpoint before each call) and trusted (echo is `read_only`).
 //!
 //! `NEXUS_TEST_DATABASE_URL` set adds a PostgreSQL row (empty: SQLite only);
 //! `BENCH_RUNS` (default 4) runs of `BENCH_ROUNDS` (default 50) rounds are measured per
@@ -110,7 +112,9 @@ impl Drop for Rho {
 }
 
 impl Served {
-    async fn rho(&self, name: &str, root: &Path, extra: &str, expect: &[&str]) -> Rho {
+    /// Starts rho as `name` and waits until the runner's announcement serves `tool` with the
+    /// effect kind `kind` (so the previous rho's announcement is not taken for this one's).
+    async fn rho(&self, name: &str, root: &Path, extra: &str, tool: &str, kind: &str) -> Rho {
         let config = self.dir.path().join(format!("{name}.toml"));
         let text = format!(
             "kernel_url = \"{}\"\nbearer_env = \"{BEARER_ENV}\"\nroot = \"{}\"\n{extra}\n",
@@ -133,11 +137,14 @@ impl Served {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Ok(info) = self.member.runner(&self.runner_id).await
-                && expect.iter().all(|n| info.tool_names().any(|t| t == *n))
+                && info
+                    .served_tools
+                    .iter()
+                    .any(|t| t["name"] == tool && t["effect_profile"]["kind"] == kind)
             {
                 return rho;
             }
-            assert!(Instant::now() < deadline, "rho never announced {expect:?}");
+            assert!(Instant::now() < deadline, "rho never announced {tool} as {kind}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
@@ -402,6 +409,7 @@ fn print_feeds(feeds: &Feeds) {
 
 fn print_sdk(lines: &[HashMap<String, String>]) {
     for (name, label) in [
+        ("inbox_us", "rho: poll start -> claim sent"),
         ("claim_us", "rho: claim sent -> granted"),
         ("queue_us", "rho: granted -> handler start"),
         ("handler_us", "rho: handler"),
@@ -410,6 +418,10 @@ fn print_sdk(lines: &[HashMap<String, String>]) {
     ] {
         Stats::of(lines.iter().map(|l| field(l, name)).collect()).print(label);
     }
+    // The runner's side of dispatched -> commit: from the poll the push started (the push
+    // leaves right after the dispatching commit) to the acknowledged commit.
+    let whole = |l: &HashMap<String, String>| field(l, "inbox_us") + field(l, "claim_us") + field(l, "total_us");
+    Stats::of(lines.iter().map(whole).collect()).print("rho: poll start -> commit acknowledged");
 }
 
 async fn bench_read(served: &Served, runs: usize, rounds: usize) {
@@ -419,7 +431,7 @@ async fn bench_read(served: &Served, runs: usize, rounds: usize) {
         let text = format!("line {i}: a small file for the loopback benchmark\n").repeat(8);
         std::fs::write(root.path().join(format!("f{i}.txt")), text).unwrap();
     }
-    let rho = served.rho("rho-read", root.path(), "", &["read"]).await;
+    let rho = served.rho("rho-read", root.path(), "", "read", "read_only").await;
     let read = |i: usize| json!({"name": "read", "input": {"path": format!("f{i}.txt")}});
     let m = served.measure("read", runs, rounds, read).await;
     let log = rho.log.clone();
@@ -438,18 +450,26 @@ async fn bench_read(served: &Served, runs: usize, rounds: usize) {
     print_sdk(&measured);
 }
 
-async fn bench_echo(served: &Served, runs: usize, rounds: usize) {
+/// The echo benchmark with the server untrusted (the fail-closed `write` profile: rho takes a
+/// checkpoint before each call, executor.md §14) or trusted (echo's hints make it
+/// `read_only`: no checkpoint).
+async fn bench_echo(served: &Served, runs: usize, rounds: usize, trusted: bool) {
     let Some(entry) = common::everything_server() else {
         return;
     };
     let root = tempfile::tempdir().unwrap();
     let extra = format!(
-        "[[mcp]]\nname = \"everything\"\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\n",
+        "[[mcp]]\nname = \"everything\"\ncommand = \"node\"\nargs = [\"{}\", \"stdio\"]\ntrusted = {trusted}\n",
         entry.display()
     );
-    let rho = served.rho("rho-echo", root.path(), &extra, &["everything_echo"]).await;
+    let (name, kind) = if trusted {
+        ("echo-trusted", "read_only")
+    } else {
+        ("echo", "write")
+    };
+    let rho = served.rho(name, root.path(), &extra, "everything_echo", kind).await;
     let echo = |i: usize| json!({"name": "everything_echo", "input": {"message": format!("echo {i}")}});
-    let m = served.measure("echo", runs, rounds, echo).await;
+    let m = served.measure(name, runs, rounds, echo).await;
     let log = rho.log.clone();
     drop(rho);
     // The MCP lines carry no run: the calls are sequential, so the i-th MCP line belongs to the
@@ -463,8 +483,14 @@ async fn bench_echo(served: &Served, runs: usize, rounds: usize) {
         .filter(|(s, _)| s.get("run").is_some_and(|r| m.ids.contains(r)))
         .collect();
     println!(
-        "MCP echo, {} ({runs} runs x {rounds} rounds; load {}):",
-        served.dialect, m.load
+        "MCP echo, {}, {} ({runs} runs x {rounds} rounds; load {}):",
+        if trusted {
+            "trusted: read_only, no checkpoint"
+        } else {
+            "untrusted: write, checkpoint first"
+        },
+        served.dialect,
+        m.load
     );
     print_feeds(&m.feeds);
     let measured: Vec<HashMap<String, String>> = pairs.iter().map(|(s, _)| (*s).clone()).collect();
@@ -488,6 +514,7 @@ async fn main() {
     for store in nexus_store::testing::engines().await {
         let served = serve(store).await;
         bench_read(&served, runs, rounds).await;
-        bench_echo(&served, runs, rounds).await;
+        bench_echo(&served, runs, rounds, false).await;
+        bench_echo(&served, runs, rounds, true).await;
     }
 }

@@ -31,16 +31,19 @@ impl Drop for Deregister<'_> {
 /// `RUST_LOG=nexus_sdk::runner::timing=debug` (the loopback benchmark of BENCHMARKS.md parses it).
 const TIMING: &str = "nexus_sdk::runner::timing";
 
-/// Serves one claim to its end. `claimed_at` is when the claim request was sent; the permit
-/// holds the call's concurrency slot until the commit is done.
+/// Serves one claim to its end. `polled_at` is when the inbox poll that found the row began,
+/// `claimed_at` when the claim request was sent; the permit holds the call's concurrency slot
+/// until the commit is done.
 ///
-/// Each call that reaches its commit logs one debug line on the [`TIMING`] target, in microseconds:
-/// `claim_us` (claim sent → granted), `queue_us` (granted → handler start), `handler_us`,
-/// `commit_us` (commit sent → acknowledged, retries included) and `total_us` (granted →
-/// acknowledged). Off, it costs five clock reads.
+/// Each call that reaches its commit logs one debug line on the [`TIMING`] target, in
+/// microseconds: `inbox_us` (poll start → claim sent), `claim_us` (claim sent → granted),
+/// `queue_us` (granted → handler start), `handler_us`, `commit_us` (commit sent →
+/// acknowledged, retries included) and `total_us` (granted → acknowledged). Off, it costs six
+/// clock reads.
 pub(crate) async fn serve(
     shared: Arc<Shared>,
     claim: Claim,
+    polled_at: Instant,
     claimed_at: Instant,
     cancel: CancellationToken,
     _permit: OwnedSemaphorePermit,
@@ -102,6 +105,7 @@ pub(crate) async fn serve(
         run = %key.run,
         key = %key.key,
         tool = claim.task.tool_name.as_deref().unwrap_or_default(),
+        inbox_us = us(polled_at, claimed_at),
         claim_us = us(claimed_at, granted),
         queue_us = us(granted, started),
         handler_us = us(started, ended),
