@@ -159,6 +159,7 @@ impl Claims {
 
     /// Reads the inbox and claims what it can while slots are free.
     async fn poll(&mut self) {
+        let polled = Instant::now();
         self.saturated = false;
         let mut after: Option<String> = None;
         loop {
@@ -194,7 +195,8 @@ impl Claims {
                         };
                         self.shared.running().insert(key, running);
                         let shared = self.shared.clone();
-                        self.calls.spawn(call::serve(shared, claim, sent, cancel, permit));
+                        self.calls
+                            .spawn(call::serve(shared, claim, polled, sent, cancel, permit));
                     }
                     Ok(Err(e)) if e.is_transient() => {
                         tracing::debug!(error = %e, "a claim failed; the next poll retries");

@@ -20,7 +20,10 @@ pub const MAX_ENTRIES: usize = 100_000;
 
 /// The root's checkpoint, or `None` when the root cannot be read at all.
 pub fn checkpoint(root: &Path) -> Option<Checkpoint> {
-    if in_work_tree(root)
+    // A `.git` entry in the root or above is what makes a work tree; looking for it costs a
+    // few `stat`s, while asking `git` costs a process (milliseconds) before every call.
+    if has_git_marker(root)
+        && in_work_tree(root)
         && let Some(head) = git(root, &["rev-parse", "--verify", "-q", "HEAD"])
     {
         // Only the served root counts: pathspec `.` is relative to `-C root`.
@@ -31,6 +34,12 @@ pub fn checkpoint(root: &Path) -> Option<Checkpoint> {
         });
     }
     tree_hash(root).map(|hash| Checkpoint { hash, dirty: false })
+}
+
+/// Whether `root` or one of its ancestors holds a `.git` entry (a folder, or the file a
+/// linked work tree or submodule has).
+fn has_git_marker(root: &Path) -> bool {
+    root.ancestors().any(|dir| dir.join(".git").symlink_metadata().is_ok())
 }
 
 /// `sha256:<hex>` over the root's files.
@@ -119,6 +128,17 @@ mod tests {
                 dirty: true
             }
         );
+    }
+
+    #[test]
+    fn a_root_below_a_repository_gets_its_head() {
+        let t = TestRoot::new();
+        t.git_init();
+        t.file("sub/a.txt", "1");
+        let head = t.git_commit();
+        let sub = t.root.path().join("sub");
+        assert!(has_git_marker(&sub), "the marker is found above the root");
+        assert_eq!(checkpoint(&sub).unwrap().hash, head);
     }
 
     #[test]

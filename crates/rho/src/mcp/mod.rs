@@ -277,7 +277,17 @@ impl Route {
                 .with_title(title);
             }
         }
-        match peer.call_tool(params).await {
+        let sent = std::time::Instant::now();
+        let answer = peer.call_tool(params).await;
+        // One line per call for the loopback benchmark (BENCHMARKS.md, issue 24): the
+        // `tools/call` round trip alone, beside the SDK's `nexus_sdk::runner::timing` line.
+        tracing::debug!(
+            target: "rho::mcp::timing",
+            server = %self.server,
+            tool = %self.tool,
+            call_us = sent.elapsed().as_micros() as u64,
+        );
+        match answer {
             Ok(result) => results::map_result(&self.server, &self.tool, result, stage).await,
             Err(error) => results::map_error(&self.server, &self.tool, error),
         }
