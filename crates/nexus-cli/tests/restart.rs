@@ -8,6 +8,8 @@ use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use nexus_sdk::Client;
+use nexus_sdk::member::{ApprovalMode, NewRun, Step};
 use nexus_store::{Engine, Store, StoreOptions};
 use serde_json::{Value, json};
 
@@ -77,12 +79,10 @@ fn spawn_server(args: &[&str]) -> Server {
 }
 
 async fn wait_healthy(server: &mut Server) {
-    let client = reqwest::Client::new();
+    let client = Client::new(&server.base, "");
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        if let Ok(resp) = client.get(format!("{}/healthz", server.base)).send().await
-            && resp.status() == 200
-        {
+        if client.healthz().await.is_ok() {
             return;
         }
         if let Some(status) = server.child.try_wait().unwrap() {
@@ -93,27 +93,21 @@ async fn wait_healthy(server: &mut Server) {
     }
 }
 
-async fn call(base: &str, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
-    let mut req = reqwest::Client::new()
-        .request(method, format!("{base}{path}"))
-        .bearer_auth(token);
-    if let Some(b) = body {
-        req = req.json(&b);
-    }
-    let resp = req.send().await.unwrap();
-    let status = resp.status().as_u16();
-    (status, resp.json().await.unwrap_or(Value::Null))
-}
-
-/// Polls `GET path` until `done` holds on the body (panics after `secs`).
-async fn poll(base: &str, path: &str, token: &str, secs: u64, done: impl Fn(&Value) -> bool) -> Value {
+/// Polls `read` until `done` holds on its answer (panics after `secs`).
+async fn poll<T: std::fmt::Debug, F: std::future::Future<Output = nexus_sdk::Result<T>>>(
+    secs: u64,
+    read: impl Fn() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
-        let (status, body) = call(base, reqwest::Method::GET, path, token, None).await;
-        if status == 200 && done(&body) {
-            return body;
+        let answer = read().await;
+        if let Ok(value) = &answer
+            && done(value)
+        {
+            return answer.unwrap();
         }
-        assert!(Instant::now() < deadline, "timed out polling {path}: {status} {body}");
+        assert!(Instant::now() < deadline, "timed out polling: {answer:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
@@ -142,116 +136,76 @@ async fn kill_mid_round_and_recover(store_args: &[&str], data_dir: &Path, url: &
 
     let mut server = spawn_server(store_args);
     wait_healthy(&mut server).await;
-    let base = server.base.clone();
-    let w = format!("/agent_api/v1/workspaces/{ws}");
-    let run = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
-        "prompt": "List the machines.", "model": "scripted/slow", "kernel_tools": ["nexus.runners.list"]}}]}});
-    let (status, created) = call(&base, reqwest::Method::POST, &format!("{w}/runs"), &token, Some(run)).await;
-    assert_eq!(status, 201, "{created}");
-    let id = created["run"]["public_id"].as_str().unwrap().to_string();
-    let r = format!("{w}/runs/{id}");
-    let (status, started) = call(
-        &base,
-        reqwest::Method::POST,
-        &format!("{r}/start"),
-        &token,
-        Some(json!({})),
-    )
-    .await;
-    assert_eq!(status, 200, "{started}");
+    let ws = Client::new(&server.base, &token).workspace(&ws);
+    let step = Step::model("List the machines.")
+        .model("scripted/slow")
+        .kernel_tools([nexus_sdk::tools::RUNNERS_LIST]);
+    let created = ws
+        .create_run(&NewRun::new(ApprovalMode::Bypass).step(step))
+        .await
+        .expect("create the run");
+    let id = created.run.public_id.clone();
+    let run = ws.run(&id);
+    run.start().await.expect("start the run");
 
     // The round is running and sealed: its provider call sleeps for 4 s.
-    poll(&base, &format!("{r}/tasks/s1-model-1"), &token, 20, |b| {
-        b["task"]["status"] == "running"
-    })
-    .await;
-    let sealed_before = poll(&base, &format!("{r}/tasks/s1-model-1/request"), &token, 20, |_| true).await;
-    let (_, mid) = call(&base, reqwest::Method::GET, &format!("{r}/tasks"), &token, None).await;
-    let keys: Vec<&str> = mid["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["key"].as_str().unwrap())
-        .collect();
-    assert_eq!(keys, ["s1-model-1"], "killed before the reply: {mid}");
+    poll(20, || run.task("s1-model-1"), |t| t.status.as_str() == "running").await;
+    let sealed_before = poll(20, || run.request("s1-model-1"), |_| true).await;
+    let mid = run.tasks(&Default::default()).await.unwrap();
+    let keys: Vec<&str> = mid.tasks.iter().map(|t| t.key.as_str()).collect();
+    assert_eq!(keys, ["s1-model-1"], "killed before the reply: {mid:?}");
 
     server.kill_9();
     let mut server = spawn_server(store_args);
     wait_healthy(&mut server).await;
-    let base = server.base.clone();
-    let done = poll(&base, &r, &token, 60, |b| b["run"]["status"] == "completed").await;
-    assert_eq!(done["run"]["deliverable_task_key"], "r1");
+    let ws = Client::new(&server.base, &token).workspace(ws.public_id());
+    let run = ws.run(&id);
+    let done = poll(60, || run.get(), |r| r.run.status.as_str() == "completed").await;
+    assert_eq!(done.run.deliverable_task_key.as_deref(), Some("r1"));
 
     // Nothing lost, nothing doubled.
-    let (_, tasks) = call(&base, reqwest::Method::GET, &format!("{r}/tasks"), &token, None).await;
-    let tasks = tasks["tasks"].as_array().unwrap().clone();
-    let keys: Vec<&str> = tasks.iter().map(|t| t["key"].as_str().unwrap()).collect();
+    let tasks = run.tasks(&Default::default()).await.unwrap().tasks;
+    let keys: Vec<&str> = tasks.iter().map(|t| t.key.as_str()).collect();
     assert_eq!(keys, ["s1-model-1", "r1t0", "r1"]);
     for t in &tasks {
-        assert_eq!(t["status"], "completed", "{t}");
-        assert_eq!(t["generation"], 1, "{t}");
+        assert_eq!(t.status.as_str(), "completed", "{t:?}");
+        assert_eq!(t.generation, 1, "{t:?}");
     }
-    let (_, page) = call(
-        &base,
-        reqwest::Method::GET,
-        &format!("{r}/events?limit=500"),
-        &token,
-        None,
-    )
-    .await;
-    let events = page["events"].as_array().unwrap().clone();
+    let events = run.events(0, Some(500)).await.unwrap().events;
     for (i, e) in events.iter().enumerate() {
-        assert_eq!(e["sequence"], i as i64 + 1, "gapless: {events:?}");
+        assert_eq!(e.sequence, i as i64 + 1, "gapless: {events:?}");
     }
     for key in ["s1-model-1", "r1t0", "r1"] {
         let completions = events
             .iter()
-            .filter(|e| e["type"] == "task_status_changed" && e["task_key"] == key && e["data"]["to"] == "completed")
+            .filter(|e| {
+                e.kind.as_str() == "task_status_changed"
+                    && e.task_key.as_deref() == Some(key)
+                    && e.data["to"] == "completed"
+            })
             .count();
         assert_eq!(completions, 1, "{key}: {events:?}");
     }
-    let expansions: Vec<&Value> = events
+    let expansions: Vec<_> = events
         .iter()
-        .filter(|e| e["type"] == "tasks_appended" && e["data"]["origin"] == "model")
+        .filter(|e| e.kind.as_str() == "tasks_appended" && e.data["origin"] == "model")
         .collect();
     assert_eq!(expansions.len(), 1, "{events:?}");
-    assert_eq!(expansions[0]["data"]["keys"], json!(["r1t0", "r1"]));
+    assert_eq!(expansions[0].data["keys"], json!(["r1t0", "r1"]));
     let completed_runs = events
         .iter()
-        .filter(|e| e["type"] == "run_status_changed" && e["data"]["to"] == "completed")
+        .filter(|e| e.kind.as_str() == "run_status_changed" && e.data["to"] == "completed")
         .count();
     assert_eq!(completed_runs, 1);
 
     // The round was sealed once: the same record and bytes, re-sent after the restart.
-    let (_, sealed_after) = call(
-        &base,
-        reqwest::Method::GET,
-        &format!("{r}/tasks/s1-model-1/request"),
-        &token,
-        None,
-    )
-    .await;
-    assert_eq!(
-        sealed_after["request"]["body_sha256"],
-        sealed_before["request"]["body_sha256"]
-    );
-    assert_eq!(sealed_after["request"]["entries"], sealed_before["request"]["entries"]);
+    let sealed_after = run.request("s1-model-1").await.unwrap();
+    assert_eq!(sealed_after.body_sha256, sealed_before.body_sha256);
+    assert_eq!(sealed_after.entries, sealed_before.entries);
     // The continuation read exactly one result.
-    let (_, r1) = call(
-        &base,
-        reqwest::Method::GET,
-        &format!("{r}/tasks/r1/request"),
-        &token,
-        None,
-    )
-    .await;
-    let results = r1["request"]["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["type"] == "tool_result")
-        .count();
-    assert_eq!(results, 1, "{r1}");
+    let r1 = run.request("r1").await.unwrap();
+    let results = r1.entries.iter().filter(|e| e["type"] == "tool_result").count();
+    assert_eq!(results, 1, "{r1:?}");
     drop(server);
 
     // In the store: exactly one sealed record for the round (generation 1 only), and no job left.
