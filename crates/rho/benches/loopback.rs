@@ -29,74 +29,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use futures_util::StreamExt;
+use nexus_sdk::RunRef;
 use nexus_sdk::member::{ApprovalMode, EventKind, Frame, NewRun, RunStatus, Step, TaskStatus};
-use nexus_sdk::{Client, RunRef};
 use nexus_store::Engine;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 const BEARER_ENV: &str = "RHO_BENCH_BEARER";
 const TIMING_LOG: &str = "rho=warn,nexus_sdk=warn,nexus_sdk::runner::timing=debug,rho::mcp::timing=debug";
 const WARM_UP_ROUNDS: usize = 10;
-
-/// A served kernel that, unlike the tests' `World`, hands out the runner's bearer: the bench
-/// starts rho itself, with the timing lines on and its stderr in a file.
-struct Served {
-    dialect: &'static str,
-    base: String,
-    member: Client,
-    ws: String,
-    runner_id: String,
-    runner_token: String,
-    kernel: nexus_kernel::Kernel,
-    store: nexus_store::Store,
-    dir: tempfile::TempDir,
-    server: JoinHandle<std::io::Result<()>>,
-    worker: JoinHandle<()>,
-    _store: nexus_store::testing::TestStore,
-}
-
-impl Drop for Served {
-    fn drop(&mut self) {
-        self.server.abort();
-        self.worker.abort();
-    }
-}
-
-async fn serve(store: nexus_store::testing::TestStore) -> Served {
-    let dir = tempfile::tempdir().expect("a temp dir");
-    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
-    let kernel = nexus_kernel::Kernel::builder(store.store.clone())
-        .scripts_dir(dir.path().join("scripts"))
-        .blobs_dir(dir.path().join("blobs"))
-        .build();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let worker = kernel.spawn_worker(std::future::pending());
-    let server = tokio::spawn(nexus_server::serve(
-        listener,
-        nexus_server::AppState::new(kernel.clone()),
-        std::future::pending(),
-    ));
-    let s = |v: &Value| v.as_str().unwrap().to_string();
-    Served {
-        dialect: store.dialect,
-        member: Client::new(&base, &s(&boot["human"]["member_token"])),
-        base,
-        ws: s(&boot["workspace_public_id"]),
-        runner_id: s(&boot["runner"]["executor_public_id"]),
-        runner_token: s(&boot["runner"]["transport_token"]),
-        kernel,
-        store: store.store.clone(),
-        dir,
-        server,
-        worker,
-        _store: store,
-    }
-}
 
 /// A running rho, killed on drop; its stderr (the timing lines) is in `log`.
 struct Rho {
@@ -111,10 +53,10 @@ impl Drop for Rho {
     }
 }
 
-impl Served {
+impl common::World {
     /// Starts rho as `name` and waits until the runner's announcement serves `tool` with the
     /// effect kind `kind` (so the previous rho's announcement is not taken for this one's).
-    async fn rho(&self, name: &str, root: &Path, extra: &str, tool: &str, kind: &str) -> Rho {
+    async fn timed_rho(&self, name: &str, root: &Path, extra: &str, tool: &str, kind: &str) -> Rho {
         let config = self.dir.path().join(format!("{name}.toml"));
         let text = format!(
             "kernel_url = \"{}\"\nbearer_env = \"{BEARER_ENV}\"\nroot = \"{}\"\n{extra}\n",
@@ -424,14 +366,14 @@ fn print_sdk(lines: &[HashMap<String, String>]) {
     Stats::of(lines.iter().map(whole).collect()).print("rho: poll start -> commit acknowledged");
 }
 
-async fn bench_read(served: &Served, runs: usize, rounds: usize) {
+async fn bench_read(served: &common::World, runs: usize, rounds: usize) {
     let root = tempfile::tempdir().unwrap();
     let files = rounds.max(WARM_UP_ROUNDS);
     for i in 0..files {
         let text = format!("line {i}: a small file for the loopback benchmark\n").repeat(8);
         std::fs::write(root.path().join(format!("f{i}.txt")), text).unwrap();
     }
-    let rho = served.rho("rho-read", root.path(), "", "read", "read_only").await;
+    let rho = served.timed_rho("rho-read", root.path(), "", "read", "read_only").await;
     let read = |i: usize| json!({"name": "read", "input": {"path": format!("f{i}.txt")}});
     let m = served.measure("read", runs, rounds, read).await;
     let log = rho.log.clone();
@@ -453,7 +395,7 @@ async fn bench_read(served: &Served, runs: usize, rounds: usize) {
 /// The echo benchmark with the server untrusted (the fail-closed `write` profile: rho takes a
 /// checkpoint before each call, executor.md §14) or trusted (echo's hints make it
 /// `read_only`: no checkpoint).
-async fn bench_echo(served: &Served, runs: usize, rounds: usize, trusted: bool) {
+async fn bench_echo(served: &common::World, runs: usize, rounds: usize, trusted: bool) {
     let Some(entry) = common::everything_server() else {
         return;
     };
@@ -467,7 +409,9 @@ async fn bench_echo(served: &Served, runs: usize, rounds: usize, trusted: bool) 
     } else {
         ("echo", "write")
     };
-    let rho = served.rho(name, root.path(), &extra, "everything_echo", kind).await;
+    let rho = served
+        .timed_rho(name, root.path(), &extra, "everything_echo", kind)
+        .await;
     let echo = |i: usize| json!({"name": "everything_echo", "input": {"message": format!("echo {i}")}});
     let m = served.measure(name, runs, rounds, echo).await;
     let log = rho.log.clone();
@@ -511,8 +455,7 @@ async fn bench_echo(served: &Served, runs: usize, rounds: usize, trusted: bool) 
 async fn main() {
     let runs = env_usize("BENCH_RUNS", 4);
     let rounds = env_usize("BENCH_ROUNDS", 50);
-    for store in nexus_store::testing::engines().await {
-        let served = serve(store).await;
+    for served in common::worlds().await {
         bench_read(&served, runs, rounds).await;
         bench_echo(&served, runs, rounds, false).await;
         bench_echo(&served, runs, rounds, true).await;

@@ -24,7 +24,9 @@ pub struct World {
     pub member: Client,
     pub ws: String,
     pub runner_id: String,
-    runner_token: String,
+    pub runner_token: String,
+    pub kernel: nexus_kernel::Kernel,
+    pub store: nexus_store::Store,
     pub dir: tempfile::TempDir,
     server: JoinHandle<std::io::Result<()>>,
     worker: JoinHandle<()>,
@@ -42,34 +44,42 @@ impl Drop for World {
 pub async fn worlds() -> Vec<World> {
     let mut out = Vec::new();
     for store in nexus_store::testing::engines().await {
-        let dir = tempfile::tempdir().expect("a temp dir");
-        std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
-        let kernel = nexus_kernel::Kernel::builder(store.store.clone())
-            .scripts_dir(dir.path().join("scripts"))
-            .blobs_dir(dir.path().join("blobs"))
-            .provider_backoff_ms(vec![1, 1, 1])
-            .build();
-        let boot = kernel.bootstrap().await.expect("bootstrap");
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let worker = kernel.spawn_worker(std::future::pending());
-        let state = nexus_server::AppState::new(kernel);
-        let server = tokio::spawn(nexus_server::serve(listener, state, std::future::pending()));
-        let s = |v: &Value| v.as_str().unwrap().to_string();
-        out.push(World {
-            dialect: store.dialect,
-            member: Client::new(&base, &s(&boot["human"]["member_token"])),
-            base,
-            ws: s(&boot["workspace_public_id"]),
-            runner_id: s(&boot["runner"]["executor_public_id"]),
-            runner_token: s(&boot["runner"]["transport_token"]),
-            dir,
-            server,
-            worker,
-            _store: store,
-        });
+        out.push(world(store).await);
     }
     out
+}
+
+/// A served kernel over `store`: bootstrapped, its job worker running, its `scripted` model
+/// reading `<dir>/scripts`.
+pub async fn world(store: nexus_store::testing::TestStore) -> World {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    std::fs::create_dir_all(dir.path().join("scripts")).unwrap();
+    let kernel = nexus_kernel::Kernel::builder(store.store.clone())
+        .scripts_dir(dir.path().join("scripts"))
+        .blobs_dir(dir.path().join("blobs"))
+        .provider_backoff_ms(vec![1, 1, 1])
+        .build();
+    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let worker = kernel.spawn_worker(std::future::pending());
+    let state = nexus_server::AppState::new(kernel.clone());
+    let server = tokio::spawn(nexus_server::serve(listener, state, std::future::pending()));
+    let s = |v: &Value| v.as_str().unwrap().to_string();
+    World {
+        dialect: store.dialect,
+        member: Client::new(&base, &s(&boot["human"]["member_token"])),
+        base,
+        ws: s(&boot["workspace_public_id"]),
+        runner_id: s(&boot["runner"]["executor_public_id"]),
+        runner_token: s(&boot["runner"]["transport_token"]),
+        kernel,
+        store: store.store.clone(),
+        dir,
+        server,
+        worker,
+        _store: store,
+    }
 }
 
 /// A running `rho` process, killed on drop.
