@@ -62,17 +62,38 @@ async fn verb(h: &Harness, token: &str, run: &str, key: &str, verb: &str, body: 
 
 /// The runner claims `key` and commits `outcome` with `content`.
 async fn settle(h: &Harness, run: &str, key: &str, outcome: &str, content: &str) -> Value {
-    let path = |v: &str| format!("{X}/inbox/{run}/{key}/{v}");
+    settle_claimed(h, run, key, outcome, content).await.0
+}
+
+/// [`settle`], also returning the claim token it used.
+async fn settle_claimed(h: &Harness, run: &str, key: &str, outcome: &str, content: &str) -> (Value, String) {
     let c = h
-        .send(Method::POST, &path("claim"), Some(&h.runner_token()), None)
+        .send(
+            Method::POST,
+            &inbox_item(run, key, "claim"),
+            Some(&h.runner_token()),
+            None,
+        )
         .await;
     let token = ok(&c)["claim"]["claim_token"].as_str().unwrap().to_string();
-    let body = json!({"claim_token": token, "outcome": outcome, "content": content});
-    let r = h
-        .json(Method::POST, &path("commit"), Some(&h.runner_token()), &body)
-        .await;
+    let r = commit(h, run, key, &token, outcome, content).await;
     h.kernel.work_until_idle(20).await.unwrap();
-    ok(&r)["task"].clone()
+    (ok(&r)["task"].clone(), token)
+}
+
+fn inbox_item(run: &str, key: &str, verb: &str) -> String {
+    format!("{X}/inbox/{run}/{key}/{verb}")
+}
+
+async fn commit(h: &Harness, run: &str, key: &str, token: &str, outcome: &str, content: &str) -> Reply {
+    let body = json!({"claim_token": token, "outcome": outcome, "content": content});
+    h.json(
+        Method::POST,
+        &inbox_item(run, key, "commit"),
+        Some(&h.runner_token()),
+        &body,
+    )
+    .await
 }
 
 async fn task(h: &Harness, run: &str, key: &str) -> Value {
@@ -110,7 +131,7 @@ async fn a_failed_tool_task_is_retried_to_success() {
         let human = h.human_token();
         let steps = json!([tool_step(&h, "t"), tool_step(&h, "u")]);
         let id = h.start_run(&human, "bypass", Value::Null, steps).await;
-        let failed = settle(&h, &id, "t", "failed", "disk full").await;
+        let (failed, old_claim) = settle_claimed(&h, &id, "t", "failed", "disk full").await;
         assert_eq!(failed["status"], "failed");
         assert_eq!(task(&h, &id, "u").await["status"], "skipped");
         let run = run_of(&h, &id).await;
@@ -160,6 +181,14 @@ async fn a_failed_tool_task_is_retried_to_success() {
             .collect();
         assert_eq!(moves, [json!(["waiting", "skipped"]), json!(["skipped", "waiting"])]);
 
+        // The first generation's claim cannot commit the second.
+        let stale = commit(&h, &id, "t", &old_claim, "completed", "late").await;
+        assert_eq!(
+            stale.status,
+            StatusCode::CONFLICT,
+            "{}",
+            String::from_utf8_lossy(&stale.bytes)
+        );
         let done = settle(&h, &id, "t", "completed", "contents").await;
         assert_eq!(
             (done["status"].clone(), done["generation"].clone()),
@@ -309,6 +338,39 @@ async fn an_abandoned_failure_returns_the_run_to_running_and_appendable() {
             StatusCode::CONFLICT,
             "not_abandonable",
         );
+    }
+}
+
+#[tokio::test]
+async fn nothing_is_adjudicated_once_the_run_is_stopped() {
+    for h in harnesses().await {
+        announce(&h).await;
+        let human = h.human_token();
+        let id = h
+            .start_run(&human, "bypass", Value::Null, json!([tool_step(&h, "t")]))
+            .await;
+        settle(&h, &id, "t", "failed", "disk full").await;
+        assert_eq!(run_of(&h, &id).await["status"], "needs_attention");
+        ok(&h
+            .json(Method::POST, &format!("{}/stop", h.r(&id)), Some(&human), &json!({}))
+            .await);
+        assert_eq!(run_of(&h, &id).await["status"], "canceled");
+        refused(
+            &verb(&h, &human, &id, "t", "retry", json!({})).await,
+            StatusCode::CONFLICT,
+            "not_retryable",
+        );
+        refused(
+            &verb(&h, &human, &id, "t", "abandon", json!({})).await,
+            StatusCode::CONFLICT,
+            "not_abandonable",
+        );
+        refused(
+            &verb(&h, &human, &id, "t", "cancel", json!({})).await,
+            StatusCode::CONFLICT,
+            "not_a_branch",
+        );
+        assert_eq!(task(&h, &id, "t").await["failure_resolution"], Value::Null);
     }
 }
 
