@@ -57,6 +57,8 @@ codes! {
     DuplicateTaskKey = 409, "duplicate_task_key", "A task with this key already exists in the run.";
     ExtensionTooLong = 409, "extension_too_long", "The extension passes the longest allowed deadline.";
     IdempotencyEnvelopeMismatch = 409, "idempotency_envelope_mismatch", "The Idempotency-Key was used with a different body.";
+    NotABranch = 409, "not_a_branch", "The row is not the root round of a branch.";
+    NotAbandonable = 409, "not_abandonable", "The row is not an adjudication candidate of a live run.";
     NotAddressedHere = 409, "not_addressed_here", "The row is not addressed to this executor.";
     NotAdjudicable = 409, "not_adjudicable", "The run is not running or needs_attention, so its approvals cannot be decided.";
     NotAwaitingApproval = 409, "not_awaiting_approval", "The row is not held for approval.";
@@ -65,6 +67,7 @@ codes! {
     NotEligible = 409, "not_eligible", "The executor is not eligible for this run.";
     NotExtendable = 409, "not_extendable", "The row cannot be extended in its current state.";
     NotResolvable = 409, "not_resolvable", "The await is held by the kernel and cannot be resolved through a door.";
+    NotRetryable = 409, "not_retryable", "The row is not an adjudication candidate, or the run is canceling or has ended.";
     NotStartable = 409, "not_startable", "The run cannot be started in its current state.";
     RunNotAppendable = 409, "run_not_appendable", "The run does not accept appends in its current state.";
     StaleClaim = 409, "stale_claim", "The claim token is stale.";

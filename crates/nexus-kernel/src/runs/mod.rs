@@ -3,7 +3,8 @@
 //!
 //! - the doors: `create/` (create, start, stop, append; step acceptance; idempotency),
 //!   `approvals.rs` (approve, deny, the held-row listing), `resolution.rs` (a person resolving
-//!   an await);
+//!   an await), `recover.rs` (retry, abandon, branch cancel), `default_runner.rs` (the run's
+//!   default runner);
 //! - the run's rows and their shapes: `rows.rs` (the graph, rows by id, readiness, the final
 //!   logical work a key names), `columns.rs` (the typed JSON columns: `Frozen`, the request
 //!   surface, the stored reply, the sealed record);
@@ -33,10 +34,12 @@ pub(crate) mod approvals;
 pub(crate) mod cache;
 pub(crate) mod columns;
 pub(crate) mod create;
+pub(crate) mod default_runner;
 pub(crate) mod events;
 pub(crate) mod gate;
 pub(crate) mod read;
 pub(crate) mod readiness;
+pub(crate) mod recover;
 pub(crate) mod render;
 pub(crate) mod request;
 pub(crate) mod resolution;

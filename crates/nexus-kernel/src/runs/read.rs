@@ -383,7 +383,8 @@ impl Kernel {
         Ok(object([("tasks", to_value(&tasks)?), ("pagination", pagination(next))]))
     }
 
-    /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes).
+    /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes): the current
+    /// generation's sealed record.
     pub async fn get_request(
         &self,
         p: &MemberPrincipal,
@@ -392,13 +393,29 @@ impl Kernel {
         key: &str,
         provider_format: bool,
     ) -> KernelResult<RequestRead> {
+        self.get_request_of(p, ws, run, key, None, provider_format).await
+    }
+
+    /// [`Self::get_request`] of generation `generation` (`?generation=`; the current one when
+    /// `None`): a retried round's earlier generations keep their sealed records. A generation
+    /// the row never sealed is 404 `request_not_sealed`.
+    pub async fn get_request_of(
+        &self,
+        p: &MemberPrincipal,
+        ws: Uuid,
+        run: Uuid,
+        key: &str,
+        generation: Option<i64>,
+        provider_format: bool,
+    ) -> KernelResult<RequestRead> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let Some(task) = self.store.task_by_key(run.id, key).await? else {
             return Err(not_found("task"));
         };
-        let sealed = if task.kind == TaskKind::Model {
-            self.store.sealed_request(task.id, task.generation).await?
+        let generation = generation.unwrap_or(task.generation);
+        let sealed = if task.kind == TaskKind::Model && (1..=task.generation).contains(&generation) {
+            self.store.sealed_request(task.id, generation).await?
         } else {
             None
         };

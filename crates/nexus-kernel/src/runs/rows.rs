@@ -202,12 +202,14 @@ impl<'a> Rows<'a> {
     }
 }
 
-/// Whether a settled dependency lets its dependents run.
+/// Whether a settled dependency lets its dependents run: a completion, an `absorb` failure,
+/// or an abandoned failure (runs.md §6: abandoning accepts the failure, so a step appended
+/// after it runs and reads it; rows it skipped before stay skipped).
 fn satisfies(dep: &TaskRow) -> bool {
     match dep.status {
         TaskStatus::Completed => true,
         TaskStatus::Skipped => false,
-        _ => dep.on_failure == "absorb",
+        _ => dep.on_failure == "absorb" || dep.failure_resolution.as_deref() == Some("abandoned"),
     }
 }
 

@@ -10,10 +10,13 @@
 //!   park (a commit, a late commit, an unstorable result, a revoked addressee), which also
 //!   expects the claim token of a claimed row; [`expiry_of`] is the expiry rule, shared by the
 //!   sweep, late commits and late resolutions.
+//! - [`Kernel::reopen`]: a settled row back to `waiting` (a retry's new generation, or a row
+//!   the retried one had skipped).
 //!
 //! A second settle of the same row finds it moved and is idle: a park settles at most once.
 //! Callers: the commit (executor/commit.rs), the resolution, the sweep, the gate and the
-//! kernel tools, the round (runs/round/), readiness (skips) and the run end (cancels).
+//! kernel tools, the round (runs/round/), readiness (skips), the run end (cancels) and the
+//! adjudication verbs (runs/recover.rs).
 
 use nexus_core::codes::task_error;
 use nexus_core::registry::EffectProfile;
@@ -243,6 +246,44 @@ impl Kernel {
         effects.push(AfterCommit::Event(row));
         *task = next;
         effects.extend(self.after_settle(tx, run, task, now).await?);
+        Ok(true)
+    }
+
+    /// Reopens a settled row into `waiting` (runs.md §5, §6 retry), clearing what its last
+    /// ending wrote (error, result, reply, claim, park, approval). `retry`: the row starts a
+    /// new generation (a retried candidate); otherwise it keeps its generation (a row skipped
+    /// because of the retried one: it never started). Returns false when the row had moved.
+    pub(crate) async fn reopen(&self, u: &mut Unit<'_>, task: &mut TaskRow, retry: bool) -> KernelResult<bool> {
+        let from = task.status;
+        let next = TaskRow {
+            status: TaskStatus::Waiting,
+            generation: task.generation + i64::from(retry),
+            error_key: None,
+            error_detail: None,
+            content: None,
+            structured_present: false,
+            structured_content: None,
+            is_error: false,
+            title: None,
+            metadata: None,
+            approval: None,
+            claim_token: None,
+            claimed_at: None,
+            claimant_id: None,
+            await_started_at: None,
+            deadline_at: None,
+            usage: None,
+            reply: None,
+            started_at: None,
+            settled_at: None,
+            ..task.clone()
+        };
+        if !u.tx.update_task(&next, task.generation, &[from]).await? {
+            return Ok(false);
+        }
+        let data = json!({"from": from, "to": TaskStatus::Waiting, "generation": next.generation});
+        self.emit(u, "task_status_changed", Some(&next.key), data).await?;
+        *task = next;
         Ok(true)
     }
 

@@ -174,6 +174,8 @@ pub async fn get_task(
 #[derive(Debug, Deserialize)]
 pub struct RequestQuery {
     pub format: Option<String>,
+    /// `?generation=`: an earlier generation's sealed record (the current one when absent).
+    pub generation: Option<String>,
 }
 
 /// The header carrying the served body's SHA-256 (hex) on `?format=provider`.
@@ -207,7 +209,12 @@ pub async fn get_request(
             ));
         }
     };
-    match state.kernel.get_request(&p, ws, run, &key, provider_format).await? {
+    let generation = int_param(q.generation.as_deref(), "generation")?;
+    match state
+        .kernel
+        .get_request_of(&p, ws, run, &key, generation, provider_format)
+        .await?
+    {
         RequestRead::Json(v) => Ok(Json(v).into_response()),
         RequestRead::Provider { body, body_sha256 } => Ok((
             [
@@ -319,6 +326,67 @@ pub async fn resolution(
         state
             .kernel
             .resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
+}
+
+/// `POST W/runs/{run}/tasks/{key}/retry` `{model?}` (runs.md §6): a new generation of a
+/// failed row.
+pub async fn retry(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .retry_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
+}
+
+/// `POST W/runs/{run}/tasks/{key}/abandon` (runs.md §6): a failure accepted as it is.
+pub async fn abandon(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .abandon_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
+}
+
+/// `POST W/runs/{run}/tasks/{key}/cancel` (runs.md §6): branch cancel.
+pub async fn cancel(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run, key)): Path<(String, String, String)>,
+    OptionalJsonObject(body): OptionalJsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .cancel_branch(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .await?,
+    ))
+}
+
+/// `PUT W/runs/{run}/default_runner` (runs.md §2).
+pub async fn default_runner(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, run)): Path<(String, String)>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .set_default_runner(&p, path_id(&ws)?, path_id(&run)?, &body)
             .await?,
     ))
 }

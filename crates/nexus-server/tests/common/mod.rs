@@ -270,3 +270,49 @@ pub async fn read_until(body: &mut Body, timeout: std::time::Duration, pred: imp
     }
     text
 }
+
+// ---- members and the bootstrap runner --------------------------------------------------------
+
+impl Harness {
+    /// A new human member of the workspace with `standing`; returns its member token.
+    pub async fn member_with(&self, handle: &str, standing: nexus_store::Standing) -> String {
+        let created = self
+            .kernel
+            .create_member(nexus_kernel::admin::MemberSpec {
+                kind: nexus_store::MemberKind::Human,
+                handle: handle.into(),
+                display_name: None,
+                steward: None,
+                standing: None,
+            })
+            .await
+            .unwrap();
+        nexus_store::Engine::set_standing(&self.kernel.store, self.ws_id().await, created.member.id, standing)
+            .await
+            .unwrap();
+        created.member_token
+    }
+
+    /// The bootstrap runner's public id.
+    pub fn runner_id(&self) -> String {
+        self.boot["runner"]["executor_public_id"].as_str().unwrap().to_string()
+    }
+
+    /// Stores `tools` as the bootstrap runner's announcement.
+    pub async fn announce_runner(&self, tools: Value) {
+        let store = &self.kernel.store;
+        let id = uuid::Uuid::parse_str(&self.runner_id()).unwrap();
+        let runner = nexus_store::Engine::executor_by_public_id(store, id)
+            .await
+            .unwrap()
+            .unwrap();
+        let announcement = nexus_store::Announcement {
+            served_tools: tools.to_string(),
+            environment: "{}".into(),
+            served_documents: "[]".into(),
+        };
+        nexus_store::Engine::put_announcement(store, runner.id, &announcement, nexus_kernel::time::now_ms())
+            .await
+            .unwrap();
+    }
+}
