@@ -198,10 +198,7 @@ impl RunRef {
     /// `POST R/tasks/{key}/approve`: releases a held row. Refusals: 409 `not_adjudicable`,
     /// `not_awaiting_approval`; 404 `not_found`.
     pub async fn approve(&self, key: &str) -> Result<Task> {
-        let route = self.task_route(key).lit("approve");
-        let empty = Value::Object(Map::new());
-        let read: TaskEnvelope<Task> = wire::call(&self.http, Method::POST, &route, Some(&empty), None).await?;
-        Ok(read.task)
+        self.task_verb(key, "approve", Value::Object(Map::new())).await
     }
 
     /// `POST R/tasks/{key}/deny {reason?}`: fails a held row with `approval_denied` (the
@@ -211,10 +208,7 @@ impl RunRef {
         if let Some(reason) = reason {
             body.insert("reason".into(), Value::String(reason.to_owned()));
         }
-        let route = self.task_route(key).lit("deny");
-        let read: TaskEnvelope<Task> =
-            wire::call(&self.http, Method::POST, &route, Some(&Value::Object(body)), None).await?;
-        Ok(read.task)
+        self.task_verb(key, "deny", Value::Object(body)).await
     }
 
     /// `POST R/tasks/{key}/resolution`: answers an ask await. A second answer is `idle`.
@@ -223,5 +217,45 @@ impl RunRef {
     pub async fn resolve(&self, key: &str, resolution: &Resolution) -> Result<Resolved> {
         let route = self.task_route(key).lit("resolution");
         wire::call(&self.http, Method::POST, &route, Some(&resolution.body()), None).await
+    }
+
+    /// `POST R/tasks/{key}/retry {model?}`: a new generation of a failed, timed-out or
+    /// uncertain row (a model round seals a new request; `model` only for model rows); rows
+    /// skipped because of it wait again, and a run needing attention runs again. Refusals:
+    /// 409 `not_retryable`; 404 `not_found`; 403 `not_authorized`.
+    pub async fn retry(&self, key: &str, model: Option<&str>) -> Result<Task> {
+        let mut body = Map::new();
+        if let Some(model) = model {
+            body.insert("model".into(), Value::String(model.to_owned()));
+        }
+        self.task_verb(key, "retry", Value::Object(body)).await
+    }
+
+    /// `POST R/tasks/{key}/abandon`: accepts a failure as it is (`failure_resolution:
+    /// abandoned`). Refusals: 409 `not_abandonable`; 404 `not_found`; 403 `not_authorized`.
+    pub async fn abandon(&self, key: &str) -> Result<Task> {
+        self.task_verb(key, "abandon", Value::Object(Map::new())).await
+    }
+
+    /// `POST R/tasks/{key}/cancel`: cancels the branch rooted at `key`. Refusals: 409
+    /// `not_a_branch`, `already_terminal`; 404 `not_found`; 403 `not_authorized`.
+    pub async fn cancel_branch(&self, key: &str) -> Result<Task> {
+        self.task_verb(key, "cancel", Value::Object(Map::new())).await
+    }
+
+    /// `PUT R/default_runner`: the runner later steps import from (`None` for none); accepted
+    /// tasks keep their targets. Refusals: 404 `runner_not_found`; 409 `already_terminal`;
+    /// 422 `runner_not_eligible`.
+    pub async fn set_default_runner(&self, executor_public_id: Option<&str>) -> Result<Run> {
+        let body = serde_json::json!({"default_runner": {"executor_public_id": executor_public_id}});
+        let route = self.route().lit("default_runner");
+        let read: RunEnvelope = wire::call(&self.http, Method::PUT, &route, Some(&body), None).await?;
+        Ok(read.run)
+    }
+
+    async fn task_verb(&self, key: &str, verb: &str, body: Value) -> Result<Task> {
+        let route = self.task_route(key).lit(verb);
+        let read: TaskEnvelope<Task> = wire::call(&self.http, Method::POST, &route, Some(&body), None).await?;
+        Ok(read.task)
     }
 }

@@ -6,4 +6,5 @@ mod approvals;
 mod feed;
 mod files;
 mod harness;
+mod recover;
 mod runs;
