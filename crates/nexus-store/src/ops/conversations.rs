@@ -192,7 +192,7 @@ macro_rules! top_level_page {
             "parent_id, spawn_task_id, label, archived_at, created_at FROM conversations ",
             "WHERE workspace_id = $1 AND parent_id IS NULL AND id > $2",
             $cond,
-            " ORDER BY id LIMIT $3"
+            " ORDER BY id LIMIT CAST($3 AS BIGINT)"
         )
     };
 }
@@ -224,7 +224,7 @@ pub(crate) const INPUT_BY_PUBLIC_ID: &str = "SELECT id, public_id, conversation_
      FROM conversation_inputs WHERE conversation_id = $1 AND public_id = $2";
 pub(crate) const INPUT_PAGE: &str = "SELECT id, public_id, conversation_id, kind, state, delivery_mode, content, \
      attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at \
-     FROM conversation_inputs WHERE conversation_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+     FROM conversation_inputs WHERE conversation_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)";
 pub(crate) const CANCEL_PENDING_INPUT: &str =
     "UPDATE conversation_inputs SET state = 'canceled' WHERE id = $1 AND state = 'pending'";
 pub(crate) const BIND_UPLOAD_TO_INPUT: &str =
