@@ -675,3 +675,81 @@ async fn upload(h: &Harness, creator_public_id: &str) -> String {
     assert!(row.bound_at.is_none());
     row.public_id.to_string()
 }
+
+#[tokio::test]
+async fn the_feed_records_inputs_and_archiving() {
+    for h in harnesses().await {
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        let feed = format!("{}/events", c(&h, &conv));
+        let empty = ok(&h.get(&feed, Some(&agent)).await, StatusCode::OK);
+        assert_eq!(empty, json!({"events": [], "next_after": 0}), "{}", h.dialect);
+
+        let first = ok(
+            &input(&h, &agent, &conv, json!({"content": "a"})).await,
+            StatusCode::CREATED,
+        );
+        let steer = json!({"content": "b", "delivery_mode": "steer"});
+        ok(&input(&h, &agent, &conv, steer).await, StatusCode::CREATED);
+        // A refused input appends nothing.
+        refused(
+            &input(&h, &agent, &conv, json!({"content": "x", "to": "nobody"})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "answerer_not_eligible",
+        );
+        let archive = format!("{}/archive", c(&h, &conv));
+        ok(
+            &h.json(Method::POST, &archive, Some(&agent), &json!({})).await,
+            StatusCode::OK,
+        );
+        // Archiving again changes nothing and appends nothing; unarchiving has no feed word.
+        ok(
+            &h.json(Method::POST, &archive, Some(&agent), &json!({})).await,
+            StatusCode::OK,
+        );
+        let unarchive = format!("{}/unarchive", c(&h, &conv));
+        ok(
+            &h.json(Method::POST, &unarchive, Some(&agent), &json!({})).await,
+            StatusCode::OK,
+        );
+
+        let all = ok(&h.get(&feed, Some(&agent)).await, StatusCode::OK);
+        let events = all["events"].as_array().unwrap();
+        let seen: Vec<(i64, &str)> = events
+            .iter()
+            .map(|e| (e["sequence"].as_i64().unwrap(), e["type"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                (1, "input_accepted"),
+                (2, "input_accepted"),
+                (3, "conversation_archived")
+            ],
+            "{}",
+            h.dialect
+        );
+        assert_eq!(all["next_after"], 3);
+        assert_eq!(events[0]["conversation_public_id"], conv.as_str());
+        assert_eq!(events[0]["data"]["input_public_id"], first["input"]["public_id"]);
+        assert_eq!(events[1]["data"]["delivery_mode"], "steer");
+        let page = ok(
+            &h.get(&format!("{feed}?after=1&limit=1"), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        assert_eq!(page["events"][0]["sequence"], 2);
+        assert_eq!(page["next_after"], 2);
+        refused(
+            &h.get(&format!("{feed}?after=-1"), Some(&agent)).await,
+            StatusCode::BAD_REQUEST,
+            "parameter_invalid",
+        );
+        let stranger = uuid::Uuid::now_v7();
+        refused(
+            &h.get(&format!("{}/events", c(&h, &stranger.to_string())), Some(&agent))
+                .await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        );
+    }
+}

@@ -19,8 +19,8 @@ pub mod testing;
 pub use error::StoreError;
 pub use model::*;
 pub use ops::conversations::{
-    ArchivedFilter, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState, NewConversation,
-    NewInput,
+    ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
+    NewConversation, NewInput,
 };
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use ops::uploads::{NewUpload, UploadRow};
@@ -240,6 +240,13 @@ pub trait Engine {
     ) -> Result<Vec<ConversationRow>>;
     /// The direct children of a conversation, ids ascending.
     async fn conversation_children(&self, parent_id: i64) -> Result<Vec<ConversationRow>>;
+    /// A page of a conversation's feed, sequences ascending after `after_sequence`.
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationEventRow>>;
     /// A page of a conversation's inputs, ids ascending after `after_id`.
     async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>>;
 
@@ -635,6 +642,14 @@ impl Engine for Store {
     }
     async fn conversation_children(&self, parent_id: i64) -> Result<Vec<ConversationRow>> {
         dispatch!(self, conversation_children(parent_id))
+    }
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationEventRow>> {
+        dispatch!(self, conversation_events(conversation_id, after_sequence, limit))
     }
     async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>> {
         dispatch!(self, conversation_inputs(conversation_id, after_id, limit))

@@ -646,6 +646,18 @@ impl Tx {
         tx_dispatch!(self, input_by_public_id(conversation_id, public_id))
     }
 
+    /// Appends an event to the conversation's feed at its next sequence, moving
+    /// `conversations.last_event_sequence` in the same unit of work; returns the sequence.
+    pub async fn append_conversation_event(
+        &mut self,
+        conversation_id: i64,
+        kind: &str,
+        at: i64,
+        data: &str,
+    ) -> Result<i64> {
+        tx_dispatch!(self, append_conversation_event(conversation_id, kind, at, data))
+    }
+
     /// `pending → canceled`; false when the input was not pending.
     pub async fn cancel_pending_input(&mut self, id: i64) -> Result<bool> {
         tx_dispatch!(self, cancel_pending_input(id))

@@ -214,3 +214,74 @@ async fn inputs_queue_to_the_bound_page_and_cancel() {
         assert_eq!(all[0].state, InputState::Canceled, "{}", t.dialect);
     }
 }
+
+#[tokio::test]
+async fn the_feed_is_gapless_per_conversation() {
+    for t in testing::engines().await {
+        let s = &t.store;
+        let (_, ws, member) = seed_member(s, NOW).await;
+        let mut tx = s.begin().await.unwrap();
+        let a = tx
+            .insert_conversation(new_conversation(&ws, &member, None))
+            .await
+            .unwrap();
+        let b = tx
+            .insert_conversation(new_conversation(&ws, &member, None))
+            .await
+            .unwrap();
+        assert_eq!(
+            tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+                .await
+                .unwrap(),
+            1
+        );
+        assert_eq!(
+            tx.append_conversation_event(b.id, "input_accepted", NOW, "{}")
+                .await
+                .unwrap(),
+            1
+        );
+        let data = r#"{"z":1,"a":2}"#;
+        assert_eq!(
+            tx.append_conversation_event(a.id, "conversation_archived", NOW + 1, data)
+                .await
+                .unwrap(),
+            2
+        );
+        let missing = tx.append_conversation_event(-1, "input_accepted", NOW, "{}").await;
+        assert!(
+            matches!(missing, Err(StoreError::NotFound(_))),
+            "{}: {missing:?}",
+            t.dialect
+        );
+        tx.commit().await.unwrap();
+        // A rolled-back append leaves no event and no sequence behind.
+        let mut tx = s.begin().await.unwrap();
+        tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+            .await
+            .unwrap();
+        drop(tx);
+
+        let feed = s.conversation_events(a.id, 0, 10).await.unwrap();
+        let seen: Vec<(i64, &str)> = feed.iter().map(|e| (e.sequence, e.kind.as_str())).collect();
+        assert_eq!(
+            seen,
+            vec![(1, "input_accepted"), (2, "conversation_archived")],
+            "{}",
+            t.dialect
+        );
+        assert_eq!(feed[1].data, data, "member order is kept");
+        assert_eq!(feed[1].at, NOW + 1);
+        let rest = s.conversation_events(a.id, 1, 10).await.unwrap();
+        assert_eq!(rest.len(), 1);
+        let mut tx = s.begin().await.unwrap();
+        assert_eq!(
+            tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+                .await
+                .unwrap(),
+            3
+        );
+        tx.commit().await.unwrap();
+        assert_eq!(s.conversation_events(b.id, 0, 10).await.unwrap().len(), 1);
+    }
+}

@@ -305,7 +305,8 @@ impl Kernel {
         }))
     }
 
-    /// `POST C/inputs` (runs.md §12): 201 `{input}` (state `pending`), or 200 with
+    /// `POST C/inputs` (runs.md §12): 201 `{input}` (state `pending`; `input_accepted` on the
+    /// feed), or 200 with
     /// `replayed: true`. Refusals in order: 400 `parameter_missing` (no `input` object), the
     /// key's grammar, 409 `idempotency_envelope_mismatch`, the body's grammar and delivery
     /// ([`parse_input`]), the answerer's checks, 422 `invalid_attachments`, then under the
@@ -376,6 +377,9 @@ impl Kernel {
                 ));
             }
         };
+        let data = json!({"input_public_id": row.public_id, "delivery_mode": row.delivery_mode.as_str()});
+        tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
+            .await?;
         let mut names = Names::default();
         let response = json!({"input": self.input_json(&mut names, &row).await?});
         self.commit_created(tx, idem.as_ref(), response, now).await

@@ -3,6 +3,7 @@
 //! runner; `inputs.rs` queues, lists and deletes inputs. Turns are not hosted yet (issue 25,
 //! part 1; docs/decisions.md): inputs stay `pending`.
 
+mod feed;
 mod inputs;
 
 use nexus_core::codes::Code;
@@ -324,7 +325,8 @@ impl Kernel {
 
     /// `POST C/archive` (`archive: true`) and `POST C/unarchive`: the conversation and its
     /// descendants together; a child answers 409 `subagent_follows_parent`. Repeating either is
-    /// harmless. `{conversation}`.
+    /// harmless. Archiving a live conversation appends `conversation_archived` to its feed.
+    /// `{conversation}`.
     pub async fn archive_conversation(
         &self,
         principal: &MemberPrincipal,
@@ -343,6 +345,10 @@ impl Kernel {
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         tx.archive_conversation_tree(row.id, archive.then_some(now)).await?;
+        if archive && row.archived_at.is_none() {
+            tx.append_conversation_event(row.id, "conversation_archived", now, "{}")
+                .await?;
+        }
         let row = tx
             .conversation_by_public_id(c)
             .await?

@@ -1,6 +1,6 @@
 //! Conversations and their inputs (runs.md §12), under `W = /agent_api/v1/workspaces/{ws}`:
 //! `POST|GET W/conversations`, `GET C`, `GET C/children`, `POST C/archive`, `POST
-//! C/unarchive`, `PUT C/default_runner`, `POST|GET C/inputs`, `DELETE C/inputs/{id}`. Each
+//! C/unarchive`, `PUT C/default_runner`, `GET C/events`, `POST|GET C/inputs`, `DELETE C/inputs/{id}`. Each
 //! handler parses the path, query, headers and body, calls the kernel, and returns its JSON.
 
 use axum::extract::{Path, Query, State};
@@ -26,6 +26,7 @@ pub fn routes() -> Router<AppState> {
         .route("/conversations/{c}/archive", post(archive))
         .route("/conversations/{c}/unarchive", post(unarchive))
         .route("/conversations/{c}/default_runner", put(default_runner))
+        .route("/conversations/{c}/events", get(events))
         .route("/conversations/{c}/inputs", post(create_input).get(list_inputs))
         .route("/conversations/{c}/inputs/{input}", axum::routing::delete(delete_input))
 }
@@ -167,6 +168,22 @@ pub async fn delete_input(
         state
             .kernel
             .delete_input(&p, path_id(&ws)?, path_id(&c)?, path_id(&input)?)
+            .await?,
+    ))
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let after = int_param(q.after.as_deref(), "after")?;
+    let limit = int_param(q.limit.as_deref(), "limit")?;
+    Ok(Json(
+        state
+            .kernel
+            .conversation_events(&p, path_id(&ws)?, path_id(&c)?, after, limit)
             .await?,
     ))
 }

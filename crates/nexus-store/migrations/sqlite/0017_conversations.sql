@@ -4,8 +4,9 @@
 --
 -- Conversations and their inputs (runs.md §12, storage-and-scale.md §4). A child conversation
 -- names its parent, the spawning task and a label unique per parent. `archived_at` is NULL
--- while the conversation is live. An input's `attachments` and `tool_names` are JSON arrays
--- (TEXT); `deliver_at` is NULL for an input due at once. Turns are not stored yet (issue 25,
+-- while the conversation is live; `last_event_sequence` is its feed's last sequence. An
+-- input's `attachments` and `tool_names` are JSON arrays (TEXT); `deliver_at` is NULL for an
+-- input due at once. Turns are not stored yet (issue 25,
 -- part 1: inputs stay pending).
 
 CREATE TABLE conversations (
@@ -20,6 +21,7 @@ CREATE TABLE conversations (
     spawn_task_id BIGINT REFERENCES tasks (id),
     label TEXT,
     archived_at BIGINT,
+    last_event_sequence BIGINT NOT NULL,
     created_at BIGINT NOT NULL,
     UNIQUE (parent_id, label)
 );
@@ -45,3 +47,15 @@ CREATE TABLE conversation_inputs (
 );
 
 CREATE INDEX conversation_inputs_state ON conversation_inputs (conversation_id, state, id);
+
+-- The conversation feed (runs.md §12): gapless sequences per conversation, moved with
+-- `conversations.last_event_sequence` in the change's transaction.
+CREATE TABLE conversation_events (
+    id INTEGER PRIMARY KEY,
+    conversation_id BIGINT NOT NULL REFERENCES conversations (id),
+    sequence BIGINT NOT NULL,
+    type TEXT NOT NULL,
+    at BIGINT NOT NULL,
+    data TEXT NOT NULL,
+    UNIQUE (conversation_id, sequence)
+);

@@ -166,6 +166,15 @@ pub struct NewInput {
     pub created_at: i64,
 }
 
+/// One event of a conversation's feed; `data` is the stored JSON object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConversationEventRow {
+    pub sequence: i64,
+    pub kind: String,
+    pub at: i64,
+    pub data: String,
+}
+
 /// What queuing an input did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InputInsert {
@@ -176,8 +185,15 @@ pub enum InputInsert {
 }
 
 pub(crate) const INSERT_CONVERSATION: &str = "INSERT INTO conversations (public_id, workspace_id, created_by_id, \
-     answering_member_id, default_runner_id, title, parent_id, spawn_task_id, label, archived_at, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, $10) RETURNING id";
+     answering_member_id, default_runner_id, title, parent_id, spawn_task_id, label, archived_at, last_event_sequence, created_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, 0, $10) RETURNING id";
+/// Moves the conversation's feed to its next sequence (`$1` conversation) and returns it.
+pub(crate) const NEXT_EVENT_SEQUENCE: &str = "UPDATE conversations SET last_event_sequence = last_event_sequence + 1 \
+     WHERE id = $1 RETURNING last_event_sequence";
+pub(crate) const INSERT_EVENT: &str =
+    "INSERT INTO conversation_events (conversation_id, sequence, type, at, data) VALUES ($1, $2, $3, $4, $5)";
+pub(crate) const EVENTS_AFTER: &str = "SELECT sequence, type, at, data FROM conversation_events \
+     WHERE conversation_id = $1 AND sequence > $2 ORDER BY sequence LIMIT CAST($3 AS BIGINT)";
 pub(crate) const CONVERSATION_BY_ID: &str = "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
      default_runner_id, title, parent_id, spawn_task_id, label, archived_at, created_at FROM conversations WHERE id = $1";
 pub(crate) const CONVERSATION_BY_PUBLIC_ID: &str = "SELECT id, public_id, workspace_id, created_by_id, \
@@ -254,6 +270,15 @@ pub(crate) fn conversation(r: &impl crate::row::Columns) -> crate::Result<Conver
         label: r.opt_text("label")?,
         archived_at: r.opt_int("archived_at")?,
         created_at: r.int("created_at")?,
+    })
+}
+
+pub(crate) fn event(r: &impl crate::row::Columns) -> crate::Result<ConversationEventRow> {
+    Ok(ConversationEventRow {
+        sequence: r.int("sequence")?,
+        kind: r.text("type")?,
+        at: r.int("at")?,
+        data: r.text("data")?,
     })
 }
 
@@ -470,6 +495,49 @@ macro_rules! conversation_ops {
             rows.iter().map(|r| conv::input(r)).collect()
         }
 
+        /// Appends an event at the conversation's next sequence (moving its
+        /// `last_event_sequence`); returns the sequence.
+        pub(crate) async fn append_conversation_event(
+            c: &mut Conn,
+            conversation_id: i64,
+            kind: &str,
+            at: i64,
+            data: &str,
+        ) -> Result<i64> {
+            check_text(data)?;
+            let sequence: i64 = query_scalar(conv::NEXT_EVENT_SEQUENCE)
+                .bind(conversation_id)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?
+                .ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))?;
+            query(conv::INSERT_EVENT)
+                .bind(conversation_id)
+                .bind(sequence)
+                .bind(kind)
+                .bind(at)
+                .bind(data)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(sequence)
+        }
+
+        pub(crate) async fn conversation_events(
+            c: &mut Conn,
+            conversation_id: i64,
+            after_sequence: i64,
+            limit: i64,
+        ) -> Result<Vec<$crate::ops::conversations::ConversationEventRow>> {
+            let rows = query(conv::EVENTS_AFTER)
+                .bind(conversation_id)
+                .bind(after_sequence)
+                .bind(limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(|r| conv::event(r)).collect()
+        }
+
         /// `pending → canceled`; false when the input was not pending.
         pub(crate) async fn cancel_pending_input(c: &mut Conn, id: i64) -> Result<bool> {
             let done = query(conv::CANCEL_PENDING_INPUT)
@@ -517,6 +585,20 @@ macro_rules! conversation_methods {
             parent_id: i64,
         ) -> Result<Vec<$crate::ops::conversations::ConversationRow>> {
             ops::conversation_children(&mut *self.pool.acquire().await?, parent_id).await
+        }
+        async fn conversation_events(
+            &self,
+            conversation_id: i64,
+            after_sequence: i64,
+            limit: i64,
+        ) -> Result<Vec<$crate::ops::conversations::ConversationEventRow>> {
+            ops::conversation_events(
+                &mut *self.pool.acquire().await?,
+                conversation_id,
+                after_sequence,
+                limit,
+            )
+            .await
         }
         async fn conversation_inputs(
             &self,
