@@ -1,13 +1,14 @@
 //! Conversations and their inputs over HTTP on both engines (runs.md §12): create (with an
 //! `Idempotency-Key`), list with the archive filter and paging, read, children, archive /
 //! unarchive of a whole tree, `PUT C/default_runner`; inputs with every delivery refusal, the
-//! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting.
+//! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting;
+//! the feed; and what read standing may do.
 
 mod common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
-use nexus_store::{Engine, NewConversation, NewUpload};
+use nexus_store::{Engine, NewConversation, NewUpload, Standing};
 use serde_json::{Value, json};
 
 fn ok(r: &Reply, status: StatusCode) -> Value {
@@ -751,5 +752,60 @@ async fn the_feed_records_inputs_and_archiving() {
             StatusCode::NOT_FOUND,
             "not_found",
         );
+    }
+}
+
+#[tokio::test]
+async fn read_standing_reads_and_cannot_write_or_answer() {
+    for h in harnesses().await {
+        let agent = h.agent_token();
+        let human = h.human_token();
+        let human_id = h.boot["human"]["public_id"].as_str().unwrap().to_string();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        let made = ok(
+            &input(&h, &agent, &conv, json!({"content": "a"})).await,
+            StatusCode::CREATED,
+        );
+        let member = h
+            .kernel
+            .store
+            .member_by_public_id(human_id.parse().unwrap())
+            .await
+            .unwrap()
+            .unwrap();
+        h.kernel
+            .store
+            .set_standing(h.ws_id().await, member.id, Standing::Read)
+            .await
+            .unwrap();
+
+        // A member with read standing cannot be the answerer.
+        let r = create(&h, &agent, json!({"answering_user_public_id": human_id})).await;
+        refused(&r, StatusCode::UNPROCESSABLE_ENTITY, "answerer_not_eligible");
+
+        for url in [
+            cs(&h),
+            c(&h, &conv),
+            format!("{}/children", c(&h, &conv)),
+            format!("{}/inputs", c(&h, &conv)),
+            format!("{}/events", c(&h, &conv)),
+        ] {
+            ok(&h.get(&url, Some(&human)).await, StatusCode::OK);
+        }
+        let forbidden = |r: &Reply| {
+            refused(r, StatusCode::FORBIDDEN, "not_authorized");
+        };
+        forbidden(&create(&h, &human, json!({})).await);
+        forbidden(&input(&h, &human, &conv, json!({"content": "x"})).await);
+        for verb in ["archive", "unarchive"] {
+            let url = format!("{}/{verb}", c(&h, &conv));
+            forbidden(&h.json(Method::POST, &url, Some(&human), &json!({})).await);
+        }
+        let url = format!("{}/default_runner", c(&h, &conv));
+        let body = json!({"default_runner": {"executor_public_id": null}});
+        forbidden(&h.json(Method::PUT, &url, Some(&human), &body).await);
+        let id = made["input"]["public_id"].as_str().unwrap();
+        let url = format!("{}/inputs/{id}", c(&h, &conv));
+        forbidden(&h.send(Method::DELETE, &url, Some(&human), None).await);
     }
 }
