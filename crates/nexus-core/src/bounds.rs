@@ -49,3 +49,9 @@ pub const PAGE_DEFAULT: usize = 50;
 pub const PAGE_MAX: usize = 200;
 /// `Idempotency-Key` length (characters, visible ASCII).
 pub const IDEMPOTENCY_KEY_CHARS: usize = 64;
+/// Pending `user` inputs a conversation holds (kernel mail is not counted).
+pub const PENDING_INPUTS: usize = 64;
+/// How far in the past a `deliver_at` may lie (milliseconds).
+pub const DELIVER_AT_PAST_MS: i64 = 2 * 60 * 1000;
+/// How far ahead a `deliver_at` may lie (milliseconds; ten years of 365.25 days).
+pub const DELIVER_AT_AHEAD_MS: i64 = 315_576_000_000;

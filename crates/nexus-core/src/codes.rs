@@ -53,10 +53,13 @@ codes! {
     RequestNotSealed = 404, "request_not_sealed", "The model task has no sealed request yet.";
     AlreadyClaimed = 409, "already_claimed", "Another claim holds this row, or its claim expired.";
     AlreadyTerminal = 409, "already_terminal", "The resource has already ended.";
+    ConversationArchived = 409, "conversation_archived", "The conversation is archived and takes no inputs.";
     ClaimInactive = 409, "claim_inactive", "The claim is no longer active.";
     DuplicateTaskKey = 409, "duplicate_task_key", "A task with this key already exists in the run.";
     ExtensionTooLong = 409, "extension_too_long", "The extension passes the longest allowed deadline.";
     IdempotencyEnvelopeMismatch = 409, "idempotency_envelope_mismatch", "The Idempotency-Key was used with a different body.";
+    InputNotPending = 409, "input_not_pending", "Only a pending input can be deleted.";
+    InputQueueFull = 409, "input_queue_full", "The conversation already holds 64 pending inputs.";
     NotABranch = 409, "not_a_branch", "The row is not the root round of a branch.";
     NotAbandonable = 409, "not_abandonable", "The row is not an adjudication candidate of a live run.";
     NotAddressedHere = 409, "not_addressed_here", "The row is not addressed to this executor.";
@@ -73,6 +76,7 @@ codes! {
     StaleClaim = 409, "stale_claim", "The claim token is stale.";
     StaleObject = 409, "stale_object", "The expected lock version does not match the stored one.";
     StaleRevision = 409, "stale_revision", "expected_revision does not match the run's current revision.";
+    SubagentFollowsParent = 409, "subagent_follows_parent", "A child conversation is archived and unarchived with its parent.";
     TaskNotClaimable = 409, "task_not_claimable", "The task is not in a claimable state.";
     TaskNotRunning = 409, "task_not_running", "The task was never started.";
     TipLive = 409, "tip_live", "The run's tip is still live.";
@@ -89,6 +93,11 @@ codes! {
     RunnerNotEligible = 422, "runner_not_eligible", "The runner is not eligible for the answering principal.";
     ToolNotServed = 422, "tool_not_served", "The routed runner does not serve this tool.";
     ToolNotDeclared = 422, "tool_not_declared", "A named tool is not a callable of the declaration.";
+    AnswererNotEligible = 422, "answerer_not_eligible", "The named answerer may not answer in this workspace or conversation.";
+    DeliverAtAmbiguous = 422, "deliver_at_ambiguous", "deliver_at and deliver_in were both given.";
+    DeliverAtInPast = 422, "deliver_at_in_past", "deliver_at is more than 2 minutes in the past.";
+    DeliverAtTooFar = 422, "deliver_at_too_far", "deliver_at is more than 10 years ahead.";
+    DeliverAtNotSteerable = 422, "deliver_at_not_steerable", "A scheduled input cannot steer.";
     ReservedNamespace = 422, "reserved_namespace", "The name belongs to a kernel-reserved namespace.";
     InvalidAnnouncement = 422, "invalid_announcement", "The announcement breaks its grammar.";
     FrameTooLarge = 422, "frame_too_large", "The progress frame exceeds 65,536 bytes.";

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod auth;
+pub mod conversations;
 pub mod credentials;
 pub mod declarations;
 pub mod error;

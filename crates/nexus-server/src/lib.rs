@@ -151,6 +151,7 @@ fn workspace_routes() -> Router<AppState> {
                 .put(routes::memory::put)
                 .delete(routes::memory::delete),
         )
+        .merge(routes::conversations::routes())
 }
 
 async fn not_found() -> ApiError {

@@ -18,6 +18,10 @@ pub mod testing;
 
 pub use error::StoreError;
 pub use model::*;
+pub use ops::conversations::{
+    ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
+    NewConversation, NewInput,
+};
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
@@ -219,6 +223,32 @@ pub trait Engine {
     async fn idempotency_get(&self, scope_hash: &str, now: i64) -> Result<Option<ReceiptRow>>;
     /// Deletes receipts with `expires_at <= now`; returns how many.
     async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64>;
+
+    // ---- conversations (migration 0017, runs.md §12; writes go through [`Tx`]) ----
+    /// The conversation with this internal id.
+    async fn conversation_by_id(&self, id: i64) -> Result<Option<ConversationRow>>;
+    /// The conversation with this public id.
+    async fn conversation_by_public_id(&self, public_id: Uuid) -> Result<Option<ConversationRow>>;
+    /// A page of the workspace's top-level conversations (no parent), ids ascending after
+    /// `after_id`, filtered by their archive mark.
+    async fn top_level_conversations(
+        &self,
+        workspace_id: i64,
+        filter: ArchivedFilter,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationRow>>;
+    /// The direct children of a conversation, ids ascending.
+    async fn conversation_children(&self, parent_id: i64) -> Result<Vec<ConversationRow>>;
+    /// A page of a conversation's feed, sequences ascending after `after_sequence`.
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationEventRow>>;
+    /// A page of a conversation's inputs, ids ascending after `after_id`.
+    async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>>;
 
     // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
     /// The document at `path` of (scope, owner).
@@ -594,6 +624,35 @@ impl Engine for Store {
     }
     async fn purge_idempotency_receipts(&self, now: i64) -> Result<u64> {
         dispatch!(self, purge_idempotency_receipts(now))
+    }
+    async fn conversation_by_id(&self, id: i64) -> Result<Option<ConversationRow>> {
+        dispatch!(self, conversation_by_id(id))
+    }
+    async fn conversation_by_public_id(&self, public_id: Uuid) -> Result<Option<ConversationRow>> {
+        dispatch!(self, conversation_by_public_id(public_id))
+    }
+    async fn top_level_conversations(
+        &self,
+        workspace_id: i64,
+        filter: ArchivedFilter,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationRow>> {
+        dispatch!(self, top_level_conversations(workspace_id, filter, after_id, limit))
+    }
+    async fn conversation_children(&self, parent_id: i64) -> Result<Vec<ConversationRow>> {
+        dispatch!(self, conversation_children(parent_id))
+    }
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationEventRow>> {
+        dispatch!(self, conversation_events(conversation_id, after_sequence, limit))
+    }
+    async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>> {
+        dispatch!(self, conversation_inputs(conversation_id, after_id, limit))
     }
     async fn memory_document(&self, scope: MemoryScope, owner_id: i64, path: &str) -> Result<Option<MemoryDocRow>> {
         dispatch!(self, memory_document(scope, owner_id, path))

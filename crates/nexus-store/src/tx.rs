@@ -606,3 +606,60 @@ impl Tx {
         tx_dispatch!(self, used_task_keys(run_id, keys))
     }
 }
+
+/// Conversations and their inputs (migration 0017, runs.md §12): the writes, and the reads a
+/// write needs, inside the unit of work (the kernel keeps an idempotency receipt beside them).
+impl Tx {
+    /// Inserts a conversation (live, no archive mark).
+    pub async fn insert_conversation(&mut self, new: crate::NewConversation) -> Result<crate::ConversationRow> {
+        tx_dispatch!(self, insert_conversation(&new))
+    }
+
+    /// The conversation with this public id.
+    pub async fn conversation_by_public_id(&mut self, public_id: uuid::Uuid) -> Result<Option<crate::ConversationRow>> {
+        tx_dispatch!(self, conversation_by_public_id(public_id))
+    }
+
+    /// Archives (`Some(at)`, keeping an earlier mark) or unarchives (`None`) a conversation
+    /// and all its descendants; returns how many rows it touched.
+    pub async fn archive_conversation_tree(&mut self, id: i64, at: Option<i64>) -> Result<u64> {
+        tx_dispatch!(self, archive_conversation_tree(id, at))
+    }
+
+    /// Sets (or clears) the conversation's default runner; false when there is no such row.
+    pub async fn set_conversation_default_runner(&mut self, id: i64, runner_id: Option<i64>) -> Result<bool> {
+        tx_dispatch!(self, set_conversation_default_runner(id, runner_id))
+    }
+
+    /// Queues an input as `pending` under the conversation's lock and binds its attachments;
+    /// a `user` input past `bound` pending `user` inputs is [`crate::InputInsert::Full`].
+    pub async fn insert_input(&mut self, new: crate::NewInput, bound: i64) -> Result<crate::InputInsert> {
+        tx_dispatch!(self, insert_input(&new, bound))
+    }
+
+    /// The input of the conversation with this public id.
+    pub async fn input_by_public_id(
+        &mut self,
+        conversation_id: i64,
+        public_id: uuid::Uuid,
+    ) -> Result<Option<crate::InputRow>> {
+        tx_dispatch!(self, input_by_public_id(conversation_id, public_id))
+    }
+
+    /// Appends an event to the conversation's feed at its next sequence, moving
+    /// `conversations.last_event_sequence` in the same unit of work; returns the sequence.
+    pub async fn append_conversation_event(
+        &mut self,
+        conversation_id: i64,
+        kind: &str,
+        at: i64,
+        data: &str,
+    ) -> Result<i64> {
+        tx_dispatch!(self, append_conversation_event(conversation_id, kind, at, data))
+    }
+
+    /// `pending → canceled`; false when the input was not pending.
+    pub async fn cancel_pending_input(&mut self, id: i64) -> Result<bool> {
+        tx_dispatch!(self, cancel_pending_input(id))
+    }
+}

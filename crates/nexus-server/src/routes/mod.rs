@@ -2,6 +2,7 @@
 
 pub mod assembly;
 pub mod channel;
+pub mod conversations;
 pub mod executor;
 pub mod health;
 pub mod inbox;

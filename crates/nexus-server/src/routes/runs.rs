@@ -37,7 +37,7 @@ pub fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
 }
 
 /// `(status, body)` from the kernel, with `Idempotency-Replayed: true` on a replay.
-fn created(status: u16, body: Value) -> Response {
+pub fn created(status: u16, body: Value) -> Response {
     let replayed = body.get("replayed") == Some(&Value::Bool(true));
     let mut response = (StatusCode::from_u16(status).unwrap_or(StatusCode::OK), Json(body)).into_response();
     if replayed {

@@ -1,7 +1,8 @@
 //! The store's operations, written once for both engines and grouped by area: accounts
 //! (accounts, workspaces, standing, members), executors (executors, announcements,
 //! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, sealed requests,
-//! round facts, the sweep's selections and the inbox page), events, memory and uploads.
+//! round facts, the sweep's selections and the inbox page), events, memory, uploads and
+//! conversations (conversations and their inputs).
 //!
 //! Each area's file has two macros. `<area>_ops!` expands, inside each engine's `ops` module,
 //! to free functions over that engine's connection type `Conn` (a pooled connection or an open
@@ -19,11 +20,12 @@
 //! write transaction) and `self.principals` (the principal cache).
 //!
 //! The foundation's and the run tables' statement texts are in `crate::sql` (they share its
-//! column lists); the memory and upload areas keep theirs in their own files. A new area (the
-//! conversation tables) is one more file here, named once in each of the two macros below; the
+//! column lists); the memory, upload and conversation areas keep theirs in their own files. A new area is one
+//! more file here, named once in each of the two macros below; the
 //! [`crate::Engine`] trait, [`crate::Store`]'s dispatch and [`crate::Tx`] then name its methods.
 
 pub(crate) mod accounts;
+pub(crate) mod conversations;
 pub(crate) mod events;
 pub(crate) mod executors;
 pub(crate) mod memory;
@@ -52,6 +54,9 @@ pub(crate) trait Dialect {
     const DEQUEUE_JOBS: &'static str;
     /// Serializes the writers of one memory (scope, owner), `$1` naming it.
     const MEMORY_LOCK: &'static str;
+    /// The conversation row by id (`$1`), locked for the unit of work (PostgreSQL `FOR
+    /// UPDATE`; on SQLite a plain read, as `BEGIN IMMEDIATE` holds the write lock).
+    const LOCK_CONVERSATION: &'static str;
 }
 
 impl Dialect for rusqlite::Connection {
@@ -61,6 +66,7 @@ impl Dialect for rusqlite::Connection {
     const LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_SQLITE;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
+    const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
 }
 
 impl Dialect for sqlx::PgConnection {
@@ -70,6 +76,7 @@ impl Dialect for sqlx::PgConnection {
     const LOCK_RUN: &'static str = crate::sql::LOCK_RUN_PG;
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_PG;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
+    const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;
 }
 
 /// Every area's operations, inside an engine's `ops` module. `update_task` names the shared
@@ -90,6 +97,7 @@ macro_rules! engine_ops {
         $crate::ops::tasks::task_ops!(update_task = $update_task);
         $crate::ops::memory::memory_ops!();
         $crate::ops::uploads::upload_ops!();
+        $crate::ops::conversations::conversation_ops!();
     };
 }
 pub(crate) use engine_ops;
@@ -105,6 +113,7 @@ macro_rules! engine_methods {
         $crate::ops::tasks::task_methods!();
         $crate::ops::memory::memory_methods!();
         $crate::ops::uploads::upload_methods!();
+        $crate::ops::conversations::conversation_methods!();
     };
 }
 pub(crate) use engine_methods;

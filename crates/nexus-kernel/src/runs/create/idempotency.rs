@@ -16,18 +16,18 @@ use crate::runs::refuse;
 const RECEIPT_TTL_MS: i64 = 24 * 60 * 60 * 1000;
 
 /// A validated `Idempotency-Key` bound to its scope and envelope.
-pub(super) struct Idempotency {
-    pub(super) scope_hash: String,
+pub(crate) struct Idempotency {
+    pub(crate) scope_hash: String,
     envelope_sha256: String,
 }
 
-pub(super) fn sha_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 impl Idempotency {
     /// `key`: 1–64 visible ASCII characters, else 400 `parameter_invalid`.
-    pub(super) fn new(member: Uuid, route: &str, ids: &[Uuid], key: &str, body: &Value) -> KernelResult<Idempotency> {
+    pub(crate) fn new(member: Uuid, route: &str, ids: &[Uuid], key: &str, body: &Value) -> KernelResult<Idempotency> {
         let ok = !key.is_empty()
             && key.len() <= nexus_core::bounds::IDEMPOTENCY_KEY_CHARS
             && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
@@ -51,7 +51,7 @@ impl Idempotency {
     }
 
     /// The replay of a stored receipt, or 409 on a different envelope.
-    pub(super) fn replay(&self, receipt: &nexus_store::ReceiptRow) -> KernelResult<(u16, Value)> {
+    pub(crate) fn replay(&self, receipt: &nexus_store::ReceiptRow) -> KernelResult<(u16, Value)> {
         if receipt.envelope_sha256 != self.envelope_sha256 {
             return Err(refuse(
                 Code::IdempotencyEnvelopeMismatch,
@@ -69,7 +69,7 @@ impl Idempotency {
 impl Kernel {
     /// Stores the receipt in `tx`; on a concurrent duplicate (the unique scope), returns the
     /// replay of the winner instead (and the caller's work is rolled back).
-    pub(super) async fn put_receipt(
+    pub(crate) async fn put_receipt(
         &self,
         tx: &mut nexus_store::Tx,
         idem: &Idempotency,

@@ -3,4 +3,4 @@
 
 mod accept;
 mod doors;
-mod idempotency;
+pub(crate) mod idempotency;

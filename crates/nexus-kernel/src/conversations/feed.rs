@@ -1,0 +1,54 @@
+//! The conversation feed (runs.md §12): `GET C/events?after=&limit=`, the durable events a
+//! conversation's changes append in their own transaction (`input_accepted`,
+//! `conversation_archived`; the turn and spawn events come with turns). The live stream
+//! (`GET C/events/stream`) is not built yet.
+
+use nexus_core::codes::Code;
+use nexus_store::Engine;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use super::refuse;
+use crate::error::KernelResult;
+use crate::{Kernel, MemberPrincipal, time};
+
+/// A feed page's default and largest sizes (as a run's feed).
+const EVENTS_DEFAULT: i64 = 100;
+const EVENTS_MAX: i64 = 500;
+
+impl Kernel {
+    /// `GET C/events?after=&limit=` → `{events, next_after}`: events after the sequence
+    /// `after` (default 0), oldest first; `next_after` is the last sequence returned (or
+    /// `after` when none). A negative `after` is 400 `parameter_invalid`.
+    pub async fn conversation_events(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+        after: Option<i64>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let conversation = self.conversation_in(&ws, c).await?;
+        let after = after.unwrap_or(0);
+        if after < 0 {
+            return Err(refuse(Code::ParameterInvalid, "after must be a non-negative sequence"));
+        }
+        let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
+        let rows = self.store.conversation_events(conversation.id, after, limit).await?;
+        let next = rows.last().map_or(after, |e| e.sequence);
+        let events: Vec<Value> = rows
+            .iter()
+            .map(|e| {
+                json!({
+                    "sequence": e.sequence,
+                    "type": e.kind,
+                    "at": time::iso(e.at),
+                    "conversation_public_id": conversation.public_id,
+                    "data": serde_json::from_str::<Value>(&e.data).unwrap_or_else(|_| json!({})),
+                })
+            })
+            .collect();
+        Ok(json!({"events": events, "next_after": next}))
+    }
+}

@@ -1,0 +1,425 @@
+//! Conversations (runs.md §12): create (with an idempotency key), the top-level listing and
+//! its archive filter, read, children, archive / unarchive (a whole tree at once), the default
+//! runner; `inputs.rs` queues, lists and deletes inputs. Turns are not hosted yet (issue 25,
+//! part 1; docs/decisions.md): inputs stay `pending`.
+
+mod feed;
+mod inputs;
+
+use nexus_core::codes::Code;
+use nexus_store::{
+    ArchivedFilter, ConversationRow, Engine, ExecutorKind, ExecutorRow, MemberRow, NewConversation, Standing,
+    WorkspaceRow,
+};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+use crate::error::{KernelError, KernelResult};
+use crate::names::Names;
+use crate::paging::{page_limit, pagination, parse_cursor};
+use crate::runs::create::idempotency::Idempotency;
+use crate::{Kernel, MemberPrincipal, time};
+
+fn refuse(code: Code, message: impl Into<String>) -> KernelError {
+    KernelError::new(code, message)
+}
+
+/// The `archived` query word: `exclude` (default), `include` or `only`.
+fn archived_filter(word: Option<&str>) -> KernelResult<ArchivedFilter> {
+    match word {
+        None | Some("exclude") => Ok(ArchivedFilter::Exclude),
+        Some("include") => Ok(ArchivedFilter::Include),
+        Some("only") => Ok(ArchivedFilter::Only),
+        Some(other) => Err(refuse(
+            Code::ParameterInvalid,
+            format!("archived {other:?} is not exclude, include or only"),
+        )),
+    }
+}
+
+/// An optional string member of a body object: absent or null → `None`; a string without
+/// U+0000 → its value; anything else → 422 `validation_failed` (reason `invalid`) at `pointer`.
+fn opt_string(shell: &Value, key: &str, pointer: &str) -> KernelResult<Option<String>> {
+    match shell.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.contains('\0') => Ok(Some(s.clone())),
+        Some(_) => Err(KernelError::validation(
+            "invalid",
+            pointer,
+            format!("{key} must be a string without U+0000"),
+        )),
+    }
+}
+
+/// The replay of a receipt stored since the key was first checked (a concurrent twin won),
+/// read inside the unit of work.
+async fn replay_in(
+    tx: &mut nexus_store::Tx,
+    idem: Option<&Idempotency>,
+    now: i64,
+) -> KernelResult<Option<(u16, Value)>> {
+    match idem {
+        Some(idem) => match tx.idempotency_get(&idem.scope_hash, now).await? {
+            Some(receipt) => Ok(Some(idem.replay(&receipt)?)),
+            None => Ok(None),
+        },
+        None => Ok(None),
+    }
+}
+
+/// A public id given in a body (`None`: not a UUID string).
+fn uuid_of(v: &Value) -> Option<Uuid> {
+    v.as_str().and_then(|s| Uuid::parse_str(s).ok())
+}
+
+impl Kernel {
+    /// Keeps the receipt of a created resource beside it and commits: 201 `response`, or the
+    /// replay of a concurrent twin's receipt (this unit of work then rolls back).
+    async fn commit_created(
+        &self,
+        mut tx: nexus_store::Tx,
+        idem: Option<&Idempotency>,
+        response: Value,
+        now: i64,
+    ) -> KernelResult<(u16, Value)> {
+        if let Some(idem) = idem
+            && let Some(replay) = self.put_receipt(&mut tx, idem, 201, &response, now).await?
+        {
+            return Ok(replay);
+        }
+        tx.commit().await?;
+        Ok((201, response))
+    }
+
+    /// The conversation `c` of workspace `ws`, or 404 `not_found`.
+    async fn conversation_in(&self, ws: &WorkspaceRow, c: Uuid) -> KernelResult<ConversationRow> {
+        self.store
+            .conversation_by_public_id(c)
+            .await?
+            .filter(|row| row.workspace_id == ws.id)
+            .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))
+    }
+
+    /// The answerer a conversation may have: a member of the workspace's account with write
+    /// standing in the workspace. Anything else (an unknown id, a malformed one, a member
+    /// without standing) is 422 `answerer_not_eligible`.
+    async fn eligible_answerer(&self, ws: &WorkspaceRow, id: &Value) -> KernelResult<MemberRow> {
+        let not_eligible = || {
+            refuse(
+                Code::AnswererNotEligible,
+                "the answerer is not a member with write standing in this workspace",
+            )
+            .with_path("/conversation/answering_user_public_id")
+        };
+        let id = uuid_of(id).ok_or_else(not_eligible)?;
+        let member = self.store.member_by_public_id(id).await?.ok_or_else(not_eligible)?;
+        let standing = self.store.standing(ws.id, member.id).await?;
+        if member.account_id != ws.account_id || standing < Some(Standing::Write) {
+            return Err(not_eligible());
+        }
+        Ok(member)
+    }
+
+    /// The runner named by `id` when it exists as a runner of the answerer's account
+    /// (`Ok(None)`: no such runner) and whether it is eligible for the answerer.
+    async fn runner_for(&self, id: Uuid, answerer: &MemberRow) -> KernelResult<Option<(ExecutorRow, bool)>> {
+        let Some(runner) = self.store.executor_by_public_id(id).await? else {
+            return Ok(None);
+        };
+        if runner.kind != ExecutorKind::Runner || runner.account_id != answerer.account_id {
+            return Ok(None);
+        }
+        let eligible = self.runner_eligible_for(&runner, answerer).await?;
+        Ok(Some((runner, eligible)))
+    }
+
+    /// The public shape of a conversation.
+    async fn conversation_json(
+        &self,
+        names: &mut Names,
+        ws: &WorkspaceRow,
+        row: &ConversationRow,
+    ) -> KernelResult<Value> {
+        let answerer = self.member_public(names, row.answering_member_id).await?;
+        let creator = self.member_public(names, row.created_by_id).await?;
+        let runner = match row.default_runner_id {
+            Some(id) => self.executor_public(names, id).await?.map(|(public_id, _)| public_id),
+            None => None,
+        };
+        let parent = match row.parent_id {
+            Some(parent_id) => {
+                let spawn_task_key = match row.spawn_task_id {
+                    Some(t) => self.task_key_of(names, t).await?,
+                    None => None,
+                };
+                let parent = self.store_conversation_public(parent_id).await?;
+                json!({"public_id": parent, "spawn_task_key": spawn_task_key, "label": row.label})
+            }
+            None => Value::Null,
+        };
+        Ok(json!({
+            "public_id": row.public_id,
+            "workspace_public_id": ws.public_id,
+            "title": row.title,
+            "answering_user_public_id": answerer,
+            "created_by_public_id": creator,
+            "default_runner_executor_public_id": runner,
+            "parent": parent,
+            "archived": row.archived_at.is_some(),
+            "archived_at": row.archived_at.map(time::iso),
+            "created_at": time::iso(row.created_at),
+        }))
+    }
+
+    /// A parent conversation's public id (children are few; no cache).
+    async fn store_conversation_public(&self, id: i64) -> KernelResult<Option<Uuid>> {
+        Ok(self.store.conversation_by_id(id).await?.map(|c| c.public_id))
+    }
+
+    /// A create route's `Idempotency-Key`, bound to its scope and body: `Err` holds the
+    /// replay of a stored receipt (or the refusal of a different body).
+    async fn idempotency_open(
+        &self,
+        principal: &MemberPrincipal,
+        route: &str,
+        ids: &[Uuid],
+        key: Option<&str>,
+        body: &Value,
+    ) -> KernelResult<Result<Option<Idempotency>, (u16, Value)>> {
+        let Some(key) = key else {
+            return Ok(Ok(None));
+        };
+        let idem = Idempotency::new(principal.member.public_id, route, ids, key, body)?;
+        match self.store.idempotency_get(&idem.scope_hash, time::now_ms()).await? {
+            Some(receipt) => Ok(Err(idem.replay(&receipt)?)),
+            None => Ok(Ok(Some(idem))),
+        }
+    }
+
+    /// `POST W/conversations` (runs.md §12): 201 `{conversation}`, or 200 with
+    /// `replayed: true` for a repeated `Idempotency-Key`. Refusals in order: 400
+    /// `parameter_missing` (no `conversation` object), the key's grammar, 409
+    /// `idempotency_envelope_mismatch`, 422 `validation_failed` (title), 422
+    /// `answerer_not_eligible`, 422 `runner_not_eligible`.
+    pub async fn create_conversation(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        body: &Value,
+        idempotency_key: Option<&str>,
+    ) -> KernelResult<(u16, Value)> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let Some(shell) = body.get("conversation").filter(|c| c.is_object()) else {
+            return Err(refuse(Code::ParameterMissing, "the body needs a `conversation` object"));
+        };
+        let route = "POST /workspaces/{workspace}/conversations";
+        let idem = match self
+            .idempotency_open(principal, route, &[workspace], idempotency_key, body)
+            .await?
+        {
+            Ok(idem) => idem,
+            Err(replay) => return Ok(replay),
+        };
+        let title = opt_string(shell, "title", "/conversation/title")?;
+        let answerer = match shell.get("answering_user_public_id") {
+            None | Some(Value::Null) => principal.member.clone(),
+            Some(id) => self.eligible_answerer(&ws, id).await?,
+        };
+        let runner = match shell.get("default_runner_executor_public_id") {
+            None | Some(Value::Null) => None,
+            Some(v) => {
+                let not_eligible = || {
+                    refuse(
+                        Code::RunnerNotEligible,
+                        "the default runner is not eligible for the conversation's answerer",
+                    )
+                    .with_path("/conversation/default_runner_executor_public_id")
+                };
+                let id = uuid_of(v).ok_or_else(not_eligible)?;
+                match self.runner_for(id, &answerer).await? {
+                    Some((runner, true)) => Some(runner),
+                    _ => return Err(not_eligible()),
+                }
+            }
+        };
+        let now = time::now_ms();
+        let mut tx = self.store.begin().await?;
+        if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
+            return Ok(replay);
+        }
+        let row = tx
+            .insert_conversation(NewConversation {
+                public_id: time::new_id(),
+                workspace_id: ws.id,
+                created_by_id: principal.member.id,
+                answering_member_id: answerer.id,
+                default_runner_id: runner.as_ref().map(|r| r.id),
+                title,
+                parent_id: None,
+                spawn_task_id: None,
+                label: None,
+                created_at: now,
+            })
+            .await?;
+        let mut names = Names::default();
+        let response = json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?});
+        self.commit_created(tx, idem.as_ref(), response, now).await
+    }
+
+    /// `GET W/conversations?archived=&after=&limit=`: the workspace's top-level conversations,
+    /// oldest first, with the paging member.
+    pub async fn list_conversations(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        archived: Option<&str>,
+        after: Option<&str>,
+        limit: Option<i64>,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let filter = archived_filter(archived)?;
+        let after = parse_cursor(after)?;
+        let limit = page_limit(limit);
+        let rows = self.store.top_level_conversations(ws.id, filter, after, limit).await?;
+        let mut names = Names::default();
+        let mut out = Vec::with_capacity(rows.len());
+        for row in &rows {
+            out.push(self.conversation_json(&mut names, &ws, row).await?);
+        }
+        let next = (rows.len() as i64 == limit)
+            .then(|| rows.last().map(|r| r.id))
+            .flatten();
+        Ok(json!({"conversations": out, "pagination": pagination(next)}))
+    }
+
+    /// `GET C`: `{conversation}`.
+    pub async fn read_conversation(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let row = self.conversation_in(&ws, c).await?;
+        let mut names = Names::default();
+        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+    }
+
+    /// `GET C/children`: `{conversations}`, the direct children, oldest first.
+    pub async fn conversation_children(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let row = self.conversation_in(&ws, c).await?;
+        let rows = self.store.conversation_children(row.id).await?;
+        let mut names = Names::default();
+        let mut out = Vec::with_capacity(rows.len());
+        for child in &rows {
+            out.push(self.conversation_json(&mut names, &ws, child).await?);
+        }
+        Ok(json!({"conversations": out}))
+    }
+
+    /// `POST C/archive` (`archive: true`) and `POST C/unarchive`: the conversation and its
+    /// descendants together; a child answers 409 `subagent_follows_parent`. Repeating either is
+    /// harmless. Archiving a live conversation appends `conversation_archived` to its feed.
+    /// `{conversation}`.
+    pub async fn archive_conversation(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+        archive: bool,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let row = self.conversation_in(&ws, c).await?;
+        if row.parent_id.is_some() {
+            return Err(refuse(
+                Code::SubagentFollowsParent,
+                "a child conversation is archived and unarchived with its parent",
+            ));
+        }
+        let now = time::now_ms();
+        let mut tx = self.store.begin().await?;
+        tx.archive_conversation_tree(row.id, archive.then_some(now)).await?;
+        if archive && row.archived_at.is_none() {
+            tx.append_conversation_event(row.id, "conversation_archived", now, "{}")
+                .await?;
+        }
+        let row = tx
+            .conversation_by_public_id(c)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))?;
+        tx.commit().await?;
+        let mut names = Names::default();
+        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+    }
+
+    /// `PUT C/default_runner` `{default_runner: {executor_public_id: id | null}}`: affects
+    /// later turns only. 404 `runner_not_found` (no such runner in the account), 422
+    /// `runner_not_eligible` (not eligible for the answerer). `{conversation}`.
+    pub async fn put_conversation_default_runner(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+        body: &Value,
+    ) -> KernelResult<Value> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let row = self.conversation_in(&ws, c).await?;
+        let Some(selector) = body
+            .get("default_runner")
+            .filter(|d| d.is_object())
+            .and_then(|d| d.get("executor_public_id"))
+        else {
+            return Err(refuse(
+                Code::ParameterMissing,
+                "the body needs {default_runner: {executor_public_id: id | null}}",
+            ));
+        };
+        let runner_id = match selector {
+            Value::Null => None,
+            Value::String(s) => {
+                let id = Uuid::parse_str(s).map_err(|_| {
+                    refuse(
+                        Code::ParameterInvalid,
+                        format!("executor_public_id {s:?} is not a UUID"),
+                    )
+                })?;
+                let answerer = self
+                    .store
+                    .member_by_id(row.answering_member_id)
+                    .await?
+                    .ok_or_else(|| refuse(Code::NotFound, "the conversation's answerer is gone"))?;
+                match self.runner_for(id, &answerer).await? {
+                    None => return Err(refuse(Code::RunnerNotFound, "no such runner")),
+                    Some((_, false)) => {
+                        return Err(refuse(
+                            Code::RunnerNotEligible,
+                            "the runner is not eligible for the conversation's answerer",
+                        ));
+                    }
+                    Some((runner, true)) => Some(runner.id),
+                }
+            }
+            other => {
+                return Err(refuse(
+                    Code::ParameterInvalid,
+                    format!("executor_public_id must be a UUID string or null, got {other}"),
+                ));
+            }
+        };
+        let mut tx = self.store.begin().await?;
+        tx.set_conversation_default_runner(row.id, runner_id).await?;
+        let row = tx
+            .conversation_by_public_id(c)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))?;
+        tx.commit().await?;
+        let mut names = Names::default();
+        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+    }
+}

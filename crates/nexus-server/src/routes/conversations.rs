@@ -1,0 +1,189 @@
+//! Conversations and their inputs (runs.md §12), under `W = /agent_api/v1/workspaces/{ws}`:
+//! `POST|GET W/conversations`, `GET C`, `GET C/children`, `POST C/archive`, `POST
+//! C/unarchive`, `PUT C/default_runner`, `GET C/events`, `POST|GET C/inputs`, `DELETE C/inputs/{id}`. Each
+//! handler parses the path, query, headers and body, calls the kernel, and returns its JSON.
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::{get, post, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::runs::{created, idempotency_key, int_param, path_id};
+use crate::AppState;
+use crate::auth::Member;
+use crate::body::JsonObject;
+use crate::error::ApiResult;
+
+/// The conversation routes, relative to the workspace.
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/conversations", post(create).get(list))
+        .route("/conversations/{c}", get(read))
+        .route("/conversations/{c}/children", get(children))
+        .route("/conversations/{c}/archive", post(archive))
+        .route("/conversations/{c}/unarchive", post(unarchive))
+        .route("/conversations/{c}/default_runner", put(default_runner))
+        .route("/conversations/{c}/events", get(events))
+        .route("/conversations/{c}/inputs", post(create_input).get(list_inputs))
+        .route("/conversations/{c}/inputs/{input}", axum::routing::delete(delete_input))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ListQuery {
+    pub archived: Option<String>,
+    pub after: Option<String>,
+    pub limit: Option<String>,
+}
+
+pub async fn create(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
+    let ws = path_id(&ws)?;
+    let key = idempotency_key(&headers)?;
+    let (status, body) = state.kernel.create_conversation(&p, ws, &body, key.as_deref()).await?;
+    Ok(created(status, body))
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let limit = int_param(q.limit.as_deref(), "limit")?;
+    Ok(Json(
+        state
+            .kernel
+            .list_conversations(&p, path_id(&ws)?, q.archived.as_deref(), q.after.as_deref(), limit)
+            .await?,
+    ))
+}
+
+pub async fn read(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state.kernel.read_conversation(&p, path_id(&ws)?, path_id(&c)?).await?,
+    ))
+}
+
+pub async fn children(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .conversation_children(&p, path_id(&ws)?, path_id(&c)?)
+            .await?,
+    ))
+}
+
+pub async fn archive(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .archive_conversation(&p, path_id(&ws)?, path_id(&c)?, true)
+            .await?,
+    ))
+}
+
+pub async fn unarchive(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .archive_conversation(&p, path_id(&ws)?, path_id(&c)?, false)
+            .await?,
+    ))
+}
+
+pub async fn default_runner(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .put_conversation_default_runner(&p, path_id(&ws)?, path_id(&c)?, &body)
+            .await?,
+    ))
+}
+
+pub async fn create_input(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    headers: HeaderMap,
+    JsonObject(body): JsonObject,
+) -> ApiResult<Response> {
+    let key = idempotency_key(&headers)?;
+    let (status, body) = state
+        .kernel
+        .create_input(&p, path_id(&ws)?, path_id(&c)?, &body, key.as_deref())
+        .await?;
+    Ok(created(status, body))
+}
+
+pub async fn list_inputs(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let limit = int_param(q.limit.as_deref(), "limit")?;
+    Ok(Json(
+        state
+            .kernel
+            .list_inputs(&p, path_id(&ws)?, path_id(&c)?, q.after.as_deref(), limit)
+            .await?,
+    ))
+}
+
+pub async fn delete_input(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c, input)): Path<(String, String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .delete_input(&p, path_id(&ws)?, path_id(&c)?, path_id(&input)?)
+            .await?,
+    ))
+}
+
+pub async fn events(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let after = int_param(q.after.as_deref(), "after")?;
+    let limit = int_param(q.limit.as_deref(), "limit")?;
+    Ok(Json(
+        state
+            .kernel
+            .conversation_events(&p, path_id(&ws)?, path_id(&c)?, after, limit)
+            .await?,
+    ))
+}
