@@ -64,6 +64,14 @@ async fn conversations_are_created_listed_archived_and_pointed_at_a_runner() {
             refusal(ws.conversation(STRANGER).get().await),
             (404, "not_found".into())
         );
+        // A caller-given id stays one segment, and one that cannot be sent is refused here.
+        let climbing = format!("{}/children", a.public_id);
+        assert_eq!(
+            refusal(ws.conversation(&climbing).get().await),
+            (404, "not_found".into())
+        );
+        let dots = ws.conversation("..").get().await.unwrap_err();
+        assert!(matches!(dots, nexus_sdk::Error::InvalidArgument(_)), "{dots}");
 
         // List: top-level only, oldest first, paged.
         let kid = s.child_of(&a.public_id, "scout").await;
@@ -179,8 +187,14 @@ async fn inputs_are_queued_listed_deleted_and_fed() {
         let two = conv.create_input(&once).await.unwrap();
         assert!(two.replayed, "{d}");
         assert_eq!(two.input, one.input);
-        let (status, code) = refusal(conv.create_input(&NewInput::text("x").deliver_in("5 m")).await);
-        assert_eq!((status, code.as_str()), (422, "validation_failed"), "{d}");
+        let bad = conv
+            .create_input(&NewInput::text("x").deliver_in("5 m"))
+            .await
+            .unwrap_err();
+        let api = bad.api().expect("an API refusal");
+        assert_eq!((api.status, api.code.as_str()), (422, "validation_failed"), "{d}");
+        assert_eq!(api.body["error"]["path"], "/input/deliver_in", "{}", api.body);
+        assert_eq!(api.body["error"]["reason"], "invalid");
         let both = NewInput::text("x").deliver_in("5m").deliver_at("2030-01-01T00:00:00Z");
         assert_eq!(
             refusal(conv.create_input(&both).await),
