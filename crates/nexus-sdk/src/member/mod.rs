@@ -1,9 +1,10 @@
-//! The member plane's run surface: typed calls for runs, tasks, events and the live feed,
-//! approvals, uploads, memory and runner discovery, so a program drives Nexus without writing
-//! HTTP.
+//! The member plane's run surface: typed calls for runs, conversations and their inputs, tasks,
+//! events and the live feed, approvals, uploads, memory and runner discovery, so a program
+//! drives Nexus without writing HTTP.
 //!
 //! Start from [`Client::workspace`](crate::Client::workspace), which gives a [`Workspace`]
-//! (the `W/…` routes); [`Workspace::run`] gives a [`RunRef`] (the `R/…` routes). Uploads and
+//! (the `W/…` routes); [`Workspace::run`] gives a [`RunRef`] (the `R/…` routes) and
+//! [`Workspace::conversation`] a [`ConversationRef`] (the `C/…` routes). Uploads and
 //! runner discovery are account-wide and sit on [`Client`](crate::Client) itself.
 //!
 //! ```no_run
@@ -35,8 +36,10 @@
 //! an open word set with an `Other` variant: a newer kernel never breaks the decode.
 
 mod approvals;
+mod conversations;
 mod events;
 mod executors;
+mod inputs;
 mod memory;
 mod run;
 mod runs;
@@ -49,10 +52,15 @@ mod wire;
 mod workspace;
 
 pub use approvals::{Approval, ApprovalPage};
+pub use conversations::{
+    ArchivedFilter, Conversation, ConversationCreated, ConversationEvent, ConversationEventKind, ConversationEventPage,
+    ConversationPage, ConversationParent, ConversationRef, NewConversation,
+};
 pub use events::{
     Ephemeral, Event, EventKind, EventPage, EventStream, Frame, Reconnect, RunStatusChange, TaskStatusChange,
 };
 pub use executors::ExecutorInfo;
+pub use inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
 pub use memory::{MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
 pub use run::RunRef;
 pub use runs::{Append, Appended, Attention, Created, NewRun, Receipt, Run, RunPage, RunRead};

@@ -3,6 +3,7 @@
 use reqwest::Method;
 
 use super::approvals::ApprovalPage;
+use super::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, ConversationRef, NewConversation};
 use super::memory::{DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
 use super::run::RunRef;
 use super::runs::{Created, NewRun, RunPage};
@@ -11,7 +12,7 @@ use super::wire::{self, Route, V1};
 use crate::error::Result;
 use crate::http::Http;
 
-/// One workspace, seen through a member bearer: its runs, approvals and memory. Made by
+/// One workspace, seen through a member bearer: its runs, conversations, approvals and memory. Made by
 /// [`Client::workspace`](crate::Client::workspace); cheap to clone.
 #[derive(Debug, Clone)]
 pub struct Workspace {
@@ -35,6 +36,12 @@ impl Workspace {
     /// A handle on the run `run_public_id` of this workspace (nothing is sent).
     pub fn run(&self, run_public_id: &str) -> RunRef {
         RunRef::new(self.http.clone(), &self.id, run_public_id)
+    }
+
+    /// A handle on the conversation `conversation_public_id` of this workspace (nothing is
+    /// sent).
+    pub fn conversation(&self, conversation_public_id: &str) -> ConversationRef {
+        ConversationRef::new(self.http.clone(), &self.id, conversation_public_id)
     }
 
     fn route(&self) -> Route {
@@ -70,6 +77,33 @@ impl Workspace {
             .route()
             .lit("runs")
             .query("status", status)
+            .query("after", page.after.as_deref())
+            .query("limit", page.limit);
+        wire::get(&self.http, &route).await
+    }
+
+    /// `POST W/conversations` (+ `Idempotency-Key`): 201 `{conversation}`, or the replay of an
+    /// earlier create with the same key and body. Refusals: 422 `answerer_not_eligible`,
+    /// `runner_not_eligible`, `validation_failed`; 409 `idempotency_envelope_mismatch`.
+    pub async fn create_conversation(&self, conversation: &NewConversation) -> Result<ConversationCreated> {
+        let route = self.route().lit("conversations");
+        wire::call(
+            &self.http,
+            Method::POST,
+            &route,
+            Some(&conversation.body()),
+            conversation.idempotency_key.as_deref(),
+        )
+        .await
+    }
+
+    /// `GET W/conversations?archived=&after=&limit=`: top-level conversations, oldest first
+    /// (the server excludes archived ones when `archived` is `None`).
+    pub async fn conversations(&self, archived: Option<ArchivedFilter>, page: &Page) -> Result<ConversationPage> {
+        let route = self
+            .route()
+            .lit("conversations")
+            .query("archived", archived)
             .query("after", page.after.as_deref())
             .query("limit", page.limit);
         wire::get(&self.http, &route).await

@@ -53,6 +53,36 @@ impl Served {
         self.boot["runner"]["transport_token"].as_str().unwrap().to_owned()
     }
 
+    /// Inserts a child conversation labelled `label` under `parent` through the store (the
+    /// kernel does not spawn children yet); returns its id.
+    pub async fn child_of(&self, parent: &str, label: &str) -> String {
+        use nexus_store::Engine as _;
+        let store = &self._store.store;
+        let parent = store
+            .conversation_by_public_id(parent.parse().unwrap())
+            .await
+            .unwrap()
+            .expect("the parent exists");
+        let mut tx = store.begin().await.unwrap();
+        let child = tx
+            .insert_conversation(nexus_store::NewConversation {
+                public_id: uuid::Uuid::now_v7(),
+                workspace_id: parent.workspace_id,
+                created_by_id: parent.created_by_id,
+                answering_member_id: parent.answering_member_id,
+                default_runner_id: None,
+                title: None,
+                parent_id: Some(parent.id),
+                spawn_task_id: None,
+                label: Some(label.into()),
+                created_at: parent.created_at,
+            })
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        child.public_id.to_string()
+    }
+
     /// A raw executor-plane call as the bootstrap runner: `(status, body)`.
     pub async fn executor(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut request = reqwest::Client::new()

@@ -3,6 +3,7 @@
 //! fields and typed refusal codes.
 
 mod approvals;
+mod conversations;
 mod feed;
 mod files;
 mod harness;
