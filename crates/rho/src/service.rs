@@ -60,11 +60,15 @@ impl Rho {
         merge(self.local.specs().into_iter().chain(bridged), &self.overrides)
     }
 
+    /// Whether the call's profile is `write` (then a checkpoint is taken first). Looked up
+    /// in the order calls are dispatched: an override, a local tool, a bridged one.
     fn is_mutating(&self, name: &str) -> bool {
-        self.specs()
-            .ok()
-            .and_then(|specs| specs.into_iter().find(|s| s.name == name))
-            .is_some_and(|s| s.effect_profile.kind == EffectKind::Write)
+        self.overrides
+            .get(name)
+            .and_then(|o| o.effect_profile)
+            .or_else(|| self.local.profile(name))
+            .or_else(|| self.bridge.as_ref().and_then(|b| b.profile(name)))
+            .is_some_and(|p| p.kind == EffectKind::Write)
     }
 }
 

@@ -146,15 +146,7 @@ impl Kernel {
     }
 
     /// `POST R/tasks/{key}/abandon` `{}` → 200 `{task}`.
-    pub async fn abandon_task(
-        &self,
-        p: &MemberPrincipal,
-        ws: Uuid,
-        run: Uuid,
-        key: &str,
-        body: &Value,
-    ) -> KernelResult<Value> {
-        let _ = body;
+    pub async fn abandon_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
         let (mut tx, mut run, task) = self.adjudicated_row(p, ws, run, key).await?;
         let now = time::now_ms();
         if !is_candidate(&task) || !adjudicable(&run) {
@@ -185,15 +177,7 @@ impl Kernel {
     }
 
     /// `POST R/tasks/{key}/cancel` `{}` → 200 `{task}` (the branch's root round).
-    pub async fn cancel_branch(
-        &self,
-        p: &MemberPrincipal,
-        ws: Uuid,
-        run: Uuid,
-        key: &str,
-        body: &Value,
-    ) -> KernelResult<Value> {
-        let _ = body;
+    pub async fn cancel_branch(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
         let (mut tx, mut run, root) = self.adjudicated_row(p, ws, run, key).await?;
         let now = time::now_ms();
         let mut g = Graph::load(&mut tx, run.id).await?;

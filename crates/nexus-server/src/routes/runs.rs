@@ -351,12 +351,12 @@ pub async fn abandon(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
-    OptionalJsonObject(body): OptionalJsonObject,
+    OptionalJsonObject(_body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
         state
             .kernel
-            .abandon_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .abandon_task(&p, path_id(&ws)?, path_id(&run)?, &key)
             .await?,
     ))
 }
@@ -366,12 +366,12 @@ pub async fn cancel(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
-    OptionalJsonObject(body): OptionalJsonObject,
+    OptionalJsonObject(_body): OptionalJsonObject,
 ) -> ApiResult<Json<Value>> {
     Ok(Json(
         state
             .kernel
-            .cancel_branch(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .cancel_branch(&p, path_id(&ws)?, path_id(&run)?, &key)
             .await?,
     ))
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use nexus_sdk::runner::{Document, HandlerFuture, ToolCall, ToolResult, ToolSpec};
+use nexus_sdk::runner::{Document, EffectProfile, HandlerFuture, ToolCall, ToolResult, ToolSpec};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -45,6 +45,8 @@ pub struct Local {
     root: Arc<Root>,
     skills_dir: Option<Arc<Path>>,
     processes: Arc<Processes>,
+    /// The entries, built once: they depend only on whether `skills_dir` is set.
+    specs: Vec<ToolSpec>,
 }
 
 impl Local {
@@ -61,15 +63,6 @@ impl Local {
                 Some(Arc::from(dir))
             }
         };
-        Ok(Local {
-            root: Arc::new(root),
-            skills_dir,
-            processes: Arc::new(Processes::new(Some(config.bearer_env.clone()))),
-        })
-    }
-
-    /// The local tools' entries (`skill` only when a `skills_dir` is configured).
-    pub fn specs(&self) -> Vec<ToolSpec> {
         let mut specs = vec![
             read::spec(),
             glob::spec(),
@@ -80,10 +73,25 @@ impl Local {
             process::read_spec(),
             process::stop_spec(),
         ];
-        if self.skills_dir.is_some() {
+        if skills_dir.is_some() {
             specs.push(skill::spec());
         }
-        specs
+        Ok(Local {
+            root: Arc::new(root),
+            skills_dir,
+            processes: Arc::new(Processes::new(Some(config.bearer_env.clone()))),
+            specs,
+        })
+    }
+
+    /// The local tools' entries (`skill` only when a `skills_dir` is configured).
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.specs.clone()
+    }
+
+    /// The effect profile of the local tool `name`, if it is one.
+    pub fn profile(&self, name: &str) -> Option<EffectProfile> {
+        self.specs.iter().find(|s| s.name == name).map(|s| s.effect_profile)
     }
 
     /// The skill documents found under `skills_dir`.

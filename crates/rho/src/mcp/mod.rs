@@ -23,7 +23,7 @@ mod tests_fixture;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 
-use nexus_sdk::runner::{HandlerFuture, ToolCall, ToolResult, ToolSpec};
+use nexus_sdk::runner::{EffectProfile, HandlerFuture, ToolCall, ToolResult, ToolSpec};
 use rmcp::model::{CallToolRequestParams, Tool};
 use rmcp::{Peer, RoleClient};
 use serde_json::Value;
@@ -106,6 +106,17 @@ impl Bridge {
                 .iter()
                 .flat_map(|slot| slot.tools.iter().map(|t| t.spec.clone()))
                 .collect()
+        })
+    }
+
+    /// The derived effect profile of the bridged tool `name`, if it is one.
+    pub fn profile(&self, name: &str) -> Option<EffectProfile> {
+        self.shared.read(|slots| {
+            slots
+                .iter()
+                .flat_map(|slot| slot.tools.iter())
+                .find(|t| t.spec.name == name)
+                .map(|t| t.spec.effect_profile)
         })
     }
 
