@@ -3,80 +3,16 @@
 //! same node id) releases its own leases at start, re-sends the sealed bytes, and the run
 //! completes with nothing lost or doubled. On SQLite, and on PostgreSQL when configured.
 
-use std::net::TcpListener;
+mod common;
+
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::{Server, json_of, nexus, spawn_server};
 use nexus_sdk::Client;
 use nexus_sdk::member::{ApprovalMode, NewRun, Step};
 use nexus_store::{Engine, Store, StoreOptions};
 use serde_json::{Value, json};
-
-const NEXUS: &str = env!("CARGO_BIN_EXE_nexus");
-
-fn nexus(args: &[&str]) -> Output {
-    Command::new(NEXUS)
-        .args(args)
-        .env_remove("NEXUS_DATABASE_URL")
-        .env_remove("NEXUS_DATA_DIR")
-        .output()
-        .expect("run nexus")
-}
-
-fn json_of(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "nexus failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-struct Server {
-    child: Child,
-    base: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Server {
-    /// SIGKILL (`Child::kill`), then reap.
-    fn kill_9(&mut self) {
-        self.child.kill().expect("SIGKILL");
-        let status = self.child.wait().unwrap();
-        assert!(!status.success(), "killed, not exited: {status}");
-    }
-}
-
-fn spawn_server(args: &[&str]) -> Server {
-    let port = free_port();
-    let listen = format!("127.0.0.1:{port}");
-    let mut all = vec!["serve", "--listen", &listen];
-    all.extend_from_slice(args);
-    let child = Command::new(NEXUS)
-        .args(&all)
-        .env_remove("NEXUS_DATABASE_URL")
-        .env_remove("NEXUS_DATA_DIR")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    Server {
-        child,
-        base: format!("http://{listen}"),
-    }
-}
 
 async fn wait_healthy(server: &mut Server) {
     let client = Client::new(&server.base, "");

@@ -4,50 +4,17 @@
 //! and serves work created after the restart: every task settles exactly once, none is lost.
 //! On SQLite, and on PostgreSQL when configured.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::{free_port, json_of, nexus, spawn_server_at};
 use nexus_sdk::member::{ApprovalMode, NewRun, Step};
 use nexus_sdk::runner::{EffectProfile, Runner, ToolResult, ToolSpec};
 use nexus_sdk::{Client, Workspace};
 use serde_json::{Value, json};
-
-const NEXUS: &str = env!("CARGO_BIN_EXE_nexus");
-
-fn nexus(args: &[&str]) -> Output {
-    Command::new(NEXUS)
-        .args(args)
-        .env_remove("NEXUS_DATABASE_URL")
-        .env_remove("NEXUS_DATA_DIR")
-        .output()
-        .expect("run nexus")
-}
-
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn serve(listen: &str, store_args: &[&str]) -> Server {
-    let mut args = vec!["serve", "--listen", listen];
-    args.extend_from_slice(store_args);
-    Server(
-        Command::new(NEXUS)
-            .args(&args)
-            .env_remove("NEXUS_DATABASE_URL")
-            .env_remove("NEXUS_DATA_DIR")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start nexus serve"),
-    )
-}
 
 async fn healthy(client: &Client) {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -86,22 +53,15 @@ async fn kill_9_under_a_running_runner(store_args: &[&str]) {
     let mut boot_args = vec!["admin", "bootstrap"];
     boot_args.extend_from_slice(store_args);
     boot_args.push("--json");
-    let out = nexus(&boot_args);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let boot: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let boot = json_of(&nexus(&boot_args));
     let s = |v: &Value| v.as_str().unwrap().to_string();
     let runner_id = s(&boot["runner"]["executor_public_id"]);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let listen = format!("127.0.0.1:{port}");
+    let listen = format!("127.0.0.1:{}", free_port());
     let base = format!("http://{listen}");
     let member = Client::new(&base, &s(&boot["human"]["member_token"]));
     let ws = member.workspace(&s(&boot["workspace_public_id"]));
-    let mut server = serve(&listen, store_args);
+    let mut server = spawn_server_at(&listen, store_args);
     healthy(&member).await;
 
     // Each handler records its start and takes 1.5 s: long enough to be cut by the crash.
@@ -151,10 +111,9 @@ async fn kill_9_under_a_running_runner(store_args: &[&str]) {
     }
 
     // SIGKILL with both handlers in flight; the commits meet a closed port until the restart.
-    server.0.kill().expect("SIGKILL");
-    server.0.wait().unwrap();
+    server.kill_9();
     tokio::time::sleep(Duration::from_millis(2000)).await;
-    let _server = serve(&listen, store_args);
+    let _server = spawn_server_at(&listen, store_args);
     healthy(&member).await;
     let after = slow_run(&ws, &runner_id, "c").await;
 
