@@ -663,3 +663,5 @@ impl Tx {
         tx_dispatch!(self, cancel_pending_input(id))
     }
 }
+
+mod turns;

@@ -19,6 +19,7 @@ fn new_conversation(ws: &WorkspaceRow, member: &MemberRow, parent: Option<(i64, 
         parent_id: parent.map(|p| p.0),
         spawn_task_id: None,
         label: parent.map(|p| p.1.to_string()),
+        reply_route: None,
         created_at: NOW,
     }
 }
@@ -38,6 +39,10 @@ fn new_input(conversation_id: i64, member: &MemberRow, kind: InputKind) -> NewIn
         created_by_id: Some(member.id),
         deliver_at: Some(NOW + 5_000),
         created_at: NOW,
+        state: InputState::Pending,
+        turn_id: None,
+        wake: None,
+        mail_key: None,
     }
 }
 

@@ -355,6 +355,10 @@ impl Kernel {
             created_by_id: Some(principal.member.id),
             deliver_at: input.deliver_at,
             created_at: now,
+            state: nexus_store::InputState::Pending,
+            turn_id: None,
+            wake: None,
+            mail_key: None,
         };
         // The insert locks the conversation row; its archive mark is read under that lock.
         let inserted = tx.insert_input(new, bounds::PENDING_INPUTS as i64).await?;
@@ -369,7 +373,7 @@ impl Kernel {
             ));
         }
         let row = match inserted {
-            InputInsert::Inserted(row) => row,
+            InputInsert::Inserted(row) | InputInsert::Existing(row) => row,
             InputInsert::Full { bound } => {
                 return Err(refuse(
                     Code::InputQueueFull,

@@ -258,6 +258,7 @@ impl Kernel {
                 parent_id: None,
                 spawn_task_id: None,
                 label: None,
+                reply_route: None,
                 created_at: now,
             })
             .await?;

@@ -75,6 +75,7 @@ impl Served {
                 parent_id: Some(parent.id),
                 spawn_task_id: None,
                 label: Some(label.into()),
+                reply_route: None,
                 created_at: parent.created_at,
             })
             .await

@@ -98,6 +98,7 @@ pub(crate) async fn child_of(h: &Harness, parent: &str, label: &str) -> String {
             parent_id: Some(parent.id),
             spawn_task_id: None,
             label: Some(label.into()),
+            reply_route: None,
             created_at: parent.created_at,
         })
         .await

@@ -35,6 +35,14 @@ pub struct ConversationRow {
     pub label: Option<String>,
     pub archived_at: Option<i64>,
     pub created_at: i64,
+    /// The assistant turn whose hosted run is live (`None`: idle).
+    pub running_turn_id: Option<i64>,
+    /// The last turn position given (0: no turn yet).
+    pub last_position: i64,
+    /// While idle and live, the earliest due time of a pending input that may open a turn.
+    pub wake_at: Option<i64>,
+    /// Where a spawned child's first reply goes (stored JSON; the kernel's type).
+    pub reply_route: Option<String>,
 }
 
 /// A conversation to insert (the kernel supplies the id and the time).
@@ -49,6 +57,7 @@ pub struct NewConversation {
     pub parent_id: Option<i64>,
     pub spawn_task_id: Option<i64>,
     pub label: Option<String>,
+    pub reply_route: Option<String>,
     pub created_at: i64,
 }
 
@@ -145,6 +154,12 @@ pub struct InputRow {
     pub created_by_id: Option<i64>,
     pub deliver_at: Option<i64>,
     pub created_at: i64,
+    /// The turn a steer is bound to, or the turn that consumed the input.
+    pub turn_id: Option<i64>,
+    /// A mail input's `auto | passive`.
+    pub wake: Option<String>,
+    /// A mail input's idempotency key (unique per conversation).
+    pub mail_key: Option<String>,
 }
 
 /// An input to queue. `attachment_upload_ids` are the internal ids of the uploads the input
@@ -164,6 +179,11 @@ pub struct NewInput {
     pub created_by_id: Option<i64>,
     pub deliver_at: Option<i64>,
     pub created_at: i64,
+    /// `Pending`, or `Steering` for a steer bound to the running turn `turn_id`.
+    pub state: InputState,
+    pub turn_id: Option<i64>,
+    pub wake: Option<String>,
+    pub mail_key: Option<String>,
 }
 
 /// One event of a conversation's feed; `data` is the stored JSON object.
@@ -182,11 +202,21 @@ pub enum InputInsert {
     Inserted(InputRow),
     /// A `user` input would pass `bound` pending inputs (kernel mail is never refused).
     Full { bound: i64 },
+    /// Mail whose `mail_key` the conversation already holds: that input, unchanged.
+    Existing(InputRow),
 }
 
 pub(crate) const INSERT_CONVERSATION: &str = "INSERT INTO conversations (public_id, workspace_id, created_by_id, \
-     answering_member_id, default_runner_id, title, parent_id, spawn_task_id, label, archived_at, last_event_sequence, created_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, 0, $10) RETURNING id";
+     answering_member_id, default_runner_id, title, parent_id, spawn_task_id, label, archived_at, last_event_sequence, \
+     created_at, reply_route) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL, 0, $10, $11) RETURNING id";
+/// A conversation's columns, as every read names them.
+macro_rules! conversation_columns {
+    () => {
+        "id, public_id, workspace_id, created_by_id, answering_member_id, default_runner_id, title, parent_id, \
+         spawn_task_id, label, archived_at, created_at, running_turn_id, last_position, wake_at, reply_route"
+    };
+}
+pub(crate) use conversation_columns;
 /// Moves the conversation's feed to its next sequence (`$1` conversation) and returns it.
 pub(crate) const NEXT_EVENT_SEQUENCE: &str = "UPDATE conversations SET last_event_sequence = last_event_sequence + 1 \
      WHERE id = $1 RETURNING last_event_sequence";
@@ -194,18 +224,18 @@ pub(crate) const INSERT_EVENT: &str =
     "INSERT INTO conversation_events (conversation_id, sequence, type, at, data) VALUES ($1, $2, $3, $4, $5)";
 pub(crate) const EVENTS_AFTER: &str = "SELECT sequence, type, at, data FROM conversation_events \
      WHERE conversation_id = $1 AND sequence > $2 ORDER BY sequence LIMIT CAST($3 AS BIGINT)";
-pub(crate) const CONVERSATION_BY_ID: &str = "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
-     default_runner_id, title, parent_id, spawn_task_id, label, archived_at, created_at FROM conversations WHERE id = $1";
-pub(crate) const CONVERSATION_BY_PUBLIC_ID: &str = "SELECT id, public_id, workspace_id, created_by_id, \
-     answering_member_id, default_runner_id, title, parent_id, spawn_task_id, label, archived_at, created_at \
-     FROM conversations WHERE public_id = $1";
+pub(crate) const CONVERSATION_BY_ID: &str =
+    concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE id = $1");
+pub(crate) const CONVERSATION_BY_PUBLIC_ID: &str =
+    concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE public_id = $1");
 /// Top-level conversations of a workspace after a cursor, by archive filter: `$1` workspace,
 /// `$2` after id, `$3` limit.
 macro_rules! top_level_page {
     ($cond:literal) => {
         concat!(
-            "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, default_runner_id, title, ",
-            "parent_id, spawn_task_id, label, archived_at, created_at FROM conversations ",
+            "SELECT ",
+            conversation_columns!(),
+            " FROM conversations ",
             "WHERE workspace_id = $1 AND parent_id IS NULL AND id > $2",
             $cond,
             " ORDER BY id LIMIT CAST($3 AS BIGINT)"
@@ -215,9 +245,8 @@ macro_rules! top_level_page {
 pub(crate) const TOP_LEVEL_EXCLUDE: &str = top_level_page!(" AND archived_at IS NULL");
 pub(crate) const TOP_LEVEL_INCLUDE: &str = top_level_page!("");
 pub(crate) const TOP_LEVEL_ONLY: &str = top_level_page!(" AND archived_at IS NOT NULL");
-pub(crate) const CHILDREN: &str = "SELECT id, public_id, workspace_id, created_by_id, answering_member_id, \
-     default_runner_id, title, parent_id, spawn_task_id, label, archived_at, created_at FROM conversations \
-     WHERE parent_id = $1 ORDER BY id";
+pub(crate) const CHILDREN: &str =
+    concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE parent_id = $1 ORDER BY id");
 /// Marks a conversation and every descendant archived at `$2` (those already archived keep
 /// their time), or live again when `$2` is NULL.
 pub(crate) const ARCHIVE_TREE: &str = "WITH RECURSIVE tree (id) AS (SELECT id FROM conversations WHERE id = $1 \
@@ -230,17 +259,29 @@ pub(crate) const LOCK_CONVERSATION_SQLITE: &str = "SELECT id FROM conversations 
 pub(crate) const PENDING_USER_INPUTS: &str =
     "SELECT COUNT(*) FROM conversation_inputs WHERE conversation_id = $1 AND state = 'pending' AND kind = 'user'";
 pub(crate) const INSERT_INPUT: &str = "INSERT INTO conversation_inputs (public_id, conversation_id, kind, state, \
-     delivery_mode, content, attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at) \
-     VALUES ($1, $2, $3, 'pending', $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id";
-pub(crate) const INPUT_BY_ID: &str = "SELECT id, public_id, conversation_id, kind, state, delivery_mode, content, \
-     attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at \
-     FROM conversation_inputs WHERE id = $1";
-pub(crate) const INPUT_BY_PUBLIC_ID: &str = "SELECT id, public_id, conversation_id, kind, state, delivery_mode, \
-     content, attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at \
-     FROM conversation_inputs WHERE conversation_id = $1 AND public_id = $2";
-pub(crate) const INPUT_PAGE: &str = "SELECT id, public_id, conversation_id, kind, state, delivery_mode, content, \
-     attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at \
-     FROM conversation_inputs WHERE conversation_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)";
+     delivery_mode, content, attachments, model, tool_names, approval_mode, created_by_id, deliver_at, created_at, \
+     turn_id, wake, mail_key) VALUES ($1, $2, $3, $13, $4, $5, $6, $7, $8, $9, $10, $11, $12, $14, $15, $16) RETURNING id";
+/// An input's columns, as every read names them.
+macro_rules! input_columns {
+    () => {
+        "id, public_id, conversation_id, kind, state, delivery_mode, content, attachments, model, tool_names, \
+         approval_mode, created_by_id, deliver_at, created_at, turn_id, wake, mail_key"
+    };
+}
+pub(crate) use input_columns;
+pub(crate) const INPUT_BY_MAIL_KEY: &str =
+    concat!("SELECT ", input_columns!(), " FROM conversation_inputs WHERE conversation_id = $1 AND mail_key = $2");
+pub(crate) const INPUT_BY_ID: &str = concat!("SELECT ", input_columns!(), " FROM conversation_inputs WHERE id = $1");
+pub(crate) const INPUT_BY_PUBLIC_ID: &str = concat!(
+    "SELECT ",
+    input_columns!(),
+    " FROM conversation_inputs WHERE conversation_id = $1 AND public_id = $2"
+);
+pub(crate) const INPUT_PAGE: &str = concat!(
+    "SELECT ",
+    input_columns!(),
+    " FROM conversation_inputs WHERE conversation_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)"
+);
 pub(crate) const CANCEL_PENDING_INPUT: &str =
     "UPDATE conversation_inputs SET state = 'canceled' WHERE id = $1 AND state = 'pending'";
 pub(crate) const BIND_UPLOAD_TO_INPUT: &str =
@@ -270,6 +311,10 @@ pub(crate) fn conversation(r: &impl crate::row::Columns) -> crate::Result<Conver
         label: r.opt_text("label")?,
         archived_at: r.opt_int("archived_at")?,
         created_at: r.int("created_at")?,
+        running_turn_id: r.opt_int("running_turn_id")?,
+        last_position: r.int("last_position")?,
+        wake_at: r.opt_int("wake_at")?,
+        reply_route: r.opt_text("reply_route")?,
     })
 }
 
@@ -303,6 +348,9 @@ pub(crate) fn input(r: &impl crate::row::Columns) -> crate::Result<InputRow> {
         created_by_id: r.opt_int("created_by_id")?,
         deliver_at: r.opt_int("deliver_at")?,
         created_at: r.int("created_at")?,
+        turn_id: r.opt_int("turn_id")?,
+        wake: r.opt_text("wake")?,
+        mail_key: r.opt_text("mail_key")?,
     })
 }
 
@@ -316,7 +364,7 @@ macro_rules! conversation_ops {
         // ---- conversations and inputs (migration 0017) ----
 
         pub(crate) async fn insert_conversation(c: &mut Conn, new: &NewConversation) -> Result<ConversationRow> {
-            for t in [&new.title, &new.label].into_iter().flatten() {
+            for t in [&new.title, &new.label, &new.reply_route].into_iter().flatten() {
                 check_text(t)?;
             }
             let id: i64 = query_scalar(conv::INSERT_CONVERSATION)
@@ -330,6 +378,7 @@ macro_rules! conversation_ops {
                 .bind(new.spawn_task_id)
                 .bind(&new.label)
                 .bind(new.created_at)
+                .bind(&new.reply_route)
                 .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;
@@ -407,8 +456,9 @@ macro_rules! conversation_ops {
             Ok(done.rows_affected() > 0)
         }
 
-        /// Queues an input as `pending` under the conversation's lock, binding its
-        /// attachments; a `user` input is refused past `bound` pending `user` inputs.
+        /// Queues an input (`pending`, or `steering` bound to a turn) under the conversation's
+        /// lock, binding its attachments; a `user` input is refused past `bound` pending `user`
+        /// inputs; mail whose key is already held answers that input.
         pub(crate) async fn insert_input(c: &mut Conn, new: &NewInput, bound: i64) -> Result<InputInsert> {
             for t in [&new.content, &new.model, &new.tool_names, &new.approval_mode]
                 .into_iter()
@@ -422,6 +472,17 @@ macro_rules! conversation_ops {
                 .execute(&mut *c)
                 .await
                 .map_err(write_error)?;
+            if let Some(key) = &new.mail_key {
+                check_text(key)?;
+                let existing = query(conv::INPUT_BY_MAIL_KEY)
+                    .bind(new.conversation_id)
+                    .bind(key)
+                    .fetch_optional(&mut *c)
+                    .await?;
+                if let Some(row) = existing {
+                    return Ok(InputInsert::Existing(conv::input(&row)?));
+                }
+            }
             if new.kind == $crate::ops::conversations::InputKind::User {
                 let pending: i64 = query_scalar(conv::PENDING_USER_INPUTS)
                     .bind(new.conversation_id)
@@ -444,6 +505,10 @@ macro_rules! conversation_ops {
                 .bind(new.created_by_id)
                 .bind(new.deliver_at)
                 .bind(new.created_at)
+                .bind(new.state.as_str())
+                .bind(new.turn_id)
+                .bind(&new.wake)
+                .bind(&new.mail_key)
                 .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;

@@ -2,7 +2,8 @@
 //! (accounts, workspaces, standing, members), executors (executors, announcements,
 //! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, sealed requests,
 //! round facts, the sweep's selections and the inbox page), events, memory, uploads and
-//! conversations (conversations and their inputs).
+//! conversations (conversations and their inputs) and turns (turns, the
+//! running turn, the wake clock, mail and steers).
 //!
 //! Each area's file has two macros. `<area>_ops!` expands, inside each engine's `ops` module,
 //! to free functions over that engine's connection type `Conn` (a pooled connection or an open
@@ -31,6 +32,7 @@ pub(crate) mod executors;
 pub(crate) mod memory;
 pub(crate) mod runs;
 pub(crate) mod tasks;
+pub(crate) mod turns;
 pub(crate) mod uploads;
 
 /// The statements whose text differs by dialect, chosen by the engine's connection type (so
@@ -98,6 +100,7 @@ macro_rules! engine_ops {
         $crate::ops::memory::memory_ops!();
         $crate::ops::uploads::upload_ops!();
         $crate::ops::conversations::conversation_ops!();
+        $crate::ops::turns::turn_ops!();
     };
 }
 pub(crate) use engine_ops;
@@ -114,6 +117,7 @@ macro_rules! engine_methods {
         $crate::ops::memory::memory_methods!();
         $crate::ops::uploads::upload_methods!();
         $crate::ops::conversations::conversation_methods!();
+        $crate::ops::turns::turn_methods!();
     };
 }
 pub(crate) use engine_methods;
