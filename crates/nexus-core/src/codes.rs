@@ -77,6 +77,7 @@ codes! {
     StaleObject = 409, "stale_object", "The expected lock version does not match the stored one.";
     StaleRevision = 409, "stale_revision", "expected_revision does not match the run's current revision.";
     SubagentFollowsParent = 409, "subagent_follows_parent", "A child conversation is archived and unarchived with its parent.";
+    ConversationHosted = 409, "conversation_hosted", "A conversation owns this run's growth: the body names the conversation and the turn.";
     TaskNotClaimable = 409, "task_not_claimable", "The task is not in a claimable state.";
     TaskNotRunning = 409, "task_not_running", "The task was never started.";
     TipLive = 409, "tip_live", "The run's tip is still live.";

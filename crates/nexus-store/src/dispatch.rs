@@ -278,4 +278,7 @@ impl Engine for Store {
     async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>> {
         dispatch!(self, child_by_label(parent_id, label))
     }
+    async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<InputRow>> {
+        dispatch!(self, steers_of_turn(turn_id))
+    }
 }

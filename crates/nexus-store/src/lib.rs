@@ -22,8 +22,8 @@ pub use ops::conversations::{
     ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
     NewConversation, NewInput,
 };
-pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
+pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
 pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
@@ -257,8 +257,13 @@ pub trait Engine {
     /// The assistant turn a run hosts.
     async fn turn_of_run(&self, run_id: i64) -> Result<Option<TurnRow>>;
     /// Turns after `position` ascending, or (`newest_first`) before it descending.
-    async fn turns_page(&self, conversation_id: i64, position: i64, limit: i64, newest_first: bool)
-    -> Result<Vec<TurnRow>>;
+    async fn turns_page(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+    ) -> Result<Vec<TurnRow>>;
     /// The latest ended assistant turn.
     async fn last_reply(&self, conversation_id: i64) -> Result<Option<TurnRow>>;
     /// Conversations whose `wake_at` has come, earliest first.
@@ -267,6 +272,8 @@ pub trait Engine {
     async fn pending_input_count(&self, conversation_id: i64) -> Result<i64>;
     /// The child of `parent_id` with this label.
     async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>>;
+    /// The steers bound to a turn and not yet delivered, oldest first.
+    async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<InputRow>>;
 
     // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
     /// The document at `path` of (scope, owner).

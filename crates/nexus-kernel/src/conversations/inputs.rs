@@ -16,6 +16,7 @@ use super::{opt_string, refuse, replay_in, uuid_of};
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, pagination, parse_cursor};
+use crate::runs::AfterCommit;
 use crate::{Kernel, MemberPrincipal, time};
 
 /// The approval words from loosest to tightest (runs.md §12: an input may only tighten).
@@ -341,6 +342,12 @@ impl Kernel {
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
             return Ok(replay);
         }
+        // A steer sent while a reply runs binds to that turn; otherwise it simply queues.
+        let running = tx
+            .lock_conversation(conversation.id)
+            .await?
+            .and_then(|c| c.running_turn_id);
+        let steer_turn = running.filter(|_| input.delivery_mode == DeliveryMode::Steer);
         let new = NewInput {
             public_id: time::new_id(),
             conversation_id: conversation.id,
@@ -355,8 +362,11 @@ impl Kernel {
             created_by_id: Some(principal.member.id),
             deliver_at: input.deliver_at,
             created_at: now,
-            state: nexus_store::InputState::Pending,
-            turn_id: None,
+            state: match steer_turn {
+                Some(_) => nexus_store::InputState::Steering,
+                None => nexus_store::InputState::Pending,
+            },
+            turn_id: steer_turn,
             wake: None,
             mail_key: None,
         };
@@ -384,9 +394,16 @@ impl Kernel {
         let data = json!({"input_public_id": row.public_id, "delivery_mode": row.delivery_mode.as_str()});
         tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
             .await?;
+        tx.refresh_wake(conversation.id).await?;
         let mut names = Names::default();
         let response = json!({"input": self.input_json(&mut names, &row).await?});
-        self.commit_created(tx, idem.as_ref(), response, now).await
+        let created = self.commit_created(tx, idem.as_ref(), response, now).await?;
+        self.publish(vec![
+            AfterCommit::ConversationEvents(conversation.id),
+            AfterCommit::WakeJobs,
+        ])
+        .await;
+        Ok(created)
     }
 
     /// `GET C/inputs?after=&limit=`: every input of the conversation, oldest first.
@@ -433,6 +450,7 @@ impl Kernel {
         if !tx.cancel_pending_input(row.id).await? {
             return Err(refuse(Code::InputNotPending, "only a pending input can be deleted"));
         }
+        tx.refresh_wake(conversation.id).await?;
         let row = tx
             .input_by_public_id(conversation.id, input)
             .await?

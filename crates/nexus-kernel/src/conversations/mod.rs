@@ -4,7 +4,11 @@
 //! part 1; docs/decisions.md): inputs stay `pending`.
 
 mod feed;
+pub(crate) mod hosting;
 mod inputs;
+mod replies;
+mod timeline;
+mod turns;
 
 use nexus_core::codes::Code;
 use nexus_store::{
@@ -346,6 +350,12 @@ impl Kernel {
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         tx.archive_conversation_tree(row.id, archive.then_some(now)).await?;
+        // The wake clock of every conversation of the tree (an archived one opens no turn).
+        let mut tree = vec![row.id];
+        while let Some(id) = tree.pop() {
+            tx.refresh_wake(id).await?;
+            tree.extend(self.store.conversation_children(id).await?.iter().map(|c| c.id));
+        }
         if archive && row.archived_at.is_none() {
             tx.append_conversation_event(row.id, "conversation_archived", now, "{}")
                 .await?;
@@ -355,6 +365,11 @@ impl Kernel {
             .await?
             .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))?;
         tx.commit().await?;
+        self.publish(vec![
+            crate::runs::AfterCommit::ConversationEvents(row.id),
+            crate::runs::AfterCommit::WakeJobs,
+        ])
+        .await;
         let mut names = Names::default();
         Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
     }

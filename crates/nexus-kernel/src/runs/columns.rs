@@ -174,6 +174,10 @@ pub(crate) struct FrozenContext {
     /// The policy of this chain's tool fans.
     #[serde(default = "absorb")]
     pub fan_on_failure: String,
+    /// A conversation turn's seed round: the previous turn's final round (internal id), whose
+    /// entries and reply the request replays as history (runs.md §12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<i64>,
 }
 
 fn absorb() -> String {

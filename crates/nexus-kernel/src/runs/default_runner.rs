@@ -61,6 +61,7 @@ impl Kernel {
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
         let found = self.run_in(&ws_row, run).await?;
         let selected = parse_selector(body)?;
+        crate::conversations::hosting::refuse_hosted(&found.hosting)?;
         refuse_ended(&found)?;
         let runner = match selected {
             None => None,

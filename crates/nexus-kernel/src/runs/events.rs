@@ -46,6 +46,8 @@ impl Kernel {
                     runs.insert(run_id);
                 }
                 AfterCommit::WakeJobs => self.state.signals.wake_jobs(),
+                // The conversation stream follows its feed by polling until it has a channel.
+                AfterCommit::ConversationEvents(_) => {}
                 AfterCommit::WorkAvailable {
                     executor_public_id,
                     kind,

@@ -89,8 +89,11 @@ pub(crate) enum AfterCommit {
     Event(EventRow),
     /// The run (internal id) wrote events in the transaction: its live feed catches up.
     RunEvents(i64),
-    /// A job was inserted: wake the workers.
+    /// A job was inserted, or a conversation's turn may be due: wake the workers.
     WakeJobs,
+    /// The conversation (internal id) wrote feed events in the transaction: its live stream
+    /// catches up.
+    ConversationEvents(i64),
     /// An executor has new inbox work (`work_available` on its channel).
     #[allow(dead_code)]
     WorkAvailable {

@@ -33,7 +33,7 @@ use super::render::{replay_round, unpaired_envelope};
 use super::round::chain::{PrevRecord, round_record};
 use super::rows::Rows;
 use super::sealed::SealedEntries;
-use super::{FrozenContext, RequestSurface};
+use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 use crate::uploads::UploadJudge;
@@ -136,6 +136,28 @@ impl Kernel {
             .map(|entries| SealedEntries { entries, mark: None }))
     }
 
+    /// The previous turn's final round's entries (with their mark, when this process sealed
+    /// them) and what replays its reply: the history of a turn's seed round.
+    async fn turn_history(
+        &self,
+        round_id: i64,
+        judge: &UploadJudge,
+    ) -> KernelResult<Option<(SealedEntries, Vec<Entry>)>> {
+        let Some(pred) = self.store.task_by_id(round_id).await? else {
+            return Ok(None);
+        };
+        let Some(sealed) = self.entries_of(&pred).await? else {
+            return Ok(None);
+        };
+        let rows = match StoredReply::of(&pred).is_some_and(|r| r.tool_calls.is_empty()) {
+            // A final round without calls replays from itself alone.
+            true => Rows::new(vec![pred.clone()]),
+            false => Rows::new(self.all_tasks(pred.run_id).await?),
+        };
+        let replay = replay_round(&rows, &pred, judge);
+        Ok(Some((sealed, replay)))
+    }
+
     /// Builds the neutral request of `round` (its current generation; `neighbourhood` is its
     /// [`nexus_store::Engine::task_neighbourhood`]).
     pub(crate) async fn build_request(
@@ -143,6 +165,7 @@ impl Kernel {
         round: &TaskRow,
         neighbourhood: Vec<TaskRow>,
         capabilities: &ModelCapabilities,
+        steers: &[String],
     ) -> KernelResult<BuiltRequest> {
         let (rows, fan_only) = match Self::continuation_rows(round, neighbourhood) {
             Some(rows) => (rows, true),
@@ -196,6 +219,10 @@ impl Kernel {
                 prior = sealed.continued();
                 let mut entries = sealed.entries;
                 entries.extend(replay_round(&rows, prev, &judge));
+                // Steers bound to a hosted turn enter after the paired results (runs.md §12).
+                entries.extend(steers.iter().map(|text| Entry::User {
+                    parts: vec![Part::text(text.clone())],
+                }));
                 entries
             }
             None => {
@@ -217,6 +244,14 @@ impl Kernel {
                         prior = sealed.continued();
                         entries = sealed.entries;
                         entries.extend(replay_round(&rows, pred, &judge));
+                    } else if let Some(history) = frozen.history {
+                        // A conversation turn's seed round: the previous turn's final round
+                        // and its reply (runs.md §12).
+                        if let Some((sealed, replay)) = self.turn_history(history, &judge).await? {
+                            prior = sealed.continued();
+                            entries = sealed.entries;
+                            entries.extend(replay);
+                        }
                     }
                 }
                 entries.push(prompt_entry(&rows, &frozen));

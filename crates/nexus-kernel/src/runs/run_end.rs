@@ -186,6 +186,12 @@ impl Kernel {
         self.emit(&mut Unit::of(tx, run, now, effects), "run_status_changed", None, data)
             .await?;
         tx.update_run(run).await?;
+        // A hosted run's end ends its turn (runs.md §12).
+        if matches!(to, RunStatus::Completed | RunStatus::Canceled)
+            && crate::conversations::hosting::Hosting::of(&run.hosting).is_some()
+        {
+            self.end_hosted_turn(tx, run, now, effects).await?;
+        }
         Ok(())
     }
 

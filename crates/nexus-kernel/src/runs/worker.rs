@@ -68,13 +68,14 @@ impl Kernel {
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one
     /// sweep pass. Returns how many jobs ran. Tests drive the engine with it.
     pub async fn work_once(&self) -> KernelResult<usize> {
+        let turns = self.open_due_turns().await?;
         let jobs = self.dequeue().await?;
         let n = jobs.len();
         for job in jobs {
             self.run_job(job).await;
         }
         self.sweep_pass().await;
-        Ok(n)
+        Ok(n + turns)
     }
 
     /// Dequeues and runs the jobs available to this node now, one after another, without the
@@ -108,6 +109,9 @@ impl Kernel {
     }
 
     async fn sweep_pass(&self) {
+        if let Err(e) = self.open_due_turns().await {
+            tracing::warn!(error = %e, "turn pass failed");
+        }
         let now = time::now_ms();
         if let Err(e) = self.sweep_once(now).await {
             tracing::warn!(error = %e, "sweep pass failed");
@@ -140,6 +144,9 @@ impl Kernel {
                 if tokio::time::Instant::now() >= next_sweep {
                     kernel.sweep_pass().await;
                     next_sweep = tokio::time::Instant::now() + sweep_every;
+                }
+                if let Err(e) = kernel.open_due_turns().await {
+                    tracing::warn!(error = %e, "turn pass failed");
                 }
                 match kernel.dequeue().await {
                     Ok(jobs) => {

@@ -220,6 +220,7 @@ pub(super) async fn run(
         approval_mode: parent.approval_mode.clone(),
         approval_rules: parent.approval_rules.clone(),
         fan_on_failure: parent.fan_on_failure.clone(),
+        history: None,
     };
     let surface = RequestSurface {
         reasoning_effort: if model == caller_surface.model {

@@ -29,6 +29,8 @@ pub fn routes() -> Router<AppState> {
         .route("/conversations/{c}/events", get(events))
         .route("/conversations/{c}/inputs", post(create_input).get(list_inputs))
         .route("/conversations/{c}/inputs/{input}", axum::routing::delete(delete_input))
+        .route("/conversations/{c}/turns", get(turns))
+        .route("/conversations/{c}/cancellation", post(cancellation))
 }
 
 #[derive(Debug, Deserialize)]
@@ -184,6 +186,35 @@ pub async fn events(
         state
             .kernel
             .conversation_events(&p, path_id(&ws)?, path_id(&c)?, after, limit)
+            .await?,
+    ))
+}
+
+pub async fn turns(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<ListQuery>,
+) -> ApiResult<Json<Value>> {
+    let after = int_param(q.after.as_deref(), "after")?;
+    let limit = int_param(q.limit.as_deref(), "limit")?;
+    Ok(Json(
+        state
+            .kernel
+            .list_turns(&p, path_id(&ws)?, path_id(&c)?, after, limit)
+            .await?,
+    ))
+}
+
+pub async fn cancellation(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+) -> ApiResult<Json<Value>> {
+    Ok(Json(
+        state
+            .kernel
+            .cancel_conversation(&p, path_id(&ws)?, path_id(&c)?)
             .await?,
     ))
 }

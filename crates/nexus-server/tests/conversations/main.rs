@@ -8,6 +8,7 @@
 mod common;
 mod feed_and_standing;
 mod inputs;
+mod turns;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};

@@ -12,6 +12,11 @@
 -- partial index, so a scheduled input opens its turn at its time, across restarts.
 -- `conversations.reply_route` (JSON) is where a spawned child's first reply goes.
 --
+-- An assistant turn's `replay_from` is how many history entries preceded its prompt in its
+-- first round's request (written by that round's seal), and `final_task_id` the mainline round
+-- whose reply it ended with: the turn's own entries in a later history are that round's sealed
+-- entries from `replay_from` on, then its reply (history replay, runs.md §12).
+--
 -- An input's `turn_id` is the turn it is bound to (a steer) or consumed by; `wake` is a mail
 -- input's `auto | passive`; `mail_key` makes kernel mail idempotent per conversation.
 
@@ -29,6 +34,8 @@ CREATE TABLE turns (
     run_id BIGINT REFERENCES runs (id),
     content TEXT,
     error_key TEXT,
+    replay_from BIGINT,
+    final_task_id BIGINT,
     created_at BIGINT NOT NULL,
     ended_at BIGINT,
     UNIQUE (conversation_id, position)

@@ -77,6 +77,10 @@ pub struct TurnRow {
     /// A user turn's text, or an assistant turn's reply once it ends.
     pub content: Option<String>,
     pub error_key: Option<String>,
+    /// How many history entries preceded the prompt in the turn's first request.
+    pub replay_from: Option<i64>,
+    /// The mainline round whose reply ended the turn.
+    pub final_task_id: Option<i64>,
     pub created_at: i64,
     pub ended_at: Option<i64>,
 }
@@ -101,13 +105,14 @@ pub struct TurnEnd {
     pub status: TurnStatus,
     pub content: Option<String>,
     pub error_key: Option<String>,
+    pub final_task_id: Option<i64>,
     pub at: i64,
 }
 
 macro_rules! turn_columns {
     () => {
-        "id, public_id, conversation_id, position, role, status, input_id, run_id, content, error_key, created_at, \
-         ended_at"
+        "id, public_id, conversation_id, position, role, status, input_id, run_id, content, error_key, replay_from, \
+         final_task_id, created_at, ended_at"
     };
 }
 
@@ -117,8 +122,11 @@ pub(crate) const INSERT_TURN: &str = "INSERT INTO turns (public_id, conversation
      input_id, run_id, content, error_key, created_at, ended_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $5 = 'running' THEN NULL ELSE $10 END) RETURNING id";
 pub(crate) const TURN_BY_ID: &str = concat!("SELECT ", turn_columns!(), " FROM turns WHERE id = $1");
-pub(crate) const TURN_BY_PUBLIC_ID: &str =
-    concat!("SELECT ", turn_columns!(), " FROM turns WHERE conversation_id = $1 AND public_id = $2");
+pub(crate) const TURN_BY_PUBLIC_ID: &str = concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE conversation_id = $1 AND public_id = $2"
+);
 pub(crate) const TURN_OF_RUN: &str = concat!("SELECT ", turn_columns!(), " FROM turns WHERE run_id = $1");
 pub(crate) const TURNS_AFTER: &str = concat!(
     "SELECT ",
@@ -136,8 +144,9 @@ pub(crate) const LAST_REPLY: &str = concat!(
     " FROM turns WHERE conversation_id = $1 AND role = 'assistant' AND status <> 'running' \
      ORDER BY position DESC LIMIT 1"
 );
-pub(crate) const END_TURN: &str = "UPDATE turns SET status = $2, content = $3, error_key = $4, ended_at = $5 \
-     WHERE id = $1 AND status = 'running'";
+pub(crate) const END_TURN: &str = "UPDATE turns SET status = $2, content = $3, error_key = $4, ended_at = $5, \
+     final_task_id = $6 WHERE id = $1 AND status = 'running'";
+pub(crate) const SET_REPLAY_FROM: &str = "UPDATE turns SET replay_from = $2 WHERE run_id = $1 AND replay_from IS NULL";
 pub(crate) const SET_RUNNING_TURN: &str = "UPDATE conversations SET running_turn_id = $2 WHERE id = $1";
 /// Recomputes `wake_at` (migration 0018's comment says what it holds).
 pub(crate) const REFRESH_WAKE: &str = "UPDATE conversations SET wake_at = CASE \
@@ -201,6 +210,8 @@ pub(crate) fn turn(r: &impl crate::row::Columns) -> crate::Result<TurnRow> {
         run_id: r.opt_int("run_id")?,
         content: r.opt_text("content")?,
         error_key: r.opt_text("error_key")?,
+        replay_from: r.opt_int("replay_from")?,
+        final_task_id: r.opt_int("final_task_id")?,
         created_at: r.int("created_at")?,
         ended_at: r.opt_int("ended_at")?,
     })
@@ -315,10 +326,22 @@ macro_rules! turn_ops {
                 .bind(&end.content)
                 .bind(&end.error_key)
                 .bind(end.at)
+                .bind(end.final_task_id)
                 .execute(&mut *c)
                 .await
                 .map_err(write_error)?;
             Ok(done.rows_affected() > 0)
+        }
+
+        /// Records the history length before the prompt of the turn a run hosts (first write wins).
+        pub(crate) async fn set_replay_from(c: &mut Conn, run_id: i64, entries: i64) -> Result<()> {
+            query($crate::ops::turns::SET_REPLAY_FROM)
+                .bind(run_id)
+                .bind(entries)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
         }
 
         /// Sets or clears the running turn, then recomputes `wake_at`.
@@ -375,7 +398,9 @@ macro_rules! turn_ops {
                 None => q,
             };
             let rows = q.fetch_all(&mut *c).await?;
-            rows.iter().map(|r| $crate::ops::conversations::input(r)).collect()
+            rows.iter()
+                .map(|r| $crate::ops::conversations::input(r))
+                .collect()
         }
 
         pub(crate) async fn head_input(
@@ -383,9 +408,11 @@ macro_rules! turn_ops {
             conversation_id: i64,
             now: i64,
         ) -> Result<Option<$crate::ops::conversations::InputRow>> {
-            Ok(inputs_of(c, $crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
-                .await?
-                .pop())
+            Ok(
+                inputs_of(c, $crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
+                    .await?
+                    .pop(),
+            )
         }
 
         pub(crate) async fn due_mail(
@@ -454,7 +481,9 @@ macro_rules! turn_ops {
                 .bind(run_id)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(|r| $crate::ops::conversations::conversation(r)).collect()
+            rows.iter()
+                .map(|r| $crate::ops::conversations::conversation(r))
+                .collect()
         }
 
         /// The child conversation a spawn call created.
@@ -520,6 +549,9 @@ macro_rules! turn_methods {
         }
         async fn turn_by_id(&self, id: i64) -> Result<Option<$crate::ops::turns::TurnRow>> {
             ops::turn_by_id(&mut *self.pool.acquire().await?, id).await
+        }
+        async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<$crate::ops::conversations::InputRow>> {
+            ops::steers_of_turn(&mut *self.pool.acquire().await?, turn_id).await
         }
     };
 }

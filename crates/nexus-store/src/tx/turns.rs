@@ -33,6 +33,11 @@ impl Tx {
         tx_dispatch!(self, end_turn(id, &end))
     }
 
+    /// Records the history length before the prompt of the turn `run_id` hosts.
+    pub async fn set_replay_from(&mut self, run_id: i64, entries: i64) -> Result<()> {
+        tx_dispatch!(self, set_replay_from(run_id, entries))
+    }
+
     /// Sets or clears the conversation's running turn and recomputes its `wake_at`.
     pub async fn set_running_turn(&mut self, conversation_id: i64, turn_id: Option<i64>) -> Result<()> {
         tx_dispatch!(self, set_running_turn(conversation_id, turn_id))

@@ -272,6 +272,7 @@ impl Kernel {
                 approval_mode: ctx.approval_mode.to_string(),
                 approval_rules: ctx.approval_rules.clone(),
                 fan_on_failure: fan_on_failure.as_str().to_string(),
+                history: None,
             };
             let surface = RequestSurface {
                 model: model_ref,

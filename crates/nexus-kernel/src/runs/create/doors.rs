@@ -302,8 +302,26 @@ impl Kernel {
                 format!("the run is already {}", run.status),
             ));
         }
-        let mut effects = vec![AfterCommit::RunEvents(run.id)];
-        let mut g = Graph::load(&mut tx, run.id).await?;
+        let mut effects = Vec::new();
+        self.stop_in(&mut tx, &mut run, force, now, &mut effects).await?;
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+    }
+
+    /// The stop of runs.md §2 inside the caller's unit of work, on a locked run that has not
+    /// ended: a pending run is canceled at once; a live one passes through `canceling` (its
+    /// live rows canceled by `force`) until it drains.
+    pub(crate) async fn stop_in(
+        &self,
+        tx: &mut nexus_store::Tx,
+        run: &mut RunRow,
+        force: bool,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        effects.push(AfterCommit::RunEvents(run.id));
+        let mut g = Graph::load(tx, run.id).await?;
         // The rows as they stood: an inbox row the stop cancels owes its holder `work_canceled`.
         let before: Vec<TaskRow> = g
             .tasks
@@ -312,24 +330,22 @@ impl Kernel {
             .cloned()
             .collect();
         if run.status == RunStatus::Pending {
-            self.cancel_live(&mut tx, &mut run, &mut g, true, now).await?;
-            self.set_run_status(&mut tx, &mut run, RunStatus::Canceled, None, now, &mut effects)
+            self.cancel_live(tx, run, &mut g, true, now).await?;
+            self.set_run_status(tx, run, RunStatus::Canceled, None, now, effects)
                 .await?;
         } else {
             if run.status != RunStatus::Canceling {
-                self.set_run_status(&mut tx, &mut run, RunStatus::Canceling, None, now, &mut effects)
+                self.set_run_status(tx, run, RunStatus::Canceling, None, now, effects)
                     .await?;
             }
-            self.cancel_live(&mut tx, &mut run, &mut g, force, now).await?;
-            self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
+            self.cancel_live(tx, run, &mut g, force, now).await?;
+            self.check_run_end(tx, run, &g, now, effects).await?;
         }
         effects.extend(
             self.work_canceled_effects(run.public_id, &before, |id| g.get(id))
                 .await?,
         );
-        tx.commit().await?;
-        self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+        Ok(())
     }
 
     /// `POST R/tasks` `{steps, expected_revision?}` (runs.md §3): 200 `{receipt}`, or 200 with
@@ -510,6 +526,7 @@ fn door_checks(run: &RunRow, g: &Graph, body: &Value) -> KernelResult<()> {
     ) {
         return Err(refuse(Code::RunNotAppendable, format!("the run is {}", run.status)));
     }
+    crate::conversations::hosting::refuse_hosted(&run.hosting)?;
     let has_model = body
         .get("steps")
         .and_then(Value::as_array)

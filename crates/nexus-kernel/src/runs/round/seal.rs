@@ -9,10 +9,22 @@ use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::settle::SettleError;
-use crate::runs::{AfterCommit, RequestSurface, graph_error};
+use crate::runs::{AfterCommit, FrozenContext, RequestSurface, graph_error};
 use crate::{Kernel, time};
 
 impl Kernel {
+    /// The turn a round's run hosts, for a round whose frozen memory names a conversation.
+    async fn hosted_turn_of(&self, task: &TaskRow) -> KernelResult<Option<nexus_store::TurnRow>> {
+        let hosted = FrozenContext::of(task)
+            .memory
+            .get("conversation_public_id")
+            .is_some_and(Value::is_string);
+        if !hosted {
+            return Ok(None);
+        }
+        Ok(self.store.turn_of_run(task.run_id).await?)
+    }
+
     /// Runs one `model_call` job: seal (or, for a recovered lease, reuse the seal), call,
     /// apply.
     pub(crate) async fn run_model_call(&self, job: &JobRow) -> KernelResult<()> {
@@ -85,7 +97,18 @@ impl Kernel {
         model: &str,
     ) -> KernelResult<Option<(EncodedRequest, Option<PrevRecord>)>> {
         let capabilities = provider.capabilities(model);
-        let built = self.build_request(task, neighbourhood, &capabilities).await?;
+        let turn = self.hosted_turn_of(task).await?;
+        // A continuation of a hosted turn takes the steers bound to it (runs.md §12).
+        let steers = match &turn {
+            Some(turn) if task.declaring_task_id.is_some() && task.mainline => {
+                self.store.steers_of_turn(turn.id).await?
+            }
+            _ => Vec::new(),
+        };
+        let steer_texts: Vec<String> = steers.iter().filter_map(|s| s.content.clone()).collect();
+        let built = self
+            .build_request(task, neighbourhood, &capabilities, &steer_texts)
+            .await?;
         let (request, prev) = (built.request, built.prev);
         let blobs = self.media_bytes(&request.entries).await?;
         let encoded = provider.encode_continuing(&request, &blobs, built.prior);
@@ -132,6 +155,15 @@ impl Kernel {
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(None);
+        }
+        if let Some(turn) = &turn {
+            for steer in &steers {
+                tx.consume_input(steer.id, turn.id).await?;
+            }
+            if task.declaring_task_id.is_none() {
+                // The seed round: how much history preceded its prompt.
+                tx.set_replay_from(run.id, request.entries.len() as i64 - 1).await?;
+            }
         }
         tx.insert_sealed_request(NewSealedRequest {
             task_id: task.id,
