@@ -23,15 +23,15 @@ use crate::{Kernel, MemberPrincipal, time};
 const APPROVAL_ORDER: [&str; 3] = ["bypass", "ask", "rules"];
 
 /// The grammar-checked body of `POST C/inputs`, before the kernel's checks.
-struct InputBody {
-    content: Option<String>,
-    attachments: Vec<Uuid>,
-    to: Option<String>,
-    model: Option<String>,
-    tool_names: Option<Vec<String>>,
-    approval_mode: Option<&'static str>,
-    delivery_mode: DeliveryMode,
-    deliver_at: Option<i64>,
+pub(crate) struct InputBody {
+    pub(crate) content: Option<String>,
+    pub(crate) attachments: Vec<Uuid>,
+    pub(crate) to: Option<String>,
+    pub(crate) model: Option<String>,
+    pub(crate) tool_names: Option<Vec<String>>,
+    pub(crate) approval_mode: Option<&'static str>,
+    pub(crate) delivery_mode: DeliveryMode,
+    pub(crate) deliver_at: Option<i64>,
 }
 
 fn invalid(pointer: &str, message: impl Into<String>) -> KernelError {
@@ -59,7 +59,7 @@ fn deliver_in_ms(word: &str) -> Option<i64> {
 /// The body's grammar and the four delivery refusals (runs.md §12), in this order:
 /// `validation_failed` for a member's shape, `deliver_at_ambiguous`, `deliver_at_not_steerable`,
 /// `validation_failed` for the time's grammar, `deliver_at_in_past`, `deliver_at_too_far`.
-fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
+pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
     let content = opt_string(shell, "content", "/input/content")?;
     let attachments = match shell.get("attachments") {
         None | Some(Value::Null) => Vec::new(),

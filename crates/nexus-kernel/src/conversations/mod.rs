@@ -5,7 +5,8 @@
 
 mod feed;
 pub(crate) mod hosting;
-mod inputs;
+pub(crate) mod inputs;
+pub(crate) mod reach;
 mod replies;
 mod timeline;
 mod turns;

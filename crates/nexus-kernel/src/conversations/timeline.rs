@@ -98,7 +98,7 @@ impl Kernel {
     /// The stop of a conversation's running turn inside a unit of work, then of the children
     /// that turn spawned with `lifetime: turn` (each a tree of its own, walked without
     /// recursion).
-    async fn cancel_turn_in(
+    pub(crate) async fn cancel_turn_in(
         &self,
         tx: &mut Tx,
         conversation_id: i64,

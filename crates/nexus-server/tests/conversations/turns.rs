@@ -341,3 +341,73 @@ async fn a_scheduled_input_opens_its_turn_when_due_after_a_restart() {
         );
     }
 }
+
+#[tokio::test]
+async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
+    let dir = tempfile::tempdir().unwrap();
+    for h in harnesses_with_scripts(dir.path()).await {
+        write_script(
+            dir.path(),
+            "family",
+            &[
+                json!({"text": "Spawning.", "tool_calls": [
+                    {"id": "a", "name": "spawn", "input": {"prompt": "[[thread:a]] Do A", "label": "a", "wait": true}},
+                    {"id": "b", "name": "spawn", "input": {"prompt": "[[thread:b]] Do B", "label": "b",
+                                                           "default_runner_executor_public_id": null}}]}),
+                json!({"text": "A said its piece."}),
+                json!({"text": "B's mail read.", "expect": {"last_user_contains": "B done"}}),
+                json!({"thread": "a", "text": "A done."}),
+                json!({"thread": "b", "text": "B done."}),
+            ],
+        );
+        let configuration = json!({"approval_mode": "bypass", "default_model": "scripted/family",
+                                   "kernel_tools": ["nexus.conversation.spawn", "nexus.conversation.status"]});
+        let r = h
+            .json(
+                Method::PUT,
+                "/agent_api/v1/profile/configuration",
+                Some(&h.agent_token()),
+                &json!({"configuration": configuration}),
+            )
+            .await;
+        assert!(r.status.is_success(), "{}", String::from_utf8_lossy(&r.bytes));
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        let t = turns(&h, &agent, &conv).await;
+        let replies: Vec<&Value> = t
+            .iter()
+            .filter(|t| t["role"] == "assistant")
+            .map(|t| &t["content"])
+            .collect();
+        assert_eq!(
+            replies,
+            [&json!("A said its piece."), &json!("B's mail read.")],
+            "{} {t:?}",
+            h.dialect
+        );
+        let children = ok(
+            &h.get(&format!("{}/children", c(&h, &conv)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let children = children["conversations"].as_array().unwrap();
+        assert_eq!(children.len(), 2, "{children:?}");
+        assert_eq!(children[0]["parent"]["label"], "a");
+        assert_eq!(children[1]["default_runner_executor_public_id"], Value::Null);
+        let feed = ok(
+            &h.get(&format!("{}/events", c(&h, &conv)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let spawned = feed["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["type"] == "child_spawned")
+            .count();
+        assert_eq!(spawned, 2, "{feed}");
+    }
+}
