@@ -110,4 +110,59 @@ impl Kernel {
         }
         Ok(())
     }
+
+    /// A delegation obligation of a conversation-hosted run completed (its branch settled):
+    /// the branch's result is queued once as kernel mail of the hosting conversation, with the
+    /// call's `wake`. A standalone run reads it in its mail continuation instead.
+    pub(crate) async fn mail_delegation_result(
+        &self,
+        tx: &mut Tx,
+        run: &nexus_store::RunRow,
+        obligation: &nexus_store::TaskRow,
+        envelope: &str,
+        now: i64,
+    ) -> KernelResult<()> {
+        let Some(hosting) = super::hosting::Hosting::of(&run.hosting) else {
+            return Ok(());
+        };
+        let Some(conversation) = tx.conversation_by_public_id(hosting.conversation_public_id).await? else {
+            return Ok(());
+        };
+        let call = match obligation.declaring_task_id {
+            Some(id) => tx.task_by_id(id).await?,
+            None => None,
+        };
+        let wake = call
+            .as_ref()
+            .and_then(|c| c.tool_input.as_deref())
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
+            .and_then(|i| i.get("wake").and_then(serde_json::Value::as_str).map(str::to_string))
+            .unwrap_or_else(|| "auto".into());
+        let mail = NewInput {
+            public_id: time::new_id(),
+            conversation_id: conversation.id,
+            kind: InputKind::TaskResult,
+            delivery_mode: DeliveryMode::Queue,
+            content: Some(envelope.to_string()),
+            attachments: "[]".into(),
+            attachment_upload_ids: Vec::new(),
+            model: None,
+            tool_names: None,
+            approval_mode: None,
+            created_by_id: None,
+            deliver_at: None,
+            created_at: now,
+            state: InputState::Pending,
+            turn_id: None,
+            wake: Some(wake),
+            mail_key: Some(format!("delegation:{}:{}", run.public_id, obligation.key)),
+        };
+        if let InputInsert::Inserted(row) = tx.insert_input(mail, bounds::PENDING_INPUTS as i64).await? {
+            let data = json!({"input_public_id": row.public_id, "kind": "task_result", "delivery_mode": "queue"});
+            tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
+                .await?;
+            tx.refresh_wake(conversation.id).await?;
+        }
+        Ok(())
+    }
 }

@@ -333,6 +333,11 @@ impl Kernel {
     ) -> KernelResult<bool> {
         let output = unpaired_envelope(target);
         w.content = Some(serde_json::to_string(&json!([{"type": "text", "text": output}])).expect("blocks serialize"));
-        self.transition(tx, run, w, TaskStatus::Completed, now).await
+        let done = self.transition(tx, run, w, TaskStatus::Completed, now).await?;
+        // A conversation-hosted run's background result is kernel mail (kernel-tools.md §0).
+        if done && Frozen::wait_of(w).is_some_and(|wait| wait.delegation) {
+            self.mail_delegation_result(tx, run, w, &output, now).await?;
+        }
+        Ok(done)
     }
 }

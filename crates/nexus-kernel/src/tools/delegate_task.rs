@@ -282,6 +282,11 @@ pub(super) async fn run(
         false,
     )
     .await?;
+    // A conversation-hosted run hears the result as kernel mail of its conversation, queued
+    // when the obligation completes (conversations/replies.rs); no continuation reads it here.
+    if crate::conversations::hosting::Hosting::of(&run.hosting).is_some() {
+        return Ok(KernelToolOutcome::text(background_sentence(run, &branch.key)));
+    }
     let mail_frozen = FrozenContext {
         prompt: MAIL_PROMPT.to_string(),
         results: vec![branch.key.clone()],
@@ -325,8 +330,13 @@ pub(super) async fn run(
             tx.update_run(run).await?;
         }
     }
-    Ok(KernelToolOutcome::text(format!(
-        "The branch started in the background; its final message will be delivered to you when it is ready. Call wait with this reference to block on it.\nTask reference: run_public_id=\"{}\", task=\"{}\"",
-        run.public_id, branch.key
-    )))
+    Ok(KernelToolOutcome::text(background_sentence(run, &branch.key)))
+}
+
+/// The call's result when the branch runs in the background.
+fn background_sentence(run: &RunRow, branch: &str) -> String {
+    format!(
+        "The branch started in the background; its final message will be delivered to you when it is ready. Call wait with this reference to block on it.\nTask reference: run_public_id=\"{}\", task=\"{branch}\"",
+        run.public_id
+    )
 }

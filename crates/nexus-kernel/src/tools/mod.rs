@@ -110,7 +110,6 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
         "runners_list" => Some(runners_list::run(input, ctx)),
         "skill" => Some(skill::run(input, ctx)),
         "tool_search" => Some(tool_search::run(input, ctx)),
-        "send" => Some(send::run(input)),
         "session_search" => Some(session_search::run(input)),
         "session_read" => Some(session_read::run(input)),
         _ => None,
@@ -188,6 +187,7 @@ impl Kernel {
                 "spawn" => Some(spawn::run(self, &mut tx, &mut run, &call, &mut effects).await?),
                 "status" => Some(status::run(self, &mut tx, &run, &call).await?),
                 "cancel" => Some(cancel::run(self, &mut tx, &run, &call, &mut effects).await?),
+                "send" => Some(send::run(self, &mut tx, &run, &call, &mut effects).await?),
                 w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
                 | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory).await?,
                 _ => None,

@@ -411,3 +411,161 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
         assert_eq!(spawned, 2, "{feed}");
     }
 }
+
+/// Puts the agent's profile with these kernel tools and model.
+async fn tools_profile(h: &Harness, model: &str, tools: &[&str]) {
+    let configuration = json!({"approval_mode": "bypass", "default_model": model, "kernel_tools": tools});
+    let r = h
+        .json(
+            Method::PUT,
+            "/agent_api/v1/profile/configuration",
+            Some(&h.agent_token()),
+            &json!({"configuration": configuration}),
+        )
+        .await;
+    assert!(r.status.is_success(), "{}", String::from_utf8_lossy(&r.bytes));
+}
+
+#[tokio::test]
+async fn a_background_branch_result_arrives_as_mail_in_a_later_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    for h in harnesses_with_scripts(dir.path()).await {
+        write_script(
+            dir.path(),
+            "bg",
+            &[
+                json!({"text": "Delegating.", "tool_calls": [{"id": "d", "name": "delegate_task",
+                       "input": {"prompt": "[[thread:x]] Work", "wait": false}}]}),
+                json!({"text": "Started it."}),
+                json!({"text": "Read the mail.", "expect": {"last_user_contains": "Branch result."}}),
+                json!({"thread": "x", "text": "Branch result."}),
+            ],
+        );
+        tools_profile(&h, "scripted/bg", &["nexus.graph.delegate_task"]).await;
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        let t = turns(&h, &agent, &conv).await;
+        let roles: Vec<(&str, &Value)> = t.iter().map(|t| (t["role"].as_str().unwrap(), &t["content"])).collect();
+        assert_eq!(roles.len(), 4, "{} {t:?}", h.dialect);
+        assert_eq!(roles[1].1, "Started it.");
+        assert!(roles[2].1.as_str().unwrap().contains("Branch result."), "{t:?}");
+        assert_eq!(roles[3].1, "Read the mail.", "{} {t:?}", h.dialect);
+        let inputs = ok(
+            &h.get(&format!("{}/inputs", c(&h, &conv)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let kinds: Vec<&str> = inputs["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["user", "task_result"], "{inputs}");
+    }
+}
+
+#[tokio::test]
+async fn send_and_status_reach_a_child_by_its_label() {
+    let dir = tempfile::tempdir().unwrap();
+    for h in harnesses_with_scripts(dir.path()).await {
+        write_script(
+            dir.path(),
+            "talk",
+            &[
+                json!({"text": "Spawning.", "tool_calls": [{"id": "s", "name": "spawn",
+                       "input": {"prompt": "[[thread:c]] Start", "label": "c", "wake": "passive"}}]}),
+                json!({"text": "Checking.", "tool_calls": [
+                    {"id": "st", "name": "status", "input": {"to": "c"}},
+                    {"id": "se", "name": "send", "input": {"to": "c", "message": "More please"}},
+                    {"id": "up", "name": "send", "input": {"to": "nobody", "message": "x"}}]}),
+                json!({"text": "Sent.", "expect": {"last_result": {"call_id": "up", "is_error": true,
+                                                                   "contains": "unknown_conversation"}}}),
+                json!({"thread": "c", "text": "Started."}),
+                json!({"thread": "c", "text": "More done.", "expect": {"last_user_contains": "More please"}}),
+            ],
+        );
+        tools_profile(
+            &h,
+            "scripted/talk",
+            &[
+                "nexus.conversation.spawn",
+                "nexus.conversation.status",
+                "nexus.conversation.send",
+            ],
+        )
+        .await;
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        let t = turns(&h, &agent, &conv).await;
+        assert_eq!(t[1]["content"], "Sent.", "{} {t:?}", h.dialect);
+        // The child's first reply was passive mail: it waits for the parent's next turn.
+        let inputs = ok(
+            &h.get(&format!("{}/inputs", c(&h, &conv)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let mail: Vec<&Value> = inputs["inputs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] == "task_result")
+            .collect();
+        assert_eq!(mail.len(), 1, "{inputs}");
+        assert_eq!(mail[0]["state"], "pending", "{inputs}");
+        assert_eq!(t.len(), 2, "passive mail opened no turn: {t:?}");
+        let children = ok(
+            &h.get(&format!("{}/children", c(&h, &conv)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let child = children["conversations"][0]["public_id"].as_str().unwrap().to_string();
+        let ct = turns(&h, &agent, &child).await;
+        let replies: Vec<&Value> = ct
+            .iter()
+            .filter(|t| t["role"] == "assistant")
+            .map(|t| &t["content"])
+            .collect();
+        assert_eq!(
+            replies,
+            [&json!("Started."), &json!("More done.")],
+            "{} {ct:?}",
+            h.dialect
+        );
+        // The status call's JSON names the child.
+        let run = t[1]["run_public_id"].as_str().unwrap();
+        let rows = ok(
+            &h.get(&format!("{}/tasks?limit=100", h.r(run)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let key = rows["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["tool_name"] == "status")
+            .unwrap_or_else(|| panic!("no status row in {rows}"))["key"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let row = ok(
+            &h.get(&format!("{}/tasks/{key}", h.r(run)), Some(&agent)).await,
+            StatusCode::OK,
+        );
+        let text = row["task"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let status: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{row}"));
+        assert_eq!(status["conversation_public_id"], child.as_str(), "{status}");
+        assert_eq!(status["label"], "c");
+        assert_eq!(status["state"], "idle", "{status}");
+        assert_eq!(status["last_reply"]["excerpt"], "Started.", "{status}");
+    }
+}

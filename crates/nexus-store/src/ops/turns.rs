@@ -163,12 +163,12 @@ pub(crate) const HEAD_INPUT: &str = concat!(
      AND (wake IS NULL OR wake = 'auto') AND COALESCE(deliver_at, created_at) <= $2 \
      ORDER BY COALESCE(deliver_at, created_at), id LIMIT 1"
 );
-/// The due mail that rides along with a turn (every wake).
+/// What rides along with a turn: due mail (either wake) and due passive inputs.
 pub(crate) const DUE_MAIL: &str = concat!(
     "SELECT ",
     crate::ops::conversations::input_columns!(),
-    " FROM conversation_inputs WHERE conversation_id = $1 AND state = 'pending' AND kind = 'task_result' \
-     AND COALESCE(deliver_at, created_at) <= $2 ORDER BY id"
+    " FROM conversation_inputs WHERE conversation_id = $1 AND state = 'pending' \
+     AND (kind = 'task_result' OR wake = 'passive') AND COALESCE(deliver_at, created_at) <= $2 ORDER BY id"
 );
 pub(crate) const STEERS_OF_TURN: &str = concat!(
     "SELECT ",
