@@ -80,7 +80,13 @@ async fn main() {
     for i in 1..=turns {
         let start = Instant::now();
         kernel
-            .create_input(&agent, ws, c, &json!({"input": {"content": format!("Question {i}")}}), None)
+            .create_input(
+                &agent,
+                ws,
+                c,
+                &json!({"input": {"content": format!("Question {i}")}}),
+                None,
+            )
             .await
             .expect("input");
         loop {

@@ -18,7 +18,7 @@ pub struct Harness {
     pub app: Router,
     /// The `nexus admin bootstrap --json` object.
     pub boot: Value,
-    _store: TestStore,
+    pub _store: TestStore,
 }
 
 /// A response, read whole.

@@ -569,3 +569,68 @@ async fn send_and_status_reach_a_child_by_its_label() {
         assert_eq!(status["last_reply"]["excerpt"], "Started.", "{status}");
     }
 }
+
+#[tokio::test]
+async fn history_past_its_budget_drops_whole_oldest_turns() {
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    for ts in nexus_store::testing::engines().await {
+        // A model of 700 tokens with a 100-token output reserve: 2,400 body bytes of history.
+        let mut caps = nexus_providers::Scripted::default_capabilities();
+        caps.context_window = 700;
+        caps.max_output_tokens = 100;
+        let mut providers = nexus_providers::Providers::new(dir.path().to_path_buf());
+        providers.insert(
+            "tiny",
+            Arc::new(nexus_providers::Scripted::new(dir.path()).with_capabilities(caps)),
+            nexus_providers::Instance::scripted(),
+        );
+        let kernel = nexus_kernel::Kernel::builder(ts.store.clone())
+            .providers(providers)
+            .build();
+        let boot = kernel.bootstrap().await.unwrap();
+        let app = nexus_server::router(nexus_server::AppState::new(kernel.clone()));
+        let h = Harness {
+            dialect: ts.dialect,
+            kernel,
+            app,
+            boot,
+            _store: ts,
+        };
+        agent_profile(&h, Some("tiny/echo")).await;
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        for i in 1..=8 {
+            let content = format!("Turn {i}: {}", "words ".repeat(40));
+            ok(
+                &input(&h, &agent, &conv, json!({"content": content})).await,
+                StatusCode::CREATED,
+            );
+            h.kernel.work_until_idle(20).await.unwrap();
+        }
+        let t = turns(&h, &agent, &conv).await;
+        assert_eq!(t.len(), 16, "{t:?}");
+        let last_run = t[15]["run_public_id"].as_str().unwrap();
+        let request = ok(
+            &h.get(&format!("{}/tasks/r1/request", h.r(last_run)), Some(&agent))
+                .await,
+            StatusCode::OK,
+        )["request"]
+            .clone();
+        let entries = request["entries"].as_array().unwrap();
+        let texts: Vec<String> = entries.iter().map(|e| e.to_string()).collect();
+        // The latest prompt is last; the history holds whole turns (user then assistant), the
+        // newest ones, and not the oldest.
+        assert!(texts.last().unwrap().contains("Turn 8"), "{texts:?}");
+        assert!(
+            entries.len() % 2 == 1 && entries.len() < 15,
+            "{} entries: {texts:?}",
+            entries.len()
+        );
+        assert!(!texts.iter().any(|e| e.contains("Turn 1:")), "{texts:?}");
+        assert!(texts[texts.len() - 2].contains("Turn 7"), "{texts:?}");
+        assert!(request["request_bytes"].as_u64().unwrap() <= 2_400, "{request}");
+        // Every turn still answered.
+        assert_eq!(t[15]["status"], "completed", "{} {t:?}", h.dialect);
+    }
+}

@@ -19,10 +19,12 @@
 //! Files: `seal.rs` (the job's entry and the seal), `call.rs` (the provider call with retries,
 //! and failing a round), `apply.rs` (planning the reply's calls and the apply transaction),
 //! `expand.rs` (authoring the fan and the continuation), `chain.rs` (a round's place in its
-//! chain: its length, the repeat-call look-back and the stored facts).
+//! chain: its length, the repeat-call look-back and the stored facts), `history.rs` (a turn's
+//! seed round past its history budget: whole oldest turns dropped).
 
 pub(crate) mod apply;
 pub(crate) mod call;
 pub(crate) mod chain;
 pub(crate) mod expand;
+pub(crate) mod history;
 pub(crate) mod seal;

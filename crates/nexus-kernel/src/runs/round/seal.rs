@@ -8,6 +8,7 @@ use serde_json::Value;
 use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
+use crate::runs::round::history;
 use crate::runs::settle::SettleError;
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface, graph_error};
 use crate::{Kernel, time};
@@ -109,9 +110,20 @@ impl Kernel {
         let built = self
             .build_request(task, neighbourhood, &capabilities, &steer_texts)
             .await?;
-        let (request, prev) = (built.request, built.prev);
+        let (mut request, prev) = (built.request, built.prev);
         let blobs = self.media_bytes(&request.entries).await?;
-        let encoded = provider.encode_continuing(&request, &blobs, built.prior);
+        let mut encoded = provider.encode_continuing(&request, &blobs, built.prior);
+        // A turn's seed round past its history budget drops whole oldest turns (runs.md §12).
+        if let (Some(turn), Ok(enc)) = (&turn, &encoded)
+            && task.declaring_task_id.is_none()
+        {
+            let budget = history::budget_bytes(&capabilities, &RequestSurface::of(task));
+            if enc.body.len() > budget {
+                let judge = self.media_judge(task.run_id, Some(&capabilities)).await?;
+                self.trim_history(turn, &mut request, budget, &judge).await?;
+                encoded = provider.encode_continuing(&request, &blobs, None);
+            }
+        }
         let enc = match encoded {
             Ok(enc) => enc,
             Err(e) => {
