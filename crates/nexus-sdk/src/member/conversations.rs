@@ -234,7 +234,7 @@ pub struct ConversationEventPage {
 /// cheap to clone.
 #[derive(Debug, Clone)]
 pub struct ConversationRef {
-    http: Http,
+    pub(super) http: Http,
     workspace: String,
     id: String,
 }
@@ -258,7 +258,7 @@ impl ConversationRef {
         &self.workspace
     }
 
-    fn route(&self) -> Route {
+    pub(super) fn route(&self) -> Route {
         Route::new(V1)
             .lit("workspaces")
             .seg(&self.workspace)

@@ -45,6 +45,7 @@ mod run;
 mod runs;
 mod steps;
 mod tasks;
+mod turns;
 mod types;
 mod uploads;
 mod views;
@@ -68,6 +69,7 @@ pub use steps::{AskStep, ModelStep, OnFailure, Step, ToolStep, Visibility};
 pub use tasks::{
     CacheReport, CacheRound, ProviderBody, Resolution, Resolved, SealedRequest, Task, TaskError, TaskPage,
 };
+pub use turns::{Cancellation, Turn, TurnPage, TurnRole, TurnStatus};
 pub use types::{ApprovalMode, CallRef, Page, Pagination, Rest, RunStatus, TaskKind, TaskStatus, Timestamp, Usage};
 pub use uploads::{Upload, UploadBytes};
 pub use views::{Graph, GraphEdge, GraphNode, Transcript, TranscriptRow};
