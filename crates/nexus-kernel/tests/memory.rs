@@ -99,7 +99,7 @@ impl World {
 }
 
 /// The door's query naming one document.
-fn doc(path: &str) -> MemoryQuery<'_> {
+fn doc_at(path: &str) -> MemoryQuery<'_> {
     MemoryQuery {
         path: Some(path),
         ..MemoryQuery::default()
@@ -151,7 +151,7 @@ async fn memory_write_then_read_in_consecutive_rounds() {
         // The member door sees the model's write, version 1.
         let doc = w
             .kernel
-            .memory_read_document(&w.human, w.ws, &doc("workspace/notes/deploy.md"))
+            .memory_read_document(&w.human, w.ws, &doc_at("workspace/notes/deploy.md"))
             .await
             .unwrap();
         assert_eq!(doc["document"]["content"], "step one\nstep two\n");
@@ -284,7 +284,7 @@ async fn every_word_of_the_memory_tools() {
         // user/ is the controlling human of the answering agent: the human sees it.
         let mine = w
             .kernel
-            .memory_read_document(&w.human, w.ws, &doc("user/me.md"))
+            .memory_read_document(&w.human, w.ws, &doc_at("user/me.md"))
             .await
             .unwrap();
         assert_eq!(mine["document"]["content"], "mine", "on {}", w.dialect);
@@ -394,7 +394,7 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
         let id = w.create("skills", &["nexus.skill.load"]).await;
         // A document removed after acceptance is skill_unknown at load.
         w.kernel
-            .memory_delete_document(&w.agent, w.ws, &doc("user/skills/notes"))
+            .memory_delete_document(&w.agent, w.ws, &doc_at("user/skills/notes"))
             .await
             .unwrap();
         w.start_and_drive(id).await;
