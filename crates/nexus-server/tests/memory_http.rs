@@ -185,7 +185,8 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
             );
         }
         reason(
-            &h.get(&format!("{}/memory?prefix=conversation/../x", h.w()), Some(&t)).await,
+            &h.get(&format!("{}/memory?prefix=conversation/../x", h.w()), Some(&t))
+                .await,
             "memory_path_invalid",
             "/prefix",
         );
@@ -274,7 +275,12 @@ async fn conversation(h: &Harness, token: &str, w: &str) -> String {
             &json!({"conversation": {}}),
         )
         .await;
-    assert_eq!(made.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&made.bytes));
+    assert_eq!(
+        made.status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&made.bytes)
+    );
     made.json()["conversation"]["public_id"].as_str().unwrap().to_string()
 }
 
@@ -345,8 +351,11 @@ async fn conversation_paths_name_their_conversation() {
             );
         }
         refused(
-            &h.get(&format!("{}&conversation_public_id=nope", doc_url(&h, "conversation/x")), Some(&t))
-                .await,
+            &h.get(
+                &format!("{}&conversation_public_id=nope", doc_url(&h, "conversation/x")),
+                Some(&t),
+            )
+            .await,
             StatusCode::BAD_REQUEST,
             "parameter_invalid",
         );
@@ -375,7 +384,10 @@ async fn conversation_paths_name_their_conversation() {
                 StatusCode::NOT_FOUND,
                 "not_found",
             );
-            let url = format!("{}&conversation_public_id={stranger}", doc_url(&h, "conversation/notes/a"));
+            let url = format!(
+                "{}&conversation_public_id={stranger}",
+                doc_url(&h, "conversation/notes/a")
+            );
             refused(&h.get(&url, Some(&t)).await, StatusCode::NOT_FOUND, "not_found");
             refused(
                 &h.send(Method::DELETE, &url, Some(&t), None).await,
@@ -383,11 +395,8 @@ async fn conversation_paths_name_their_conversation() {
                 "not_found",
             );
             refused(
-                &h.get(
-                    &format!("{}/memory?conversation_public_id={stranger}", h.w()),
-                    Some(&t),
-                )
-                .await,
+                &h.get(&format!("{}/memory?conversation_public_id={stranger}", h.w()), Some(&t))
+                    .await,
                 StatusCode::NOT_FOUND,
                 "not_found",
             );
@@ -420,7 +429,12 @@ async fn conversation_paths_name_their_conversation() {
             .await);
         assert_eq!(
             paths(&all),
-            ["conversation/notes/a", "conversation/skills/tone", "user/u", "workspace/w"],
+            [
+                "conversation/notes/a",
+                "conversation/skills/tone",
+                "user/u",
+                "workspace/w"
+            ],
             "{}",
             h.dialect
         );

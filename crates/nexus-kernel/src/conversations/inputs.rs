@@ -386,7 +386,10 @@ impl Kernel {
             .await?;
         let mut names = Names::default();
         let response = json!({"input": self.input_json(&mut names, &row).await?});
-        self.commit_created(tx, idem.as_ref(), response, now).await
+        let created = self.commit_created(tx, idem.as_ref(), response, now).await?;
+        self.publish(vec![crate::runs::AfterCommit::ConversationEvents(conversation.id)])
+            .await;
+        Ok(created)
     }
 
     /// `GET C/inputs?after=&limit=`: every input of the conversation, oldest first.

@@ -5,6 +5,7 @@
 
 mod feed;
 mod inputs;
+pub mod stream;
 
 use nexus_core::codes::Code;
 use nexus_store::{
@@ -355,6 +356,8 @@ impl Kernel {
             .await?
             .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))?;
         tx.commit().await?;
+        self.publish(vec![crate::runs::AfterCommit::ConversationEvents(row.id)])
+            .await;
         let mut names = Names::default();
         Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
     }

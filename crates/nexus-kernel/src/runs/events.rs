@@ -34,6 +34,7 @@ impl Kernel {
     /// the lowest sequence the effects name, when they name one). Call only after the commit.
     pub(crate) async fn publish(&self, effects: Vec<AfterCommit>) {
         let mut runs: BTreeSet<i64> = BTreeSet::new();
+        let mut conversations: BTreeSet<i64> = BTreeSet::new();
         let mut known: HashMap<i64, i64> = HashMap::new();
         for effect in effects {
             match effect {
@@ -44,6 +45,9 @@ impl Kernel {
                 }
                 AfterCommit::RunEvents(run_id) => {
                     runs.insert(run_id);
+                }
+                AfterCommit::ConversationEvents(conversation_id) => {
+                    conversations.insert(conversation_id);
                 }
                 AfterCommit::WakeJobs => self.state.signals.wake_jobs(),
                 AfterCommit::WorkAvailable {
@@ -61,6 +65,9 @@ impl Kernel {
         }
         for run_id in runs {
             self.state.signals.run_events(run_id, known.get(&run_id).copied()).await;
+        }
+        for conversation_id in conversations {
+            self.state.signals.conversation_events(conversation_id).await;
         }
     }
 }

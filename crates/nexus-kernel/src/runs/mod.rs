@@ -89,6 +89,9 @@ pub(crate) enum AfterCommit {
     Event(EventRow),
     /// The run (internal id) wrote events in the transaction: its live feed catches up.
     RunEvents(i64),
+    /// The conversation (internal id) wrote events in the transaction: its live feed catches
+    /// up.
+    ConversationEvents(i64),
     /// A job was inserted: wake the workers.
     WakeJobs,
     /// An executor has new inbox work (`work_available` on its channel).

@@ -85,7 +85,11 @@ fn ok<'a>(o: &'a KernelToolOutcome, dialect: &str) -> &'a str {
 
 fn word(o: &KernelToolOutcome, word: &str, dialect: &str) {
     assert!(o.is_error, "{} on {dialect}", text(o));
-    assert!(text(o).starts_with(&format!("{word}: ")), "want {word}: {} on {dialect}", text(o));
+    assert!(
+        text(o).starts_with(&format!("{word}: ")),
+        "want {word}: {} on {dialect}",
+        text(o)
+    );
 }
 
 #[tokio::test]
@@ -97,10 +101,16 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
         let d = h.dialect;
 
         let wrote = h
-            .call(&m1, "memory_write", json!({"path": "conversation/notes/plan.md", "content": "one\ntwo\n"}))
+            .call(
+                &m1,
+                "memory_write",
+                json!({"path": "conversation/notes/plan.md", "content": "one\ntwo\n"}),
+            )
             .await;
         assert_eq!(ok(&wrote, d), "Created conversation/notes/plan.md (8 bytes).");
-        let read = h.call(&m1, "memory_read", json!({"path": "conversation/notes/plan.md"})).await;
+        let read = h
+            .call(&m1, "memory_read", json!({"path": "conversation/notes/plan.md"}))
+            .await;
         assert_eq!(ok(&read, d), "one\ntwo\n");
         let edited = h
             .call(
@@ -119,7 +129,9 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
         assert_eq!(ok(&grep, d), "conversation/notes/plan.md:2: TWO");
 
         // Another conversation has its own scope.
-        let other = h.call(&m2, "memory_read", json!({"path": "conversation/notes/plan.md"})).await;
+        let other = h
+            .call(&m2, "memory_read", json!({"path": "conversation/notes/plan.md"}))
+            .await;
         word(&other, "memory_not_found", d);
         let listed = h.call(&m2, "memory_ls", json!({"path": "conversation/"})).await;
         assert_eq!(ok(&listed, d), "No documents under conversation/.");
@@ -153,9 +165,13 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
             .unwrap();
         assert_eq!(doc["document"]["content"], "one\nTWO\n", "{d}");
 
-        let gone = h.call(&m1, "memory_delete", json!({"path": "conversation/notes/plan.md"})).await;
+        let gone = h
+            .call(&m1, "memory_delete", json!({"path": "conversation/notes/plan.md"}))
+            .await;
         ok(&gone, d);
-        let again = h.call(&m1, "memory_read", json!({"path": "conversation/notes/plan.md"})).await;
+        let again = h
+            .call(&m1, "memory_read", json!({"path": "conversation/notes/plan.md"}))
+            .await;
         word(&again, "memory_not_found", d);
     }
 }
@@ -179,7 +195,11 @@ async fn standalone_and_foreign_bindings_have_no_conversation_scope() {
             .await
             .unwrap();
         let foreign = h.conversation(elsewhere.public_id).await;
-        for memory in [h.bindings(None), h.bindings(Some(foreign)), h.bindings(Some(Uuid::now_v7()))] {
+        for memory in [
+            h.bindings(None),
+            h.bindings(Some(foreign)),
+            h.bindings(Some(Uuid::now_v7())),
+        ] {
             for (wire, input) in [
                 ("memory_write", json!({"path": "conversation/x", "content": "y"})),
                 ("memory_read", json!({"path": "conversation/x"})),
@@ -203,7 +223,11 @@ async fn the_conversation_scope_holds_256_documents() {
         let m = h.bindings(Some(h.conversation(h.ws).await));
         for i in 0..256 {
             let out = h
-                .call(&m, "memory_write", json!({"path": format!("conversation/n{i}"), "content": "x"}))
+                .call(
+                    &m,
+                    "memory_write",
+                    json!({"path": format!("conversation/n{i}"), "content": "x"}),
+                )
                 .await;
             ok(&out, d);
         }
