@@ -258,7 +258,11 @@ impl ConversationRef {
         &self.workspace
     }
 
-    fn route(&self) -> Route {
+    pub(super) fn http(&self) -> &Http {
+        &self.http
+    }
+
+    pub(super) fn route(&self) -> Route {
         Route::new(V1)
             .lit("workspaces")
             .seg(&self.workspace)
