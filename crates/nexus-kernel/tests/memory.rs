@@ -8,6 +8,7 @@ mod common;
 use common::{World, world};
 
 use nexus_kernel::MemberPrincipal;
+use nexus_kernel::memory::door::MemoryQuery;
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -97,6 +98,14 @@ impl World {
     }
 }
 
+/// The door's query naming one document.
+fn doc_at(path: &str) -> MemoryQuery<'_> {
+    MemoryQuery {
+        path: Some(path),
+        ..MemoryQuery::default()
+    }
+}
+
 /// Asserts a row is an error result with `word` and a sentence naming `names`.
 fn assert_word(t: &TaskRow, word: &str, names: &str) {
     let text = text_of(t);
@@ -142,7 +151,7 @@ async fn memory_write_then_read_in_consecutive_rounds() {
         // The member door sees the model's write, version 1.
         let doc = w
             .kernel
-            .memory_read_document(&w.human, w.ws, Some("workspace/notes/deploy.md"))
+            .memory_read_document(&w.human, w.ws, &doc_at("workspace/notes/deploy.md"))
             .await
             .unwrap();
         assert_eq!(doc["document"]["content"], "step one\nstep two\n");
@@ -275,7 +284,7 @@ async fn every_word_of_the_memory_tools() {
         // user/ is the controlling human of the answering agent: the human sees it.
         let mine = w
             .kernel
-            .memory_read_document(&w.human, w.ws, Some("user/me.md"))
+            .memory_read_document(&w.human, w.ws, &doc_at("user/me.md"))
             .await
             .unwrap();
         assert_eq!(mine["document"]["content"], "mine", "on {}", w.dialect);
@@ -385,7 +394,7 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
         let id = w.create("skills", &["nexus.skill.load"]).await;
         // A document removed after acceptance is skill_unknown at load.
         w.kernel
-            .memory_delete_document(&w.agent, w.ws, Some("user/skills/notes"), None)
+            .memory_delete_document(&w.agent, w.ws, &doc_at("user/skills/notes"))
             .await
             .unwrap();
         w.start_and_drive(id).await;

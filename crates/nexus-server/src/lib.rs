@@ -144,6 +144,10 @@ fn workspace_routes() -> Router<AppState> {
         .route("/runs/{run}/graph", get(runs::graph))
         .route("/runs/{run}/events", get(runs::events))
         .route("/runs/{run}/events/stream", get(routes::stream::stream))
+        .route(
+            "/conversations/{c}/events/stream",
+            get(routes::stream::conversation_stream),
+        )
         .route("/memory", get(routes::memory::list))
         .route(
             "/memory/doc",

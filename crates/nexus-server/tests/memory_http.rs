@@ -1,7 +1,8 @@
 //! The member door of memory (kernel-tools.md §8) over HTTP on both engines: list, read, put,
 //! delete; 404 `not_found`, 403 `not_authorized`, 409 `stale_object`, 422 `validation_failed`
-//! with every memory reason; and a skill document put through the door reaching the
-//! assembly, the round's skills block and `skill`.
+//! with every memory reason; `conversation/` paths and their `conversation_public_id`; and a
+//! skill document put through the door reaching the assembly, the round's skills block and
+//! `skill`.
 
 mod common;
 
@@ -183,17 +184,9 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
                 "/path",
             );
         }
-        // Conversations do not exist in this build: every conversation/ path is refused.
-        let conv = json!({"path": "conversation/x", "content": "x",
-                          "conversation_public_id": "0190a0a0-0000-7000-8000-000000000000"});
-        reason(&put(&h, &t, conv).await, "memory_path_invalid", "/path");
         reason(
-            &h.get(&doc_url(&h, "conversation/x"), Some(&t)).await,
-            "memory_path_invalid",
-            "/path",
-        );
-        reason(
-            &h.get(&format!("{}/memory?prefix=conversation/", h.w()), Some(&t)).await,
+            &h.get(&format!("{}/memory?prefix=conversation/../x", h.w()), Some(&t))
+                .await,
             "memory_path_invalid",
             "/prefix",
         );
@@ -269,6 +262,263 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
             StatusCode::BAD_REQUEST,
             "parameter_invalid",
         );
+    }
+}
+
+/// A new conversation of the harness's workspace (as `token`), by public id.
+async fn conversation(h: &Harness, token: &str, w: &str) -> String {
+    let made = h
+        .json(
+            Method::POST,
+            &format!("{w}/conversations"),
+            Some(token),
+            &json!({"conversation": {}}),
+        )
+        .await;
+    assert_eq!(
+        made.status,
+        StatusCode::CREATED,
+        "{}",
+        String::from_utf8_lossy(&made.bytes)
+    );
+    made.json()["conversation"]["public_id"].as_str().unwrap().to_string()
+}
+
+fn paths(list: &Value) -> Vec<&str> {
+    list["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn conversation_paths_name_their_conversation() {
+    for h in harnesses().await {
+        let t = h.agent_token();
+        let (c1, c2) = (conversation(&h, &t, &h.w()).await, conversation(&h, &t, &h.w()).await);
+        let in_c1 = |path: &str| format!("{}&conversation_public_id={c1}", doc_url(&h, path));
+        let made = ok(&put(
+            &h,
+            &t,
+            json!({"path": "conversation/notes/a", "content": "hello", "conversation_public_id": c1}),
+        )
+        .await);
+        assert_eq!(made["document"]["path"], "conversation/notes/a", "{}", h.dialect);
+        ok(&put(&h, &t, json!({"path": "workspace/w", "content": "w"})).await);
+        ok(&put(&h, &t, json!({"path": "user/u", "content": "u"})).await);
+
+        let read = ok(&h.get(&in_c1("conversation/notes/a"), Some(&t)).await);
+        assert_eq!(read["document"]["content"], "hello");
+        // Another conversation is another scope.
+        let in_c2 = format!("{}&conversation_public_id={c2}", doc_url(&h, "conversation/notes/a"));
+        refused(&h.get(&in_c2, Some(&t)).await, StatusCode::NOT_FOUND, "not_found");
+
+        // Without a conversation: 400 parameter_missing on every verb.
+        refused(
+            &h.get(&doc_url(&h, "conversation/notes/a"), Some(&t)).await,
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        );
+        refused(
+            &put(&h, &t, json!({"path": "conversation/x", "content": "x"})).await,
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        );
+        refused(
+            &h.send(Method::DELETE, &doc_url(&h, "conversation/notes/a"), Some(&t), None)
+                .await,
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        );
+        refused(
+            &h.get(&format!("{}/memory?prefix=conversation/", h.w()), Some(&t)).await,
+            StatusCode::BAD_REQUEST,
+            "parameter_missing",
+        );
+        // Not a UUID: 400 parameter_invalid; no conversation of this workspace: 404 not_found.
+        for bad in [json!(7), json!("nope")] {
+            refused(
+                &put(
+                    &h,
+                    &t,
+                    json!({"path": "conversation/x", "content": "x", "conversation_public_id": bad}),
+                )
+                .await,
+                StatusCode::BAD_REQUEST,
+                "parameter_invalid",
+            );
+        }
+        refused(
+            &h.get(
+                &format!("{}&conversation_public_id=nope", doc_url(&h, "conversation/x")),
+                Some(&t),
+            )
+            .await,
+            StatusCode::BAD_REQUEST,
+            "parameter_invalid",
+        );
+        let member = uuid::Uuid::parse_str(h.boot["agent"]["public_id"].as_str().unwrap()).unwrap();
+        let member = h.kernel.store.member_by_public_id(member).await.unwrap().unwrap();
+        let elsewhere = h
+            .kernel
+            .store
+            .ensure_workspace(uuid::Uuid::now_v7(), member.account_id, "elsewhere", 1)
+            .await
+            .unwrap();
+        h.kernel
+            .store
+            .set_standing(elsewhere.id, member.id, Standing::Write)
+            .await
+            .unwrap();
+        let foreign = conversation(&h, &t, &format!("/agent_api/v1/workspaces/{}", elsewhere.public_id)).await;
+        for stranger in [foreign.clone(), uuid::Uuid::now_v7().to_string()] {
+            refused(
+                &put(
+                    &h,
+                    &t,
+                    json!({"path": "conversation/x", "content": "x", "conversation_public_id": stranger}),
+                )
+                .await,
+                StatusCode::NOT_FOUND,
+                "not_found",
+            );
+            let url = format!(
+                "{}&conversation_public_id={stranger}",
+                doc_url(&h, "conversation/notes/a")
+            );
+            refused(&h.get(&url, Some(&t)).await, StatusCode::NOT_FOUND, "not_found");
+            refused(
+                &h.send(Method::DELETE, &url, Some(&t), None).await,
+                StatusCode::NOT_FOUND,
+                "not_found",
+            );
+            refused(
+                &h.get(&format!("{}/memory?conversation_public_id={stranger}", h.w()), Some(&t))
+                    .await,
+                StatusCode::NOT_FOUND,
+                "not_found",
+            );
+        }
+
+        // People manage skills in the conversation scope too, under the skill grammar.
+        reason(
+            &put(
+                &h,
+                &t,
+                json!({"path": "conversation/skills/tone", "content": "x", "conversation_public_id": c1}),
+            )
+            .await,
+            "skill_description_required",
+            "/description",
+        );
+        ok(&put(
+            &h,
+            &t,
+            json!({"path": "conversation/skills/tone", "content": "Warm.", "description": "Tone.",
+                   "conversation_public_id": c1}),
+        )
+        .await);
+
+        // A listing without a prefix: every scope, the conversation's when it is named.
+        let all = ok(&h.get(&format!("{}/memory", h.w()), Some(&t)).await);
+        assert_eq!(paths(&all), ["user/u", "workspace/w"], "{}", h.dialect);
+        let all = ok(&h
+            .get(&format!("{}/memory?conversation_public_id={c1}", h.w()), Some(&t))
+            .await);
+        assert_eq!(
+            paths(&all),
+            [
+                "conversation/notes/a",
+                "conversation/skills/tone",
+                "user/u",
+                "workspace/w"
+            ],
+            "{}",
+            h.dialect
+        );
+        let under = ok(&h
+            .get(
+                &format!("{}/memory?prefix=conversation/notes&conversation_public_id={c1}", h.w()),
+                Some(&t),
+            )
+            .await);
+        assert_eq!(paths(&under), ["conversation/notes/a"]);
+        let empty = ok(&h
+            .get(
+                &format!("{}/memory?prefix=conversation/&conversation_public_id={c2}", h.w()),
+                Some(&t),
+            )
+            .await);
+        assert_eq!(paths(&empty), Vec::<&str>::new());
+
+        // Read standing reads a conversation's documents and may not change them.
+        let reader = h.member_with("reader", Standing::Read).await;
+        ok(&h.get(&in_c1("conversation/notes/a"), Some(&reader)).await);
+        refused(
+            &put(
+                &h,
+                &reader,
+                json!({"path": "conversation/notes/a", "content": "y", "conversation_public_id": c1}),
+            )
+            .await,
+            StatusCode::FORBIDDEN,
+            "not_authorized",
+        );
+        refused(
+            &h.send(Method::DELETE, &in_c1("conversation/notes/a"), Some(&reader), None)
+                .await,
+            StatusCode::FORBIDDEN,
+            "not_authorized",
+        );
+
+        let gone = ok(&h
+            .send(Method::DELETE, &in_c1("conversation/notes/a"), Some(&t), None)
+            .await);
+        assert_eq!(
+            gone,
+            json!({"document": {"path": "conversation/notes/a", "lock_version": 1}})
+        );
+        refused(
+            &h.get(&in_c1("conversation/notes/a"), Some(&t)).await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_conversation_holds_256_documents() {
+    for h in harnesses().await {
+        let t = h.agent_token();
+        let c = conversation(&h, &t, &h.w()).await;
+        for i in 0..256 {
+            ok(&put(
+                &h,
+                &t,
+                json!({"path": format!("conversation/n{i}"), "content": "x", "conversation_public_id": c}),
+            )
+            .await);
+        }
+        reason(
+            &put(
+                &h,
+                &t,
+                json!({"path": "conversation/n256", "content": "x", "conversation_public_id": c}),
+            )
+            .await,
+            "memory_full",
+            "/path",
+        );
+        // Another conversation's scope is not full.
+        let other = conversation(&h, &t, &h.w()).await;
+        ok(&put(
+            &h,
+            &t,
+            json!({"path": "conversation/n256", "content": "x", "conversation_public_id": other}),
+        )
+        .await);
     }
 }
 

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use common::{Harness, Reply, harnesses_with_scripts, read_until, write_script};
+use common::{Harness, Reply, frames, harnesses_with_scripts, read_until, write_script};
 use nexus_kernel::admin::MemberSpec;
 use nexus_store::{Engine, MemberKind, Standing};
 use serde_json::{Value, json};
@@ -1264,27 +1264,6 @@ async fn transcript_graph_and_event_pages() {
             "clamped, not refused"
         );
     }
-}
-
-/// Parses SSE text into `(id, event, data)` frames (comments skipped).
-fn frames(text: &str) -> Vec<(Option<String>, Option<String>, Value)> {
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        let (mut id, mut event, mut data) = (None, None, None);
-        for line in block.lines() {
-            if let Some(v) = line.strip_prefix("id:") {
-                id = Some(v.trim().to_string());
-            } else if let Some(v) = line.strip_prefix("event:") {
-                event = Some(v.trim().to_string());
-            } else if let Some(v) = line.strip_prefix("data:") {
-                data = Some(serde_json::from_str(v.trim()).unwrap_or_else(|e| panic!("{e}: {v}")));
-            }
-        }
-        if let Some(d) = data {
-            out.push((id, event, d));
-        }
-    }
-    out
 }
 
 #[tokio::test]

@@ -207,6 +207,9 @@ impl Engine for Store {
     ) -> Result<Vec<ConversationEventRow>> {
         dispatch!(self, conversation_events(conversation_id, after_sequence, limit))
     }
+    async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64> {
+        dispatch!(self, latest_conversation_event_sequence(conversation_id))
+    }
     async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>> {
         dispatch!(self, conversation_inputs(conversation_id, after_id, limit))
     }

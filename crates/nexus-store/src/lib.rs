@@ -248,6 +248,9 @@ pub trait Engine {
         after_sequence: i64,
         limit: i64,
     ) -> Result<Vec<ConversationEventRow>>;
+    /// `conversations.last_event_sequence` (0 before the first event); `NotFound` for no such
+    /// conversation.
+    async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64>;
     /// A page of a conversation's inputs, ids ascending after `after_id`.
     async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>>;
 

@@ -288,5 +288,10 @@ async fn the_feed_is_gapless_per_conversation() {
         );
         tx.commit().await.unwrap();
         assert_eq!(s.conversation_events(b.id, 0, 10).await.unwrap().len(), 1);
+        // Where each feed stands (what a live stream starts following from).
+        assert_eq!(s.latest_conversation_event_sequence(a.id).await.unwrap(), 3);
+        assert_eq!(s.latest_conversation_event_sequence(b.id).await.unwrap(), 1);
+        let missing = s.latest_conversation_event_sequence(-1).await;
+        assert!(matches!(missing, Err(StoreError::NotFound(_))), "{missing:?}");
     }
 }

@@ -1,10 +1,10 @@
 //! The conversation feed (runs.md §12): `GET C/events?after=&limit=`, the durable events a
 //! conversation's changes append in their own transaction (`input_accepted`,
 //! `conversation_archived`; the turn and spawn events come with turns). The live stream
-//! (`GET C/events/stream`) is not built yet.
+//! (`GET C/events/stream`) is `stream.rs`.
 
 use nexus_core::codes::Code;
-use nexus_store::Engine;
+use nexus_store::{ConversationEventRow, Engine};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -15,6 +15,17 @@ use crate::{Kernel, MemberPrincipal, time};
 /// A feed page's default and largest sizes (as a run's feed).
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
+
+/// An event as the feed serves it: `{sequence, type, at, conversation_public_id, data}`.
+pub(super) fn event_json(conversation: Uuid, e: &ConversationEventRow) -> Value {
+    json!({
+        "sequence": e.sequence,
+        "type": e.kind,
+        "at": time::iso(e.at),
+        "conversation_public_id": conversation,
+        "data": serde_json::from_str::<Value>(&e.data).unwrap_or_else(|_| json!({})),
+    })
+}
 
 impl Kernel {
     /// `GET C/events?after=&limit=` → `{events, next_after}`: events after the sequence
@@ -37,18 +48,7 @@ impl Kernel {
         let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
         let rows = self.store.conversation_events(conversation.id, after, limit).await?;
         let next = rows.last().map_or(after, |e| e.sequence);
-        let events: Vec<Value> = rows
-            .iter()
-            .map(|e| {
-                json!({
-                    "sequence": e.sequence,
-                    "type": e.kind,
-                    "at": time::iso(e.at),
-                    "conversation_public_id": conversation.public_id,
-                    "data": serde_json::from_str::<Value>(&e.data).unwrap_or_else(|_| json!({})),
-                })
-            })
-            .collect();
+        let events: Vec<Value> = rows.iter().map(|e| event_json(conversation.public_id, e)).collect();
         Ok(json!({"events": events, "next_after": next}))
     }
 }

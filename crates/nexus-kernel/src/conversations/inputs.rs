@@ -337,6 +337,10 @@ impl Kernel {
         self.check_against_answerer(&ws, &conversation, &input).await?;
         let upload_ids = self.attachment_uploads(principal, &input.attachments).await?;
 
+        // The response's names are read now: inside the unit of work a pool read would wait
+        // for a second connection while this one holds the conversation's lock.
+        let mut names = Names::default();
+        self.member_public(&mut names, principal.member.id).await?;
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
@@ -395,7 +399,6 @@ impl Kernel {
         tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
             .await?;
         tx.refresh_wake(conversation.id).await?;
-        let mut names = Names::default();
         let response = json!({"input": self.input_json(&mut names, &row).await?});
         let created = self.commit_created(tx, idem.as_ref(), response, now).await?;
         self.publish(vec![

@@ -8,6 +8,7 @@ pub(crate) mod hosting;
 pub(crate) mod inputs;
 pub(crate) mod reach;
 mod replies;
+pub mod stream;
 mod timeline;
 mod turns;
 
@@ -247,6 +248,13 @@ impl Kernel {
                 }
             }
         };
+        // The response's names are read now, not through the pool inside the unit of work.
+        let mut names = Names::default();
+        self.member_public(&mut names, answerer.id).await?;
+        self.member_public(&mut names, principal.member.id).await?;
+        if let Some(r) = &runner {
+            self.executor_public(&mut names, r.id).await?;
+        }
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
@@ -267,7 +275,6 @@ impl Kernel {
                 created_at: now,
             })
             .await?;
-        let mut names = Names::default();
         let response = json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?});
         self.commit_created(tx, idem.as_ref(), response, now).await
     }

@@ -6,9 +6,12 @@
 //!   need write standing (403 `not_authorized`).
 //! - `user/` paths address the documents of the caller's controlling human; `workspace/` paths
 //!   the workspace's.
-//! - `conversation/` paths would need `conversation_public_id`, but conversations do not exist
-//!   in this build, so every `conversation/` path is refused with 422 `validation_failed`
-//!   reason `memory_path_invalid`.
+//! - `conversation/` paths address the documents of the conversation named by
+//!   `conversation_public_id` (a query parameter of list, read and delete; a body member of
+//!   put). Without it they are 400 `parameter_missing`; a value that is not a UUID string is
+//!   400 `parameter_invalid`; one naming no conversation of the route's workspace is 404
+//!   `not_found`. When given, it is checked whatever the path, and a listing without a prefix
+//!   then includes that conversation's documents.
 //! - `expected_lock_version` (0 = no document yet) is optional; a mismatch is 409
 //!   `stale_object`; without it the write is last-writer-wins.
 
@@ -17,7 +20,7 @@ use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, Ne
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{DESCRIPTION_BYTES, DOCUMENT_BYTES, MemPath, parse_path, parse_prefix, scope_bound};
+use super::{DESCRIPTION_BYTES, DOCUMENT_BYTES, MemPath, Owners, parse_path, parse_prefix, scope_bound};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
@@ -52,24 +55,40 @@ fn path_invalid(pointer: &str, message: String) -> KernelError {
     KernelError::validation("memory_path_invalid", pointer, message)
 }
 
-/// The owner of `scope` for a door caller in `ws`.
-fn owner_of(
-    principal: &MemberPrincipal,
-    ws: &WorkspaceRow,
-    scope: MemoryScope,
-    raw: &str,
-    pointer: &str,
-) -> KernelResult<i64> {
-    match scope {
-        MemoryScope::User => Ok(super::controlling_human_id(&principal.member)),
-        MemoryScope::Workspace => Ok(ws.id),
-        // Conversations do not exist in this build: no conversation_public_id can name one.
-        MemoryScope::Conversation => Err(path_invalid(
-            pointer,
+/// The query of the door's routes: `?prefix=` (list), `?path=` (read, delete),
+/// `?expected_lock_version=` (delete) and `?conversation_public_id=` (every route).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryQuery<'a> {
+    pub prefix: Option<&'a str>,
+    pub path: Option<&'a str>,
+    pub expected_lock_version: Option<&'a str>,
+    pub conversation_public_id: Option<&'a str>,
+}
+
+/// The owner of `scope` among a door caller's `owners`; a `conversation/` path without a
+/// conversation is 400 `parameter_missing`.
+fn owner_of(owners: &Owners, scope: MemoryScope, raw: &str) -> KernelResult<i64> {
+    owners.of(scope).ok_or_else(|| {
+        KernelError::new(
+            Code::ParameterMissing,
             format!(
-                "{raw:?} is in the conversation/ scope, which needs a conversation; this deployment has none yet: use user/ or workspace/"
+                "{raw:?} is in the conversation/ scope: pass conversation_public_id naming a conversation of this workspace"
             ),
-        )),
+        )
+    })
+}
+
+/// A `conversation_public_id` as given: absent (or null), or a UUID string (else 400
+/// `parameter_invalid`).
+fn conversation_param(raw: Option<&str>) -> KernelResult<Option<Uuid>> {
+    match raw {
+        None | Some("") => Ok(None),
+        Some(s) => Uuid::parse_str(s.trim()).map(Some).map_err(|_| {
+            KernelError::new(
+                Code::ParameterInvalid,
+                format!("conversation_public_id {s:?} is not a UUID"),
+            )
+        }),
     }
 }
 
@@ -109,26 +128,54 @@ fn stale(path: &str, current: i64) -> KernelError {
 }
 
 impl Kernel {
+    /// The scope owners of a door caller in `ws`: its controlling human, the workspace, and the
+    /// conversation `conversation` names (404 `not_found` unless it is one of `ws`).
+    async fn door_owners(
+        &self,
+        principal: &MemberPrincipal,
+        ws: &WorkspaceRow,
+        conversation: Option<Uuid>,
+    ) -> KernelResult<Owners> {
+        let conversation = match conversation {
+            Some(c) => Some(
+                self.store
+                    .conversation_by_public_id(c)
+                    .await?
+                    .filter(|row| row.workspace_id == ws.id)
+                    .ok_or_else(|| KernelError::new(Code::NotFound, "no such conversation"))?
+                    .id,
+            ),
+            None => None,
+        };
+        Ok(Owners {
+            user: Some(super::controlling_human_id(&principal.member)),
+            workspace: Some(ws.id),
+            conversation,
+        })
+    }
+
     /// `GET W/memory?prefix=`: the documents under the prefix (or every reachable scope),
     /// sorted by path.
     pub async fn memory_list(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        prefix: Option<&str>,
+        query: &MemoryQuery<'_>,
     ) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let owners = self
+            .door_owners(principal, &ws, conversation_param(query.conversation_public_id)?)
+            .await?;
         let mut docs: Vec<MemoryDocRow> = Vec::new();
-        match prefix.filter(|p| !p.is_empty()) {
+        match query.prefix.filter(|p| !p.is_empty()) {
             Some(raw) => {
                 let prefix = parse_prefix(raw).map_err(|m| path_invalid("/prefix", m))?;
-                let owner = owner_of(principal, &ws, prefix.scope, raw, "/prefix")?;
+                let owner = owner_of(&owners, prefix.scope, raw)?;
                 docs = self.store.memory_documents(prefix.scope, owner, false).await?;
                 docs.retain(|d| d.path.starts_with(&prefix.prefix));
             }
             None => {
-                for scope in [MemoryScope::User, MemoryScope::Workspace] {
-                    let owner = owner_of(principal, &ws, scope, scope.as_str(), "/prefix")?;
+                for (scope, owner) in owners.available() {
                     docs.extend(self.store.memory_documents(scope, owner, false).await?);
                 }
                 docs.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
@@ -137,16 +184,19 @@ impl Kernel {
         Ok(json!({"documents": docs.iter().map(summary_json).collect::<Vec<_>>()}))
     }
 
-    /// `GET W/memory/doc?path=`: `{document}`, or 404 `not_found`.
+    /// `GET W/memory/doc?path=&conversation_public_id=`: `{document}`, or 404 `not_found`.
     pub async fn memory_read_document(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        path: Option<&str>,
+        query: &MemoryQuery<'_>,
     ) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
-        let path = required_path(path, "/path")?;
-        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        let path = required_path(query.path, "/path")?;
+        let owners = self
+            .door_owners(principal, &ws, conversation_param(query.conversation_public_id)?)
+            .await?;
+        let owner = owner_of(&owners, path.scope, &path.full)?;
         let doc = self
             .store
             .memory_document(path.scope, owner, &path.full)
@@ -155,8 +205,9 @@ impl Kernel {
         Ok(json!({"document": document_json(&doc)}))
     }
 
-    /// `PUT W/memory/doc {path, content, description?, expected_lock_version?}`: creates or
-    /// replaces the document whole; `{document}` in the read shape.
+    /// `PUT W/memory/doc {path, content, description?, expected_lock_version?,
+    /// conversation_public_id?}`: creates or replaces the document whole; `{document}` in the
+    /// read shape.
     pub async fn memory_put_document(
         &self,
         principal: &MemberPrincipal,
@@ -200,7 +251,18 @@ impl Kernel {
             }
         };
         let expected = expected_version(body.get("expected_lock_version"))?;
-        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        let conversation = match body.get("conversation_public_id") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(s)) => conversation_param(Some(s))?,
+            Some(other) => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("conversation_public_id must be a UUID string, got {other}"),
+                ));
+            }
+        };
+        let owners = self.door_owners(principal, &ws, conversation).await?;
+        let owner = owner_of(&owners, path.scope, &path.full)?;
         if content.len() > DOCUMENT_BYTES {
             return Err(KernelError::validation(
                 "memory_document_too_large",
@@ -265,18 +327,17 @@ impl Kernel {
         }
     }
 
-    /// `DELETE W/memory/doc?path=&expected_lock_version=`: `{document: {path, lock_version}}`
-    /// with the version removed, or 404 `not_found`.
+    /// `DELETE W/memory/doc?path=&expected_lock_version=&conversation_public_id=`:
+    /// `{document: {path, lock_version}}` with the version removed, or 404 `not_found`.
     pub async fn memory_delete_document(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        path: Option<&str>,
-        expected_lock_version: Option<&str>,
+        query: &MemoryQuery<'_>,
     ) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
-        let path = required_path(path, "/path")?;
-        let expected = match expected_lock_version {
+        let path = required_path(query.path, "/path")?;
+        let expected = match query.expected_lock_version {
             None | Some("") => None,
             Some(raw) => Some(raw.trim().parse::<i64>().ok().filter(|n| *n >= 0).ok_or_else(|| {
                 KernelError::new(
@@ -285,7 +346,10 @@ impl Kernel {
                 )
             })?),
         };
-        let owner = owner_of(principal, &ws, path.scope, &path.full, "/path")?;
+        let owners = self
+            .door_owners(principal, &ws, conversation_param(query.conversation_public_id)?)
+            .await?;
+        let owner = owner_of(&owners, path.scope, &path.full)?;
         match self
             .store
             .memory_delete(path.scope, owner, &path.full, expected)

@@ -206,12 +206,20 @@ impl Owners {
             Some(w) => tx.workspace_id_of(w).await?,
             None => None,
         };
-        // Conversations do not exist in this build: a standalone run has no conversation
-        // scope, and no binding can name one yet.
+        // A hosted round names its conversation; a standalone run's binding is null and has no
+        // conversation scope. A conversation outside the bound workspace is no scope either.
+        let conversation = match id("conversation_public_id") {
+            Some(c) => tx
+                .conversation_by_public_id(c)
+                .await?
+                .filter(|row| Some(row.workspace_id) == workspace)
+                .map(|row| row.id),
+            None => None,
+        };
         Ok(Owners {
             user,
             workspace,
-            conversation: None,
+            conversation,
         })
     }
 

@@ -34,6 +34,7 @@ impl Kernel {
     /// the lowest sequence the effects name, when they name one). Call only after the commit.
     pub(crate) async fn publish(&self, effects: Vec<AfterCommit>) {
         let mut runs: BTreeSet<i64> = BTreeSet::new();
+        let mut conversations: BTreeSet<i64> = BTreeSet::new();
         let mut known: HashMap<i64, i64> = HashMap::new();
         for effect in effects {
             match effect {
@@ -45,9 +46,10 @@ impl Kernel {
                 AfterCommit::RunEvents(run_id) => {
                     runs.insert(run_id);
                 }
+                AfterCommit::ConversationEvents(conversation_id) => {
+                    conversations.insert(conversation_id);
+                }
                 AfterCommit::WakeJobs => self.state.signals.wake_jobs(),
-                // The conversation stream follows its feed by polling until it has a channel.
-                AfterCommit::ConversationEvents(_) => {}
                 AfterCommit::WorkAvailable {
                     executor_public_id,
                     kind,
@@ -63,6 +65,9 @@ impl Kernel {
         }
         for run_id in runs {
             self.state.signals.run_events(run_id, known.get(&run_id).copied()).await;
+        }
+        for conversation_id in conversations {
+            self.state.signals.conversation_events(conversation_id).await;
         }
     }
 }

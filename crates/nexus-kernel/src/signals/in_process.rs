@@ -5,6 +5,9 @@
 //!   run with subscribers. A commit's trigger makes it catch up from the store, so every
 //!   subscriber receives the run's events in sequence order without gaps, even when a
 //!   transaction's effects did not name every event it wrote.
+//! - A conversation's live feed (runs.md §12) is the same, per conversation. Its trigger names
+//!   no sequence, so a new feed learns where the conversation stands when it opens, before
+//!   any trigger can read it.
 //! - Executor push channels (executor.md §10) and run progress relays (executor.md §11) are
 //!   broadcast channels keyed by executor and by run, created by a subscriber and dropped at
 //!   the first send that finds no subscriber left.
@@ -15,15 +18,16 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use nexus_store::{Engine, EventRow, Store};
+use nexus_store::{ConversationEventRow, Engine, EventRow, Store};
 use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 use uuid::Uuid;
 
 use super::{Abort, Ephemeral, Subscription};
 
-/// Events buffered per run feed before a slow subscriber starts lagging (it re-reads the store).
-const RUN_FEED_BUFFER: usize = 1024;
+/// Events buffered per run or conversation feed before a slow subscriber starts lagging (it
+/// re-reads the store).
+const FEED_BUFFER: usize = 1024;
 
 /// Frames buffered per executor channel before a slow reader starts losing them (it recovers
 /// by polling its inbox).
@@ -37,10 +41,12 @@ const CATCH_UP_PAGE: i64 = 500;
 
 /// The in-process implementation of [`super::Signals`].
 pub struct InProcessSignals {
-    /// Where a run's feed catches up from.
+    /// Where a run's or a conversation's feed catches up from.
     store: Store,
     /// Per-run live feeds.
-    runs: Mutex<HashMap<i64, RunFeed>>,
+    runs: Feeds<EventRow>,
+    /// Per-conversation live feeds.
+    conversations: Feeds<ConversationEventRow>,
     /// Woken after a commit that inserted a job.
     jobs: Notify,
     /// Per-executor push channels, by public id.
@@ -51,18 +57,12 @@ pub struct InProcessSignals {
     inflight: Mutex<HashMap<i64, Arc<Notify>>>,
 }
 
-#[derive(Clone)]
-struct RunFeed {
-    sender: broadcast::Sender<EventRow>,
-    /// The last sequence sent (`None` until the first publish after the feed opened).
-    last_sent: Arc<tokio::sync::Mutex<Option<i64>>>,
-}
-
 impl InProcessSignals {
     pub(super) fn new(store: Store) -> Self {
         Self {
             store,
-            runs: Mutex::new(HashMap::new()),
+            runs: Feeds::new(),
+            conversations: Feeds::new(),
             jobs: Notify::new(),
             executors: Channels::new(EXECUTOR_CHANNEL_BUFFER),
             progress: Channels::new(PROGRESS_BUFFER),
@@ -71,66 +71,71 @@ impl InProcessSignals {
     }
 
     pub(super) fn subscribe_run(&self, run_id: i64) -> Subscription<EventRow> {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        Subscription::new(
-            runs.entry(run_id)
-                .or_insert_with(|| RunFeed {
-                    sender: broadcast::channel(RUN_FEED_BUFFER).0,
-                    last_sent: Arc::new(tokio::sync::Mutex::new(None)),
-                })
-                .sender
-                .subscribe(),
-        )
-    }
-
-    /// The run's feed if it has subscribers (a feed whose last subscriber left is dropped).
-    fn feed(&self, run_id: i64) -> Option<RunFeed> {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let feed = runs.get(&run_id)?;
-        if feed.sender.receiver_count() == 0 {
-            runs.remove(&run_id);
-            return None;
-        }
-        Some(feed.clone())
+        self.runs.subscribe(run_id).0
     }
 
     /// Sends the run's events after the feed's last sent sequence (or from `first_known`, or,
     /// on a feed that has sent nothing and knows nothing, only notes where the run stands).
     pub(super) async fn run_events(&self, run_id: i64, first_known: Option<i64>) {
-        let Some(feed) = self.feed(run_id) else {
+        let Some(feed) = self.runs.live(run_id) else {
             return;
         };
         let mut last = feed.last_sent.lock().await;
         let after = match (*last, first_known) {
             (Some(l), _) => l,
             (None, Some(first)) => first - 1,
-            (None, None) => match self.store.latest_event_sequence(run_id).await {
-                Ok(s) => {
+            (None, None) => {
+                if let Ok(s) = self.store.latest_event_sequence(run_id).await {
                     *last = Some(s);
-                    return;
                 }
-                Err(_) => return,
-            },
+                return;
+            }
         };
-        let mut after = after;
-        loop {
-            let rows = match self.store.events_after(run_id, after, CATCH_UP_PAGE).await {
-                Ok(rows) => rows,
-                Err(e) => {
-                    tracing::warn!(error = %e, run_id, "live feed catch-up failed");
-                    return;
-                }
-            };
-            let n = rows.len();
-            for row in rows {
-                after = row.sequence;
-                let _ = feed.sender.send(row);
-            }
-            *last = Some(after);
-            if (n as i64) < CATCH_UP_PAGE {
-                break;
-            }
+        let store = &self.store;
+        *last = Some(
+            feed.catch_up(
+                after,
+                |after| store.events_after(run_id, after, CATCH_UP_PAGE),
+                |r| r.sequence,
+            )
+            .await,
+        );
+    }
+
+    /// A conversation's durable events from now on. A feed opened here first reads where the
+    /// conversation stands, holding the feed so that no trigger catches up before it knows.
+    pub(super) async fn subscribe_conversation(&self, conversation_id: i64) -> Subscription<ConversationEventRow> {
+        let (subscription, fresh) = self.conversations.subscribe(conversation_id);
+        if let Some(mut last) = fresh
+            && let Ok(s) = self.store.latest_conversation_event_sequence(conversation_id).await
+        {
+            *last = Some(s);
         }
+        subscription
+    }
+
+    /// Sends the conversation's events after the feed's last sent sequence (on a feed that
+    /// knows none, because its opening read failed, only notes where the conversation stands).
+    pub(super) async fn conversation_events(&self, conversation_id: i64) {
+        let Some(feed) = self.conversations.live(conversation_id) else {
+            return;
+        };
+        let mut last = feed.last_sent.lock().await;
+        let Some(after) = *last else {
+            if let Ok(s) = self.store.latest_conversation_event_sequence(conversation_id).await {
+                *last = Some(s);
+            }
+            return;
+        };
+        let store = &self.store;
+        *last = Some(
+            feed.catch_up(
+                after,
+                |after| store.conversation_events(conversation_id, after, CATCH_UP_PAGE),
+                |r| r.sequence,
+            )
+            .await,
+        );
     }
 
     pub(super) fn wake_jobs(&self) {
@@ -178,6 +183,81 @@ impl InProcessSignals {
         let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(abort) = inflight.get(&task_id) {
             abort.notify_one();
+        }
+    }
+}
+
+/// Live feeds of durable rows (`R`) by internal id (a run's, a conversation's).
+struct Feeds<R> {
+    feeds: Mutex<HashMap<i64, Feed<R>>>,
+}
+
+#[derive(Clone)]
+struct Feed<R> {
+    sender: broadcast::Sender<R>,
+    /// The last sequence sent (`None` until the feed knows where its record stands).
+    last_sent: Arc<tokio::sync::Mutex<Option<i64>>>,
+}
+
+impl<R: Clone> Feeds<R> {
+    fn new() -> Self {
+        Self {
+            feeds: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// A receiver of the feed of `id`, and, when this call opened the feed, its `last_sent`
+    /// held (no trigger catches up until it is released).
+    fn subscribe(&self, id: i64) -> (Subscription<R>, Option<tokio::sync::OwnedMutexGuard<Option<i64>>>) {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+        let mut fresh = None;
+        let feed = feeds.entry(id).or_insert_with(|| {
+            let last_sent = Arc::new(tokio::sync::Mutex::new(None));
+            fresh = last_sent.clone().try_lock_owned().ok();
+            Feed {
+                sender: broadcast::channel(FEED_BUFFER).0,
+                last_sent,
+            }
+        });
+        (Subscription::new(feed.sender.subscribe()), fresh)
+    }
+
+    /// The feed of `id` if it has subscribers (a feed whose last subscriber left is dropped).
+    fn live(&self, id: i64) -> Option<Feed<R>> {
+        let mut feeds = self.feeds.lock().unwrap_or_else(|p| p.into_inner());
+        let feed = feeds.get(&id)?;
+        if feed.sender.receiver_count() == 0 {
+            feeds.remove(&id);
+            return None;
+        }
+        Some(feed.clone())
+    }
+}
+
+impl<R> Feed<R> {
+    /// Sends every row `read` gives after `after`, page by page, in order; the last sequence
+    /// sent (`after` when none; where it stopped when a read failed).
+    async fn catch_up<F, Fut>(&self, mut after: i64, read: F, sequence: fn(&R) -> i64) -> i64
+    where
+        F: Fn(i64) -> Fut,
+        Fut: std::future::Future<Output = nexus_store::Result<Vec<R>>>,
+    {
+        loop {
+            let rows = match read(after).await {
+                Ok(rows) => rows,
+                Err(e) => {
+                    tracing::warn!(error = %e, "live feed catch-up failed");
+                    return after;
+                }
+            };
+            let n = rows.len();
+            for row in rows {
+                after = sequence(&row);
+                let _ = self.sender.send(row);
+            }
+            if (n as i64) < CATCH_UP_PAGE {
+                return after;
+            }
         }
     }
 }

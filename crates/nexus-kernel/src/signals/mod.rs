@@ -1,16 +1,17 @@
 //! The signals seam: everything that must reach another part of the system when state changes,
 //! behind one interface ([`Signals`]).
 //!
-//! - after a commit: a run's live feed catches up ([`Signals::run_events`]), the job workers
-//!   wake ([`Signals::wake_jobs`]), an executor's push channel gets a frame
+//! - after a commit: a run's live feed catches up ([`Signals::run_events`]), so does a
+//!   conversation's ([`Signals::conversation_events`]), the job workers wake
+//!   ([`Signals::wake_jobs`]), an executor's push channel gets a frame
 //!   ([`Signals::push_to_executor`]: `work_available`, `work_canceled`);
 //! - ephemeral, never stored: a run's `executor_progress` and `model_delta` frames
 //!   ([`Signals::relay_ephemeral`], [`Ephemeral`]);
 //! - an in-flight model call is registered while it runs, so a stop can abort it
 //!   ([`Signals::model_call_started`], [`Signals::model_call_ended`],
 //!   [`Signals::abort_model_call`]);
-//! - the listening ends: a run's feed, an executor's channel, a run's progress
-//!   ([`Subscription`]), and the workers' wake-up ([`Signals::jobs_woken`]).
+//! - the listening ends: a run's feed, a conversation's feed, an executor's channel, a run's
+//!   progress ([`Subscription`]), and the workers' wake-up ([`Signals::jobs_woken`]).
 //!
 //! The one implementation is in-process ([`InProcessSignals`]): broadcast channels and a
 //! notifier in this process's memory, so a signal reaches this node only. Another (several
@@ -29,7 +30,7 @@
 mod handles;
 mod in_process;
 
-use nexus_store::{EventRow, Store};
+use nexus_store::{ConversationEventRow, EventRow, Store};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -57,6 +58,22 @@ impl Signals {
     pub async fn run_events(&self, run_id: i64, first_known: Option<i64>) {
         match self {
             Signals::InProcess(s) => s.run_events(run_id, first_known).await,
+        }
+    }
+
+    /// After a commit that wrote events of conversation `conversation_id` (internal id): the
+    /// conversation's live feed catches up, in sequence order and without gaps.
+    pub async fn conversation_events(&self, conversation_id: i64) {
+        match self {
+            Signals::InProcess(s) => s.conversation_events(conversation_id).await,
+        }
+    }
+
+    /// The conversation's durable events published from now on (its live feed). Async: a
+    /// feed opened here first learns where the conversation's record stands.
+    pub async fn subscribe_conversation(&self, conversation_id: i64) -> Subscription<ConversationEventRow> {
+        match self {
+            Signals::InProcess(s) => s.subscribe_conversation(conversation_id).await,
         }
     }
 

@@ -23,6 +23,8 @@ mod memory_edit;
 mod memory_grep;
 mod memory_ls;
 mod memory_read;
+#[cfg(test)]
+mod memory_scope_tests;
 mod memory_write;
 mod params;
 mod runners_list;

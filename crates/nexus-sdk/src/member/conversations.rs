@@ -258,6 +258,10 @@ impl ConversationRef {
         &self.workspace
     }
 
+    pub(super) fn http(&self) -> &Http {
+        &self.http
+    }
+
     pub(super) fn route(&self) -> Route {
         Route::new(V1)
             .lit("workspaces")

@@ -152,6 +152,28 @@ pub struct Ephemeral {
 /// SSE names that are ephemeral on the wire, whatever their data looks like.
 const EPHEMERAL: [&str; 2] = ["executor_progress", "model_delta"];
 
+/// What a live feed's Server-Sent Events decode into: a run's [`Frame`], a conversation's
+/// event.
+pub(crate) trait FeedItem: Sized + Send + 'static {
+    /// Decodes one SSE message (`None`: not an item of this feed, skipped).
+    fn decode(message: eventsource_stream::Event) -> Option<Self>;
+    /// The durable sequence (`None` for an ephemeral frame).
+    fn sequence(&self) -> Option<i64>;
+}
+
+impl FeedItem for Frame {
+    fn decode(message: eventsource_stream::Event) -> Option<Frame> {
+        Some(Frame::of(message))
+    }
+
+    fn sequence(&self) -> Option<i64> {
+        match self {
+            Frame::Event(event) => Some(event.sequence),
+            Frame::Ephemeral(_) => None,
+        }
+    }
+}
+
 impl Frame {
     /// Classifies one SSE message: a known ephemeral name, or data that is not an event of
     /// this run's shape, is ephemeral; the rest is a durable event.
@@ -169,7 +191,7 @@ impl Frame {
     }
 }
 
-/// How [`EventStream`] reconnects after its connection drops.
+/// How a live feed ([`EventStream`], a conversation's) reconnects after its connection drops.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Reconnect {
     /// Consecutive attempts without a frame before the stream gives up (0: never reconnect).
@@ -234,8 +256,9 @@ impl Connector {
     }
 }
 
-/// A feed's state between frames.
-struct Feed {
+/// A feed's state between items.
+struct Feed<T> {
+    _items: std::marker::PhantomData<fn() -> T>,
     connector: Connector,
     policy: Reconnect,
     /// The last durable sequence handed out (shared with [`EventStream::last_sequence`]).
@@ -246,9 +269,9 @@ struct Feed {
     done: bool,
 }
 
-impl Feed {
-    /// The next frame, reconnecting as the policy allows; `None` once the feed is over.
-    async fn next(&mut self) -> Option<Result<Frame>> {
+impl<T: FeedItem> Feed<T> {
+    /// The next item, reconnecting as the policy allows; `None` once the feed is over.
+    async fn next(&mut self) -> Option<Result<T>> {
         loop {
             if self.done {
                 return None;
@@ -275,15 +298,17 @@ impl Feed {
             match sse.next().await {
                 Some(Ok(message)) => {
                     self.attempts = 0;
-                    let frame = Frame::of(message);
-                    if let Frame::Event(event) = &frame {
+                    let Some(item) = T::decode(message) else {
+                        continue;
+                    };
+                    if let Some(sequence) = item.sequence() {
                         // A replayed event after a reconnect is not handed out twice.
-                        if event.sequence <= self.last.load(Ordering::SeqCst) {
+                        if sequence <= self.last.load(Ordering::SeqCst) {
                             continue;
                         }
-                        self.last.store(event.sequence, Ordering::SeqCst);
+                        self.last.store(sequence, Ordering::SeqCst);
                     }
-                    return Some(Ok(frame));
+                    return Some(Ok(item));
                 }
                 Some(Err(_)) | None => {
                     self.sse = None;
@@ -315,25 +340,39 @@ impl std::fmt::Debug for EventStream {
     }
 }
 
+/// Opens the live feed at `route` after sequence `after` (0 = from the start): its items, and
+/// the last durable sequence handed out. The first connection is made here, so a refusal is
+/// this call's error.
+pub(crate) async fn open_feed<T: FeedItem>(
+    http: Http,
+    route: Route,
+    after: i64,
+    policy: Reconnect,
+) -> Result<(BoxStream<'static, Result<T>>, Arc<AtomicI64>)> {
+    let last = Arc::new(AtomicI64::new(after.max(0)));
+    let mut feed = Feed {
+        _items: std::marker::PhantomData,
+        connector: Connector { http, route },
+        policy,
+        last: last.clone(),
+        sse: None,
+        attempts: 0,
+        done: false,
+    };
+    feed.sse = Some(feed.connector.connect(after.max(0), false).await?);
+    let inner = stream::unfold(feed, |mut feed| async move {
+        let item = feed.next().await?;
+        Some((item, feed))
+    })
+    .boxed();
+    Ok((inner, last))
+}
+
 impl EventStream {
     /// Opens the feed at `route` after sequence `after` (0 = from the start). The first
     /// connection is made here, so a refusal is this call's error.
     pub(crate) async fn open(http: Http, route: Route, after: i64, policy: Reconnect) -> Result<EventStream> {
-        let last = Arc::new(AtomicI64::new(after.max(0)));
-        let mut feed = Feed {
-            connector: Connector { http, route },
-            policy,
-            last: last.clone(),
-            sse: None,
-            attempts: 0,
-            done: false,
-        };
-        feed.sse = Some(feed.connector.connect(after.max(0), false).await?);
-        let inner = stream::unfold(feed, |mut feed| async move {
-            let item = feed.next().await?;
-            Some((item, feed))
-        })
-        .boxed();
+        let (inner, last) = open_feed(http, route, after, policy).await?;
         Ok(EventStream { inner, last })
     }
 

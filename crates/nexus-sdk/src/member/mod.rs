@@ -4,7 +4,8 @@
 //!
 //! Start from [`Client::workspace`](crate::Client::workspace), which gives a [`Workspace`]
 //! (the `W/…` routes); [`Workspace::run`] gives a [`RunRef`] (the `R/…` routes) and
-//! [`Workspace::conversation`] a [`ConversationRef`] (the `C/…` routes). Uploads and
+//! [`Workspace::conversation`] a [`ConversationRef`] (the `C/…` routes, its live feed a
+//! [`ConversationEventStream`]). Uploads and
 //! runner discovery are account-wide and sit on [`Client`](crate::Client) itself.
 //!
 //! ```no_run
@@ -36,6 +37,7 @@
 //! an open word set with an `Other` variant: a newer kernel never breaks the decode.
 
 mod approvals;
+mod conversation_stream;
 mod conversations;
 mod events;
 mod executors;
@@ -53,6 +55,7 @@ mod wire;
 mod workspace;
 
 pub use approvals::{Approval, ApprovalPage};
+pub use conversation_stream::ConversationEventStream;
 pub use conversations::{
     ArchivedFilter, Conversation, ConversationCreated, ConversationEvent, ConversationEventKind, ConversationEventPage,
     ConversationPage, ConversationParent, ConversationRef, NewConversation,

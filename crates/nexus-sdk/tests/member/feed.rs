@@ -1,17 +1,21 @@
-//! The live feed: a runner-routed tool run followed frame by frame (durable events and an
-//! ephemeral progress frame), a resume after the connection is cut, `after`, and a refusal.
+//! The live feeds: a runner-routed tool run followed frame by frame (durable events and an
+//! ephemeral progress frame), a resume after the connection is cut, `after`, and a refusal;
+//! a conversation's feed followed live and resumed after a cut.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use nexus_sdk::Client;
-use nexus_sdk::member::{ApprovalMode, EventStream, Frame, NewRun, Resolution, RunStatus, Step, TaskStatus};
+use nexus_sdk::member::{
+    ApprovalMode, ConversationEvent, ConversationEventKind, ConversationEventStream, EventStream, Frame,
+    NewConversation, NewInput, NewRun, Resolution, RunStatus, Step, TaskStatus,
+};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
-use crate::harness::{PATIENCE, refusal, served, task_when};
+use crate::harness::{PATIENCE, Served, refusal, served, task_when};
 
 /// Reads frames until `stop` holds on one; returns every frame read, that one included.
 async fn frames_until(feed: &mut EventStream, stop: impl Fn(&Frame) -> bool) -> Vec<Frame> {
@@ -163,6 +167,15 @@ impl Proxy {
         }
     }
 
+    /// A proxy to `s`, and the agent's client through it.
+    async fn agent_client(s: &Served) -> (Proxy, Client) {
+        let upstream: SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
+        let proxy = Proxy::to(upstream).await;
+        let token = s.boot["agent"]["member_token"].as_str().unwrap();
+        let client = Client::new(&format!("http://{}", proxy.addr), token);
+        (proxy, client)
+    }
+
     /// Drops every open connection (both ends see the socket close).
     fn cut(&self) -> usize {
         let open: Vec<_> = self.connections.lock().unwrap().drain(..).collect();
@@ -184,10 +197,7 @@ impl Drop for Proxy {
 async fn the_feed_resumes_after_its_connection_is_cut() {
     for s in served(&[]).await {
         let d = s.dialect;
-        let upstream: SocketAddr = s.base.trim_start_matches("http://").parse().unwrap();
-        let proxy = Proxy::to(upstream).await;
-        let token = s.boot["agent"]["member_token"].as_str().unwrap();
-        let proxied = Client::new(&format!("http://{}", proxy.addr), token);
+        let (proxy, proxied) = Proxy::agent_client(&s).await;
 
         let ws = s.ws();
         let (run, created) = ws
@@ -219,5 +229,66 @@ async fn the_feed_resumes_after_its_connection_is_cut() {
         );
         let stored = run.events(0, Some(500)).await.unwrap();
         assert_eq!(seen.len(), stored.events.len(), "{d}");
+    }
+}
+
+/// Reads conversation events until `n` in all, failing after [`PATIENCE`].
+async fn conversation_events(
+    feed: &mut ConversationEventStream,
+    n: usize,
+    mut out: Vec<ConversationEvent>,
+) -> Vec<ConversationEvent> {
+    tokio::time::timeout(PATIENCE, async {
+        while out.len() < n {
+            out.push(feed.next().await.expect("the feed ended").expect("an event"));
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("timed out; read {out:?}"));
+    out
+}
+
+#[tokio::test]
+async fn a_conversation_feed_follows_live_and_resumes_after_a_cut() {
+    for s in served(&[]).await {
+        let d = s.dialect;
+        let (proxy, proxied) = Proxy::agent_client(&s).await;
+
+        let ws = s.ws();
+        let made = ws.create_conversation(&NewConversation::new()).await.unwrap();
+        let conv = ws.conversation(&made.conversation.public_id);
+        let first = conv.create_input(&NewInput::text("a")).await.unwrap().input;
+        let mut feed = proxied
+            .workspace(&s.ws_id())
+            .conversation(conv.public_id())
+            .events_stream(0)
+            .await
+            .unwrap();
+        // The backlog, then a live event.
+        let seen = conversation_events(&mut feed, 1, Vec::new()).await;
+        let second = conv.create_input(&NewInput::text("b")).await.unwrap().input;
+        let seen = conversation_events(&mut feed, 2, seen).await;
+        assert_eq!(seen[0].kind, ConversationEventKind::InputAccepted, "{d}");
+        assert_eq!(seen[0].data["input_public_id"], first.public_id.as_str());
+        assert_eq!(seen[1].data["input_public_id"], second.public_id.as_str());
+        assert_eq!(seen[1].conversation_public_id.as_deref(), Some(conv.public_id()));
+
+        // Cut: what commits meanwhile arrives after the reconnect, with no gap or repeat.
+        assert!(proxy.cut() >= 1, "{d}: the feed's connection went through the proxy");
+        conv.create_input(&NewInput::text("c")).await.unwrap();
+        conv.archive().await.unwrap();
+        let seen = conversation_events(&mut feed, 4, seen).await;
+        let sequences: Vec<i64> = seen.iter().map(|e| e.sequence).collect();
+        assert_eq!(sequences, [1, 2, 3, 4], "{d}");
+        assert_eq!(seen[3].kind, ConversationEventKind::ConversationArchived);
+        assert_eq!(feed.last_sequence(), 4);
+        assert_eq!(conv.events(0, None).await.unwrap().events, seen, "{d}");
+
+        // `after` skips what was seen; an unknown conversation is refused at open.
+        let mut later = conv.events_stream(3).await.unwrap();
+        let next = conversation_events(&mut later, 1, Vec::new()).await;
+        assert_eq!(next[0].sequence, 4, "{d}");
+        let ghost = ws.conversation("00000000-0000-7000-8000-000000000000");
+        assert_eq!(refusal(ghost.events_stream(0).await), (404, "not_found".into()));
     }
 }

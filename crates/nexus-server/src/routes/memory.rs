@@ -1,13 +1,15 @@
 //! Memory documents, the member door (kernel-tools.md §8): `GET W/memory?prefix=`,
 //! `GET W/memory/doc?path=`, `PUT W/memory/doc`, `DELETE W/memory/doc?path=&expected_lock_version=`.
 //! Each handler parses the path, query and body, calls the kernel, and returns its JSON.
-//! `conversation_public_id` is accepted and unused: conversations do not exist in this build,
-//! and the kernel refuses every `conversation/` path (422 `memory_path_invalid`).
+//! `conversation/` paths name their conversation with `conversation_public_id` (a query
+//! parameter; a body member of `PUT`).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use serde::Deserialize;
 use serde_json::Value;
+
+use nexus_kernel::memory::door::MemoryQuery;
 
 use super::runs::path_id;
 use crate::AppState;
@@ -28,15 +30,29 @@ pub struct DocQuery {
     pub conversation_public_id: Option<String>,
 }
 
+impl DocQuery {
+    fn as_query(&self) -> MemoryQuery<'_> {
+        MemoryQuery {
+            prefix: None,
+            path: self.path.as_deref(),
+            expected_lock_version: self.expected_lock_version.as_deref(),
+            conversation_public_id: self.conversation_public_id.as_deref(),
+        }
+    }
+}
+
 pub async fn list(
     State(state): State<AppState>,
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<ListQuery>,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(
-        state.kernel.memory_list(&p, path_id(&ws)?, q.prefix.as_deref()).await?,
-    ))
+    let query = MemoryQuery {
+        prefix: q.prefix.as_deref(),
+        conversation_public_id: q.conversation_public_id.as_deref(),
+        ..MemoryQuery::default()
+    };
+    Ok(Json(state.kernel.memory_list(&p, path_id(&ws)?, &query).await?))
 }
 
 pub async fn read(
@@ -48,7 +64,7 @@ pub async fn read(
     Ok(Json(
         state
             .kernel
-            .memory_read_document(&p, path_id(&ws)?, q.path.as_deref())
+            .memory_read_document(&p, path_id(&ws)?, &q.as_query())
             .await?,
     ))
 }
@@ -71,7 +87,7 @@ pub async fn delete(
     Ok(Json(
         state
             .kernel
-            .memory_delete_document(&p, path_id(&ws)?, q.path.as_deref(), q.expected_lock_version.as_deref())
+            .memory_delete_document(&p, path_id(&ws)?, &q.as_query())
             .await?,
     ))
 }

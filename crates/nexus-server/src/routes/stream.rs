@@ -1,7 +1,8 @@
-//! `GET R/events/stream` (runs.md §11): Server-Sent Events. Durable events carry
-//! `id: <sequence>`, `event: <type>`, `data: <json>`; a client resumes with `Last-Event-ID`
-//! or `?after=`. Ephemeral `executor_progress` frames carry no id. A comment heartbeat goes
-//! out every 15 s.
+//! `GET R/events/stream` (runs.md §11) and `GET C/events/stream` (runs.md §12): Server-Sent
+//! Events. Durable events carry `id: <sequence>`, `event: <type>`, `data: <json>`; a client
+//! resumes with `Last-Event-ID` or `?after=` (`Last-Event-ID` wins). A run's ephemeral
+//! `executor_progress` and `model_delta` frames carry no id. A comment heartbeat goes out every
+//! 15 s.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -12,7 +13,8 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use nexus_core::codes::Code;
 use serde::Deserialize;
 
-use nexus_kernel::runs::stream::FeedItem;
+use nexus_kernel::conversations::stream::ConversationStream;
+use nexus_kernel::runs::stream::{EventStream, FeedItem};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -36,6 +38,19 @@ fn cursor(raw: Option<&str>, what: &str) -> ApiResult<Option<i64>> {
     .transpose()
 }
 
+/// The resume cursor: `Last-Event-ID`, else `?after=`, else 0.
+fn resume_after(headers: &HeaderMap, q: &StreamQuery) -> ApiResult<i64> {
+    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    Ok(cursor(last_event_id, "Last-Event-ID")?
+        .or(cursor(q.after.as_deref(), "after")?)
+        .unwrap_or(0))
+}
+
+/// The SSE response over a kernel feed, with the 15 s heartbeat.
+fn sse(feed: impl Feed) -> Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>> {
+    Sse::new(sse_events(feed)).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("heartbeat"))
+}
+
 pub async fn stream(
     State(state): State<AppState>,
     Member(p): Member,
@@ -43,32 +58,65 @@ pub async fn stream(
     Query(q): Query<StreamQuery>,
     headers: HeaderMap,
 ) -> ApiResult<Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>>> {
-    let last_event_id = headers.get("last-event-id").and_then(|v| v.to_str().ok());
-    let after = cursor(last_event_id, "Last-Event-ID")?
-        .or(cursor(q.after.as_deref(), "after")?)
-        .unwrap_or(0);
+    let after = resume_after(&headers, &q)?;
     let feed = state
         .kernel
         .event_stream(&p, path_id(&ws)?, path_id(&run)?, after)
         .await?;
-    let events = sse_events(feed);
-    Ok(Sse::new(events).keep_alive(KeepAlive::new().interval(Duration::from_secs(15)).text("heartbeat")))
+    Ok(sse(feed))
 }
 
-/// Turns the kernel's feed into an SSE stream; the pump task ends when the client goes away.
-fn sse_events(
-    mut feed: nexus_kernel::runs::stream::EventStream,
-) -> impl futures_core::Stream<Item = Result<Event, Infallible>> {
+/// `GET C/events/stream`: the conversation's feed (no ephemeral frames).
+pub async fn conversation_stream(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<StreamQuery>,
+    headers: HeaderMap,
+) -> ApiResult<Sse<impl futures_core::Stream<Item = Result<Event, Infallible>>>> {
+    let after = resume_after(&headers, &q)?;
+    let feed = state
+        .kernel
+        .conversation_event_stream(&p, path_id(&ws)?, path_id(&c)?, after)
+        .await?;
+    Ok(sse(feed))
+}
+
+/// A kernel feed, frame by frame as SSE events.
+trait Feed: Send + 'static {
+    /// The next frame; `None` when the feed closed.
+    fn next_event(&mut self) -> impl std::future::Future<Output = Option<Event>> + Send;
+}
+
+impl Feed for EventStream {
+    async fn next_event(&mut self) -> Option<Event> {
+        Some(match self.next().await? {
+            FeedItem::Durable { sequence, kind, json } => Event::default()
+                .id(sequence.to_string())
+                .event(kind)
+                .data(json.to_string()),
+            FeedItem::Ephemeral { kind, json } => Event::default().event(kind).data(json.to_string()),
+        })
+    }
+}
+
+impl Feed for ConversationStream {
+    async fn next_event(&mut self) -> Option<Event> {
+        let item = self.next().await?;
+        Some(
+            Event::default()
+                .id(item.sequence.to_string())
+                .event(item.kind)
+                .data(item.json.to_string()),
+        )
+    }
+}
+
+/// Turns a kernel feed into an SSE stream; the pump task ends when the client goes away.
+fn sse_events(mut feed: impl Feed) -> impl futures_core::Stream<Item = Result<Event, Infallible>> {
     let (tx, rx) = tokio::sync::mpsc::channel::<Result<Event, Infallible>>(64);
     tokio::spawn(async move {
-        while let Some(item) = feed.next().await {
-            let event = match item {
-                FeedItem::Durable { sequence, kind, json } => Event::default()
-                    .id(sequence.to_string())
-                    .event(kind)
-                    .data(json.to_string()),
-                FeedItem::Ephemeral { kind, json } => Event::default().event(kind).data(json.to_string()),
-            };
+        while let Some(event) = feed.next_event().await {
             if tx.send(Ok(event)).await.is_err() {
                 break;
             }

@@ -245,6 +245,27 @@ impl Harness {
     }
 }
 
+/// Parses SSE text into `(id, event, data)` frames (comments skipped).
+pub fn frames(text: &str) -> Vec<(Option<String>, Option<String>, Value)> {
+    let mut out = Vec::new();
+    for block in text.split("\n\n") {
+        let (mut id, mut event, mut data) = (None, None, None);
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("id:") {
+                id = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("event:") {
+                event = Some(v.trim().to_string());
+            } else if let Some(v) = line.strip_prefix("data:") {
+                data = Some(serde_json::from_str(v.trim()).unwrap_or_else(|e| panic!("{e}: {v}")));
+            }
+        }
+        if let Some(d) = data {
+            out.push((id, event, d));
+        }
+    }
+    out
+}
+
 /// Reads a streamed body until `pred` holds on the text read so far, or `timeout` passes.
 /// Returns the text read.
 pub async fn read_until(body: &mut Body, timeout: std::time::Duration, pred: impl Fn(&str) -> bool) -> String {

@@ -222,6 +222,7 @@ pub(crate) const NEXT_EVENT_SEQUENCE: &str = "UPDATE conversations SET last_even
      WHERE id = $1 RETURNING last_event_sequence";
 pub(crate) const INSERT_EVENT: &str =
     "INSERT INTO conversation_events (conversation_id, sequence, type, at, data) VALUES ($1, $2, $3, $4, $5)";
+pub(crate) const LATEST_EVENT_SEQUENCE: &str = "SELECT last_event_sequence FROM conversations WHERE id = $1";
 pub(crate) const EVENTS_AFTER: &str = "SELECT sequence, type, at, data FROM conversation_events \
      WHERE conversation_id = $1 AND sequence > $2 ORDER BY sequence LIMIT CAST($3 AS BIGINT)";
 pub(crate) const CONVERSATION_BY_ID: &str =
@@ -612,6 +613,14 @@ macro_rules! conversation_ops {
             rows.iter().map(|r| conv::event(r)).collect()
         }
 
+        pub(crate) async fn latest_conversation_event_sequence(c: &mut Conn, conversation_id: i64) -> Result<i64> {
+            let s: Option<i64> = query_scalar(conv::LATEST_EVENT_SEQUENCE)
+                .bind(conversation_id)
+                .fetch_optional(&mut *c)
+                .await?;
+            s.ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))
+        }
+
         /// `pending → canceled`; false when the input was not pending.
         pub(crate) async fn cancel_pending_input(c: &mut Conn, id: i64) -> Result<bool> {
             let done = query(conv::CANCEL_PENDING_INPUT)
@@ -673,6 +682,9 @@ macro_rules! conversation_methods {
                 limit,
             )
             .await
+        }
+        async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64> {
+            ops::latest_conversation_event_sequence(&mut *self.pool.acquire().await?, conversation_id).await
         }
         async fn conversation_inputs(
             &self,
