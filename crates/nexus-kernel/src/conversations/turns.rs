@@ -286,7 +286,11 @@ impl Kernel {
                 let data = json!({"turn_public_id": turn.public_id, "status": "failed", "error": {"key": key}});
                 tx.append_conversation_event(conversation.id, "turn_ended", now, &data.to_string())
                     .await?;
-                return Ok(());
+                // A spawned child that cannot answer still answers its parent, with the reason.
+                let reason = format!("{key}: the child's turn could not start");
+                return self
+                    .deliver_first_reply(tx, conversation.id, Some(&reason), TurnStatus::Failed, now, effects)
+                    .await;
             }
         };
         let turn_public_id = time::new_id();

@@ -257,7 +257,11 @@ async fn a_conversation_feed_follows_live_and_resumes_after_a_cut() {
         let ws = s.ws();
         let made = ws.create_conversation(&NewConversation::new()).await.unwrap();
         let conv = ws.conversation(&made.conversation.public_id);
-        let first = conv.create_input(&NewInput::text("a")).await.unwrap().input;
+        let first = conv
+            .create_input(&NewInput::text("a").deliver_in("1h"))
+            .await
+            .unwrap()
+            .input;
         let mut feed = proxied
             .workspace(&s.ws_id())
             .conversation(conv.public_id())
@@ -266,7 +270,11 @@ async fn a_conversation_feed_follows_live_and_resumes_after_a_cut() {
             .unwrap();
         // The backlog, then a live event.
         let seen = conversation_events(&mut feed, 1, Vec::new()).await;
-        let second = conv.create_input(&NewInput::text("b")).await.unwrap().input;
+        let second = conv
+            .create_input(&NewInput::text("b").deliver_in("1h"))
+            .await
+            .unwrap()
+            .input;
         let seen = conversation_events(&mut feed, 2, seen).await;
         assert_eq!(seen[0].kind, ConversationEventKind::InputAccepted, "{d}");
         assert_eq!(seen[0].data["input_public_id"], first.public_id.as_str());
@@ -275,7 +283,7 @@ async fn a_conversation_feed_follows_live_and_resumes_after_a_cut() {
 
         // Cut: what commits meanwhile arrives after the reconnect, with no gap or repeat.
         assert!(proxy.cut() >= 1, "{d}: the feed's connection went through the proxy");
-        conv.create_input(&NewInput::text("c")).await.unwrap();
+        conv.create_input(&NewInput::text("c").deliver_in("1h")).await.unwrap();
         conv.archive().await.unwrap();
         let seen = conversation_events(&mut feed, 4, seen).await;
         let sequences: Vec<i64> = seen.iter().map(|e| e.sequence).collect();

@@ -634,3 +634,109 @@ async fn history_past_its_budget_drops_whole_oldest_turns() {
         assert_eq!(t[15]["status"], "completed", "{} {t:?}", h.dialect);
     }
 }
+
+#[tokio::test]
+async fn a_turn_writes_its_conversations_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    for h in harnesses_with_scripts(dir.path()).await {
+        write_script(
+            dir.path(),
+            "notes",
+            &[
+                json!({"text": "Noting.", "tool_calls": [{"id": "m", "name": "memory_write",
+                       "input": {"path": "conversation/notes.md", "content": "remember the blue one"}}]}),
+                json!({"text": "Noted.", "expect": {"last_result": {"call_id": "m", "is_error": false}}}),
+            ],
+        );
+        tools_profile(&h, "scripted/notes", &["nexus.memory.write"]).await;
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({})).await;
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "Note it"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(50).await.unwrap();
+        let t = turns(&h, &agent, &conv).await;
+        assert_eq!(t[1]["content"], "Noted.", "{} {t:?}", h.dialect);
+        let doc = ok(
+            &h.get(
+                &format!(
+                    "{}/memory/doc?path=conversation/notes.md&conversation_public_id={conv}",
+                    h.w()
+                ),
+                Some(&agent),
+            )
+            .await,
+            StatusCode::OK,
+        );
+        assert_eq!(doc["document"]["content"], "remember the blue one", "{doc}");
+        // Another conversation's scope is its own.
+        let other = new_conversation(&h, &agent, json!({})).await;
+        let missing = h
+            .get(
+                &format!(
+                    "{}/memory/doc?path=conversation/notes.md&conversation_public_id={other}",
+                    h.w()
+                ),
+                Some(&agent),
+            )
+            .await;
+        refused(&missing, StatusCode::NOT_FOUND, "not_found");
+    }
+}
+
+#[tokio::test]
+async fn the_conversation_tools_refuse_on_a_standalone_run_and_check_their_parameters() {
+    let dir = tempfile::tempdir().unwrap();
+    for h in harnesses_with_scripts(dir.path()).await {
+        write_script(
+            dir.path(),
+            "alone",
+            &[
+                json!({"text": "Trying.", "tool_calls": [
+                    {"id": "a", "name": "spawn", "input": {"prompt": "do x"}},
+                    {"id": "b", "name": "spawn", "input": {"prompt": " "}},
+                    {"id": "c", "name": "spawn", "input": {"prompt": "x", "wait": "yes"}},
+                    {"id": "d", "name": "send", "input": {"to": "build-bot", "message": "hi"}},
+                    {"id": "e", "name": "send", "input": {"to": "child"}},
+                    {"id": "f", "name": "status", "input": {"to": "build-bot"}},
+                    {"id": "g", "name": "status", "input": {}},
+                    {"id": "h", "name": "cancel", "input": {"to": "child", "x": 1}},
+                    {"id": "i", "name": "cancel", "input": {"to": "child"}}]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let human = h.human_token();
+        let steps = json!([{"model": {"prompt": "Go.", "model": "scripted/alone", "kernel_tools": [
+            "nexus.conversation.spawn", "nexus.conversation.send", "nexus.conversation.status",
+            "nexus.conversation.cancel"]}}]);
+        let id = h.start_run(&human, "bypass", Value::Null, steps).await;
+        h.kernel.work_until_idle(50).await.unwrap();
+        let want = [
+            ("r1t0", "spawn_needs_conversation"),
+            ("r1t1", "parameter_invalid"),
+            ("r1t2", "parameter_invalid"),
+            ("r1t3", "unknown_conversation"),
+            ("r1t4", "parameter_invalid"),
+            ("r1t5", "unknown_conversation"),
+            ("r1t6", "parameter_invalid"),
+            ("r1t7", "parameter_invalid"),
+            ("r1t8", "unknown_conversation"),
+        ];
+        for (key, word) in want {
+            let row = ok(
+                &h.get(&format!("{}/tasks/{key}", h.r(&id)), Some(&human)).await,
+                StatusCode::OK,
+            );
+            let text = row["task"]["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            assert!(text.starts_with(&format!("{word}:")), "{key}: {row}");
+            assert_eq!(row["task"]["is_error"], true, "{key}: {row}");
+            if key == "r1t5" {
+                assert!(text.contains("\"build-bot\""), "the sentence names the value: {text}");
+            }
+        }
+    }
+}
