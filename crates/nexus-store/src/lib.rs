@@ -23,6 +23,7 @@ pub use ops::conversations::{
     NewConversation, NewInput,
 };
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
+pub use ops::sealed::SNAPSHOT_DEPTH;
 pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
 pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;

@@ -545,14 +545,29 @@ pub struct SealedRequestRow {
 pub struct NewSealedRequest {
     pub task_id: i64,
     pub generation: i64,
+    /// The whole record, or (with `record_base`) the bytes after the base's first `keep`.
     pub record: String,
     pub body_sha256: String,
     pub request_bytes: i64,
     /// SHA-256 (lowercase hex) of the tools bytes inside the body, when tools were offered.
     pub tools_sha256: Option<String>,
+    /// The whole body, or (with `body_base`) the bytes after the base's first `keep`.
     pub body: Vec<u8>,
     pub attempts: String,
     pub created_at: i64,
+    /// The record is a delta on this sealed request (migration 0020).
+    pub record_base: Option<SealedBase>,
+    /// The body is a delta on this stored body (its SHA-256).
+    pub body_base: Option<SealedBase>,
+}
+
+/// What a sealed delta extends: a sealed request's id (records) or a body's SHA-256 (bodies),
+/// and how many of its bytes come first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SealedBase {
+    pub id: Option<i64>,
+    pub sha256: Option<String>,
+    pub keep: i64,
 }
 
 /// One model round of a run as the cache report reads it ([`crate::Store::round_cache_facts`]).

@@ -612,17 +612,29 @@ pub(crate) const REQUEUE_JOB: &str =
 
 // ---- sealed requests ----
 
-/// A sealed body, once per digest (migration 0015): `$1` the digest, `$2` the bytes.
-pub(crate) const INSERT_SEALED_BODY: &str =
-    "INSERT INTO sealed_bodies (body_sha256, body) VALUES ($1, $2) ON CONFLICT (body_sha256) DO NOTHING";
+/// A sealed body, once per digest (migration 0015), maybe a delta (0020): `$1` the digest,
+/// `$2` the bytes, `$3` the base digest, `$4` the kept length, `$5` the delta depth.
+pub(crate) const INSERT_SEALED_BODY: &str = "INSERT INTO sealed_bodies (body_sha256, body, base_sha256, keep, depth) \
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING";
 
 pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
-     tools_sha256, attempts, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id";
+     tools_sha256, attempts, created_at, record_base_id, record_keep, record_depth) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id";
 
-/// A sealed record with its body, joined by digest (migration 0015).
+/// A sealed record with its body, joined by digest (migration 0015), with their delta bases
+/// (0020).
 pub(crate) const SEALED_REQUEST: &str = "SELECT s.id, s.task_id, s.generation, s.record, s.body_sha256, s.request_bytes, \
-     s.tools_sha256, b.body, s.attempts, s.created_at FROM sealed_requests s JOIN sealed_bodies b \
+     s.tools_sha256, b.body, s.attempts, s.created_at, s.record_base_id, s.record_keep, b.base_sha256, b.keep \
+     FROM sealed_requests s JOIN sealed_bodies b \
      ON b.body_sha256 = s.body_sha256 WHERE s.task_id = $1 AND s.generation = $2";
+pub(crate) const SEALED_RECORD_DEPTH: &str = "SELECT record_depth FROM sealed_requests WHERE id = $1";
+pub(crate) const SEALED_BODY_DEPTH: &str = "SELECT depth FROM sealed_bodies WHERE body_sha256 = $1";
+/// One link of a record's delta chain: `$1` the sealed request.
+pub(crate) const SEALED_RECORD_LINK: &str =
+    "SELECT record, record_base_id, record_keep, record_depth FROM sealed_requests WHERE id = $1";
+/// One link of a body's delta chain: `$1` the digest.
+pub(crate) const SEALED_BODY_LINK: &str =
+    "SELECT body, base_sha256, keep, depth FROM sealed_bodies WHERE body_sha256 = $1";
 
 /// A run's model rounds in creation order with what the cache report reads: the round's key,
 /// status, usage and, for the generation that was sealed, its tools digest.

@@ -278,6 +278,8 @@ async fn every_row_type_round_trips() {
             body: vec![0, 1, 2, 255, b'{'],
             attempts: "[]".into(),
             created_at: NOW,
+            record_base: None,
+            body_base: None,
         };
         let sr = tx.insert_sealed_request(sealed.clone()).await.unwrap();
         assert_eq!(
@@ -1700,6 +1702,75 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
                 "{open}"
             );
             drop(tx);
+        }
+    });
+}
+
+/// Sealed records and bodies stored as deltas on their predecessor (migration 0020) read back
+/// whole, through a chain longer than the snapshot depth, and a retried seal of the same body
+/// shares it.
+#[tokio::test]
+async fn sealed_deltas_read_back_whole_across_snapshots() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let rounds = 2 * nexus_store::SNAPSHOT_DEPTH as usize + 3;
+        let mut record = String::from(r#"{"entries":["#);
+        let mut body: Vec<u8> = b"{\"messages\":[".to_vec();
+        let mut prev: Option<(i64, usize, String, usize)> = None;
+        for i in 0..rounds {
+            let t = task_in(s, tool_task(run.id, &format!("r{i}"), TaskStatus::Waiting)).await;
+            let record_keep = record.len();
+            let body_keep = body.len();
+            let entry = format!("{}\"entry {i} é\"", if i == 0 { "" } else { "," });
+            record.push_str(&entry);
+            body.extend_from_slice(format!("{entry},{i}").as_bytes());
+            let whole_record = format!("{record}],\"request_options\":{{}}}}");
+            let mut whole_body = body.clone();
+            whole_body.extend_from_slice(b"]}");
+            let sha = format!("{i:064x}");
+            let (record_base, body_base) = match &prev {
+                Some((id, rk, psha, bk)) => (
+                    Some(SealedBase {
+                        id: Some(*id),
+                        sha256: None,
+                        keep: *rk as i64,
+                    }),
+                    Some(SealedBase {
+                        id: None,
+                        sha256: Some(psha.clone()),
+                        keep: *bk as i64,
+                    }),
+                ),
+                None => (None, None),
+            };
+            let new = NewSealedRequest {
+                task_id: t.id,
+                generation: 1,
+                record: match &prev {
+                    Some(_) => whole_record[record_keep..].to_string(),
+                    None => whole_record.clone(),
+                },
+                body_sha256: sha.clone(),
+                request_bytes: whole_body.len() as i64,
+                tools_sha256: None,
+                body: match &prev {
+                    Some(_) => whole_body[body_keep..].to_vec(),
+                    None => whole_body.clone(),
+                },
+                attempts: "[]".into(),
+                created_at: NOW,
+                record_base,
+                body_base,
+            };
+            let mut tx = s.begin().await.unwrap();
+            let row = tx.insert_sealed_request(new).await.unwrap();
+            tx.commit().await.unwrap();
+            let read = s.sealed_request(t.id, 1).await.unwrap().unwrap();
+            assert_eq!(read.record, whole_record, "{} round {i}", ts.dialect);
+            assert_eq!(read.body, whole_body, "{} round {i}", ts.dialect);
+            prev = Some((row.id, record.len(), sha, body.len()));
         }
     });
 }

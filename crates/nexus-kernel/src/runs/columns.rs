@@ -279,8 +279,10 @@ struct OptionsOut<'a> {
 }
 
 impl SealedRecord {
-    /// The one writer: the record's text, serialized without building a `Value` tree. Member
-    /// order is the record's: the same bytes as the `json!` form (checked in debug builds).
+    /// The reference form of the record's text (debug builds check [`Self::text_after`]'s whole
+    /// text against it), serialized without building a `Value` tree. Member order is the
+    /// record's: the same bytes as the `json!` form (checked too).
+    #[cfg(debug_assertions)]
     pub fn text(request: &ModelRequest, surface: &RequestSurface, enc: &EncodedRequest) -> String {
         let record = RecordOut {
             entries: &request.entries,
@@ -315,6 +317,48 @@ impl SealedRecord {
             assert_eq!(text, tree.to_string(), "the sealed record's bytes changed");
         }
         text
+    }
+
+    /// The record's text written against `anchor` (the round the request continues, whose
+    /// `entries` first entries it shares): the bytes after the anchor's record prefix, to be
+    /// stored as a delta, or the whole text without an anchor. Returns the text and the length
+    /// of the whole record up to the end of its last entry (the next round's anchor).
+    pub fn text_after(
+        request: &ModelRequest,
+        surface: &RequestSurface,
+        enc: &EncodedRequest,
+        anchor: Option<(usize, usize)>,
+    ) -> (String, usize) {
+        let (mut out, skip, prefix) = match anchor {
+            Some((shared, prefix)) if shared > 0 && shared <= request.entries.len() => (String::new(), shared, prefix),
+            _ => (String::from("{\"entries\":["), 0, 0),
+        };
+        let start = out.len();
+        for (i, entry) in request.entries[skip..].iter().enumerate() {
+            if skip > 0 || i > 0 {
+                out.push(',');
+            }
+            out.push_str(&serde_json::to_string(entry).expect("an entry serializes"));
+        }
+        let prefix = prefix + out.len() - start + if skip == 0 { start } else { 0 };
+        let options = OptionsOut {
+            provider: &request.provider,
+            model: &request.model,
+            max_output_tokens: surface.max_output_tokens,
+            reasoning_effort: &surface.reasoning_effort,
+            system: &request.system,
+            tools: &request.tools,
+            url: &enc.url,
+            headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
+        };
+        out.push_str("],\"request_options\":");
+        out.push_str(&serde_json::to_string(&options).expect("options serialize"));
+        out.push('}');
+        #[cfg(debug_assertions)]
+        if skip == 0 {
+            assert_eq!(out, Self::text(request, surface, enc), "the record writers disagree");
+        }
+        (out, prefix)
     }
 
     /// The one reader: a stored record, typed. `None` when it does not read as one.

@@ -32,7 +32,7 @@ use super::columns::SealedRecord;
 use super::render::{replay_round, unpaired_envelope};
 use super::round::chain::{PrevRecord, round_record};
 use super::rows::Rows;
-use super::sealed::SealedEntries;
+use super::sealed::{SealedAnchor, SealedEntries};
 use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
@@ -94,12 +94,21 @@ impl Kernel {
 
     /// Keeps the entries of a round whose seal just committed, for its continuation, with the
     /// mark the provider gave their encode.
-    pub(crate) fn remember_sealed(&self, round: &TaskRow, entries: Vec<Entry>, mark: Option<ChainMark>) {
-        self.state
-            .sealed
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .put((round.id, round.generation), SealedEntries { entries, mark });
+    pub(crate) fn remember_sealed(
+        &self,
+        round: &TaskRow,
+        entries: Vec<Entry>,
+        mark: Option<ChainMark>,
+        anchor: SealedAnchor,
+    ) {
+        self.state.sealed.lock().unwrap_or_else(|p| p.into_inner()).put(
+            (round.id, round.generation),
+            SealedEntries {
+                entries,
+                mark,
+                anchor: Some(anchor),
+            },
+        );
     }
 
     /// The sealed entries of a round's current generation, if sealed: this process's copy of
@@ -128,12 +137,28 @@ impl Kernel {
             }
             return Ok(Some(kept));
         }
-        Ok(self
-            .store
-            .sealed_request(round.id, round.generation)
-            .await?
-            .and_then(|s| sealed_entries(&s.record))
-            .map(|entries| SealedEntries { entries, mark: None }))
+        let Some(sealed) = self.store.sealed_request(round.id, round.generation).await? else {
+            return Ok(None);
+        };
+        let Some(entries) = sealed_entries(&sealed.record) else {
+            return Ok(None);
+        };
+        // The record's entries end where its options begin: a bare `"` never occurs inside a
+        // JSON string, so the first `],"request_options":` is the structural one.
+        let anchor = sealed
+            .record
+            .find("],\"request_options\":")
+            .map(|record_prefix| SealedAnchor {
+                sealed_id: sealed.id,
+                record_prefix,
+                body_sha256: sealed.body_sha256.clone(),
+                body: std::sync::Arc::new(sealed.body),
+            });
+        Ok(Some(SealedEntries {
+            entries,
+            mark: None,
+            anchor,
+        }))
     }
 
     /// The previous turn's final round's entries (with their mark, when this process sealed
@@ -205,6 +230,7 @@ impl Kernel {
             record: round_record(&rows, prev),
         });
         let mut prior = None;
+        let mut anchor = None;
         let entries = match previous {
             Some(prev) => {
                 let sealed = self.entries_of(prev).await?.ok_or_else(|| {
@@ -217,6 +243,7 @@ impl Kernel {
                     )
                 })?;
                 prior = sealed.continued();
+                anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
                 let mut entries = sealed.entries;
                 entries.extend(replay_round(&rows, prev, &judge));
                 // Steers bound to a hosted turn enter after the paired results (runs.md §12).
@@ -242,6 +269,7 @@ impl Kernel {
                         && let Some(sealed) = self.entries_of(pred).await?
                     {
                         prior = sealed.continued();
+                        anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
                         entries = sealed.entries;
                         entries.extend(replay_round(&rows, pred, &judge));
                     } else if let Some(history) = frozen.history {
@@ -249,6 +277,7 @@ impl Kernel {
                         // and its reply (runs.md §12).
                         if let Some((sealed, replay)) = self.turn_history(history, &judge).await? {
                             prior = sealed.continued();
+                            anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
                             entries = sealed.entries;
                             entries.extend(replay);
                         }
@@ -281,6 +310,7 @@ impl Kernel {
             request,
             prev: prev_record,
             prior,
+            anchor,
         })
     }
 }
@@ -294,6 +324,9 @@ pub(crate) struct BuiltRequest {
     /// The word for the provider that the request starts with the entries of an encode it
     /// marked (the predecessor's, kept by this process).
     pub prior: Option<Continues>,
+    /// The sealed round whose entries the request starts with, and how many: its record and
+    /// body are what this round's are stored against.
+    pub anchor: Option<(SealedAnchor, usize)>,
 }
 
 /// The round's prompt entry: the prompt, then each `results` key as a `<task_result>`.

@@ -3,6 +3,7 @@
 //! state; `request.rs` keeps and takes them.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use nexus_providers::{ChainMark, Continues, Entry};
 
@@ -16,6 +17,19 @@ const SEALED_CACHE_ROUNDS: usize = 16;
 pub(crate) struct SealedEntries {
     pub entries: Vec<Entry>,
     pub mark: Option<ChainMark>,
+    /// Where the round's stored record and body can be extended (`None`: read from the store).
+    pub anchor: Option<SealedAnchor>,
+}
+
+/// What a later round's seal stores its record and body against (migration 0020): the sealed
+/// request's id and the length of its record up to the end of its last entry, and its body
+/// (digest and bytes, to find how much of it the next body keeps).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SealedAnchor {
+    pub sealed_id: i64,
+    pub record_prefix: usize,
+    pub body_sha256: String,
+    pub body: Arc<Vec<u8>>,
 }
 
 impl SealedEntries {

@@ -31,6 +31,7 @@ pub(crate) mod events;
 pub(crate) mod executors;
 pub(crate) mod memory;
 pub(crate) mod runs;
+pub(crate) mod sealed;
 pub(crate) mod tasks;
 pub(crate) mod turns;
 pub(crate) mod uploads;
@@ -97,6 +98,7 @@ macro_rules! engine_ops {
         $crate::ops::runs::run_ops!();
         $crate::ops::events::event_ops!();
         $crate::ops::tasks::task_ops!(update_task = $update_task);
+        $crate::ops::sealed::sealed_ops!();
         $crate::ops::memory::memory_ops!();
         $crate::ops::uploads::upload_ops!();
         $crate::ops::conversations::conversation_ops!();

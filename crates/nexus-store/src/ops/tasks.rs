@@ -238,63 +238,11 @@ macro_rules! task_ops {
                 .fetch_all_as(&mut *c, |r| row::edge(r))
                 .await
         }
-        // ---- sealed requests ----
-
-        pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
-            check_text(&new.record)?;
-            check_text(&new.body_sha256)?;
-            check_text(&new.attempts)?;
-            query(sql::INSERT_SEALED_BODY)
-                .bind(&new.body_sha256)
-                .bind(&new.body)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            let id: i64 = query_scalar(sql::INSERT_SEALED_REQUEST)
-                .bind(new.task_id)
-                .bind(new.generation)
-                .bind(&new.record)
-                .bind(&new.body_sha256)
-                .bind(new.request_bytes)
-                .bind(&new.tools_sha256)
-                .bind(&new.attempts)
-                .bind(new.created_at)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(SealedRequestRow {
-                id,
-                task_id: new.task_id,
-                generation: new.generation,
-                record: new.record.clone(),
-                body_sha256: new.body_sha256.clone(),
-                request_bytes: new.request_bytes,
-                tools_sha256: new.tools_sha256.clone(),
-                body: new.body.clone(),
-                attempts: new.attempts.clone(),
-                created_at: new.created_at,
-            })
-        }
-
         pub(crate) async fn round_cache_facts(c: &mut Conn, run_id: i64) -> Result<Vec<RoundCacheFacts>> {
             query(sql::ROUND_CACHE_FACTS)
                 .bind(run_id)
                 .fetch_all_as(&mut *c, |r| row::round_cache_facts(r))
                 .await
-        }
-
-        pub(crate) async fn sealed_request(
-            c: &mut Conn,
-            task_id: i64,
-            generation: i64,
-        ) -> Result<Option<SealedRequestRow>> {
-            query(sql::SEALED_REQUEST)
-                .bind(task_id)
-                .bind(generation)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| row::sealed_request(&r))
-                .transpose()
         }
 
         pub(crate) async fn set_sealed_attempts(

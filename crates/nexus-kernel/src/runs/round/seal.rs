@@ -2,13 +2,14 @@
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
 use nexus_providers::{EncodedRequest, Provider};
-use nexus_store::{Engine, JobRow, NewSealedRequest, RunStatus, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobRow, NewSealedRequest, RunStatus, SealedBase, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 
 use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::round::history;
+use crate::runs::sealed::SealedAnchor;
 use crate::runs::settle::SettleError;
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface, graph_error};
 use crate::{Kernel, time};
@@ -110,7 +111,7 @@ impl Kernel {
         let built = self
             .build_request(task, neighbourhood, &capabilities, &steer_texts)
             .await?;
-        let (mut request, prev) = (built.request, built.prev);
+        let (mut request, prev, mut anchor) = (built.request, built.prev, built.anchor);
         let blobs = self.media_bytes(&request.entries).await?;
         let mut encoded = provider.encode_continuing(&request, &blobs, built.prior);
         // A turn's seed round past its history budget drops whole oldest turns (runs.md §12).
@@ -122,6 +123,7 @@ impl Kernel {
                 let judge = self.media_judge(task.run_id, Some(&capabilities)).await?;
                 self.trim_history(turn, &mut request, budget, &judge).await?;
                 encoded = provider.encode_continuing(&request, &blobs, None);
+                anchor = None;
             }
         }
         let enc = match encoded {
@@ -132,7 +134,14 @@ impl Kernel {
             }
         };
         let surface = RequestSurface::of(task);
-        let record = SealedRecord::text(&request, &surface, &enc);
+        // Stored against the round this one continues: only what is new is written.
+        let (record, record_prefix) = SealedRecord::text_after(
+            &request,
+            &surface,
+            &enc,
+            anchor.as_ref().map(|(a, shared)| (*shared, a.record_prefix)),
+        );
+        let body_keep = anchor.as_ref().map(|(a, _)| common_prefix(&a.body, &enc.body));
         let body_sha256 = enc.body_sha256_hex();
         let now = time::now_ms();
         let mut tx = self.store.begin().await?;
@@ -177,24 +186,56 @@ impl Kernel {
                 tx.set_replay_from(run.id, request.entries.len() as i64 - 1).await?;
             }
         }
-        tx.insert_sealed_request(NewSealedRequest {
-            task_id: task.id,
-            generation: task.generation,
-            record,
-            body_sha256,
-            request_bytes: enc.body.len() as i64,
-            tools_sha256: enc.tools_sha256_hex(),
-            body: enc.body.clone(),
-            attempts: "[]".into(),
-            created_at: now,
-        })
-        .await?;
+        let sealed = tx
+            .insert_sealed_request(NewSealedRequest {
+                task_id: task.id,
+                generation: task.generation,
+                record,
+                body_sha256: body_sha256.clone(),
+                request_bytes: enc.body.len() as i64,
+                tools_sha256: enc.tools_sha256_hex(),
+                body: enc.body[body_keep.unwrap_or(0)..].to_vec(),
+                attempts: "[]".into(),
+                created_at: now,
+                record_base: anchor.as_ref().map(|(a, _)| SealedBase {
+                    id: Some(a.sealed_id),
+                    sha256: None,
+                    keep: a.record_prefix as i64,
+                }),
+                body_base: anchor.as_ref().zip(body_keep).map(|((a, _), keep)| SealedBase {
+                    id: None,
+                    sha256: Some(a.body_sha256.clone()),
+                    keep: keep as i64,
+                }),
+            })
+            .await?;
         self.transition(&mut tx, &mut run, &mut current, TaskStatus::Running, now)
             .await?;
         tx.commit().await?;
         // The continuation's request starts from these entries.
-        self.remember_sealed(task, request.entries, enc.chain);
+        let next_anchor = SealedAnchor {
+            sealed_id: sealed.id,
+            record_prefix,
+            body_sha256,
+            body: std::sync::Arc::new(enc.body.clone()),
+        };
+        self.remember_sealed(task, request.entries, enc.chain, next_anchor);
         self.publish(vec![AfterCommit::RunEvents(run.id)]).await;
         Ok(Some((enc, prev)))
     }
+}
+
+/// How many leading bytes two bodies share (compared in blocks: the bodies of one chain share
+/// all but their last few hundred bytes).
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    const BLOCK: usize = 4096;
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + BLOCK <= n && a[i..i + BLOCK] == b[i..i + BLOCK] {
+        i += BLOCK;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
 }

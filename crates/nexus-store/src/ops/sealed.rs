@@ -1,0 +1,195 @@
+//! Sealed requests and bodies (migrations 0015 and 0020), written once for both engines.
+//!
+//! A record or body may be stored as a delta on its base: the base's first `keep` bytes, then
+//! the stored bytes. A write takes a delta from the kernel (which knows what the round's request
+//! shares with the round it continues) and stores it as given while the chain behind it is
+//! shorter than [`SNAPSHOT_DEPTH`]; at that depth it stores the whole bytes instead, so a read
+//! follows at most `SNAPSHOT_DEPTH - 1` bases. Reads always answer the whole bytes.
+
+/// The delta depth at which a sealed record or body is stored whole.
+pub const SNAPSHOT_DEPTH: i64 = 32;
+
+/// Rebuilds whole bytes from a chain read newest first: each link's bytes and the length of
+/// its base that comes first (`None`: the link is whole, and ends the chain).
+pub(crate) fn rebuild(mut chain: Vec<(Vec<u8>, Option<i64>)>) -> crate::Result<Vec<u8>> {
+    let corrupt = || crate::StoreError::Corrupt("a sealed delta chain has no whole base".into());
+    let (mut whole, keep) = chain.pop().ok_or_else(corrupt)?;
+    if keep.is_some() {
+        return Err(corrupt());
+    }
+    while let Some((tail, keep)) = chain.pop() {
+        let keep = keep.unwrap_or(0).max(0) as usize;
+        if keep > whole.len() {
+            return Err(crate::StoreError::Corrupt(
+                "a sealed delta keeps more than its base".into(),
+            ));
+        }
+        whole.truncate(keep);
+        whole.extend_from_slice(&tail);
+    }
+    Ok(whole)
+}
+
+macro_rules! sealed_ops {
+    () => {
+        use $crate::ops::sealed::{SNAPSHOT_DEPTH, rebuild};
+
+        /// The whole record of sealed request `id`.
+        async fn sealed_record_whole(c: &mut Conn, id: i64) -> Result<Vec<u8>> {
+            let mut chain = Vec::new();
+            let mut at = Some(id);
+            while let Some(link) = at {
+                let r = query(sql::SEALED_RECORD_LINK)
+                    .bind(link)
+                    .fetch_optional(&mut *c)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt(format!("sealed request {link} is missing")))?;
+                let keep = row::Columns::opt_int(&r, "record_keep")?;
+                at = row::Columns::opt_int(&r, "record_base_id")?;
+                chain.push((row::Columns::text(&r, "record")?.into_bytes(), at.and(keep)));
+            }
+            rebuild(chain)
+        }
+
+        /// The whole body stored under `sha256`.
+        async fn sealed_body_whole(c: &mut Conn, sha256: &str) -> Result<Vec<u8>> {
+            let mut chain = Vec::new();
+            let mut at = Some(sha256.to_string());
+            while let Some(link) = at {
+                let r = query(sql::SEALED_BODY_LINK)
+                    .bind(&link)
+                    .fetch_optional(&mut *c)
+                    .await?
+                    .ok_or_else(|| StoreError::Corrupt(format!("sealed body {link} is missing")))?;
+                let keep = row::Columns::opt_int(&r, "keep")?;
+                at = row::Columns::opt_text(&r, "base_sha256")?;
+                chain.push((row::Columns::bytes(&r, "body")?, at.as_ref().and(keep)));
+            }
+            rebuild(chain)
+        }
+
+        /// What to store for a delta on a base at `depth`: the delta as given, or — at the
+        /// snapshot depth — the whole bytes (`whole` rebuilds the base).
+        fn stored_delta(depth: i64) -> bool {
+            depth + 1 < SNAPSHOT_DEPTH
+        }
+
+        pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
+            check_text(&new.record)?;
+            check_text(&new.body_sha256)?;
+            check_text(&new.attempts)?;
+            // The body: a delta while its chain is short, else whole.
+            let mut body_row: (std::borrow::Cow<'_, [u8]>, Option<&str>, Option<i64>, i64) =
+                (std::borrow::Cow::Borrowed(&new.body[..]), None, None, 0);
+            if let Some(base) = &new.body_base {
+                let sha = base.sha256.as_deref().unwrap_or_default();
+                let depth: Option<i64> = query_scalar(sql::SEALED_BODY_DEPTH)
+                    .bind(sha)
+                    .fetch_optional(&mut *c)
+                    .await?;
+                match depth {
+                    Some(d) if stored_delta(d) => body_row = (body_row.0, Some(sha), Some(base.keep), d + 1),
+                    _ => {
+                        let mut whole = sealed_body_whole(c, sha).await?;
+                        whole.truncate(base.keep.max(0) as usize);
+                        whole.extend_from_slice(&new.body);
+                        body_row.0 = std::borrow::Cow::Owned(whole);
+                    }
+                }
+            }
+            query(sql::INSERT_SEALED_BODY)
+                .bind(&new.body_sha256)
+                .bind(&body_row.0[..])
+                .bind(body_row.1)
+                .bind(body_row.2)
+                .bind(body_row.3)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            // The record, the same way.
+            let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
+                (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
+            if let Some(base) = &new.record_base {
+                let id = base.id.unwrap_or_default();
+                let depth: Option<i64> = query_scalar(sql::SEALED_RECORD_DEPTH)
+                    .bind(id)
+                    .fetch_optional(&mut *c)
+                    .await?;
+                match depth {
+                    Some(d) if stored_delta(d) => record_row = (record_row.0, Some(id), Some(base.keep), d + 1),
+                    _ => {
+                        let mut whole = sealed_record_whole(c, id).await?;
+                        whole.truncate(base.keep.max(0) as usize);
+                        whole.extend_from_slice(new.record.as_bytes());
+                        let whole = String::from_utf8(whole)
+                            .map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
+                        record_row.0 = std::borrow::Cow::Owned(whole);
+                    }
+                }
+            }
+            let id: i64 = query_scalar(sql::INSERT_SEALED_REQUEST)
+                .bind(new.task_id)
+                .bind(new.generation)
+                .bind(&record_row.0[..])
+                .bind(&new.body_sha256)
+                .bind(new.request_bytes)
+                .bind(&new.tools_sha256)
+                .bind(&new.attempts)
+                .bind(new.created_at)
+                .bind(record_row.1)
+                .bind(record_row.2)
+                .bind(record_row.3)
+                .fetch_one(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(SealedRequestRow {
+                id,
+                task_id: new.task_id,
+                generation: new.generation,
+                record: record_row.0.into_owned(),
+                body_sha256: new.body_sha256.clone(),
+                request_bytes: new.request_bytes,
+                tools_sha256: new.tools_sha256.clone(),
+                body: body_row.0.into_owned(),
+                attempts: new.attempts.clone(),
+                created_at: new.created_at,
+            })
+        }
+
+        /// The sealed request of (task, generation), its record and body whole.
+        pub(crate) async fn sealed_request(
+            c: &mut Conn,
+            task_id: i64,
+            generation: i64,
+        ) -> Result<Option<SealedRequestRow>> {
+            let Some(r) = query(sql::SEALED_REQUEST)
+                .bind(task_id)
+                .bind(generation)
+                .fetch_optional(&mut *c)
+                .await?
+            else {
+                return Ok(None);
+            };
+            let mut sealed = row::sealed_request(&r)?;
+            let record_base = row::Columns::opt_int(&r, "record_base_id")?;
+            let record_keep = row::Columns::opt_int(&r, "record_keep")?;
+            let body_base = row::Columns::opt_text(&r, "base_sha256")?;
+            let body_keep = row::Columns::opt_int(&r, "keep")?;
+            if let (Some(base), Some(keep)) = (record_base, record_keep) {
+                let mut whole = sealed_record_whole(c, base).await?;
+                whole.truncate(keep.max(0) as usize);
+                whole.extend_from_slice(sealed.record.as_bytes());
+                sealed.record =
+                    String::from_utf8(whole).map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
+            }
+            if let (Some(base), Some(keep)) = (body_base, body_keep) {
+                let mut whole = sealed_body_whole(c, &base).await?;
+                whole.truncate(keep.max(0) as usize);
+                whole.extend_from_slice(&sealed.body);
+                sealed.body = whole;
+            }
+            Ok(Some(sealed))
+        }
+    };
+}
+pub(crate) use sealed_ops;
