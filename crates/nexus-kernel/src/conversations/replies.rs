@@ -77,30 +77,11 @@ impl Kernel {
             None,
             &pairing::escape_envelope_text(text),
         );
-        let mail = NewInput {
-            public_id: time::new_id(),
-            conversation_id: route.parent,
-            kind: InputKind::TaskResult,
-            delivery_mode: DeliveryMode::Queue,
-            content: Some(envelope.clone()),
-            attachments: "[]".into(),
-            attachment_upload_ids: Vec::new(),
-            model: None,
-            tool_names: None,
-            approval_mode: None,
-            created_by_id: None,
-            deliver_at: None,
-            created_at: now,
-            state: InputState::Pending,
-            turn_id: None,
-            wake: Some(route.wake.clone()),
-            mail_key: Some(format!("reply:{}", child.public_id)),
-        };
-        if let InputInsert::Inserted(row) = tx.insert_input(mail, bounds::PENDING_INPUTS as i64).await? {
-            let data = json!({"input_public_id": row.public_id, "kind": "task_result", "delivery_mode": "queue"});
-            tx.append_conversation_event(route.parent, "input_accepted", now, &data.to_string())
-                .await?;
-            tx.refresh_wake(route.parent).await?;
+        let key = format!("reply:{}", child.public_id);
+        if self
+            .queue_mail(tx, route.parent, envelope.clone(), &route.wake, key, now)
+            .await?
+        {
             effects.push(AfterCommit::ConversationEvents(route.parent));
             effects.push(AfterCommit::WakeJobs);
         }
@@ -138,12 +119,30 @@ impl Kernel {
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
             .and_then(|i| i.get("wake").and_then(serde_json::Value::as_str).map(str::to_string))
             .unwrap_or_else(|| "auto".into());
+        let key = format!("delegation:{}:{}", run.public_id, obligation.key);
+        self.queue_mail(tx, conversation.id, envelope.to_string(), &wake, key, now)
+            .await?;
+        Ok(())
+    }
+
+    /// Queues kernel mail on a conversation: a `task_result` input, pending, past the queue
+    /// bound, once per `mail_key`, with its `input_accepted` event and the wake clock moved.
+    /// Returns whether it was queued now (false: the key was already there).
+    async fn queue_mail(
+        &self,
+        tx: &mut Tx,
+        conversation_id: i64,
+        content: String,
+        wake: &str,
+        mail_key: String,
+        now: i64,
+    ) -> KernelResult<bool> {
         let mail = NewInput {
             public_id: time::new_id(),
-            conversation_id: conversation.id,
+            conversation_id,
             kind: InputKind::TaskResult,
             delivery_mode: DeliveryMode::Queue,
-            content: Some(envelope.to_string()),
+            content: Some(content),
             attachments: "[]".into(),
             attachment_upload_ids: Vec::new(),
             model: None,
@@ -154,15 +153,16 @@ impl Kernel {
             created_at: now,
             state: InputState::Pending,
             turn_id: None,
-            wake: Some(wake),
-            mail_key: Some(format!("delegation:{}:{}", run.public_id, obligation.key)),
+            wake: Some(wake.to_string()),
+            mail_key: Some(mail_key),
         };
-        if let InputInsert::Inserted(row) = tx.insert_input(mail, bounds::PENDING_INPUTS as i64).await? {
-            let data = json!({"input_public_id": row.public_id, "kind": "task_result", "delivery_mode": "queue"});
-            tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
-                .await?;
-            tx.refresh_wake(conversation.id).await?;
-        }
-        Ok(())
+        let InputInsert::Inserted(row) = tx.insert_input(mail, bounds::PENDING_INPUTS as i64).await? else {
+            return Ok(false);
+        };
+        let data = json!({"input_public_id": row.public_id, "kind": "task_result", "delivery_mode": "queue"});
+        tx.append_conversation_event(conversation_id, "input_accepted", now, &data.to_string())
+            .await?;
+        tx.refresh_wake(conversation_id).await?;
+        Ok(true)
     }
 }
