@@ -278,4 +278,23 @@ impl Engine for Store {
     async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>> {
         dispatch!(self, child_by_label(parent_id, label))
     }
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
+        dispatch!(self, search_history(search))
+    }
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>> {
+        dispatch!(
+            self,
+            history_turns(conversation_id, position, limit, newest_first, chars)
+        )
+    }
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
+        dispatch!(self, turn_position(conversation_id, public_id))
+    }
 }

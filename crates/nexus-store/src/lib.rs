@@ -22,8 +22,12 @@ pub use ops::conversations::{
     ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
     NewConversation, NewInput,
 };
-pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
+pub use ops::history::{
+    HistoryCursor, HistoryHit, HistorySearch, HistoryTurn, HitTurn, INDEXED_CHARS as HISTORY_INDEXED_CHARS,
+    PREFIX_MIN_CHARS as HISTORY_PREFIX_MIN_CHARS, SearchTerm,
+};
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
+pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
 pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
@@ -257,8 +261,13 @@ pub trait Engine {
     /// The assistant turn a run hosts.
     async fn turn_of_run(&self, run_id: i64) -> Result<Option<TurnRow>>;
     /// Turns after `position` ascending, or (`newest_first`) before it descending.
-    async fn turns_page(&self, conversation_id: i64, position: i64, limit: i64, newest_first: bool)
-    -> Result<Vec<TurnRow>>;
+    async fn turns_page(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+    ) -> Result<Vec<TurnRow>>;
     /// The latest ended assistant turn.
     async fn last_reply(&self, conversation_id: i64) -> Result<Option<TurnRow>>;
     /// Conversations whose `wake_at` has come, earliest first.
@@ -267,6 +276,23 @@ pub trait Engine {
     async fn pending_input_count(&self, conversation_id: i64) -> Result<i64>;
     /// The child of `parent_id` with this label.
     async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>>;
+
+    // ---- conversation history (migration 0019, kernel-tools.md §10; also on [`Tx`]) ----
+    /// One page of the ranked full-text search over a workspace's titles and turn text
+    /// (`ops/history.rs` says how terms match and hits rank).
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>>;
+    /// Turns after `position` ascending, or (`newest_first`) before it descending, each text
+    /// cut to `chars` characters.
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>>;
+    /// The position of the conversation's turn `public_id`.
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>>;
 
     // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
     /// The document at `path` of (scope, owner).

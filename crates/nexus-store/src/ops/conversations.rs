@@ -226,8 +226,11 @@ pub(crate) const EVENTS_AFTER: &str = "SELECT sequence, type, at, data FROM conv
      WHERE conversation_id = $1 AND sequence > $2 ORDER BY sequence LIMIT CAST($3 AS BIGINT)";
 pub(crate) const CONVERSATION_BY_ID: &str =
     concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE id = $1");
-pub(crate) const CONVERSATION_BY_PUBLIC_ID: &str =
-    concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE public_id = $1");
+pub(crate) const CONVERSATION_BY_PUBLIC_ID: &str = concat!(
+    "SELECT ",
+    conversation_columns!(),
+    " FROM conversations WHERE public_id = $1"
+);
 /// Top-level conversations of a workspace after a cursor, by archive filter: `$1` workspace,
 /// `$2` after id, `$3` limit.
 macro_rules! top_level_page {
@@ -245,8 +248,11 @@ macro_rules! top_level_page {
 pub(crate) const TOP_LEVEL_EXCLUDE: &str = top_level_page!(" AND archived_at IS NULL");
 pub(crate) const TOP_LEVEL_INCLUDE: &str = top_level_page!("");
 pub(crate) const TOP_LEVEL_ONLY: &str = top_level_page!(" AND archived_at IS NOT NULL");
-pub(crate) const CHILDREN: &str =
-    concat!("SELECT ", conversation_columns!(), " FROM conversations WHERE parent_id = $1 ORDER BY id");
+pub(crate) const CHILDREN: &str = concat!(
+    "SELECT ",
+    conversation_columns!(),
+    " FROM conversations WHERE parent_id = $1 ORDER BY id"
+);
 /// Marks a conversation and every descendant archived at `$2` (those already archived keep
 /// their time), or live again when `$2` is NULL.
 pub(crate) const ARCHIVE_TREE: &str = "WITH RECURSIVE tree (id) AS (SELECT id FROM conversations WHERE id = $1 \
@@ -269,8 +275,11 @@ macro_rules! input_columns {
     };
 }
 pub(crate) use input_columns;
-pub(crate) const INPUT_BY_MAIL_KEY: &str =
-    concat!("SELECT ", input_columns!(), " FROM conversation_inputs WHERE conversation_id = $1 AND mail_key = $2");
+pub(crate) const INPUT_BY_MAIL_KEY: &str = concat!(
+    "SELECT ",
+    input_columns!(),
+    " FROM conversation_inputs WHERE conversation_id = $1 AND mail_key = $2"
+);
 pub(crate) const INPUT_BY_ID: &str = concat!("SELECT ", input_columns!(), " FROM conversation_inputs WHERE id = $1");
 pub(crate) const INPUT_BY_PUBLIC_ID: &str = concat!(
     "SELECT ",

@@ -117,8 +117,11 @@ pub(crate) const INSERT_TURN: &str = "INSERT INTO turns (public_id, conversation
      input_id, run_id, content, error_key, created_at, ended_at) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, CASE WHEN $5 = 'running' THEN NULL ELSE $10 END) RETURNING id";
 pub(crate) const TURN_BY_ID: &str = concat!("SELECT ", turn_columns!(), " FROM turns WHERE id = $1");
-pub(crate) const TURN_BY_PUBLIC_ID: &str =
-    concat!("SELECT ", turn_columns!(), " FROM turns WHERE conversation_id = $1 AND public_id = $2");
+pub(crate) const TURN_BY_PUBLIC_ID: &str = concat!(
+    "SELECT ",
+    turn_columns!(),
+    " FROM turns WHERE conversation_id = $1 AND public_id = $2"
+);
 pub(crate) const TURN_OF_RUN: &str = concat!("SELECT ", turn_columns!(), " FROM turns WHERE run_id = $1");
 pub(crate) const TURNS_AFTER: &str = concat!(
     "SELECT ",
@@ -375,7 +378,9 @@ macro_rules! turn_ops {
                 None => q,
             };
             let rows = q.fetch_all(&mut *c).await?;
-            rows.iter().map(|r| $crate::ops::conversations::input(r)).collect()
+            rows.iter()
+                .map(|r| $crate::ops::conversations::input(r))
+                .collect()
         }
 
         pub(crate) async fn head_input(
@@ -383,9 +388,11 @@ macro_rules! turn_ops {
             conversation_id: i64,
             now: i64,
         ) -> Result<Option<$crate::ops::conversations::InputRow>> {
-            Ok(inputs_of(c, $crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
-                .await?
-                .pop())
+            Ok(
+                inputs_of(c, $crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
+                    .await?
+                    .pop(),
+            )
         }
 
         pub(crate) async fn due_mail(
@@ -454,7 +461,9 @@ macro_rules! turn_ops {
                 .bind(run_id)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(|r| $crate::ops::conversations::conversation(r)).collect()
+            rows.iter()
+                .map(|r| $crate::ops::conversations::conversation(r))
+                .collect()
         }
 
         /// The child conversation a spawn call created.

@@ -448,6 +448,9 @@ macro_rules! columns_by_name {
             fn opt_int(&self, column: &str) -> Result<Option<i64>> {
                 self.typed(column)
             }
+            fn float(&self, column: &str) -> Result<f64> {
+                self.typed(column)
+            }
             fn text(&self, column: &str) -> Result<String> {
                 self.typed(column)
             }
