@@ -4,6 +4,7 @@
 //! part 1; docs/decisions.md): inputs stay `pending`.
 
 mod feed;
+pub mod history;
 mod inputs;
 
 use nexus_core::codes::Code;

@@ -6,9 +6,11 @@
 //! Every registered kernel tool has a handler ([`IMPLEMENTED`]): the graph tools
 //! (`delegate_task`, `wait`, `ask`, `tool_call`) place children in the evaluation's
 //! transaction; the memory family and memory-sourced `skill` run through [`dispatch_stored`];
-//! the rest are pure functions of the input and the frozen context ([`dispatch`]). The
-//! conversation family answers as a standalone run must (conversations are not built yet):
-//! `spawn_needs_conversation`, `unknown_conversation`, or no `session_search` matches.
+//! `session_search` and `session_read` read the workspace's conversation history in the
+//! evaluation's transaction (`conversations/history.rs`); the rest are pure functions of the
+//! input and the frozen context ([`dispatch`]). The rest of the conversation family answers as a
+//! standalone run must (conversations are not built yet): `spawn_needs_conversation` or
+//! `unknown_conversation`.
 
 // An error result travels as a value, once per call, through the parameter checks: boxing it
 // would buy nothing on a path that is never hot.
@@ -114,8 +116,6 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
         "send" => Some(send::run(input)),
         "status" => Some(status::run(input)),
         "cancel" => Some(cancel::run(input)),
-        "session_search" => Some(session_search::run(input)),
-        "session_read" => Some(session_read::run(input)),
         _ => None,
     }
 }
@@ -188,6 +188,8 @@ impl Kernel {
                 "wait" => Some(wait::run(self, &mut tx, &mut run, &call, &mut effects).await?),
                 "ask" => Some(ask::run(self, &mut tx, &mut run, &call, &mut effects).await?),
                 "tool_call" => Some(tool_call::run(self, &mut tx, &mut run, &call, &mut effects).await?),
+                "session_search" => Some(session_search::run(&mut tx, &run, &input).await?),
+                "session_read" => Some(session_read::run(&mut tx, &run, &input).await?),
                 w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
                 | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory).await?,
                 _ => None,
@@ -295,31 +297,6 @@ mod tests {
             "parameter_invalid"
         );
         assert_eq!(word(&answer("cancel", json!({"to": "child"}))), "unknown_conversation");
-        assert_eq!(
-            word(&answer("session_read", json!({"session_id": "s"}))),
-            "unknown_conversation"
-        );
-        let two_cursors = json!({"session_id": "s", "after_position": 1, "before_position": 2});
-        assert_eq!(word(&answer("session_read", two_cursors)), "parameter_invalid");
-        assert_eq!(
-            word(&answer("session_read", json!({"session_id": "s", "limit": 51}))),
-            "parameter_invalid"
-        );
-        let found = answer("session_search", json!({"query": "deploy notes", "limit": 50}));
-        assert!(!found.is_error);
-        assert_eq!(found.content, json!(r#"{"matches":[],"pagination":{}}"#));
-        assert_eq!(
-            word(&answer("session_search", json!({"query": ""}))),
-            "parameter_invalid"
-        );
-        assert_eq!(
-            word(&answer("session_search", json!({"query": "x", "archived": "all"}))),
-            "parameter_invalid"
-        );
-        assert_eq!(
-            word(&answer("session_search", json!({"query": "x".repeat(1025)}))),
-            "parameter_invalid"
-        );
     }
 
     #[test]
