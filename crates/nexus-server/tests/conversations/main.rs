@@ -2,12 +2,14 @@
 //! `Idempotency-Key`), list with the archive filter and paging, read, children, archive /
 //! unarchive of a whole tree, `PUT C/default_runner`; inputs with every delivery refusal, the
 //! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting
-//! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`).
+//! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`); the history
+//! routes, search and read (`search.rs`).
 
 #[path = "../common/mod.rs"]
 mod common;
 mod feed_and_standing;
 mod inputs;
+mod search;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
