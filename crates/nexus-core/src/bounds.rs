@@ -61,7 +61,7 @@ pub const HISTORY_QUERY_BYTES: usize = 1_024;
 pub const HISTORY_SEARCH_DEFAULT_LIMIT: usize = 20;
 pub const HISTORY_SEARCH_MAX_LIMIT: usize = 50;
 /// History search: the newest matching turns (and, apart, titles) that are ranked.
-pub const HISTORY_SEARCH_CANDIDATES: usize = 1_000;
+pub const HISTORY_SEARCH_CANDIDATES: usize = 500;
 /// History search: a match's `excerpt` (characters).
 pub const HISTORY_EXCERPT_CHARS: usize = 500;
 /// `session_read` and `GET C/history`: the default and largest `limit`.

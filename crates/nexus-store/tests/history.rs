@@ -289,6 +289,11 @@ async fn archive_and_child_filters_and_the_workspace_scope() {
             "{d}"
         );
         assert_eq!(found(s, other_ws.id, "kiwi").await, vec![e], "{d}");
+        // Unarchived, it is live again.
+        let mut tx = s.begin().await.unwrap();
+        tx.archive_conversation_tree(gone.id, None).await.unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(found(s, seed.ws.id, "kiwi").await, vec![g, l], "{d}");
     }
 }
 
@@ -317,6 +322,10 @@ async fn pages_continue_after_the_cursor_and_candidates_are_the_newest() {
             paged.extend(page);
         }
         assert_eq!(keys(&paged), keys(&all), "{d}");
+        // Analyzed, PostgreSQL takes its candidates from the index's bitmap when few turns match
+        // (`ops/history.rs`, `SparsePlan`): the same hits, in the same order.
+        testing::analyze(s).await.unwrap();
+        assert_eq!(search(s, seed.ws.id, Ask::new("mango")).await, all, "{d}");
 
         // Only the newest `candidates` matching turns (and titles) are ranked.
         let mut ask = Ask::new("mango");

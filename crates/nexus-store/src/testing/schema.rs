@@ -335,3 +335,16 @@ pub async fn row_count(store: &Store, table: &str, condition: &str) -> Result<i6
         Store::Postgres(s) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(s.pool()).await?),
     }
 }
+
+/// Brings the planner's statistics up to date, as autovacuum would on a live store: PostgreSQL
+/// `ANALYZE` (a benchmark that has just loaded its tables runs it before it measures). SQLite
+/// plans the store's statements without statistics: nothing to do.
+pub async fn analyze(store: &Store) -> Result<()> {
+    match store {
+        Store::Sqlite(_) => Ok(()),
+        Store::Postgres(s) => {
+            sqlx::query("ANALYZE").execute(s.pool()).await?;
+            Ok(())
+        }
+    }
+}
