@@ -39,6 +39,7 @@ mod approvals;
 mod conversations;
 mod events;
 mod executors;
+mod history;
 mod inputs;
 mod memory;
 mod run;
@@ -60,6 +61,10 @@ pub use events::{
     Ephemeral, Event, EventKind, EventPage, EventStream, Frame, Reconnect, RunStatusChange, TaskStatusChange,
 };
 pub use executors::ExecutorInfo;
+pub use history::{
+    History, HistoryConversation, HistoryPagination, HistoryRead, HistorySearch, HistoryTurn, MatchField, SearchMatch,
+    SearchPage, TurnRole,
+};
 pub use inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
 pub use memory::{MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
 pub use run::RunRef;

@@ -84,6 +84,43 @@ impl Served {
         child.public_id.to_string()
     }
 
+    /// Stores `texts` as turns of the conversation, alternating user and assistant, through the
+    /// store (turns are the kernel's turn engine's to write); returns their ids.
+    pub async fn turns(&self, conversation: &str, texts: &[&str]) -> Vec<String> {
+        use nexus_store::Engine as _;
+        let store = &self._store.store;
+        let row = store
+            .conversation_by_public_id(conversation.parse().unwrap())
+            .await
+            .unwrap()
+            .expect("the conversation exists");
+        let mut tx = store.begin().await.unwrap();
+        let mut ids = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            let turn = tx
+                .insert_turn(nexus_store::NewTurn {
+                    public_id: uuid::Uuid::now_v7(),
+                    conversation_id: row.id,
+                    role: if i % 2 == 0 {
+                        nexus_store::TurnRole::User
+                    } else {
+                        nexus_store::TurnRole::Assistant
+                    },
+                    status: nexus_store::TurnStatus::Completed,
+                    input_id: None,
+                    run_id: None,
+                    content: Some(text.to_string()),
+                    error_key: None,
+                    created_at: row.created_at + i as i64,
+                })
+                .await
+                .unwrap();
+            ids.push(turn.public_id.to_string());
+        }
+        tx.commit().await.unwrap();
+        ids
+    }
+
     /// A raw executor-plane call as the bootstrap runner: `(status, body)`.
     pub async fn executor(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut request = reqwest::Client::new()
