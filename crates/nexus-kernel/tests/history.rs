@@ -5,25 +5,13 @@
 
 mod common;
 
-use common::{World, world};
+use common::{World, text_of, world};
 
 use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
-use nexus_store::testing::engines;
-use nexus_store::{Engine, NewTurn, RunStatus, TaskKind, TaskRow, TaskStatus, TurnRole, TurnStatus};
+use nexus_store::testing::{self, engines};
+use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-/// The text of a settled row's content blocks.
-fn text_of(t: &TaskRow) -> String {
-    let blocks: Value = serde_json::from_str(t.content.as_deref().unwrap_or("[]")).unwrap();
-    blocks
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("")
-}
 
 impl World {
     /// A conversation titled `title` holding `texts` as alternating user and assistant turns.
@@ -36,31 +24,8 @@ impl World {
         assert_eq!(status, 201);
         let id = Uuid::parse_str(made["conversation"]["public_id"].as_str().unwrap()).unwrap();
         let row = self.kernel.store.conversation_by_public_id(id).await.unwrap().unwrap();
-        let mut tx = self.kernel.store.begin().await.unwrap();
-        let mut turns = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            let turn = tx
-                .insert_turn(NewTurn {
-                    public_id: Uuid::now_v7(),
-                    conversation_id: row.id,
-                    role: if i % 2 == 0 {
-                        TurnRole::User
-                    } else {
-                        TurnRole::Assistant
-                    },
-                    status: TurnStatus::Completed,
-                    input_id: None,
-                    run_id: None,
-                    content: Some(text.to_string()),
-                    error_key: None,
-                    created_at: 1_700_000_000_000 + i as i64,
-                })
-                .await
-                .unwrap();
-            turns.push(turn.public_id);
-        }
-        tx.commit().await.unwrap();
-        (id, turns)
+        let turns = testing::seed_turns(&self.kernel.store, row.id, texts, row.created_at).await;
+        (id, turns.iter().map(|t| t.public_id).collect())
     }
 
     /// Runs one call per round and returns each call's settled row.

@@ -61,22 +61,7 @@ fn new_turn(conversation_id: i64, role: TurnRole, content: Option<&str>) -> NewT
 
 /// Inserts turns alternating user and assistant, from a user turn.
 async fn turns(s: &Store, conversation_id: i64, texts: &[&str]) -> Vec<TurnRow> {
-    let mut tx = s.begin().await.unwrap();
-    let mut out = Vec::new();
-    for (i, text) in texts.iter().enumerate() {
-        let role = if i % 2 == 0 {
-            TurnRole::User
-        } else {
-            TurnRole::Assistant
-        };
-        out.push(
-            tx.insert_turn(new_turn(conversation_id, role, Some(text)))
-                .await
-                .unwrap(),
-        );
-    }
-    tx.commit().await.unwrap();
-    out
+    testing::seed_turns(s, conversation_id, texts, NOW).await
 }
 
 struct Ask<'a> {

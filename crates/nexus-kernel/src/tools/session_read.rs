@@ -50,7 +50,7 @@ fn parse(input: &Value) -> Result<ReadAsk, KernelToolOutcome> {
         obj.get("after_position").and_then(Value::as_i64),
         obj.get("before_position").and_then(Value::as_i64),
     )
-    .map_err(|r| params::history_refusal(r))?;
+    .map_err(params::history_refusal)?;
     Ok(ReadAsk {
         session_id: session_id.to_string(),
         cursor,

@@ -31,7 +31,7 @@ fn parse(input: &Value) -> Result<SearchAsk, KernelToolOutcome> {
     let query = params::required_text(TOOL, obj, "query")?;
     params::optional(TOOL, obj, "archived", "exclude, include or only", Value::is_string)?;
     let archived =
-        history::archived_word(obj.get("archived").and_then(Value::as_str)).map_err(|r| params::history_refusal(r))?;
+        history::archived_word(obj.get("archived").and_then(Value::as_str)).map_err(params::history_refusal)?;
     params::optional(TOOL, obj, "include_auxiliary", "a boolean", Value::is_boolean)?;
     let max = bounds::HISTORY_SEARCH_MAX_LIMIT as i64;
     params::optional(TOOL, obj, "limit", &format!("an integer from 1 to {max}"), |v| {

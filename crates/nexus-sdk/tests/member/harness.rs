@@ -94,31 +94,8 @@ impl Served {
             .await
             .unwrap()
             .expect("the conversation exists");
-        let mut tx = store.begin().await.unwrap();
-        let mut ids = Vec::new();
-        for (i, text) in texts.iter().enumerate() {
-            let turn = tx
-                .insert_turn(nexus_store::NewTurn {
-                    public_id: uuid::Uuid::now_v7(),
-                    conversation_id: row.id,
-                    role: if i % 2 == 0 {
-                        nexus_store::TurnRole::User
-                    } else {
-                        nexus_store::TurnRole::Assistant
-                    },
-                    status: nexus_store::TurnStatus::Completed,
-                    input_id: None,
-                    run_id: None,
-                    content: Some(text.to_string()),
-                    error_key: None,
-                    created_at: row.created_at + i as i64,
-                })
-                .await
-                .unwrap();
-            ids.push(turn.public_id.to_string());
-        }
-        tx.commit().await.unwrap();
-        ids
+        let turns = nexus_store::testing::seed_turns(store, row.id, texts, row.created_at).await;
+        turns.iter().map(|t| t.public_id.to_string()).collect()
     }
 
     /// A raw executor-plane call as the bootstrap runner: `(status, body)`.

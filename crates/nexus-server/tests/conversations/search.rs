@@ -4,7 +4,7 @@
 //! every refusal), with read standing.
 
 use axum::http::StatusCode;
-use nexus_store::{Engine, NewTurn, Standing, TurnRole, TurnStatus};
+use nexus_store::{Engine, Standing};
 use serde_json::{Value, json};
 
 use crate::common::{Harness, harnesses};
@@ -28,31 +28,8 @@ async fn turns(h: &Harness, conv: &str, texts: &[&str]) -> Vec<String> {
         .await
         .unwrap()
         .unwrap();
-    let mut tx = store.begin().await.unwrap();
-    let mut ids = Vec::new();
-    for (i, text) in texts.iter().enumerate() {
-        let turn = tx
-            .insert_turn(NewTurn {
-                public_id: uuid::Uuid::now_v7(),
-                conversation_id: row.id,
-                role: if i % 2 == 0 {
-                    TurnRole::User
-                } else {
-                    TurnRole::Assistant
-                },
-                status: TurnStatus::Completed,
-                input_id: None,
-                run_id: None,
-                content: Some(text.to_string()),
-                error_key: None,
-                created_at: 1_767_225_600_000 + i as i64,
-            })
-            .await
-            .unwrap();
-        ids.push(turn.public_id.to_string());
-    }
-    tx.commit().await.unwrap();
-    ids
+    let turns = nexus_store::testing::seed_turns(store, row.id, texts, 1_767_225_600_000).await;
+    turns.iter().map(|t| t.public_id.to_string()).collect()
 }
 
 fn search_url(h: &Harness, params: &str) -> String {
@@ -157,20 +134,7 @@ async fn search_ranks_filters_pages_and_bounds_its_excerpts() {
         assert_eq!(page["matches"][0]["truncated"], true);
 
         // Read standing suffices.
-        let human = h.human_token();
-        let human_id = h.boot["human"]["public_id"].as_str().unwrap().to_string();
-        let member = h
-            .kernel
-            .store
-            .member_by_public_id(human_id.parse().unwrap())
-            .await
-            .unwrap()
-            .unwrap();
-        h.kernel
-            .store
-            .set_standing(h.ws_id().await, member.id, Standing::Read)
-            .await
-            .unwrap();
+        let human = h.member_with("reader", Standing::Read).await;
         assert_eq!(count(search(&h, &human, "query=budget").await), 2, "{d}");
     }
 }

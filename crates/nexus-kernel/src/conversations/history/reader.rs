@@ -47,51 +47,37 @@ pub(crate) trait HistoryReader {
     async fn position(&mut self, conversation_id: i64, turn: Uuid) -> nexus_store::Result<Option<i64>>;
 }
 
-impl HistoryReader for &Store {
-    async fn conversation(&mut self, public_id: Uuid) -> nexus_store::Result<Option<ConversationRow>> {
-        self.conversation_by_public_id(public_id).await
-    }
-    async fn search(&mut self, search: &HistorySearch<'_>) -> nexus_store::Result<Vec<HistoryHit>> {
-        self.search_history(search).await
-    }
-    async fn turns(
-        &mut self,
-        conversation_id: i64,
-        position: i64,
-        limit: i64,
-        newest_first: bool,
-        chars: i64,
-    ) -> nexus_store::Result<Vec<HistoryTurn>> {
-        self.history_turns(conversation_id, position, limit, newest_first, chars)
-            .await
-    }
-    async fn position(&mut self, conversation_id: i64, turn: Uuid) -> nexus_store::Result<Option<i64>> {
-        self.turn_position(conversation_id, turn).await
-    }
+/// [`HistoryReader`] over a store handle with the history reads: the pool's (`Engine`) and the
+/// unit of work's (`Tx`) methods share their names.
+macro_rules! history_reader {
+    ($reader:ty) => {
+        impl HistoryReader for $reader {
+            async fn conversation(&mut self, public_id: Uuid) -> nexus_store::Result<Option<ConversationRow>> {
+                self.conversation_by_public_id(public_id).await
+            }
+            async fn search(&mut self, search: &HistorySearch<'_>) -> nexus_store::Result<Vec<HistoryHit>> {
+                self.search_history(search).await
+            }
+            async fn turns(
+                &mut self,
+                conversation_id: i64,
+                position: i64,
+                limit: i64,
+                newest_first: bool,
+                chars: i64,
+            ) -> nexus_store::Result<Vec<HistoryTurn>> {
+                self.history_turns(conversation_id, position, limit, newest_first, chars)
+                    .await
+            }
+            async fn position(&mut self, conversation_id: i64, turn: Uuid) -> nexus_store::Result<Option<i64>> {
+                self.turn_position(conversation_id, turn).await
+            }
+        }
+    };
 }
 
-impl HistoryReader for Tx {
-    async fn conversation(&mut self, public_id: Uuid) -> nexus_store::Result<Option<ConversationRow>> {
-        self.conversation_by_public_id(public_id).await
-    }
-    async fn search(&mut self, search: &HistorySearch<'_>) -> nexus_store::Result<Vec<HistoryHit>> {
-        self.search_history(search).await
-    }
-    async fn turns(
-        &mut self,
-        conversation_id: i64,
-        position: i64,
-        limit: i64,
-        newest_first: bool,
-        chars: i64,
-    ) -> nexus_store::Result<Vec<HistoryTurn>> {
-        self.history_turns(conversation_id, position, limit, newest_first, chars)
-            .await
-    }
-    async fn position(&mut self, conversation_id: i64, turn: Uuid) -> nexus_store::Result<Option<i64>> {
-        self.turn_position(conversation_id, turn).await
-    }
-}
+history_reader!(&Store);
+history_reader!(Tx);
 
 /// The JSON of a page (plain structs always serialize).
 pub(crate) fn json(page: &impl Serialize) -> serde_json::Value {
