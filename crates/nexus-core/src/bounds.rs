@@ -55,3 +55,18 @@ pub const PENDING_INPUTS: usize = 64;
 pub const DELIVER_AT_PAST_MS: i64 = 2 * 60 * 1000;
 /// How far ahead a `deliver_at` may lie (milliseconds; ten years of 365.25 days).
 pub const DELIVER_AT_AHEAD_MS: i64 = 315_576_000_000;
+/// `session_search` and `GET W/conversation_search` (kernel-tools.md §10): `query` bytes.
+pub const HISTORY_QUERY_BYTES: usize = 1_024;
+/// History search: the default and largest `limit`.
+pub const HISTORY_SEARCH_DEFAULT_LIMIT: usize = 20;
+pub const HISTORY_SEARCH_MAX_LIMIT: usize = 50;
+/// History search: the newest matching turns (and, apart, titles) that are ranked.
+pub const HISTORY_SEARCH_CANDIDATES: usize = 500;
+/// History search: a match's `excerpt` (characters).
+pub const HISTORY_EXCERPT_CHARS: usize = 500;
+/// `session_read` and `GET C/history`: the default and largest `limit`.
+pub const HISTORY_READ_DEFAULT_LIMIT: usize = 20;
+pub const HISTORY_READ_MAX_LIMIT: usize = 50;
+/// History read: the text of one turn's field, and of one page (characters).
+pub const HISTORY_FIELD_CHARS: usize = 2_000;
+pub const HISTORY_PAGE_CHARS: usize = 12_000;

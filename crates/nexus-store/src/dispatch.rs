@@ -284,4 +284,23 @@ impl Engine for Store {
     async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<InputRow>> {
         dispatch!(self, steers_of_turn(turn_id))
     }
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
+        dispatch!(self, search_history(search))
+    }
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>> {
+        dispatch!(
+            self,
+            history_turns(conversation_id, position, limit, newest_first, chars)
+        )
+    }
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
+        dispatch!(self, turn_position(conversation_id, public_id))
+    }
 }

@@ -22,6 +22,10 @@ pub use ops::conversations::{
     ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
     NewConversation, NewInput,
 };
+pub use ops::history::{
+    HistoryCursor, HistoryHit, HistorySearch, HistoryTurn, HitTurn, INDEXED_CHARS as HISTORY_INDEXED_CHARS,
+    PREFIX_MIN_CHARS as HISTORY_PREFIX_MIN_CHARS, SearchTerm,
+};
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use ops::sealed::SNAPSHOT_DEPTH;
 pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
@@ -278,6 +282,23 @@ pub trait Engine {
     async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>>;
     /// The steers bound to a turn and not yet delivered, oldest first.
     async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<InputRow>>;
+
+    // ---- conversation history (migration 0019, kernel-tools.md §10; also on [`Tx`]) ----
+    /// One page of the ranked full-text search over a workspace's titles and turn text
+    /// (`ops/history.rs` says how terms match and hits rank).
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>>;
+    /// Turns after `position` ascending, or (`newest_first`) before it descending, each text
+    /// cut to `chars` characters.
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>>;
+    /// The position of the conversation's turn `public_id`.
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>>;
 
     // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
     /// The document at `path` of (scope, owner).

@@ -166,6 +166,9 @@ impl Columns for PgRow {
     fn opt_int(&self, column: &str) -> Result<Option<i64>> {
         Ok(self.try_get(column)?)
     }
+    fn float(&self, column: &str) -> Result<f64> {
+        Ok(self.try_get(column)?)
+    }
     fn text(&self, column: &str) -> Result<String> {
         Ok(self.try_get(column)?)
     }

@@ -12,6 +12,8 @@ pub(crate) trait Columns {
     fn opt_public_id(&self, column: &str) -> Result<Option<Uuid>>;
     fn int(&self, column: &str) -> Result<i64>;
     fn opt_int(&self, column: &str) -> Result<Option<i64>>;
+    /// REAL in SQLite, `double precision` in PostgreSQL.
+    fn float(&self, column: &str) -> Result<f64>;
     fn text(&self, column: &str) -> Result<String>;
     fn opt_text(&self, column: &str) -> Result<Option<String>>;
     /// INTEGER 0/1 in SQLite, `boolean` in PostgreSQL.
@@ -54,6 +56,9 @@ impl<C: Columns> Columns for Prefixed<'_, C> {
     }
     fn opt_int(&self, column: &str) -> Result<Option<i64>> {
         self.read(column, |r, c| r.opt_int(c))
+    }
+    fn float(&self, column: &str) -> Result<f64> {
+        self.read(column, |r, c| r.float(c))
     }
     fn text(&self, column: &str) -> Result<String> {
         self.read(column, |r, c| r.text(c))

@@ -664,4 +664,5 @@ impl Tx {
     }
 }
 
+mod history;
 mod turns;

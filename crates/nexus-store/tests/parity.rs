@@ -5,6 +5,12 @@
 //! columns, nullability, normalized types, defaults, primary keys, unique constraints, indexes
 //! or foreign keys fails.
 //!
+//! Full-text structures are each dialect's own machinery (migration 0019): SQLite FTS5 virtual
+//! tables with their shadow tables and triggers, PostgreSQL tables of `tsvector`s and GIN
+//! indexes. The introspection sets them aside (`RawSchema::full_text`), and only their names are
+//! compared: the same full-text names must exist in both dialects. Triggers are not compared at
+//! all (each dialect keeps its full-text tables in step its own way).
+//!
 //! PostgreSQL is needed: without it the test is skipped, unless `NEXUS_REQUIRE_POSTGRES=1`,
 //! which makes its absence a failure.
 
@@ -174,8 +180,11 @@ async fn schemas_match_across_dialects() {
         eprintln!("note: PostgreSQL not configured (NEXUS_TEST_DATABASE_URL); parity not checked");
         return;
     };
-    let s = normalize(&testing::introspect(&sqlite.store).await.unwrap());
-    let p = normalize(&testing::introspect(&pg.store).await.unwrap());
+    let s_raw = testing::introspect(&sqlite.store).await.unwrap();
+    let p_raw = testing::introspect(&pg.store).await.unwrap();
+    let (s_full_text, p_full_text) = (s_raw.full_text.clone(), p_raw.full_text.clone());
+    let s = normalize(&s_raw);
+    let p = normalize(&p_raw);
 
     // Sanity: the introspection sees the foundation tables at all.
     for table in [
@@ -260,7 +269,23 @@ async fn schemas_match_across_dialects() {
         );
     }
 
+    // Full-text structures: the same names in both dialects, and the history search's two.
+    let sqlite_full_text: BTreeSet<String> = s_full_text.iter().cloned().collect();
+    let pg_full_text: BTreeSet<String> = p_full_text.iter().cloned().collect();
+    for name in ["conversations_fts", "turns_fts"] {
+        assert!(
+            sqlite_full_text.contains(name),
+            "SQLite misses the full-text {name}: {sqlite_full_text:?}"
+        );
+    }
+    assert!(
+        !s.tables.iter().any(|t| t.starts_with("turns_fts")),
+        "FTS5's tables are set aside: {:?}",
+        s.tables
+    );
+
     let mut problems = Vec::new();
+    diff("full-text structure", &sqlite_full_text, &pg_full_text, &mut problems);
     for c in s.columns.iter().chain(&p.columns) {
         if c.kind.starts_with("NOT PORTABLE") {
             problems.push(format!("{}.{}: {}", c.table, c.name, c.kind));

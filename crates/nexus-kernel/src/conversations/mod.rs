@@ -1,9 +1,10 @@
 //! Conversations (runs.md §12): create (with an idempotency key), the top-level listing and
 //! its archive filter, read, children, archive / unarchive (a whole tree at once), the default
-//! runner; `inputs.rs` queues, lists and deletes inputs. Turns are not hosted yet (issue 25,
-//! part 1; docs/decisions.md): inputs stay `pending`.
+//! runner; `inputs.rs` queues, lists and deletes inputs; `turns.rs` opens and ends the turns
+//! hosted by runs; `history/` searches and reads the turns (ARCHITECTURE.md has the map).
 
 mod feed;
+pub mod history;
 pub(crate) mod hosting;
 pub(crate) mod inputs;
 pub(crate) mod reach;

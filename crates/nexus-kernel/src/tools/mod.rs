@@ -4,11 +4,12 @@
 //! settle, no token) and runs the scheduling consequences.
 //!
 //! Every registered kernel tool has a handler ([`IMPLEMENTED`]): the graph tools
-//! (`delegate_task`, `wait`, `ask`, `tool_call`) place children in the evaluation's
-//! transaction; the memory family and memory-sourced `skill` run through [`dispatch_stored`];
-//! the rest are pure functions of the input and the frozen context ([`dispatch`]). The
-//! conversation family answers as a standalone run must (conversations are not built yet):
-//! `spawn_needs_conversation`, `unknown_conversation`, or no `session_search` matches.
+//! (`delegate_task`, `wait`, `ask`, `tool_call`, and the conversation family `spawn`, `send`,
+//! `status`, `cancel`) act in the evaluation's transaction; the memory family and
+//! memory-sourced `skill` run through [`dispatch_stored`]; `session_search` and `session_read`
+//! read the workspace's conversation history in the evaluation's transaction
+//! (`conversations/history/`); the rest are pure functions of the input and the frozen context
+//! ([`dispatch`]).
 
 // An error result travels as a value, once per call, through the parameter checks: boxing it
 // would buy nothing on a path that is never hot.
@@ -112,8 +113,6 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
         "runners_list" => Some(runners_list::run(input, ctx)),
         "skill" => Some(skill::run(input, ctx)),
         "tool_search" => Some(tool_search::run(input, ctx)),
-        "session_search" => Some(session_search::run(input)),
-        "session_read" => Some(session_read::run(input)),
         _ => None,
     }
 }
@@ -190,6 +189,8 @@ impl Kernel {
                 "status" => Some(status::run(self, &mut tx, &run, &call).await?),
                 "cancel" => Some(cancel::run(self, &mut tx, &run, &call, &mut effects).await?),
                 "send" => Some(send::run(self, &mut tx, &run, &call, &mut effects).await?),
+                "session_search" => Some(session_search::run(&mut tx, &run, &input).await?),
+                "session_read" => Some(session_read::run(&mut tx, &run, &input).await?),
                 w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
                 | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory).await?,
                 _ => None,
@@ -237,65 +238,11 @@ impl Kernel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn every_registered_kernel_tool_has_a_handler() {
         let mut wires: Vec<&str> = nexus_core::registry::entries().iter().map(|t| t.wire).collect();
         wires.sort_unstable();
         assert_eq!(wires, IMPLEMENTED);
-    }
-
-    fn ctx() -> (Vec<Value>, Value, Vec<Value>) {
-        (
-            vec![],
-            json!({"default_runner_executor_public_id": null, "runner_candidates": []}),
-            vec![],
-        )
-    }
-
-    fn answer(wire: &str, input: Value) -> KernelToolOutcome {
-        let (defs, env, skills) = ctx();
-        let ctx = ToolContext {
-            tool_definitions: &defs,
-            environment: &env,
-            skills: &skills,
-            callable: wire,
-        };
-        dispatch(wire, &input, &ctx).unwrap_or_else(|| panic!("{wire} has no pure handler"))
-    }
-
-    fn word(outcome: &KernelToolOutcome) -> &str {
-        assert!(outcome.is_error, "{outcome:?}");
-        outcome.content.as_str().unwrap().split(':').next().unwrap()
-    }
-
-    #[test]
-    fn the_session_tools_answer_as_a_standalone_run() {
-        assert_eq!(
-            word(&answer("session_read", json!({"session_id": "s"}))),
-            "unknown_conversation"
-        );
-        let two_cursors = json!({"session_id": "s", "after_position": 1, "before_position": 2});
-        assert_eq!(word(&answer("session_read", two_cursors)), "parameter_invalid");
-        assert_eq!(
-            word(&answer("session_read", json!({"session_id": "s", "limit": 51}))),
-            "parameter_invalid"
-        );
-        let found = answer("session_search", json!({"query": "deploy notes", "limit": 50}));
-        assert!(!found.is_error);
-        assert_eq!(found.content, json!(r#"{"matches":[],"pagination":{}}"#));
-        assert_eq!(
-            word(&answer("session_search", json!({"query": ""}))),
-            "parameter_invalid"
-        );
-        assert_eq!(
-            word(&answer("session_search", json!({"query": "x", "archived": "all"}))),
-            "parameter_invalid"
-        );
-        assert_eq!(
-            word(&answer("session_search", json!({"query": "x".repeat(1025)}))),
-            "parameter_invalid"
-        );
     }
 }

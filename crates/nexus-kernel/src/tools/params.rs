@@ -93,3 +93,12 @@ pub(crate) fn unknown_conversation(tool: &str, target: &str) -> KernelToolOutcom
         ),
     )
 }
+
+/// A history refusal (`conversations/history.rs`) as the tool's error result.
+pub(crate) fn history_refusal(refusal: crate::conversations::history::HistoryRefusal) -> KernelToolOutcome {
+    use crate::conversations::history::HistoryRefusal;
+    match refusal {
+        HistoryRefusal::Parameter(m) => KernelToolOutcome::error("parameter_invalid", &m),
+        HistoryRefusal::UnknownConversation(m) => KernelToolOutcome::error("unknown_conversation", &m),
+    }
+}

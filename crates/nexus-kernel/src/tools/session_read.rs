@@ -1,11 +1,16 @@
-//! `session_read` (`nexus.conversation.read`, kernel-tools.md §10). `session_id` must be a
-//! conversation of the run's workspace; conversations are not built in this version, so after
-//! the parameter checks every id answers `unknown_conversation`.
+//! `session_read` (`nexus.conversation.read`, kernel-tools.md §10): a window of the turns of
+//! one conversation of the run's workspace, in the shape of `GET C/history`
+//! (`conversations/history.rs` runs both).
 
+use nexus_core::bounds;
+use nexus_store::{RunRow, Tx};
 use serde_json::Value;
 
 use super::{KernelToolOutcome, params};
+use crate::conversations::history::{self, ReadAsk};
+use crate::error::KernelResult;
 
+const TOOL: &str = "session_read";
 const PARAMS: &[&str] = &[
     "session_id",
     "around_turn_id",
@@ -14,40 +19,82 @@ const PARAMS: &[&str] = &[
     "limit",
 ];
 
-pub(crate) fn run(input: &Value) -> KernelToolOutcome {
-    let checked = (|| {
-        let obj = params::object("session_read", input)?;
-        params::only("session_read", obj, PARAMS)?;
-        let id = params::required_text("session_read", obj, "session_id")?;
-        params::optional(
-            "session_read",
-            obj,
-            "around_turn_id",
-            "a turn id string",
-            Value::is_string,
-        )?;
-        for cursor in ["after_position", "before_position"] {
-            params::optional("session_read", obj, cursor, "an integer ≥ 0", |v| {
-                params::int_in(v, 0, i64::MAX)
-            })?;
-        }
-        params::optional("session_read", obj, "limit", "an integer from 1 to 50", |v| {
-            params::int_in(v, 1, 50)
+pub(crate) async fn run(tx: &mut Tx, run: &RunRow, input: &Value) -> KernelResult<KernelToolOutcome> {
+    let ask = match parse(input) {
+        Ok(ask) => ask,
+        Err(refusal) => return Ok(refusal),
+    };
+    Ok(match history::read(tx, run.workspace_id, &ask).await? {
+        Ok(page) => KernelToolOutcome::json_text(&history::json(&page)),
+        Err(refusal) => params::history_refusal(refusal),
+    })
+}
+
+/// The parameters, typed; the grammar's ranges are `history::read`'s.
+fn parse(input: &Value) -> Result<ReadAsk, KernelToolOutcome> {
+    let obj = params::object(TOOL, input)?;
+    params::only(TOOL, obj, PARAMS)?;
+    let session_id = params::required_text(TOOL, obj, "session_id")?;
+    params::optional(TOOL, obj, "around_turn_id", "a turn id string", Value::is_string)?;
+    for cursor in ["after_position", "before_position"] {
+        params::optional(TOOL, obj, cursor, "an integer ≥ 0", |v| {
+            params::int_in(v, 0, i64::MAX)
         })?;
-        let cursors = ["around_turn_id", "after_position", "before_position"]
-            .iter()
-            .filter(|k| obj.contains_key(**k))
-            .count();
-        if cursors > 1 {
-            return Err(KernelToolOutcome::error(
-                "parameter_invalid",
-                "session_read takes at most one of around_turn_id, after_position and before_position",
-            ));
+    }
+    let max = bounds::HISTORY_READ_MAX_LIMIT as i64;
+    params::optional(TOOL, obj, "limit", &format!("an integer from 1 to {max}"), |v| {
+        params::int_in(v, 1, max)
+    })?;
+    let cursor = history::read_cursor(
+        obj.get("around_turn_id").and_then(Value::as_str).map(String::from),
+        obj.get("after_position").and_then(Value::as_i64),
+        obj.get("before_position").and_then(Value::as_i64),
+    )
+    .map_err(params::history_refusal)?;
+    Ok(ReadAsk {
+        session_id: session_id.to_string(),
+        cursor,
+        limit: obj
+            .get("limit")
+            .and_then(Value::as_i64)
+            .unwrap_or(bounds::HISTORY_READ_DEFAULT_LIMIT as i64),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversations::history::ReadCursor;
+    use serde_json::json;
+
+    #[test]
+    fn parameters_are_typed_and_one_cursor_at_most() {
+        let ask = parse(&json!({"session_id": "s"})).unwrap();
+        assert_eq!(
+            (ask.session_id.as_str(), ask.cursor, ask.limit),
+            ("s", ReadCursor::Newest, 20)
+        );
+        let ask = parse(&json!({"session_id": "s", "around_turn_id": "t", "limit": 50})).unwrap();
+        assert_eq!((ask.cursor, ask.limit), (ReadCursor::Around("t".into()), 50));
+        let ask = parse(&json!({"session_id": "s", "before_position": 0})).unwrap();
+        assert_eq!(ask.cursor, ReadCursor::Before(0));
+        for bad in [
+            json!({}),
+            json!({"session_id": " "}),
+            json!({"session_id": "s", "after_position": 1, "before_position": 2}),
+            json!({"session_id": "s", "around_turn_id": "t", "after_position": 1}),
+            json!({"session_id": "s", "after_position": -1}),
+            json!({"session_id": "s", "after_position": "1"}),
+            json!({"session_id": "s", "around_turn_id": 7}),
+            json!({"session_id": "s", "limit": 0}),
+            json!({"session_id": "s", "limit": 51}),
+            json!({"session_id": "s", "page": 1}),
+        ] {
+            let outcome = parse(&bad).expect_err("refused");
+            assert!(
+                outcome.is_error && outcome.content.as_str().unwrap().starts_with("parameter_invalid: "),
+                "{bad}: {outcome:?}"
+            );
         }
-        Ok::<String, KernelToolOutcome>(id.to_string())
-    })();
-    match checked {
-        Ok(id) => params::unknown_conversation("session_read", &id),
-        Err(refusal) => refusal,
     }
 }

@@ -72,3 +72,15 @@ impl World {
         std::fs::write(self.scripts.join(format!("{name}.jsonl")), text.join("\n")).unwrap();
     }
 }
+
+/// The text of a settled row's content blocks.
+pub fn text_of(t: &nexus_store::TaskRow) -> String {
+    let blocks: Value = serde_json::from_str(t.content.as_deref().unwrap_or("[]")).unwrap();
+    blocks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("")
+}

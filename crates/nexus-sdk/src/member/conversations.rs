@@ -5,6 +5,7 @@ use reqwest::Method;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::history::{History, HistoryRead};
 use super::inputs::{Input, InputCreated, InputEnvelope, InputPage, NewInput};
 use super::types::{Page, Pagination, Rest, open_words};
 use super::wire::{self, Route, V1};
@@ -317,6 +318,21 @@ impl ConversationRef {
             .lit("events")
             .query("after", Some(after))
             .query("limit", limit);
+        wire::get(&self.http, &route).await
+    }
+
+    /// `GET C/history?around_turn_id=&after_position=&before_position=&limit=`: a window of
+    /// the conversation's turns, oldest first, the text within its bounds; the shape
+    /// `session_read` answers. Refusals: 400 `parameter_invalid` (more than one cursor, a turn
+    /// of another conversation, a limit outside 1–50); 404 `not_found`.
+    pub async fn history(&self, read: &HistoryRead) -> Result<History> {
+        let route = self
+            .route()
+            .lit("history")
+            .query("around_turn_id", read.around_turn_id.as_deref())
+            .query("after_position", read.after_position)
+            .query("before_position", read.before_position)
+            .query("limit", read.limit);
         wire::get(&self.http, &route).await
     }
 

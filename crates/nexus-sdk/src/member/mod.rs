@@ -41,6 +41,7 @@ mod conversation_stream;
 mod conversations;
 mod events;
 mod executors;
+mod history;
 mod inputs;
 mod memory;
 mod run;
@@ -64,6 +65,10 @@ pub use events::{
     Ephemeral, Event, EventKind, EventPage, EventStream, Frame, Reconnect, RunStatusChange, TaskStatusChange,
 };
 pub use executors::ExecutorInfo;
+pub use history::{
+    History, HistoryConversation, HistoryPagination, HistoryRead, HistorySearch, HistoryTurn, MatchField, SearchMatch,
+    SearchPage,
+};
 pub use inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
 pub use memory::{MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
 pub use run::RunRef;

@@ -4,6 +4,7 @@ use reqwest::Method;
 
 use super::approvals::ApprovalPage;
 use super::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, ConversationRef, NewConversation};
+use super::history::{HistorySearch, SearchPage};
 use super::memory::{DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
 use super::run::RunRef;
 use super::runs::{Created, NewRun, RunPage};
@@ -106,6 +107,22 @@ impl Workspace {
             .query("archived", archived)
             .query("after", page.after.as_deref())
             .query("limit", page.limit);
+        wire::get(&self.http, &route).await
+    }
+
+    /// `GET W/conversation_search?query=&archived=&include_auxiliary=&limit=&after=`: the
+    /// ranked search of the workspace's conversation history (titles, prompts and replies),
+    /// best first; the shape `session_search` answers. Refusal: 400 `parameter_invalid` (a
+    /// blank or over-long query, a limit outside 1–50, a cursor it did not issue, …).
+    pub async fn conversation_search(&self, search: &HistorySearch) -> Result<SearchPage> {
+        let route = self
+            .route()
+            .lit("conversation_search")
+            .query("query", Some(&search.query))
+            .query("archived", search.archived)
+            .query("include_auxiliary", search.include_auxiliary)
+            .query("limit", search.limit)
+            .query("after", search.after.as_deref());
         wire::get(&self.http, &route).await
     }
 

@@ -84,6 +84,20 @@ impl Served {
         child.public_id.to_string()
     }
 
+    /// Stores `texts` as turns of the conversation, alternating user and assistant, through the
+    /// store (turns are the kernel's turn engine's to write); returns their ids.
+    pub async fn turns(&self, conversation: &str, texts: &[&str]) -> Vec<String> {
+        use nexus_store::Engine as _;
+        let store = &self._store.store;
+        let row = store
+            .conversation_by_public_id(conversation.parse().unwrap())
+            .await
+            .unwrap()
+            .expect("the conversation exists");
+        let turns = nexus_store::testing::seed_turns(store, row.id, texts, row.created_at).await;
+        turns.iter().map(|t| t.public_id.to_string()).collect()
+    }
+
     /// A raw executor-plane call as the bootstrap runner: `(status, body)`.
     pub async fn executor(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
         let mut request = reqwest::Client::new()

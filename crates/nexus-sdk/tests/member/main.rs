@@ -7,5 +7,6 @@ mod conversations;
 mod feed;
 mod files;
 mod harness;
+mod history;
 mod recover;
 mod runs;

@@ -1,6 +1,7 @@
 //! Conversations and their inputs (runs.md §12), under `W = /agent_api/v1/workspaces/{ws}`:
 //! `POST|GET W/conversations`, `GET C`, `GET C/children`, `POST C/archive`, `POST
-//! C/unarchive`, `PUT C/default_runner`, `GET C/events`, `POST|GET C/inputs`, `DELETE C/inputs/{id}`. Each
+//! C/unarchive`, `PUT C/default_runner`, `GET C/events`, `POST|GET C/inputs`, `DELETE C/inputs/{id}`,
+//! and the history routes `GET W/conversation_search` and `GET C/history` (kernel-tools.md §10). Each
 //! handler parses the path, query, headers and body, calls the kernel, and returns its JSON.
 
 use axum::extract::{Path, Query, State};
@@ -8,6 +9,7 @@ use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post, put};
 use axum::{Json, Router};
+use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -31,6 +33,27 @@ pub fn routes() -> Router<AppState> {
         .route("/conversations/{c}/inputs/{input}", axum::routing::delete(delete_input))
         .route("/conversations/{c}/turns", get(turns))
         .route("/conversations/{c}/cancellation", post(cancellation))
+        .route("/conversation_search", get(search))
+        .route("/conversations/{c}/history", get(history))
+}
+
+/// `GET W/conversation_search`'s query string.
+#[derive(Debug, Deserialize)]
+pub struct SearchParams {
+    pub query: Option<String>,
+    pub archived: Option<String>,
+    pub include_auxiliary: Option<String>,
+    pub limit: Option<String>,
+    pub after: Option<String>,
+}
+
+/// `GET C/history`'s query string.
+#[derive(Debug, Deserialize)]
+pub struct HistoryParams {
+    pub around_turn_id: Option<String>,
+    pub after_position: Option<String>,
+    pub before_position: Option<String>,
+    pub limit: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -215,6 +238,42 @@ pub async fn cancellation(
         state
             .kernel
             .cancel_conversation(&p, path_id(&ws)?, path_id(&c)?)
+            .await?,
+    ))
+}
+
+pub async fn search(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<SearchParams>,
+) -> ApiResult<Json<Value>> {
+    let q = SearchQuery {
+        query: q.query.as_deref(),
+        archived: q.archived.as_deref(),
+        include_auxiliary: q.include_auxiliary.as_deref(),
+        limit: q.limit.as_deref(),
+        after: q.after.as_deref(),
+    };
+    Ok(Json(state.kernel.conversation_search(&p, path_id(&ws)?, &q).await?))
+}
+
+pub async fn history(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path((ws, c)): Path<(String, String)>,
+    Query(q): Query<HistoryParams>,
+) -> ApiResult<Json<Value>> {
+    let q = HistoryQuery {
+        around_turn_id: q.around_turn_id.as_deref(),
+        after_position: q.after_position.as_deref(),
+        before_position: q.before_position.as_deref(),
+        limit: q.limit.as_deref(),
+    };
+    Ok(Json(
+        state
+            .kernel
+            .conversation_history(&p, path_id(&ws)?, path_id(&c)?, &q)
             .await?,
     ))
 }

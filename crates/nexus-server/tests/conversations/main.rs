@@ -3,12 +3,14 @@
 //! unarchive of a whole tree, `PUT C/default_runner`; inputs with every delivery refusal, the
 //! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting
 //! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`); the live
-//! feed (`stream.rs`).
+//! feed (`stream.rs`); turns, steering and children (`turns.rs`); the history routes, search and
+//! read (`search.rs`).
 
 #[path = "../common/mod.rs"]
 mod common;
 mod feed_and_standing;
 mod inputs;
+mod search;
 mod stream;
 mod turns;
 

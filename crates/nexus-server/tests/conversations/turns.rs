@@ -356,12 +356,16 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
                                                            "default_runner_executor_public_id": null}}]}),
                 json!({"text": "A said its piece."}),
                 json!({"text": "B's mail read.", "expect": {"last_user_contains": "B done"}}),
+                json!({"text": "Looking back.", "tool_calls": [
+                    {"id": "s", "name": "session_search", "input": {"query": "piece"}}]}),
+                json!({"text": "Found it.", "expect": {"last_result": {"name": "session_search", "contains": "A said its piece."}}}),
                 json!({"thread": "a", "text": "A done."}),
                 json!({"thread": "b", "text": "B done."}),
             ],
         );
         let configuration = json!({"approval_mode": "bypass", "default_model": "scripted/family",
-                                   "kernel_tools": ["nexus.conversation.spawn", "nexus.conversation.status"]});
+                                   "kernel_tools": ["nexus.conversation.spawn", "nexus.conversation.status",
+                                                    "nexus.conversation.search"]});
         let r = h
             .json(
                 Method::PUT,
@@ -372,9 +376,16 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
             .await;
         assert!(r.status.is_success(), "{}", String::from_utf8_lossy(&r.bytes));
         let agent = h.agent_token();
-        let conv = new_conversation(&h, &agent, json!({})).await;
+        let runner_id = h.boot["runner"]["executor_public_id"].as_str().unwrap().to_string();
+        let conv = new_conversation(&h, &agent, json!({"default_runner_executor_public_id": runner_id})).await;
         ok(
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        // A later turn finds the first reply by its words.
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "What did A say?"})).await,
             StatusCode::CREATED,
         );
         h.kernel.work_until_idle(100).await.unwrap();
@@ -386,7 +397,11 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
             .collect();
         assert_eq!(
             replies,
-            [&json!("A said its piece."), &json!("B's mail read.")],
+            [
+                &json!("A said its piece."),
+                &json!("B's mail read."),
+                &json!("Found it.")
+            ],
             "{} {t:?}",
             h.dialect
         );
@@ -397,6 +412,8 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
         let children = children["conversations"].as_array().unwrap();
         assert_eq!(children.len(), 2, "{children:?}");
         assert_eq!(children[0]["parent"]["label"], "a");
+        // `a` omitted the key and inherits the parent's runner; `b` chose none.
+        assert_eq!(children[0]["default_runner_executor_public_id"], runner_id.as_str());
         assert_eq!(children[1]["default_runner_executor_public_id"], Value::Null);
         let feed = ok(
             &h.get(&format!("{}/events", c(&h, &conv)), Some(&agent)).await,
@@ -443,9 +460,16 @@ async fn a_background_branch_result_arrives_as_mail_in_a_later_turn() {
         );
         tools_profile(&h, "scripted/bg", &["nexus.graph.delegate_task"]).await;
         let agent = h.agent_token();
-        let conv = new_conversation(&h, &agent, json!({})).await;
+        let runner_id = h.boot["runner"]["executor_public_id"].as_str().unwrap().to_string();
+        let conv = new_conversation(&h, &agent, json!({"default_runner_executor_public_id": runner_id})).await;
         ok(
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        // A later turn finds the first reply by its words.
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "What did A say?"})).await,
             StatusCode::CREATED,
         );
         h.kernel.work_until_idle(100).await.unwrap();
@@ -500,9 +524,16 @@ async fn send_and_status_reach_a_child_by_its_label() {
         )
         .await;
         let agent = h.agent_token();
-        let conv = new_conversation(&h, &agent, json!({})).await;
+        let runner_id = h.boot["runner"]["executor_public_id"].as_str().unwrap().to_string();
+        let conv = new_conversation(&h, &agent, json!({"default_runner_executor_public_id": runner_id})).await;
         ok(
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
+            StatusCode::CREATED,
+        );
+        h.kernel.work_until_idle(100).await.unwrap();
+        // A later turn finds the first reply by its words.
+        ok(
+            &input(&h, &agent, &conv, json!({"content": "What did A say?"})).await,
             StatusCode::CREATED,
         );
         h.kernel.work_until_idle(100).await.unwrap();

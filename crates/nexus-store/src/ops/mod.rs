@@ -2,8 +2,9 @@
 //! (accounts, workspaces, standing, members), executors (executors, announcements,
 //! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, sealed requests,
 //! round facts, the sweep's selections and the inbox page), events, memory, uploads and
-//! conversations (conversations and their inputs) and turns (turns, the
-//! running turn, the wake clock, mail and steers).
+//! conversations (conversations and their inputs), turns (turns, the
+//! running turn, the wake clock, mail and steers) and history (the ranked search over titles and
+//! turn text, the turn windows of `session_read`).
 //!
 //! Each area's file has two macros. `<area>_ops!` expands, inside each engine's `ops` module,
 //! to free functions over that engine's connection type `Conn` (a pooled connection or an open
@@ -29,6 +30,7 @@ pub(crate) mod accounts;
 pub(crate) mod conversations;
 pub(crate) mod events;
 pub(crate) mod executors;
+pub(crate) mod history;
 pub(crate) mod memory;
 pub(crate) mod runs;
 pub(crate) mod sealed;
@@ -60,6 +62,13 @@ pub(crate) trait Dialect {
     /// The conversation row by id (`$1`), locked for the unit of work (PostgreSQL `FOR
     /// UPDATE`; on SQLite a plain read, as `BEGIN IMMEDIATE` holds the write lock).
     const LOCK_CONVERSATION: &'static str;
+    /// The ranked history search (`ops/history.rs`), over the dialect's full-text index.
+    const SEARCH_HISTORY: &'static str;
+    /// The search whose candidates come from the index's bitmap, and how to tell when it is
+    /// the cheaper one (`ops/history.rs`, `SparsePlan`); `None`: the one text always.
+    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan>;
+    /// The search's `$1`: the terms in the dialect's full-text query syntax.
+    fn search_query(terms: &[history::SearchTerm]) -> String;
 }
 
 impl Dialect for rusqlite::Connection {
@@ -70,6 +79,11 @@ impl Dialect for rusqlite::Connection {
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_SQLITE;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
+    const SEARCH_HISTORY: &'static str = history::SEARCH_SQLITE;
+    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan> = None;
+    fn search_query(terms: &[history::SearchTerm]) -> String {
+        history::SearchTerm::fts5_query(terms)
+    }
 }
 
 impl Dialect for sqlx::PgConnection {
@@ -80,6 +94,11 @@ impl Dialect for sqlx::PgConnection {
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_PG;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;
+    const SEARCH_HISTORY: &'static str = history::SEARCH_PG;
+    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan> = Some(history::PG_SPARSE);
+    fn search_query(terms: &[history::SearchTerm]) -> String {
+        history::SearchTerm::tsquery(terms)
+    }
 }
 
 /// Every area's operations, inside an engine's `ops` module. `update_task` names the shared
@@ -103,6 +122,7 @@ macro_rules! engine_ops {
         $crate::ops::uploads::upload_ops!();
         $crate::ops::conversations::conversation_ops!();
         $crate::ops::turns::turn_ops!();
+        $crate::ops::history::history_ops!();
     };
 }
 pub(crate) use engine_ops;
@@ -120,6 +140,7 @@ macro_rules! engine_methods {
         $crate::ops::uploads::upload_methods!();
         $crate::ops::conversations::conversation_methods!();
         $crate::ops::turns::turn_methods!();
+        $crate::ops::history::history_methods!();
     };
 }
 pub(crate) use engine_methods;

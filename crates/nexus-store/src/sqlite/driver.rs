@@ -106,6 +106,13 @@ impl<'q> Query<'q> {
         self
     }
 
+    /// sqlx's switch for keeping a prepared statement, mirrored so a shared operation can turn
+    /// it off for PostgreSQL. Here it changes nothing: SQLite plans a statement the same for
+    /// every bound value, so the cached statement is always the right one.
+    pub(crate) fn persistent(self, _keep: bool) -> Self {
+        self
+    }
+
     /// The first row; no row is an error (`QueryReturnedNoRows`), as in sqlx.
     pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<LiteRow>> {
         ready(
@@ -224,6 +231,11 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
             query: self.query.bind(value),
             _out: PhantomData,
         }
+    }
+
+    /// [`Query::persistent`]: nothing here.
+    pub(crate) fn persistent(self, _keep: bool) -> Self {
+        self
     }
 
     pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<T>> {
@@ -446,6 +458,9 @@ macro_rules! columns_by_name {
                 self.typed(column)
             }
             fn opt_int(&self, column: &str) -> Result<Option<i64>> {
+                self.typed(column)
+            }
+            fn float(&self, column: &str) -> Result<f64> {
                 self.typed(column)
             }
             fn text(&self, column: &str) -> Result<String> {

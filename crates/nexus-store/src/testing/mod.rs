@@ -252,6 +252,37 @@ pub async fn seed_member(store: &Store, now: i64) -> (crate::AccountRow, crate::
     (account, workspace, member)
 }
 
+/// Stores `texts` as completed turns of the conversation, alternating user and assistant from a
+/// user turn, the i-th created at `now + i`, in one unit of work (turns are the kernel's turn
+/// engine's to write; tests of what reads them seed them here).
+pub async fn seed_turns(store: &Store, conversation_id: i64, texts: &[&str], now: i64) -> Vec<crate::TurnRow> {
+    let mut tx = store.begin().await.expect("begin");
+    let mut turns = Vec::with_capacity(texts.len());
+    for (i, text) in texts.iter().enumerate() {
+        let turn = tx
+            .insert_turn(crate::NewTurn {
+                public_id: Uuid::now_v7(),
+                conversation_id,
+                role: if i % 2 == 0 {
+                    crate::TurnRole::User
+                } else {
+                    crate::TurnRole::Assistant
+                },
+                status: crate::TurnStatus::Completed,
+                input_id: None,
+                run_id: None,
+                content: Some(text.to_string()),
+                error_key: None,
+                created_at: now + i as i64,
+            })
+            .await
+            .expect("insert_turn");
+        turns.push(turn);
+    }
+    tx.commit().await.expect("commit");
+    turns
+}
+
 /// A standalone run in `workspace_id`, created and answered by `member_id`, at `now`.
 pub fn new_run(workspace_id: i64, member_id: i64, status: crate::RunStatus, now: i64) -> crate::NewRun {
     crate::NewRun {

@@ -43,9 +43,16 @@ pub struct RawForeignKey {
 }
 
 /// A schema as raw catalog facts (tables other than `_sqlx_migrations`), ordered by table.
+///
+/// Full-text structures are each dialect's own machinery (migration 0019): SQLite FTS5 virtual
+/// tables (and the shadow tables FTS5 keeps for them), PostgreSQL GIN indexes and tables that
+/// hold a `tsvector` column. They are named in `full_text` and left out of everything else, so
+/// the parity test compares their names only.
 #[derive(Debug, Clone)]
 pub struct RawSchema {
     pub dialect: &'static str,
+    /// The names of the full-text structures, sorted.
+    pub full_text: Vec<String>,
     pub columns: Vec<RawColumn>,
     /// `(table, primary key columns in key order)`, for tables with a primary key.
     pub primary_keys: Vec<(String, Vec<String>)>,
@@ -61,7 +68,9 @@ pub async fn introspect(store: &Store) -> Result<RawSchema> {
     }
 }
 
-const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations'";
+/// Ordinary tables: `pragma_table_list` types FTS5's tables `virtual` and `shadow`.
+const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND m.name <> '_sqlx_migrations' \
+     AND m.name IN (SELECT tl.name FROM pragma_table_list tl WHERE tl.schema = 'main' AND tl.type = 'table')";
 
 fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
     use crate::row::Columns;
@@ -162,8 +171,15 @@ fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
             references_column: r.text("references_column")?,
         });
     }
+    let full_text: Vec<String> = query_scalar(
+        "SELECT tl.name FROM pragma_table_list tl JOIN sqlite_master m ON m.name = tl.name \
+         WHERE tl.schema = 'main' AND tl.type = 'virtual' AND m.sql LIKE '%USING fts5%' ORDER BY tl.name",
+    )
+    .fetch_all(conn)
+    .into_inner()?;
     Ok(RawSchema {
         dialect: "sqlite",
+        full_text,
         columns,
         primary_keys,
         indexes,
@@ -172,6 +188,25 @@ fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
 }
 
 async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
+    // Full-text tables (a `tsvector` column) and indexes (GIN), named and set aside.
+    let text_tables: Vec<String> = sqlx::query_scalar(
+        "SELECT DISTINCT table_name::text FROM information_schema.columns \
+         WHERE table_schema = current_schema() AND data_type = 'tsvector' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await?;
+    // (index, table) of each GIN index.
+    let text_indexes: Vec<(String, String)> = sqlx::query_as(
+        "SELECT i.relname::text, t.relname::text FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid \
+         JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_am am ON am.oid = i.relam \
+         JOIN pg_namespace n ON n.oid = i.relnamespace \
+         WHERE n.nspname = current_schema() AND am.amname = 'gin' ORDER BY 1",
+    )
+    .fetch_all(pool)
+    .await?;
+    let set_aside = |table: &str, index: Option<&str>| {
+        text_tables.iter().any(|t| t == table) || index.is_some_and(|i| text_indexes.iter().any(|(x, _)| x == i))
+    };
     let rows = sqlx::query(
         "SELECT table_name::text AS table_name, column_name::text AS column_name, \
          data_type::text AS data_type, is_nullable::text AS is_nullable, \
@@ -184,8 +219,12 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
     .await?;
     let mut columns = Vec::new();
     for r in &rows {
+        let table: String = r.try_get("table_name")?;
+        if set_aside(&table, None) {
+            continue;
+        }
         columns.push(RawColumn {
-            table: r.try_get("table_name")?,
+            table,
             name: r.try_get("column_name")?,
             declared_type: r.try_get("data_type")?,
             not_null: r.try_get::<String, _>("is_nullable")? == "NO",
@@ -225,6 +264,9 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
             constraint: r.try_get("from_constraint")?,
             predicate: r.try_get("predicate")?,
         };
+        if set_aside(&index.table, Some(&index.name)) {
+            continue;
+        }
         if index.primary {
             primary_keys.push((index.table.clone(), index.columns.clone()));
         }
@@ -248,15 +290,29 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
     .await?;
     let mut foreign_keys = Vec::new();
     for r in &rows {
+        let table: String = r.try_get("table_name")?;
+        if set_aside(&table, None) {
+            continue;
+        }
         foreign_keys.push(RawForeignKey {
-            table: r.try_get("table_name")?,
+            table,
             column: r.try_get("column_name")?,
             references_table: r.try_get("references_table")?,
             references_column: r.try_get("references_column")?,
         });
     }
+    // A full-text table's own GIN indexes are part of it; a GIN index on another table is a
+    // full-text structure of its own.
+    let mut full_text = text_tables.clone();
+    for (index, table) in &text_indexes {
+        if !text_tables.contains(table) {
+            full_text.push(index.clone());
+        }
+    }
+    full_text.sort();
     Ok(RawSchema {
         dialect: "postgres",
+        full_text,
         columns,
         primary_keys,
         indexes,
@@ -277,5 +333,18 @@ pub async fn row_count(store: &Store, table: &str, condition: &str) -> Result<i6
                 .into_inner()?)
         }
         Store::Postgres(s) => Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(sql)).fetch_one(s.pool()).await?),
+    }
+}
+
+/// Brings the planner's statistics up to date, as autovacuum would on a live store: PostgreSQL
+/// `ANALYZE` (a benchmark that has just loaded its tables runs it before it measures). SQLite
+/// plans the store's statements without statistics: nothing to do.
+pub async fn analyze(store: &Store) -> Result<()> {
+    match store {
+        Store::Sqlite(_) => Ok(()),
+        Store::Postgres(s) => {
+            sqlx::query("ANALYZE").execute(s.pool()).await?;
+            Ok(())
+        }
     }
 }

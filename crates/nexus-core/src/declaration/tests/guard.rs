@@ -93,15 +93,15 @@ fn digest(v: &[Value]) -> String {
 fn bench_set_stores_the_recorded_bytes() {
     let set = bench_set();
     let sorted = validate_declaration_owned(set.clone(), "/tools").unwrap();
-    assert_eq!(serde_json::to_vec(&sorted).unwrap().len(), 313_090);
+    assert_eq!(serde_json::to_vec(&sorted).unwrap().len(), 313_276);
     assert_eq!(
         digest(&sorted),
-        "eb4a8df5557d833c8ffa5d457418f1e624366a782b09bab1ecfcc93271141d63"
+        "59823eb9dcb0b4981db7628817d2f6fac27bdff37eef931a28658f97b773248a"
     );
     let unsorted = validate_and_render_owned(set, "/tools").unwrap();
     assert_eq!(
         digest(&unsorted),
-        "30f349d4225d14ff02dae18467b1ea0c5d617ec2bce76a44c13559681ff43962"
+        "ddda3c30294a617caa9fbe8c45ea23b769efd14ba880a7676e1727acdee73ed0"
     );
 }
 
@@ -275,7 +275,7 @@ fn assembly_stores_the_recorded_bytes() {
     assert_eq!(
         digests,
         [
-            "666aa66d624cba187c85fedb62a1362d624417c50f51597f0fb8f98c00a8359d",
+            "fcf8d6bd8cea6e3badc341aae2b703fffcd4e017a1b11ba89aec02f5a01ff611",
             "b3d877e838d19850f54d18c82fdc33c3ea5f3b0409428bdd097fc75cd53b2472"
         ]
     );

@@ -1,0 +1,538 @@
+//! Conversation history (migration 0019, kernel-tools.md §10), written once for both engines:
+//! the ranked full-text search over conversation titles and turn text, and the bounded turn
+//! windows `session_read` serves.
+//!
+//! **Matching.** A query is a list of [`SearchTerm`]s, each a maximal run of letters and digits
+//! (Rust's `char::is_alphanumeric`), lowercased; a term written with a trailing `*` and at least
+//! [`PREFIX_MIN_CHARS`] characters matches as a prefix. A field matches when every term occurs in
+//! it as a word. Both engines split the stored text into words at every character that is not a
+//! letter or a digit (SQLite's `unicode61` tokenizer; on PostgreSQL the ASCII punctuation is
+//! turned into spaces before the `simple` parser, so `deploy.sh` and `deploy-sh` are two words on
+//! both) and fold case. Only the first [`INDEXED_CHARS`] characters of a field are indexed.
+//!
+//! **Ranking.** The candidates are the newest `candidates` matching turns and the newest
+//! `candidates` matching titles (by id) of the workspace, after the archive and child filters;
+//! they are ranked by `-bm25()` on SQLite and `ts_rank()` on PostgreSQL (higher is better; the
+//! two scales differ), ties broken by descending turn id (a title, which has none, counts as 0)
+//! and then descending conversation id. A page is a keyset on that order ([`HistoryCursor`]).
+
+use uuid::Uuid;
+
+use crate::ops::conversations::ArchivedFilter;
+use crate::ops::turns::TurnRole;
+
+/// The characters of a field the full-text index holds (migration 0019 writes the number in
+/// both dialects; a store test holds them to it).
+pub const INDEXED_CHARS: usize = 65_536;
+/// The shortest term a trailing `*` makes a prefix; a shorter one matches as a whole word.
+pub const PREFIX_MIN_CHARS: usize = 3;
+
+/// One term of a history search: letters and digits only, lowercased (see the module docs).
+/// Built only by [`SearchTerm::parse_query`], so a term never carries query syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SearchTerm {
+    text: String,
+    prefix: bool,
+}
+
+impl SearchTerm {
+    /// The terms of a query: each whitespace-separated word splits into its runs of letters and
+    /// digits; a word ending in `*` makes its last run a prefix (when it has at least
+    /// [`PREFIX_MIN_CHARS`] characters). Empty when the query has no letter or digit.
+    pub fn parse_query(query: &str) -> Vec<SearchTerm> {
+        let mut terms = Vec::new();
+        for word in query.split_whitespace() {
+            let starred = word.ends_with('*');
+            let first = terms.len();
+            for run in word.split(|c: char| !c.is_alphanumeric()).filter(|r| !r.is_empty()) {
+                terms.push(SearchTerm {
+                    text: run.to_lowercase(),
+                    prefix: false,
+                });
+            }
+            if starred
+                && terms.len() > first
+                && let Some(last) = terms.last_mut()
+            {
+                last.prefix = last.text.chars().count() >= PREFIX_MIN_CHARS;
+            }
+        }
+        terms
+    }
+
+    /// The lowercased letters and digits.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the term matches any word it begins.
+    pub fn is_prefix(&self) -> bool {
+        self.prefix
+    }
+
+    /// The FTS5 query: each term a quoted phrase (`"term"`, `"term"*` for a prefix), joined
+    /// by FTS5's implicit AND.
+    pub(crate) fn fts5_query(terms: &[SearchTerm]) -> String {
+        let mut out = String::new();
+        for t in terms {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push('"');
+            out.push_str(&t.text.replace('"', "\"\""));
+            out.push('"');
+            if t.prefix {
+                out.push('*');
+            }
+        }
+        out
+    }
+
+    /// The `to_tsquery` text: each term a quoted lexeme (`'term'`, `'term':*` for a prefix),
+    /// joined by `&`.
+    pub(crate) fn tsquery(terms: &[SearchTerm]) -> String {
+        let mut out = String::new();
+        for t in terms {
+            if !out.is_empty() {
+                out.push_str(" & ");
+            }
+            out.push('\'');
+            out.push_str(&t.text.replace('\\', "\\\\").replace('\'', "''"));
+            out.push('\'');
+            if t.prefix {
+                out.push_str(":*");
+            }
+        }
+        out
+    }
+}
+
+/// Where a search page ends: the last hit's score, turn id (0 for a title) and conversation
+/// id. The next page holds the hits after it in the ranked order.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HistoryCursor {
+    pub score: f64,
+    pub turn_id: i64,
+    pub conversation_id: i64,
+}
+
+/// A history search (see the module docs for matching and ranking).
+#[derive(Debug, Clone)]
+pub struct HistorySearch<'a> {
+    pub workspace_id: i64,
+    /// Non-empty (an empty list matches nothing and is refused by the store).
+    pub terms: &'a [SearchTerm],
+    pub archived: ArchivedFilter,
+    /// Whether child conversations are searched.
+    pub include_children: bool,
+    pub after: Option<HistoryCursor>,
+    pub limit: i64,
+    /// The newest matching turns, and titles, that are ranked.
+    pub candidates: i64,
+    /// How many characters of a matching turn's text each hit carries.
+    pub text_chars: i64,
+}
+
+/// The turn of a turn hit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HitTurn {
+    pub id: i64,
+    pub public_id: Uuid,
+    pub position: i64,
+    pub role: TurnRole,
+}
+
+/// One ranked match: a conversation title (`turn` is `None`) or a turn's text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HistoryHit {
+    /// Higher is better (the engine's own scale).
+    pub score: f64,
+    pub conversation_id: i64,
+    pub conversation_public_id: Uuid,
+    pub title: Option<String>,
+    pub turn: Option<HitTurn>,
+    /// A turn hit's text, its first `text_chars` characters.
+    pub text: Option<String>,
+}
+
+impl HistoryHit {
+    /// The cursor that continues after this hit.
+    pub fn cursor(&self) -> HistoryCursor {
+        HistoryCursor {
+            score: self.score,
+            turn_id: self.turn.as_ref().map_or(0, |t| t.id),
+            conversation_id: self.conversation_id,
+        }
+    }
+}
+
+/// A turn as `session_read` shows it, its text cut to the characters asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HistoryTurn {
+    pub id: i64,
+    pub public_id: Uuid,
+    pub position: i64,
+    pub role: TurnRole,
+    pub created_at: i64,
+    /// The user turn's text or the assistant turn's reply (none while it runs), cut.
+    pub text: Option<String>,
+}
+
+/// The archive and child filters over `c`, the candidates' conversation: `$2` workspace, `$3`
+/// children (1: included), `$4` archive mode (0 exclude, 1 include, 2 only).
+macro_rules! history_filters {
+    () => {
+        " AND c.workspace_id = $2 AND (CAST($3 AS BIGINT) = 1 OR c.parent_id IS NULL) \
+         AND ((CAST($4 AS BIGINT) = 0 AND c.archived_at IS NULL) OR CAST($4 AS BIGINT) = 1 \
+         OR (CAST($4 AS BIGINT) = 2 AND c.archived_at IS NOT NULL))"
+    };
+}
+
+/// The page over the ranked candidates `hits (turn_id, conversation_id, score)`: `$7`–`$9` the
+/// cursor (score, turn id, conversation id; `+∞` for the first page), `$10` limit; then the
+/// page's rows, and only theirs, read with `$6` characters of their text.
+macro_rules! history_page {
+    () => {
+        ", page AS (SELECT turn_id, conversation_id, score FROM hits \
+         WHERE score < $7 OR (score = $7 AND (turn_id < $8 OR (turn_id = $8 AND conversation_id < $9))) \
+         ORDER BY score DESC, turn_id DESC, conversation_id DESC LIMIT CAST($10 AS BIGINT)) \
+         SELECT p.turn_id, p.conversation_id, p.score, c.public_id AS conversation_public_id, c.title, \
+         t.public_id AS turn_public_id, t.position, t.role, substr(t.content, 1, CAST($6 AS INTEGER)) AS content \
+         FROM page p JOIN conversations c ON c.id = p.conversation_id LEFT JOIN turns t ON t.id = p.turn_id \
+         ORDER BY p.score DESC, p.turn_id DESC, p.conversation_id DESC"
+    };
+}
+
+/// SQLite: `$1` is an FTS5 query. `CROSS JOIN` keeps the FTS5 table the outer loop, so it
+/// yields its matches newest first and stops at `$5` candidates, and `bm25()` scores only those.
+pub(crate) const SEARCH_SQLITE: &str = concat!(
+    "WITH turn_hits AS (SELECT turns_fts.rowid AS turn_id, t.conversation_id AS conversation_id, \
+     -bm25(turns_fts) AS score FROM turns_fts CROSS JOIN turns t ON t.id = turns_fts.rowid \
+     CROSS JOIN conversations c ON c.id = t.conversation_id WHERE turns_fts MATCH $1",
+    history_filters!(),
+    " ORDER BY turns_fts.rowid DESC LIMIT CAST($5 AS BIGINT)), \
+     title_hits AS (SELECT 0 AS turn_id, conversations_fts.rowid AS conversation_id, \
+     -bm25(conversations_fts) AS score FROM conversations_fts \
+     CROSS JOIN conversations c ON c.id = conversations_fts.rowid WHERE conversations_fts MATCH $1",
+    history_filters!(),
+    " ORDER BY conversations_fts.rowid DESC LIMIT CAST($5 AS BIGINT)), \
+     hits AS MATERIALIZED (SELECT turn_id, conversation_id, score FROM turn_hits \
+     UNION ALL SELECT turn_id, conversation_id, score FROM title_hits)",
+    history_page!()
+);
+
+/// PostgreSQL: `$1` is a `to_tsquery` text. `turns_fts` carries the filters' columns, so the
+/// candidates are chosen from it alone (no join whose order a stale estimate could turn into a
+/// scan per conversation), without their vectors; `ts_rank` reads the `$5` chosen vectors
+/// only, once each (`hits` is materialized). `$order` orders the candidates: by `turn_id`,
+/// which lets the planner walk the primary key newest first, or by `turn_id + 0`, which leaves
+/// it the GIN index's bitmap (see [`PG_SPARSE`]).
+macro_rules! pg_search {
+    ($order:literal) => {
+        concat!(
+            "WITH turn_hits AS (SELECT s.turn_id, s.conversation_id, \
+             CAST(ts_rank(f.document, to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
+             FROM (SELECT turn_id, conversation_id FROM turns_fts \
+             WHERE document @@ to_tsquery('simple', $1) AND workspace_id = $2 \
+             AND (CAST($3 AS BIGINT) = 1 OR NOT child) \
+             AND ((CAST($4 AS BIGINT) = 0 AND NOT archived) OR CAST($4 AS BIGINT) = 1 \
+             OR (CAST($4 AS BIGINT) = 2 AND archived)) \
+             ORDER BY ",
+            $order,
+            " DESC LIMIT CAST($5 AS BIGINT)) s JOIN turns_fts f ON f.turn_id = s.turn_id), \
+             title_hits AS (SELECT CAST(0 AS BIGINT) AS turn_id, s.id AS conversation_id, \
+             CAST(ts_rank(nexus_fts_document(s.title), to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
+             FROM (SELECT c.id, c.title FROM conversations c \
+             WHERE nexus_fts_document(c.title) @@ to_tsquery('simple', $1)",
+            history_filters!(),
+            " ORDER BY c.id DESC LIMIT CAST($5 AS BIGINT)) s), \
+             hits AS MATERIALIZED (SELECT turn_id, conversation_id, score FROM turn_hits \
+             UNION ALL SELECT turn_id, conversation_id, score FROM title_hits)",
+            history_page!()
+        )
+    };
+}
+
+pub(crate) const SEARCH_PG: &str = pg_search!("turn_id");
+
+/// How the PostgreSQL search picks its candidates' plan. The newest matches come cheapest from
+/// walking the primary key newest first while most turns match (it stops after about
+/// `candidates / share` rows), and from the GIN index's bitmap while few do (it visits every
+/// match): the walk wins when `matches² > candidates × rows`. The planner knows the match count
+/// (its `tsvector` statistics estimate it well) but costs each walked row far below what reading
+/// and matching a vector takes, so it walks where the bitmap is several times faster. The search
+/// therefore asks the planner for its estimate first, and past the crossover orders by
+/// `turn_id + 0`, which leaves only the bitmap.
+pub(crate) struct SparsePlan {
+    /// `EXPLAIN` of the match alone (`$1` the query): its first line holds `rows=<estimate>`.
+    pub estimate: &'static str,
+    /// The table's row count as last analyzed (negative or absent: never analyzed).
+    pub table_rows: &'static str,
+    /// The search ordered by `turn_id + 0`.
+    pub search: &'static str,
+}
+
+pub(crate) const PG_SPARSE: SparsePlan = SparsePlan {
+    estimate: "EXPLAIN SELECT 1 FROM turns_fts WHERE document @@ to_tsquery('simple', $1)",
+    table_rows: "SELECT CAST(reltuples AS BIGINT) FROM pg_class WHERE oid = to_regclass('turns_fts')",
+    search: pg_search!("turn_id + 0"),
+};
+
+/// The `rows=` estimate of an `EXPLAIN` line.
+pub(crate) fn estimated_rows(line: &str) -> Option<i64> {
+    let at = line.find("rows=")? + "rows=".len();
+    let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
+}
+
+/// Whether the bitmap is the cheaper way to the newest `candidates` of `matches` among `rows`.
+pub(crate) fn sparse(matches: i64, candidates: i64, rows: i64) -> bool {
+    rows > 0 && (matches as f64) * (matches as f64) < (candidates as f64) * (rows as f64)
+}
+
+macro_rules! history_turn_columns {
+    () => {
+        "id, public_id, position, role, created_at, substr(content, 1, CAST($4 AS INTEGER)) AS content"
+    };
+}
+
+/// Turns after position `$2`, ascending (`$3` limit, `$4` characters of text).
+pub(crate) const HISTORY_AFTER: &str = concat!(
+    "SELECT ",
+    history_turn_columns!(),
+    " FROM turns WHERE conversation_id = $1 AND position > $2 ORDER BY position LIMIT CAST($3 AS BIGINT)"
+);
+/// Turns before position `$2`, descending.
+pub(crate) const HISTORY_BEFORE: &str = concat!(
+    "SELECT ",
+    history_turn_columns!(),
+    " FROM turns WHERE conversation_id = $1 AND position < $2 ORDER BY position DESC LIMIT CAST($3 AS BIGINT)"
+);
+pub(crate) const TURN_POSITION: &str = "SELECT position FROM turns WHERE conversation_id = $1 AND public_id = $2";
+
+/// The archive mode as `history_filters!` binds it.
+pub(crate) fn archived_mode(filter: ArchivedFilter) -> i64 {
+    match filter {
+        ArchivedFilter::Exclude => 0,
+        ArchivedFilter::Include => 1,
+        ArchivedFilter::Only => 2,
+    }
+}
+
+pub(crate) fn hit(r: &impl crate::row::Columns) -> crate::Result<HistoryHit> {
+    use crate::row::word;
+    let turn_id = r.int("turn_id")?;
+    let turn = if turn_id == 0 {
+        None
+    } else {
+        Some(HitTurn {
+            id: turn_id,
+            public_id: r.public_id("turn_public_id")?,
+            position: r.int("position")?,
+            role: word("turns.role", &r.text("role")?, TurnRole::parse)?,
+        })
+    };
+    Ok(HistoryHit {
+        score: r.float("score")?,
+        conversation_id: r.int("conversation_id")?,
+        conversation_public_id: r.public_id("conversation_public_id")?,
+        title: r.opt_text("title")?,
+        text: if turn.is_some() { r.opt_text("content")? } else { None },
+        turn,
+    })
+}
+
+pub(crate) fn history_turn(r: &impl crate::row::Columns) -> crate::Result<HistoryTurn> {
+    use crate::row::word;
+    Ok(HistoryTurn {
+        id: r.int("id")?,
+        public_id: r.public_id("public_id")?,
+        position: r.int("position")?,
+        role: word("turns.role", &r.text("role")?, TurnRole::parse)?,
+        created_at: r.int("created_at")?,
+        text: r.opt_text("content")?,
+    })
+}
+
+macro_rules! history_ops {
+    () => {
+        use $crate::ops::history::{HistoryHit, HistorySearch, HistoryTurn};
+
+        // ---- conversation history (migration 0019) ----
+
+        /// One page of a ranked history search (module docs of `ops/history.rs`).
+        pub(crate) async fn search_history(c: &mut Conn, s: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
+            if s.terms.is_empty() {
+                return Err(StoreError::Config(
+                    "a history search needs at least one term".into(),
+                ));
+            }
+            let after = s.after.unwrap_or($crate::ops::history::HistoryCursor {
+                score: f64::INFINITY,
+                turn_id: 0,
+                conversation_id: 0,
+            });
+            // Not kept prepared: PostgreSQL then plans each search for its terms (how many
+            // rows match decides between the index's bitmap and a newest-first scan), where a
+            // kept statement would settle on one generic plan for every query.
+            let expression = <Conn as $crate::ops::Dialect>::search_query(s.terms);
+            let mut text = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY;
+            if let Some(plan) = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY_SPARSE {
+                let lines: Vec<String> = query_scalar(plan.estimate)
+                    .persistent(false)
+                    .bind(&expression)
+                    .fetch_all(&mut *c)
+                    .await?;
+                let matches = lines
+                    .first()
+                    .and_then(|l| $crate::ops::history::estimated_rows(l));
+                let rows: Option<i64> = query_scalar(plan.table_rows).fetch_optional(&mut *c).await?;
+                if let (Some(matches), Some(rows)) = (matches, rows)
+                    && $crate::ops::history::sparse(matches, s.candidates, rows)
+                {
+                    text = plan.search;
+                }
+            }
+            let rows = query(text)
+                .persistent(false)
+                .bind(expression)
+                .bind(s.workspace_id)
+                .bind(i64::from(s.include_children))
+                .bind($crate::ops::history::archived_mode(s.archived))
+                .bind(s.candidates)
+                .bind(s.text_chars)
+                .bind(after.score)
+                .bind(after.turn_id)
+                .bind(after.conversation_id)
+                .bind(s.limit)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter().map(|r| $crate::ops::history::hit(r)).collect()
+        }
+
+        /// Turns after `position` ascending (`newest_first`: before it, descending), each text
+        /// cut to `chars` characters.
+        pub(crate) async fn history_turns(
+            c: &mut Conn,
+            conversation_id: i64,
+            position: i64,
+            limit: i64,
+            newest_first: bool,
+            chars: i64,
+        ) -> Result<Vec<HistoryTurn>> {
+            let text = if newest_first {
+                $crate::ops::history::HISTORY_BEFORE
+            } else {
+                $crate::ops::history::HISTORY_AFTER
+            };
+            let rows = query(text)
+                .bind(conversation_id)
+                .bind(position)
+                .bind(limit)
+                .bind(chars)
+                .fetch_all(&mut *c)
+                .await?;
+            rows.iter()
+                .map(|r| $crate::ops::history::history_turn(r))
+                .collect()
+        }
+
+        /// The position of the conversation's turn `public_id`.
+        pub(crate) async fn turn_position(
+            c: &mut Conn,
+            conversation_id: i64,
+            public_id: uuid::Uuid,
+        ) -> Result<Option<i64>> {
+            Ok(query_scalar($crate::ops::history::TURN_POSITION)
+                .bind(conversation_id)
+                .bind(uid(public_id))
+                .fetch_optional(&mut *c)
+                .await?)
+        }
+    };
+}
+pub(crate) use history_ops;
+
+/// The history reads among the [`crate::Engine`] methods of one engine, over its pool.
+macro_rules! history_methods {
+    () => {
+        async fn search_history(
+            &self,
+            search: &$crate::ops::history::HistorySearch<'_>,
+        ) -> Result<Vec<$crate::ops::history::HistoryHit>> {
+            ops::search_history(&mut *self.pool.acquire().await?, search).await
+        }
+        async fn history_turns(
+            &self,
+            conversation_id: i64,
+            position: i64,
+            limit: i64,
+            newest_first: bool,
+            chars: i64,
+        ) -> Result<Vec<$crate::ops::history::HistoryTurn>> {
+            ops::history_turns(
+                &mut *self.pool.acquire().await?,
+                conversation_id,
+                position,
+                limit,
+                newest_first,
+                chars,
+            )
+            .await
+        }
+        async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
+            ops::turn_position(&mut *self.pool.acquire().await?, conversation_id, public_id).await
+        }
+    };
+}
+pub(crate) use history_methods;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(terms: &[SearchTerm]) -> Vec<(&str, bool)> {
+        terms.iter().map(|t| (t.text(), t.is_prefix())).collect()
+    }
+
+    #[test]
+    fn terms_are_runs_of_letters_and_digits() {
+        let terms = SearchTerm::parse_query("  Deploy.sh  to PROD-eu*  naïve café_2 ");
+        assert_eq!(
+            words(&terms),
+            vec![
+                ("deploy", false),
+                ("sh", false),
+                ("to", false),
+                ("prod", false),
+                ("eu", false),
+                ("naïve", false),
+                ("café", false),
+                ("2", false)
+            ]
+        );
+        assert_eq!(
+            words(&SearchTerm::parse_query("deplo* x*")),
+            vec![("deplo", true), ("x", false)]
+        );
+        assert!(SearchTerm::parse_query(" ?! -- ").is_empty());
+        assert_eq!(words(&SearchTerm::parse_query("*")), Vec::<(&str, bool)>::new());
+    }
+
+    #[test]
+    fn the_bitmap_is_chosen_below_the_crossover() {
+        let line = "Bitmap Heap Scan on turns_fts  (cost=53.77..8188.16 rows=4325 width=16)";
+        assert_eq!(estimated_rows(line), Some(4325));
+        assert_eq!(estimated_rows("Result"), None);
+        assert!(sparse(4_325, 1_000, 100_000));
+        assert!(!sparse(20_000, 1_000, 100_000));
+        assert!(!sparse(10, 1_000, -1), "never analyzed: the planner's own choice");
+    }
+
+    #[test]
+    fn each_dialect_quotes_every_term() {
+        let terms = SearchTerm::parse_query("Deploy notes*");
+        assert_eq!(SearchTerm::fts5_query(&terms), r#""deploy" "notes"*"#);
+        assert_eq!(SearchTerm::tsquery(&terms), "'deploy' & 'notes':*");
+    }
+}
