@@ -26,6 +26,8 @@ pub struct EventStream {
     /// The last sequence handed out.
     last: i64,
     backlog: VecDeque<EventRow>,
+    /// Whether the last store read filled its page (more may follow it).
+    more: bool,
     rx: Subscription<EventRow>,
     /// `None` once the progress relay closed (the durable feed goes on).
     progress: Option<Subscription<Ephemeral>>,
@@ -65,6 +67,7 @@ impl Kernel {
             run_public_id: run.public_id,
             last: after.max(0),
             backlog: VecDeque::new(),
+            more: false,
             rx,
             progress: Some(progress),
         };
@@ -76,6 +79,7 @@ impl Kernel {
 impl EventStream {
     async fn refill(&mut self) -> KernelResult<()> {
         let rows = self.kernel.store.events_after(self.run_id, self.last, PAGE).await?;
+        self.more = rows.len() as i64 == PAGE;
         self.backlog.extend(rows);
         Ok(())
     }
@@ -96,7 +100,7 @@ impl EventStream {
                     continue;
                 }
                 self.last = row.sequence;
-                if self.backlog.is_empty() && row.sequence % PAGE == 0 {
+                if self.backlog.is_empty() && self.more {
                     let _ = self.refill().await;
                 }
                 let json = Kernel::event_json(self.run_public_id, &row);
@@ -132,5 +136,58 @@ async fn next_frame(progress: &mut Option<Subscription<Ephemeral>>) -> Result<Ep
     match progress {
         Some(p) => p.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use nexus_store::Engine;
+    use nexus_store::testing::engines;
+    use serde_json::json;
+
+    use super::FeedItem;
+    use crate::Kernel;
+
+    /// A finished run's backlog longer than one store read, resumed from a cursor that is not
+    /// a multiple of the page: the stream pages through to the last event without any new
+    /// event to wake it.
+    #[tokio::test]
+    async fn a_long_backlog_resumed_mid_page_is_read_to_its_end() {
+        for ts in engines().await {
+            let kernel = Kernel::builder(ts.store.clone()).build();
+            let boot = kernel.bootstrap().await.unwrap();
+            let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
+            let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
+            let ws = uuid::Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+            let (_, made) = kernel
+                .create_run(
+                    &agent,
+                    ws,
+                    &json!({"run": {"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/unserved"}}]}}),
+                    None,
+                )
+                .await
+                .unwrap();
+            let run = uuid::Uuid::parse_str(made["run"]["public_id"].as_str().unwrap()).unwrap();
+            let run_id = kernel.store.run_by_public_id(run).await.unwrap().unwrap().id;
+            let mut tx = kernel.store.begin().await.unwrap();
+            for _ in 0..1_100 {
+                tx.append_event(run_id, "run_started", None, &json!({}), 0)
+                    .await
+                    .unwrap();
+            }
+            tx.commit().await.unwrap();
+            let last = kernel.store.latest_event_sequence(run_id).await.unwrap();
+            let mut stream = kernel.event_stream(&agent, ws, run, 3).await.unwrap();
+            for want in 4..=last {
+                let item = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
+                    .await
+                    .unwrap_or_else(|_| panic!("stalled before {want} on {}", ts.dialect));
+                match item {
+                    Some(FeedItem::Durable { sequence, .. }) => assert_eq!(sequence, want),
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
     }
 }

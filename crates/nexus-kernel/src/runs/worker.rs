@@ -14,11 +14,26 @@ use nexus_store::{Engine, JobRow};
 use tokio::task::JoinHandle;
 
 use super::job_kind;
-use crate::error::KernelResult;
+use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
 
 /// How many jobs one dequeue leases.
 const BATCH: i64 = 16;
+
+/// How many times a job that met a transient store failure runs again at once. The known
+/// cause is a PostgreSQL deadlock between two units of work that lock a parent's and a child's
+/// runs in opposite orders (a child's reply completing the parent's await while the parent's
+/// `cancel` stops the child); PostgreSQL aborts one of them, which then only has to run again.
+const TRANSIENT_RETRIES: u32 = 2;
+
+/// The pause before such a rerun.
+const TRANSIENT_PAUSE: Duration = Duration::from_millis(50);
+
+/// A failure that rolled its unit of work back whole and may pass on a rerun: the store was
+/// unavailable (a deadlock victim, a dropped connection, SQLite's busy timeout).
+fn is_transient(e: &KernelError) -> bool {
+    e.code == nexus_core::codes::Code::Unavailable
+}
 
 impl Kernel {
     /// Startup recovery: releases every job lease held under this node's id by an earlier
@@ -39,14 +54,27 @@ impl Kernel {
             .await?)
     }
 
-    /// Runs one job to its end. Errors are logged: the job's lease lapses and it runs again.
+    /// Runs one job to its end. A transient store failure ([`is_transient`]) runs it again at
+    /// once, up to [`TRANSIENT_RETRIES`] times; other errors are logged: the job's lease lapses
+    /// and it runs again.
     pub(crate) async fn run_job(&self, job: JobRow) {
-        let result = match job.kind.as_str() {
-            job_kind::MODEL_CALL => self.run_model_call(&job).await,
-            job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
-            other => {
-                tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
-                self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
+        let mut attempt = 0;
+        let result = loop {
+            let result = match job.kind.as_str() {
+                job_kind::MODEL_CALL => self.run_model_call(&job).await,
+                job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
+                other => {
+                    tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
+                    self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
+                }
+            };
+            match result {
+                Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES && job.kind == job_kind::MODEL_CALL => {
+                    attempt += 1;
+                    tracing::info!(error = %e, job = job.id, attempt, "transient store failure; running the job again");
+                    tokio::time::sleep(TRANSIENT_PAUSE).await;
+                }
+                result => break result,
             }
         };
         if let Err(e) = result {
@@ -55,14 +83,26 @@ impl Kernel {
     }
 
     /// A `kernel_tool` job: the row is deleted first (at-most-once: one statement, committed
-    /// before the evaluation starts), then evaluated.
+    /// before the evaluation starts), then evaluated; an evaluation that met a transient store
+    /// failure rolled back whole, so it is evaluated again (a lost evaluation is otherwise
+    /// settled only by the sweep, at the row's deadline).
     async fn run_kernel_tool_job(&self, job: &JobRow) -> KernelResult<()> {
         let claimed = self.store.delete_job(job.id).await?;
         if !claimed {
             return Ok(());
         }
         let Some(task_id) = job.task_id else { return Ok(()) };
-        self.evaluate_kernel_tool(job.run_id, task_id, job.generation).await
+        let mut attempt = 0;
+        loop {
+            match self.evaluate_kernel_tool(job.run_id, task_id, job.generation).await {
+                Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES => {
+                    attempt += 1;
+                    tracing::info!(error = %e, task = task_id, attempt, "transient store failure; evaluating again");
+                    tokio::time::sleep(TRANSIENT_PAUSE).await;
+                }
+                result => return result,
+            }
+        }
     }
 
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one

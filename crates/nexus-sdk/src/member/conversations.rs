@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::history::{History, HistoryRead};
 use super::inputs::{Input, InputCreated, InputEnvelope, InputPage, NewInput};
+use super::memory::MemoryDoor;
 use super::types::{Page, Pagination, Rest, open_words};
 use super::wire::{self, Route, V1};
 use crate::error::Result;
@@ -261,6 +262,12 @@ impl ConversationRef {
 
     pub(super) fn http(&self) -> &Http {
         &self.http
+    }
+
+    /// The member memory door with this conversation's `conversation/` scope (the
+    /// workspace's `user/` and `workspace/` documents too).
+    pub fn memory(&self) -> MemoryDoor {
+        MemoryDoor::new(self.http.clone(), &self.workspace, Some(&self.id))
     }
 
     pub(super) fn route(&self) -> Route {

@@ -70,7 +70,7 @@ pub use history::{
     SearchPage,
 };
 pub use inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
-pub use memory::{MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
+pub use memory::{MemoryDeleted, MemoryDocument, MemoryDoor, MemoryEntry, PutDocument};
 pub use run::RunRef;
 pub use runs::{Append, Appended, Attention, Created, NewRun, Receipt, Run, RunPage, RunRead};
 pub use steps::{AskStep, ModelStep, OnFailure, Step, ToolStep, Visibility};

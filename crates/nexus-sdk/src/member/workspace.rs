@@ -5,7 +5,7 @@ use reqwest::Method;
 use super::approvals::ApprovalPage;
 use super::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, ConversationRef, NewConversation};
 use super::history::{HistorySearch, SearchPage};
-use super::memory::{DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
+use super::memory::MemoryDoor;
 use super::run::RunRef;
 use super::runs::{Created, NewRun, RunPage};
 use super::types::{Page, RunStatus};
@@ -136,41 +136,9 @@ impl Workspace {
         wire::get(&self.http, &route).await
     }
 
-    /// `GET W/memory?prefix=`: the documents under `prefix` (every available scope when
-    /// `None`), sorted by path.
-    pub async fn memory_list(&self, prefix: Option<&str>) -> Result<Vec<MemoryEntry>> {
-        let route = self.route().lit("memory").query("prefix", prefix);
-        let list: DocumentList = wire::get(&self.http, &route).await?;
-        Ok(list.documents)
-    }
-
-    /// `GET W/memory/doc?path=`: one document (404 `not_found` when there is none).
-    pub async fn memory_read(&self, path: &str) -> Result<MemoryDocument> {
-        let route = self.route().lit("memory").lit("doc").query("path", Some(path));
-        let read: DocumentEnvelope<MemoryDocument> = wire::get(&self.http, &route).await?;
-        Ok(read.document)
-    }
-
-    /// `PUT W/memory/doc`: creates or replaces a document; answers it as read back.
-    /// Refusals: 409 `stale_object`; 422 `validation_failed` (`memory_path_invalid`, …).
-    pub async fn memory_put(&self, document: &PutDocument) -> Result<MemoryDocument> {
-        let route = self.route().lit("memory").lit("doc");
-        let put: DocumentEnvelope<MemoryDocument> =
-            wire::call(&self.http, Method::PUT, &route, Some(&document.body()), None).await?;
-        Ok(put.document)
-    }
-
-    /// `DELETE W/memory/doc?path=&expected_lock_version=`: deletes a document (404
-    /// `not_found` when there is none; 409 `stale_object` on a version mismatch).
-    pub async fn memory_delete(&self, path: &str, expected_lock_version: Option<i64>) -> Result<MemoryDeleted> {
-        let route = self
-            .route()
-            .lit("memory")
-            .lit("doc")
-            .query("path", Some(path))
-            .query("expected_lock_version", expected_lock_version);
-        let deleted: DocumentEnvelope<MemoryDeleted> =
-            wire::call(&self.http, Method::DELETE, &route, None, None).await?;
-        Ok(deleted.document)
+    /// The member memory door of this workspace (`user/` and `workspace/` documents); a
+    /// conversation's `conversation/` scope is [`ConversationRef::memory`].
+    pub fn memory(&self) -> MemoryDoor {
+        MemoryDoor::new(self.http.clone(), &self.id, None)
     }
 }

@@ -1,7 +1,7 @@
 //! Uploads (a byte-exact round trip, a file upload, who may read), memory documents (put, read,
-//! list, conditional writes, delete) and runner discovery.
+//! list, conditional writes, delete; a conversation's scope) and runner discovery.
 
-use nexus_sdk::member::PutDocument;
+use nexus_sdk::member::{NewConversation, PutDocument};
 
 use crate::harness::{refusal, served};
 
@@ -57,34 +57,36 @@ async fn memory_documents_are_put_read_listed_and_deleted() {
         let d = s.dialect;
         let ws = s.ws();
         let put = ws
-            .memory_put(&PutDocument::new("workspace/notes/plan.md", "step one\n"))
+            .memory()
+            .put(&PutDocument::new("workspace/notes/plan.md", "step one\n"))
             .await
             .unwrap();
         assert_eq!(put.path, "workspace/notes/plan.md", "{d}");
         assert_eq!(put.content, "step one\n");
         let version = put.lock_version;
 
-        let read = ws.memory_read("workspace/notes/plan.md").await.unwrap();
+        let read = ws.memory().read("workspace/notes/plan.md").await.unwrap();
         assert_eq!(read, put, "{d}");
 
-        ws.memory_put(&PutDocument::new("workspace/other.md", "x"))
+        ws.memory()
+            .put(&PutDocument::new("workspace/other.md", "x"))
             .await
             .unwrap();
-        let listed = ws.memory_list(Some("workspace/notes")).await.unwrap();
+        let listed = ws.memory().list(Some("workspace/notes")).await.unwrap();
         let paths: Vec<&str> = listed.iter().map(|e| e.path.as_str()).collect();
         assert_eq!(paths, ["workspace/notes/plan.md"], "{d}");
         assert_eq!(listed[0].byte_size, 9);
-        let all = ws.memory_list(None).await.unwrap();
+        let all = ws.memory().list(None).await.unwrap();
         assert_eq!(all.len(), 2, "{d}");
 
         // A conditional write: the stored version wins, a stale one is refused.
         let stale = PutDocument::new("workspace/notes/plan.md", "step two\n").expected_lock_version(version + 7);
-        assert_eq!(refusal(ws.memory_put(&stale).await), (409, "stale_object".into()));
+        assert_eq!(refusal(ws.memory().put(&stale).await), (409, "stale_object".into()));
         let next = PutDocument::new("workspace/notes/plan.md", "step two\n").expected_lock_version(version);
-        let written = ws.memory_put(&next).await.unwrap();
+        let written = ws.memory().put(&next).await.unwrap();
         assert!(written.lock_version > version, "{d}");
 
-        let bad = ws.memory_put(&PutDocument::new("nowhere", "x")).await.unwrap_err();
+        let bad = ws.memory().put(&PutDocument::new("nowhere", "x")).await.unwrap_err();
         let api = bad.api().unwrap();
         assert_eq!(
             (api.status, api.code.as_str(), api.reason()),
@@ -92,23 +94,64 @@ async fn memory_documents_are_put_read_listed_and_deleted() {
         );
 
         assert_eq!(
-            refusal(ws.memory_delete("workspace/notes/plan.md", Some(version)).await),
+            refusal(ws.memory().delete("workspace/notes/plan.md", Some(version)).await),
             (409, "stale_object".into())
         );
         let deleted = ws
-            .memory_delete("workspace/notes/plan.md", Some(written.lock_version))
+            .memory()
+            .delete("workspace/notes/plan.md", Some(written.lock_version))
             .await
             .unwrap();
         assert_eq!(deleted.path, "workspace/notes/plan.md");
         assert_eq!(deleted.lock_version, written.lock_version, "{d}");
         assert_eq!(
-            refusal(ws.memory_read("workspace/notes/plan.md").await),
+            refusal(ws.memory().read("workspace/notes/plan.md").await),
             (404, "not_found".into())
         );
         assert_eq!(
-            refusal(ws.memory_delete("workspace/notes/plan.md", None).await),
+            refusal(ws.memory().delete("workspace/notes/plan.md", None).await),
             (404, "not_found".into())
         );
+    }
+}
+
+#[tokio::test]
+async fn a_conversations_memory_is_reached_through_its_door() {
+    for s in served(&[]).await {
+        let d = s.dialect;
+        let ws = s.ws();
+        let made = ws.create_conversation(&NewConversation::new()).await.unwrap();
+        let door = ws.conversation(&made.conversation.public_id).memory();
+        let put = door
+            .put(&PutDocument::new("conversation/notes.md", "decided: blue\n"))
+            .await
+            .unwrap();
+        assert_eq!(put.path, "conversation/notes.md", "{d}");
+        assert_eq!(
+            door.read("conversation/notes.md").await.unwrap().content,
+            "decided: blue\n"
+        );
+        let listed: Vec<String> = door.list(None).await.unwrap().into_iter().map(|e| e.path).collect();
+        assert_eq!(listed, ["conversation/notes.md"], "{d}");
+        // The workspace's door has no conversation: the path needs one.
+        assert_eq!(
+            refusal(ws.memory().read("conversation/notes.md").await),
+            (400, "parameter_missing".into())
+        );
+        let other = ws.create_conversation(&NewConversation::new()).await.unwrap();
+        assert_eq!(
+            refusal(
+                ws.conversation(&other.conversation.public_id)
+                    .memory()
+                    .read("conversation/notes.md")
+                    .await
+            ),
+            (404, "not_found".into())
+        );
+        door.delete("conversation/notes.md", Some(put.lock_version))
+            .await
+            .unwrap();
+        assert!(door.list(Some("conversation")).await.unwrap().is_empty(), "{d}");
     }
 }
 
