@@ -45,7 +45,7 @@ fn assert_the_whole_story(out: &str) {
         "model      scripted/demo (the bundled script",
         "/console",
         "sign in    paste this bearer",
-        "── round r1 (scripted/demo)",
+        "── round s1-model-1 (scripted/demo)",
         "→ glob",
         "→ grep",
         "→ read",

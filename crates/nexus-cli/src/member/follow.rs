@@ -135,7 +135,7 @@ async fn show(
         }
         (TaskKind::Tool, TaskStatus::Completed) => {
             let heading = task.title.clone().unwrap_or_else(|| name(task));
-            let preview = short(task.output_preview.as_deref().unwrap_or_default(), 120);
+            let preview = found(task).unwrap_or_else(|| short(task.output_preview.as_deref().unwrap_or_default(), 120));
             let mark = if task.is_error { "✗" } else { "✓" };
             line(view, &format!("  {mark} {heading}: {preview}"));
         }
@@ -156,6 +156,22 @@ async fn show(
         _ => {}
     }
     Ok(())
+}
+
+/// A `tool_search` result as the names it found.
+fn found(task: &Task) -> Option<String> {
+    let wire = nexus_core::registry::resolve_wire(task.tool_name.as_deref()?)?;
+    if wire.canonical != nexus_sdk::tools::TOOL_SEARCH {
+        return None;
+    }
+    let result: Value = serde_json::from_str(task.output.as_deref()?).ok()?;
+    let names: Vec<&str> = result
+        .get("tools")?
+        .as_array()?
+        .iter()
+        .filter_map(|t| t.get("name")?.as_str())
+        .collect();
+    Some(format!("found {}", names.join(", ")))
 }
 
 fn is_failure(status: &TaskStatus) -> bool {

@@ -2,7 +2,7 @@
 
 use std::process::ExitCode;
 
-use nexus_sdk::member::{Page, RunStatus, Transcript};
+use nexus_sdk::member::{Page, RunStatus, TaskStatus, Transcript};
 
 use super::output::{print_json, short};
 use super::{Ctx, Outcome};
@@ -61,7 +61,10 @@ pub async fn run(ctx: &Ctx, cmd: &RunsCommand) -> Outcome {
                 for r in &runs.runs {
                     println!(
                         "{:<36}  {:<15}  {:<7}  {}",
-                        r.public_id, r.status, r.approval_mode, r.created_at
+                        r.public_id,
+                        r.status.as_str(),
+                        r.approval_mode.as_str(),
+                        r.created_at
                     );
                 }
                 if let Some(next) = &runs.pagination.next_after {
@@ -125,7 +128,11 @@ pub fn print_transcript(transcript: &Transcript) {
         match row.role.as_str() {
             "tool" => {
                 let heading = row.heading().unwrap_or_default();
-                let mark = if row.is_error { "✗" } else { "✓" };
+                let mark = match row.status {
+                    TaskStatus::Completed if !row.is_error => "✓",
+                    TaskStatus::Completed | TaskStatus::Failed | TaskStatus::TimedOut | TaskStatus::Uncertain => "✗",
+                    _ => "·",
+                };
                 let preview = row.output_preview.as_deref().map(|p| short(p, 100)).unwrap_or_default();
                 println!("  {mark} {heading} [{}] {preview}", row.status);
             }
