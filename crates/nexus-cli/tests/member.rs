@@ -266,6 +266,15 @@ async fn files_conversations_and_login(store: &[&str]) {
     std::fs::write(&file, body.to_string()).unwrap();
     let done = w.json(&["run", "-f", file.to_str().unwrap(), "--json"]);
     assert_eq!(done["run"]["status"], "completed", "{done}");
+    // A halting failure: the run needs attention, and `nexus run` exits 4.
+    let halt = json!({"approval_mode": "bypass", "steps": [
+        {"model": {"prompt": "x", "model": "scripted/nosuch"}, "on_failure": "halt"}]});
+    std::fs::write(&file, halt.to_string()).unwrap();
+    let out = w.run(&["run", "-f", file.to_str().unwrap(), "--json"]);
+    assert_eq!(code(&out), 4, "{}", stderr(&out));
+    let last: Value = serde_json::from_slice(&out.stdout).expect("the final run record");
+    assert_eq!(last["run"]["status"], "needs_attention", "{last}");
+    assert_eq!(last["run"]["attention"]["reason"], "halt_failure", "{last}");
     // A body that is not one is refused before anything is sent.
     std::fs::write(&file, r#"{"run": {"steps": []}}"#).unwrap();
     let out = w.run(&["run", "-f", file.to_str().unwrap()]);
