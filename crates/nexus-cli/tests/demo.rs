@@ -93,3 +93,69 @@ async fn the_demo_runs_to_completion_on_postgres() {
         .unwrap();
     assert_the_whole_story(&out);
 }
+
+/// Without `--exit` the demo keeps serving (the console's server answers) until Ctrl-C, then
+/// drains and exits 0. The store plays no part here, so SQLite only.
+#[tokio::test(flavor = "multi_thread")]
+async fn without_exit_the_demo_serves_until_ctrl_c() {
+    use std::io::BufRead;
+
+    let mut child = Command::new(NEXUS)
+        .arg("demo")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start nexus demo");
+    let stdout = child.stdout.take().unwrap();
+    let lines = tokio::task::spawn_blocking(move || {
+        let mut seen = Vec::new();
+        for line in std::io::BufReader::new(stdout).lines() {
+            let line = line.unwrap();
+            let done = line.starts_with("Serving until Ctrl-C");
+            seen.push(line);
+            if done {
+                break;
+            }
+        }
+        seen
+    });
+    let lines = tokio::time::timeout(Duration::from_secs(120), lines)
+        .await
+        .expect("the demo reached its serving line")
+        .unwrap();
+    assert!(
+        lines.last().is_some_and(|l| l.starts_with("Serving until Ctrl-C")),
+        "{lines:#?}"
+    );
+    let base = lines
+        .iter()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("server")
+                .map(|r| r.split_whitespace().next().unwrap().to_string())
+        })
+        .expect("the banner names the server");
+    let health = nexus_sdk::Client::new(&base, "none")
+        .healthz()
+        .await
+        .expect("still serving");
+    assert_eq!(health["status"], "ok");
+
+    let pid = child.id().to_string();
+    assert!(Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the demo did not stop on Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        nexus_sdk::Client::new(&base, "none").healthz().await.is_err(),
+        "stopped serving"
+    );
+}

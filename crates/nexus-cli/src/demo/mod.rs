@@ -81,33 +81,20 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!("  sign in    paste this bearer (a throwaway demo member's):");
     println!("             {}", boot.human.member_token);
     println!(
-        "  or a shell export NEXUS_URL={} NEXUS_WORKSPACE={} NEXUS_TOKEN=…",
+        "  or a shell export NEXUS_URL={} NEXUS_WORKSPACE={} NEXUS_TOKEN=<the bearer above>",
         server.base, boot.workspace_public_id
     );
     println!();
 
-    let ws = client.workspace(&boot.workspace_public_id);
-    let (run, _) = ws
-        .start_run(&agent::run(&model.model, &runner)?)
-        .await
-        .context("starting the agent's run")?;
-    println!("user:\n  {}\n", agent::PROMPT);
-    let view = View {
-        out: Box::new(std::io::stdout()),
-        on_hold: OnHold::Approve,
+    let ended = tokio::select! {
+        ended = work(&client, &boot.workspace_public_id, &model.model, &runner, &project) => ended?,
+        _ = tokio::signal::ctrl_c() => {
+            println!("\ninterrupted");
+            rho.stop().await?;
+            server.stop().await?;
+            return Ok(ExitCode::from(130));
+        }
     };
-    let ended = follow::follow(&run, view)
-        .await
-        .map_err(|f| anyhow::anyhow!("{}", failure_text(&f)))?;
-    println!();
-    println!("── transcript of run {} ({})", ended.public_id, ended.status);
-    print_transcript(&run.transcript(false).await?);
-    let notes = std::fs::read_to_string(project.join(sample::NOTES)).unwrap_or_default();
-    println!("\n── {} now reads:\n{notes}", sample::NOTES);
-    if notes.contains(sample::TODO_LINE) {
-        println!("(the TODO is still open: the agent did not edit it)");
-    }
-
     if !args.exit {
         println!(
             "Serving until Ctrl-C: open {}/console and sign in with the bearer above.",
@@ -124,9 +111,32 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     Ok(exit_for(&ended.status))
 }
 
-fn failure_text(failure: &crate::member::Failure) -> String {
-    match failure {
-        crate::member::Failure::Api(api) => format!("{}: {}", api.code, api.message),
-        crate::member::Failure::Local { code, message } => format!("{code}: {message}"),
+/// The agent's run, followed and approved as it goes, then its transcript and the edited file.
+async fn work(
+    client: &Client,
+    workspace: &str,
+    model: &str,
+    runner: &nexus_sdk::member::ExecutorInfo,
+    project: &std::path::Path,
+) -> anyhow::Result<nexus_sdk::member::Run> {
+    let ws = client.workspace(workspace);
+    let (run, _) = ws
+        .start_run(&agent::run(model, runner)?)
+        .await
+        .context("starting the agent's run")?;
+    println!("user:\n  {}\n", agent::PROMPT);
+    let view = View {
+        out: Box::new(std::io::stdout()),
+        on_hold: OnHold::Approve,
+    };
+    let ended = follow::follow(&run, view).await?;
+    println!();
+    println!("── transcript of run {} ({})", ended.public_id, ended.status);
+    print_transcript(&run.transcript(false).await?);
+    let notes = std::fs::read_to_string(project.join(sample::NOTES)).unwrap_or_default();
+    println!("\n── {} now reads:\n{notes}", sample::NOTES);
+    if notes.contains(sample::TODO_LINE) {
+        println!("(the TODO is still open: the agent did not edit it)");
     }
+    Ok(ended)
 }

@@ -68,6 +68,14 @@ impl Failure {
     }
 }
 
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code(), self.message())
+    }
+}
+
+impl std::error::Error for Failure {}
+
 impl From<nexus_sdk::Error> for Failure {
     fn from(err: nexus_sdk::Error) -> Failure {
         match err {
