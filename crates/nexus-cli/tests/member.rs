@@ -17,6 +17,7 @@ struct World {
     _server: Server,
     base: String,
     token: String,
+    agent: String,
     workspace: String,
     /// `XDG_CONFIG_HOME` for every command (a fresh, empty profile folder).
     config: tempfile::TempDir,
@@ -45,6 +46,7 @@ impl World {
             _server: server,
             base,
             token: boot["human"]["member_token"].as_str().unwrap().into(),
+            agent: boot["agent"]["member_token"].as_str().unwrap().into(),
             workspace: boot["workspace_public_id"].as_str().unwrap().into(),
             config: tempfile::tempdir().unwrap(),
             _data: data,
@@ -322,6 +324,42 @@ async fn files_conversations_and_login(store: &[&str]) {
     let out = w.run(&["conversations", "show", "0190c7d4-0000-7000-8000-000000000000"]);
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).starts_with("error: not_found: "), "{}", stderr(&out));
+
+    // A person's conversation opens no reply: --wait says so.
+    let out = w.run(&["conversations", "say", &c, "anyone?", "--wait"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("no reply: this conversation is answered by a person"),
+        "{}",
+        stdout(&out)
+    );
+
+    // An agent's conversation answers: --wait follows the reply and prints the turn.
+    let agent = |args: &[&str]| {
+        let mut cmd = w.cmd(args);
+        cmd.env("NEXUS_TOKEN", &w.agent);
+        cmd.output().unwrap()
+    };
+    let created = json_of(&agent(&["conversations", "create", "--title", "echo", "--json"]));
+    let ac = created["conversation"]["public_id"].as_str().unwrap().to_string();
+    let out = agent(&[
+        "conversations",
+        "say",
+        &ac,
+        "hello agent",
+        "-m",
+        "scripted/echo",
+        "--wait",
+        "--json",
+    ]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    let reply: Value = serde_json::from_slice(&out.stdout).expect("the reply turn");
+    assert_eq!(reply["turn"]["role"], "assistant", "{reply}");
+    assert_eq!(reply["turn"]["status"], "completed", "{reply}");
+    assert_eq!(reply["turn"]["content"], "hello agent", "{reply}");
+    let out = agent(&["conversations", "say", &ac, "again", "-m", "scripted/echo", "--wait"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains("  again\nrun completed"), "{}", stdout(&out));
 
     login(&w);
 }

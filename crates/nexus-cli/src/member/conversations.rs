@@ -53,6 +53,10 @@ pub enum ConversationsCommand {
         /// Tighten the answerer's approval mode (bypass → ask → rules).
         #[arg(long, value_parser = ["bypass", "ask", "rules"])]
         approval_mode: Option<String>,
+        /// Wait for the next turn the conversation opens after this input, follow its reply
+        /// live, and exit as `nexus run` does (with --json: the reply turn).
+        #[arg(long, conflicts_with_all = ["steer", "deliver_in"])]
+        wait: bool,
         /// Deliver later: `30s`, `5m`, `2h`, `1d`.
         #[arg(long, value_name = "DELAY")]
         deliver_in: Option<String>,
@@ -162,6 +166,7 @@ pub async fn run(ctx: &Ctx, cmd: &ConversationsCommand) -> Outcome {
             approval_mode,
             deliver_in,
             idempotency_key,
+            wait,
         } => {
             let mut input = NewInput::text(text);
             input = input.delivery_mode(if *steer {
@@ -184,7 +189,14 @@ pub async fn run(ctx: &Ctx, cmd: &ConversationsCommand) -> Outcome {
             if let Some(k) = idempotency_key {
                 input = input.idempotency_key(k);
             }
-            let created = ws.conversation(conversation).create_input(&input).await?;
+            let handle = ws.conversation(conversation);
+            let created = handle.create_input(&input).await?;
+            if *wait {
+                if !ctx.json {
+                    println!("input {} {}", created.input.public_id, created.input.state);
+                }
+                return super::reply::wait(ctx, &ws, &handle, &created.input.public_id).await;
+            }
             if ctx.json {
                 print_json(&created);
             } else {

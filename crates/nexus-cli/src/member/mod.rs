@@ -9,6 +9,7 @@ pub mod follow;
 pub mod login;
 pub mod output;
 pub mod profile;
+pub mod reply;
 pub mod run;
 pub mod runs;
 
