@@ -1,10 +1,15 @@
-//! `nexus`: serve, migrate, admin, contracts, tools.
+//! `nexus`: serve, migrate, admin, contracts, tools; the member verbs (login, run, runs,
+//! approvals, conversations) over the SDK; and `demo`.
 
 mod admin;
 mod config;
 mod contracts;
+mod demo;
+mod member;
 mod serve;
 mod tools;
+
+use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
@@ -36,9 +41,52 @@ enum Command {
     /// The kernel tool catalog, offline.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
+    /// Check a member bearer and save it as a profile (URL, bearer, workspace).
+    Login(member::ConnFlags),
+    /// Create a run, start it and follow it live (exit 0 completed, 3 canceled, 4 needs
+    /// attention, 1 refused or failed).
+    Run(RunCmd),
+    /// The workspace's runs: list, show, transcript, graph, stop.
+    Runs(Member<member::runs::RunsCommand>),
+    /// Calls held for approval: list, approve, deny.
+    Approvals(Member<member::approvals::ApprovalsCommand>),
+    /// Conversations: list, show, create, say, turns, children, cancel, archive.
+    Conversations(Member<member::conversations::ConversationsCommand>),
+    /// Show the whole system on a temporary server: a runner, an agent, an approval.
+    Demo(demo::DemoArgs),
 }
 
-fn main() -> std::process::ExitCode {
+/// A member verb group: the connection flags and the verb.
+#[derive(clap::Args)]
+struct Member<C: Subcommand> {
+    #[command(flatten)]
+    conn: member::ConnFlags,
+    #[command(subcommand)]
+    command: C,
+}
+
+#[derive(clap::Args)]
+struct RunCmd {
+    #[command(flatten)]
+    conn: member::ConnFlags,
+    #[command(flatten)]
+    args: member::run::RunArgs,
+}
+
+/// Resolves the connection, runs the verb, prints a failure: the exit status.
+async fn member_verb<F, Fut>(conn: &member::ConnFlags, verb: F) -> ExitCode
+where
+    F: FnOnce(member::Ctx) -> Fut,
+    Fut: std::future::Future<Output = member::Outcome>,
+{
+    let outcome = match member::Ctx::resolve(conn) {
+        Ok(ctx) => verb(ctx).await,
+        Err(failure) => Err(failure),
+    };
+    member::finish(outcome, conn.json)
+}
+
+fn main() -> ExitCode {
     let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -51,13 +99,31 @@ fn main() -> std::process::ExitCode {
             Command::Admin(cmd) => admin::run(cmd).await,
             Command::Contracts(cmd) => contracts::run(cmd),
             Command::Tools(cmd) => tools::run(cmd),
+            Command::Login(conn) => Ok(member::finish(member::login::run(&conn).await, conn.json)),
+            Command::Run(RunCmd { conn, args }) => {
+                Ok(member_verb(&conn, |ctx| async move { member::run::run(&ctx, &args).await }).await)
+            }
+            Command::Runs(Member { conn, command }) => {
+                Ok(member_verb(&conn, |ctx| async move { member::runs::run(&ctx, &command).await }).await)
+            }
+            Command::Approvals(Member { conn, command }) => {
+                Ok(member_verb(&conn, |ctx| async move { member::approvals::run(&ctx, &command).await }).await)
+            }
+            Command::Conversations(Member { conn, command }) => {
+                Ok(member_verb(
+                    &conn,
+                    |ctx| async move { member::conversations::run(&ctx, &command).await },
+                )
+                .await)
+            }
+            Command::Demo(args) => demo::run(args).await,
         }
     });
     match result {
         Ok(code) => code,
         Err(err) => {
             eprintln!("error: {err:#}");
-            std::process::ExitCode::FAILURE
+            ExitCode::FAILURE
         }
     }
 }

@@ -71,16 +71,33 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("listening on {listen}"))?;
     let local = listener.local_addr()?;
     tracing::info!(address = %local, store = store.dialect(), data_dir = %resolved.data_dir.display(), "nexus serving");
+    let kernel = build_kernel(&resolved, store)?;
+    serve_kernel(kernel, listener, shutdown_signal()).await?;
+    tracing::info!("nexus stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The kernel over `store` with the settings' providers, blobs dir, node id and sweep.
+pub fn build_kernel(resolved: &config::Resolved, store: Store) -> anyhow::Result<nexus_kernel::Kernel> {
     let providers = resolved.providers()?;
     for (name, instance) in providers.catalog().instances() {
         tracing::info!(instance = name, kind = %instance.kind, enabled = instance.enabled, "model provider");
     }
-    let kernel = nexus_kernel::Kernel::builder(store)
+    Ok(nexus_kernel::Kernel::builder(store)
         .providers(providers)
         .blobs_dir(resolved.data_dir.join("blobs"))
-        .node_id(node_id(&resolved))
+        .node_id(node_id(resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
-        .build();
+        .build())
+}
+
+/// Recovers this node's leases, then serves the HTTP API and the job worker on `listener`
+/// until `shutdown` resolves, and drains.
+pub async fn serve_kernel(
+    kernel: nexus_kernel::Kernel,
+    listener: tokio::net::TcpListener,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<()> {
     kernel
         .recover_leases()
         .await
@@ -89,13 +106,12 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let worker = kernel.spawn_worker(wait_for_stop(stop_rx.clone()));
     let state = nexus_server::AppState::new(kernel);
     nexus_server::serve(listener, state, async move {
-        shutdown_signal().await;
+        shutdown.await;
         let _ = stop_tx.send(true);
     })
     .await?;
     let _ = worker.await;
-    tracing::info!("nexus stopped");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 async fn wait_for_stop(mut rx: tokio::sync::watch::Receiver<bool>) {

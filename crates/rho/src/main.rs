@@ -1,18 +1,10 @@
 //! `rho [--config FILE]`: the reference runner (executor.md §14).
 
-mod config;
-mod local;
-mod mcp;
-mod service;
-
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::Parser;
-use nexus_sdk::Runner;
-
-use crate::config::RhoConfig;
+use rho::RhoConfig;
 
 /// Serves a folder, its skills and any MCP server to a Nexus kernel.
 #[derive(Parser)]
@@ -33,25 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let config = RhoConfig::load(&args.config)?;
     let bearer = std::env::var(&config.bearer_env)
         .with_context(|| format!("the environment variable {} (bearer_env) is not set", config.bearer_env))?;
-    let builder = Runner::builder(&config.kernel_url, &bearer).concurrency(config.concurrency);
-    let handle = builder.handle();
-    let local = Arc::new(local::Local::new(&config)?);
-    let bridge = if config.mcp.is_empty() {
-        None
-    } else {
-        let on_change = handle.clone();
-        let bridge = mcp::Bridge::start(&config.mcp, Arc::new(move || on_change.reannounce())).await?;
-        Some(Arc::new(bridge))
-    };
-    let environment = local.environment();
-    let service = service::Rho::new(local, bridge, config.overrides.clone(), environment)?;
-    tracing::info!(kernel = %config.kernel_url, root = %config.root.display(), "rho serving");
-    builder
-        .service(Arc::new(service))
-        .build()
-        .run(shutdown_signal())
-        .await?;
-    Ok(())
+    rho::serve(&config, &bearer, shutdown_signal()).await
 }
 
 /// Ctrl-C or SIGTERM: stop claiming, let running calls commit, exit.
