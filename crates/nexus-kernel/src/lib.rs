@@ -7,6 +7,8 @@
 
 pub mod admin;
 pub mod auth;
+#[cfg(test)]
+mod booted;
 pub mod conversations;
 pub mod credentials;
 pub mod declarations;

@@ -30,6 +30,22 @@ pub struct View {
     pub on_hold: OnHold,
 }
 
+impl View {
+    /// A member's view: held calls get the commands that decide them; lines go to stdout, or
+    /// to stderr when stdout carries the `--json` document.
+    pub fn hinting(json: bool) -> View {
+        let out: Box<dyn Write + Send> = if json {
+            Box::new(std::io::stderr())
+        } else {
+            Box::new(std::io::stdout())
+        };
+        View {
+            out,
+            on_hold: OnHold::Hint,
+        }
+    }
+}
+
 /// Whether `status` ends the follow: terminal, or quiescent with a failure to adjudicate.
 pub fn settled(status: &RunStatus) -> bool {
     status.is_terminal() || *status == RunStatus::NeedsAttention

@@ -10,7 +10,7 @@ use futures_util::StreamExt;
 use nexus_sdk::member::{ConversationEvent, ConversationEventKind, ConversationRef, Turn, Workspace};
 use serde_json::Value;
 
-use super::follow::{self, OnHold, View};
+use super::follow::{self, View};
 use super::output::print_json;
 use super::run::exit_for;
 use super::{Ctx, Failure, Outcome};
@@ -75,19 +75,7 @@ fn no_reply(ctx: &Ctx) -> Outcome {
 
 async fn follow_reply(ctx: &Ctx, ws: &Workspace, conversation: &ConversationRef, run: &str, turn: &str) -> Outcome {
     let run = ws.run(run);
-    let out: Box<dyn std::io::Write + Send> = if ctx.json {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
-    let ended = follow::follow(
-        &run,
-        View {
-            out,
-            on_hold: OnHold::Hint,
-        },
-    )
-    .await?;
+    let ended = follow::follow(&run, View::hinting(ctx.json)).await?;
     if ctx.json {
         let reply = find_turn(conversation, turn).await?;
         print_json(&serde_json::json!({"turn": reply}));

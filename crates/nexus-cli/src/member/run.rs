@@ -9,7 +9,7 @@ use nexus_sdk::member::{ApprovalMode, NewRun, RunStatus, Step};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::follow::{self, OnHold, View};
+use super::follow::{self, View};
 use super::output::{EXIT_CANCELED, EXIT_NEEDS_ATTENTION, print_json};
 use super::{Ctx, Failure, Outcome};
 
@@ -141,22 +141,10 @@ pub async fn run(ctx: &Ctx, args: &RunArgs) -> Outcome {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let out: Box<dyn std::io::Write + Send> = if ctx.json {
-        Box::new(std::io::stderr())
-    } else {
-        Box::new(std::io::stdout())
-    };
     if !ctx.json {
         println!("run {} started", run.public_id());
     }
-    let ended = follow::follow(
-        &run,
-        View {
-            out,
-            on_hold: OnHold::Hint,
-        },
-    )
-    .await?;
+    let ended = follow::follow(&run, View::hinting(ctx.json)).await?;
     let read = run.get().await?;
     if ctx.json {
         print_json(&read);

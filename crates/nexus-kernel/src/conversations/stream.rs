@@ -132,7 +132,7 @@ mod tests {
     use nexus_store::testing::engines;
     use serde_json::json;
 
-    use crate::Kernel;
+    use crate::booted::Booted;
     use crate::runs::AfterCommit;
 
     /// More events in one commit than the channel buffers (1,024) and than one store read
@@ -141,11 +141,7 @@ mod tests {
     #[tokio::test]
     async fn a_lagging_or_long_feed_is_read_again_from_the_store() {
         for ts in engines().await {
-            let kernel = Kernel::builder(ts.store.clone()).build();
-            let boot = kernel.bootstrap().await.unwrap();
-            let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
-            let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
-            let ws = uuid::Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+            let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let (_, made) = kernel
                 .create_conversation(&agent, ws, &json!({"conversation": {}}), None)
                 .await

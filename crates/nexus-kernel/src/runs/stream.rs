@@ -146,7 +146,7 @@ mod tests {
     use serde_json::json;
 
     use super::FeedItem;
-    use crate::Kernel;
+    use crate::booted::Booted;
 
     /// A finished run's backlog longer than one store read, resumed from a cursor that is not
     /// a multiple of the page: the stream pages through to the last event without any new
@@ -154,11 +154,7 @@ mod tests {
     #[tokio::test]
     async fn a_long_backlog_resumed_mid_page_is_read_to_its_end() {
         for ts in engines().await {
-            let kernel = Kernel::builder(ts.store.clone()).build();
-            let boot = kernel.bootstrap().await.unwrap();
-            let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
-            let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
-            let ws = uuid::Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
+            let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let (_, made) = kernel
                 .create_run(
                     &agent,

@@ -22,18 +22,14 @@ struct Hosted {
 }
 
 async fn hosted(ts: nexus_store::testing::TestStore) -> Hosted {
-    let kernel = Kernel::builder(ts.store.clone()).build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
-    let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
-    let user = Uuid::parse_str(boot["human"]["public_id"].as_str().unwrap()).unwrap();
+    let b = crate::booted::Booted::new(&ts.store).await;
+    let user = Uuid::parse_str(b.boot["human"]["public_id"].as_str().unwrap()).unwrap();
     Hosted {
         dialect: ts.dialect,
         _ts: ts,
-        kernel,
-        agent,
-        ws,
+        kernel: b.kernel,
+        agent: b.agent,
+        ws: b.ws,
         user,
     }
 }
