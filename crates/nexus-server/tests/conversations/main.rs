@@ -3,9 +3,10 @@
 //! unarchive of a whole tree, `PUT C/default_runner`; inputs with every delivery refusal, the
 //! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting
 //! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`); the live
-//! feed (`stream.rs`); turns, steering and children (`turns.rs`); the history routes, search and
-//! read (`search.rs`).
+//! feed (`stream.rs`); turns and steering (`turns.rs`); children and the conversation tools
+//! (`children.rs`); the history routes, search and read (`search.rs`).
 
+mod children;
 #[path = "../common/mod.rs"]
 mod common;
 mod feed_and_standing;
