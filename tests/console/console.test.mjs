@@ -5,14 +5,16 @@
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { Nexus, Runner, browser, outDir, signedIn } from "./harness.mjs";
+import { Nexus, Runner, browser, fakeUpstream, outDir, signedIn } from "./harness.mjs";
 
 const OUT = outDir("console-tests");
-let n, runner, b, page;
+let n, runner, b, page, upstream;
+const STREAMED = ["Streaming ", "one ", "piece ", "at ", "a ", "time."];
 const shot = (name) => page.screenshot({ path: join(OUT, `${name}.png`), fullPage: true });
 
 before(async () => {
-  n = await Nexus.start();
+  upstream = await fakeUpstream(STREAMED, 400);
+  n = await Nexus.start({ upstream: upstream.url });
   runner = new Runner(n);
   await runner.announce();
   runner.start();
@@ -33,6 +35,7 @@ after(async () => {
   await runner?.stop();
   await b?.close();
   n?.stop();
+  upstream?.close();
 });
 
 test("sign in, the first page lists runs and serves a same-origin policy", async () => {
@@ -63,6 +66,18 @@ test("a run appears in the list and finishes live", async () => {
   await page.locator("#live.live").filter({ hasText: "live" }).waitFor();
 });
 
+test("assistant text streams in from model_delta frames", async () => {
+  const id = await n.run("", { model: "fake/streamer", start: false });
+  await page.goto(`${n.base}/console/#/runs/${id}`);
+  await page.locator("#live.live").filter({ hasText: "live" }).waitFor();
+  await n.startRun(id);
+  const streaming = page.locator(".msg.assistant.streaming");
+  await streaming.filter({ hasText: "Streaming one" }).waitFor({ timeout: 10000 });
+  assert.doesNotMatch(await streaming.innerText(), /time\./, "seen before the reply was complete");
+  await shot("03b-streaming");
+  await page.locator(".msg.assistant:not(.streaming)").filter({ hasText: "Streaming one piece at a time." }).waitFor({ timeout: 10000 });
+});
+
 test("a tool row opens to its image capture, structured content and metadata", async () => {
   const id = await n.run("capture", { runner: true });
   await page.goto(`${n.base}/console/#/runs/${id}`);
@@ -78,6 +93,8 @@ test("a tool row opens to its image capture, structured content and metadata", a
   await tool.getByText('"renderer": "console-test"').waitFor();
   await tool.locator(".badge.b-kind").filter({ hasText: "read_only" }).waitFor();
   await shot("04-tool-capture");
+  // The README's picture (docs/console.png is a copy): the viewport, not the full page.
+  await page.screenshot({ path: join(OUT, "console.png") });
   // The graph tab renders the run's Mermaid text with the vendored renderer.
   await page.getByRole("tab", { name: "Graph" }).click();
   await page.locator("#graph svg").waitFor({ timeout: 20000 });

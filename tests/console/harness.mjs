@@ -5,6 +5,7 @@
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
+import { createServer as createHttpServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
@@ -32,11 +33,13 @@ function freePort() {
 }
 
 export class Nexus {
-  static async start() {
+  /** `upstream`: the base URL of a Chat Completions server, configured as provider `fake`. */
+  static async start({ upstream } = {}) {
     if (!existsSync(NEXUS)) throw new Error(`${NEXUS} is missing: run cargo build -p nexus-cli first`);
     const n = new Nexus();
     n.dir = mkdtempSync(join(tmpdir(), "nexus-console-"));
     mkdirSync(join(n.dir, "scripts"), { recursive: true });
+    if (upstream) writeFileSync(join(n.dir, "nexus.toml"), `[providers.fake]\nkind = "openai"\nbase_url = "${upstream}"\n`);
     n.boot = JSON.parse(execFileSync(NEXUS, ["admin", "bootstrap", "--data-dir", n.dir, "--json"], { encoding: "utf8" }));
     n.port = await freePort();
     n.base = `http://127.0.0.1:${n.port}`;
@@ -74,8 +77,8 @@ export class Nexus {
   }
 
   /** Creates and starts a run of one model step on `scripted/<script>`. */
-  async run(script, { mode = "bypass", prompt = "Go.", runner = false } = {}) {
-    const step = { model: { prompt, model: `scripted/${script}` } };
+  async run(script, { mode = "bypass", prompt = "Go.", runner = false, start = true, model } = {}) {
+    const step = { model: { prompt, model: model || `scripted/${script}` } };
     const run = { approval_mode: mode, steps: [step] };
     if (runner) {
       run.default_runner_executor_public_id = this.runnerId;
@@ -83,9 +86,11 @@ export class Nexus {
       step.model.runner_tool_names = null;
     }
     const { run: r } = await this.call("POST", this.W("/runs"), { body: { run } });
-    await this.call("POST", this.W(`/runs/${r.public_id}/start`), { body: {} });
+    if (start) await this.startRun(r.public_id);
     return r.public_id;
   }
+
+  async startRun(id) { await this.call("POST", this.W(`/runs/${id}/start`), { body: {} }); }
 
   async waitRun(id, statuses, ms = 20000) {
     const until = Date.now() + ms;
@@ -151,6 +156,25 @@ export class Runner {
     }
     return { content: `Wrote: ${row.tool_input.text}`, title: `wrote a note (${row.tool_input.text})` };
   }
+}
+
+/** A Chat Completions server that streams `pieces` of text, `gapMs` apart (the console's
+ *  `model_delta` view; the scripted provider does not stream). */
+export async function fakeUpstream(pieces, gapMs) {
+  const server = createHttpServer((req, res) => {
+    req.resume();
+    req.on("end", async () => {
+      res.writeHead(200, { "content-type": "text/event-stream" });
+      const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "c", object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      res.write(chunk({ role: "assistant", content: "" }));
+      for (const p of pieces) { await new Promise((r) => setTimeout(r, gapMs)); res.write(chunk({ content: p })); }
+      res.write(chunk({}, "stop"));
+      res.write(`data: ${JSON.stringify({ id: "c", choices: [], usage: { prompt_tokens: 12, completion_tokens: pieces.length } })}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  return { url: `http://127.0.0.1:${server.address().port}/v1`, close: () => server.close() };
 }
 
 /** A small RGB PNG: a blue square on orange, made here (no image library). */

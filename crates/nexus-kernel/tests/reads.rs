@@ -310,20 +310,41 @@ async fn task_reads_transcript_graph_and_events() {
         assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
         let runs = w
             .kernel
-            .list_runs(&w.agent, w.ws, &RunsQuery { status: Some("completed"), ..Default::default() })
+            .list_runs(
+                &w.agent,
+                w.ws,
+                &RunsQuery {
+                    status: Some("completed"),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
         assert_eq!(
             w.kernel
-                .list_runs(&w.agent, w.ws, &RunsQuery { status: Some("running"), ..Default::default() })
+                .list_runs(
+                    &w.agent,
+                    w.ws,
+                    &RunsQuery {
+                        status: Some("running"),
+                        ..Default::default()
+                    }
+                )
                 .await
                 .unwrap()["runs"],
             json!([])
         );
         let e = w
             .kernel
-            .list_runs(&w.agent, w.ws, &RunsQuery { status: Some("bogus"), ..Default::default() })
+            .list_runs(
+                &w.agent,
+                w.ws,
+                &RunsQuery {
+                    status: Some("bogus"),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::ParameterInvalid);

@@ -865,7 +865,10 @@ async fn get_run_and_list_runs() {
         // Newest first (`order=desc`, the console's list): the cursor continues below.
         let desc = get_ok(&h, &format!("{}/runs?order=desc&limit=1", h.w())).await;
         assert_eq!(desc["runs"][0]["public_id"], pending);
-        let next = desc["pagination"]["next_after"].as_str().expect("a next cursor").to_string();
+        let next = desc["pagination"]["next_after"]
+            .as_str()
+            .expect("a next cursor")
+            .to_string();
         let older = get_ok(&h, &format!("{}/runs?order=desc&limit=1&after={next}", h.w())).await;
         assert_eq!(older["runs"][0]["public_id"], done);
         let desc_done = get_ok(&h, &format!("{}/runs?order=desc&status=completed", h.w())).await;

@@ -351,7 +351,7 @@ impl Kernel {
             .await?;
         run.deliverable_task_id = Some(task.id);
         run.revision = 1;
-        tx.update_run(&mut run).await?;
+        tx.update_run(&run).await?;
         self.emit(
             &mut Unit::of(tx, &mut run, now, effects),
             "tasks_appended",

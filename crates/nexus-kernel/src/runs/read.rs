@@ -160,7 +160,9 @@ impl Kernel {
         let limit = page_limit(q.limit);
         let rows = if newest_first {
             let before = if after == 0 { i64::MAX } else { after };
-            self.store.runs_of_workspace_newest(ws_row.id, status, before, limit).await?
+            self.store
+                .runs_of_workspace_newest(ws_row.id, status, before, limit)
+                .await?
         } else {
             self.store.runs_of_workspace(ws_row.id, status, after, limit).await?
         };

@@ -26,8 +26,10 @@ export class Transcript {
 
   delta(key, text) {
     this.streams.set(key, (this.streams.get(key) || "") + text);
-    const el = this.list.querySelector(`[data-stream="${CSS.escape(key)}"] .text`);
-    if (el) el.textContent = this.streams.get(key); else this.draw();
+    const msg = this.list.querySelector(`[data-stream="${CSS.escape(key)}"]`);
+    if (!msg) return this.draw();
+    msg.classList.add("streaming");
+    msg.querySelector(".text").textContent = this.streams.get(key);
   }
 
   draw() {
