@@ -27,15 +27,23 @@ try {
   await n.waitRun(ids[ids.length - 1], ["completed"], 120000);
   console.log(`seeded ${RUNS} runs in ${((Date.now() - t) / 1000).toFixed(1)} s`);
 
-  const chain = [];
-  for (let i = 0; i < ROUNDS_PER_CHAIN - 1; i++) chain.push({ text: `Round ${i}: searching.`, tool_calls: [{ name: "tool_search", input: { query: `round ${i}` } }] });
-  chain.push({ text: "Finished this chain." });
-  n.script("long", chain);
+  // One script for both chains: a reply is the line numbered by the assistant entries already in
+  // the request, and the second step's request carries the first chain's 250 as history.
+  const lines = [];
+  for (let c = 0; c < 2; c++) {
+    for (let i = 0; i < ROUNDS_PER_CHAIN - 1; i++) {
+      const k = c * ROUNDS_PER_CHAIN + i;
+      lines.push({ text: `Round ${k}: searching.`, tool_calls: [{ name: "tool_search", input: { query: `round ${k}` } }] });
+    }
+    lines.push({ text: `Finished chain ${c + 1}.` });
+  }
+  n.script("long", lines);
   t = Date.now();
   const step = (prompt) => ({ model: { prompt, model: "scripted/long", kernel_tools: ["nexus.tools.search"] } });
   const { run } = await n.call("POST", n.W("/runs"), { body: { run: { approval_mode: "bypass", steps: [step("First half."), step("Second half.")] } } });
   await n.call("POST", n.W(`/runs/${run.public_id}/start`), { body: {} });
-  await n.waitRun(run.public_id, ["completed", "needs_attention"], 600000);
+  const done = await n.waitRun(run.public_id, ["completed", "needs_attention"], 600000);
+  if (done.status !== "completed") throw new Error(`the 500-round run ended ${done.status}: ${JSON.stringify(done.attention)}`);
   const { rows } = await n.call("GET", n.W(`/runs/${run.public_id}/transcript`));
   console.log(`500-round run ${run.public_id}: ${rows.length} transcript rows, ${((Date.now() - t) / 1000).toFixed(1)} s`);
 

@@ -132,6 +132,44 @@ test("approve a held call and watch the run continue, then deny the next", async
   await shot("08-run-after-deny");
 });
 
+test("a failed round is retried from its row", async () => {
+  const id = await n.run("later");
+  await n.waitRun(id, ["needs_attention"]);
+  await page.goto(`${n.base}/console/#/runs/${id}`);
+  await page.locator(".badge.s-needs_attention").first().waitFor();
+  const round = page.locator(".msg.assistant").first();
+  await round.locator("summary").click();
+  await round.getByText(/provider_error/).waitFor();
+  await shot("09a-needs-attention");
+  n.script("later", [{ text: "Here after all." }]);
+  await round.getByRole("button", { name: "Retry" }).click();
+  await page.locator(".msg.assistant").filter({ hasText: "Here after all." }).waitFor({ timeout: 15000 });
+  await page.locator("h1 + .badge.s-completed, .bar .badge.s-completed").first().waitFor({ timeout: 10000 });
+});
+
+test("the event log and the task list", async () => {
+  const id = await n.run("hello");
+  await n.waitRun(id, ["completed"]);
+  await page.goto(`${n.base}/console/#/runs/${id}?tab=events`);
+  await page.locator("#events tr").filter({ hasText: "run_status_changed" }).first().waitFor();
+  assert.ok(await page.locator("#events tr").count() >= 4);
+  await page.getByRole("tab", { name: "Tasks" }).click();
+  await page.locator("tr.row-link").filter({ hasText: "s1-model-1" }).click();
+  await page.getByText("scripted/hello").first().waitFor();
+});
+
+test("a conversation takes an input and shows the turn live", async () => {
+  await page.goto(`${n.base}/console/#/conversations`);
+  await page.getByLabel("New conversation title").fill("Desk chat");
+  await page.getByRole("button", { name: "New conversation" }).click();
+  await page.getByRole("heading", { name: "Desk chat" }).waitFor();
+  await page.locator(".live").filter({ hasText: "live" }).waitFor();
+  await page.fill("#input", "A note for the record.");
+  await page.keyboard.press("Control+Enter");
+  await page.locator(".msg.user").filter({ hasText: "A note for the record." }).waitFor({ timeout: 10000 });
+  await shot("10-conversation");
+});
+
 test("runners, events and conversations pages render", async () => {
   await page.goto(`${n.base}/console/#/runners`);
   const card = page.locator(`[data-runner="${n.runnerId}"]`);

@@ -213,7 +213,9 @@ export async function signedIn(b, n, { width = 1280, height = 860 } = {}) {
   const ctx = await b.newContext({ viewport: { width, height } });
   const page = await ctx.newPage();
   page.problems = [];
-  page.on("console", (m) => { if (m.type() === "error") page.problems.push(m.text()); });
+  // Script errors and policy violations ("Refused to …"); a refused API call is the page's to
+  // show in words (a 404 request_not_sealed for a round that never sealed, say), not a problem.
+  page.on("console", (m) => { if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) page.problems.push(m.text()); });
   page.on("pageerror", (e) => page.problems.push(String(e)));
   await page.goto(`${n.base}/console/#/signin?ws=${n.ws}`);
   await page.fill("#token", n.human);

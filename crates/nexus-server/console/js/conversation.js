@@ -16,7 +16,7 @@ export async function render(view, { arg: id, signal }) {
   const send = async () => {
     if (!text.value.trim()) return;
     const ok = await act(() => api(`${C}/inputs`, { method: "POST", body: { input: { content: text.value, delivery_mode: mode.value } } }), "Sent");
-    if (ok) text.value = "";
+    if (ok) { text.value = ""; refresh().catch(() => {}); }
   };
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   view.replaceChildren(

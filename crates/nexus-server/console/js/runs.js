@@ -19,7 +19,7 @@ export async function render(view, { query, signal }) {
   const empty = h("p.muted", { hidden: true }, "No runs yet.");
   view.replaceChildren(
     h("div.bar", {}, h("h1.grow", {}, "Runs"), h("label", { for: "status-filter" }, "Status"), select, live),
-    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Status"), h("th", {}, "Attention"), h("th", {}, "Created"), h("th", {}, "Ended"))), tbody, older),
+    h("table", {}, h("thead", {}, h("tr", {}, h("th", {}, "Run"), h("th", {}, "Status"), h("th", {}, "Attention"), h("th", {}, "Approval"), h("th", {}, "Kind"), h("th", {}, "Created"), h("th", {}, "Ended"))), tbody, older),
     empty, h("p", {}, more));
 
   const q = (after) => `${W()}/runs?order=desc&limit=${PAGE}${filter ? `&status=${filter}` : ""}${after ? `&after=${after}` : ""}`;
@@ -45,6 +45,8 @@ function row(run) {
     h("td.mono", {}, h("a", { href: `#/runs/${run.public_id}` }, run.public_id)),
     h("td", {}, status(run.status)),
     h("td", {}, run.attention ? `${run.attention.reason} (${run.attention.task_key})` : ""),
+    h("td", {}, run.approval_mode),
+    h("td", {}, run.hosting?.kind === "conversation" ? "conversation turn" : "standalone"),
     h("td", { title: run.created_at }, age(run.created_at)),
     h("td", { title: run.ended_at || "" }, run.ended_at ? age(run.ended_at) : ""));
 }
