@@ -20,8 +20,8 @@ before(async () => {
   runner.start();
   n.script("hello", [{ text: "Hello! I am a scripted model, answering slowly.", delay_ms: 2500 }]);
   n.script("capture", [
-    { text: "Let me look at the screen.", tool_calls: [{ id: "c1", name: "screenshot", input: {} }] },
-    { text: "The screen shows a blue square on orange." },
+    { text: "Let me look at the screen.", tool_calls: [{ id: "c1", name: "screenshot", input: {} }], usage: { input_tokens: 412, output_tokens: 21 } },
+    { text: "The screen shows a blue square on orange.", usage: { input_tokens: 530, output_tokens: 12, cache_read_input_tokens: 400 } },
   ]);
   n.script("notes", [
     { text: "I will write the first note.", tool_calls: [{ id: "n1", name: "write_note", input: { text: "first" } }] },
@@ -79,7 +79,7 @@ test("assistant text streams in from model_delta frames", async () => {
 });
 
 test("a tool row opens to its image capture, structured content and metadata", async () => {
-  const id = await n.run("capture", { runner: true });
+  const id = await n.run("capture", { runner: true, prompt: "What is on my screen?" });
   await page.goto(`${n.base}/console/#/runs/${id}`);
   const tool = page.locator("details.tool").first();
   await tool.locator("summary").filter({ hasText: "captured the screen (96×64)" }).waitFor({ timeout: 15000 });
@@ -93,8 +93,10 @@ test("a tool row opens to its image capture, structured content and metadata", a
   await tool.getByText('"renderer": "console-test"').waitFor();
   await tool.locator(".badge.b-kind").filter({ hasText: "read_only" }).waitFor();
   await shot("04-tool-capture");
-  // The README's picture (docs/console.png is a copy): the viewport, not the full page.
+  // The README's picture (docs/console.png is a copy): a laptop-sized view down to the image.
+  await page.setViewportSize({ width: 1200, height: 1000 });
   await page.screenshot({ path: join(OUT, "console.png") });
+  await page.setViewportSize({ width: 1280, height: 860 });
   // The graph tab renders the run's Mermaid text with the vendored renderer.
   await page.getByRole("tab", { name: "Graph" }).click();
   await page.locator("#graph svg").waitFor({ timeout: 20000 });

@@ -22,7 +22,7 @@ export async function render(view, { arg: id, signal }) {
   view.replaceChildren(
     h("div.bar", {}, h("h1.grow", {}, c.title || "Conversation"), live,
       h("button.danger", { onclick: () => act(() => api(`${C}/cancellation`, { method: "POST", body: {} }), "Canceled the running turn") }, "Cancel turn")),
-    c.parent ? h("p", {}, "Child of ", h("a", { href: `#/conversations/${c.parent.public_id}` }, c.parent.label || c.parent.public_id)) : null,
+    c.parent ? h("p", {}, "Child of ", h("a", { href: `#/conversations/${c.parent.public_id}` }, c.parent.label || c.parent.public_id)) : "",
     turns,
     h("div.card", {}, text, h("div.bar", {}, mode, h("button.primary", { onclick: send }, "Send"))),
     h("h2", {}, "Children"), children);

@@ -16,7 +16,7 @@ export async function toolDetail(run, key, signal) {
       ["Status", status(t.status)],
       ["Target", t.target?.display_name],
       ["Effect", t.effect_profile ? effectBadges(t.effect_profile) : null],
-      ["Approval", t.approval ? `${t.approval.origin} · ${t.approval.decided_at}` : null],
+      ["Approval", t.approval ? `${t.approval.origin === "mode" ? "granted by the run's approval mode" : `decided by a ${t.approval.origin}`} · ${t.approval.decided_at}` : null],
       ["Waiting on", t.waiting_on ? JSON.stringify(t.waiting_on) : null],
     ]),
     errorOf(t),
