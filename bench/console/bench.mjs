@@ -11,7 +11,10 @@
 // transcript and the longest main-thread task (PerformanceObserver "longtask") while it loads.
 
 import { readFileSync } from "node:fs";
-import { Nexus, browser, NEXUS } from "../../tests/console/harness.mjs";
+import { join } from "node:path";
+import { Nexus, browser, NEXUS, outDir } from "../../tests/console/harness.mjs";
+
+const OUT = outDir("console-bench");
 
 const RUNS = 1000;
 const ROUNDS_PER_CHAIN = 250;
@@ -50,7 +53,7 @@ try {
   const b = await browser();
   for (let k = 1; k <= 3; k++) {
     const first = await firstLoad(b, n);
-    const long = await runPage(b, n, run.public_id);
+    const long = await runPage(b, n, run.public_id, k === 1 ? join(OUT, "run-500.png") : null);
     console.log(`#${k} first load: ${(first.bytes / 1024).toFixed(1)} KB in ${first.requests} requests, runs list drawn at ${first.ms.toFixed(0)} ms (${first.rows} rows) | 500-round run page: transcript at ${long.ms.toFixed(0)} ms, ${long.rows} rows drawn, longest task ${long.longest.toFixed(0)} ms, blocking ${long.blocking.toFixed(0)} ms | load ${load()}`);
   }
   await b.close();
@@ -90,7 +93,7 @@ async function firstLoad(b, n) {
   return out;
 }
 
-async function runPage(b, n, id) {
+async function runPage(b, n, id, screenshot) {
   const { ctx, page } = await context(b, n);
   await page.goto(`${n.base}/console/#/runs/${id}`);
   await page.waitForFunction(() => document.querySelectorAll("#transcript > *").length > 0);
@@ -101,6 +104,7 @@ async function runPage(b, n, id) {
     blocking: window.__long.reduce((s, d) => s + Math.max(0, d - 50), 0),
     rows: document.querySelectorAll("#transcript > *").length,
   }));
+  if (screenshot) await page.screenshot({ path: screenshot });
   await ctx.close();
   return { ms, longest, blocking, rows };
 }

@@ -177,6 +177,7 @@ test("runners, events and conversations pages render", async () => {
   const card = page.locator(`[data-runner="${n.runnerId}"]`);
   await card.waitFor();
   await card.getByText("write_note").waitFor();
+  assert.deepEqual(await page.locator("nav a.on").allInnerTexts(), ["Runners"]);
   await shot("09-runners");
   await page.goto(`${n.base}/console/#/runs`);
   await page.locator("#runs tr").first().waitFor();

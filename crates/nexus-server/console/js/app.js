@@ -42,7 +42,11 @@ async function route() {
   if (name === "runs" && arg) name = "run";
   if (name === "conversations" && arg) name = "conversation";
   if (!pages[name]) name = "runs";
-  for (const a of document.querySelectorAll("[data-nav]")) a.classList.toggle("on", name.startsWith(a.dataset.nav.replace(/s$/, "")));
+  const section = { run: "runs", conversation: "conversations" }[name] || name;
+  for (const a of document.querySelectorAll("[data-nav]")) {
+    a.classList.toggle("on", a.dataset.nav === section);
+    if (a.dataset.nav === section) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+  }
   view.replaceChildren(h("p.muted", {}, "Loading…"));
   try {
     const page = await pages[name]();
