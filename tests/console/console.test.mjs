@@ -18,7 +18,7 @@ before(async () => {
   runner = new Runner(n);
   await runner.announce();
   runner.start();
-  n.script("hello", [{ text: "Hello! I am a scripted model, answering slowly.", delay_ms: 2500 }]);
+  n.script("hello", [{ text: "Hello! I am a scripted model, answering slowly.", delay_ms: 4000 }]);
   n.script("capture", [
     { text: "Let me look at the screen.", tool_calls: [{ id: "c1", name: "screenshot", input: {} }], usage: { input_tokens: 412, output_tokens: 21 } },
     { text: "The screen shows a blue square on orange.", usage: { input_tokens: 530, output_tokens: 12, cache_read_input_tokens: 400 } },

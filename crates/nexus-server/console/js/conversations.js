@@ -20,7 +20,7 @@ export async function render(view, { query, signal }) {
       ? h("table", {}, h("thead", {}, h("tr", {}, ["Conversation", "Status", "Created"].map((x) => h("th", {}, x)))),
         h("tbody", {}, conversations.map((c) => h("tr.row-link", { tabindex: 0, onclick: () => { location.hash = `#/conversations/${c.public_id}`; }, onkeydown: (e) => { if (e.key === "Enter") location.hash = `#/conversations/${c.public_id}`; } },
           h("td", {}, h("a", { href: `#/conversations/${c.public_id}` }, c.title || c.public_id)),
-          h("td", {}, c.archived_at ? "archived" : c.running_turn_public_id ? "replying" : "idle"),
+          h("td", {}, c.archived ? "archived" : "active"),
           h("td", { title: c.created_at }, age(c.created_at))))))
       : h("p.muted", {}, "No conversations."));
 }
