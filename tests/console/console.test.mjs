@@ -181,6 +181,15 @@ test("runners, events and conversations pages render", async () => {
   await shot("09-runners");
   await page.goto(`${n.base}/console/#/runs`);
   await page.locator("#runs tr").first().waitFor();
+  // The status filter: newest first, only the status asked for.
+  await page.selectOption("#status-filter", "completed");
+  await page.waitForURL(/status=completed/);
+  await page.waitForFunction(() => {
+    const rows = [...document.querySelectorAll("#runs tr")];
+    return rows.length > 0 && rows.every((r) => r.querySelector(".s-completed"));
+  });
+  const all = await n.call("GET", n.W("/runs?status=completed&order=desc"));
+  assert.deepEqual(await page.locator("#runs tr").evaluateAll((rs) => rs.map((r) => r.dataset.run)), all.runs.map((r) => r.public_id));
   await page.goto(`${n.base}/console/#/conversations`);
   await page.getByRole("heading", { name: "Conversations" }).waitFor();
   assert.deepEqual(page.problems, [], "no console errors or CSP violations");
