@@ -142,6 +142,7 @@ test("a failed round is retried from its row", async () => {
   const round = page.locator(".msg.assistant").first();
   await round.locator("summary").click();
   await round.getByText(/provider_error/).waitFor();
+  assert.equal(await round.getByText("undefined").count(), 0);
   await shot("09a-needs-attention");
   n.script("later", [{ text: "Here after all." }]);
   await round.getByRole("button", { name: "Retry" }).click();

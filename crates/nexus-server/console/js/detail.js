@@ -72,7 +72,7 @@ export async function modelDetail(run, key, signal) {
       ["Generation", t.generation],
       ["Request bytes", t.request_bytes],
       ["Usage", t.usage ? JSON.stringify(t.usage) : null],
-      ["Tools sent", round ? `${round.tools_sha256?.slice(0, 16)}… ${round.tools_changed ? "changed since the previous round" : "same as the previous round"}` : null],
+      ["Tools sent", round?.tools_sha256 ? `sha256 ${round.tools_sha256.slice(0, 16)}…, ${round.tools_changed ? "changed since the previous round" : "same as the previous round"}` : null],
     ]),
     errorOf(t),
     t.instructions && [h("h3", {}, "Instructions"), h("pre", {}, t.instructions)],
