@@ -43,8 +43,8 @@ fn demo(extra: &[&str]) -> String {
 fn assert_the_whole_story(out: &str) {
     let steps = [
         "model      scripted/demo (the bundled script",
-        "/console",
-        "sign in    paste this bearer",
+        "/console/#/signin?ws=",
+        "sign in    or paste this bearer",
         "── round s1-model-1 (scripted/demo)",
         "→ glob",
         "→ grep",
@@ -74,6 +74,9 @@ fn assert_the_whole_story(out: &str) {
         .unwrap()
         .trim();
     assert!(bearer.len() > 20, "{bearer}");
+    // The console link signs in with that bearer.
+    let link = out.lines().find(|l| l.contains("/console/#/signin?")).unwrap();
+    assert!(link.ends_with(&format!("&token={bearer}")), "{link}");
 }
 
 #[test]

@@ -9,7 +9,7 @@ use common::World;
 use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::admin::MemberSpec;
-use nexus_kernel::runs::RequestRead;
+use nexus_kernel::runs::{RequestRead, RunsQuery};
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, MemberKind};
 use serde_json::{Value, json};
@@ -310,20 +310,41 @@ async fn task_reads_transcript_graph_and_events() {
         assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
         let runs = w
             .kernel
-            .list_runs(&w.agent, w.ws, Some("completed"), None, None)
+            .list_runs(
+                &w.agent,
+                w.ws,
+                &RunsQuery {
+                    status: Some("completed"),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap();
         assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
         assert_eq!(
             w.kernel
-                .list_runs(&w.agent, w.ws, Some("running"), None, None)
+                .list_runs(
+                    &w.agent,
+                    w.ws,
+                    &RunsQuery {
+                        status: Some("running"),
+                        ..Default::default()
+                    }
+                )
                 .await
                 .unwrap()["runs"],
             json!([])
         );
         let e = w
             .kernel
-            .list_runs(&w.agent, w.ws, Some("bogus"), None, None)
+            .list_runs(
+                &w.agent,
+                w.ws,
+                &RunsQuery {
+                    status: Some("bogus"),
+                    ..Default::default()
+                },
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::ParameterInvalid);

@@ -6,6 +6,7 @@
 
 pub mod auth;
 pub mod body;
+pub mod console;
 pub mod error;
 pub mod routes;
 
@@ -82,6 +83,7 @@ pub fn router(state: AppState) -> Router {
         .route("/agent_api/v1/executors", get(routes::executor::list))
         .route("/agent_api/v1/executors/{id}", get(routes::executor::get))
         .merge(upload_routes())
+        .merge(console::routes())
         .nest("/agent_api/v1/workspaces/{ws}", workspace_routes())
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

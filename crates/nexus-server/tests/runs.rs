@@ -862,6 +862,24 @@ async fn get_run_and_list_runs() {
             .get(&format!("{}/runs?after=zzz", h.w()), Some(&h.agent_token()))
             .await;
         refused(&r, StatusCode::BAD_REQUEST, "parameter_invalid");
+        // Newest first (`order=desc`, the console's list): the cursor continues below.
+        let desc = get_ok(&h, &format!("{}/runs?order=desc&limit=1", h.w())).await;
+        assert_eq!(desc["runs"][0]["public_id"], pending);
+        let next = desc["pagination"]["next_after"]
+            .as_str()
+            .expect("a next cursor")
+            .to_string();
+        let older = get_ok(&h, &format!("{}/runs?order=desc&limit=1&after={next}", h.w())).await;
+        assert_eq!(older["runs"][0]["public_id"], done);
+        let desc_done = get_ok(&h, &format!("{}/runs?order=desc&status=completed", h.w())).await;
+        assert_eq!(desc_done["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(desc_done["runs"][0]["public_id"], done);
+        let asc = get_ok(&h, &format!("{}/runs?order=asc", h.w())).await;
+        assert_eq!(asc["runs"][0]["public_id"], done);
+        let r = h
+            .get(&format!("{}/runs?order=newest", h.w()), Some(&h.agent_token()))
+            .await;
+        refused(&r, StatusCode::BAD_REQUEST, "parameter_invalid");
         // Unknown and malformed runs, and another workspace's concealment.
         let r = h
             .get(&h.r(&uuid::Uuid::now_v7().to_string()), Some(&h.agent_token()))

@@ -108,6 +108,15 @@ impl Engine for Store {
     ) -> Result<Vec<RunRow>> {
         dispatch!(self, runs_of_workspace(workspace_id, status, after_id, limit))
     }
+    async fn runs_of_workspace_newest(
+        &self,
+        workspace_id: i64,
+        status: Option<RunStatus>,
+        before_id: i64,
+        limit: i64,
+    ) -> Result<Vec<RunRow>> {
+        dispatch!(self, runs_of_workspace_newest(workspace_id, status, before_id, limit))
+    }
     async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>> {
         dispatch!(self, tasks_of_run(run_id, after_id, limit))
     }

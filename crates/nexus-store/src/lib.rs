@@ -163,6 +163,15 @@ pub trait Engine {
         after_id: i64,
         limit: i64,
     ) -> Result<Vec<RunRow>>;
+    /// The workspace's runs with `id < before_id` (optionally of one status), newest first, at
+    /// most `limit` (`GET W/runs?order=desc`; pass `i64::MAX` for the first page).
+    async fn runs_of_workspace_newest(
+        &self,
+        workspace_id: i64,
+        status: Option<RunStatus>,
+        before_id: i64,
+        limit: i64,
+    ) -> Result<Vec<RunRow>>;
     /// The run's tasks with `id > after_id`, by id, at most `limit`.
     async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
     async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>>;

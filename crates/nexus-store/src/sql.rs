@@ -366,6 +366,13 @@ pub(crate) const RUNS_OF_WORKSPACE: &str =
 pub(crate) const RUNS_OF_WORKSPACE_STATUS: &str =
     run_select!("WHERE workspace_id = $1 AND id > $2 AND status = $4 ORDER BY id LIMIT CAST($3 AS BIGINT)");
 
+/// Newest first (`GET W/runs?order=desc`): the runs below the cursor id, by id descending.
+pub(crate) const RUNS_OF_WORKSPACE_DESC: &str =
+    run_select!("WHERE workspace_id = $1 AND id < $2 ORDER BY id DESC LIMIT CAST($3 AS BIGINT)");
+
+pub(crate) const RUNS_OF_WORKSPACE_DESC_STATUS: &str =
+    run_select!("WHERE workspace_id = $1 AND id < $2 AND status = $4 ORDER BY id DESC LIMIT CAST($3 AS BIGINT)");
+
 /// SQLite (the write lock is held): the event takes the run's next sequence as the run row
 /// holds it (the unit of work has not appended to this run yet). The unit writes the run row's
 /// sequence once, with its update of the run or before it commits (tx.rs; migration 0012).

@@ -648,6 +648,16 @@ async fn runs_of_workspace_pages_and_filters() {
                 .unwrap()
                 .is_empty()
         );
+        // Newest first, below the cursor.
+        let newest = |status, before, limit| s.runs_of_workspace_newest(f.workspace_id, status, before, limit);
+        assert_eq!(ids(newest(None, i64::MAX, 10).await.unwrap()), [c.id, b.id, a.id]);
+        assert_eq!(ids(newest(None, c.id, 1).await.unwrap()), [b.id]);
+        assert_eq!(
+            ids(newest(Some(RunStatus::Running), i64::MAX, 10).await.unwrap()),
+            [c.id, b.id]
+        );
+        assert_eq!(ids(newest(Some(RunStatus::Running), c.id, 10).await.unwrap()), [b.id]);
+        assert!(newest(Some(RunStatus::Pending), a.id, 10).await.unwrap().is_empty());
     });
 }
 

@@ -77,8 +77,14 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     println!("  server     {} (data in {})", server.base, tmp.path().display());
     println!("  runner     rho {} serving {}", runner.public_id, project.display());
     println!("  model      {} ({})", model.model, model.why);
-    println!("  console    {}/console", server.base);
-    println!("  sign in    paste this bearer (a throwaway demo member's):");
+    // The console's ready sign-in: the fragment never leaves the browser, and the console
+    // moves the bearer into the tab's storage and out of the address bar.
+    println!(
+        "  console    {}/console/#/signin?ws={}&token={}",
+        server.base, boot.workspace_public_id, boot.human.member_token
+    );
+    println!("             (opens signed in, in that tab only)");
+    println!("  sign in    or paste this bearer (a throwaway demo member's):");
     println!("             {}", boot.human.member_token);
     println!(
         "  or a shell export NEXUS_URL={} NEXUS_WORKSPACE={} NEXUS_TOKEN=<the bearer above>",
@@ -97,7 +103,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
     };
     if !args.exit {
         println!(
-            "Serving until Ctrl-C: open {}/console and sign in with the bearer above.",
+            "Serving until Ctrl-C: open the console link above ({}/console).",
             server.base
         );
         let _ = tokio::signal::ctrl_c().await;

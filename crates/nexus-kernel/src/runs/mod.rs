@@ -64,7 +64,7 @@ use crate::error::{KernelError, KernelResult};
 
 pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
-pub use read::RequestRead;
+pub use read::{RequestRead, RunsQuery};
 
 /// Job kinds (storage-and-scale.md §5).
 pub(crate) mod job_kind {

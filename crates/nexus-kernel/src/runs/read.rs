@@ -16,6 +16,16 @@ use uuid::Uuid;
 use super::columns::Frozen;
 use super::render::blocks_of;
 use super::view::{AddressedTo, Target, parse};
+
+/// The query of `GET W/runs` (runs.md §2).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RunsQuery<'a> {
+    pub status: Option<&'a str>,
+    pub after: Option<&'a str>,
+    pub limit: Option<i64>,
+    /// `asc` (the default) or `desc` (newest first).
+    pub order: Option<&'a str>,
+}
 use super::view::{
     AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskView, ToolDetail, ToolNames, Trace,
     TraceRow, preview, to_value,
@@ -125,25 +135,37 @@ impl Kernel {
         Ok(object([("run", view), ("usage", usage)]))
     }
 
-    /// `GET W/runs?status=&after=&limit=` → `{runs, pagination}`.
-    pub async fn list_runs(
-        &self,
-        p: &MemberPrincipal,
-        ws: Uuid,
-        status: Option<&str>,
-        after: Option<&str>,
-        limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    /// `GET W/runs?status=&after=&limit=&order=` → `{runs, pagination}`: oldest first by
+    /// default, newest first with `order=desc` (the console's runs list; `after` then continues
+    /// below the cursor).
+    pub async fn list_runs(&self, p: &MemberPrincipal, ws: Uuid, q: &RunsQuery<'_>) -> KernelResult<Value> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
-        let status = match status {
+        let status = match q.status {
             None => None,
             Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
                 KernelError::new(Code::ParameterInvalid, format!("status {s:?} is not a run status"))
             })?),
         };
-        let after = parse_cursor(after)?;
-        let limit = page_limit(limit);
-        let rows = self.store.runs_of_workspace(ws_row.id, status, after, limit).await?;
+        let newest_first = match q.order {
+            None | Some("asc") => false,
+            Some("desc") => true,
+            Some(o) => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("order {o:?} is not asc or desc"),
+                ));
+            }
+        };
+        let after = parse_cursor(q.after)?;
+        let limit = page_limit(q.limit);
+        let rows = if newest_first {
+            let before = if after == 0 { i64::MAX } else { after };
+            self.store
+                .runs_of_workspace_newest(ws_row.id, status, before, limit)
+                .await?
+        } else {
+            self.store.runs_of_workspace(ws_row.id, status, after, limit).await?
+        };
         let mut names = Names::default();
         let mut runs = Vec::with_capacity(rows.len());
         for r in &rows {

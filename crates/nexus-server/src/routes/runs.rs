@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_kernel::runs::RequestRead;
+use nexus_kernel::runs::{RequestRead, RunsQuery};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -63,6 +63,8 @@ pub struct Page {
     pub after: Option<String>,
     pub limit: Option<String>,
     pub status: Option<String>,
+    /// `GET W/runs` only: `asc` (default) or `desc`.
+    pub order: Option<String>,
 }
 
 pub async fn create(
@@ -91,9 +93,12 @@ pub async fn list(
             .list_runs(
                 &p,
                 ws,
-                page.status.as_deref(),
-                page.after.as_deref(),
-                int_param(page.limit.as_deref(), "limit")?,
+                &RunsQuery {
+                    status: page.status.as_deref(),
+                    after: page.after.as_deref(),
+                    limit: int_param(page.limit.as_deref(), "limit")?,
+                    order: page.order.as_deref(),
+                },
             )
             .await?,
     ))

@@ -128,10 +128,16 @@ macro_rules! run_ops {
             status: Option<RunStatus>,
             after_id: i64,
             limit: i64,
+            newest_first: bool,
         ) -> Result<Vec<RunRow>> {
+            let (all, of_status) = if newest_first {
+                (sql::RUNS_OF_WORKSPACE_DESC, sql::RUNS_OF_WORKSPACE_DESC_STATUS)
+            } else {
+                (sql::RUNS_OF_WORKSPACE, sql::RUNS_OF_WORKSPACE_STATUS)
+            };
             let rows = match status {
                 Some(status) => {
-                    query(sql::RUNS_OF_WORKSPACE_STATUS)
+                    query(of_status)
                         .bind(workspace_id)
                         .bind(after_id)
                         .bind(limit)
@@ -140,7 +146,7 @@ macro_rules! run_ops {
                         .await?
                 }
                 None => {
-                    query(sql::RUNS_OF_WORKSPACE)
+                    query(all)
                         .bind(workspace_id)
                         .bind(after_id)
                         .bind(limit)
@@ -325,6 +331,24 @@ macro_rules! run_methods {
                 status,
                 after_id,
                 limit,
+                false,
+            )
+            .await
+        }
+        async fn runs_of_workspace_newest(
+            &self,
+            workspace_id: i64,
+            status: Option<RunStatus>,
+            before_id: i64,
+            limit: i64,
+        ) -> Result<Vec<RunRow>> {
+            ops::runs_of_workspace(
+                &mut *self.pool.acquire().await?,
+                workspace_id,
+                status,
+                before_id,
+                limit,
+                true,
             )
             .await
         }
