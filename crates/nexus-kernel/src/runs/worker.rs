@@ -20,10 +20,11 @@ use crate::{Kernel, time};
 /// How many jobs one dequeue leases.
 const BATCH: i64 = 16;
 
-/// How many times a job that met a transient store failure runs again at once. The known
-/// cause is a PostgreSQL deadlock between two units of work that lock a parent's and a child's
-/// runs in opposite orders (a child's reply completing the parent's await while the parent's
-/// `cancel` stops the child); PostgreSQL aborts one of them, which then only has to run again.
+/// How many times a kernel tool's evaluation that met a transient store failure runs again at
+/// once. The known cause is a PostgreSQL deadlock between two units of work that lock a
+/// parent's and a child's runs in opposite orders (a child's reply completing the parent's
+/// await while the parent's `cancel` stops the child); PostgreSQL aborts one of them, which
+/// then only has to run again.
 const TRANSIENT_RETRIES: u32 = 2;
 
 /// The pause before such a rerun.
@@ -54,27 +55,17 @@ impl Kernel {
             .await?)
     }
 
-    /// Runs one job to its end. A transient store failure ([`is_transient`]) runs it again at
-    /// once, up to [`TRANSIENT_RETRIES`] times; other errors are logged: the job's lease lapses
-    /// and it runs again.
+    /// Runs one job to its end. Errors are logged: the job's lease lapses and it runs again
+    /// (a model call is not rerun here: after its seal a rerun of the same dequeued job would
+    /// find the round running and take it for settled; the lapsed lease's dequeue counts the
+    /// attempt and re-sends the sealed bytes).
     pub(crate) async fn run_job(&self, job: JobRow) {
-        let mut attempt = 0;
-        let result = loop {
-            let result = match job.kind.as_str() {
-                job_kind::MODEL_CALL => self.run_model_call(&job).await,
-                job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
-                other => {
-                    tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
-                    self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
-                }
-            };
-            match result {
-                Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES && job.kind == job_kind::MODEL_CALL => {
-                    attempt += 1;
-                    tracing::info!(error = %e, job = job.id, attempt, "transient store failure; running the job again");
-                    tokio::time::sleep(TRANSIENT_PAUSE).await;
-                }
-                result => break result,
+        let result = match job.kind.as_str() {
+            job_kind::MODEL_CALL => self.run_model_call(&job).await,
+            job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
+            other => {
+                tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
+                self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
             }
         };
         if let Err(e) = result {
