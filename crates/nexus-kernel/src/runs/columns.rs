@@ -278,6 +278,21 @@ struct OptionsOut<'a> {
     headers: Vec<[&'a str; 2]>,
 }
 
+impl<'a> OptionsOut<'a> {
+    fn of(request: &'a ModelRequest, surface: &'a RequestSurface, enc: &'a EncodedRequest) -> OptionsOut<'a> {
+        OptionsOut {
+            provider: &request.provider,
+            model: &request.model,
+            max_output_tokens: surface.max_output_tokens,
+            reasoning_effort: &surface.reasoning_effort,
+            system: &request.system,
+            tools: &request.tools,
+            url: &enc.url,
+            headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
+        }
+    }
+}
+
 impl SealedRecord {
     /// The reference form of the record's text (debug builds check [`Self::text_after`]'s whole
     /// text against it), serialized without building a `Value` tree. Member order is the
@@ -286,19 +301,9 @@ impl SealedRecord {
     pub fn text(request: &ModelRequest, surface: &RequestSurface, enc: &EncodedRequest) -> String {
         let record = RecordOut {
             entries: &request.entries,
-            request_options: OptionsOut {
-                provider: &request.provider,
-                model: &request.model,
-                max_output_tokens: surface.max_output_tokens,
-                reasoning_effort: &surface.reasoning_effort,
-                system: &request.system,
-                tools: &request.tools,
-                url: &enc.url,
-                headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
-            },
+            request_options: OptionsOut::of(request, surface, enc),
         };
         let text = serde_json::to_string(&record).expect("a record serializes");
-        #[cfg(debug_assertions)]
         {
             let headers: Vec<Value> = enc.headers.iter().map(|(k, v)| json!([k, v])).collect();
             let tree = json!({
@@ -341,16 +346,7 @@ impl SealedRecord {
             out.push_str(&serde_json::to_string(entry).expect("an entry serializes"));
         }
         let prefix = prefix + out.len() - start + if skip == 0 { start } else { 0 };
-        let options = OptionsOut {
-            provider: &request.provider,
-            model: &request.model,
-            max_output_tokens: surface.max_output_tokens,
-            reasoning_effort: &surface.reasoning_effort,
-            system: &request.system,
-            tools: &request.tools,
-            url: &enc.url,
-            headers: enc.headers.iter().map(|(k, v)| [k.as_str(), v.as_str()]).collect(),
-        };
+        let options = OptionsOut::of(request, surface, enc);
         out.push_str("],\"request_options\":");
         out.push_str(&serde_json::to_string(&options).expect("options serialize"));
         out.push('}');
