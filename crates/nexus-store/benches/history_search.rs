@@ -14,7 +14,10 @@
 //!
 //! `cargo bench -p nexus-store --bench history_search`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-store --bench history_search`
-//! (`HISTORY_BENCH_SKIP_SQLITE=1` measures PostgreSQL alone.) PostgreSQL's tables are
+//! (`HISTORY_BENCH_SKIP_SQLITE=1` measures PostgreSQL alone; `HISTORY_BENCH_HOLD=1` keeps the
+//! seeded PostgreSQL schema for an hour after measuring, for `EXPLAIN` by hand;
+//! `HISTORY_BENCH_SEEDED_URL=postgres://…?schema=<held schema>` measures that store again
+//! without seeding, so two builds can alternate over the same rows.) PostgreSQL's tables are
 //! `ANALYZE`d after the load, as autovacuum would have them on a live store.
 
 use std::time::{Duration, Instant};
@@ -206,8 +209,7 @@ fn ms(sorted: &[Duration], p: f64) -> f64 {
     sorted[i].as_secs_f64() * 1e3
 }
 
-async fn measure(ts: &TestStore, ws: i64, corpus: &Corpus) {
-    let s = &ts.store;
+async fn measure(s: &Store, dialect: &str, ws: i64, corpus: &Corpus) {
     let mut rng = Rng(23);
     let mut mix = Vec::new();
     for (name, shape) in CLASSES {
@@ -232,7 +234,7 @@ async fn measure(ts: &TestStore, ws: i64, corpus: &Corpus) {
         times.sort();
         println!(
             "{:<10} {name:<20} p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>6.2} ms  (n = {}, {:.1} hits a page)",
-            ts.dialect,
+            dialect,
             ms(&times, 0.5),
             ms(&times, 0.99),
             ms(&times, 1.0),
@@ -243,7 +245,7 @@ async fn measure(ts: &TestStore, ws: i64, corpus: &Corpus) {
     mix.sort();
     println!(
         "{:<10} {:<20} p50 {:>6.2} ms  p99 {:>6.2} ms  max {:>6.2} ms  (n = {}; load {})",
-        ts.dialect,
+        dialect,
         "MIX (all but very common)",
         ms(&mix, 0.5),
         ms(&mix, 0.99),
@@ -278,7 +280,15 @@ async fn bench(ts: TestStore, corpus: &Corpus) {
     // last analyzed).
     testing::analyze(&ts.store).await.expect("analyze");
     println!("{:<10} seeded; load {}", ts.dialect, load_average());
-    measure(&ts, ws, corpus).await;
+    measure(&ts.store, ts.dialect, ws, corpus).await;
+    if let Some(schema) = ts
+        .schema
+        .as_deref()
+        .filter(|_| std::env::var_os("HISTORY_BENCH_HOLD").is_some())
+    {
+        println!("holding schema {schema} (workspace {ws}) for an hour; interrupt to drop it");
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+    }
 }
 
 fn main() {
@@ -296,6 +306,15 @@ fn main() {
     rt.block_on(async {
         if std::env::var_os("HISTORY_BENCH_SKIP_SQLITE").is_none() {
             bench(testing::sqlite().await, &corpus).await;
+        }
+        if let Ok(url) = std::env::var("HISTORY_BENCH_SEEDED_URL") {
+            // A store this bench seeded and held (`HISTORY_BENCH_HOLD`): measured again as it is.
+            let store = Store::open(&StoreOptions::new(url))
+                .await
+                .expect("open the seeded store");
+            measure(&store, "postgres", 1, &corpus).await;
+            println!("load average after: {}", load_average());
+            return;
         }
         match testing::postgres().await {
             Some(ts) => bench(ts, &corpus).await,

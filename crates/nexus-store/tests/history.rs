@@ -307,8 +307,8 @@ async fn pages_continue_after_the_cursor_and_candidates_are_the_newest() {
             paged.extend(page);
         }
         assert_eq!(keys(&paged), keys(&all), "{d}");
-        // Analyzed, PostgreSQL takes its candidates from the index's bitmap when few turns match
-        // (`ops/history.rs`, `SparsePlan`): the same hits, in the same order.
+        // Analyzed, PostgreSQL may take its candidates from the index's bitmap (migration 0021,
+        // `nexus_turn_candidates`): the same hits, in the same order.
         testing::analyze(s).await.unwrap();
         assert_eq!(search(s, seed.ws.id, Ask::new("mango")).await, all, "{d}");
 
@@ -318,6 +318,55 @@ async fn pages_continue_after_the_cursor_and_candidates_are_the_newest() {
         let mut newest = keys(&search(s, seed.ws.id, ask).await);
         newest.sort_unstable();
         assert_eq!(newest, vec![-c.id, ts[5].id, ts[6].id], "{d}");
+    }
+}
+
+/// The candidates are the newest matching turns whichever way the engine finds them. On an
+/// analyzed PostgreSQL store `nexus_turn_candidates` (migration 0021) prices its ways for one
+/// word from the share of turns that match: with 400 turns and 10 candidates, `dense` (every
+/// turn) is walked newest first; `tenth` (10 %) comes from the bitmap over the newest 200 ids;
+/// `ancient` (the oldest 40 turns, also 10 %) finds none in those ids, so the bitmap runs again
+/// over every id; `rare` (4 turns) from the bitmap over every id at once; `dense tenth` (two
+/// words) by the planner's own plan.
+#[tokio::test]
+async fn candidates_are_the_newest_matches_at_every_share() {
+    for t in testing::engines().await {
+        let s = &t.store;
+        let seed = seed(s).await;
+        let c = conversation(s, &seed, None, None).await;
+        let texts: Vec<String> = (0..400)
+            .map(|i| {
+                let mut words = vec!["dense", "filler"];
+                if i % 10 == 3 {
+                    words.push("tenth");
+                }
+                if i < 40 {
+                    words.push("ancient");
+                }
+                if i % 100 == 7 {
+                    words.push("rare");
+                }
+                words.join(" ")
+            })
+            .collect();
+        let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+        let ts = turns(s, c.id, &refs).await;
+        testing::analyze(s).await.unwrap();
+        let d = t.dialect;
+        for (query, wanted) in [
+            ("dense", (0..400).collect::<Vec<usize>>()),
+            ("tenth", (0..400).filter(|i| i % 10 == 3).collect()),
+            ("dense tenth", (0..400).filter(|i| i % 10 == 3).collect()),
+            ("ancient", (0..40).collect()),
+            ("rare", (0..400).filter(|i| i % 100 == 7).collect()),
+        ] {
+            let mut ask = Ask::new(query);
+            ask.candidates = 10;
+            let mut got = keys(&search(s, seed.ws.id, ask).await);
+            got.sort_unstable();
+            let newest: Vec<i64> = wanted.iter().rev().take(10).rev().map(|&i| ts[i].id).collect();
+            assert_eq!(got, newest, "{d}: {query}");
+        }
     }
 }
 

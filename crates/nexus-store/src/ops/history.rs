@@ -221,74 +221,27 @@ pub(crate) const SEARCH_SQLITE: &str = concat!(
     history_page!()
 );
 
-/// PostgreSQL: `$1` is a `to_tsquery` text. `turns_fts` carries the filters' columns, so the
-/// candidates are chosen from it alone (no join whose order a stale estimate could turn into a
-/// scan per conversation), without their vectors; `ts_rank` reads the `$5` chosen vectors
-/// only, once each (`hits` is materialized). `$order` orders the candidates: by `turn_id`,
-/// which lets the planner walk the primary key newest first, or by `turn_id + 0`, which leaves
-/// it the GIN index's bitmap (see [`PG_SPARSE`]).
-macro_rules! pg_search {
-    ($order:literal) => {
-        concat!(
-            "WITH turn_hits AS (SELECT s.turn_id, s.conversation_id, \
-             CAST(ts_rank(f.document, to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
-             FROM (SELECT turn_id, conversation_id FROM turns_fts \
-             WHERE document @@ to_tsquery('simple', $1) AND workspace_id = $2 \
-             AND (CAST($3 AS BIGINT) = 1 OR NOT child) \
-             AND ((CAST($4 AS BIGINT) = 0 AND NOT archived) OR CAST($4 AS BIGINT) = 1 \
-             OR (CAST($4 AS BIGINT) = 2 AND archived)) \
-             ORDER BY ",
-            $order,
-            " DESC LIMIT CAST($5 AS BIGINT)) s JOIN turns_fts f ON f.turn_id = s.turn_id), \
-             title_hits AS (SELECT CAST(0 AS BIGINT) AS turn_id, s.id AS conversation_id, \
-             CAST(ts_rank(nexus_fts_document(s.title), to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
-             FROM (SELECT c.id, c.title FROM conversations c \
-             WHERE nexus_fts_document(c.title) @@ to_tsquery('simple', $1)",
-            history_filters!(),
-            " ORDER BY c.id DESC LIMIT CAST($5 AS BIGINT)) s), \
-             hits AS MATERIALIZED (SELECT turn_id, conversation_id, score FROM turn_hits \
-             UNION ALL SELECT turn_id, conversation_id, score FROM title_hits)",
-            history_page!()
-        )
-    };
-}
-
-pub(crate) const SEARCH_PG: &str = pg_search!("turn_id");
-
-/// How the PostgreSQL search picks its candidates' plan. The newest matches come cheapest from
-/// walking the primary key newest first while most turns match (it stops after about
-/// `candidates / share` rows), and from the GIN index's bitmap while few do (it visits every
-/// match): the walk wins when `matches² > candidates × rows`. The planner knows the match count
-/// (its `tsvector` statistics estimate it well) but costs each walked row far below what reading
-/// and matching a vector takes, so it walks where the bitmap is several times faster. The search
-/// therefore asks the planner for its estimate first, and past the crossover orders by
-/// `turn_id + 0`, which leaves only the bitmap.
-pub(crate) struct SparsePlan {
-    /// `EXPLAIN` of the match alone (`$1` the query): its first line holds `rows=<estimate>`.
-    pub estimate: &'static str,
-    /// The table's row count as last analyzed (negative or absent: never analyzed).
-    pub table_rows: &'static str,
-    /// The search ordered by `turn_id + 0`.
-    pub search: &'static str,
-}
-
-pub(crate) const PG_SPARSE: SparsePlan = SparsePlan {
-    estimate: "EXPLAIN SELECT 1 FROM turns_fts WHERE document @@ to_tsquery('simple', $1)",
-    table_rows: "SELECT CAST(reltuples AS BIGINT) FROM pg_class WHERE oid = to_regclass('turns_fts')",
-    search: pg_search!("turn_id + 0"),
-};
-
-/// The `rows=` estimate of an `EXPLAIN` line.
-pub(crate) fn estimated_rows(line: &str) -> Option<i64> {
-    let at = line.find("rows=")? + "rows=".len();
-    let digits: String = line[at..].chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
-}
-
-/// Whether the bitmap is the cheaper way to the newest `candidates` of `matches` among `rows`.
-pub(crate) fn sparse(matches: i64, candidates: i64, rows: i64) -> bool {
-    rows > 0 && (matches as f64) * (matches as f64) < (candidates as f64) * (rows as f64)
-}
+/// PostgreSQL: `$1` is a `to_tsquery` text. The candidates come from `nexus_turn_candidates`
+/// (migration 0021), which picks the cheaper way to the newest `$5` matches of `turns_fts` (a
+/// walk of the primary key newest first, or the GIN index's bitmap over the newest ids) from
+/// the planner's estimate, in the same round trip; `ts_rank` then reads the chosen vectors
+/// only, once each (`hits` is materialized). (Ranking inside the function, as the rows are
+/// read, was measured slower: the candidates' sort then carries their vectors.)
+pub(crate) const SEARCH_PG: &str = concat!(
+    "WITH turn_hits AS (SELECT s.turn_id, s.conversation_id, \
+     CAST(ts_rank(f.document, to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
+     FROM nexus_turn_candidates($1, $2, CAST($3 AS BIGINT) = 1, CAST($4 AS INTEGER), CAST($5 AS INTEGER)) s \
+     JOIN turns_fts f ON f.turn_id = s.turn_id), \
+     title_hits AS (SELECT CAST(0 AS BIGINT) AS turn_id, s.id AS conversation_id, \
+     CAST(ts_rank(nexus_fts_document(s.title), to_tsquery('simple', $1)) AS DOUBLE PRECISION) AS score \
+     FROM (SELECT c.id, c.title FROM conversations c \
+     WHERE nexus_fts_document(c.title) @@ to_tsquery('simple', $1)",
+    history_filters!(),
+    " ORDER BY c.id DESC LIMIT CAST($5 AS BIGINT)) s), \
+     hits AS MATERIALIZED (SELECT turn_id, conversation_id, score FROM turn_hits \
+     UNION ALL SELECT turn_id, conversation_id, score FROM title_hits)",
+    history_page!()
+);
 
 macro_rules! history_turn_columns {
     () => {
@@ -372,27 +325,10 @@ macro_rules! history_ops {
                 turn_id: 0,
                 conversation_id: 0,
             });
-            // Not kept prepared: PostgreSQL then plans each search for its terms (how many
-            // rows match decides between the index's bitmap and a newest-first scan), where a
-            // kept statement would settle on one generic plan for every query.
+            // Not kept prepared: PostgreSQL then plans each search for its terms (the titles'
+            // match, and the candidates' own choice inside `nexus_turn_candidates`).
             let expression = <Conn as $crate::ops::Dialect>::search_query(s.terms);
-            let mut text = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY;
-            if let Some(plan) = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY_SPARSE {
-                let lines: Vec<String> = query_scalar(plan.estimate)
-                    .persistent(false)
-                    .bind(&expression)
-                    .fetch_all(&mut *c)
-                    .await?;
-                let matches = lines
-                    .first()
-                    .and_then(|l| $crate::ops::history::estimated_rows(l));
-                let rows: Option<i64> = query_scalar(plan.table_rows).fetch_optional(&mut *c).await?;
-                if let (Some(matches), Some(rows)) = (matches, rows)
-                    && $crate::ops::history::sparse(matches, s.candidates, rows)
-                {
-                    text = plan.search;
-                }
-            }
+            let text = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY;
             let rows = query(text)
                 .persistent(false)
                 .bind(expression)
@@ -517,16 +453,6 @@ mod tests {
         );
         assert!(SearchTerm::parse_query(" ?! -- ").is_empty());
         assert_eq!(words(&SearchTerm::parse_query("*")), Vec::<(&str, bool)>::new());
-    }
-
-    #[test]
-    fn the_bitmap_is_chosen_below_the_crossover() {
-        let line = "Bitmap Heap Scan on turns_fts  (cost=53.77..8188.16 rows=4325 width=16)";
-        assert_eq!(estimated_rows(line), Some(4325));
-        assert_eq!(estimated_rows("Result"), None);
-        assert!(sparse(4_325, 1_000, 100_000));
-        assert!(!sparse(20_000, 1_000, 100_000));
-        assert!(!sparse(10, 1_000, -1), "never analyzed: the planner's own choice");
     }
 
     #[test]

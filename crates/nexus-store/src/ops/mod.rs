@@ -64,9 +64,6 @@ pub(crate) trait Dialect {
     const LOCK_CONVERSATION: &'static str;
     /// The ranked history search (`ops/history.rs`), over the dialect's full-text index.
     const SEARCH_HISTORY: &'static str;
-    /// The search whose candidates come from the index's bitmap, and how to tell when it is
-    /// the cheaper one (`ops/history.rs`, `SparsePlan`); `None`: the one text always.
-    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan>;
     /// The search's `$1`: the terms in the dialect's full-text query syntax.
     fn search_query(terms: &[history::SearchTerm]) -> String;
 }
@@ -80,7 +77,6 @@ impl Dialect for rusqlite::Connection {
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
     const SEARCH_HISTORY: &'static str = history::SEARCH_SQLITE;
-    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan> = None;
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::fts5_query(terms)
     }
@@ -95,7 +91,6 @@ impl Dialect for sqlx::PgConnection {
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;
     const SEARCH_HISTORY: &'static str = history::SEARCH_PG;
-    const SEARCH_HISTORY_SPARSE: Option<history::SparsePlan> = Some(history::PG_SPARSE);
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::tsquery(terms)
     }

@@ -233,11 +233,6 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
         }
     }
 
-    /// [`Query::persistent`]: nothing here.
-    pub(crate) fn persistent(self, _keep: bool) -> Self {
-        self
-    }
-
     pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<T>> {
         ready(
             self.query
