@@ -43,6 +43,16 @@ pub struct Storage {
     pub url: Option<String>,
     pub sqlite: SqliteSettings,
     pub postgres: PostgresSettings,
+    pub blobs: BlobsSettings,
+}
+
+/// `[storage.blobs]`: where uploads and captures are kept. With several nodes, `path` names a
+/// volume every node shares (docs/nodes.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BlobsSettings {
+    /// Default: `<data dir>/blobs`.
+    pub path: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,6 +84,9 @@ impl Default for PostgresSettings {
 pub struct KernelSettings {
     pub sweep_interval_ms: u64,
     pub node_id: String,
+    /// How long a model call's job lease lasts unrenewed: after a node dies mid-call, another
+    /// node takes the round over once it lapses (storage-and-scale.md §5).
+    pub model_lease_ms: i64,
 }
 
 impl Default for KernelSettings {
@@ -81,6 +94,7 @@ impl Default for KernelSettings {
         Self {
             sweep_interval_ms: 5000,
             node_id: "auto".into(),
+            model_lease_ms: 15 * 60 * 1000,
         }
     }
 }
@@ -122,6 +136,16 @@ impl Resolved {
             self.data_dir.join("scripts"),
             &self.settings.providers,
         ))
+    }
+
+    /// The blob directory: `storage.blobs.path`, or `<data dir>/blobs`.
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.settings
+            .storage
+            .blobs
+            .path
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("blobs"))
     }
 
     pub fn store_options(&self) -> nexus_store::StoreOptions {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use nexus_providers::Providers;
 use nexus_store::Store;
 
+use crate::clock::Clock;
 use crate::settings::KernelSettings;
 use crate::signals::Signals;
 use crate::state::KernelState;
@@ -50,8 +51,23 @@ impl Kernel {
             blobs_dir: PathBuf::from(DEFAULT_BLOBS_DIR),
             node_id: None,
             sweep_interval_ms: None,
+            model_lease_ms: None,
             provider_backoff_ms: None,
         }
+    }
+}
+
+impl Kernel {
+    /// Now, in Unix milliseconds, on the kernel's clock (`crate::clock`: the process clock on
+    /// SQLite, the database's on PostgreSQL). Every deadline, lease and `*_at` is read here.
+    pub fn now_ms(&self) -> i64 {
+        self.state.clock.now_ms()
+    }
+
+    /// Reads the database's clock again (PostgreSQL; nothing on SQLite). `nexus serve` reads it
+    /// before serving and the worker on every sweep pass.
+    pub async fn read_clock(&self) -> crate::error::KernelResult<()> {
+        Ok(self.state.clock.read(&self.store).await?)
     }
 }
 
@@ -63,6 +79,7 @@ pub struct KernelBuilder {
     blobs_dir: PathBuf,
     node_id: Option<String>,
     sweep_interval_ms: Option<u64>,
+    model_lease_ms: Option<i64>,
     provider_backoff_ms: Option<Vec<u64>>,
 }
 
@@ -97,6 +114,14 @@ impl KernelBuilder {
         self
     }
 
+    /// The model-call lease (`kernel.model_lease_ms`, default 15 minutes): how long a node that
+    /// died mid-call holds its round before another node takes it over. The renewal runs at
+    /// least three times per lease.
+    pub fn model_lease_ms(mut self, ms: i64) -> Self {
+        self.model_lease_ms = Some(ms);
+        self
+    }
+
     /// Backoff before each provider retry (default 1 s, 4 s, 16 s).
     pub fn provider_backoff_ms(mut self, ms: Vec<u64>) -> Self {
         self.provider_backoff_ms = Some(ms);
@@ -109,11 +134,16 @@ impl KernelBuilder {
         if let Some(ms) = self.sweep_interval_ms {
             settings.sweep_interval_ms = ms;
         }
+        if let Some(ms) = self.model_lease_ms {
+            settings.model_lease_ms = ms.max(3);
+            settings.lease_renew_ms = settings.lease_renew_ms.min(settings.model_lease_ms as u64 / 3);
+        }
         if let Some(b) = self.provider_backoff_ms {
             settings.provider_backoff_ms = b;
         }
         let state = KernelState::new(
-            Signals::in_process(self.store.clone()),
+            Signals::for_store(self.store.clone()),
+            Clock::for_store(&self.store),
             Uploads::new(Arc::new(FsBlobs::new(self.blobs_dir))),
         );
         Kernel {

@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod model;
+mod nodes;
 mod ops;
 mod postgres;
 mod principals;
@@ -18,6 +19,7 @@ pub mod testing;
 
 pub use error::StoreError;
 pub use model::*;
+pub use nodes::{NOTICE_PAYLOAD_MAX, Notice, NoticeListener};
 pub use ops::conversations::{
     ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
     NewConversation, NewInput,
