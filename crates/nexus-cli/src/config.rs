@@ -46,12 +46,17 @@ pub struct Storage {
     pub blobs: BlobsSettings,
 }
 
-/// `[storage.blobs]`: where uploads and captures are kept. With several nodes, `path` names a
-/// volume every node shares (docs/nodes.md).
+/// `[storage.blobs]`: where uploads and captures are kept (storage-and-scale.md §1): `kind =
+/// "database"` (the default on PostgreSQL: every node reads every blob) or `"fs"` (the default
+/// on SQLite) under `path`, which with several nodes must be a volume every node shares
+/// (docs/nodes.md).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct BlobsSettings {
-    /// Default: `<data dir>/blobs`.
+    /// `fs` or `database`; default by engine.
+    pub kind: Option<String>,
+    /// The fs store's root, or where the database store stages ingest. Default:
+    /// `<data dir>/blobs`.
     pub path: Option<PathBuf>,
 }
 
@@ -146,6 +151,16 @@ impl Resolved {
             .path
             .clone()
             .unwrap_or_else(|| self.data_dir.join("blobs"))
+    }
+
+    /// Whether blobs are kept in the database: `storage.blobs.kind`, by default on PostgreSQL.
+    pub fn blobs_in_database(&self) -> anyhow::Result<bool> {
+        match self.settings.storage.blobs.kind.as_deref() {
+            None => Ok(self.store_url().starts_with("postgres")),
+            Some("database") => Ok(true),
+            Some("fs") => Ok(false),
+            Some(other) => anyhow::bail!("[storage.blobs] kind must be \"fs\" or \"database\", not {other:?}"),
+        }
     }
 
     pub fn store_options(&self) -> nexus_store::StoreOptions {

@@ -86,6 +86,7 @@ pub fn build_kernel(resolved: &config::Resolved, store: Store) -> anyhow::Result
     Ok(nexus_kernel::Kernel::builder(store)
         .providers(providers)
         .blobs_dir(resolved.blobs_dir())
+        .blobs_in_database(resolved.blobs_in_database()?)
         .node_id(node_id(resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
         .model_lease_ms(resolved.settings.kernel.model_lease_ms)

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use common::{Server, free_port, json_of, nexus, spawn_server_with};
 use futures_util::StreamExt;
 use nexus_sdk::executor_client::ExecutorClient;
-use nexus_sdk::member::{ApprovalMode, Frame, NewRun, Page, Reconnect, Step};
+use nexus_sdk::member::{ApprovalMode, Frame, NewConversation, NewInput, NewRun, Page, Reconnect, Step};
 use nexus_sdk::runner::{Announcement, EffectProfile, Runner, ToolResult, ToolSpec};
 use nexus_sdk::{Client, Workspace};
 use nexus_store::testing::TestStore;
@@ -511,4 +511,62 @@ async fn a_node_whose_clock_is_an_hour_ahead_agrees_on_every_deadline() {
             "deadline {deadline} is not a minute after {started}: {task:?}"
         );
     }
+}
+
+/// A one-pixel PNG (an image a model round may carry).
+const PNG: &[u8] = &[
+    0x89, b'P', b'N', b'G', 0x0D, 0x0A, 0x1A, 0x0A, 0, 0, 0, 0x0D, b'I', b'H', b'D', b'R', 0, 0, 0, 1, 0, 0, 0, 1, 8,
+    6, 0, 0, 0, 0x1F, 0x15, 0xC4, 0x89,
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_upload_made_on_a_is_read_and_bound_on_b() {
+    let Some(pair) = Pair::new().await else {
+        eprintln!("skipped: NEXUS_TEST_DATABASE_URL is not set");
+        return;
+    };
+    let a = pair.start(0, &[]).await;
+    let b = pair.start(1, &[]).await;
+    let agent_a = Client::new(&a.base, &pair.agent_token);
+    let agent_b = Client::new(&b.base, &pair.agent_token);
+    let upload = agent_a.upload("pixel.png", PNG.to_vec()).await.expect("upload on A");
+    // Read on B: the bytes are in the database, in no node's data dir.
+    let read = agent_b.upload_bytes(&upload.public_id).await.expect("read on B");
+    assert_eq!(read.bytes, PNG);
+    assert_eq!(rows(&pair._pg, "blob_bodies").await, 1);
+    for dir in &pair.dirs {
+        let blobs = dir.path().join("blobs");
+        let kept: Vec<_> = std::fs::read_dir(&blobs)
+            .map(|d| d.flatten().map(|e| e.file_name()).filter(|n| n != "tmp").collect())
+            .unwrap_or_default();
+        assert!(kept.is_empty(), "{} holds {kept:?}", blobs.display());
+    }
+    // Bound on B by a conversation input; the turn's round (on either node) reads the image.
+    agent_b
+        .put_configuration(&json!({"approval_mode": "bypass", "default_model": "scripted/echo"}))
+        .await
+        .expect("profile");
+    let ws_b = agent_b.workspace(&pair.ws);
+    let made = ws_b
+        .create_conversation(&NewConversation::new().title("Pixel"))
+        .await
+        .expect("conversation on B");
+    let conversation = ws_b.conversation(&made.conversation.public_id);
+    conversation
+        .create_input(&NewInput::text("Look.").attach(upload.public_id.clone()))
+        .await
+        .expect("bind on B");
+    let on_a = agent_a.workspace(&pair.ws).conversation(&made.conversation.public_id);
+    let turns = poll(
+        30,
+        || on_a.turns(0, Some(10)),
+        |p| p.turns.len() == 2 && p.turns[1].status.as_str() == "completed",
+    )
+    .await;
+    assert_eq!(turns.turns[0].status.as_str(), "completed", "{turns:?}");
+    assert_eq!(
+        rows(&pair._pg, "upload_bindings").await,
+        1,
+        "the input bound the upload"
+    );
 }

@@ -13,7 +13,7 @@ use crate::clock::Clock;
 use crate::settings::KernelSettings;
 use crate::signals::Signals;
 use crate::state::KernelState;
-use crate::uploads::{FsBlobs, Uploads};
+use crate::uploads::{Blobs, DbBlobs, FsBlobs, Uploads};
 use crate::{DEFAULT_BLOBS_DIR, DEFAULT_SCRIPTS_DIR, time};
 
 /// The kernel: a store, the deployment's settings and this process's state. Cheap to clone.
@@ -49,6 +49,7 @@ impl Kernel {
             providers: None,
             scripts_dir: PathBuf::from(DEFAULT_SCRIPTS_DIR),
             blobs_dir: PathBuf::from(DEFAULT_BLOBS_DIR),
+            blobs_in_database: false,
             node_id: None,
             sweep_interval_ms: None,
             model_lease_ms: None,
@@ -77,6 +78,7 @@ pub struct KernelBuilder {
     providers: Option<Providers>,
     scripts_dir: PathBuf,
     blobs_dir: PathBuf,
+    blobs_in_database: bool,
     node_id: Option<String>,
     sweep_interval_ms: Option<u64>,
     model_lease_ms: Option<i64>,
@@ -99,6 +101,13 @@ impl KernelBuilder {
     /// The root of the fs blob store (`storage.blobs.path`, default [`DEFAULT_BLOBS_DIR`]).
     pub fn blobs_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.blobs_dir = dir.into();
+        self
+    }
+
+    /// Keeps blobs in the database (`storage.blobs.kind = "database"`, [`DbBlobs`]) instead of
+    /// under [`KernelBuilder::blobs_dir`], which then only stages ingest.
+    pub fn blobs_in_database(mut self, yes: bool) -> Self {
+        self.blobs_in_database = yes;
         self
     }
 
@@ -141,10 +150,15 @@ impl KernelBuilder {
         if let Some(b) = self.provider_backoff_ms {
             settings.provider_backoff_ms = b;
         }
+        let blobs: Arc<dyn Blobs> = if self.blobs_in_database {
+            Arc::new(DbBlobs::new(self.store.clone(), self.blobs_dir))
+        } else {
+            Arc::new(FsBlobs::new(self.blobs_dir))
+        };
         let state = KernelState::new(
             Signals::for_store(self.store.clone()),
             Clock::for_store(&self.store),
-            Uploads::new(Arc::new(FsBlobs::new(self.blobs_dir))),
+            Uploads::new(blobs),
         );
         Kernel {
             store: self.store,

@@ -346,6 +346,14 @@ pub trait Engine {
     async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool>;
     /// Every upload bound to a task of the run, by id.
     async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>>;
+
+    // ---- blob bodies (migration 0021: blobs kept in the database, one write per digest) ----
+    /// Stores a blob's bytes under `sha256` (a no-op when they are there).
+    async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()>;
+    /// `len` bytes of the blob from byte `start` (fewer at its end); `None`: no such blob.
+    async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>>;
+    /// Removes a blob's bytes (absent is fine).
+    async fn delete_blob_body(&self, sha256: &str) -> Result<()>;
 }
 
 /// A store handle: one of the two engines. Cheap to clone (pools are shared).

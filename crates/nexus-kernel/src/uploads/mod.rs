@@ -30,7 +30,7 @@ use crate::auth::{ExecutorPrincipal, MemberPrincipal};
 use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
 
-pub use blobs::{BlobReader, Blobs, FsBlobs};
+pub use blobs::{BlobReader, Blobs, DbBlobs, FsBlobs};
 pub use media::UploadJudge;
 pub use state::Uploads;
 
