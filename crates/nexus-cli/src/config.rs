@@ -43,6 +43,21 @@ pub struct Storage {
     pub url: Option<String>,
     pub sqlite: SqliteSettings,
     pub postgres: PostgresSettings,
+    pub blobs: BlobsSettings,
+}
+
+/// `[storage.blobs]`: where uploads and captures are kept (storage-and-scale.md §1): `kind =
+/// "database"` (the default on PostgreSQL: every node reads every blob) or `"fs"` (the default
+/// on SQLite) under `path`, which with several nodes must be a volume every node shares
+/// (docs/nodes.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BlobsSettings {
+    /// `fs` or `database`; default by engine.
+    pub kind: Option<String>,
+    /// The fs store's root, or where the database store stages ingest. Default:
+    /// `<data dir>/blobs`.
+    pub path: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -74,6 +89,9 @@ impl Default for PostgresSettings {
 pub struct KernelSettings {
     pub sweep_interval_ms: u64,
     pub node_id: String,
+    /// How long a model call's job lease lasts unrenewed: after a node dies mid-call, another
+    /// node takes the round over once it lapses (storage-and-scale.md §5).
+    pub model_lease_ms: i64,
 }
 
 impl Default for KernelSettings {
@@ -81,6 +99,7 @@ impl Default for KernelSettings {
         Self {
             sweep_interval_ms: 5000,
             node_id: "auto".into(),
+            model_lease_ms: 15 * 60 * 1000,
         }
     }
 }
@@ -122,6 +141,26 @@ impl Resolved {
             self.data_dir.join("scripts"),
             &self.settings.providers,
         ))
+    }
+
+    /// The blob directory: `storage.blobs.path`, or `<data dir>/blobs`.
+    pub fn blobs_dir(&self) -> PathBuf {
+        self.settings
+            .storage
+            .blobs
+            .path
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("blobs"))
+    }
+
+    /// Whether blobs are kept in the database: `storage.blobs.kind`, by default on PostgreSQL.
+    pub fn blobs_in_database(&self) -> anyhow::Result<bool> {
+        match self.settings.storage.blobs.kind.as_deref() {
+            None => Ok(self.store_url().starts_with("postgres")),
+            Some("database") => Ok(true),
+            Some("fs") => Ok(false),
+            Some(other) => anyhow::bail!("[storage.blobs] kind must be \"fs\" or \"database\", not {other:?}"),
+        }
     }
 
     pub fn store_options(&self) -> nexus_store::StoreOptions {

@@ -85,9 +85,11 @@ pub fn build_kernel(resolved: &config::Resolved, store: Store) -> anyhow::Result
     }
     Ok(nexus_kernel::Kernel::builder(store)
         .providers(providers)
-        .blobs_dir(resolved.data_dir.join("blobs"))
+        .blobs_dir(resolved.blobs_dir())
+        .blobs_in_database(resolved.blobs_in_database()?)
         .node_id(node_id(resolved))
         .sweep_interval_ms(resolved.settings.kernel.sweep_interval_ms)
+        .model_lease_ms(resolved.settings.kernel.model_lease_ms)
         .build())
 }
 
@@ -98,6 +100,7 @@ pub async fn serve_kernel(
     listener: tokio::net::TcpListener,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    kernel.read_clock().await.context("reading the database clock")?;
     kernel
         .recover_leases()
         .await
@@ -123,8 +126,9 @@ async fn wait_for_stop(mut rx: tokio::sync::watch::Receiver<bool>) {
 }
 
 /// The stable name this node leases jobs under (storage-and-scale.md §1): `kernel.node_id`, or
-/// for `auto` the hostname plus the data dir (SQLite) or the database URL (PostgreSQL), so a
-/// restarted node recognizes and releases the leases its crashed predecessor held.
+/// for `auto` the hostname plus the data dir, and on PostgreSQL the database URL too, so a
+/// restarted node recognizes and releases the leases its crashed predecessor held, and two
+/// nodes on one host and database (each with its own data dir) never take each other's.
 fn node_id(resolved: &config::Resolved) -> String {
     let configured = resolved.settings.kernel.node_id.trim();
     if !configured.is_empty() && configured != "auto" {
@@ -136,14 +140,14 @@ fn node_id(resolved: &config::Resolved) -> String {
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".into());
-    let place = match &resolved.settings.storage.url {
-        Some(url) => nexus_store::redact_url(url),
-        None => std::fs::canonicalize(&resolved.data_dir)
-            .unwrap_or_else(|_| resolved.data_dir.clone())
-            .display()
-            .to_string(),
-    };
-    format!("{host}:{place}")
+    let dir = std::fs::canonicalize(&resolved.data_dir)
+        .unwrap_or_else(|_| resolved.data_dir.clone())
+        .display()
+        .to_string();
+    match &resolved.settings.storage.url {
+        Some(url) => format!("{host}:{dir}@{}", nexus_store::redact_url(url)),
+        None => format!("{host}:{dir}"),
+    }
 }
 
 async fn shutdown_signal() {

@@ -44,7 +44,7 @@ pub struct MemberSpec {
 impl Kernel {
     /// The default account and workspace, created when absent.
     pub async fn default_account(&self) -> KernelResult<(AccountRow, WorkspaceRow)> {
-        let now = time::now_ms();
+        let now = self.now_ms();
         let account = self.store.ensure_account(time::new_id(), DEFAULT_ACCOUNT, now).await?;
         let workspace = self
             .store
@@ -65,7 +65,7 @@ impl Kernel {
                 epoch: 0,
                 secret_sha256: minted.secret_sha256,
                 expires_at: None,
-                now: time::now_ms(),
+                now: self.now_ms(),
             })
             .await?;
         Ok(minted.token)
@@ -83,7 +83,7 @@ impl Kernel {
                 epoch: executor.credential_epoch,
                 secret_sha256: minted.secret_sha256,
                 expires_at: None,
-                now: time::now_ms(),
+                now: self.now_ms(),
             })
             .await?;
         Ok(minted.token)
@@ -151,7 +151,7 @@ impl Kernel {
                 role: "member".into(),
                 steward_id: steward.map(|s| s.id),
                 agent_executor_public_id: (spec.kind == MemberKind::Agent).then(time::new_id),
-                now: time::now_ms(),
+                now: self.now_ms(),
             })
             .await
             .map_err(|e| match e {
@@ -202,7 +202,7 @@ impl Kernel {
                 display_name: name.to_string(),
                 assignment_scope: scope,
                 manager_id: manager.id,
-                now: time::now_ms(),
+                now: self.now_ms(),
             })
             .await
             .map_err(|e| match e {
@@ -237,7 +237,7 @@ impl Kernel {
     pub async fn revoke_executor(&self, key: &str) -> KernelResult<ExecutorRow> {
         let (account, _) = self.default_account().await?;
         let executor = self.find_executor(&account, key).await?;
-        self.store.revoke_executor(executor.id, time::now_ms()).await?;
+        self.store.revoke_executor(executor.id, self.now_ms()).await?;
         self.find_executor(&account, key).await
     }
 
@@ -269,7 +269,7 @@ impl Kernel {
             .map(|(id, _)| id)
             .or_else(|| Uuid::parse_str(key).ok())
             .ok_or_else(|| KernelError::new(Code::ParameterInvalid, "give a credential id or a bearer"))?;
-        if self.store.revoke_credential(id, time::now_ms()).await? {
+        if self.store.revoke_credential(id, self.now_ms()).await? {
             Ok(id)
         } else {
             Err(KernelError::new(Code::NotFound, format!("no live credential {id}")))
@@ -293,7 +293,7 @@ impl Kernel {
                     role: "admin".into(),
                     steward_id: None,
                     agent_executor_public_id: None,
-                    now: time::now_ms(),
+                    now: self.now_ms(),
                 };
                 self.store.create_member(new).await?.0
             }
@@ -310,7 +310,7 @@ impl Kernel {
                     role: "member".into(),
                     steward_id: Some(human.id),
                     agent_executor_public_id: Some(time::new_id()),
-                    now: time::now_ms(),
+                    now: self.now_ms(),
                 };
                 self.store.create_member(new).await?.0
             }
@@ -334,7 +334,7 @@ impl Kernel {
                     display_name: BOOTSTRAP_RUNNER.into(),
                     assignment_scope: AssignmentScope::UserPrivate,
                     manager_id: human.id,
-                    now: time::now_ms(),
+                    now: self.now_ms(),
                 };
                 self.store.create_runner(new).await?
             }
@@ -363,7 +363,7 @@ impl Kernel {
 
     /// Whether `runner` is eligible for the principal `principal` (executor.md §1).
     pub async fn runner_eligible_for(&self, runner: &ExecutorRow, principal: &MemberRow) -> KernelResult<bool> {
-        self.runner_eligible_with(runner, principal, None, time::now_ms()).await
+        self.runner_eligible_with(runner, principal, None, self.now_ms()).await
     }
 
     /// [`Self::runner_eligible_for`] at `now`, where `proof` may be a credential the caller

@@ -4,9 +4,9 @@
 
 use nexus_store::{CredentialRow, Engine, ExecutorRow, MemberRow, Plane};
 
+use crate::Kernel;
 use crate::credentials::{parse_bearer, secret_matches, token_from_header};
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
 
 /// A member authenticated on the member plane.
 #[derive(Debug, Clone)]
@@ -27,10 +27,9 @@ const NEVER: &str = "00000000000000000000000000000000000000000000000000000000000
 
 /// Checks a presented secret against the credential row found for its id (`None`: unknown),
 /// hashing once either way; the row when it is valid and current for `plane`.
-fn verified(row: Option<CredentialRow>, secret: &str, plane: Plane) -> KernelResult<CredentialRow> {
+fn verified(row: Option<CredentialRow>, secret: &str, plane: Plane, now: i64) -> KernelResult<CredentialRow> {
     let stored = row.as_ref().map_or(NEVER, |r| r.secret_sha256.as_str());
     let matches = secret_matches(secret, stored);
-    let now = time::now_ms();
     match row {
         Some(row)
             if matches
@@ -59,7 +58,12 @@ impl Kernel {
     /// Verifies a bearer for `plane`; returns the credential row when it is valid and current.
     async fn credential(&self, header: Option<&str>, plane: Plane) -> KernelResult<CredentialRow> {
         let (id, secret) = presented(header)?;
-        verified(self.store.credential_by_public_id(id).await?, secret, plane)
+        verified(
+            self.store.credential_by_public_id(id).await?,
+            secret,
+            plane,
+            self.now_ms(),
+        )
     }
 
     /// Authenticates a member-plane bearer.
@@ -83,7 +87,7 @@ impl Kernel {
             Some((credential, executor)) => (Some(credential), executor),
             None => (None, None),
         };
-        let credential = verified(row, secret, Plane::ExecutorTransport)?;
+        let credential = verified(row, secret, Plane::ExecutorTransport, self.now_ms())?;
         let executor = executor
             .filter(|e| Some(e.id) == credential.executor_id)
             .ok_or_else(KernelError::unauthorized)?;

@@ -7,9 +7,9 @@ use nexus_store::{Engine, ExecutorKind, MemberKind, MemberRow};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
 
 impl From<DeclError> for KernelError {
     fn from(err: DeclError) -> Self {
@@ -92,7 +92,7 @@ impl Kernel {
         }
         let stored = serde_json::to_string(&validated.to_stored_json()).expect("a configuration serializes");
         self.store
-            .set_member_configuration(agent.id, Some(&stored), time::now_ms())
+            .set_member_configuration(agent.id, Some(&stored), self.now_ms())
             .await?;
         let member = self
             .store

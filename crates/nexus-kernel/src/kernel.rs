@@ -9,10 +9,11 @@ use std::sync::Arc;
 use nexus_providers::Providers;
 use nexus_store::Store;
 
+use crate::clock::Clock;
 use crate::settings::KernelSettings;
 use crate::signals::Signals;
 use crate::state::KernelState;
-use crate::uploads::{FsBlobs, Uploads};
+use crate::uploads::{Blobs, DbBlobs, FsBlobs, Uploads};
 use crate::{DEFAULT_BLOBS_DIR, DEFAULT_SCRIPTS_DIR, time};
 
 /// The kernel: a store, the deployment's settings and this process's state. Cheap to clone.
@@ -48,10 +49,26 @@ impl Kernel {
             providers: None,
             scripts_dir: PathBuf::from(DEFAULT_SCRIPTS_DIR),
             blobs_dir: PathBuf::from(DEFAULT_BLOBS_DIR),
+            blobs_in_database: false,
             node_id: None,
             sweep_interval_ms: None,
+            model_lease_ms: None,
             provider_backoff_ms: None,
         }
+    }
+}
+
+impl Kernel {
+    /// Now, in Unix milliseconds, on the kernel's clock (`crate::clock`: the process clock on
+    /// SQLite, the database's on PostgreSQL). Every deadline, lease and `*_at` is read here.
+    pub fn now_ms(&self) -> i64 {
+        self.state.clock.now_ms()
+    }
+
+    /// Reads the database's clock again (PostgreSQL; nothing on SQLite). `nexus serve` reads it
+    /// before serving and the worker on every sweep pass.
+    pub async fn read_clock(&self) -> crate::error::KernelResult<()> {
+        Ok(self.state.clock.read(&self.store).await?)
     }
 }
 
@@ -61,8 +78,10 @@ pub struct KernelBuilder {
     providers: Option<Providers>,
     scripts_dir: PathBuf,
     blobs_dir: PathBuf,
+    blobs_in_database: bool,
     node_id: Option<String>,
     sweep_interval_ms: Option<u64>,
+    model_lease_ms: Option<i64>,
     provider_backoff_ms: Option<Vec<u64>>,
 }
 
@@ -85,6 +104,13 @@ impl KernelBuilder {
         self
     }
 
+    /// Keeps blobs in the database (`storage.blobs.kind = "database"`, [`DbBlobs`]) instead of
+    /// under [`KernelBuilder::blobs_dir`], which then only stages ingest.
+    pub fn blobs_in_database(mut self, yes: bool) -> Self {
+        self.blobs_in_database = yes;
+        self
+    }
+
     /// The name this node leases jobs under (default: `node-<uuid>`).
     pub fn node_id(mut self, node_id: impl Into<String>) -> Self {
         self.node_id = Some(node_id.into());
@@ -94,6 +120,14 @@ impl KernelBuilder {
     /// How often the worker sweeps (`kernel.sweep_interval_ms`, default 5,000).
     pub fn sweep_interval_ms(mut self, ms: u64) -> Self {
         self.sweep_interval_ms = Some(ms);
+        self
+    }
+
+    /// The model-call lease (`kernel.model_lease_ms`, default 15 minutes): how long a node that
+    /// died mid-call holds its round before another node takes it over. The renewal runs at
+    /// least three times per lease.
+    pub fn model_lease_ms(mut self, ms: i64) -> Self {
+        self.model_lease_ms = Some(ms);
         self
     }
 
@@ -109,12 +143,22 @@ impl KernelBuilder {
         if let Some(ms) = self.sweep_interval_ms {
             settings.sweep_interval_ms = ms;
         }
+        if let Some(ms) = self.model_lease_ms {
+            settings.model_lease_ms = ms.max(3);
+            settings.lease_renew_ms = settings.lease_renew_ms.min(settings.model_lease_ms as u64 / 3);
+        }
         if let Some(b) = self.provider_backoff_ms {
             settings.provider_backoff_ms = b;
         }
+        let blobs: Arc<dyn Blobs> = if self.blobs_in_database {
+            Arc::new(DbBlobs::new(self.store.clone(), self.blobs_dir))
+        } else {
+            Arc::new(FsBlobs::new(self.blobs_dir))
+        };
         let state = KernelState::new(
-            Signals::in_process(self.store.clone()),
-            Uploads::new(Arc::new(FsBlobs::new(self.blobs_dir))),
+            Signals::for_store(self.store.clone()),
+            Clock::for_store(&self.store),
+            Uploads::new(blobs),
         );
         Kernel {
             store: self.store,

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod auth;
 #[cfg(test)]
 mod booted;
+pub mod clock;
 pub mod conversations;
 pub mod credentials;
 pub mod declarations;

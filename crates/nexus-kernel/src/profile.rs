@@ -62,7 +62,7 @@ impl Kernel {
         if m.kind == MemberKind::Agent {
             body.insert("configuration".into(), configuration_read(m.configuration.as_deref()));
         }
-        body.insert("measured_at".into(), json!(time::iso(time::now_ms())));
+        body.insert("measured_at".into(), json!(time::iso(self.now_ms())));
         Ok(Value::Object(body))
     }
 
@@ -77,7 +77,7 @@ impl Kernel {
                 "display_name": e.display_name,
                 "credential_epoch": e.credential_epoch,
             },
-            "measured_at": time::iso(time::now_ms()),
+            "measured_at": time::iso(self.now_ms()),
         })
     }
 }

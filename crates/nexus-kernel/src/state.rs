@@ -2,12 +2,13 @@
 //! signals, the caches and the upload state. Losing it loses no state of record (the store
 //! is the record; a cache miss reads it, a lost signal is recovered by polling).
 //!
-//! This file, like every file defining a type the kernel holds (`settings.rs`, `signals/`,
+//! This file, like every file defining a type the kernel holds (`settings.rs`, `signals/`, `clock.rs`,
 //! `runs/sealed.rs`, `tools/search_cache.rs`, `uploads/state.rs`, `executor/cadence.rs`),
 //! names no `Kernel`: state apart from behaviour, so the kernel's files import these one way.
 
 use std::sync::Mutex;
 
+use crate::clock::Clock;
 use crate::executor::cadence::ProgressCadence;
 use crate::runs::sealed::SealedCache;
 use crate::signals::Signals;
@@ -19,6 +20,8 @@ pub struct KernelState {
     /// What reaches other parts of the system when state changes (live feeds, job wake-ups,
     /// push frames, progress, model-call aborts).
     pub signals: Signals,
+    /// Where now comes from: the process clock (SQLite) or the database's (PostgreSQL).
+    pub clock: Clock,
     /// The entries of the rounds this process sealed last, so a continuation's request starts
     /// from them without re-reading and re-parsing its predecessor's sealed record.
     pub(crate) sealed: Mutex<SealedCache>,
@@ -31,10 +34,11 @@ pub struct KernelState {
 }
 
 impl KernelState {
-    /// Fresh state over `signals` and `uploads`: empty caches.
-    pub fn new(signals: Signals, uploads: Uploads) -> Self {
+    /// Fresh state over `signals`, `clock` and `uploads`: empty caches.
+    pub fn new(signals: Signals, clock: Clock, uploads: Uploads) -> Self {
         Self {
             signals,
+            clock,
             sealed: Mutex::new(SealedCache::default()),
             search_cache: SearchCache::new(),
             uploads,
@@ -47,6 +51,7 @@ impl std::fmt::Debug for KernelState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelState")
             .field("signals", &self.signals)
+            .field("clock", &self.clock)
             .field("uploads", &self.uploads)
             .finish_non_exhaustive()
     }

@@ -3,9 +3,22 @@
 
 use uuid::Uuid;
 
-/// Now, in Unix milliseconds.
+/// The process clock, in Unix milliseconds, shifted by `NEXUS_CLOCK_SKEW_MS` when that is set
+/// (a test's way to skew one node; read once). The kernel reads time through its clock
+/// (`crate::clock`), which is this on SQLite and the database's on PostgreSQL.
 pub fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
+    chrono::Utc::now().timestamp_millis() + skew_ms()
+}
+
+/// `NEXUS_CLOCK_SKEW_MS`, or 0.
+fn skew_ms() -> i64 {
+    static SKEW: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *SKEW.get_or_init(|| {
+        std::env::var("NEXUS_CLOCK_SKEW_MS")
+            .ok()
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or(0)
+    })
 }
 
 /// A new public id (UUIDv7).

@@ -260,6 +260,15 @@ impl Engine for Store {
     async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>> {
         dispatch!(self, bound_uploads_of_run(run_id))
     }
+    async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()> {
+        dispatch!(self, put_blob_body(sha256, body))
+    }
+    async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        dispatch!(self, blob_body_range(sha256, start, len))
+    }
+    async fn delete_blob_body(&self, sha256: &str) -> Result<()> {
+        dispatch!(self, delete_blob_body(sha256))
+    }
     async fn turn_by_id(&self, id: i64) -> Result<Option<TurnRow>> {
         dispatch!(self, turn_by_id(id))
     }

@@ -7,6 +7,7 @@
 
 pub mod error;
 pub mod model;
+mod nodes;
 mod ops;
 mod postgres;
 mod principals;
@@ -18,6 +19,7 @@ pub mod testing;
 
 pub use error::StoreError;
 pub use model::*;
+pub use nodes::{NOTICE_PAYLOAD_MAX, Notice, NoticeListener};
 pub use ops::conversations::{
     ArchivedFilter, ConversationEventRow, ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState,
     NewConversation, NewInput,
@@ -344,6 +346,14 @@ pub trait Engine {
     async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool>;
     /// Every upload bound to a task of the run, by id.
     async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>>;
+
+    // ---- blob bodies (migration 0022: blobs kept in the database, one write per digest) ----
+    /// Stores a blob's bytes under `sha256` (a no-op when they are there).
+    async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()>;
+    /// `len` bytes of the blob from byte `start` (fewer at its end); `None`: no such blob.
+    async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>>;
+    /// Removes a blob's bytes (absent is fine).
+    async fn delete_blob_body(&self, sha256: &str) -> Result<()>;
 }
 
 /// A store handle: one of the two engines. Cheap to clone (pools are shared).

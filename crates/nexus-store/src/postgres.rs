@@ -147,7 +147,7 @@ impl PgStore {
         Ok(self.pool.acquire().await?)
     }
 
-    #[cfg(feature = "testing")]
+    /// The pool (the notices' listener and sender, `crate::nodes`; tests).
     pub(crate) fn pool(&self) -> &PgPool {
         &self.pool
     }

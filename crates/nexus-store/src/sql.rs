@@ -341,6 +341,10 @@ pub(crate) const DOOR_SQLITE: &str = concat!(
 /// The PostgreSQL run lock (storage-and-scale.md §3: the run row first).
 pub(crate) const LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE");
 
+/// The run row locked unless another transaction holds it (no row then): the sweep's lock, so
+/// two nodes sweeping one row never wait for each other (storage-and-scale.md §5).
+pub(crate) const TRY_LOCK_RUN_PG: &str = run_select!("WHERE id = $1 FOR UPDATE SKIP LOCKED");
+
 pub(crate) const RUN_BY_PUBLIC_ID: &str = run_select!("WHERE public_id = $1");
 
 /// A run with its workspace's public id when that workspace belongs to the account `$2` (`NULL`
@@ -519,10 +523,23 @@ pub(crate) const TASKS_OF_RUN_PAGE: &str =
 /// the predicate of the partial index `tasks_parked` word for word (migration 0007), so SQLite's
 /// planner sees that it covers it and walks the parked rows in id order, testing each deadline
 /// (no index holds deadlines since migration 0010).
-pub(crate) const EXPIRED_PARKS: &str = "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE \
-     (t.status = 'needs_approval' OR t.status = 'running' OR t.status = 'dispatched' OR t.status = 'awaiting_input') AND \
-     t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', 'canceled') ORDER BY \
-     t.id LIMIT CAST($3 AS BIGINT)";
+macro_rules! expired_parks {
+    ($tail:literal) => {
+        concat!(
+            "SELECT t.run_id AS run_id, t.id AS id FROM tasks t JOIN runs r ON r.id = t.run_id WHERE \
+             (t.status = 'needs_approval' OR t.status = 'running' OR t.status = 'dispatched' OR t.status = \
+             'awaiting_input') AND t.deadline_at <= $1 AND t.id > $2 AND r.status NOT IN ('completed', \
+             'canceled') ORDER BY t.id LIMIT CAST($3 AS BIGINT)",
+            $tail
+        )
+    };
+}
+
+pub(crate) const EXPIRED_PARKS: &str = expired_parks!("");
+
+/// The same, passing over rows another node's sweep (or any writer) holds at this moment, so
+/// nodes divide the expired rows instead of queuing on them (storage-and-scale.md §5).
+pub(crate) const EXPIRED_PARKS_PG: &str = expired_parks!(" FOR UPDATE OF t SKIP LOCKED");
 
 /// Parks whose addressee is revoked, on live runs (the sweep's second selection, executor.md
 /// §13): unclaimed `dispatched` tool rows and held approvals. `$1` cursor, `$2` limit.

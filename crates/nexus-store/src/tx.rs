@@ -244,6 +244,17 @@ impl Tx {
         Ok(run)
     }
 
+    /// The run row locked for this unit unless another transaction holds it (PostgreSQL `FOR
+    /// UPDATE SKIP LOCKED`; `None` then, or when there is no such run). SQLite's unit already
+    /// holds the write lock, so there it is [`Tx::lock_run`] (`None`: no such run).
+    pub async fn try_lock_run(&mut self, run_id: i64) -> Result<Option<RunRow>> {
+        let mut run = tx_dispatch!(self, try_lock_run(run_id))?;
+        if let Some(run) = run.as_mut() {
+            self.note_read(run);
+        }
+        Ok(run)
+    }
+
     /// Inserts a run (`last_event_sequence` 0, no deliverable, no attention). A taken public id
     /// is `Conflict`.
     pub async fn insert_run(&mut self, new: NewRun) -> Result<RunRow> {

@@ -63,12 +63,19 @@ impl Server {
 
 /// `nexus serve --listen <listen> args…`.
 pub fn spawn_server_at(listen: &str, args: &[&str]) -> Server {
+    spawn_server_with(listen, args, &[])
+}
+
+/// `nexus serve --listen <listen> args…` with `env` set for it.
+pub fn spawn_server_with(listen: &str, args: &[&str], env: &[(&str, &str)]) -> Server {
     let mut all = vec!["serve", "--listen", listen];
     all.extend_from_slice(args);
     let child = Command::new(NEXUS)
         .args(&all)
         .env_remove("NEXUS_DATABASE_URL")
         .env_remove("NEXUS_DATA_DIR")
+        .env_remove("NEXUS_NODE_ID")
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -333,7 +333,7 @@ impl Kernel {
             Ok(idem) => idem,
             Err(replay) => return Ok(replay),
         };
-        let input = parse_input(shell, time::now_ms())?;
+        let input = parse_input(shell, self.now_ms())?;
         self.check_against_answerer(&ws, &conversation, &input).await?;
         let upload_ids = self.attachment_uploads(principal, &input.attachments).await?;
 
@@ -341,7 +341,7 @@ impl Kernel {
         // for a second connection while this one holds the conversation's lock.
         let mut names = Names::default();
         self.member_public(&mut names, principal.member.id).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
             return Ok(replay);

@@ -197,7 +197,7 @@ impl Kernel {
             return Ok(Ok(None));
         };
         let idem = Idempotency::new(principal.member.public_id, route, ids, key, body)?;
-        match self.store.idempotency_get(&idem.scope_hash, time::now_ms()).await? {
+        match self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await? {
             Some(receipt) => Ok(Err(idem.replay(&receipt)?)),
             None => Ok(Ok(Some(idem))),
         }
@@ -256,7 +256,7 @@ impl Kernel {
         if let Some(r) = &runner {
             self.executor_public(&mut names, r.id).await?;
         }
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
             return Ok(replay);
@@ -356,7 +356,7 @@ impl Kernel {
                 "a child conversation is archived and unarchived with its parent",
             ));
         }
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         tx.archive_conversation_tree(row.id, archive.then_some(now)).await?;
         // The wake clock of every conversation of the tree (an archived one opens no turn).

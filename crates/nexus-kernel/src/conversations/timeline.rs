@@ -86,7 +86,7 @@ impl Kernel {
     /// Stops the conversation's running turn, if any, in one unit of work; returns the turn's
     /// public id.
     pub(crate) async fn cancel_running_turn(&self, conversation: &ConversationRow) -> KernelResult<Option<Uuid>> {
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut effects = Vec::new();
         let canceled = self.cancel_turn_in(&mut tx, conversation.id, now, &mut effects).await?;

@@ -72,7 +72,7 @@ impl Kernel {
     /// The worker's turn pass: opens the turns of every conversation whose wake time has
     /// come. Returns how many conversations it looked at.
     pub async fn open_due_turns(&self) -> KernelResult<usize> {
-        let due = self.store.due_conversations(time::now_ms(), TURN_BATCH).await?;
+        let due = self.store.due_conversations(self.now_ms(), TURN_BATCH).await?;
         for id in &due {
             if let Err(e) = self.open_turn(*id).await {
                 tracing::warn!(error = %e, conversation = id, "opening a turn failed; the next pass retries");
@@ -174,7 +174,7 @@ impl Kernel {
     /// One unit of work: the conversation is locked first, so two passes (or two nodes) never
     /// open the same turn; the plan's reads (profile, runners) go through the pool meanwhile.
     pub(crate) async fn open_turn(&self, conversation_id: i64) -> KernelResult<()> {
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let Some(conversation) = tx.lock_conversation(conversation_id).await? else {
             return Ok(());

@@ -12,9 +12,9 @@ use nexus_core::{bounds, jcs};
 use nexus_store::{Announcement, Engine};
 use serde_json::{Map, Value};
 
+use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
 
 /// The validated, reduced announcement, ready to store.
 #[derive(Debug, Clone, PartialEq)]
@@ -317,7 +317,7 @@ impl Kernel {
             served_documents: v.served_documents.to_string(),
         };
         self.store
-            .put_announcement(principal.executor.id, &announcement, time::now_ms())
+            .put_announcement(principal.executor.id, &announcement, self.now_ms())
             .await?;
         Ok(self.executor_description(principal))
     }

@@ -142,7 +142,7 @@ impl Kernel {
         match executor.kind {
             ExecutorKind::Runner => match tx.member_by_id(run.answering_member_id).await? {
                 Some(m) => {
-                    self.runner_eligible_with(executor, &m, Some(&p.credential), time::now_ms())
+                    self.runner_eligible_with(executor, &m, Some(&p.credential), self.now_ms())
                         .await
                 }
                 None => Ok(false),
@@ -230,7 +230,7 @@ impl Kernel {
 
     /// `POST X/inbox/{run}/{task}/claim` at the process clock.
     pub async fn claim(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<ClaimReply> {
-        self.claim_at(p, run, key, time::now_ms()).await
+        self.claim_at(p, run, key, self.now_ms()).await
     }
 
     /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
@@ -304,7 +304,7 @@ impl Kernel {
 
     /// `POST X/inbox/{run}/{task}/extend` at the process clock.
     pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<ClaimReply> {
-        self.extend_at(p, run, key, body, time::now_ms()).await
+        self.extend_at(p, run, key, body, self.now_ms()).await
     }
 
     /// `POST X/inbox/{run}/{task}/extend` at `now`: `{claim_token, timeout_ms}` → the grant's

@@ -21,6 +21,7 @@ use uuid::Uuid;
 
 use super::claim::{deadline_passed, is_claimant};
 use super::inbox::row_kind;
+use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::AfterCommit;
@@ -28,7 +29,6 @@ use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 use crate::runs::view::TaskView;
 use crate::uploads::Committer;
-use crate::{Kernel, time};
 
 /// The storage guard's word for text the store refuses (a U+0000).
 pub const UNSUPPORTED_TEXT: &str = "unsupported_text";
@@ -195,7 +195,7 @@ impl Kernel {
 
     /// `POST X/inbox/{run}/{task}/commit` at the process clock.
     pub async fn commit(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<CommitReply> {
-        self.commit_at(p, run, key, body, time::now_ms()).await
+        self.commit_at(p, run, key, body, self.now_ms()).await
     }
 
     /// `POST X/inbox/{run}/{task}/commit` at `now` → `{task}` or `{task, idle: true}`.

@@ -18,15 +18,15 @@ use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
+use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::signals::{Ephemeral, Subscription};
-use crate::{Kernel, time};
 
 pub use super::cadence::CADENCE;
 
 /// The SSE event name of a relayed frame.
-pub const EVENT: &str = "executor_progress";
+pub const EVENT: &str = crate::signals::Ephemeral::EXECUTOR_PROGRESS;
 
 /// What became of an accepted (202) frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,7 +143,7 @@ impl Kernel {
             "tool_name".into(),
             task.tool_name.clone().map(Value::String).unwrap_or(Value::Null),
         );
-        out.insert("at".into(), Value::from(time::now_ms()));
+        out.insert("at".into(), Value::from(self.now_ms()));
         if let Some(t) = frame.text_tail {
             out.insert("text_tail".into(), Value::String(t.to_string()));
         }

@@ -115,7 +115,7 @@ impl Kernel {
     /// credential's epoch, and the credential not revoked or expired. A channel whose principal
     /// was fenced is closed by the server at its next ping.
     pub async fn channel_still_valid(&self, principal: &ExecutorPrincipal) -> bool {
-        let now = crate::time::now_ms();
+        let now = self.now_ms();
         let executor = self.store.executor_by_id(principal.executor.id).await;
         let credential = self.store.credential_by_public_id(principal.credential.public_id).await;
         match (executor, credential) {

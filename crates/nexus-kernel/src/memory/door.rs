@@ -21,9 +21,9 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{DESCRIPTION_BYTES, DOCUMENT_BYTES, MemPath, Owners, parse_path, parse_prefix, scope_bound};
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
 
 /// The read shape: `{path, content, description?, lock_version, updated_at}`.
 fn document_json(doc: &MemoryDocRow) -> Value {
@@ -311,7 +311,7 @@ impl Kernel {
             path: path.full.clone(),
             content: content.to_string(),
             description,
-            now: time::now_ms(),
+            now: self.now_ms(),
         };
         match self.store.memory_put(new, expected, scope_bound(path.scope)).await? {
             MemoryPut::Written { row, .. } => Ok(json!({"document": document_json(&row)})),

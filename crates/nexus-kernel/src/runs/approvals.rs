@@ -112,7 +112,7 @@ impl Kernel {
             tx.rollback().await?;
             return Err(not_awaiting(&task));
         }
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut effects = Vec::new();
         // 5. The hold has not expired.
         if task.deadline_at.is_some_and(|d| d <= now) {

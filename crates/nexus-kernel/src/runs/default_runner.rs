@@ -16,9 +16,9 @@ use super::AfterCommit;
 use super::read::object;
 use super::refuse;
 use super::unit::Unit;
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
-use crate::{Kernel, time};
 
 /// The body's selector: `Some(id)` for a runner, `None` for no default runner.
 fn parse_selector(body: &Value) -> KernelResult<Option<Uuid>> {
@@ -86,7 +86,7 @@ impl Kernel {
                 Some(runner)
             }
         };
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
         refuse_ended(&run)?;

@@ -184,7 +184,7 @@ impl Kernel {
                     task_id: Some(t.id),
                     generation: t.generation,
                     // At once (a sweep may run at a clock ahead of this node's).
-                    available_at: now.min(crate::time::now_ms()),
+                    available_at: now.min(self.now_ms()),
                 })
                 .await?;
                 effects.push(AfterCommit::WakeJobs);

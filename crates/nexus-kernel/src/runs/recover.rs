@@ -29,10 +29,10 @@ use super::rows::Graph;
 use super::run_end::is_candidate;
 use super::unit::Unit;
 use super::{AfterCommit, refuse};
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
-use crate::{Kernel, time};
 
 /// The error key of a row settled by a branch cancel.
 const TASK_CANCELED: &str = "task_canceled";
@@ -106,7 +106,7 @@ impl Kernel {
         body: &Value,
     ) -> KernelResult<Value> {
         let (mut tx, mut run, mut task) = self.adjudicated_row(p, ws, run, key).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         if !is_candidate(&task) || !adjudicable(&run) {
             tx.rollback().await?;
             return Err(refuse(Code::NotRetryable, not_candidate(key, &task, &run)));
@@ -148,7 +148,7 @@ impl Kernel {
     /// `POST R/tasks/{key}/abandon` `{}` → 200 `{task}`.
     pub async fn abandon_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
         let (mut tx, mut run, task) = self.adjudicated_row(p, ws, run, key).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         if !is_candidate(&task) || !adjudicable(&run) {
             tx.rollback().await?;
             return Err(refuse(Code::NotAbandonable, not_candidate(key, &task, &run)));
@@ -179,7 +179,7 @@ impl Kernel {
     /// `POST R/tasks/{key}/cancel` `{}` → 200 `{task}` (the branch's root round).
     pub async fn cancel_branch(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
         let (mut tx, mut run, root) = self.adjudicated_row(p, ws, run, key).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut g = Graph::load(&mut tx, run.id).await?;
         if !is_branch_root(&g, &root) {
             tx.rollback().await?;

@@ -22,11 +22,11 @@ use uuid::Uuid;
 use super::columns::Frozen;
 use super::read::object;
 use super::{AfterCommit, refuse};
+use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::{Kernel, time};
 
 /// The error key of an await answered with `outcome: failed`.
 const AWAIT_FAILED: &str = "await_failed";
@@ -72,7 +72,7 @@ impl Kernel {
         };
 
         // 5. The settle engine.
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(run_row.id).await?;
         let Some(mut task) = tx.task_by_id(found.id).await? else {

@@ -10,6 +10,11 @@
 //! Each row is re-read under the run lock in its own transaction, which writes the change and
 //! its event together; a row that had moved is idle, so nothing settles twice. A row that
 //! errors is logged and skipped.
+//!
+//! Several nodes (PostgreSQL) divide the work rather than repeat it: the selection passes over
+//! rows another transaction holds (`FOR UPDATE SKIP LOCKED`), and a row's unit takes its run's
+//! lock only if it is free (`Tx::try_lock_run`), skipping the row otherwise — another node is
+//! settling it, or a writer is changing the run, and the next pass looks again.
 
 use nexus_core::codes::task_error;
 use nexus_store::{Engine, TaskKind, TaskStatus};
@@ -74,14 +79,14 @@ impl Kernel {
     /// unclaimed `dispatched` tool row fails `executor_revoked` (through the executor plane's
     /// single settle, so `after_settle` runs in the same transaction); a held approval has its
     /// addressee cleared with a `task_readdressed {from, to: null}` event. False: the row had
-    /// moved on (claimed, settled, readdressed, or its run ended).
+    /// moved on (claimed, settled, readdressed, or its run ended), or its run is locked by
+    /// another unit (the next pass looks again).
     pub(crate) async fn revoked_one(&self, run_id: i64, task_id: i64, now: i64) -> KernelResult<bool> {
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(run_id).await?;
-        if run.status.is_terminal() {
+        let Some(mut run) = tx.try_lock_run(run_id).await?.filter(|r| !r.status.is_terminal()) else {
             tx.rollback().await?;
             return Ok(false);
-        }
+        };
         let Some(mut task) = tx.task_by_id(task_id).await? else {
             tx.rollback().await?;
             return Ok(false);
@@ -147,14 +152,14 @@ impl Kernel {
     }
 
     /// Settles one expired park under the run lock, after re-reading it. False: the row had
-    /// moved on (settled, re-armed, or its run ended).
+    /// moved on (settled, re-armed, or its run ended), or its run is locked by another unit
+    /// (the next pass looks again).
     pub(crate) async fn expire_one(&self, run_id: i64, task_id: i64, now: i64) -> KernelResult<bool> {
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(run_id).await?;
-        if run.status.is_terminal() {
+        let Some(mut run) = tx.try_lock_run(run_id).await?.filter(|r| !r.status.is_terminal()) else {
             tx.rollback().await?;
             return Ok(false);
-        }
+        };
         let Some(mut task) = tx.task_by_id(task_id).await? else {
             tx.rollback().await?;
             return Ok(false);

@@ -14,8 +14,8 @@ use nexus_store::{Engine, JobRow};
 use tokio::task::JoinHandle;
 
 use super::job_kind;
+use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
 
 /// How many jobs one dequeue leases.
 const BATCH: i64 = 16;
@@ -48,7 +48,7 @@ impl Kernel {
             .store
             .dequeue_jobs(
                 &self.settings.node_id,
-                time::now_ms(),
+                self.now_ms(),
                 self.settings.model_lease_ms,
                 BATCH,
             )
@@ -140,10 +140,13 @@ impl Kernel {
     }
 
     async fn sweep_pass(&self) {
+        if let Err(e) = self.read_clock().await {
+            tracing::warn!(error = %e, "reading the database clock failed");
+        }
         if let Err(e) = self.open_due_turns().await {
             tracing::warn!(error = %e, "turn pass failed");
         }
-        let now = time::now_ms();
+        let now = self.now_ms();
         if let Err(e) = self.sweep_once(now).await {
             tracing::warn!(error = %e, "sweep pass failed");
         }

@@ -76,8 +76,22 @@ impl Abort {
 /// An ephemeral frame of a run's live feed (runs.md §11): no id, never stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ephemeral {
-    /// The SSE event name: `executor_progress` or `model_delta`.
+    /// The SSE event name: [`Ephemeral::EXECUTOR_PROGRESS`] or [`Ephemeral::MODEL_DELTA`].
     pub kind: &'static str,
     /// The frame's data.
     pub data: Value,
+}
+
+impl Ephemeral {
+    /// A runner's progress frame (executor.md §11).
+    pub const EXECUTOR_PROGRESS: &'static str = "executor_progress";
+    /// A streamed text delta of a model reply (runs.md §11).
+    pub const MODEL_DELTA: &'static str = "model_delta";
+
+    /// The kind named `name`, when it is one (a frame relayed from another node).
+    pub fn kind_named(name: &str) -> Option<&'static str> {
+        [Self::EXECUTOR_PROGRESS, Self::MODEL_DELTA]
+            .into_iter()
+            .find(|k| *k == name)
+    }
 }

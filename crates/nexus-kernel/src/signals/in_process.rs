@@ -175,6 +175,39 @@ impl InProcessSignals {
         Abort(abort)
     }
 
+    /// Whether the model call of `task_id` is in flight here.
+    pub(super) fn has_model_call(&self, task_id: i64) -> bool {
+        self.inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains_key(&task_id)
+    }
+
+    /// After notices may have been lost (a node's listening connection dropped): every live
+    /// feed catches up from the store, from the last sequence it sent (a feed that has sent
+    /// nothing yet, from its record's start: its subscribers skip what they already hold), and
+    /// the job workers wake.
+    pub(super) async fn resync(&self) {
+        for run_id in self.runs.live_ids() {
+            if let Some(feed) = self.runs.live(run_id) {
+                let mut last = feed.last_sent.lock().await;
+                let store = &self.store;
+                *last = Some(
+                    feed.catch_up(
+                        last.unwrap_or(0),
+                        |after| store.events_after(run_id, after, CATCH_UP_PAGE),
+                        |r| r.sequence,
+                    )
+                    .await,
+                );
+            }
+        }
+        for conversation_id in self.conversations.live_ids() {
+            self.conversation_events(conversation_id).await;
+        }
+        self.wake_jobs();
+    }
+
     pub(super) fn model_call_ended(&self, task_id: i64) {
         self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&task_id);
     }
@@ -220,6 +253,16 @@ impl<R: Clone> Feeds<R> {
             }
         });
         (Subscription::new(feed.sender.subscribe()), fresh)
+    }
+
+    /// The ids of every feed opened here.
+    fn live_ids(&self) -> Vec<i64> {
+        self.feeds
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .keys()
+            .copied()
+            .collect()
     }
 
     /// The feed of `id` if it has subscribers (a feed whose last subscriber left is dropped).

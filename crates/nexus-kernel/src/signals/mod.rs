@@ -13,10 +13,12 @@
 //! - the listening ends: a run's feed, a conversation's feed, an executor's channel, a run's
 //!   progress ([`Subscription`]), and the workers' wake-up ([`Signals::jobs_woken`]).
 //!
-//! The one implementation is in-process ([`InProcessSignals`]): broadcast channels and a
-//! notifier in this process's memory, so a signal reaches this node only. Another (several
-//! nodes over one PostgreSQL database, `LISTEN`/`NOTIFY`) is one more variant of [`Signals`],
-//! written here and nowhere else.
+//! Two implementations: in process ([`InProcessSignals`]: broadcast channels and a notifier in
+//! this process's memory, so a signal reaches this node only), which SQLite's one node uses;
+//! and across nodes on one PostgreSQL database ([`PgSignals`]: the same delivery here, plus a
+//! `NOTIFY` to the other nodes, which read the facts from the database). Each is a variant of
+//! [`Signals`], written here and nowhere else. Executor presence
+//! ([`Signals::executor_connected`]) stays per node: it answers for this node's channels.
 //!
 //! Architecture Invariant: no code outside `signals/` touches a channel, a notifier or the
 //! in-flight map; it goes through [`Signals`].
@@ -29,6 +31,7 @@
 
 mod handles;
 mod in_process;
+mod pg;
 
 use nexus_store::{ConversationEventRow, EventRow, Store};
 use serde_json::Value;
@@ -36,19 +39,37 @@ use uuid::Uuid;
 
 pub use handles::{Abort, Ephemeral, RecvError, Subscription, TryRecvError};
 pub use in_process::InProcessSignals;
+pub use pg::PgSignals;
 
 /// How the kernel signals (see the module docs). An enum, not a trait object: dispatch is a
 /// match the compiler sees through, on paths (a commit's publish, a worker's wake-up) that the
 /// benchmarks watch.
+// One value per kernel, held in its state: the size difference costs nothing, and boxing the
+// in-process variant would add an indirection to SQLite's publish path.
+#[allow(clippy::large_enum_variant)]
 pub enum Signals {
-    /// This process only.
+    /// This process only (SQLite: one node).
     InProcess(InProcessSignals),
+    /// Several nodes on one PostgreSQL database: delivered here as in process and sent to the
+    /// other nodes as notices (`LISTEN` / `NOTIFY`, [`PgSignals`]).
+    Postgres(PgSignals),
 }
 
 impl Signals {
     /// In-process signals; `store` is what a run's live feed catches up from.
     pub fn in_process(store: Store) -> Self {
         Signals::InProcess(InProcessSignals::new(store))
+    }
+
+    /// The signals a kernel over `store` uses: across nodes on PostgreSQL ([`PgSignals`], whose
+    /// sender and listener tasks start on the current tokio runtime), in process on SQLite —
+    /// and on PostgreSQL outside a runtime (a kernel built there serves this process only).
+    pub fn for_store(store: Store) -> Self {
+        if store.is_shared() && tokio::runtime::Handle::try_current().is_ok() {
+            Signals::Postgres(PgSignals::new(store))
+        } else {
+            Signals::in_process(store)
+        }
     }
 
     /// After a commit that wrote events of run `run_id` (internal id): the run's live feed
@@ -58,6 +79,7 @@ impl Signals {
     pub async fn run_events(&self, run_id: i64, first_known: Option<i64>) {
         match self {
             Signals::InProcess(s) => s.run_events(run_id, first_known).await,
+            Signals::Postgres(s) => s.run_events(run_id, first_known).await,
         }
     }
 
@@ -66,6 +88,7 @@ impl Signals {
     pub async fn conversation_events(&self, conversation_id: i64) {
         match self {
             Signals::InProcess(s) => s.conversation_events(conversation_id).await,
+            Signals::Postgres(s) => s.conversation_events(conversation_id).await,
         }
     }
 
@@ -74,6 +97,7 @@ impl Signals {
     pub async fn subscribe_conversation(&self, conversation_id: i64) -> Subscription<ConversationEventRow> {
         match self {
             Signals::InProcess(s) => s.subscribe_conversation(conversation_id).await,
+            Signals::Postgres(s) => s.local().subscribe_conversation(conversation_id).await,
         }
     }
 
@@ -81,6 +105,7 @@ impl Signals {
     pub fn wake_jobs(&self) {
         match self {
             Signals::InProcess(s) => s.wake_jobs(),
+            Signals::Postgres(s) => s.wake_jobs(),
         }
     }
 
@@ -89,6 +114,7 @@ impl Signals {
     pub async fn jobs_woken(&self) {
         match self {
             Signals::InProcess(s) => s.jobs_woken().await,
+            Signals::Postgres(s) => s.local().jobs_woken().await,
         }
     }
 
@@ -98,6 +124,7 @@ impl Signals {
     pub fn push_to_executor(&self, executor: Uuid, frame: Value) {
         match self {
             Signals::InProcess(s) => s.push_to_executor(executor, frame),
+            Signals::Postgres(s) => s.push_to_executor(executor, frame),
         }
     }
 
@@ -105,6 +132,7 @@ impl Signals {
     pub fn subscribe_executor(&self, executor: Uuid) -> Subscription<Value> {
         match self {
             Signals::InProcess(s) => s.subscribe_executor(executor),
+            Signals::Postgres(s) => s.local().subscribe_executor(executor),
         }
     }
 
@@ -112,6 +140,7 @@ impl Signals {
     pub fn executor_connected(&self, executor: Uuid) -> bool {
         match self {
             Signals::InProcess(s) => s.executor_connected(executor),
+            Signals::Postgres(s) => s.local().executor_connected(executor),
         }
     }
 
@@ -120,6 +149,7 @@ impl Signals {
     pub fn relay_ephemeral(&self, run_id: i64, frame: Ephemeral) {
         match self {
             Signals::InProcess(s) => s.relay_ephemeral(run_id, frame),
+            Signals::Postgres(s) => s.relay_ephemeral(run_id, frame),
         }
     }
 
@@ -127,6 +157,7 @@ impl Signals {
     pub fn subscribe_ephemeral(&self, run_id: i64) -> Subscription<Ephemeral> {
         match self {
             Signals::InProcess(s) => s.subscribe_ephemeral(run_id),
+            Signals::Postgres(s) => s.local().subscribe_ephemeral(run_id),
         }
     }
 
@@ -134,6 +165,7 @@ impl Signals {
     pub fn subscribe_run(&self, run_id: i64) -> Subscription<EventRow> {
         match self {
             Signals::InProcess(s) => s.subscribe_run(run_id),
+            Signals::Postgres(s) => s.local().subscribe_run(run_id),
         }
     }
 
@@ -143,6 +175,7 @@ impl Signals {
     pub fn model_call_started(&self, task_id: i64) -> Abort {
         match self {
             Signals::InProcess(s) => s.model_call_started(task_id),
+            Signals::Postgres(s) => s.local().model_call_started(task_id),
         }
     }
 
@@ -150,6 +183,7 @@ impl Signals {
     pub fn model_call_ended(&self, task_id: i64) {
         match self {
             Signals::InProcess(s) => s.model_call_ended(task_id),
+            Signals::Postgres(s) => s.local().model_call_ended(task_id),
         }
     }
 
@@ -159,6 +193,7 @@ impl Signals {
     pub fn abort_model_call(&self, task_id: i64) {
         match self {
             Signals::InProcess(s) => s.abort_model_call(task_id),
+            Signals::Postgres(s) => s.abort_model_call(task_id),
         }
     }
 }
@@ -167,6 +202,7 @@ impl std::fmt::Debug for Signals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Signals::InProcess(_) => f.write_str("Signals::InProcess"),
+            Signals::Postgres(_) => f.write_str("Signals::Postgres"),
         }
     }
 }

@@ -8,9 +8,8 @@ use serde_json::Value;
 use super::KernelToolOutcome;
 use crate::error::KernelResult;
 use crate::memory::{self, Owners, arg};
-use crate::time;
 
-pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
+pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -> KernelResult<KernelToolOutcome> {
     let (path, owner) = arg!(memory::doc_path(input, owners));
     arg!(memory::refuse_reserved(&path));
     let old_text = arg!(memory::str_arg(input, "old_text", true)).unwrap_or_default();
@@ -58,7 +57,7 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
         path: path.full.clone(),
         content,
         description: doc.description.clone(),
-        now: time::now_ms(),
+        now,
     };
     Ok(
         match tx

@@ -61,7 +61,7 @@ impl Hosted {
             callable: wire,
         };
         let mut tx = self.kernel.store.begin().await.unwrap();
-        let out = dispatch_stored(&mut tx, wire, &input, &ctx, memory)
+        let out = dispatch_stored(&mut tx, wire, &input, &ctx, memory, self.kernel.now_ms())
             .await
             .unwrap()
             .expect("a memory tool");

@@ -7,9 +7,8 @@ use serde_json::Value;
 use super::KernelToolOutcome;
 use crate::error::KernelResult;
 use crate::memory::{self, Owners, arg};
-use crate::time;
 
-pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
+pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -> KernelResult<KernelToolOutcome> {
     let (path, owner) = arg!(memory::doc_path(input, owners));
     arg!(memory::refuse_reserved(&path));
     let content = arg!(memory::str_arg(input, "content", true)).unwrap_or_default();
@@ -25,7 +24,7 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
         path: path.full.clone(),
         content: content.to_string(),
         description,
-        now: time::now_ms(),
+        now,
     };
     Ok(match tx.memory_put(new, None, memory::scope_bound(path.scope)).await? {
         MemoryPut::Written { row, created } => KernelToolOutcome::text(format!(

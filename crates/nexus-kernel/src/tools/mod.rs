@@ -48,11 +48,11 @@ pub use handler::KernelToolOutcome;
 pub(crate) use handler::{GraphCall, ToolContext};
 pub use search_cache::SearchCache;
 
+use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::{Kernel, time};
 
 /// The wire names this version evaluates in-kernel: every registered kernel tool
 /// (registry.md §3: every registered name is live).
@@ -88,6 +88,7 @@ pub(crate) async fn dispatch_stored(
     input: &Value,
     ctx: &ToolContext<'_>,
     memory: &Value,
+    now: i64,
 ) -> KernelResult<Option<KernelToolOutcome>> {
     if wire == "skill" {
         return skill::run_from_memory(tx, input, ctx, memory).await;
@@ -98,8 +99,8 @@ pub(crate) async fn dispatch_stored(
     let owners = crate::memory::Owners::of_frozen(tx, memory).await?;
     Ok(Some(match wire {
         "memory_read" => memory_read::run(tx, input, &owners).await?,
-        "memory_write" => memory_write::run(tx, input, &owners).await?,
-        "memory_edit" => memory_edit::run(tx, input, &owners).await?,
+        "memory_write" => memory_write::run(tx, input, &owners, now).await?,
+        "memory_edit" => memory_edit::run(tx, input, &owners, now).await?,
         "memory_ls" => memory_ls::run(tx, input, &owners).await?,
         "memory_grep" => memory_grep::run(tx, input, &owners).await?,
         "memory_delete" => memory_delete::run(tx, input, &owners).await?,
@@ -167,7 +168,7 @@ impl Kernel {
             skills: &frozen.skills,
             callable: &callable,
         };
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut effects: Vec<AfterCommit> = Vec::new();
         // The graph tools place children in this transaction (kernel-tools.md §0); past the
         // deadline nothing is placed and the row times out below.
@@ -192,7 +193,7 @@ impl Kernel {
                 "session_search" => Some(session_search::run(&mut tx, &run, &input).await?),
                 "session_read" => Some(session_read::run(&mut tx, &run, &input).await?),
                 w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
-                | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory).await?,
+                | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory, now).await?,
                 _ => None,
             }
         };

@@ -30,7 +30,7 @@ use crate::auth::{ExecutorPrincipal, MemberPrincipal};
 use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
 
-pub use blobs::{BlobReader, Blobs, FsBlobs};
+pub use blobs::{BlobReader, Blobs, DbBlobs, FsBlobs};
 pub use media::UploadJudge;
 pub use state::Uploads;
 
@@ -142,7 +142,7 @@ impl Kernel {
             Creator::Member(p) => (p.member.account_id, Some(p.member.id), None),
             Creator::Executor(e) => (e.executor.account_id, None, Some(e.executor.id)),
         };
-        let now = time::now_ms();
+        let now = self.now_ms();
         let sha256 = staged.sha256.clone();
         let byte_size = staged.byte_size as i64;
         let mut tx = self.store.begin().await?;
@@ -234,7 +234,7 @@ impl Kernel {
         if !holds {
             return Err(KernelError::of(Code::NotClaimant));
         }
-        let now = time::now_ms();
+        let now = self.now_ms();
         if task.status != TaskStatus::Dispatched || task.deadline_at.is_some_and(|d| d <= now) {
             return Err(KernelError::of(Code::ClaimInactive));
         }
@@ -302,7 +302,7 @@ impl Kernel {
     /// Binds each linked upload to the settled task (uploads.md §5), in the settle
     /// transaction. An id with no descriptor is 422 `unknown_result_upload`.
     pub async fn bind_result_uploads(&self, tx: &mut Tx, task_id: i64, ids: &[Uuid]) -> KernelResult<()> {
-        let now = time::now_ms();
+        let now = self.now_ms();
         for id in ids {
             let u = tx
                 .upload_by_public_id(*id)

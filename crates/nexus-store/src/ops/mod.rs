@@ -55,6 +55,12 @@ pub(crate) trait Dialect {
     /// The run row by id (`$1`), locked for the unit of work: PostgreSQL `SELECT … FOR
     /// UPDATE`; on SQLite a plain read (`BEGIN IMMEDIATE` holds the write lock).
     const LOCK_RUN: &'static str;
+    /// The run row by id (`$1`) locked for the unit of work unless another holds it (no row
+    /// then): PostgreSQL `FOR UPDATE SKIP LOCKED`; on SQLite [`Dialect::LOCK_RUN`].
+    const TRY_LOCK_RUN: &'static str;
+    /// The sweep's selection of expired parks: `$1` now, `$2` cursor, `$3` limit; PostgreSQL
+    /// passes over locked rows (`FOR UPDATE SKIP LOCKED`) so nodes divide them.
+    const EXPIRED_PARKS: &'static str;
     /// The job dequeue: `$1` node, `$2` lease end, `$3` now, `$4` limit.
     const DEQUEUE_JOBS: &'static str;
     /// Serializes the writers of one memory (scope, owner), `$1` naming it.
@@ -73,6 +79,8 @@ impl Dialect for rusqlite::Connection {
     const APPEND_EVENT_AT: Option<&'static str> = Some(crate::sql::APPEND_EVENT_AT_SQLITE);
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
     const LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
+    const TRY_LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
+    const EXPIRED_PARKS: &'static str = crate::sql::EXPIRED_PARKS;
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_SQLITE;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
@@ -87,6 +95,8 @@ impl Dialect for sqlx::PgConnection {
     const APPEND_EVENT_AT: Option<&'static str> = None;
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_PG;
     const LOCK_RUN: &'static str = crate::sql::LOCK_RUN_PG;
+    const TRY_LOCK_RUN: &'static str = crate::sql::TRY_LOCK_RUN_PG;
+    const EXPIRED_PARKS: &'static str = crate::sql::EXPIRED_PARKS_PG;
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_PG;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;

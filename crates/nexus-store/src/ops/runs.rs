@@ -74,6 +74,15 @@ macro_rules! run_ops {
             }
         }
 
+        pub(crate) async fn try_lock_run(c: &mut Conn, id: i64) -> Result<Option<RunRow>> {
+            query(<Conn as $crate::ops::Dialect>::TRY_LOCK_RUN)
+                .bind(id)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| row::run(&r))
+                .transpose()
+        }
+
         /// The credential with its executor's row, and the `principal_version` they were read
 
         pub(crate) async fn run_in_account(

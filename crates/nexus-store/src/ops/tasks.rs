@@ -154,7 +154,7 @@ macro_rules! task_ops {
             after_task_id: i64,
             limit: i64,
         ) -> Result<Vec<(i64, i64)>> {
-            let rows = query(sql::EXPIRED_PARKS)
+            let rows = query(<Conn as $crate::ops::Dialect>::EXPIRED_PARKS)
                 .bind(now)
                 .bind(after_task_id)
                 .bind(limit)

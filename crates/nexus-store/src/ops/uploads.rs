@@ -120,6 +120,12 @@ pub(crate) mod sql {
     );
     pub(crate) const DELETE_UNBOUND: &str =
         "DELETE FROM uploads WHERE bound_at IS NULL AND created_at <= $1 RETURNING sha256";
+    pub(crate) const PUT_BLOB_BODY: &str =
+        "INSERT INTO blob_bodies (sha256, body) VALUES ($1, $2) ON CONFLICT (sha256) DO NOTHING";
+    /// `$2` the 1-based first byte, `$3` how many.
+    pub(crate) const BLOB_BODY_RANGE: &str = "SELECT substr(body, CAST($2 AS INTEGER), CAST($3 AS INTEGER)) AS part \
+         FROM blob_bodies WHERE sha256 = $1";
+    pub(crate) const DELETE_BLOB_BODY: &str = "DELETE FROM blob_bodies WHERE sha256 = $1";
     pub(crate) const DELETE_ORPHAN_BLOB: &str = "DELETE FROM blobs WHERE sha256 = $1 \
          AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.sha256 = $1) RETURNING sha256";
 }
@@ -242,6 +248,47 @@ macro_rules! upload_ops {
                 .map_err(write_error)?
                 .is_some())
         }
+
+        pub(crate) async fn put_blob_body(c: &mut Conn, sha256: &str, body: &[u8]) -> Result<()> {
+            check_text(sha256)?;
+            query(usql::PUT_BLOB_BODY)
+                .bind(sha256)
+                .bind(body)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
+        }
+
+        pub(crate) async fn blob_body_range(
+            c: &mut Conn,
+            sha256: &str,
+            start: u64,
+            len: u64,
+        ) -> Result<Option<Vec<u8>>> {
+            let first = i64::try_from(start)
+                .unwrap_or(i64::MAX - 1)
+                .saturating_add(1)
+                .min(i64::from(i32::MAX));
+            let len = i64::try_from(len).unwrap_or(i64::MAX).min(i64::from(i32::MAX));
+            query(usql::BLOB_BODY_RANGE)
+                .bind(sha256)
+                .bind(first)
+                .bind(len)
+                .fetch_optional(&mut *c)
+                .await?
+                .map(|r| $crate::row::Columns::bytes(&r, "part"))
+                .transpose()
+        }
+
+        pub(crate) async fn delete_blob_body(c: &mut Conn, sha256: &str) -> Result<()> {
+            query(usql::DELETE_BLOB_BODY)
+                .bind(sha256)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
+        }
     };
 }
 pub(crate) use upload_ops;
@@ -260,6 +307,15 @@ macro_rules! upload_methods {
         }
         async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<$crate::UploadRow>> {
             ops::bound_uploads_of_run(&mut *self.pool.acquire().await?, run_id).await
+        }
+        async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()> {
+            ops::put_blob_body(&mut *self.write_conn().await?, sha256, body).await
+        }
+        async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+            ops::blob_body_range(&mut *self.pool.acquire().await?, sha256, start, len).await
+        }
+        async fn delete_blob_body(&self, sha256: &str) -> Result<()> {
+            ops::delete_blob_body(&mut *self.write_conn().await?, sha256).await
         }
     };
 }

@@ -116,7 +116,7 @@ impl Kernel {
             None => None,
         };
         if let Some(idem) = &idem
-            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, time::now_ms()).await?
+            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await?
         {
             return idem.replay(&receipt);
         }
@@ -201,7 +201,7 @@ impl Kernel {
             )
             .await?;
 
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(idem) = &idem
             && let Some(receipt) = tx.idempotency_get(&idem.scope_hash, now).await?
@@ -257,7 +257,7 @@ impl Kernel {
     pub async fn start_run(&self, principal: &MemberPrincipal, workspace: Uuid, run: Uuid) -> KernelResult<Value> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
         if run.status != RunStatus::Pending {
@@ -293,7 +293,7 @@ impl Kernel {
             Some(Value::Bool(b)) => *b,
             Some(_) => return Err(refuse(Code::ParameterInvalid, "force must be a boolean")),
         };
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
         if run.status.is_terminal() {
@@ -371,7 +371,7 @@ impl Kernel {
             None => None,
         };
         if let Some(idem) = &idem
-            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, time::now_ms()).await?
+            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await?
         {
             return idem.replay(&receipt);
         }
@@ -435,7 +435,7 @@ impl Kernel {
             )
             .await?;
 
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(idem) = &idem
             && let Some(receipt) = tx.idempotency_get(&idem.scope_hash, now).await?

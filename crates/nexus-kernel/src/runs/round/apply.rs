@@ -126,7 +126,7 @@ impl Kernel {
     ) -> KernelResult<()> {
         let frozen = FrozenContext::of(task);
         let planned = self.plan_calls(&frozen.tool_definitions, &reply).await?;
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(task.run_id).await?;
         tx.set_sealed_attempts(task.id, task.generation, attempts).await?;

@@ -23,7 +23,7 @@ use crate::signals::{Ephemeral, Signals};
 use crate::{Kernel, time};
 
 /// The SSE event name of a streamed text delta (runs.md §11).
-pub const MODEL_DELTA: &str = "model_delta";
+pub const MODEL_DELTA: &str = Ephemeral::MODEL_DELTA;
 
 /// Relays a streaming reply's text to the run's live feed as `model_delta` frames
 /// `{task_key, delta}`.
@@ -104,7 +104,7 @@ impl Kernel {
                         .renew_job_lease(
                             job.id,
                             &self.settings.node_id,
-                            time::now_ms(),
+                            self.now_ms(),
                             self.settings.model_lease_ms,
                         )
                         .await;
@@ -115,7 +115,7 @@ impl Kernel {
                 _ = abort.notified() => return Ok(None),
                 _ = renew => unreachable!("the renewal loop never ends"),
             };
-            let mut attempt = json!({"at": time::iso(time::now_ms())});
+            let mut attempt = json!({"at": time::iso(self.now_ms())});
             match &result {
                 Ok(_) => {}
                 Err(e) => {
@@ -172,7 +172,7 @@ impl Kernel {
         detail: Option<String>,
         attempts: Option<&str>,
     ) -> KernelResult<()> {
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(task.run_id).await?;
         if let Some(attempts) = attempts {

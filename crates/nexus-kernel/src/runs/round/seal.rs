@@ -5,6 +5,7 @@ use nexus_providers::{EncodedRequest, Provider};
 use nexus_store::{Engine, JobRow, NewSealedRequest, RunStatus, SealedBase, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 
+use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::SealedRecord;
 use crate::runs::round::chain::PrevRecord;
@@ -12,7 +13,6 @@ use crate::runs::round::history;
 use crate::runs::sealed::SealedAnchor;
 use crate::runs::settle::SettleError;
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface, graph_error};
-use crate::{Kernel, time};
 
 impl Kernel {
     /// The turn a round's run hosts, for a round whose frozen memory names a conversation.
@@ -143,7 +143,7 @@ impl Kernel {
         );
         let body_keep = anchor.as_ref().map(|(a, _)| common_prefix(&a.body, &enc.body));
         let body_sha256 = enc.body_sha256_hex();
-        let now = time::now_ms();
+        let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(task.run_id).await?;
         let Some(mut current) = tx.task_by_id(task.id).await? else {
