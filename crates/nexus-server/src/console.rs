@@ -5,8 +5,8 @@
 //! The console is a client of the public member API like any other: it holds no route of its
 //! own beyond its files (docs/decisions.md, "Console (issue 26)").
 
+use crate::extract::Path;
 use axum::Router;
-use axum::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;

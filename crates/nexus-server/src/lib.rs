@@ -7,16 +7,16 @@
 pub mod auth;
 pub mod body;
 pub mod console;
+pub mod edges;
 pub mod error;
+pub mod extract;
 pub mod routes;
 
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use axum::serve::ListenerExt;
 use nexus_core::codes::Code;
 use nexus_kernel::Kernel;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -34,13 +34,21 @@ pub struct AppState(Arc<Shared>);
 pub struct Shared {
     pub kernel: Kernel,
     pub catalog: routes::tools::CatalogBytes,
+    /// How long a client may take to send a request ([`edges::Timeouts`]).
+    pub timeouts: edges::Timeouts,
 }
 
 impl AppState {
     pub fn new(kernel: Kernel) -> Self {
+        Self::with_timeouts(kernel, edges::Timeouts::default())
+    }
+
+    /// A state whose server gives clients `timeouts` to send their requests.
+    pub fn with_timeouts(kernel: Kernel, timeouts: edges::Timeouts) -> Self {
         Self(Arc::new(Shared {
             kernel,
             catalog: routes::tools::CatalogBytes::render(),
+            timeouts,
         }))
     }
 }
@@ -54,7 +62,8 @@ impl std::ops::Deref for AppState {
 
 /// The whole API as one router.
 pub fn router(state: AppState) -> Router {
-    Router::new()
+    let timeouts = state.timeouts;
+    let api = Router::new()
         .route("/healthz", get(routes::health::healthz))
         .route("/agent_api/v1/tools", get(routes::tools::list))
         .route("/agent_api/v1/tools/assembly", post(routes::assembly::preview))
@@ -86,8 +95,10 @@ pub fn router(state: AppState) -> Router {
         .merge(console::routes())
         .nest("/agent_api/v1/workspaces/{ws}", workspace_routes())
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(nexus_core::bounds::REQUEST_BODY))
+        .method_not_allowed_fallback(method_not_allowed);
+    edges::bounded(api, nexus_core::bounds::REQUEST_BODY)
+        .layer(axum::Extension(timeouts))
+        .layer(axum::middleware::from_fn(edges::envelope_backstop))
         .layer(CatchPanicLayer::custom(panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
@@ -97,9 +108,12 @@ pub fn router(state: AppState) -> Router {
 /// bound plus multipart framing; the handler refuses past the bound as it streams.
 fn upload_routes() -> Router<AppState> {
     use routes::uploads;
-    let ingest_limit = DefaultBodyLimit::max(uploads::INGEST_BODY_LIMIT);
+    let ingest_limit = edges::bound_layers(uploads::INGEST_BODY_LIMIT);
     Router::new()
-        .route("/agent_api/v1/uploads", post(uploads::create).layer(ingest_limit))
+        .route(
+            "/agent_api/v1/uploads",
+            post(uploads::create).layer(ingest_limit.clone()),
+        )
         .route("/agent_api/v1/uploads/{id}", get(uploads::get))
         .route("/agent_api/v1/uploads/{id}/bytes", get(uploads::bytes))
         .route(
@@ -121,9 +135,9 @@ fn upload_routes() -> Router<AppState> {
 fn workspace_routes() -> Router<AppState> {
     use routes::runs;
     // The create and append doors take at most 1 MiB (errors-and-auth.md §5).
-    let door_limit = DefaultBodyLimit::max(nexus_core::bounds::REQUEST_BODY_CREATE_APPEND);
+    let door_limit = edges::bound_layers(nexus_core::bounds::REQUEST_BODY_CREATE_APPEND);
     Router::new()
-        .route("/runs", post(runs::create).layer(door_limit).get(runs::list))
+        .route("/runs", post(runs::create).layer(door_limit.clone()).get(runs::list))
         .route("/approvals", get(runs::list_approvals))
         .route("/runs/{run}", get(runs::get))
         .route("/runs/{run}/start", post(runs::start))
@@ -173,21 +187,12 @@ fn panic_response(_: Box<dyn std::any::Any + Send + 'static>) -> Response {
     ApiError::of(Code::InternalError).into_response()
 }
 
-/// Serves `router` on `listener` until `shutdown` resolves, then drains in-flight requests.
+/// Serves the API on `listener` until `shutdown` resolves, then drains in-flight requests
+/// (HTTP/1.1, with the state's read timeouts: [`edges::serve_with`]).
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    // `TCP_NODELAY` on every accepted stream: hyper writes a response's head and body in
-    // separate segments, and with Nagle's algorithm on, the second waits for the peer's
-    // delayed ACK (up to 40 ms on Linux) — a stall on every small reply (a claim, a commit).
-    let listener = listener.tap_io(|stream| {
-        if let Err(e) = stream.set_nodelay(true) {
-            tracing::debug!(error = %e, "could not set TCP_NODELAY on an accepted stream");
-        }
-    });
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    edges::serve_state(listener, state, shutdown).await
 }

@@ -4,7 +4,8 @@
 //! and the history routes `GET W/conversation_search` and `GET C/history` (kernel-tools.md §10). Each
 //! handler parses the path, query, headers and body, calls the kernel, and returns its JSON.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::{get, post, put};
