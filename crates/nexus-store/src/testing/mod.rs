@@ -43,7 +43,11 @@ pub const SQLITE_SYNCHRONOUS_VAR: &str = "NEXUS_TEST_SQLITE_SYNCHRONOUS";
 /// The SQLite `synchronous` setting [`SQLITE_SYNCHRONOUS_VAR`] asks for (a panic on any other
 /// value, so a typo never measures the wrong setting).
 pub fn sqlite_synchronous() -> crate::SqliteSynchronous {
-    match std::env::var(SQLITE_SYNCHRONOUS_VAR).ok().as_deref().map(str::to_ascii_lowercase) {
+    match std::env::var(SQLITE_SYNCHRONOUS_VAR)
+        .ok()
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+    {
         None => crate::SqliteSynchronous::default(),
         Some(v) if v == "full" => crate::SqliteSynchronous::Full,
         Some(v) if v == "normal" => crate::SqliteSynchronous::Normal,
