@@ -110,10 +110,7 @@ fn upload_routes() -> Router<AppState> {
     use routes::uploads;
     let ingest_limit = edges::bound_layers(uploads::INGEST_BODY_LIMIT);
     Router::new()
-        .route(
-            "/agent_api/v1/uploads",
-            post(uploads::create).layer(ingest_limit.clone()),
-        )
+        .route("/agent_api/v1/uploads", post(uploads::create).layer(ingest_limit))
         .route("/agent_api/v1/uploads/{id}", get(uploads::get))
         .route("/agent_api/v1/uploads/{id}/bytes", get(uploads::bytes))
         .route(
@@ -137,7 +134,7 @@ fn workspace_routes() -> Router<AppState> {
     // The create and append doors take at most 1 MiB (errors-and-auth.md §5).
     let door_limit = edges::bound_layers(nexus_core::bounds::REQUEST_BODY_CREATE_APPEND);
     Router::new()
-        .route("/runs", post(runs::create).layer(door_limit.clone()).get(runs::list))
+        .route("/runs", post(runs::create).layer(door_limit).get(runs::list))
         .route("/approvals", get(runs::list_approvals))
         .route("/runs/{run}", get(runs::get))
         .route("/runs/{run}/start", post(runs::start))

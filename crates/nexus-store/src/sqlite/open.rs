@@ -306,7 +306,7 @@ mod tests {
         ] {
             let store = Store::open(&options).await.unwrap();
             let Store::Sqlite(s) = &store else { unreachable!() };
-            let mut writer = s.write_conn().await.unwrap();
+            let writer = s.write_conn().await.unwrap();
             let level: i64 = writer.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
             assert_eq!(level, want.level(), "{want:?}");
             drop(writer);
