@@ -64,11 +64,17 @@ pub struct BlobsSettings {
 #[serde(default)]
 pub struct SqliteSettings {
     pub busy_timeout_ms: u64,
+    /// `full` (the default: an acknowledged commit survives power loss) or `normal` (faster
+    /// commits, durable against power loss only from the next checkpoint).
+    pub synchronous: nexus_store::SqliteSynchronous,
 }
 
 impl Default for SqliteSettings {
     fn default() -> Self {
-        Self { busy_timeout_ms: 5000 }
+        Self {
+            busy_timeout_ms: 5000,
+            synchronous: nexus_store::SqliteSynchronous::default(),
+        }
     }
 }
 
@@ -166,6 +172,7 @@ impl Resolved {
     pub fn store_options(&self) -> nexus_store::StoreOptions {
         let mut options = nexus_store::StoreOptions::new(self.store_url());
         options.sqlite_busy_timeout_ms = self.settings.storage.sqlite.busy_timeout_ms;
+        options.sqlite_synchronous = self.settings.storage.sqlite.synchronous;
         options.postgres_max_connections = self.settings.storage.postgres.max_connections;
         options
     }
@@ -210,4 +217,34 @@ pub fn prepare_data_dir(dir: &Path) -> anyhow::Result<()> {
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resolve_with(toml: &str) -> anyhow::Result<Resolved> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("nexus.toml"), toml).unwrap();
+        let flags = StoreFlags {
+            data_dir: Some(dir.path().to_path_buf()),
+            ..StoreFlags::default()
+        };
+        resolve(&flags, None)
+    }
+
+    /// `[storage.sqlite] synchronous`: `full` unless the file says `normal`; anything else is
+    /// refused rather than silently weakening durability.
+    #[test]
+    fn sqlite_synchronous_defaults_to_full_and_reads_normal() {
+        use nexus_store::SqliteSynchronous;
+        let default = resolve_with("").unwrap();
+        assert_eq!(default.store_options().sqlite_synchronous, SqliteSynchronous::Full);
+        let normal = resolve_with("[storage.sqlite]\nsynchronous = \"normal\"\n").unwrap();
+        assert_eq!(normal.store_options().sqlite_synchronous, SqliteSynchronous::Normal);
+        let full = resolve_with("[storage.sqlite]\nsynchronous = \"full\"\n").unwrap();
+        assert_eq!(full.store_options().sqlite_synchronous, SqliteSynchronous::Full);
+        let bad = resolve_with("[storage.sqlite]\nsynchronous = \"off\"\n").unwrap_err();
+        assert!(format!("{bad:#}").contains("synchronous"), "{bad:#}");
+    }
 }

@@ -45,6 +45,11 @@ pub const REASON_BYTES: usize = 256;
 pub const STEPS_PER_REQUEST: usize = 64;
 /// Default page size of paged lists.
 pub const PAGE_DEFAULT: usize = 50;
+/// What an executor may send in one frame or message on its push channel (raw bytes). The
+/// channel carries no requests, only control frames (a pong or a close is at most 125 bytes),
+/// so anything longer closes the channel. Not in the spec's table: the implementation's bound
+/// (docs/decisions.md, Server: "Read timeouts at the edge").
+pub const CHANNEL_INBOUND: usize = 1_024;
 /// Maximum page size of paged lists.
 pub const PAGE_MAX: usize = 200;
 /// `Idempotency-Key` length (characters, visible ASCII).

@@ -287,6 +287,11 @@ fn main() {
         );
         println!("driver: work_once = jobs + a sweep pass and receipt purge per pass; jobs = run_jobs_once (no sweep)");
         println!(
+            "sqlite synchronous = {} ({}=full|normal)",
+            testing::sqlite_synchronous().pragma(),
+            testing::SQLITE_SYNCHRONOUS_VAR
+        );
+        println!(
             "{:<20} {:<9} {:>7} {:>9} {:>10} {:>9} {:>9} {:>9} {:>13} {:>14} {:>15} {:>14}",
             "engine",
             "driver",

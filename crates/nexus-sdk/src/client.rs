@@ -17,7 +17,7 @@ pub struct Client {
 impl Client {
     /// A client for `base_url` sending `Authorization: Bearer <token>`.
     pub fn new(base_url: &str, token: &str) -> Client {
-        Client::with_http_client(base_url, token, reqwest::Client::new())
+        Client::with_http_client(base_url, token, crate::http::default_client())
     }
 
     /// As [`Client::new`], over a caller-configured `reqwest` client (timeouts, proxies).

@@ -5,6 +5,17 @@ use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, Error, Result};
 
+/// The `reqwest` client `Client::new` and `ExecutorClient::new` use: an idle pooled connection
+/// is dropped after 20 s, before the server closes it at its 30 s head read timeout
+/// (docs/decisions.md, "Read timeouts at the edge"), so a request never lands on a connection
+/// the server is closing.
+pub(crate) fn default_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(std::time::Duration::from_secs(20))
+        .build()
+        .unwrap_or_default()
+}
+
 /// A base URL, a bearer and a connection pool.
 #[derive(Debug, Clone)]
 pub(crate) struct Http {

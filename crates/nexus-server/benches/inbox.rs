@@ -446,6 +446,11 @@ fn main() {
         load_average()
     );
     println!("command: cargo bench -p nexus-server --bench inbox (NEXUS_BENCH_TASKS={tasks})");
+    println!(
+        "sqlite synchronous = {} ({}=full|normal)",
+        testing::sqlite_synchronous().pragma(),
+        testing::SQLITE_SYNCHRONOUS_VAR
+    );
     rt.block_on(async {
         let mut o = bench(testing::sqlite().await, tasks).await;
         report("sqlite", &mut o);

@@ -7,6 +7,7 @@ use axum::http::header;
 use nexus_core::codes::Code;
 use serde_json::Value;
 
+use crate::edges::{self, Timeouts};
 use crate::error::ApiError;
 
 /// A JSON object body, parsed with member order kept.
@@ -21,15 +22,22 @@ fn is_json_content_type(value: &str) -> bool {
             && essence.to_ascii_lowercase().ends_with("+json"))
 }
 
-/// Reads the whole body within the route's limit: over it is 413 `content_too_large`.
+/// Reads the whole body within the route's limit and the body read timeout: a declared
+/// `Content-Length` over the limit is 413 `content_too_large` before a byte is read, a body
+/// that grows past it is cut there, and one that does not arrive in time is refused.
 async fn read_bytes<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, ApiError> {
-    Bytes::from_request(req, state).await.map_err(|rejection| {
-        if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(Code::ContentTooLarge, "the request body exceeds its size bound")
-        } else {
-            ApiError::new(Code::BadRequest, "the request body could not be read")
-        }
+    edges::declared_over(&req)?;
+    let limit = req.extensions().get::<Timeouts>().copied().unwrap_or_default().body;
+    edges::read_within(limit, async {
+        Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(Code::ContentTooLarge, "the request body exceeds its size bound")
+            } else {
+                ApiError::new(Code::BadRequest, "the request body could not be read")
+            }
+        })
     })
+    .await
 }
 
 /// Parses raw bytes as a JSON object body.

@@ -5,15 +5,10 @@
 //! The console is a client of the public member API like any other: it holds no route of its
 //! own beyond its files (docs/decisions.md, "Console (issue 26)").
 
-use axum::Router;
-use axum::extract::Path;
+use crate::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use rust_embed::RustEmbed;
-use tower_http::compression::CompressionLayer;
-
-use crate::AppState;
 
 /// The asset folder, `crates/nexus-server/console/`, embedded at build time (in debug builds too).
 #[derive(RustEmbed)]
@@ -27,20 +22,11 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self' '
 img-src 'self' blob: data:; font-src 'self'; connect-src 'self'; object-src 'none'; \
 base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/// The console's routes, compressed (gzip) when the client accepts it.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/console", get(index))
-        .route("/console/", get(index))
-        .route("/console/{*path}", get(asset))
-        .layer(CompressionLayer::new().gzip(true))
-}
-
-async fn index(headers: HeaderMap) -> Response {
+pub(crate) async fn index(headers: HeaderMap) -> Response {
     serve("index.html", &headers)
 }
 
-async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
+pub(crate) async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Response {
     serve(&path, &headers)
 }
 

@@ -1,4 +1,5 @@
-//! The auth matrix (errors-and-auth.md §2): every failing credential gets the identical 401.
+//! Credentials on the two planes (errors-and-auth.md §2), route by route in depth; the whole
+//! route × bearer matrix, generated from the route table, is `matrix.rs`.
 
 mod common;
 

@@ -7,6 +7,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
+use nexus_core::bounds;
 use nexus_kernel::admin::MemberSpec;
 use nexus_store::{Announcement, AssignmentScope, Engine, MemberKind};
 use serde_json::{Map, Value, json};
@@ -1051,14 +1052,14 @@ async fn put_checks_rules_model_and_instructions() {
             "/configuration/default_model",
         ),
         (
-            "instructions over 65,536 bytes",
-            json!({"instructions": "a".repeat(65_537)}),
+            "instructions one byte over the bound",
+            json!({"instructions": "a".repeat(bounds::INSTRUCTIONS + 1)}),
             "invalid",
             "/configuration/instructions",
         ),
         (
             "instructions over the bound in bytes, not characters",
-            json!({"instructions": "é".repeat(32_769)}),
+            json!({"instructions": "é".repeat(bounds::INSTRUCTIONS / 2 + 1)}),
             "invalid",
             "/configuration/instructions",
         ),
@@ -1083,7 +1084,7 @@ async fn put_checks_rules_model_and_instructions() {
                 &h,
                 json!({
                     "default_model": "scripted/echo",
-                    "instructions": "é".repeat(32_768),
+                    "instructions": "é".repeat(bounds::INSTRUCTIONS / 2),
                     "approval_mode": "rules",
                     "approval_rules": rules,
                 }),
@@ -1093,7 +1094,7 @@ async fn put_checks_rules_model_and_instructions() {
         );
         let conf = &body["configuration"];
         assert_eq!(conf["default_model"], json!("scripted/echo"));
-        assert_eq!(conf["instructions"].as_str().unwrap().len(), 65_536);
+        assert_eq!(conf["instructions"].as_str().unwrap().len(), bounds::INSTRUCTIONS);
         assert_eq!(conf["approval_rules"], rules);
     }
 }
@@ -1103,14 +1104,21 @@ async fn put_refuses_a_set_over_the_declaration_bound() {
     for h in harnesses().await {
         let configuration = tools(oversized_set());
         let raw = serde_json::to_vec(&json!({ "configuration": configuration })).unwrap();
-        assert!(raw.len() > 1_048_576 && raw.len() < 2_097_152, "{}", raw.len());
+        assert!(
+            raw.len() > bounds::TOOL_DEFINITIONS && raw.len() < bounds::REQUEST_BODY,
+            "{}",
+            raw.len()
+        );
         let reply = put(&h, configuration).await;
         assert_refused(&reply, StatusCode::PAYLOAD_TOO_LARGE, "content_too_large", h.dialect);
         // Just under the bound is stored.
         let mut fits = function("big");
-        let room = 1_048_576 - nexus_core::jcs::to_string(&json!([fits])).len();
+        let room = bounds::TOOL_DEFINITIONS - nexus_core::jcs::to_string(&json!([fits])).len();
         fits["function"]["description"] = json!(format!("The big tool.{}", "d".repeat(room)));
-        assert_eq!(nexus_core::jcs::to_string(&json!([fits])).len(), 1_048_576);
+        assert_eq!(
+            nexus_core::jcs::to_string(&json!([fits])).len(),
+            bounds::TOOL_DEFINITIONS
+        );
         assert_ok(&put(&h, tools(json!([fits.clone()]))).await, "at the bound");
         fits["function"]["description"] = json!(format!("The big tool.{}", "d".repeat(room + 1)));
         let reply = put(&h, tools(json!([fits]))).await;

@@ -8,6 +8,7 @@ mod common;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses, harnesses_with_scripts, write_script};
+use nexus_core::bounds;
 use nexus_store::{Engine, Standing};
 use serde_json::{Value, json};
 
@@ -201,9 +202,9 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
             "/path",
         );
 
-        let at_bound = "x".repeat(65_536);
+        let at_bound = "x".repeat(bounds::MEMORY_DOCUMENT);
         ok(&put(&h, &t, json!({"path": "workspace/big", "content": at_bound})).await);
-        let over = "x".repeat(65_537);
+        let over = "x".repeat(bounds::MEMORY_DOCUMENT + 1);
         reason(
             &put(&h, &t, json!({"path": "workspace/big", "content": over})).await,
             "memory_document_too_large",
@@ -222,7 +223,12 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
                 "/path",
             );
         }
-        for desc in [Value::Null, json!(""), json!("  "), json!("d".repeat(1_025))] {
+        for desc in [
+            Value::Null,
+            json!(""),
+            json!("  "),
+            json!("d".repeat(bounds::DESCRIPTION_BYTES + 1)),
+        ] {
             reason(
                 &put(
                     &h,
@@ -237,7 +243,7 @@ async fn grammar_faults_are_validation_failed_with_their_reasons() {
         ok(&put(
             &h,
             &t,
-            json!({"path": "workspace/skills/ok", "content": "x", "description": "d".repeat(1_024)}),
+            json!({"path": "workspace/skills/ok", "content": "x", "description": "d".repeat(bounds::DESCRIPTION_BYTES)}),
         )
         .await);
 

@@ -1,12 +1,10 @@
 //! Uploads and captures over HTTP (uploads.md §1–§6, executor.md §9 binding, §12 claim-scoped
 //! reads), on every available engine.
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, Method, Request, StatusCode};
+use nexus_core::bounds;
 use nexus_kernel::Kernel;
 use nexus_kernel::uploads::Committer;
 use nexus_server::{AppState, router};
@@ -82,26 +80,17 @@ fn multipart(name: &str, filename: Option<&str>, claimed_type: &str, bytes: &[u8
     out
 }
 
-/// A streamed body of `chunks` chunks of `chunk` bytes, framed as one file part.
-struct Streamed {
-    head: Option<Bytes>,
-    chunk: Bytes,
-    left: usize,
-    tail: Option<Bytes>,
-}
-
-impl futures_core::Stream for Streamed {
-    type Item = Result<Bytes, std::io::Error>;
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(h) = self.head.take() {
-            return Poll::Ready(Some(Ok(h)));
-        }
-        if self.left > 0 {
-            self.left -= 1;
-            return Poll::Ready(Some(Ok(self.chunk.clone())));
-        }
-        Poll::Ready(self.tail.take().map(Ok))
-    }
+/// A multipart body of one file part holding exactly `len` zero bytes, streamed in 1 MiB chunks.
+fn file_of(len: usize) -> Body {
+    let mib = 1 << 20;
+    let mut chunks: Vec<Result<Bytes, std::io::Error>> = vec![Ok(Bytes::from(format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"upload[file]\"; filename=\"big.bin\"\r\n\r\n"
+    )))];
+    let whole = Bytes::from(vec![0u8; mib]);
+    chunks.extend((0..len / mib).map(|_| Ok(whole.clone())));
+    chunks.push(Ok(Bytes::from(vec![0u8; len % mib])));
+    chunks.push(Ok(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))));
+    Body::from_stream(futures_util::stream::iter(chunks))
 }
 
 impl H {
@@ -418,42 +407,29 @@ async fn ingest_refusals() {
             "{d}"
         );
 
-        // Exactly the bound is accepted; one byte more is 413 content_too_large, streamed.
-        let mib = 1024 * 1024;
-        let exactly = Streamed {
-            head: Some(Bytes::from(format!(
-                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"upload[file]\"; filename=\"big.bin\"\r\n\r\n"
-            ))),
-            chunk: Bytes::from(vec![0u8; mib]),
-            left: 100,
-            tail: Some(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))),
-        };
-        let r = h
-            .post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(exactly))
-            .await;
-        assert_eq!(
-            r.status,
-            StatusCode::CREATED,
-            "{d}: {:?}",
-            String::from_utf8_lossy(&r.bytes)
-        );
-        assert_eq!(r.json()["upload"]["byte_size"], 104_857_600, "{d}");
-        let over = Streamed {
-            head: Some(Bytes::from(format!(
-                "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"upload[file]\"; filename=\"big.bin\"\r\n\r\n"
-            ))),
-            chunk: Bytes::from(vec![0u8; mib]),
-            left: 101,
-            tail: Some(Bytes::from(format!("\r\n--{BOUNDARY}--\r\n"))),
-        };
-        let r = h
-            .post_body("/agent_api/v1/uploads", Some(&agent), &ct, Body::from_stream(over))
-            .await;
-        assert_eq!(
-            (r.status, r.code().as_str()),
-            (StatusCode::PAYLOAD_TOO_LARGE, "content_too_large"),
-            "{d}"
-        );
+        // Exactly the bound is accepted; one byte more is 413 content_too_large, streamed. The
+        // same for captures (uploads.md §3): `upload_bound` covers both.
+        for (path, token) in [
+            ("/agent_api/v1/uploads", agent.clone()),
+            ("/agent_api/v1/executor/uploads", h.token("runner")),
+        ] {
+            let r = h.post_body(path, Some(&token), &ct, file_of(bounds::UPLOAD)).await;
+            assert_eq!(
+                r.status,
+                StatusCode::CREATED,
+                "{d} {path}: {:?}",
+                String::from_utf8_lossy(&r.bytes)
+            );
+            let created = r.json();
+            let descriptor = created.get("upload").or(created.get("capture")).unwrap();
+            assert_eq!(descriptor["byte_size"], json!(bounds::UPLOAD), "{d} {path}");
+            let r = h.post_body(path, Some(&token), &ct, file_of(bounds::UPLOAD + 1)).await;
+            assert_eq!(
+                (r.status, r.code().as_str()),
+                (StatusCode::PAYLOAD_TOO_LARGE, "content_too_large"),
+                "{d} {path}"
+            );
+        }
         assert_eq!(h.temp_files(), 0, "{d}: the refused bytes leave no staging file");
     }
 }

@@ -71,6 +71,9 @@ pub struct StoreOptions {
     /// store's lifetime. `nexus serve` sets it, so a second server on one file refuses to
     /// start; short-lived admin commands do not, so they can run beside a server.
     pub single_node_lock: bool,
+    /// SQLite only: the write connection's `synchronous` setting (`[storage.sqlite]
+    /// synchronous`). [`SqliteSynchronous::Full`] by default.
+    pub sqlite_synchronous: SqliteSynchronous,
 }
 
 impl StoreOptions {
@@ -80,6 +83,40 @@ impl StoreOptions {
             sqlite_busy_timeout_ms: 5000,
             postgres_max_connections: 20,
             single_node_lock: true,
+            sqlite_synchronous: SqliteSynchronous::default(),
+        }
+    }
+}
+
+/// How hard a SQLite commit waits for the disk (`PRAGMA synchronous`; the journal is always WAL).
+///
+/// `Full` (the default) syncs the WAL at every commit, so a commit the kernel acknowledged
+/// survives power loss; the group commit shares one sync among the units committed together.
+/// `Normal` syncs only at checkpoints: a commit survives a crash of the process at once but can
+/// be lost with the machine's power until the next checkpoint, and a runner told it succeeded
+/// never resends it. docs/decisions.md, Store: "A SQLite commit is durable against power loss".
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SqliteSynchronous {
+    #[default]
+    Full,
+    Normal,
+}
+
+impl SqliteSynchronous {
+    /// The pragma's value, as SQLite names it.
+    pub fn pragma(self) -> &'static str {
+        match self {
+            Self::Full => "FULL",
+            Self::Normal => "NORMAL",
+        }
+    }
+
+    /// The number `PRAGMA synchronous` reads back (0 off, 1 normal, 2 full, 3 extra).
+    pub fn level(self) -> i64 {
+        match self {
+            Self::Full => 2,
+            Self::Normal => 1,
         }
     }
 }

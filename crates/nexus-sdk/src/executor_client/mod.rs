@@ -53,7 +53,7 @@ pub struct ProgressReply {
 impl ExecutorClient {
     /// A client for `base_url` sending `Authorization: Bearer <token>`.
     pub fn new(base_url: &str, token: &str) -> ExecutorClient {
-        ExecutorClient::with_http_client(base_url, token, reqwest::Client::new())
+        ExecutorClient::with_http_client(base_url, token, crate::http::default_client())
     }
 
     /// As [`ExecutorClient::new`], over a caller-configured `reqwest` client.

@@ -145,6 +145,9 @@ struct Claims {
     calls: JoinSet<()>,
     /// The last poll stopped for want of a slot: poll again when a call ends.
     saturated: bool,
+    /// [`RunnerHandle::shutdown`](super::RunnerHandle::shutdown): a poll under way when it is
+    /// called claims nothing more.
+    stop: CancellationToken,
 }
 
 impl Claims {
@@ -175,6 +178,9 @@ impl Claims {
             for row in &page.tasks {
                 if !self.claimable(row) {
                     continue;
+                }
+                if self.stop.is_cancelled() {
+                    return;
                 }
                 let Ok(permit) = self.slots.clone().try_acquire_owned() else {
                     self.saturated = true;
@@ -256,6 +262,7 @@ pub(crate) async fn run(runner: Runner, shutdown: impl Future<Output = ()> + Sen
         slots: Arc::new(Semaphore::new(concurrency)),
         calls: JoinSet::new(),
         saturated: false,
+        stop: handle.shutdown.clone(),
     };
     let mut ticker = tokio::time::interval(poll_interval.max(Duration::from_millis(10)));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);

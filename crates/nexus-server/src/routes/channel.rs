@@ -34,6 +34,8 @@ pub async fn channel(
     })?;
     let kernel = state.kernel.clone();
     Ok(upgrade
+        .max_frame_size(nexus_core::bounds::CHANNEL_INBOUND)
+        .max_message_size(nexus_core::bounds::CHANNEL_INBOUND)
         .on_upgrade(move |socket| serve(kernel, principal, socket))
         .into_response())
 }
@@ -66,8 +68,9 @@ async fn serve(kernel: Kernel, principal: ExecutorPrincipal, mut socket: WebSock
                 }
             }
             incoming = socket.recv() => match incoming {
+                // A frame over the inbound bound is an error here: the channel closes.
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
-                // Pongs and client text are ignored: the channel carries no requests.
+                // Pongs and short client text are ignored: the channel carries no requests.
                 Some(Ok(_)) => {}
             },
         }

@@ -4,11 +4,11 @@
 //! and the history routes `GET W/conversation_search` and `GET C/history` (kernel-tools.md §10). Each
 //! handler parses the path, query, headers and body, calls the kernel, and returns its JSON.
 
-use axum::extract::{Path, Query, State};
+use crate::extract::{Path, Query};
+use axum::Json;
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::{get, post, put};
-use axum::{Json, Router};
 use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
 use serde::Deserialize;
 use serde_json::Value;
@@ -18,24 +18,6 @@ use crate::AppState;
 use crate::auth::Member;
 use crate::body::JsonObject;
 use crate::error::ApiResult;
-
-/// The conversation routes, relative to the workspace.
-pub fn routes() -> Router<AppState> {
-    Router::new()
-        .route("/conversations", post(create).get(list))
-        .route("/conversations/{c}", get(read))
-        .route("/conversations/{c}/children", get(children))
-        .route("/conversations/{c}/archive", post(archive))
-        .route("/conversations/{c}/unarchive", post(unarchive))
-        .route("/conversations/{c}/default_runner", put(default_runner))
-        .route("/conversations/{c}/events", get(events))
-        .route("/conversations/{c}/inputs", post(create_input).get(list_inputs))
-        .route("/conversations/{c}/inputs/{input}", axum::routing::delete(delete_input))
-        .route("/conversations/{c}/turns", get(turns))
-        .route("/conversations/{c}/cancellation", post(cancellation))
-        .route("/conversation_search", get(search))
-        .route("/conversations/{c}/history", get(history))
-}
 
 /// `GET W/conversation_search`'s query string.
 #[derive(Debug, Deserialize)]

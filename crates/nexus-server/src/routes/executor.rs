@@ -3,8 +3,9 @@
 
 use std::collections::HashMap;
 
+use crate::extract::{Path, Query};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::StatusCode;
 use serde_json::Value;
 

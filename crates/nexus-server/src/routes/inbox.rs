@@ -6,8 +6,9 @@
 //! `not_authorized` (the run's creator lost standing) and `tool_not_served` (claim) are 409
 //! here, where the member plane answers 403 and acceptance 422.
 
+use crate::extract::{Path, Query};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;

@@ -4,8 +4,9 @@
 //! `conversation/` paths name their conversation with `conversation_public_id` (a query
 //! parameter; a body member of `PUT`).
 
+use crate::extract::{Path, Query};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use serde::Deserialize;
 use serde_json::Value;
 

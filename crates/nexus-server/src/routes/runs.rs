@@ -2,8 +2,9 @@
 //! path and query, calls the kernel, and returns its JSON. A malformed id in the path is a 404,
 //! exactly like an unknown one.
 
+use crate::extract::{Path, Query};
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;

@@ -4,10 +4,11 @@
 //! blob store chunk by chunk: the 413 is sent as soon as the file crosses 104,857,600 bytes.
 //! Bytes reads stream the blob with `Range`, a strong `ETag` and `If-None-Match`.
 
+use crate::extract::Path;
 use axum::Json;
 use axum::body::Body;
 use axum::extract::multipart::{MultipartError, MultipartRejection};
-use axum::extract::{Multipart, Path, State};
+use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::bounds;
@@ -19,6 +20,7 @@ use tokio_util::io::ReaderStream;
 
 use crate::AppState;
 use crate::auth::{Executor, Member};
+use crate::edges::{self, WithinBound};
 use crate::error::{ApiError, ApiResult};
 use crate::routes::runs::path_id;
 
@@ -60,18 +62,22 @@ fn multipart_error(e: MultipartError) -> ApiError {
 pub async fn create(
     State(state): State<AppState>,
     Member(p): Member,
+    _: WithinBound,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Response> {
-    ingest(&state.kernel, Creator::Member(&p), multipart).await
+    let deadline = state.timeouts.upload;
+    edges::read_within(deadline, ingest(&state.kernel, Creator::Member(&p), multipart)).await
 }
 
 /// `POST /agent_api/v1/executor/uploads` (transport plane, a capture): 201 `{upload}`.
 pub async fn create_capture(
     State(state): State<AppState>,
     Executor(e): Executor,
+    _: WithinBound,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> ApiResult<Response> {
-    ingest(&state.kernel, Creator::Executor(&e), multipart).await
+    let deadline = state.timeouts.upload;
+    edges::read_within(deadline, ingest(&state.kernel, Creator::Executor(&e), multipart)).await
 }
 
 async fn ingest(

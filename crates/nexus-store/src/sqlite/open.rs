@@ -11,7 +11,7 @@ use rusqlite::{Connection, OpenFlags};
 use tokio::sync::Mutex;
 
 use super::{HeldConn, Shared, SqliteStore, driver, group};
-use crate::{Result, StoreError, StoreOptions};
+use crate::{Result, SqliteSynchronous, StoreError, StoreOptions};
 
 /// The least number of read connections a file database gets (WAL readers run beside the
 /// writer); more when the machine has more cores, since a read holds one only while it runs.
@@ -104,10 +104,11 @@ fn configure(conn: &Connection, busy: Duration) -> Result<()> {
     Ok(())
 }
 
-/// Opens the write connection of a file database: created when missing, WAL journal,
-/// `synchronous = NORMAL` (a commit is durable against a process crash at once and against
-/// power loss from the next checkpoint; SQLite's recommended pairing with WAL).
-fn open_writer(path: &Path, busy: Duration) -> Result<Connection> {
+/// Opens the write connection of a file database: created when missing, WAL journal, and the
+/// configured `synchronous` ([`SqliteSynchronous`]: `FULL` by default, so an acknowledged commit
+/// survives power loss; `NORMAL` makes it durable against power loss only from the next
+/// checkpoint). Only this connection commits, so its setting is the store's.
+fn open_writer(path: &Path, busy: Duration, synchronous: SqliteSynchronous) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -120,7 +121,7 @@ fn open_writer(path: &Path, busy: Duration) -> Result<Connection> {
             path.display()
         )));
     }
-    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "synchronous", synchronous.pragma())?;
     // The checkpointer thread keeps the WAL short; the writer checkpoints itself (inside the
     // gate) only when that falls far behind.
     conn.pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_PAGES)?;
@@ -222,7 +223,7 @@ impl SqliteStore {
                 };
                 // The writer first: it creates the file and switches it to WAL, which the
                 // read-only connections need.
-                let writer = shared(open_writer(&path, busy)?);
+                let writer = shared(open_writer(&path, busy, options.sqlite_synchronous)?);
                 let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
                 let readers = (0..MIN_READERS.max(cores))
                     .map(|_| open_reader(&path, busy).map(shared))
@@ -284,6 +285,34 @@ mod tests {
             })
             .unwrap();
         assert!(tables > 10, "{tables}");
+    }
+
+    /// The write connection runs `synchronous = FULL` unless the options say `NORMAL`: an
+    /// acknowledged commit survives power loss by default (issue 28).
+    #[tokio::test]
+    async fn the_writer_syncs_every_commit_by_default() {
+        use crate::{SqliteSynchronous, StoreOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("nexus.db").display());
+        for (options, want) in [
+            (StoreOptions::new(url.clone()), SqliteSynchronous::Full),
+            (
+                StoreOptions {
+                    sqlite_synchronous: SqliteSynchronous::Normal,
+                    ..StoreOptions::new(url.clone())
+                },
+                SqliteSynchronous::Normal,
+            ),
+        ] {
+            let store = Store::open(&options).await.unwrap();
+            let Store::Sqlite(s) = &store else { unreachable!() };
+            let writer = s.write_conn().await.unwrap();
+            let level: i64 = writer.query_row("PRAGMA synchronous", [], |r| r.get(0)).unwrap();
+            assert_eq!(level, want.level(), "{want:?}");
+            drop(writer);
+            drop(store);
+        }
+        assert_eq!(StoreOptions::new(url).sqlite_synchronous, SqliteSynchronous::Full);
     }
 
     /// The architecture invariant behind the writer gate: a reader connection cannot write.

@@ -36,6 +36,24 @@ pub use schema::*;
 pub const DATABASE_URL_VAR: &str = "NEXUS_TEST_DATABASE_URL";
 /// Set to `1` to make a missing or unreachable PostgreSQL fail the tests instead of skipping.
 pub const REQUIRE_POSTGRES_VAR: &str = "NEXUS_REQUIRE_POSTGRES";
+/// `full` (the default) or `normal`: the SQLite test store's `synchronous` setting, so a
+/// benchmark can measure both in one sitting from one build.
+pub const SQLITE_SYNCHRONOUS_VAR: &str = "NEXUS_TEST_SQLITE_SYNCHRONOUS";
+
+/// The SQLite `synchronous` setting [`SQLITE_SYNCHRONOUS_VAR`] asks for (a panic on any other
+/// value, so a typo never measures the wrong setting).
+pub fn sqlite_synchronous() -> crate::SqliteSynchronous {
+    match std::env::var(SQLITE_SYNCHRONOUS_VAR)
+        .ok()
+        .as_deref()
+        .map(str::to_ascii_lowercase)
+    {
+        None => crate::SqliteSynchronous::default(),
+        Some(v) if v == "full" => crate::SqliteSynchronous::Full,
+        Some(v) if v == "normal" => crate::SqliteSynchronous::Normal,
+        Some(v) => panic!("{SQLITE_SYNCHRONOUS_VAR}={v}: expected full or normal"),
+    }
+}
 
 /// A fresh, migrated store for one test. Dropping it removes the temporary directory
 /// (SQLite) or drops the schema (PostgreSQL, best effort). `store` may be moved out (and
@@ -63,6 +81,7 @@ impl TestStore {
     pub fn options(&self) -> StoreOptions {
         StoreOptions {
             postgres_max_connections: 5,
+            sqlite_synchronous: sqlite_synchronous(),
             ..StoreOptions::new(self.url.clone())
         }
     }
@@ -139,9 +158,11 @@ pub async fn sqlite() -> TestStore {
         .tempdir()
         .expect("temp dir");
     let url = format!("sqlite://{}", dir.path().join("nexus.db").display());
-    let store = Store::open(&StoreOptions::new(url.clone()))
-        .await
-        .expect("open the SQLite test store");
+    let options = StoreOptions {
+        sqlite_synchronous: sqlite_synchronous(),
+        ..StoreOptions::new(url.clone())
+    };
+    let store = Store::open(&options).await.expect("open the SQLite test store");
     store.migrate().await.expect("migrate the SQLite test store");
     TestStore {
         store,
