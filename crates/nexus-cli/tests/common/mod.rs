@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod pair;
+
 use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::Value;
