@@ -132,12 +132,13 @@ pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
             Some(i) if i > 0 => (&name[..i], Some(&name[i + 1..])),
             _ => (name.as_str(), None),
         };
-        let keeps = ext.is_some_and(|e| same_extension(canonical, &e.to_ascii_lowercase()));
-        if !keeps {
-            let suffix = format!(".{canonical}");
-            let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
-            return format!("{stem}{suffix}");
-        }
+        // A kept extension survives the length cut too: the stem is cut, never the extension.
+        let suffix = match ext {
+            Some(e) if same_extension(canonical, &e.to_ascii_lowercase()) => format!(".{e}"),
+            _ => format!(".{canonical}"),
+        };
+        let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
+        return format!("{stem}{suffix}");
     }
     cut_to(&name, FILENAME_MAX_BYTES).to_string()
 }
@@ -189,6 +190,20 @@ mod tests {
             "application/octet-stream",
             "truncated sequence"
         );
+    }
+
+    /// Found by the `upload_detect` fuzz target: a JPEG named `<255+ bytes>.JFIF` kept its
+    /// extension by the media check and then lost it to the 255-byte cut, so the stored name
+    /// had no extension (and sanitizing it again gave another name).
+    #[test]
+    fn a_long_media_name_keeps_its_extension() {
+        let jpeg = detect_bytes(b"\xFF\xD8\xFF\xE0\0\x10JFIF");
+        let raw = format!("{}.JFIF", "\u{FFFD}".repeat(90));
+        let name = sanitize_filename(&raw, &jpeg);
+        assert!(name.len() <= FILENAME_MAX_BYTES && name.ends_with(".JFIF"), "{name:?}");
+        assert_eq!(sanitize_filename(&name, &jpeg), name);
+        let name = sanitize_filename(&format!("{}.png", "a".repeat(300)), &jpeg);
+        assert_eq!((name.len(), name.ends_with("a.jpg")), (FILENAME_MAX_BYTES, true));
     }
 
     #[test]

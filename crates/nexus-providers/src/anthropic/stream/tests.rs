@@ -177,9 +177,27 @@ async fn malformed_tool_input_is_kept_raw_and_bad_events_are_errors() {
     let mut orphan = events.clone();
     orphan[2] = ev(json!({"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}));
     assert_eq!(run(orphan, &NoDeltas).await.unwrap_err().key, keys::PROVIDER_ERROR);
-    let mut no_stop = events;
+    let mut no_stop = events.clone();
     no_stop.remove(4);
     assert_eq!(run(no_stop, &NoDeltas).await.unwrap_err().key, keys::PROVIDER_ERROR);
+    // Found by the `provider_replies` fuzz target: a call whose input pieces do not form JSON
+    // was kept raw even when its block had no name (or no id), a call nothing can pair with;
+    // with JSON input the same block was already refused.
+    for (id, name) in [
+        (json!("t"), None),
+        (json!("t"), Some(json!(""))),
+        (json!(""), Some(json!("n"))),
+    ] {
+        let mut block = json!({"type":"tool_use","id":id,"input":{}});
+        if let Some(name) = name {
+            block["name"] = name;
+        }
+        let mut nameless = events.clone();
+        nameless[1] = ev(json!({"type":"content_block_start","index":0,"content_block":block}));
+        let err = run(nameless, &NoDeltas).await.unwrap_err();
+        assert_eq!(err.key, keys::PROVIDER_ERROR, "{block}");
+        assert!(err.detail.unwrap().contains("a tool_use block without"));
+    }
 }
 
 /// The events as a `text/event-stream` body.
