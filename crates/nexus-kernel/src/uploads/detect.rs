@@ -140,7 +140,11 @@ pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
         let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
         return format!("{stem}{suffix}");
     }
-    cut_to(&name, FILENAME_MAX_BYTES).to_string()
+    // The cut can leave only blanks (a long run of spaces before the first other character).
+    match cut_to(&name, FILENAME_MAX_BYTES) {
+        cut if cut.trim().is_empty() => "upload".to_string(),
+        cut => cut.to_string(),
+    }
 }
 
 /// The longest prefix of `s` of at most `max` bytes on a character boundary.
@@ -204,6 +208,16 @@ mod tests {
         assert_eq!(sanitize_filename(&name, &jpeg), name);
         let name = sanitize_filename(&format!("{}.png", "a".repeat(300)), &jpeg);
         assert_eq!((name.len(), name.ends_with("a.jpg")), (FILENAME_MAX_BYTES, true));
+    }
+
+    /// Found by the `upload_detect` fuzz target: 300 spaces and a word were cut to 255 spaces,
+    /// a blank stored name (which sanitized again became `upload`).
+    #[test]
+    fn a_name_cut_to_blanks_is_upload() {
+        let text = detect_bytes(b"hello");
+        let raw = format!("{}notes.txt", " ".repeat(300));
+        assert_eq!(sanitize_filename(&raw, &text), "upload");
+        assert_eq!(sanitize_filename(&" ".repeat(10), &text), "upload");
     }
 
     #[test]
