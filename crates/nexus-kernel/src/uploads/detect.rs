@@ -121,8 +121,7 @@ fn same_extension(canonical: &str, ext: &str) -> bool {
 pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
     let mut name: String = base.chars().filter(|c| !c.is_control()).collect();
-    let name_trimmed = name.trim();
-    if name_trimmed.is_empty() || name_trimmed == "." || name_trimmed == ".." {
+    if is_blank_name(&name) {
         name = "upload".to_string();
     }
     if typed_media(&detected.content_type)
@@ -140,11 +139,16 @@ pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
         let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
         return format!("{stem}{suffix}");
     }
-    // The cut can leave only blanks (a long run of spaces before the first other character).
+    // The cut can leave a blank name (a long run of spaces before the first other character).
     match cut_to(&name, FILENAME_MAX_BYTES) {
-        cut if cut.trim().is_empty() => "upload".to_string(),
+        cut if is_blank_name(cut) => "upload".to_string(),
         cut => cut.to_string(),
     }
+}
+
+/// A name that names nothing: blank, `.` or `..` (around blanks).
+fn is_blank_name(name: &str) -> bool {
+    matches!(name.trim(), "" | "." | "..")
 }
 
 /// The longest prefix of `s` of at most `max` bytes on a character boundary.
@@ -218,6 +222,8 @@ mod tests {
         let raw = format!("{}notes.txt", " ".repeat(300));
         assert_eq!(sanitize_filename(&raw, &text), "upload");
         assert_eq!(sanitize_filename(&" ".repeat(10), &text), "upload");
+        let raw = format!("{} . {}notes.txt", " ".repeat(20), " ".repeat(300));
+        assert_eq!(sanitize_filename(&raw, &text), "upload");
     }
 
     #[test]
