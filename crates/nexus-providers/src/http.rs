@@ -130,13 +130,41 @@ impl Transport {
     /// The server-sent events of a streaming reply: `(event name, data)` pairs. A broken
     /// stream is `provider_overloaded` (a read failure), as a timeout is.
     pub fn events(response: reqwest::Response) -> impl Stream<Item = Result<(String, String), ProviderError>> {
-        response.bytes_stream().eventsource().map(|item| match item {
-            Ok(event) => Ok((event.event, event.data)),
-            Err(e) => Err(ProviderError::overloaded(
-                Some(format!("reply stream broke: {e}")),
-                None,
-            )),
-        })
+        events_of(response.bytes_stream())
+    }
+}
+
+/// The `(event name, data)` pairs of a server-sent event byte stream (how [`Transport::events`]
+/// reads a response, and how [`decode_event_body`] reads bytes already in memory).
+fn events_of<S, B, E>(bytes: S) -> impl Stream<Item = Result<(String, String), ProviderError>>
+where
+    S: Stream<Item = Result<B, E>>,
+    B: AsRef<[u8]>,
+    E: std::fmt::Display,
+{
+    bytes.eventsource().map(|item| match item {
+        Ok(event) => Ok((event.event, event.data)),
+        Err(e) => Err(ProviderError::overloaded(
+            Some(format!("reply stream broke: {e}")),
+            None,
+        )),
+    })
+}
+
+/// Runs a streamed-reply reader over an event stream body already in memory, arriving in
+/// `chunks` (as a response's reads would split it). Nothing waits: every chunk is ready.
+pub(crate) fn decode_event_body<'a, F, Fut>(chunks: &'a [&'a [u8]], read: F) -> Result<crate::ModelReply, ProviderError>
+where
+    F: FnOnce(std::pin::Pin<Box<dyn Stream<Item = Result<(String, String), ProviderError>> + 'a>>) -> Fut,
+    Fut: std::future::Future<Output = Result<crate::ModelReply, ProviderError>>,
+{
+    let bytes = futures_util::stream::iter(chunks.iter().map(|c| Ok::<_, std::convert::Infallible>(*c)));
+    let future = std::pin::pin!(read(Box::pin(events_of(bytes))));
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match future.poll(&mut cx) {
+        std::task::Poll::Ready(reply) => reply,
+        // The stream is in memory and the readers await nothing else.
+        std::task::Poll::Pending => unreachable!("an in-memory event stream is always ready"),
     }
 }
 

@@ -121,8 +121,7 @@ fn same_extension(canonical: &str, ext: &str) -> bool {
 pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
     let mut name: String = base.chars().filter(|c| !c.is_control()).collect();
-    let name_trimmed = name.trim();
-    if name_trimmed.is_empty() || name_trimmed == "." || name_trimmed == ".." {
+    if is_blank_name(&name) {
         name = "upload".to_string();
     }
     if typed_media(&detected.content_type)
@@ -132,14 +131,24 @@ pub fn sanitize_filename(raw: &str, detected: &Detected) -> String {
             Some(i) if i > 0 => (&name[..i], Some(&name[i + 1..])),
             _ => (name.as_str(), None),
         };
-        let keeps = ext.is_some_and(|e| same_extension(canonical, &e.to_ascii_lowercase()));
-        if !keeps {
-            let suffix = format!(".{canonical}");
-            let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
-            return format!("{stem}{suffix}");
-        }
+        // A kept extension survives the length cut too: the stem is cut, never the extension.
+        let suffix = match ext {
+            Some(e) if same_extension(canonical, &e.to_ascii_lowercase()) => format!(".{e}"),
+            _ => format!(".{canonical}"),
+        };
+        let stem = cut_to(stem, FILENAME_MAX_BYTES.saturating_sub(suffix.len()));
+        return format!("{stem}{suffix}");
     }
-    cut_to(&name, FILENAME_MAX_BYTES).to_string()
+    // The cut can leave a blank name (a long run of spaces before the first other character).
+    match cut_to(&name, FILENAME_MAX_BYTES) {
+        cut if is_blank_name(cut) => "upload".to_string(),
+        cut => cut.to_string(),
+    }
+}
+
+/// A name that names nothing: blank, `.` or `..` (around blanks).
+fn is_blank_name(name: &str) -> bool {
+    matches!(name.trim(), "" | "." | "..")
 }
 
 /// The longest prefix of `s` of at most `max` bytes on a character boundary.
@@ -189,6 +198,32 @@ mod tests {
             "application/octet-stream",
             "truncated sequence"
         );
+    }
+
+    /// Found by the `upload_detect` fuzz target: a JPEG named `<255+ bytes>.JFIF` kept its
+    /// extension by the media check and then lost it to the 255-byte cut, so the stored name
+    /// had no extension (and sanitizing it again gave another name).
+    #[test]
+    fn a_long_media_name_keeps_its_extension() {
+        let jpeg = detect_bytes(b"\xFF\xD8\xFF\xE0\0\x10JFIF");
+        let raw = format!("{}.JFIF", "\u{FFFD}".repeat(90));
+        let name = sanitize_filename(&raw, &jpeg);
+        assert!(name.len() <= FILENAME_MAX_BYTES && name.ends_with(".JFIF"), "{name:?}");
+        assert_eq!(sanitize_filename(&name, &jpeg), name);
+        let name = sanitize_filename(&format!("{}.png", "a".repeat(300)), &jpeg);
+        assert_eq!((name.len(), name.ends_with("a.jpg")), (FILENAME_MAX_BYTES, true));
+    }
+
+    /// Found by the `upload_detect` fuzz target: 300 spaces and a word were cut to 255 spaces,
+    /// a blank stored name (which sanitized again became `upload`).
+    #[test]
+    fn a_name_cut_to_blanks_is_upload() {
+        let text = detect_bytes(b"hello");
+        let raw = format!("{}notes.txt", " ".repeat(300));
+        assert_eq!(sanitize_filename(&raw, &text), "upload");
+        assert_eq!(sanitize_filename(&" ".repeat(10), &text), "upload");
+        let raw = format!("{} . {}notes.txt", " ".repeat(20), " ".repeat(300));
+        assert_eq!(sanitize_filename(&raw, &text), "upload");
     }
 
     #[test]

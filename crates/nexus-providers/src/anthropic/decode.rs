@@ -114,7 +114,7 @@ pub(crate) fn reply(blocks: Vec<Block>, stop: Option<&str>, usage: Usage) -> Res
     for (i, block) in blocks.into_iter().enumerate() {
         let block = match block {
             Block::RawToolUse { id, name, arguments } => {
-                tool_calls.push(RawToolCall { id, name, arguments });
+                tool_calls.push(named(i, RawToolCall { id, name, arguments })?);
                 continue;
             }
             Block::Json(block) => block,
@@ -131,11 +131,12 @@ pub(crate) fn reply(blocks: Vec<Block>, stop: Option<&str>, usage: Usage) -> Res
                 };
                 let input = block.get("input").unwrap_or(&Value::Null);
                 let arguments = serde_jcs::to_string(input).map_err(malformed)?;
-                tool_calls.push(RawToolCall {
+                let call = RawToolCall {
                     id: field("id")?,
                     name: field("name")?,
                     arguments,
-                });
+                };
+                tool_calls.push(named(i, call)?);
             }
             Some(_) => native.push(block),
             None => return Err(malformed(format_args!("content[{i}]: a block without a type"))),
@@ -148,6 +149,17 @@ pub(crate) fn reply(blocks: Vec<Block>, stop: Option<&str>, usage: Usage) -> Res
         usage,
         native: (!native.is_empty()).then_some(Value::Array(native)),
     })
+}
+
+/// A call whose id or name is empty cannot be paired with its result: a malformed reply, as
+/// an OpenAI call without them is (and whether or not its streamed input formed JSON).
+fn named(i: usize, call: RawToolCall) -> Result<RawToolCall, ProviderError> {
+    for (what, value) in [("id", &call.id), ("name", &call.name)] {
+        if value.is_empty() {
+            return Err(malformed(format_args!("content[{i}]: a tool_use block without {what}")));
+        }
+    }
+    Ok(call)
 }
 
 /// The `error` member of an upstream `{"type":"error","error":{"type":…,"message":…}}` (a
@@ -257,6 +269,8 @@ mod tests {
             br#"{"content":[{"type":"text"}],"stop_reason":"end_turn"}"#,
             br#"{"content":[{"text":"x"}],"stop_reason":"end_turn"}"#,
             br#"{"content":[{"type":"tool_use","name":"x","input":{}}],"stop_reason":"tool_use"}"#,
+            br#"{"content":[{"type":"tool_use","id":"","name":"x","input":{}}],"stop_reason":"tool_use"}"#,
+            br#"{"content":[{"type":"tool_use","id":"t","name":"","input":{}}],"stop_reason":"tool_use"}"#,
             br#"{"content":[],"stop_reason":null}"#,
         ] {
             let e = body(bad).unwrap_err();

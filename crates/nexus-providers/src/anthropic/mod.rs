@@ -73,6 +73,15 @@ impl Anthropic {
     pub fn decode_body(body: &[u8]) -> Result<crate::ModelReply, ProviderError> {
         decode::body(body)
     }
+
+    /// The reply of a streamed Messages body already in memory, arriving in `chunks` (any
+    /// split gives the same reply), exactly as `send` reads a `text/event-stream` response.
+    /// Text deltas are dropped.
+    pub fn decode_event_stream(chunks: &[&[u8]]) -> Result<crate::ModelReply, ProviderError> {
+        crate::http::decode_event_body(chunks, |events| async move {
+            stream::read(events, &crate::provider::NoDeltas).await
+        })
+    }
 }
 
 impl Provider for Anthropic {

@@ -40,6 +40,15 @@ pub fn decode_completion(body: &[u8]) -> Result<ModelReply, ProviderError> {
     decode::completion(body)
 }
 
+/// Decodes one streamed Chat Completions reply whose server-sent event body is already in
+/// memory, arriving in `chunks` (any split gives the same reply), exactly as `send` reads a
+/// streaming response. Text deltas are dropped.
+pub fn decode_event_stream(chunks: &[&[u8]]) -> Result<ModelReply, ProviderError> {
+    crate::http::decode_event_body(chunks, |events| async move {
+        stream::assemble(events, &crate::provider::NoDeltas).await
+    })
+}
+
 /// The `openai` adapter over one configured instance.
 #[derive(Debug)]
 pub struct OpenAi {

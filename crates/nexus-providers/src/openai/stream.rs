@@ -277,6 +277,41 @@ mod tests {
     }
 
     #[test]
+    fn a_body_in_memory_decodes_as_the_stream_does_however_it_is_read() {
+        let events = [
+            ("", r#"{"choices":[{"delta":{"content":"Hé — ✓"}}]}"#),
+            (
+                "",
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"f","arguments":"{\"k\":"}}]}}]}"#,
+            ),
+            (
+                "",
+                r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]}}]}"#,
+            ),
+            ("", r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#),
+            (
+                "",
+                r#"{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4}}"#,
+            ),
+            ("", "[DONE]"),
+        ];
+        let (streamed, _) = run(&events);
+        let streamed = streamed.unwrap();
+        assert_eq!(streamed.tool_calls[0].arguments, r#"{"k":1}"#);
+        let body: String = events.iter().map(|(_, d)| format!("data: {d}\n\n")).collect();
+        let body = body.as_bytes();
+        assert_eq!(super::super::decode_event_stream(&[body]), Ok(streamed.clone()));
+        for cut in 1..body.len() {
+            let (a, b) = body.split_at(cut);
+            assert_eq!(
+                super::super::decode_event_stream(&[a, b]),
+                Ok(streamed.clone()),
+                "cut at {cut}"
+            );
+        }
+    }
+
+    #[test]
     fn errors() {
         let (reply, _) = run(&[("error", r#"{"message":"overloaded","type":"server_error"}"#)]);
         assert_eq!(reply.unwrap_err().key, keys::PROVIDER_OVERLOADED);

@@ -177,7 +177,57 @@ async fn malformed_tool_input_is_kept_raw_and_bad_events_are_errors() {
     let mut orphan = events.clone();
     orphan[2] = ev(json!({"type":"content_block_delta","index":5,"delta":{"type":"text_delta","text":"x"}}));
     assert_eq!(run(orphan, &NoDeltas).await.unwrap_err().key, keys::PROVIDER_ERROR);
-    let mut no_stop = events;
+    let mut no_stop = events.clone();
     no_stop.remove(4);
     assert_eq!(run(no_stop, &NoDeltas).await.unwrap_err().key, keys::PROVIDER_ERROR);
+    // Found by the `provider_replies` fuzz target: a call whose input pieces do not form JSON
+    // was kept raw even when its block had no name (or no id), a call nothing can pair with;
+    // with JSON input the same block was already refused.
+    for (id, name) in [
+        (json!("t"), None),
+        (json!("t"), Some(json!(""))),
+        (json!(""), Some(json!("n"))),
+    ] {
+        let mut block = json!({"type":"tool_use","id":id,"input":{}});
+        if let Some(name) = name {
+            block["name"] = name;
+        }
+        let mut nameless = events.clone();
+        nameless[1] = ev(json!({"type":"content_block_start","index":0,"content_block":block}));
+        let err = run(nameless, &NoDeltas).await.unwrap_err();
+        assert_eq!(err.key, keys::PROVIDER_ERROR, "{block}");
+        assert!(err.detail.unwrap().contains("a tool_use block without"));
+    }
+}
+
+/// The events as a `text/event-stream` body.
+fn sse_body(events: &[(String, String)]) -> Vec<u8> {
+    events
+        .iter()
+        .map(|(name, data)| format!("event: {name}\ndata: {data}\n\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+#[tokio::test]
+async fn a_body_in_memory_decodes_as_the_stream_does_however_it_is_read() {
+    let mut events = events();
+    // A multi-byte character, so some splits fall inside it.
+    events.insert(
+        10,
+        ev(json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" — ✓ 日本"}})),
+    );
+    let streamed = run(events.clone(), &NoDeltas).await.unwrap();
+    let body = sse_body(&events);
+    assert_eq!(crate::Anthropic::decode_event_stream(&[&body]), Ok(streamed.clone()));
+    for cut in 1..body.len() {
+        let (a, b) = body.split_at(cut);
+        assert_eq!(
+            crate::Anthropic::decode_event_stream(&[a, b]),
+            Ok(streamed.clone()),
+            "cut at {cut}"
+        );
+    }
+    let bytewise: Vec<&[u8]> = body.chunks(1).collect();
+    assert_eq!(crate::Anthropic::decode_event_stream(&bytewise), Ok(streamed));
 }
