@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::free_port;
-use common::pair::{LEASE_MS, Pair, poll, rows};
+use common::pair::{LEASE_MS, Pair, rows};
+use common::{free_port, poll};
 use nexus_sdk::member::{ApprovalMode, NewRun, Step, TaskStatus};
 use nexus_sdk::runner::{EffectProfile, Runner, ToolResult, ToolSpec};
 use serde_json::json;

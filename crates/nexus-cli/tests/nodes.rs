@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use common::pair::*;
+use common::poll;
 use futures_util::StreamExt;
 use nexus_sdk::Client;
 use nexus_sdk::member::{ApprovalMode, Frame, NewConversation, NewInput, NewRun, Page, Reconnect, Step};

@@ -8,7 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{Server, json_of, nexus, spawn_server};
+use common::{Server, json_of, nexus, poll, spawn_server};
 use nexus_sdk::Client;
 use nexus_sdk::member::{ApprovalMode, NewRun, Step};
 use nexus_store::{Engine, Store, StoreOptions};
@@ -25,25 +25,6 @@ async fn wait_healthy(server: &mut Server) {
             panic!("nexus serve exited early with {status}");
         }
         assert!(Instant::now() < deadline, "nexus serve did not become healthy");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// Polls `read` until `done` holds on its answer (panics after `secs`).
-async fn poll<T: std::fmt::Debug, F: std::future::Future<Output = nexus_sdk::Result<T>>>(
-    secs: u64,
-    read: impl Fn() -> F,
-    done: impl Fn(&T) -> bool,
-) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let answer = read().await;
-        if let Ok(value) = &answer
-            && done(value)
-        {
-            return answer.unwrap();
-        }
-        assert!(Instant::now() < deadline, "timed out polling: {answer:?}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -6,6 +6,7 @@
 pub mod pair;
 
 use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -91,4 +92,23 @@ pub fn spawn_server_with(listen: &str, args: &[&str], env: &[(&str, &str)]) -> S
 /// `nexus serve` on a free loopback port.
 pub fn spawn_server(args: &[&str]) -> Server {
     spawn_server_at(&format!("127.0.0.1:{}", free_port()), args)
+}
+
+/// Polls `read` until `done` holds on its answer (panics after `secs`).
+pub async fn poll<T: std::fmt::Debug, F: std::future::Future<Output = nexus_sdk::Result<T>>>(
+    secs: u64,
+    read: impl Fn() -> F,
+    done: impl Fn(&T) -> bool,
+) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        let answer = read().await;
+        if let Ok(value) = &answer
+            && done(value)
+        {
+            return answer.unwrap();
+        }
+        assert!(Instant::now() < deadline, "timed out polling: {answer:?}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

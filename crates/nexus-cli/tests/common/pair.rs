@@ -164,25 +164,6 @@ pub fn write_config_and_scripts(dir: &Path) {
     .unwrap();
 }
 
-/// Polls `read` until `done` holds (panics after `secs`).
-pub async fn poll<T: std::fmt::Debug, F: std::future::Future<Output = nexus_sdk::Result<T>>>(
-    secs: u64,
-    read: impl Fn() -> F,
-    done: impl Fn(&T) -> bool,
-) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        let answer = read().await;
-        if let Ok(value) = &answer
-            && done(value)
-        {
-            return answer.unwrap();
-        }
-        assert!(Instant::now() < deadline, "timed out polling: {answer:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
 /// Rows of `table` in the test's schema.
 pub async fn rows(pg: &TestStore, table: &str) -> i64 {
     nexus_store::testing::row_count(&pg.store, table, "TRUE").await.unwrap()
