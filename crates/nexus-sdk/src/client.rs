@@ -3,10 +3,10 @@
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::catalog::Catalog;
 use crate::error::Result;
 use crate::http::Http;
 use crate::member::Workspace;
+use nexus_api::catalog::Catalog;
 
 /// A member-plane client: a base URL (`http://127.0.0.1:7420`) and a member bearer.
 #[derive(Debug, Clone)]

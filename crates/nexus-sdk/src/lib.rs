@@ -12,7 +12,6 @@
 #![warn(missing_docs)]
 
 pub mod adaptations;
-mod catalog;
 mod client;
 mod error;
 pub mod executor_client;
@@ -22,9 +21,9 @@ pub mod runner;
 pub mod tools;
 mod upload;
 
-pub use catalog::{Catalog, CatalogEntry};
 pub use client::Client;
 pub use error::{ApiError, Error, Result};
 pub use executor_client::ExecutorClient;
 pub use member::{RunRef, Workspace};
+pub use nexus_api::catalog::{Catalog, CatalogEntry};
 pub use runner::{Runner, RunnerHandle};

@@ -10,6 +10,7 @@ pub mod console;
 pub mod edges;
 pub mod error;
 pub mod extract;
+pub mod openapi;
 pub mod routes;
 pub mod table;
 
@@ -63,9 +64,11 @@ impl std::ops::Deref for AppState {
 /// The whole API as one router: the routes of [`table::ROUTES`], and nothing else.
 pub fn router(state: AppState) -> Router {
     let timeouts = state.timeouts;
-    let api = table::mount()
-        .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed);
+    let mut api = table::mount();
+    if openapi::guard::log_path().is_some() {
+        api = api.layer(axum::middleware::from_fn(openapi::guard::check));
+    }
+    let api = api.fallback(not_found).method_not_allowed_fallback(method_not_allowed);
     edges::bounded(api, nexus_core::bounds::REQUEST_BODY)
         .layer(axum::Extension(timeouts))
         .layer(axum::middleware::from_fn(edges::envelope_backstop))

@@ -14,7 +14,7 @@ use tower_http::compression::CompressionLayer;
 use crate::routes::{
     assembly, channel, conversations, executor, health, inbox, memory, profile, runs, stream, tools, uploads,
 };
-use crate::{AppState, console, edges};
+use crate::{AppState, console, edges, openapi};
 
 /// Whose bearer a route takes (errors-and-auth.md §2, "Credentials and planes").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -103,6 +103,7 @@ fn gzip() -> CompressionLayer {
 /// Every route of the API.
 pub static ROUTES: &[Route] = &[
     route!(GET "/healthz", Public, Own, health::healthz),
+    route!(GET "/agent_api/v1/openapi.json", Public, Own, openapi::serve),
     route!(GET "/console", Public, Own, console::index, gzip()),
     route!(GET "/console/", Public, Own, console::index, gzip()),
     route!(GET "/console/{*path}", Public, Own, console::asset, gzip()),

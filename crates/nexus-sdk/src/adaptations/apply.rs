@@ -6,7 +6,7 @@ use super::NEXUS_STYLE;
 use super::error::AdaptationError;
 use super::presets::Presets;
 use super::spec::AliasSpec;
-use crate::catalog::{Catalog, CatalogEntry};
+use nexus_api::catalog::{Catalog, CatalogEntry};
 
 /// Applies `styles` with the shipped presets; see [`Presets::apply`].
 pub fn apply(

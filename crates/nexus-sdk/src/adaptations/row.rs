@@ -10,7 +10,7 @@ use super::glob::glob_match;
 use super::presets::Presets;
 use super::spec::AliasSpec;
 use super::{FORMAT, NEXUS_STYLE};
-use crate::catalog::Catalog;
+use nexus_api::catalog::Catalog;
 
 /// The id of the row a model no other row matches gets.
 pub const DEFAULT_ROW: &str = "default";

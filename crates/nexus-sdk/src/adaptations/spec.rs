@@ -5,7 +5,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::error::AdaptationError;
-use crate::catalog::CatalogEntry;
+use nexus_api::catalog::CatalogEntry;
 
 /// One anchored edit of a served template: the first occurrence of `anchor` is replaced by
 /// `replacement`. Macros in `replacement` are rendered by the kernel.

@@ -6,8 +6,8 @@ use reqwest::multipart::Part;
 use super::{ExecutorClient, segment};
 use crate::error::{ApiError, Result};
 use crate::http::Http;
-pub use crate::upload::Upload;
-use crate::upload::UploadEnvelope;
+pub use nexus_api::uploads::Upload;
+use nexus_api::uploads::UploadEnvelope;
 
 fn attachment_path(run: &str, key: &str, upload: &str) -> String {
     format!(

@@ -10,9 +10,10 @@ use std::task::{Context, Poll};
 use futures_util::stream::{BoxStream, Stream};
 use serde::Deserialize;
 
-use super::conversations::{ConversationEvent, ConversationRef};
+use super::conversations::ConversationRef;
 use super::events::{FeedItem, Reconnect, open_feed};
 use crate::error::Result;
+use nexus_api::conversations::ConversationEvent;
 
 impl FeedItem for ConversationEvent {
     /// A message whose data is not a conversation event (a frame a newer kernel sends) is

@@ -36,49 +36,44 @@
 //! Every record keeps the members this SDK does not name in a `rest` map, and every status is
 //! an open word set with an `Other` variant: a newer kernel never breaks the decode.
 
-mod approvals;
 mod conversation_stream;
 mod conversations;
 mod events;
 mod executors;
-mod history;
-mod inputs;
 mod memory;
 mod run;
-mod runs;
-mod steps;
-mod tasks;
 mod turns;
-mod types;
 mod uploads;
-mod views;
 mod wire;
 mod workspace;
 
-pub use approvals::{Approval, ApprovalPage};
 pub use conversation_stream::ConversationEventStream;
-pub use conversations::{
+pub use conversations::ConversationRef;
+pub use events::{Ephemeral, EventStream, Frame, Reconnect};
+pub use memory::MemoryDoor;
+pub use nexus_api::approvals::{Approval, ApprovalPage};
+pub use nexus_api::common::{
+    ApprovalMode, CallRef, Page, Pagination, Rest, RunStatus, TaskKind, TaskStatus, Timestamp, Usage,
+};
+pub use nexus_api::conversations::{
     ArchivedFilter, Conversation, ConversationCreated, ConversationEvent, ConversationEventKind, ConversationEventPage,
-    ConversationPage, ConversationParent, ConversationRef, NewConversation,
+    ConversationPage, ConversationParent, NewConversation,
 };
-pub use events::{
-    Ephemeral, Event, EventKind, EventPage, EventStream, Frame, Reconnect, RunStatusChange, TaskStatusChange,
-};
-pub use executors::ExecutorInfo;
-pub use history::{
+pub use nexus_api::events::{Event, EventKind, EventPage, RunStatusChange, TaskStatusChange};
+pub use nexus_api::executors::ExecutorInfo;
+pub use nexus_api::history::{
     History, HistoryConversation, HistoryPagination, HistoryRead, HistorySearch, HistoryTurn, MatchField, SearchMatch,
     SearchPage,
 };
-pub use inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
-pub use memory::{MemoryDeleted, MemoryDocument, MemoryDoor, MemoryEntry, PutDocument};
-pub use run::RunRef;
-pub use runs::{Append, Appended, Attention, Created, NewRun, Receipt, Run, RunPage, RunRead};
-pub use steps::{AskStep, ModelStep, OnFailure, Step, ToolStep, Visibility};
-pub use tasks::{
+pub use nexus_api::inputs::{DeliveryMode, Input, InputCreated, InputKind, InputPage, InputState, NewInput};
+pub use nexus_api::memory::{MemoryDeleted, MemoryDocument, MemoryEntry, PutDocument};
+pub use nexus_api::runs::{Append, Appended, Attention, Created, NewRun, Receipt, Run, RunPage, RunRead};
+pub use nexus_api::steps::{AskStep, ModelStep, OnFailure, Step, ToolStep, Visibility};
+pub use nexus_api::tasks::{
     CacheReport, CacheRound, ProviderBody, Resolution, Resolved, SealedRequest, Task, TaskError, TaskPage,
 };
-pub use turns::{Cancellation, Turn, TurnPage, TurnRole, TurnStatus};
-pub use types::{ApprovalMode, CallRef, Page, Pagination, Rest, RunStatus, TaskKind, TaskStatus, Timestamp, Usage};
+pub use nexus_api::turns::{Cancellation, Turn, TurnPage, TurnRole, TurnStatus};
+pub use nexus_api::views::{Graph, GraphEdge, GraphNode, Transcript, TranscriptRow};
+pub use run::RunRef;
 pub use uploads::{Upload, UploadBytes};
-pub use views::{Graph, GraphEdge, GraphNode, Transcript, TranscriptRow};
 pub use workspace::Workspace;

@@ -4,16 +4,17 @@ use futures_util::StreamExt;
 use reqwest::Method;
 use serde_json::{Map, Value};
 
-use super::events::{EventPage, EventStream, Frame, Reconnect};
-use super::runs::{Append, Appended, Run, RunEnvelope, RunRead};
-use super::tasks::{
-    CacheEnvelope, CacheReport, ProviderBody, Resolution, Resolved, SealedEnvelope, SealedRequest, Task, TaskPage,
-};
-use super::types::{Page, RunStatus, TaskEnvelope};
-use super::views::{Graph, Transcript};
+use super::events::{EventStream, Frame, Reconnect};
 use super::wire::{self, Route, V1};
 use crate::error::Result;
 use crate::http::Http;
+use nexus_api::common::{Page, RunStatus, TaskEnvelope};
+use nexus_api::events::EventPage;
+use nexus_api::runs::{Append, Appended, Run, RunEnvelope, RunRead};
+use nexus_api::tasks::{
+    CacheEnvelope, CacheReport, ProviderBody, Resolution, Resolved, SealedEnvelope, SealedRequest, Task, TaskPage,
+};
+use nexus_api::views::{Graph, Transcript};
 
 /// The header carrying the SHA-256 of a `?format=provider` body.
 const BODY_SHA256: &str = "x-body-sha256";
@@ -107,7 +108,7 @@ impl RunRef {
 
     /// `GET R/tasks/{key}`: the full read of one task (404 `not_found`).
     pub async fn task(&self, key: &str) -> Result<Task> {
-        let read: TaskEnvelope<Task> = wire::get(&self.http, &self.task_route(key)).await?;
+        let read: TaskEnvelope = wire::get(&self.http, &self.task_route(key)).await?;
         Ok(read.task)
     }
 
@@ -255,7 +256,7 @@ impl RunRef {
 
     async fn task_verb(&self, key: &str, verb: &str, body: Value) -> Result<Task> {
         let route = self.task_route(key).lit(verb);
-        let read: TaskEnvelope<Task> = wire::call(&self.http, Method::POST, &route, Some(&body), None).await?;
+        let read: TaskEnvelope = wire::call(&self.http, Method::POST, &route, Some(&body), None).await?;
         Ok(read.task)
     }
 }

@@ -1,8 +1,8 @@
 //! Uploads (uploads.md §1–§3): the descriptor and a bytes read.
 
 use super::wire::{self, Route, V1};
-pub use crate::upload::Upload;
-use crate::upload::UploadEnvelope;
+pub use nexus_api::uploads::Upload;
+use nexus_api::uploads::UploadEnvelope;
 
 /// The bytes of an upload and the headers that describe them.
 #[derive(Debug, Clone, PartialEq, Eq)]

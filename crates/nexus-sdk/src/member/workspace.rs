@@ -2,16 +2,17 @@
 
 use reqwest::Method;
 
-use super::approvals::ApprovalPage;
-use super::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, ConversationRef, NewConversation};
-use super::history::{HistorySearch, SearchPage};
+use super::conversations::ConversationRef;
 use super::memory::MemoryDoor;
 use super::run::RunRef;
-use super::runs::{Created, NewRun, RunPage};
-use super::types::{Page, RunStatus};
 use super::wire::{self, Route, V1};
 use crate::error::Result;
 use crate::http::Http;
+use nexus_api::approvals::ApprovalPage;
+use nexus_api::common::{Page, RunStatus};
+use nexus_api::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, NewConversation};
+use nexus_api::history::{HistorySearch, SearchPage};
+use nexus_api::runs::{Created, NewRun, RunPage};
 
 /// One workspace, seen through a member bearer: its runs, conversations, approvals and memory. Made by
 /// [`Client::workspace`](crate::Client::workspace); cheap to clone.

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::types::{ApprovalMode, Pagination, Rest, open_words};
+use crate::common::{ApprovalMode, Pagination, open_words};
 
 open_words! {
     /// Who queued an input.
@@ -40,7 +40,7 @@ open_words! {
 }
 
 /// One input of a conversation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Input {
     /// The input's id.
     pub public_id: String,
@@ -75,11 +75,11 @@ pub struct Input {
     pub created_at: String,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET C/inputs`: one page of inputs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InputPage {
     /// The inputs, oldest first.
     pub inputs: Vec<Input>,
@@ -89,7 +89,7 @@ pub struct InputPage {
 }
 
 /// `POST C/inputs`: 201 `{input}`, or 200 with `replayed: true` for a repeated key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InputCreated {
     /// The input as created.
     pub input: Input,
@@ -99,9 +99,10 @@ pub struct InputCreated {
 }
 
 /// The `{input}` answer of a delete.
-#[derive(Deserialize)]
-pub(crate) struct InputEnvelope {
-    pub(crate) input: Input,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct InputEnvelope {
+    /// The input.
+    pub input: Input,
 }
 
 /// The body of `POST C/inputs`, with its optional `Idempotency-Key`. The server checks the

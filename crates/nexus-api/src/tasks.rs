@@ -4,13 +4,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::types::{CallRef, Pagination, Rest, TaskKind, TaskStatus, Usage, present};
+use crate::common::{CallRef, Pagination, TaskKind, TaskStatus, Usage, present};
 
 /// A task as `GET R/tasks/{key}` serves it (and, with fewer members, as `GET R/tasks` lists
 /// it). Members that only some kinds or statuses carry are `Option`s; everything else the
 /// kernel sends (`prompt`, `tool_definitions`, `approval`, `effect_profile`, `target`, …) is in
 /// [`Task::rest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Task {
     /// The row's key (`s1-model-1`, `r1t0`, an authored key).
     pub key: String,
@@ -99,11 +99,11 @@ pub struct Task {
     pub structured_content: Option<Value>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// A settled row's `error`: `{key, detail?}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskError {
     /// For example `approval_denied`, `tool_failed`, `run_canceled`.
     pub key: String,
@@ -112,11 +112,11 @@ pub struct TaskError {
     pub detail: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET R/tasks`: trace rows in creation order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TaskPage {
     /// The rows of this page.
     pub tasks: Vec<Task>,
@@ -126,7 +126,7 @@ pub struct TaskPage {
 }
 
 /// `GET R/tasks/{key}/request`: the sealed record of a round's current generation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SealedRequest {
     /// The neutral request entries, in order.
     #[serde(default)]
@@ -147,12 +147,14 @@ pub struct SealedRequest {
     pub attempts: Vec<Value>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct SealedEnvelope {
-    pub(crate) request: SealedRequest,
+/// `GET R/tasks/{key}/request`: `{request}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SealedEnvelope {
+    /// The sealed record.
+    pub request: SealedRequest,
 }
 
 /// `GET R/tasks/{key}/request?format=provider`: the exact provider body bytes and the
@@ -166,7 +168,7 @@ pub struct ProviderBody {
 }
 
 /// `GET R/cache`: per model round, the digest of the tools bytes sent and the usage.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CacheReport {
     /// The model rounds in creation order.
     #[serde(default)]
@@ -179,11 +181,11 @@ pub struct CacheReport {
     pub usage: Usage,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// One round of a [`CacheReport`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CacheRound {
     /// The round's key.
     pub key: String,
@@ -200,12 +202,14 @@ pub struct CacheRound {
     pub usage: Option<Usage>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
-#[derive(Deserialize)]
-pub(crate) struct CacheEnvelope {
-    pub(crate) cache: CacheReport,
+/// `GET R/cache`: `{cache}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CacheEnvelope {
+    /// The run's cache report.
+    pub cache: CacheReport,
 }
 
 /// The body of `POST R/tasks/{key}/resolution` (runs.md §6): an answer to an ask await.
@@ -266,7 +270,7 @@ impl Resolution {
 
 /// The answer of a resolution: the task, and whether the await had already settled (`idle`:
 /// this answer changed nothing).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Resolved {
     /// The await after the answer.
     pub task: Task,

@@ -1,13 +1,14 @@
 //! Conversation history (kernel-tools.md §10): the ranked search of a workspace
-//! ([`Workspace::conversation_search`](super::Workspace::conversation_search)) and the turn
-//! windows of one conversation ([`ConversationRef::history`](super::ConversationRef::history)),
+//! (the SDK's `Workspace::conversation_search`) and the turn
+//! windows of one conversation (the SDK's `ConversationRef::history`),
 //! the same shapes the `session_search` and `session_read` kernel tools answer.
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::conversations::ArchivedFilter;
-use super::turns::TurnRole;
-use super::types::{Pagination, Rest, open_words};
+use crate::common::{Pagination, open_words};
+use crate::conversations::ArchivedFilter;
+use crate::turns::TurnRole;
 
 /// The query of `GET W/conversation_search`: every word must occur in a field (a title, a
 /// user turn's prompt or an assistant's reply), ignoring case; a trailing `*` on a word of three
@@ -84,7 +85,7 @@ open_words! {
 }
 
 /// One match of a history search.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchMatch {
     /// The conversation that matched.
     pub conversation_public_id: String,
@@ -106,11 +107,11 @@ pub struct SearchMatch {
     pub truncated: bool,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET W/conversation_search`: one page of matches, best first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct SearchPage {
     /// The matches.
     pub matches: Vec<SearchMatch>,
@@ -170,7 +171,7 @@ impl HistoryRead {
 }
 
 /// One turn of a history page, its text within the page's bounds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistoryTurn {
     /// The turn's id.
     pub public_id: String,
@@ -191,11 +192,11 @@ pub struct HistoryTurn {
     pub truncated: bool,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// The conversation a history page reads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistoryConversation {
     /// The conversation's id.
     pub public_id: String,
@@ -204,12 +205,12 @@ pub struct HistoryConversation {
     pub title: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// Where a history page sits: pass `before_position` for older turns, `after_position` for
 /// newer ones.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct HistoryPagination {
     /// The lowest position on the page (one past the cursor on an empty page).
     pub before_position: i64,
@@ -221,11 +222,11 @@ pub struct HistoryPagination {
     pub has_newer: bool,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET C/history`: turns in ascending position.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct History {
     /// The conversation.
     pub conversation: HistoryConversation,
@@ -238,7 +239,7 @@ pub struct History {
     pub truncated: bool,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 #[cfg(test)]

@@ -57,6 +57,17 @@ macro_rules! open_words {
             }
         }
 
+        impl utoipa::PartialSchema for $name {
+            fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+                utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$( $word, )*]))
+                    .into()
+            }
+        }
+
+        impl utoipa::ToSchema for $name {}
+
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let word = String::deserialize(d)?;
@@ -160,7 +171,7 @@ open_words! {
 }
 
 /// The `pagination` member of a listing: the cursor of the next page, absent on the last.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Pagination {
     /// Pass as `after` to read the next page; `None` when this page was the last.
     #[serde(default)]
@@ -207,7 +218,7 @@ impl Page {
 }
 
 /// Token usage: one round's, or a run's rounds summed.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Usage {
     /// Input tokens (the uncached part of the prompt).
     #[serde(default)]
@@ -223,12 +234,12 @@ pub struct Usage {
     pub cache_creation_input_tokens: u64,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// A point in time as a read serves it: RFC 3339 text on most reads; milliseconds since the
 /// Unix epoch on the memory door's `updated_at` (as this kernel sends it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(untagged)]
 pub enum Timestamp {
     /// Milliseconds since the Unix epoch.
@@ -238,7 +249,7 @@ pub enum Timestamp {
 }
 
 /// One call a model round made: `{call_id, name, task_key}` (`name` is the model's spelling).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CallRef {
     /// The provider's call id.
     #[serde(default)]
@@ -250,7 +261,7 @@ pub struct CallRef {
     pub task_key: String,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// Deserializes a member that is meaningful when present even as `null`: absent → `None`
@@ -259,10 +270,11 @@ pub(crate) fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, 
     Value::deserialize(d).map(Some)
 }
 
-/// The `{task}` envelope of the task verbs.
-#[derive(Deserialize)]
-pub(crate) struct TaskEnvelope<T> {
-    pub(crate) task: T,
+/// The `{task}` answer of a task read and of the task verbs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TaskEnvelope {
+    /// The task.
+    pub task: crate::tasks::Task,
 }
 
 #[cfg(test)]

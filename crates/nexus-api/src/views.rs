@@ -1,18 +1,19 @@
 //! The run's transcript and graph (runs.md §10).
 
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::types::{CallRef, Rest, TaskKind, TaskStatus};
+use crate::common::{CallRef, TaskKind, TaskStatus};
 
 /// `GET R/transcript`: rounds and their tool rows in creation order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Transcript {
     /// The rows.
     pub rows: Vec<TranscriptRow>,
 }
 
 /// One transcript row.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct TranscriptRow {
     /// The task's key (a round gives a `user` row for its prompt and an `assistant` row).
     pub key: String,
@@ -54,7 +55,7 @@ pub struct TranscriptRow {
     pub visibility: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 impl TranscriptRow {
@@ -77,7 +78,7 @@ impl TranscriptRow {
 }
 
 /// `GET R/graph`: nodes, edges and a Mermaid flowchart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Graph {
     /// The tasks, `n0, n1, …` in creation order.
     pub nodes: Vec<GraphNode>,
@@ -89,7 +90,7 @@ pub struct Graph {
 }
 
 /// One node of the [`Graph`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GraphNode {
     /// `n0`, `n1`, …
     pub id: String,
@@ -107,11 +108,11 @@ pub struct GraphNode {
     pub tool_name: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// One edge of the [`Graph`]: `from` must settle before `to`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct GraphEdge {
     /// The dependency's node id.
     pub from: String,

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The catalog listing: every kernel tool the deployment runs, in registry order.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Catalog {
     /// The entries, in the order served.
     #[serde(default)]
@@ -12,7 +12,7 @@ pub struct Catalog {
 }
 
 /// One catalog entry.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct CatalogEntry {
     /// The registry canonical name, for example `nexus.graph.delegate_task`.
     pub canonical_name: String,

@@ -1,12 +1,12 @@
 //! Held approvals (approvals.md §4–§6).
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::types::{Pagination, Rest};
+use crate::common::Pagination;
 
 /// One held row of `GET W/approvals`: a tool call waiting for an approver.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Approval {
     /// The run the row belongs to.
     pub run_public_id: String,
@@ -32,11 +32,11 @@ pub struct Approval {
     pub declaring_task_key: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET W/approvals`: held rows across the workspace's runs, oldest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ApprovalPage {
     /// The held rows of this page.
     pub approvals: Vec<Approval>,

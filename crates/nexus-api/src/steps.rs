@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::types::open_words;
+use crate::common::open_words;
 
 open_words! {
     /// A step's `on_failure` policy (runs.md §6).
@@ -176,7 +176,7 @@ impl ModelStep {
         self.set("tools", Value::Array(tools))
     }
 
-    /// Kernel tools to declare, by canonical name (see [`crate::tools`]).
+    /// Kernel tools to declare, by canonical name (the SDK's `nexus_sdk::tools` names them).
     pub fn kernel_tools<S: Into<String>>(self, names: impl IntoIterator<Item = S>) -> Self {
         self.set("kernel_tools", strings(names))
     }

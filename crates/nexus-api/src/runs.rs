@@ -3,10 +3,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::types::{ApprovalMode, Pagination, Rest, RunStatus, Usage};
+use crate::common::{ApprovalMode, Pagination, RunStatus, Usage};
 
 /// The run record every run route serves (runs.md §1).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Run {
     /// The run's id.
     pub public_id: String,
@@ -53,11 +53,11 @@ pub struct Run {
     pub ended_at: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// A run's `attention`: `{reason, task_key}`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Attention {
     /// For example `halt_failure`.
     pub reason: String,
@@ -66,11 +66,11 @@ pub struct Attention {
     pub task_key: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 /// `GET R`: the run and its model rounds' usage summed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunRead {
     /// The run.
     pub run: Run,
@@ -80,7 +80,7 @@ pub struct RunRead {
 }
 
 /// `GET W/runs`: one page of runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunPage {
     /// The runs of this page.
     pub runs: Vec<Run>,
@@ -90,15 +90,16 @@ pub struct RunPage {
 }
 
 /// The `{run}` answer of start and stop.
-#[derive(Deserialize)]
-pub(crate) struct RunEnvelope {
-    pub(crate) run: Run,
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunEnvelope {
+    /// The run.
+    pub run: Run,
 }
 
 /// The body of `POST W/runs` (runs.md §2), with its optional `Idempotency-Key`.
 ///
 /// Steps are JSON values (the step grammar of runs.md §4); the builders of
-/// [`Step`](super::Step) write the common ones.
+/// [`Step`](crate::steps::Step) write the common ones.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewRun {
     /// The authored steps, in written order.
@@ -170,7 +171,7 @@ impl NewRun {
 }
 
 /// The receipt of an accepted envelope (runs.md §3).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Receipt {
     /// The keys of the rows written, in written order.
     #[serde(default)]
@@ -189,7 +190,7 @@ pub struct Receipt {
     pub resolution_tokens: Map<String, Value>,
     /// Members this SDK does not name.
     #[serde(flatten)]
-    pub rest: Rest,
+    pub rest: Map<String, Value>,
 }
 
 impl Receipt {
@@ -200,7 +201,7 @@ impl Receipt {
 }
 
 /// `POST W/runs`: 201 `{run, receipt}`, or 200 with `replayed: true` for a repeated key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Created {
     /// The run as created (as it was then, on a replay).
     pub run: Run,
@@ -258,7 +259,7 @@ impl Append {
 }
 
 /// `POST R/tasks`: `{receipt}`, with `replayed: true` for a repeated key.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Appended {
     /// The envelope's receipt.
     pub receipt: Receipt,

@@ -1,0 +1,113 @@
+//! The document guard: with `NEXUS_DOCUMENT_GUARD=<file>` in the environment, every answer of a
+//! routed request is checked against the document — a success status the route's entry does
+//! not list, or an error code the route cannot answer with at that status, appends one line
+//! to `<file>`. `scripts/test` runs the whole suite with the guard on and fails when the file
+//! is not empty, so every status and code the tests provoke is one the document promises.
+//!
+//! Off (the default), the router has no such layer.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock};
+
+use axum::body::Body;
+use axum::extract::{MatchedPath, Request};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use super::{codes_of, op_of};
+use crate::table::ROUTES;
+
+/// The environment variable naming the guard's log file.
+pub const ENV: &str = "NEXUS_DOCUMENT_GUARD";
+
+/// An error body larger than this is not an envelope worth reading.
+const ENVELOPE_MAX: usize = 64 * 1024;
+
+/// The guard's file, when the environment names one.
+pub fn log_path() -> Option<PathBuf> {
+    std::env::var_os(ENV).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// What each `(method, path template)` may answer: success statuses and error codes.
+struct Allowed {
+    statuses: BTreeSet<u16>,
+    codes: BTreeSet<&'static str>,
+}
+
+fn allowed() -> &'static HashMap<(String, &'static str), Allowed> {
+    static ALLOWED: OnceLock<HashMap<(String, &'static str), Allowed>> = OnceLock::new();
+    ALLOWED.get_or_init(|| {
+        ROUTES
+            .iter()
+            .filter_map(|route| {
+                let op = op_of(route)?;
+                let allowed = Allowed {
+                    statuses: op.replies.iter().map(|r| r.status).collect(),
+                    codes: codes_of(route, op),
+                };
+                Some(((route.method.as_str().to_string(), route.path), allowed))
+            })
+            .collect()
+    })
+}
+
+/// The middleware (mounted by [`crate::router`] only when [`log_path`] is set).
+pub async fn check(request: Request, next: Next) -> Response {
+    let method = request.method().as_str().to_string();
+    let path = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string());
+    let response = next.run(request).await;
+    let Some(path) = path else { return response };
+    let Some(entry) = allowed()
+        .iter()
+        .find(|((m, p), _)| *m == method && *p == path)
+        .map(|(_, a)| a)
+    else {
+        record(&format!("{method} {path}: a routed request with no document entry"));
+        return response;
+    };
+    let status = response.status().as_u16();
+    if status < 400 {
+        if !entry.statuses.contains(&status) {
+            record(&format!("{method} {path}: success status {status} is not documented"));
+        }
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match axum::body::to_bytes(body, ENVELOPE_MAX).await {
+        Ok(bytes) => bytes,
+        Err(_) => {
+            record(&format!("{method} {path}: status {status} with an unreadable body"));
+            return Response::from_parts(parts, Body::empty());
+        }
+    };
+    let code = serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.pointer("/error/code").and_then(|c| c.as_str()).map(str::to_string));
+    match code {
+        None => record(&format!("{method} {path}: status {status} without the error envelope")),
+        Some(code) if !entry.codes.contains(code.as_str()) => {
+            record(&format!("{method} {path}: {status} {code} is not documented"))
+        }
+        Some(code) => {
+            let documented = nexus_core::codes::Code::from_word(&code).map(|c| c.status());
+            if documented != Some(status) {
+                record(&format!("{method} {path}: {code} served with {status}"));
+            }
+        }
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+fn record(line: &str) {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let Some(path) = log_path() else { return };
+    let _held = LOCK.lock();
+    if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
+        let _ = writeln!(file, "{line}");
+    }
+}

@@ -1,0 +1,86 @@
+//! The OpenAPI document (issue 28): every route of the router has an entry, the committed copy
+//! equals what this build serves, and the document is the one `GET /agent_api/v1/openapi.json`
+//! answers with.
+
+use std::collections::BTreeSet;
+
+use nexus_server::openapi::{self, ops::OPS};
+use nexus_server::table::ROUTES;
+use serde_json::Value;
+
+const COMMITTED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../contracts/nexus/v1/openapi.json");
+
+#[test]
+fn every_route_has_an_entry_and_every_entry_a_route() {
+    let routes: BTreeSet<(String, &str)> = ROUTES.iter().map(|r| (r.method.to_string(), r.path)).collect();
+    let entries: BTreeSet<(String, &str)> = OPS.iter().map(|o| (o.method.to_string(), o.path)).collect();
+    let missing: Vec<_> = routes.difference(&entries).collect();
+    let stray: Vec<_> = entries.difference(&routes).collect();
+    assert!(missing.is_empty(), "routes without a document entry: {missing:?}");
+    assert!(stray.is_empty(), "document entries without a route: {stray:?}");
+    assert_eq!(OPS.len(), ROUTES.len(), "an entry is listed twice");
+}
+
+#[test]
+fn the_document_names_every_route_with_its_plane() {
+    let document: Value = serde_json::from_str(openapi::document_text()).unwrap();
+    assert_eq!(document["openapi"], "3.1.0");
+    for route in ROUTES {
+        let path = route.path.replace("{*", "{");
+        let operation = &document["paths"][&path][route.method.as_str().to_lowercase()];
+        assert!(
+            operation.is_object(),
+            "{} {} is not in the document",
+            route.method,
+            route.path
+        );
+        let tags = operation["tags"].as_array().unwrap();
+        assert_eq!(tags.len(), 1, "{route:?}");
+        let security = &operation["security"];
+        match route.plane {
+            nexus_server::table::Plane::Public => assert_eq!(security, &serde_json::json!([]), "{route:?}"),
+            nexus_server::table::Plane::Member => assert!(security[0].get("member").is_some(), "{route:?}"),
+            nexus_server::table::Plane::Transport => assert!(security[0].get("transport").is_some(), "{route:?}"),
+        }
+        if route.plane != nexus_server::table::Plane::Public {
+            let unauthorized = &operation["responses"]["401"]["content"]["application/json"]["schema"];
+            let words = &unauthorized["allOf"][1]["properties"]["error"]["properties"]["code"]["enum"];
+            assert_eq!(words, &serde_json::json!(["unauthorized"]), "{route:?}");
+        }
+    }
+}
+
+#[test]
+fn every_reference_resolves() {
+    let document: Value = serde_json::from_str(openapi::document_text()).unwrap();
+    let schemas = document["components"]["schemas"].as_object().unwrap();
+    let mut refs = Vec::new();
+    collect_refs(&document, &mut refs);
+    assert!(!refs.is_empty());
+    for r in refs {
+        let name = r.strip_prefix("#/components/schemas/").unwrap_or_else(|| panic!("{r}"));
+        assert!(schemas.contains_key(name), "{r} does not resolve");
+    }
+}
+
+fn collect_refs(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get("$ref") {
+                out.push(r.clone());
+            }
+            map.values().for_each(|v| collect_refs(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| collect_refs(v, out)),
+        _ => {}
+    }
+}
+
+#[test]
+fn the_committed_document_is_this_build_s() {
+    let committed = std::fs::read_to_string(COMMITTED).expect("contracts/nexus/v1/openapi.json");
+    assert!(
+        committed == openapi::document_text(),
+        "contracts/nexus/v1/openapi.json has drifted from the server; run `nexus contracts generate`"
+    );
+}
