@@ -32,7 +32,9 @@ pub(crate) async fn asset(Path(path): Path<String>, headers: HeaderMap) -> Respo
 
 fn serve(path: &str, request: &HeaderMap) -> Response {
     let Some(file) = Assets::get(path) else {
-        return with_policy((StatusCode::NOT_FOUND, "no such console file").into_response());
+        return with_policy(
+            crate::error::ApiError::new(nexus_core::codes::Code::NotFound, "no such console file").into_response(),
+        );
     };
     let etag = format!("\"{}\"", hex::encode(&file.metadata.sha256_hash()[..16]));
     let fresh = request

@@ -16,8 +16,10 @@ use axum::extract::{MatchedPath, Request};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use super::{codes_of, op_of};
-use crate::table::ROUTES;
+use nexus_core::codes::Code;
+
+use super::{codes_of, op_of, status_of};
+use crate::table::{ROUTES, Route};
 
 /// The environment variable naming the guard's log file.
 pub const ENV: &str = "NEXUS_DOCUMENT_GUARD";
@@ -32,6 +34,7 @@ pub fn log_path() -> Option<PathBuf> {
 
 /// What each `(method, path template)` may answer: success statuses and error codes.
 struct Allowed {
+    route: &'static Route,
     statuses: BTreeSet<u16>,
     codes: BTreeSet<&'static str>,
 }
@@ -44,6 +47,7 @@ fn allowed() -> &'static HashMap<(String, &'static str), Allowed> {
             .filter_map(|route| {
                 let op = op_of(route)?;
                 let allowed = Allowed {
+                    route,
                     statuses: op.replies.iter().map(|r| r.status).collect(),
                     codes: codes_of(route, op),
                 };
@@ -94,7 +98,7 @@ pub async fn check(request: Request, next: Next) -> Response {
             record(&format!("{method} {path}: {status} {code} is not documented"))
         }
         Some(code) => {
-            let documented = nexus_core::codes::Code::from_word(&code).map(|c| c.status());
+            let documented = Code::from_word(&code).map(|c| status_of(entry.route, c));
             if documented != Some(status) {
                 record(&format!("{method} {path}: {code} served with {status}"));
             }

@@ -41,6 +41,16 @@ pub fn op_of(route: &Route) -> Option<&'static Op> {
         .find(|op| op.method == route.method.as_str() && op.path == route.path)
 }
 
+/// The status `route` answers `code` with: the code's own, except on the inbox routes
+/// ([`crate::routes::inbox::status`]).
+pub fn status_of(route: &Route, code: Code) -> u16 {
+    if route.path.starts_with("/agent_api/v1/executor/inbox/") {
+        crate::routes::inbox::status(code)
+    } else {
+        code.status()
+    }
+}
+
 /// The error codes `route` can answer with: its own, and those of its plane, standing and body.
 pub fn codes_of(route: &Route, op: &Op) -> BTreeSet<&'static str> {
     let mut codes: Vec<Code> = op.codes.to_vec();
@@ -56,9 +66,18 @@ pub fn codes_of(route: &Route, op: &Op) -> BTreeSet<&'static str> {
         Standing::Read => codes.push(Code::NotFound),
         Standing::Write => codes.extend([Code::NotFound, Code::NotAuthorized]),
     }
+    if !op.query.is_empty() {
+        codes.push(Code::ParameterInvalid);
+    }
     match op.body {
         Body::None => {}
-        Body::Json(_) => codes.extend([Code::BadRequest, Code::UnsupportedMediaType, Code::ContentTooLarge]),
+        Body::Json(_) => codes.extend([
+            Code::BadRequest,
+            Code::UnsupportedMediaType,
+            Code::ContentTooLarge,
+            Code::ParameterMissing,
+            Code::ParameterInvalid,
+        ]),
         Body::Upload => codes.extend([Code::BadRequest, Code::ParameterMissing, Code::ContentTooLarge]),
     }
     codes.into_iter().map(Code::as_str).collect()
@@ -270,7 +289,7 @@ fn operation(
     let mut by_status: BTreeMap<u16, Vec<&'static str>> = BTreeMap::new();
     for word in codes_of(route, op) {
         let code = Code::from_word(word).expect("a code of the table");
-        by_status.entry(code.status()).or_default().push(word);
+        by_status.entry(status_of(route, code)).or_default().push(word);
     }
     for (status, words) in by_status {
         let description = format!("The error envelope, `code` one of: {}.", words.join(", "));

@@ -104,29 +104,38 @@ pub static OPS: &[Op] = &[
     op!(GET "/agent_api/v1/openapi.json", "This document", [], Body::None, [
         reply(200, object!("The OpenAPI 3.1 document of this API."), "The document."),
     ], []),
-    op!(GET "/console", "The console's page", [], Body::None, [reply(200, Content::Page, "The console.")], []),
-    op!(GET "/console/", "The console's page", [], Body::None, [reply(200, Content::Page, "The console.")], []),
-    op!(GET "/console/{*path}", "A console file", [], Body::None, [reply(200, Content::Page, "The file.")], [NotFound]),
+    op!(GET "/console", "The console's page", [], Body::None, [
+        reply(200, Content::Page, "The console."),
+        reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
+    ], []),
+    op!(GET "/console/", "The console's page", [], Body::None, [
+        reply(200, Content::Page, "The console."),
+        reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
+    ], []),
+    op!(GET "/console/{*path}", "A console file", [], Body::None, [
+        reply(200, Content::Page, "The file."),
+        reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
+    ], [NotFound]),
     op!(GET "/agent_api/v1/tools", "The kernel tool catalog", [], Body::None, [
         reply(200, json!(Catalog), "Every kernel tool, in registry order (registry.md §7)."),
         reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
     ], []),
     op!(POST "/agent_api/v1/tools/assembly", "Preview a tools block", [], OBJECT_BODY, [
         reply(200, object!("The assembled tools block and its digests (declarations.md)."), "The preview."),
-    ], [ValidationFailed, ReservedNamespace, ToolNotDeclared, ContentTooLarge]),
+    ], [ValidationFailed, ReservedNamespace, ToolNotDeclared, ContentTooLarge, ParameterMissing, ParameterInvalid, RunnerNotEligible, RunnerNotDeclared, ToolNotServed, NotAgent, RunnerNotFound]),
     op!(GET "/agent_api/v1/profile", "The caller's profile", [], Body::None, [
         reply(200, object!("`{member, credential, configuration?, measured_at}` (errors-and-auth.md §2)."), "The profile."),
     ], []),
     op!(PUT "/agent_api/v1/profile/configuration", "Replace the caller's configuration", [], OBJECT_BODY, [
         reply(200, object!("The profile read after the write."), "The profile."),
-    ], [NotAgent, ValidationFailed, RunnerNotFound, RunnerNotEligible, ToolNotDeclared]),
+    ], [NotAgent, ValidationFailed, RunnerNotFound, RunnerNotEligible, ToolNotDeclared, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executors", "The runners eligible for the caller", [
         param("kind", Kind::Words(&["runner"]), "Only `runner` is listed."),
     ], Body::None, [reply(200, json!(ExecutorList), "The runners.")], [ParameterInvalid]),
     op!(GET "/agent_api/v1/executors/{id}", "One eligible runner", [], Body::None, [
         reply(200, json!(ExecutorEnvelope), "The runner."),
     ], []),
-    op!(POST "/agent_api/v1/uploads", "Upload a file", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge]),
+    op!(POST "/agent_api/v1/uploads", "Upload a file", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge, ParameterInvalid]),
     op!(GET "/agent_api/v1/uploads/{id}", "An upload's descriptor", [], Body::None, [UPLOAD], []),
     op!(GET "/agent_api/v1/uploads/{id}/bytes", "An upload's bytes", [], Body::None, BYTES, [RangeNotSatisfiable]),
     op!(GET "/agent_api/v1/executor", "The calling executor", [], Body::None, [
@@ -134,42 +143,36 @@ pub static OPS: &[Op] = &[
     ], []),
     op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], OBJECT_BODY, [
         reply(200, object!("The stored announcement (executor.md §4)."), "Announced."),
-    ], [InvalidAnnouncement, ReservedNamespace, ContentTooLarge]),
+    ], [InvalidAnnouncement, ReservedNamespace, ContentTooLarge, ValidationFailed, ParameterMissing, ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], OBJECT_BODY, [
         reply(202, object!("The frame's fate (executor.md §10)."), "Accepted."),
-    ], [FrameTooLarge, InvalidFrame, NotClaimant, ClaimInactive, StaleClaim]),
+    ], [FrameTooLarge, InvalidFrame, NotClaimant, ClaimInactive, StaleClaim, NotFound, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/channel", "The executor's push channel (WebSocket)", [], Body::None, [
         reply(101, Content::Empty, "Switching protocols: a WebSocket of control frames (executor.md §13)."),
-    ], []),
+    ], [BadRequest]),
     op!(GET "/agent_api/v1/executor/inbox", "The executor's inbox", [AFTER, LIMIT], Body::None, [
         reply(200, object!("`{items, pagination}` (executor.md §5)."), "One page."),
     ], [ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/claim", "Claim a row", [], EMPTY_BODY, [
         reply(200, object!("The claim: token, deadline and the call (executor.md §6)."), "Claimed."),
-    ], [AlreadyClaimed, AlreadyTerminal, NotClaimableKind, NotAddressedHere, TaskNotClaimable, NotEligible]),
+    ], [AlreadyClaimed, AlreadyTerminal, NotClaimableKind, NotAddressedHere, TaskNotClaimable, NotEligible, ToolNotServed, NotAuthorized]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/claim", "A claim's status", [], Body::None, [
         reply(200, object!("The claim's state (executor.md §7)."), "The claim."),
-    ], [NotAddressedHere]),
+    ], [NotAddressedHere, NotClaimant, ParameterMissing]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/extend", "Extend a claim", [], OBJECT_BODY, [
         reply(200, object!("The new deadline (executor.md §8)."), "Extended."),
-    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ExtensionTooLong, NotExtendable, InvalidTimeoutMs]),
+    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ExtensionTooLong, NotExtendable, InvalidTimeoutMs, ParameterMissing, ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/commit", "Commit a result", [], OBJECT_BODY, [
         reply(200, object!("The settled row (executor.md §9)."), "Committed (or the same commit replayed)."),
-    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable,
-        UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge,
-        ContentTooLarge]),
-    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere]),
-    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable]),
-    op!(POST "/agent_api/v1/executor/uploads", "Upload a capture", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge]),
+    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge, ContentTooLarge, NotClaimableKind, NotAuthorized, ParameterMissing, ParameterInvalid]),
+    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ParameterMissing]),
+    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
+    op!(POST "/agent_api/v1/executor/uploads", "Upload a capture", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/uploads/{id}", "A capture's descriptor", [], Body::None, [UPLOAD], []),
     op!(POST w!("/runs"), "Create a run", [], OBJECT_BODY, [
         reply(201, json!(Created), "Created."),
         reply(200, json!(Created), "A replay of an earlier create with the same `Idempotency-Key`."),
-    ], [
-        IdempotencyEnvelopeMismatch, InvalidApprovalMode, InvalidApprovalRules, RunnerNotEligible, RunnerNotDeclared,
-        RunnerNotFound, EdgeAuthoringRefused, InvalidSteps, ValidationFailed, ToolNotDeclared, ToolNotServed,
-        ReservedNamespace,
-    ]),
+    ], [IdempotencyEnvelopeMismatch, InvalidApprovalMode, InvalidApprovalRules, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, EdgeAuthoringRefused, InvalidSteps, ValidationFailed, ToolNotDeclared, ToolNotServed, ReservedNamespace, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/runs"), "List runs", [
         param("status", Kind::Words(&["pending", "running", "needs_attention", "canceling", "completed", "canceled"]), "Only runs in this status."),
         AFTER, LIMIT,
@@ -180,15 +183,11 @@ pub static OPS: &[Op] = &[
     ], [ParameterInvalid]),
     op!(GET w!("/runs/{run}"), "Read a run", [], Body::None, [reply(200, json!(RunRead), "The run and its usage.")], []),
     op!(POST w!("/runs/{run}/start"), "Start a run", [], EMPTY_BODY, [RUN], [NotStartable]),
-    op!(POST w!("/runs/{run}/stop"), "Stop a run", [], OBJECT_BODY, [RUN], [AlreadyTerminal]),
+    op!(POST w!("/runs/{run}/stop"), "Stop a run", [], OBJECT_BODY, [RUN], [AlreadyTerminal, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks"), "Append steps", [], OBJECT_BODY, [
         reply(201, json!(Appended), "Appended."),
         reply(200, json!(Appended), "A replay of an earlier append with the same `Idempotency-Key`."),
-    ], [
-        RunNotAppendable, ConversationHosted, TipLive, TipUnresolved, DuplicateTaskKey, StaleRevision,
-        IdempotencyEnvelopeMismatch, InvalidSteps, EdgeAuthoringRefused, ValidationFailed, RunnerNotEligible,
-        RunnerNotDeclared, RunnerNotFound, ToolNotDeclared, ToolNotServed,
-    ]),
+    ], [RunNotAppendable, ConversationHosted, TipLive, TipUnresolved, DuplicateTaskKey, StaleRevision, IdempotencyEnvelopeMismatch, InvalidSteps, EdgeAuthoringRefused, ValidationFailed, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, ToolNotDeclared, ToolNotServed, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/runs/{run}/tasks"), "List a run's tasks", [AFTER, LIMIT,
         param("status", Kind::Text, "Only tasks in this public status."),
     ], Body::None, [reply(200, json!(TaskPage), "One page.")], [ParameterInvalid]),
@@ -205,21 +204,17 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/runs/{run}/tasks/{key}/approve"), "Approve a held call", [], EMPTY_BODY, [TASK], [
         NotAwaitingApproval, NotAdjudicable, AlreadyTerminal,
     ]),
-    op!(POST w!("/runs/{run}/tasks/{key}/deny"), "Deny a held call", [], OBJECT_BODY, [TASK], [
-        NotAwaitingApproval, NotAdjudicable, AlreadyTerminal,
-    ]),
+    op!(POST w!("/runs/{run}/tasks/{key}/deny"), "Deny a held call", [], OBJECT_BODY, [TASK], [NotAwaitingApproval, NotAdjudicable, AlreadyTerminal, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/resolution"), "Answer an await", [], OBJECT_BODY, [
         reply(200, json!(Resolved), "The await's answer."),
     ], [
         StaleClaim, TaskNotRunning, NotResolvable, InvalidOutcome, InvalidContent, UnsupportedContentKind,
         TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, AlreadyTerminal,
     ]),
-    op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], OBJECT_BODY, [TASK], [NotRetryable]),
+    op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], OBJECT_BODY, [TASK], [NotRetryable, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/abandon"), "Abandon a failed task", [], EMPTY_BODY, [TASK], [NotAbandonable]),
     op!(POST w!("/runs/{run}/tasks/{key}/cancel"), "Cancel a branch", [], EMPTY_BODY, [TASK], [NotABranch, AlreadyTerminal]),
-    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], OBJECT_BODY, [RUN], [
-        RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible,
-    ]),
+    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], OBJECT_BODY, [RUN], [RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/runs/{run}/transcript"), "A run's transcript", [
         param("include_hidden", Kind::Boolean, "Include rows hidden from the model."),
     ], Body::None, [reply(200, json!(Transcript), "The transcript.")], [ParameterInvalid]),
@@ -233,7 +228,7 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/conversations"), "Create a conversation", [], OBJECT_BODY, [
         reply(201, json!(ConversationCreated), "Created."),
         reply(200, json!(ConversationCreated), "A replay of an earlier create with the same `Idempotency-Key`."),
-    ], [AnswererNotEligible, RunnerNotEligible, RunnerNotFound, IdempotencyEnvelopeMismatch, ValidationFailed]),
+    ], [AnswererNotEligible, RunnerNotEligible, RunnerNotFound, IdempotencyEnvelopeMismatch, ValidationFailed, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations"), "List conversations", [ARCHIVED, AFTER, LIMIT], Body::None, [
         reply(200, json!(ConversationPage), "One page of top-level conversations."),
     ], [ParameterInvalid]),
@@ -243,9 +238,7 @@ pub static OPS: &[Op] = &[
     ], [ParameterInvalid]),
     op!(POST w!("/conversations/{c}/archive"), "Archive a conversation", [], EMPTY_BODY, [CONVERSATION_READ], [SubagentFollowsParent]),
     op!(POST w!("/conversations/{c}/unarchive"), "Unarchive a conversation", [], EMPTY_BODY, [CONVERSATION_READ], [SubagentFollowsParent]),
-    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], OBJECT_BODY, [CONVERSATION_READ], [
-        RunnerNotFound, RunnerNotEligible,
-    ]),
+    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], OBJECT_BODY, [CONVERSATION_READ], [RunnerNotFound, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations/{c}/events"), "A conversation's durable events", [SEQ_AFTER, EVENTS_LIMIT], Body::None, [
         reply(200, json!(ConversationEventPage), "Events after the sequence."),
     ], [ParameterInvalid]),
@@ -255,11 +248,7 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/conversations/{c}/inputs"), "Send an input", [], OBJECT_BODY, [
         reply(201, json!(InputCreated), "Accepted."),
         reply(200, json!(InputCreated), "A replay of an earlier input with the same `Idempotency-Key`."),
-    ], [
-        ConversationArchived, InputQueueFull, ValidationFailed, ToolNotDeclared, AnswererNotEligible,
-        DeliverAtAmbiguous, DeliverAtInPast, DeliverAtTooFar, DeliverAtNotSteerable, InvalidApprovalMode,
-        IdempotencyEnvelopeMismatch,
-    ]),
+    ], [ConversationArchived, InputQueueFull, ValidationFailed, ToolNotDeclared, AnswererNotEligible, DeliverAtAmbiguous, DeliverAtInPast, DeliverAtTooFar, DeliverAtNotSteerable, InvalidApprovalMode, IdempotencyEnvelopeMismatch, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations/{c}/inputs"), "A conversation's inputs", [AFTER, LIMIT], Body::None, [
         reply(200, json!(InputPage), "One page."),
     ], [ParameterInvalid]),
@@ -288,10 +277,10 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/memory"), "List memory documents", [
         param("prefix", Kind::Text, "Only paths under this prefix."),
         CONVERSATION,
-    ], Body::None, [reply(200, json!(DocumentList), "The documents, without content.")], [ParameterInvalid]),
+    ], Body::None, [reply(200, json!(DocumentList), "The documents, without content.")], [ParameterInvalid, ValidationFailed, ParameterMissing]),
     op!(GET w!("/memory/doc"), "Read a memory document", [param("path", Kind::Text, "The document's path."), CONVERSATION], Body::None, [
         reply(200, json!(DocumentEnvelope), "The document."),
-    ], [ParameterMissing, ParameterInvalid]),
+    ], [ParameterMissing, ParameterInvalid, ValidationFailed]),
     op!(PUT w!("/memory/doc"), "Write a memory document", [CONVERSATION], OBJECT_BODY, [
         reply(200, json!(DocumentEnvelope), "The document as stored."),
     ], [StaleObject, ValidationFailed, ParameterMissing, ParameterInvalid, ContentTooLarge, ReservedNamespace]),
@@ -299,5 +288,5 @@ pub static OPS: &[Op] = &[
         param("path", Kind::Text, "The document's path."),
         param("expected_lock_version", Kind::Integer, "Delete only this version."),
         CONVERSATION,
-    ], Body::None, [reply(200, json!(DeletedEnvelope), "What was removed.")], [StaleObject, ParameterMissing, ParameterInvalid]),
+    ], Body::None, [reply(200, json!(DeletedEnvelope), "What was removed.")], [StaleObject, ParameterMissing, ParameterInvalid, ValidationFailed]),
 ];

@@ -37,12 +37,20 @@ impl From<ApiError> for InboxError {
     }
 }
 
+/// The status the inbox routes answer `code` with: a claim refused because the executor may
+/// not take the row, or does not serve its tool, is a 409 conflict there (executor.md §6);
+/// every other code keeps its status.
+pub fn status(code: Code) -> u16 {
+    match code {
+        Code::NotAuthorized | Code::ToolNotServed => 409,
+        other => other.status(),
+    }
+}
+
 impl IntoResponse for InboxError {
     fn into_response(self) -> Response {
-        match self.0.code {
-            Code::NotAuthorized | Code::ToolNotServed => {
-                (StatusCode::CONFLICT, Json(envelope(&self.0))).into_response()
-            }
+        match status(self.0.code) {
+            409 if self.0.code.status() != 409 => (StatusCode::CONFLICT, Json(envelope(&self.0))).into_response(),
             _ => ApiError(self.0).into_response(),
         }
     }
