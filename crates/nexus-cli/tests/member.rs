@@ -97,6 +97,22 @@ fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Reads `pipe` on a thread into a shared string, as it arrives.
+fn read_in_background(mut pipe: impl std::io::Read + Send + 'static) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let text = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let sink = text.clone();
+    std::thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut chunk) {
+            if n == 0 {
+                break;
+            }
+            sink.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
+        }
+    });
+    text
+}
+
 /// Polls `nexus approvals list --json` until `n` calls are held.
 fn held(w: &World, n: usize) -> Vec<Value> {
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -236,13 +252,22 @@ async fn runs_and_approvals(store: &[&str]) {
         .unwrap();
     let approvals = held(&w, 1);
     let run3 = approvals[0]["run_public_id"].as_str().unwrap().to_string();
+    // The follower shows a hold only while the row is still held when it reads it, so the stop
+    // waits until it has (under load the follower can be a moment behind the approvals list).
+    let mut child = child;
+    let follower_err = read_in_background(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !follower_err.lock().unwrap().contains("needs approval") {
+        assert!(Instant::now() < deadline, "no hold shown: {}", follower_err.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let stopped = w.json(&["runs", "stop", &run3, "--force", "--json"]);
     assert!(stopped["run"]["status"].is_string(), "{stopped}");
     let out = finish(child);
-    assert_eq!(code(&out), 3, "{}", stderr(&out));
+    let err = follower_err.lock().unwrap().clone();
+    assert_eq!(code(&out), 3, "{err}");
     let last: Value = serde_json::from_slice(&out.stdout).expect("the final run record");
     assert_eq!(last["run"]["status"], "canceled");
-    assert!(stderr(&out).contains("needs approval"), "{}", stderr(&out));
 }
 
 #[tokio::test(flavor = "multi_thread")]

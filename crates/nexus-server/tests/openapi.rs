@@ -51,6 +51,19 @@ fn the_document_names_every_route_with_its_plane() {
 }
 
 #[test]
+fn operation_ids_are_unique() {
+    let document: Value = serde_json::from_str(openapi::document_text()).unwrap();
+    let mut seen = BTreeSet::new();
+    for item in document["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let id = operation["operationId"].as_str().unwrap().to_string();
+            assert!(seen.insert(id.clone()), "operationId {id} twice");
+        }
+    }
+    assert_eq!(seen.len(), ROUTES.len());
+}
+
+#[test]
 fn every_reference_resolves() {
     let document: Value = serde_json::from_str(openapi::document_text()).unwrap();
     let schemas = document["components"]["schemas"].as_object().unwrap();

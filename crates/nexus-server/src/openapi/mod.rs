@@ -182,7 +182,8 @@ fn operation_id(route: &Route) -> String {
         .split(['/', '{', '}', '*', '.'])
         .filter(|w| !w.is_empty())
         .collect();
-    format!("{}_{}", route.method.as_str().to_lowercase(), words.join("_"))
+    let index = if path.len() > 1 && path.ends_with('/') { "_index" } else { "" };
+    format!("{}_{}{index}", route.method.as_str().to_lowercase(), words.join("_"))
 }
 
 fn operation(
