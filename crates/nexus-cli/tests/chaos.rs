@@ -167,7 +167,18 @@ async fn kill_9_restarts_lose_and_double_nothing() {
         if done.run.status.as_str() != "completed" {
             let task = run.task("s1-tool-1").await;
             let events = run.events(0, Some(500)).await.map(|p| p.events);
-            panic!("{id} did not complete: {done:?}\ntask: {task:?}\nevents: {events:?}");
+            // Whether a runner ever ran the call: none, with a `task_claimed`, is a claim
+            // whose answer never reached its runner.
+            let handled = served
+                .calls
+                .lock()
+                .unwrap()
+                .get(&(id.clone(), "s1-tool-1".to_string()))
+                .copied();
+            panic!(
+                "{id} did not complete: {done:?}\ntask: {task:?}\nhandled by a runner: {} times\nevents: {events:?}",
+                handled.unwrap_or(0)
+            );
         }
     }
     stop.notify_waiters();

@@ -6,12 +6,19 @@
 //! (`await_started_at = now`, `deadline_at = now + timeout_ms`). The token is compared in
 //! constant time everywhere ([`token_matches`]); exclusivity comes from the run lock and the
 //! conditional update, so concurrent claims from one address compete and one wins.
+//!
+//! A claim may carry an `Idempotency-Key` (docs/decisions.md, "A claim whose answer was lost").
+//! Its token is then derived from the key ([`keyed_token`]), so the same claimant repeating
+//! the same claim while it stands gets the same grant back, with no change and no event: a
+//! claim committed by a node that died before answering, or whose answer the network lost, is
+//! not orphaned until its deadline. Any other claim of a claimed row is still `already_claimed`.
 
 use nexus_core::codes::Code;
 use nexus_store::{
     Engine, ExecutorKind, ExecutorRow, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus, Tx,
 };
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -48,6 +55,34 @@ pub fn is_claimant(task: &TaskRow, executor: &ExecutorRow, presented: &str) -> b
     // Evaluate the token first and always, so both failures cost the same.
     let token = token_matches(task, presented);
     token && task.claimant_id == Some(executor.id)
+}
+
+/// The claim token of a claim made with the key `key` by `executor` on `task` in the run
+/// `run`: a UUIDv4 built from SHA-256 over a domain word, the executor, the run, the row's id
+/// and generation, and the key. The key is the claimant's secret (the SDK draws a random one
+/// per claim), so the token is as unguessable as a drawn one, and the claimant that repeats
+/// the key recomputes it; a retried generation or another row gets another token.
+pub(crate) fn keyed_token(executor: Uuid, run: Uuid, task: &TaskRow, key: &str) -> String {
+    let mut hash = Sha256::new();
+    hash.update(b"nexus-claim-token-v1\0");
+    hash.update(executor.as_bytes());
+    hash.update(run.as_bytes());
+    hash.update(task.id.to_be_bytes());
+    hash.update(task.generation.to_be_bytes());
+    hash.update(key.as_bytes());
+    let digest = hash.finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    uuid::Builder::from_random_bytes(bytes).into_uuid().to_string()
+}
+
+/// What the claim preconditions allow.
+#[derive(Debug, PartialEq, Eq)]
+enum Claimable {
+    /// A new claim.
+    Grant,
+    /// The claimant repeating its keyed claim, which stands: the same grant again.
+    Repeat,
 }
 
 /// A parked row's live deadline has passed.
@@ -167,14 +202,15 @@ impl Kernel {
     }
 
     /// The claim preconditions 2–9 of executor.md §7, in order, on the row read under the
-    /// run lock.
+    /// run lock. `keyed`: the token a keyed claim would write ([`keyed_token`]).
     fn check_claimable(
         run: &RunRow,
         task: &TaskRow,
         executor: &ExecutorRow,
         facts: &DoorFacts,
+        keyed: Option<&str>,
         now: i64,
-    ) -> KernelResult<()> {
+    ) -> KernelResult<Claimable> {
         // 2. Addressed here (kernel rows have no addressee).
         if task.addressed_executor_id != Some(executor.id) {
             return Err(refuse(
@@ -218,14 +254,17 @@ impl Kernel {
                 format!("the row is {} on a {} run", task.status, run.status),
             ));
         }
-        // 9. Claimed once per generation: an expired claim is never granted again.
-        if task.claimed_at.is_some() {
+        // 9. Claimed once per generation: an expired claim is never granted again. The
+        // claimant repeating its keyed claim while it stands is answered the same grant.
+        let standing = !deadline_passed(task, now);
+        let repeat = task.claimed_at.is_some();
+        if repeat && !(standing && keyed.is_some_and(|token| is_claimant(task, executor, token))) {
             return Err(refuse(Code::AlreadyClaimed, "the row was already claimed"));
         }
-        if deadline_passed(task, now) {
+        if !standing {
             return Err(refuse(Code::TaskNotClaimable, "the row's deadline has passed"));
         }
-        Ok(())
+        Ok(if repeat { Claimable::Repeat } else { Claimable::Grant })
     }
 
     /// `POST X/inbox/{run}/{task}/claim` at the process clock.
@@ -236,6 +275,36 @@ impl Kernel {
     /// `POST X/inbox/{run}/{task}/claim` at `now` → `{task: <inbox row>, claim: {claim_token,
     /// deadline_at}}`.
     pub async fn claim_at(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, now: i64) -> KernelResult<ClaimReply> {
+        self.claim_keyed_at(p, run, key, None, now).await
+    }
+
+    /// `POST X/inbox/{run}/{task}/claim` with an optional `Idempotency-Key`, at the process
+    /// clock.
+    pub async fn claim_keyed(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        idempotency_key: Option<&str>,
+    ) -> KernelResult<ClaimReply> {
+        self.claim_keyed_at(p, run, key, idempotency_key, self.now_ms()).await
+    }
+
+    /// [`Kernel::claim_at`] with an optional `Idempotency-Key` (1–64 visible ASCII characters,
+    /// else 400 `parameter_invalid`): the token is derived from it, and the claimant repeating
+    /// it while the claim stands gets the same grant, changing nothing.
+    pub async fn claim_keyed_at(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        idempotency_key: Option<&str>,
+        now: i64,
+    ) -> KernelResult<ClaimReply> {
+        if let Some(k) = idempotency_key {
+            crate::runs::create::idempotency::check_idempotency_key(k)?;
+        }
+        let run_public_id = run;
         let Opened {
             mut tx,
             found,
@@ -250,11 +319,23 @@ impl Kernel {
                 return Err(e);
             }
         };
-        if let Err(e) = Self::check_claimable(&run, &task, &p.executor, &facts, now) {
-            tx.rollback().await?;
-            return Err(e);
+        let keyed = idempotency_key.map(|k| keyed_token(p.executor.public_id, run_public_id, &task, k));
+        match Self::check_claimable(&run, &task, &p.executor, &facts, keyed.as_deref(), now) {
+            Ok(Claimable::Grant) => {}
+            Ok(Claimable::Repeat) => {
+                // The standing grant, as the first answer gave it; nothing changes.
+                tx.rollback().await?;
+                let (token, deadline) = (task.claim_token.clone(), task.deadline_at);
+                let token = token.expect("a claimed row holds its token");
+                let deadline = time::iso(deadline.expect("a claimed park has a deadline"));
+                return self.grant_reply(p, &run, ws_public, &task, token, deadline).await;
+            }
+            Err(e) => {
+                tx.rollback().await?;
+                return Err(e);
+            }
         }
-        let token = uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string();
+        let token = keyed.unwrap_or_else(|| uuid::Builder::from_random_bytes(rand::random()).into_uuid().to_string());
         let budget = task.timeout_ms.unwrap_or(crate::runs::gate::DEFAULT_TOOL_TIMEOUT_MS);
         let mut next = task.clone();
         next.claim_token = Some(token.clone());

@@ -213,6 +213,18 @@ impl ExecutorClient {
         Http::send(self.http().authed(Method::POST, &item(run, key, "claim"))?).await
     }
 
+    /// [`ExecutorClient::claim`] with an `Idempotency-Key` (1–64 visible ASCII characters;
+    /// draw a random one per claim, it is the claim's secret): repeating the same key after a
+    /// failure in transport answers the same grant while the claim stands, so a claim whose
+    /// answer was lost is not lost with it. Another key, or none, gets 409 `already_claimed`.
+    pub async fn claim_keyed(&self, run: &str, key: &str, idempotency_key: &str) -> Result<Claim> {
+        let request = self
+            .http()
+            .authed(Method::POST, &item(run, key, "claim"))?
+            .header("Idempotency-Key", idempotency_key);
+        Http::send(request).await
+    }
+
     /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token`: 409 `not_claimant` when the token
     /// is no longer the row's.
     pub async fn claim_status(&self, run: &str, key: &str, token: &str) -> Result<ClaimStatus> {

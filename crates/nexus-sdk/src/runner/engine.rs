@@ -148,16 +148,26 @@ struct Claims {
     /// [`RunnerHandle::shutdown`](super::RunnerHandle::shutdown): a poll under way when it is
     /// called claims nothing more.
     stop: CancellationToken,
+    /// Claims sent without an answer (a failure in transport, a 5xx, a timeout), by row, with
+    /// their `Idempotency-Key`: the kernel may have granted one, so the row is claimed again
+    /// with the same key, which answers that grant, until a definite answer comes or the row
+    /// leaves the inbox.
+    unanswered: HashMap<CallKey, String>,
 }
 
 impl Claims {
-    fn claimable(&self, row: &InboxRow) -> bool {
-        row.kind == RowKind::ToolCall
-            && !row.claimed
-            && !self
-                .shared
-                .running()
-                .contains_key(&CallKey::of(&row.run_public_id, &row.task_key))
+    /// The `Idempotency-Key` to claim `row` with: the unanswered claim's, else a fresh one for
+    /// an unclaimed tool call this runner is not running. `None`: not to be claimed.
+    fn claim_key(&self, row: &InboxRow) -> Option<String> {
+        let key = CallKey::of(&row.run_public_id, &row.task_key);
+        if row.kind != RowKind::ToolCall || self.shared.running().contains_key(&key) {
+            return None;
+        }
+        match self.unanswered.get(&key) {
+            Some(k) => Some(k.clone()),
+            None if !row.claimed => Some(format!("{:032x}", rand::random::<u128>())),
+            None => None,
+        }
     }
 
     /// Reads the inbox and claims what it can while slots are free.
@@ -165,6 +175,7 @@ impl Claims {
         let polled = Instant::now();
         self.saturated = false;
         let mut after: Option<String> = None;
+        let mut listed = std::collections::HashSet::new();
         loop {
             let read = tokio::time::timeout(REQUEST_TIMEOUT, self.shared.client.inbox(after.as_deref(), Some(PAGE)));
             let page = match read.await {
@@ -176,9 +187,11 @@ impl Claims {
                 Err(_) => return,
             };
             for row in &page.tasks {
-                if !self.claimable(row) {
+                let call = CallKey::of(&row.run_public_id, &row.task_key);
+                let Some(idempotency_key) = self.claim_key(row) else {
+                    listed.insert(call);
                     continue;
-                }
+                };
                 if self.stop.is_cancelled() {
                     return;
                 }
@@ -186,13 +199,17 @@ impl Claims {
                     self.saturated = true;
                     return;
                 };
+                listed.insert(call.clone());
                 let sent = Instant::now();
                 let claim = tokio::time::timeout(
                     REQUEST_TIMEOUT,
-                    self.shared.client.claim(&row.run_public_id, &row.task_key),
+                    self.shared
+                        .client
+                        .claim_keyed(&row.run_public_id, &row.task_key, &idempotency_key),
                 );
                 match claim.await {
                     Ok(Ok(claim)) => {
+                        self.unanswered.remove(&call);
                         let cancel = CancellationToken::new();
                         let key = CallKey::of(&claim.task.run_public_id, &claim.task.task_key);
                         let running = Running {
@@ -205,21 +222,29 @@ impl Claims {
                             .spawn(call::serve(shared, claim, polled, sent, cancel, permit));
                     }
                     Ok(Err(e)) if e.is_transient() => {
-                        tracing::debug!(error = %e, "a claim failed; the next poll retries");
+                        tracing::debug!(error = %e, "a claim failed; the next poll claims again with its key");
+                        self.unanswered.insert(call, idempotency_key);
                         return;
                     }
                     // Another runner won it, the run stopped, the tool is no longer served…
                     Ok(Err(e)) => {
+                        self.unanswered.remove(&call);
                         tracing::debug!(run = %row.run_public_id, key = %row.task_key, error = %e, "not claimed")
                     }
-                    Err(_) => return,
+                    Err(_) => {
+                        self.unanswered.insert(call, idempotency_key);
+                        return;
+                    }
                 }
             }
             match page.next_after {
                 Some(next) => after = Some(next),
-                None => return,
+                None => break,
             }
         }
+        // The whole inbox was read: an unanswered claim of a row no longer listed (settled,
+        // or its run ended) is forgotten.
+        self.unanswered.retain(|call, _| listed.contains(call));
     }
 }
 
@@ -263,6 +288,7 @@ pub(crate) async fn run(runner: Runner, shutdown: impl Future<Output = ()> + Sen
         calls: JoinSet::new(),
         saturated: false,
         stop: handle.shutdown.clone(),
+        unanswered: HashMap::new(),
     };
     let mut ticker = tokio::time::interval(poll_interval.max(Duration::from_millis(10)));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);

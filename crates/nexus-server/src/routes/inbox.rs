@@ -20,7 +20,7 @@ use crate::AppState;
 use crate::auth::Executor;
 use crate::body::JsonObject;
 use crate::error::{ApiError, envelope};
-use crate::routes::runs::{Page, int_param, path_id};
+use crate::routes::runs::{Page, idempotency_key, int_param, path_id};
 
 /// An executor-plane failure: the envelope, with the plane's statuses.
 pub struct InboxError(pub KernelError);
@@ -68,13 +68,20 @@ pub async fn list(
     Ok(Json(state.kernel.inbox(&p, page.after.as_deref(), limit).await?))
 }
 
-/// `POST X/inbox/{run}/{task}/claim`.
+/// `POST X/inbox/{run}/{task}/claim`, with an optional `Idempotency-Key` (a repeat by the
+/// claimant answers the standing grant).
 pub async fn claim(
     State(state): State<AppState>,
     Executor(p): Executor,
     Path((run, key)): Path<(String, String)>,
+    headers: HeaderMap,
 ) -> InboxResult<Json<ClaimReply>> {
-    Ok(Json(state.kernel.claim(&p, path_id(&run)?, &key).await?))
+    let idempotency = idempotency_key(&headers)?;
+    let reply = state
+        .kernel
+        .claim_keyed(&p, path_id(&run)?, &key, idempotency.as_deref())
+        .await?;
+    Ok(Json(reply))
 }
 
 /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token`: no side effects, `no-store`.

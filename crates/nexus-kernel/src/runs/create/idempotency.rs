@@ -25,18 +25,25 @@ pub(crate) fn sha_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// An `Idempotency-Key`'s grammar (errors-and-auth.md §6): 1–64 visible ASCII characters,
+/// else 400 `parameter_invalid`. The member doors' keys and the claim's.
+pub(crate) fn check_idempotency_key(key: &str) -> KernelResult<()> {
+    let ok = !key.is_empty()
+        && key.len() <= nexus_core::bounds::IDEMPOTENCY_KEY_CHARS
+        && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
+    if !ok {
+        return Err(refuse(
+            Code::ParameterInvalid,
+            "Idempotency-Key must be 1-64 visible ASCII characters",
+        ));
+    }
+    Ok(())
+}
+
 impl Idempotency {
     /// `key`: 1–64 visible ASCII characters, else 400 `parameter_invalid`.
     pub(crate) fn new(member: Uuid, route: &str, ids: &[Uuid], key: &str, body: &Value) -> KernelResult<Idempotency> {
-        let ok = !key.is_empty()
-            && key.len() <= nexus_core::bounds::IDEMPOTENCY_KEY_CHARS
-            && key.bytes().all(|b| (0x21..=0x7e).contains(&b));
-        if !ok {
-            return Err(refuse(
-                Code::ParameterInvalid,
-                "Idempotency-Key must be 1-64 visible ASCII characters",
-            ));
-        }
+        check_idempotency_key(key)?;
         let mut scope = format!("{member}\0{route}");
         for id in ids {
             scope.push('\0');
