@@ -258,7 +258,11 @@ async fn runs_and_approvals(store: &[&str]) {
     let follower_err = read_in_background(child.stderr.take().unwrap());
     let deadline = Instant::now() + Duration::from_secs(30);
     while !follower_err.lock().unwrap().contains("needs approval") {
-        assert!(Instant::now() < deadline, "no hold shown: {}", follower_err.lock().unwrap());
+        assert!(
+            Instant::now() < deadline,
+            "no hold shown: {}",
+            follower_err.lock().unwrap()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let stopped = w.json(&["runs", "stop", &run3, "--force", "--json"]);

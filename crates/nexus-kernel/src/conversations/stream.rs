@@ -108,7 +108,7 @@ impl ConversationStream {
             // The backlog is the store's, in order; a published row past the next sequence
             // means events were missed in between, so the store is read again.
             let gap = match self.rx.recv().await {
-                Ok(row) if row.sequence <= self.last + 1 => {
+                Ok(row) if row.sequence <= self.last.saturating_add(1) => {
                     self.backlog.push_back(row);
                     false
                 }

@@ -91,7 +91,7 @@ impl EventStream {
                 if row.sequence <= self.last {
                     continue;
                 }
-                if row.sequence > self.last + 1 {
+                if row.sequence > self.last.saturating_add(1) {
                     // A gap: something was published out of order; read it from the store.
                     self.backlog.clear();
                     if self.refill().await.is_err() {

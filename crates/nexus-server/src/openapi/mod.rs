@@ -19,8 +19,9 @@ use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
 use serde_json::{Value, json};
-use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn};
+use utoipa::openapi::path::{HttpMethod, OperationBuilder, ParameterBuilder, ParameterIn, ParameterStyle};
 use utoipa::openapi::request_body::RequestBodyBuilder;
+use utoipa::openapi::schema::{ObjectBuilder, SchemaType, Type};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityRequirement, SecurityScheme};
 use utoipa::openapi::tag::TagBuilder;
 use utoipa::openapi::{
@@ -29,7 +30,7 @@ use utoipa::openapi::{
 };
 
 use crate::table::{Plane, ROUTES, Route, Standing};
-use op::{Body, Content, Kind, Op, Shape};
+use op::{Body, Content, In, Kind, Op, Shape};
 
 /// The path the document is served at.
 pub const PATH: &str = "/agent_api/v1/openapi.json";
@@ -71,7 +72,7 @@ pub fn codes_of(route: &Route, op: &Op) -> BTreeSet<&'static str> {
     }
     match op.body {
         Body::None => {}
-        Body::Json(_) => codes.extend([
+        Body::Json(_) | Body::Optional(_) => codes.extend([
             Code::BadRequest,
             Code::UnsupportedMediaType,
             Code::ContentTooLarge,
@@ -182,7 +183,11 @@ fn operation_id(route: &Route) -> String {
         .split(['/', '{', '}', '*', '.'])
         .filter(|w| !w.is_empty())
         .collect();
-    let index = if path.len() > 1 && path.ends_with('/') { "_index" } else { "" };
+    let index = if path.len() > 1 && path.ends_with('/') {
+        "_index"
+    } else {
+        ""
+    };
     format!("{}_{}{index}", route.method.as_str().to_lowercase(), words.join("_"))
 }
 
@@ -210,32 +215,50 @@ fn operation(
         );
     }
     for param in op.query {
-        builder = builder.parameter(
-            ParameterBuilder::new()
-                .name(param.name)
-                .parameter_in(ParameterIn::Query)
-                .required(Required::False)
-                .description(Some(param.doc))
-                .schema(Some(from_json(kind_schema(param.kind)))),
-        );
+        let mut parameter = ParameterBuilder::new()
+            .name(param.name)
+            .parameter_in(match param.place {
+                In::Query => ParameterIn::Query,
+                In::Header => ParameterIn::Header,
+            })
+            .required(if param.required {
+                Required::True
+            } else {
+                Required::False
+            })
+            .description(Some(param.doc))
+            .schema(Some(from_json(kind_schema(param.kind))));
+        if let Kind::OneOf(_) = param.kind {
+            parameter = parameter.style(Some(ParameterStyle::Form)).explode(Some(true));
+        }
+        builder = builder.parameter(parameter);
     }
     match op.body {
         Body::None => {}
-        Body::Json(shape) => {
+        Body::Json(shape) | Body::Optional(shape) => {
             let content = ContentBuilder::new().schema(Some(shape_schema(shape, schemas))).build();
+            let required = if matches!(op.body, Body::Json(_)) {
+                Required::True
+            } else {
+                Required::False
+            };
             builder = builder.request_body(Some(
                 RequestBodyBuilder::new()
-                    .required(Some(Required::True))
+                    .required(Some(required))
                     .content("application/json", content)
                     .build(),
             ));
         }
         Body::Upload => {
-            let schema = from_json(json!({
-                "type": "object",
-                "required": ["upload[file]"],
-                "properties": {"upload[file]": {"type": "string", "contentMediaType": "application/octet-stream"}},
-            }));
+            // The part is any bytes: a typeless schema with a media type (utoipa's `AnyValue`).
+            let part = ObjectBuilder::new()
+                .schema_type(SchemaType::AnyValue)
+                .content_media_type("application/octet-stream");
+            let schema: RefOr<Schema> = ObjectBuilder::new()
+                .schema_type(SchemaType::Type(Type::Object))
+                .property("upload[file]", part)
+                .required("upload[file]")
+                .into();
             builder = builder.request_body(Some(
                 RequestBodyBuilder::new()
                     .required(Some(Required::True))
@@ -258,21 +281,22 @@ fn operation(
                 );
             }
             Content::Bytes => {
-                response = response.content(
-                    "application/octet-stream",
-                    ContentBuilder::new()
-                        .schema(Some(from_json(
-                            json!({"type": "string", "contentMediaType": "application/octet-stream"}),
-                        )))
-                        .build(),
-                );
+                // The blob's own detected type (uploads.md §1).
+                response = response.content("*/*", ContentBuilder::new().build());
             }
             Content::Events => {
+                // Each message: `id:` (durable events), `event:` and `data:` (JSON text).
+                let message = json!({
+                    "type": "object",
+                    "properties": {
+                        "id": {"type": "string"},
+                        "event": {"type": "string"},
+                        "data": {"type": "string", "contentMediaType": "application/json"},
+                    },
+                });
                 response = response.content(
                     "text/event-stream",
-                    ContentBuilder::new()
-                        .schema(Some(from_json(json!({"type": "string"}))))
-                        .build(),
+                    ContentBuilder::new().schema(Some(from_json(message))).build(),
                 );
             }
             Content::Page => {
@@ -311,12 +335,55 @@ fn path_params(path: &str) -> Vec<String> {
         .collect()
 }
 
+/// A UUID's text.
+const UUID: &str = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+
+/// A path segment that is not `.` or `..`, of letters, digits, `.`, `_` and `-`.
+const SEGMENT: &str = r"([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)";
+
 fn kind_schema(kind: Kind) -> Value {
+    let path_bytes = nexus_kernel::memory::PATH_BYTES;
     match kind {
         Kind::Text => json!({"type": "string"}),
-        Kind::Integer => json!({"type": "integer"}),
+        Kind::Integer => json!({"type": "integer", "format": "int64", "minimum": i64::MIN, "maximum": i64::MAX}),
+        Kind::Sequence => json!({"type": "integer", "format": "int64", "minimum": 0, "maximum": i64::MAX}),
         Kind::Boolean => json!({"type": "boolean"}),
+        Kind::Uuid => json!({"type": "string", "format": "uuid", "pattern": UUID}),
+        Kind::OptionalUuid => json!({"type": "string", "pattern": format!("^({})?$", &UUID[1..UUID.len() - 1])}),
+        Kind::Cursor => json!({"type": "string", "pattern": "^[0-9]{0,18}$"}),
+        Kind::MemoryPath => json!({
+            "type": "string",
+            "maxLength": path_bytes,
+            // `conversation/…` paths also need `conversation_public_id` (described on it).
+            "pattern": format!("^(user|workspace)(/{SEGMENT})+$"),
+        }),
+        Kind::MemoryPrefix => json!({
+            "type": "string",
+            "maxLength": path_bytes,
+            "pattern": format!("^((user|workspace|conversation)(/{SEGMENT})*(/[A-Za-z0-9._-]*)?)?$"),
+        }),
+        Kind::Key => json!({"type": "string", "pattern": "^[!-~]{1,64}$"}),
+        Kind::NonBlank => json!({"type": "string", "pattern": "[A-Za-z0-9]"}),
+        Kind::SearchCursor => {
+            json!({"type": "string", "pattern": "^[0-3][0-9a-f]{15}-[0-9]{1,9}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"})
+        }
+        Kind::Range(low, high) => json!({"type": "integer", "format": "int64", "minimum": low, "maximum": high}),
+        Kind::Object => json!({"type": "object"}),
+        Kind::List => json!({"type": "array"}),
+        Kind::NullableUuid => json!({"type": ["string", "null"], "format": "uuid", "pattern": UUID}),
+        Kind::RunnerChoice => json!({
+            "type": "object",
+            "required": ["executor_public_id"],
+            "properties": {"executor_public_id": {"type": ["string", "null"], "format": "uuid", "pattern": UUID}},
+        }),
         Kind::Words(words) => json!({"type": "string", "enum": words}),
+        Kind::OneOf(members) => {
+            let properties: serde_json::Map<String, Value> = members
+                .iter()
+                .map(|(name, kind)| (name.to_string(), kind_schema(*kind)))
+                .collect();
+            json!({"type": "object", "properties": properties, "maxProperties": 1, "additionalProperties": false})
+        }
     }
 }
 
@@ -335,6 +402,18 @@ fn shape_schema(shape: Shape, schemas: &mut BTreeMap<String, RefOr<Schema>>) -> 
             RefOr::Ref(Ref::from_schema_name(name))
         }
         Shape::Object(doc) => from_json(json!({"type": "object", "description": doc})),
+        Shape::Either(typed, doc) => {
+            let first = serde_json::to_value(shape_schema(*typed, schemas)).expect("a schema serializes");
+            from_json(json!({"anyOf": [first, {"type": "object", "description": doc}]}))
+        }
+        Shape::Requires(members, doc) => {
+            let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
+            let properties: serde_json::Map<String, Value> = members
+                .iter()
+                .map(|(name, kind)| (name.to_string(), kind_schema(*kind)))
+                .collect();
+            from_json(json!({"type": "object", "required": names, "properties": properties, "description": doc}))
+        }
     }
 }
 

@@ -19,6 +19,11 @@ pub enum Shape {
     },
     /// Any JSON object; the text says where its members are specified.
     Object(&'static str),
+    /// The typed shape, or another object the text names (`anyOf`).
+    Either(&'static Shape, &'static str),
+    /// A JSON object that must hold these members, each of its grammar; the text says where the
+    /// rest is specified.
+    Requires(&'static [(&'static str, Kind)], &'static str),
 }
 
 /// The [`Shape`] of `T`.
@@ -30,22 +35,63 @@ pub const fn typed<T: utoipa::ToSchema>() -> Shape {
     }
 }
 
-/// A query parameter's value grammar.
+/// A parameter's value grammar.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Text,
+    /// A signed 64-bit integer.
     Integer,
+    /// A non-negative 64-bit integer (a sequence or a position).
+    Sequence,
     Boolean,
+    /// A UUID.
+    Uuid,
+    /// A UUID, or empty (the same as absent).
+    OptionalUuid,
+    /// A page cursor as the route issued it: a non-negative integer (or empty: the start).
+    Cursor,
+    /// A memory document path (kernel-tools.md §8).
+    MemoryPath,
+    /// A memory listing prefix: a scope root or a longer string prefix.
+    MemoryPrefix,
+    /// 1–64 visible ASCII characters (errors-and-auth.md §6).
+    Key,
+    /// A string with a letter or digit.
+    NonBlank,
+    /// A history search cursor as the search issued it.
+    SearchCursor,
+    /// An integer within these bounds.
+    Range(i64, i64),
+    /// A JSON object (its members specified elsewhere).
+    Object,
+    /// A JSON array (its items specified elsewhere).
+    List,
+    /// `{executor_public_id: UUID | null}` (runs.md §2).
+    RunnerChoice,
+    /// A UUID or null.
+    NullableUuid,
     /// One of the listed words.
     Words(&'static [&'static str]),
+    /// At most one of these members, each with its grammar, as separate query keys (an
+    /// exploded object parameter).
+    OneOf(&'static [(&'static str, Kind)]),
 }
 
-/// One query parameter (all are optional).
+/// Where a parameter travels.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum In {
+    Query,
+    Header,
+}
+
+/// One query or header parameter.
 #[derive(Clone, Copy)]
 pub struct Param {
     pub name: &'static str,
     pub kind: Kind,
     pub doc: &'static str,
+    pub place: In,
+    pub required: bool,
 }
 
 /// What a request carries.
@@ -54,6 +100,8 @@ pub enum Body {
     None,
     /// `application/json`.
     Json(Shape),
+    /// `application/json`, which may be left out (an empty body is `{}`).
+    Optional(Shape),
     /// `multipart/form-data` with one part `upload[file]`.
     Upload,
 }
@@ -98,7 +146,32 @@ pub const fn reply(status: u16, content: Content, doc: &'static str) -> Reply {
     Reply { status, content, doc }
 }
 
-/// A query parameter.
+/// An optional query parameter.
 pub const fn param(name: &'static str, kind: Kind, doc: &'static str) -> Param {
-    Param { name, kind, doc }
+    Param {
+        name,
+        kind,
+        doc,
+        place: In::Query,
+        required: false,
+    }
+}
+
+/// This parameter, required.
+pub const fn required(param: Param) -> Param {
+    Param {
+        required: true,
+        ..param
+    }
+}
+
+/// A header parameter.
+pub const fn header(name: &'static str, kind: Kind, doc: &'static str, required: bool) -> Param {
+    Param {
+        name,
+        kind,
+        doc,
+        place: In::Header,
+        required,
+    }
 }

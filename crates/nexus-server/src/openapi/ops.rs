@@ -21,7 +21,7 @@ use nexus_api::uploads::UploadEnvelope;
 use nexus_api::views::{Graph, Transcript};
 use nexus_core::codes::Code;
 
-use super::op::{Body, Content, Kind, Op, Param, Reply, Shape, param, reply, typed};
+use super::op::{Body, Content, Kind, Op, Param, Reply, Shape, header, param, reply, required, typed};
 
 macro_rules! json {
     ($t:ty) => {
@@ -57,14 +57,19 @@ macro_rules! w {
 
 const AFTER: Param = param(
     "after",
-    Kind::Text,
+    Kind::Cursor,
     "The cursor a previous page returned as `next_after`.",
 );
 const LIMIT: Param = param("limit", Kind::Integer, "The page size (clamped to 1–200; default 50).");
 const SEQ_AFTER: Param = param(
     "after",
-    Kind::Integer,
+    Kind::Sequence,
     "Events after this sequence (0: from the first).",
+);
+const HISTORY_LIMIT: Param = param(
+    "limit",
+    Kind::Range(1, nexus_core::bounds::HISTORY_READ_MAX_LIMIT as i64),
+    "At most this many (1–50).",
 );
 const EVENTS_LIMIT: Param = param(
     "limit",
@@ -73,7 +78,7 @@ const EVENTS_LIMIT: Param = param(
 );
 const CONVERSATION: Param = param(
     "conversation_public_id",
-    Kind::Text,
+    Kind::OptionalUuid,
     "Reach this conversation's `conversation/` documents.",
 );
 const ARCHIVED: Param = param(
@@ -82,10 +87,27 @@ const ARCHIVED: Param = param(
     "Which conversations by archive state (default `exclude`).",
 );
 
+const IDEMPOTENCY_KEY: Param = header(
+    "Idempotency-Key",
+    Kind::Key,
+    "A repeat with the same key and body replays the first answer (errors-and-auth.md §6).",
+    false,
+);
+const CLAIM_TOKEN: Param = header("Claim-Token", Kind::Key, "The claim's token.", true);
+const MEMORY_PATH: Param = required(param("path", Kind::MemoryPath, "The document's path."));
+
+/// A JSON object that must hold `$members`; the route's spec section says the rest.
+macro_rules! requires {
+    ($(($member:literal, $kind:expr)),+) => {
+        Body::Json(Shape::Requires(&[$(($member, $kind)),+], "Its members are in the route's spec section."))
+    };
+}
+
 const OBJECT_BODY: Body = Body::Json(Shape::Object(
     "A JSON object; its members are in the route's spec section.",
 ));
 const EMPTY_BODY: Body = Body::Json(Shape::Object("`{}` (members are ignored unless the route names them)."));
+const NO_BODY: Body = Body::Optional(Shape::Object("`{}` or no body at all."));
 
 const TASK: Reply = reply(200, json!(TaskEnvelope), "The task after the verb.");
 const RUN: Reply = reply(200, json!(RunEnvelope), "The run.");
@@ -120,13 +142,13 @@ pub static OPS: &[Op] = &[
         reply(200, json!(Catalog), "Every kernel tool, in registry order (registry.md §7)."),
         reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
     ], []),
-    op!(POST "/agent_api/v1/tools/assembly", "Preview a tools block", [], OBJECT_BODY, [
+    op!(POST "/agent_api/v1/tools/assembly", "Preview a tools block", [], requires!(("default_runner_executor_public_id", Kind::NullableUuid)), [
         reply(200, object!("The assembled tools block and its digests (declarations.md)."), "The preview."),
     ], [ValidationFailed, ReservedNamespace, ToolNotDeclared, ContentTooLarge, ParameterMissing, ParameterInvalid, RunnerNotEligible, RunnerNotDeclared, ToolNotServed, NotAgent, RunnerNotFound]),
     op!(GET "/agent_api/v1/profile", "The caller's profile", [], Body::None, [
         reply(200, object!("`{member, credential, configuration?, measured_at}` (errors-and-auth.md §2)."), "The profile."),
     ], []),
-    op!(PUT "/agent_api/v1/profile/configuration", "Replace the caller's configuration", [], OBJECT_BODY, [
+    op!(PUT "/agent_api/v1/profile/configuration", "Replace the caller's configuration", [], requires!(("configuration", Kind::Object)), [
         reply(200, object!("The profile read after the write."), "The profile."),
     ], [NotAgent, ValidationFailed, RunnerNotFound, RunnerNotEligible, ToolNotDeclared, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executors", "The runners eligible for the caller", [
@@ -141,10 +163,10 @@ pub static OPS: &[Op] = &[
     op!(GET "/agent_api/v1/executor", "The calling executor", [], Body::None, [
         reply(200, object!("The executor's record (executor.md §3)."), "The executor."),
     ], []),
-    op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], OBJECT_BODY, [
+    op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], requires!(("tools", Kind::List)), [
         reply(200, object!("The stored announcement (executor.md §4)."), "Announced."),
     ], [InvalidAnnouncement, ReservedNamespace, ContentTooLarge, ValidationFailed, ParameterMissing, ParameterInvalid]),
-    op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], OBJECT_BODY, [
+    op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], requires!(("frame", Kind::Object)), [
         reply(202, object!("The frame's fate (executor.md §10)."), "Accepted."),
     ], [FrameTooLarge, InvalidFrame, NotClaimant, ClaimInactive, StaleClaim, NotFound, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/channel", "The executor's push channel (WebSocket)", [], Body::None, [
@@ -153,10 +175,10 @@ pub static OPS: &[Op] = &[
     op!(GET "/agent_api/v1/executor/inbox", "The executor's inbox", [AFTER, LIMIT], Body::None, [
         reply(200, object!("`{items, pagination}` (executor.md §5)."), "One page."),
     ], [ParameterInvalid]),
-    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/claim", "Claim a row", [], EMPTY_BODY, [
+    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/claim", "Claim a row", [IDEMPOTENCY_KEY], NO_BODY, [
         reply(200, object!("The claim: token, deadline and the call (executor.md §6)."), "Claimed."),
     ], [AlreadyClaimed, AlreadyTerminal, NotClaimableKind, NotAddressedHere, TaskNotClaimable, NotEligible, ToolNotServed, NotAuthorized]),
-    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/claim", "A claim's status", [], Body::None, [
+    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/claim", "A claim's status", [CLAIM_TOKEN], Body::None, [
         reply(200, object!("The claim's state (executor.md §7)."), "The claim."),
     ], [NotAddressedHere, NotClaimant, ParameterMissing]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/extend", "Extend a claim", [], OBJECT_BODY, [
@@ -165,11 +187,11 @@ pub static OPS: &[Op] = &[
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/commit", "Commit a result", [], OBJECT_BODY, [
         reply(200, object!("The settled row (executor.md §9)."), "Committed (or the same commit replayed)."),
     ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge, ContentTooLarge, NotClaimableKind, NotAuthorized, ParameterMissing, ParameterInvalid]),
-    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ParameterMissing]),
-    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
+    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [CLAIM_TOKEN], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ParameterMissing]),
+    op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [CLAIM_TOKEN], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
     op!(POST "/agent_api/v1/executor/uploads", "Upload a capture", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/uploads/{id}", "A capture's descriptor", [], Body::None, [UPLOAD], []),
-    op!(POST w!("/runs"), "Create a run", [], OBJECT_BODY, [
+    op!(POST w!("/runs"), "Create a run", [IDEMPOTENCY_KEY], requires!(("run", Kind::Object)), [
         reply(201, json!(Created), "Created."),
         reply(200, json!(Created), "A replay of an earlier create with the same `Idempotency-Key`."),
     ], [IdempotencyEnvelopeMismatch, InvalidApprovalMode, InvalidApprovalRules, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, EdgeAuthoringRefused, InvalidSteps, ValidationFailed, ToolNotDeclared, ToolNotServed, ReservedNamespace, ParameterMissing, ParameterInvalid]),
@@ -184,7 +206,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/runs/{run}"), "Read a run", [], Body::None, [reply(200, json!(RunRead), "The run and its usage.")], []),
     op!(POST w!("/runs/{run}/start"), "Start a run", [], EMPTY_BODY, [RUN], [NotStartable]),
     op!(POST w!("/runs/{run}/stop"), "Stop a run", [], OBJECT_BODY, [RUN], [AlreadyTerminal, ParameterInvalid]),
-    op!(POST w!("/runs/{run}/tasks"), "Append steps", [], OBJECT_BODY, [
+    op!(POST w!("/runs/{run}/tasks"), "Append steps", [IDEMPOTENCY_KEY], requires!(("steps", Kind::List)), [
         reply(201, json!(Appended), "Appended."),
         reply(200, json!(Appended), "A replay of an earlier append with the same `Idempotency-Key`."),
     ], [RunNotAppendable, ConversationHosted, TipLive, TipUnresolved, DuplicateTaskKey, StaleRevision, IdempotencyEnvelopeMismatch, InvalidSteps, EdgeAuthoringRefused, ValidationFailed, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, ToolNotDeclared, ToolNotServed, ParameterMissing, ParameterInvalid]),
@@ -196,7 +218,7 @@ pub static OPS: &[Op] = &[
         param("format", Kind::Words(&["provider"]), "`provider`: the provider body bytes as sent."),
         param("generation", Kind::Integer, "A past generation of the task."),
     ], Body::None, [
-        reply(200, json!(SealedEnvelope), "The sealed record (or, with `format=provider`, the body bytes)."),
+        reply(200, Content::Json(Shape::Either(&typed::<SealedEnvelope>(), "With `format=provider`: the provider body as sent (JSON), its SHA-256 in `x-body-sha256`.")), "The sealed record, or the provider body."),
     ], [RequestNotSealed, ParameterInvalid]),
     op!(GET w!("/runs/{run}/cache"), "A run's prompt-cache report", [], Body::None, [
         reply(200, json!(CacheEnvelope), "Per model round: the tools digest and usage."),
@@ -214,7 +236,7 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], OBJECT_BODY, [TASK], [NotRetryable, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/abandon"), "Abandon a failed task", [], EMPTY_BODY, [TASK], [NotAbandonable]),
     op!(POST w!("/runs/{run}/tasks/{key}/cancel"), "Cancel a branch", [], EMPTY_BODY, [TASK], [NotABranch, AlreadyTerminal]),
-    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], OBJECT_BODY, [RUN], [RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
+    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], requires!(("default_runner", Kind::RunnerChoice)), [RUN], [RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/runs/{run}/transcript"), "A run's transcript", [
         param("include_hidden", Kind::Boolean, "Include rows hidden from the model."),
     ], Body::None, [reply(200, json!(Transcript), "The transcript.")], [ParameterInvalid]),
@@ -225,7 +247,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/runs/{run}/events/stream"), "A run's live feed (Server-Sent Events)", [SEQ_AFTER], Body::None, [
         reply(200, Content::Events, "Durable events (with `id:`) and ephemeral frames; resumes from `Last-Event-ID`."),
     ], [ParameterInvalid]),
-    op!(POST w!("/conversations"), "Create a conversation", [], OBJECT_BODY, [
+    op!(POST w!("/conversations"), "Create a conversation", [IDEMPOTENCY_KEY], requires!(("conversation", Kind::Object)), [
         reply(201, json!(ConversationCreated), "Created."),
         reply(200, json!(ConversationCreated), "A replay of an earlier create with the same `Idempotency-Key`."),
     ], [AnswererNotEligible, RunnerNotEligible, RunnerNotFound, IdempotencyEnvelopeMismatch, ValidationFailed, ParameterMissing, ParameterInvalid]),
@@ -233,19 +255,19 @@ pub static OPS: &[Op] = &[
         reply(200, json!(ConversationPage), "One page of top-level conversations."),
     ], [ParameterInvalid]),
     op!(GET w!("/conversations/{c}"), "Read a conversation", [], Body::None, [CONVERSATION_READ], []),
-    op!(GET w!("/conversations/{c}/children"), "A conversation's children", [ARCHIVED, AFTER, LIMIT], Body::None, [
-        reply(200, json!(ConversationPage), "One page."),
-    ], [ParameterInvalid]),
-    op!(POST w!("/conversations/{c}/archive"), "Archive a conversation", [], EMPTY_BODY, [CONVERSATION_READ], [SubagentFollowsParent]),
-    op!(POST w!("/conversations/{c}/unarchive"), "Unarchive a conversation", [], EMPTY_BODY, [CONVERSATION_READ], [SubagentFollowsParent]),
-    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], OBJECT_BODY, [CONVERSATION_READ], [RunnerNotFound, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
+    op!(GET w!("/conversations/{c}/children"), "A conversation's children", [], Body::None, [
+        reply(200, json!(ConversationPage), "Every child."),
+    ], []),
+    op!(POST w!("/conversations/{c}/archive"), "Archive a conversation", [], Body::None, [CONVERSATION_READ], [SubagentFollowsParent]),
+    op!(POST w!("/conversations/{c}/unarchive"), "Unarchive a conversation", [], Body::None, [CONVERSATION_READ], [SubagentFollowsParent]),
+    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], requires!(("default_runner", Kind::RunnerChoice)), [CONVERSATION_READ], [RunnerNotFound, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations/{c}/events"), "A conversation's durable events", [SEQ_AFTER, EVENTS_LIMIT], Body::None, [
         reply(200, json!(ConversationEventPage), "Events after the sequence."),
     ], [ParameterInvalid]),
     op!(GET w!("/conversations/{c}/events/stream"), "A conversation's live feed (Server-Sent Events)", [SEQ_AFTER], Body::None, [
         reply(200, Content::Events, "Durable events with `id:`; resumes from `Last-Event-ID`."),
     ], [ParameterInvalid]),
-    op!(POST w!("/conversations/{c}/inputs"), "Send an input", [], OBJECT_BODY, [
+    op!(POST w!("/conversations/{c}/inputs"), "Send an input", [IDEMPOTENCY_KEY], requires!(("input", Kind::Object)), [
         reply(201, json!(InputCreated), "Accepted."),
         reply(200, json!(InputCreated), "A replay of an earlier input with the same `Idempotency-Key`."),
     ], [ConversationArchived, InputQueueFull, ValidationFailed, ToolNotDeclared, AnswererNotEligible, DeliverAtAmbiguous, DeliverAtInPast, DeliverAtTooFar, DeliverAtNotSteerable, InvalidApprovalMode, IdempotencyEnvelopeMismatch, ParameterMissing, ParameterInvalid]),
@@ -256,37 +278,44 @@ pub static OPS: &[Op] = &[
         reply(200, json!(InputEnvelope), "The input, deleted."),
     ], [InputNotPending]),
     op!(GET w!("/conversations/{c}/turns"), "A conversation's turns", [
-        param("after", Kind::Integer, "Turns after this position (0: from the first)."),
+        param("after", Kind::Sequence, "Turns after this position (0: from the first)."),
         LIMIT,
     ], Body::None, [reply(200, json!(TurnPage), "One page.")], [ParameterInvalid]),
-    op!(POST w!("/conversations/{c}/cancellation"), "Stop the running turn", [], EMPTY_BODY, [
+    op!(POST w!("/conversations/{c}/cancellation"), "Stop the running turn", [], Body::None, [
         reply(200, json!(Cancellation), "Which turn was stopped."),
     ], []),
     op!(GET w!("/conversation_search"), "Search conversation history", [
-        param("query", Kind::Text, "The words to find."),
+        required(param("query", Kind::NonBlank, "The words to find (at least one letter or digit).")),
         ARCHIVED,
         param("include_auxiliary", Kind::Boolean, "Include children's conversations."),
-        LIMIT, AFTER,
+        HISTORY_LIMIT,
+        param("after", Kind::SearchCursor, "The `next_after` of the previous page."),
     ], Body::None, [reply(200, json!(SearchPage), "Ranked matches.")], [ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations/{c}/history"), "A window of a conversation's turns", [
-        param("around_turn_id", Kind::Text, "Centre the window on this turn."),
-        param("after_position", Kind::Integer, "Turns after this position."),
-        param("before_position", Kind::Integer, "Turns before this position."),
-        LIMIT,
+        param(
+            "window",
+            Kind::OneOf(&[
+                ("around_turn_id", Kind::Uuid),
+                ("after_position", Kind::Sequence),
+                ("before_position", Kind::Sequence),
+            ]),
+            "At most one of `around_turn_id`, `after_position`, `before_position` (none: the newest turns).",
+        ),
+        HISTORY_LIMIT,
     ], Body::None, [reply(200, json!(History), "The window.")], [ParameterInvalid]),
     op!(GET w!("/memory"), "List memory documents", [
-        param("prefix", Kind::Text, "Only paths under this prefix."),
+        param("prefix", Kind::MemoryPrefix, "Only paths under this prefix."),
         CONVERSATION,
     ], Body::None, [reply(200, json!(DocumentList), "The documents, without content.")], [ParameterInvalid, ValidationFailed, ParameterMissing]),
-    op!(GET w!("/memory/doc"), "Read a memory document", [param("path", Kind::Text, "The document's path."), CONVERSATION], Body::None, [
+    op!(GET w!("/memory/doc"), "Read a memory document", [MEMORY_PATH, CONVERSATION], Body::None, [
         reply(200, json!(DocumentEnvelope), "The document."),
     ], [ParameterMissing, ParameterInvalid, ValidationFailed]),
-    op!(PUT w!("/memory/doc"), "Write a memory document", [CONVERSATION], OBJECT_BODY, [
+    op!(PUT w!("/memory/doc"), "Write a memory document", [], requires!(("path", Kind::MemoryPath), ("content", Kind::Text)), [
         reply(200, json!(DocumentEnvelope), "The document as stored."),
     ], [StaleObject, ValidationFailed, ParameterMissing, ParameterInvalid, ContentTooLarge, ReservedNamespace]),
     op!(DELETE w!("/memory/doc"), "Delete a memory document", [
-        param("path", Kind::Text, "The document's path."),
-        param("expected_lock_version", Kind::Integer, "Delete only this version."),
+        MEMORY_PATH,
+        param("expected_lock_version", Kind::Sequence, "Delete only this version."),
         CONVERSATION,
     ], Body::None, [reply(200, json!(DeletedEnvelope), "What was removed.")], [StaleObject, ParameterMissing, ParameterInvalid, ValidationFailed]),
 ];

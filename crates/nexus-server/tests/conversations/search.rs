@@ -274,6 +274,20 @@ async fn history_reads_windows_within_the_bounds() {
     }
 }
 
+/// Found by schemathesis: the largest position made the reader's empty-window position
+/// overflow (a panic, so no answer at all).
+#[tokio::test]
+async fn history_after_the_largest_position_is_an_empty_window() {
+    for h in harnesses().await {
+        let agent = h.agent_token();
+        let conv = new_conversation(&h, &agent, json!({"title": "Edge"})).await;
+        turns(&h, &conv, &["only turn"]).await;
+        let url = history_url(&h, &conv, &format!("after_position={}", i64::MAX));
+        let page = ok(&h.get(&url, Some(&agent)).await, StatusCode::OK);
+        assert_eq!(positions(&page), Vec::<i64>::new(), "{}", h.dialect);
+    }
+}
+
 #[tokio::test]
 async fn history_refuses_every_bad_parameter() {
     for h in harnesses().await {

@@ -127,7 +127,7 @@ pub(crate) async fn read(
     // neighbours by distance).
     let (window, empty_at) = match &ask.cursor {
         ReadCursor::Newest => (reader.turns(cid, i64::MAX, limit, true, chars).await?, 1),
-        ReadCursor::After(p) => (reader.turns(cid, *p, limit, false, chars).await?, p + 1),
+        ReadCursor::After(p) => (reader.turns(cid, *p, limit, false, chars).await?, p.saturating_add(1)),
         ReadCursor::Before(p) => (reader.turns(cid, *p, limit, true, chars).await?, (*p).max(1)),
         ReadCursor::Around(turn) => {
             let Some(p) = (match Uuid::parse_str(turn) {
