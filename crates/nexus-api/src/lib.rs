@@ -21,6 +21,7 @@ pub mod conversations;
 pub mod events;
 pub mod executors;
 pub mod history;
+pub mod inbox;
 pub mod inputs;
 pub mod memory;
 pub mod runs;

@@ -97,3 +97,50 @@ fn the_committed_document_is_this_build_s() {
         "contracts/nexus/v1/openapi.json has drifted from the server; run `nexus contracts generate`"
     );
 }
+
+/// The document guard logs what the document does not promise: a non-envelope error, a typed
+/// body that breaks its schema, an undocumented success status.
+#[tokio::test]
+async fn the_guard_logs_answers_the_document_does_not_promise() {
+    use axum::Router;
+    use axum::http::{Request, StatusCode};
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    let log = tempfile::NamedTempFile::new().unwrap();
+    // SAFETY: this test binary's other tests read no environment variable while it runs
+    // (nextest runs each test in its own process).
+    unsafe { std::env::set_var(nexus_server::openapi::guard::ENV, log.path()) };
+    let app = Router::new()
+        .route("/healthz", get(|| async { (StatusCode::IM_A_TEAPOT, "plain text") }))
+        .route(
+            "/agent_api/v1/workspaces/{ws}/runs/{run}",
+            get(|| async { axum::Json(serde_json::json!({"run": {}})) }),
+        )
+        .route(
+            "/agent_api/v1/workspaces/{ws}/runs",
+            get(|| async { (StatusCode::ACCEPTED, axum::Json(serde_json::json!({}))) }),
+        )
+        .layer(axum::middleware::from_fn(nexus_server::openapi::guard::check));
+    for uri in [
+        "/healthz",
+        "/agent_api/v1/workspaces/w/runs/r",
+        "/agent_api/v1/workspaces/w/runs",
+    ] {
+        let request = Request::get(uri).body(axum::body::Body::empty()).unwrap();
+        app.clone().oneshot(request).await.unwrap();
+    }
+    let logged = std::fs::read_to_string(log.path()).unwrap();
+    assert!(
+        logged.contains("GET /healthz: status 418 without the error envelope"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("GET /agent_api/v1/workspaces/{ws}/runs/{run}: 200 body is not a RunRead"),
+        "{logged}"
+    );
+    assert!(
+        logged.contains("GET /agent_api/v1/workspaces/{ws}/runs: success status 202 is not documented"),
+        "{logged}"
+    );
+}

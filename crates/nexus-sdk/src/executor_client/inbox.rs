@@ -1,28 +1,16 @@
 //! The inbox, claim, claim status, extend and commit (executor.md §6–§9).
 
 use reqwest::Method;
-use serde::{Deserialize, Deserializer, Serialize};
+use serde::{Deserialize, Deserializer};
 use serde_json::Value;
 
 use super::{ExecutorClient, segment};
 use crate::error::Result;
 use crate::http::Http;
 use crate::runner::ToolResult;
-
-/// What a parked row waits for (executor.md §6).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RowKind {
-    /// A dispatched tool row: claim it, run it, commit.
-    ToolCall,
-    /// A tool row held for approval (not claimable).
-    Approval,
-    /// An ask await (answered by a commit without a token, not claimed).
-    Ask,
-    /// A kind this SDK does not know.
-    #[serde(other)]
-    Other,
-}
+use nexus_api::common::Pagination;
+use nexus_api::inbox::{ClaimStatusReply, Commit, Extend, Grant, InboxTask};
+pub use nexus_api::inbox::{CommitReply, RowKind};
 
 /// One inbox row: the fields the framework acts on, and the whole row as sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,27 +35,10 @@ pub struct InboxRow {
     pub raw: Value,
 }
 
-#[derive(Deserialize)]
-struct RowFields {
-    kind: RowKind,
-    run_public_id: String,
-    task_key: String,
-    #[serde(default)]
-    claimed: bool,
-    #[serde(default)]
-    timeout_ms: Option<u64>,
-    #[serde(default)]
-    deadline_at: Option<String>,
-    #[serde(default)]
-    tool_name: Option<String>,
-    #[serde(default)]
-    tool_input: Value,
-}
-
 impl<'de> Deserialize<'de> for InboxRow {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let raw = Value::deserialize(deserializer)?;
-        let f = RowFields::deserialize(&raw).map_err(serde::de::Error::custom)?;
+        let f = InboxTask::deserialize(&raw).map_err(serde::de::Error::custom)?;
         Ok(InboxRow {
             kind: f.kind,
             run_public_id: f.run_public_id,
@@ -93,11 +64,7 @@ pub struct InboxPage {
 
 impl<'de> Deserialize<'de> for InboxPage {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Pagination {
-            #[serde(default)]
-            next_after: Option<String>,
-        }
+        /// [`nexus_api::inbox::InboxList`], with each row kept whole.
         #[derive(Deserialize)]
         struct Wire {
             tasks: Vec<InboxRow>,
@@ -125,11 +92,7 @@ pub struct Claim {
 
 impl<'de> Deserialize<'de> for Claim {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Grant {
-            claim_token: String,
-            deadline_at: String,
-        }
+        /// [`nexus_api::inbox::ClaimGrant`], with the row kept whole.
         #[derive(Deserialize)]
         struct Wire {
             task: InboxRow,
@@ -153,36 +116,10 @@ pub struct ClaimStatus {
 
 impl<'de> Deserialize<'de> for ClaimStatus {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        struct Inner {
-            active: bool,
-        }
-        #[derive(Deserialize)]
-        struct Wire {
-            claim: Inner,
-        }
         Ok(ClaimStatus {
-            active: Wire::deserialize(deserializer)?.claim.active,
+            active: ClaimStatusReply::deserialize(deserializer)?.claim.active,
         })
     }
-}
-
-/// The commit's answer: the task read, and whether the row had already settled.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CommitReply {
-    /// The task as `GET R/tasks/{key}` reads it.
-    pub task: Value,
-    /// True when the row had settled before this commit (which then changed nothing).
-    #[serde(default)]
-    pub idle: bool,
-}
-
-/// The commit body: the token beside the flat result envelope.
-#[derive(Serialize)]
-struct CommitBody<'a> {
-    claim_token: &'a str,
-    #[serde(flatten)]
-    result: &'a ToolResult,
 }
 
 fn item(run: &str, key: &str, verb: &str) -> String {
@@ -238,7 +175,10 @@ impl ExecutorClient {
     /// `POST X/inbox/{run}/{task}/extend`: the new deadline is now + `timeout_ms` (at most
     /// min(announced `timeout_ms`, 3,600,000), else 409 `extension_too_long`).
     pub async fn extend(&self, run: &str, key: &str, token: &str, timeout_ms: u64) -> Result<Claim> {
-        let body = serde_json::json!({"claim_token": token, "timeout_ms": timeout_ms});
+        let body = Extend {
+            claim_token: token.to_string(),
+            timeout_ms,
+        };
         let request = self.http().authed(Method::POST, &item(run, key, "extend"))?.json(&body);
         Http::send(request).await
     }
@@ -246,9 +186,9 @@ impl ExecutorClient {
     /// `POST X/inbox/{run}/{task}/commit` with the result envelope. A retry after a transport
     /// failure is safe under the same token: a row that already settled answers `idle`.
     pub async fn commit(&self, run: &str, key: &str, token: &str, result: &ToolResult) -> Result<CommitReply> {
-        let body = CommitBody {
-            claim_token: token,
-            result,
+        let body = Commit {
+            claim_token: Some(token.to_string()),
+            result: result.clone(),
         };
         let request = self.http().authed(Method::POST, &item(run, key, "commit"))?.json(&body);
         Http::send(request).await
@@ -277,7 +217,7 @@ mod tests {
         assert_eq!(ask.tool_input, Value::Null);
         let other: InboxRow =
             serde_json::from_value(json!({"kind": "later", "run_public_id": "r", "task_key": "a"})).unwrap();
-        assert_eq!(other.kind, RowKind::Other);
+        assert!(matches!(other.kind, RowKind::Other(_)));
     }
 
     #[test]
@@ -297,9 +237,9 @@ mod tests {
     #[test]
     fn the_commit_body_is_flat_with_the_token_first() {
         let result = ToolResult::text("hi").with_title("t");
-        let body = serde_json::to_value(CommitBody {
-            claim_token: "tok",
-            result: &result,
+        let body = serde_json::to_value(Commit {
+            claim_token: Some("tok".into()),
+            result,
         })
         .unwrap();
         assert_eq!(

@@ -6,7 +6,6 @@ mod inbox;
 mod uploads;
 
 use reqwest::Method;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use inbox::{Claim, ClaimStatus, CommitReply, InboxPage, InboxRow, RowKind};
@@ -23,32 +22,7 @@ pub struct ExecutorClient {
     http: Http,
 }
 
-/// One progress frame (executor.md §11): relayed, never stored.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ProgressFrame {
-    /// The claimed row's run.
-    pub run_public_id: String,
-    /// The claimed row's key.
-    pub task_key: String,
-    /// The current claim token (only the claimant may send).
-    pub claim_token: String,
-    /// The tail of the tool's output so far.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text_tail: Option<String>,
-    /// Any JSON the console may render.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured: Option<Value>,
-}
-
-/// The 202 answer to a progress frame.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct ProgressReply {
-    /// Whether the frame was relayed.
-    pub relayed: bool,
-    /// Why not: `settled` (the row settled) or `cadence` (at most one frame per 250 ms).
-    #[serde(default)]
-    pub reason: Option<String>,
-}
+pub use nexus_api::inbox::{ProgressFrame, ProgressReply};
 
 impl ExecutorClient {
     /// A client for `base_url` sending `Authorization: Bearer <token>`.
@@ -93,7 +67,7 @@ impl ExecutorClient {
         let request = self
             .http
             .authed(Method::POST, "/agent_api/v1/executor/progress")?
-            .json(&serde_json::json!({ "frame": frame }));
+            .json(&nexus_api::inbox::Progress { frame: frame.clone() });
         Http::send(request).await
     }
 }

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 pub use nexus_core::registry::effect::{EffectKind, EffectProfile, EffectScope, Idempotency, Reconciliation};
 
 use crate::error::Result;
-use crate::executor_client::{ExecutorClient, ProgressFrame, ProgressReply, Upload};
+use crate::executor_client::{ExecutorClient, ProgressFrame, ProgressReply};
 
 /// One announced tool entry (executor.md §4): `name`, `effect_profile`, `timeout_ms?`,
 /// `description?`, `input_schema?`. An entry without a description or a schema is
@@ -142,141 +142,7 @@ impl ToolCall {
     }
 }
 
-/// One block of a result's `content` (executor.md §9.1).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum Block {
-    /// `{"type":"text","text":…}`.
-    Text {
-        /// The text.
-        text: String,
-    },
-    /// `{"type":"resource_link","uri":"nexus://uploads/<id>","name",…}`: a staged capture.
-    ResourceLink {
-        /// `nexus://uploads/<public_id>`.
-        uri: String,
-        /// The file name (required, non-empty).
-        name: String,
-        /// The content type, stored verbatim.
-        #[serde(rename = "mimeType", skip_serializing_if = "Option::is_none")]
-        mime_type: Option<String>,
-        /// The byte size.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        size: Option<u64>,
-        /// A display title.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        title: Option<String>,
-        /// A description.
-        #[serde(skip_serializing_if = "Option::is_none")]
-        description: Option<String>,
-    },
-}
-
-impl Block {
-    /// A text block.
-    pub fn text(text: impl Into<String>) -> Block {
-        Block::Text { text: text.into() }
-    }
-
-    /// The `resource_link` naming a stored capture: its URI, file name, detected type and size.
-    pub fn link(upload: &Upload) -> Block {
-        Block::ResourceLink {
-            uri: upload.uri(),
-            name: upload.filename.clone(),
-            mime_type: Some(upload.content_type.clone()),
-            size: Some(upload.byte_size),
-            title: None,
-            description: None,
-        }
-    }
-}
-
-/// `completed` or `failed` (executor.md §9).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The call ran; `is_error` says whether the tool reported an error.
-    #[default]
-    Completed,
-    /// The call could not run; the task fails with `tool_failed` and the first text.
-    Failed,
-}
-
-/// What a handler returns: the commit envelope minus the claim token.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct ToolResult {
-    /// The content blocks.
-    pub content: Vec<Block>,
-    /// `structured_content` (any JSON; `None` = absent, which differs from `Some(Null)`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub structured_content: Option<Value>,
-    /// The tool reported an error; the model reads it wrapped.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub is_error: bool,
-    /// `completed` (default) or `failed`.
-    pub outcome: Outcome,
-    /// A one-line header for people ("read src/lib.rs").
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub title: Option<String>,
-    /// `metadata` (an object; its `checkpoint` key is reserved, see [`ToolResult::checkpoint`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Map<String, Value>>,
-}
-
-impl ToolResult {
-    /// A completed result of one text block.
-    pub fn text(text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            content: vec![Block::Text { text: text.into() }],
-            ..ToolResult::default()
-        }
-    }
-
-    /// A completed result with `is_error: true` and one text block (a tool-level error the
-    /// model should read and react to).
-    pub fn error(text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            is_error: true,
-            ..ToolResult::text(text)
-        }
-    }
-
-    /// A `failed` outcome whose first text is the reason (the call could not run).
-    pub fn failed(text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            outcome: Outcome::Failed,
-            ..ToolResult::text(text)
-        }
-    }
-
-    /// Appends a block.
-    pub fn with_block(mut self, block: Block) -> ToolResult {
-        self.content.push(block);
-        self
-    }
-
-    /// Sets `structured_content`.
-    pub fn with_structured(mut self, value: Value) -> ToolResult {
-        self.structured_content = Some(value);
-        self
-    }
-
-    /// Sets the title.
-    pub fn with_title(mut self, title: impl Into<String>) -> ToolResult {
-        self.title = Some(title.into());
-        self
-    }
-
-    /// Sets `metadata.checkpoint = {hash, dirty}`: the workspace state just before the call.
-    pub fn checkpoint(mut self, hash: impl Into<String>, dirty: bool) -> ToolResult {
-        let metadata = self.metadata.get_or_insert_with(Map::new);
-        metadata.insert(
-            "checkpoint".into(),
-            serde_json::json!({"hash": hash.into(), "dirty": dirty}),
-        );
-        self
-    }
-}
+pub use nexus_api::inbox::{Block, Outcome, ToolResult};
 
 /// The future a handler returns.
 pub type HandlerFuture = Pin<Box<dyn Future<Output = ToolResult> + Send + 'static>>;

@@ -12,6 +12,7 @@ use nexus_api::conversations::{ConversationCreated, ConversationEnvelope, Conver
 use nexus_api::events::EventPage;
 use nexus_api::executors::{ExecutorEnvelope, ExecutorList};
 use nexus_api::history::{History, SearchPage};
+use nexus_api::inbox::{ClaimGrant, ClaimStatusReply, Commit, CommitReply, Extend, InboxList, Progress, ProgressReply};
 use nexus_api::inputs::{InputCreated, InputEnvelope, InputPage};
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList};
 use nexus_api::runs::{Appended, Created, RunEnvelope, RunPage, RunRead};
@@ -166,26 +167,26 @@ pub static OPS: &[Op] = &[
     op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], requires!(("tools", Kind::List)), [
         reply(200, object!("The stored announcement (executor.md §4)."), "Announced."),
     ], [InvalidAnnouncement, ReservedNamespace, ContentTooLarge, ValidationFailed, ParameterMissing, ParameterInvalid]),
-    op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], requires!(("frame", Kind::Object)), [
-        reply(202, object!("The frame's fate (executor.md §10)."), "Accepted."),
+    op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], Body::Json(typed::<Progress>()), [
+        reply(202, json!(ProgressReply), "Relayed, or why not (executor.md §11)."),
     ], [FrameTooLarge, InvalidFrame, NotClaimant, ClaimInactive, StaleClaim, NotFound, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/channel", "The executor's push channel (WebSocket)", [], Body::None, [
         reply(101, Content::Empty, "Switching protocols: a WebSocket of control frames (executor.md §13)."),
     ], [BadRequest]),
     op!(GET "/agent_api/v1/executor/inbox", "The executor's inbox", [AFTER, LIMIT], Body::None, [
-        reply(200, object!("`{items, pagination}` (executor.md §5)."), "One page."),
+        reply(200, json!(InboxList), "One page (executor.md §6)."),
     ], [ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/claim", "Claim a row", [IDEMPOTENCY_KEY], NO_BODY, [
-        reply(200, object!("The claim: token, deadline and the call (executor.md §6)."), "Claimed."),
+        reply(200, json!(ClaimGrant), "Claimed (executor.md §7)."),
     ], [AlreadyClaimed, AlreadyTerminal, NotClaimableKind, NotAddressedHere, TaskNotClaimable, NotEligible, ToolNotServed, NotAuthorized]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/claim", "A claim's status", [CLAIM_TOKEN], Body::None, [
-        reply(200, object!("The claim's state (executor.md §7)."), "The claim."),
+        reply(200, json!(ClaimStatusReply), "The claim's state (executor.md §7)."),
     ], [NotAddressedHere, NotClaimant, ParameterMissing]),
-    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/extend", "Extend a claim", [], OBJECT_BODY, [
-        reply(200, object!("The new deadline (executor.md §8)."), "Extended."),
+    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/extend", "Extend a claim", [], Body::Json(typed::<Extend>()), [
+        reply(200, json!(ClaimGrant), "Extended: the new deadline (executor.md §8)."),
     ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ExtensionTooLong, NotExtendable, InvalidTimeoutMs, ParameterMissing, ParameterInvalid]),
-    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/commit", "Commit a result", [], OBJECT_BODY, [
-        reply(200, object!("The settled row (executor.md §9)."), "Committed (or the same commit replayed)."),
+    op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/commit", "Commit a result", [], Body::Json(typed::<Commit>()), [
+        reply(200, json!(CommitReply), "Committed, or `idle` when the row had settled (executor.md §9)."),
     ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge, ContentTooLarge, NotClaimableKind, NotAuthorized, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [CLAIM_TOKEN], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ParameterMissing]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [CLAIM_TOKEN], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
