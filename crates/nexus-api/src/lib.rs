@@ -29,4 +29,5 @@ pub mod steps;
 pub mod tasks;
 pub mod turns;
 pub mod uploads;
+pub mod verbs;
 pub mod views;

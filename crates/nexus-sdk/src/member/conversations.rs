@@ -94,7 +94,7 @@ impl ConversationRef {
     /// `PUT C/default_runner`: the runner later turns import from (`None` for none).
     /// Refusals: 404 `runner_not_found`; 422 `runner_not_eligible`.
     pub async fn set_default_runner(&self, executor_public_id: Option<&str>) -> Result<Conversation> {
-        let body = serde_json::json!({"default_runner": {"executor_public_id": executor_public_id}});
+        let body = wire::body(&nexus_api::verbs::SetDefaultRunner::new(executor_public_id));
         self.conversation(Method::PUT, self.route().lit("default_runner"), Some(&body))
             .await
     }

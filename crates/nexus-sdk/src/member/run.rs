@@ -14,6 +14,7 @@ use nexus_api::runs::{Append, Appended, Run, RunEnvelope, RunRead};
 use nexus_api::tasks::{
     CacheEnvelope, CacheReport, ProviderBody, Resolution, Resolved, SealedEnvelope, SealedRequest, Task, TaskPage,
 };
+use nexus_api::verbs::{Deny, Retry, SetDefaultRunner, Stop};
 use nexus_api::views::{Graph, Transcript};
 
 /// The header carrying the SHA-256 of a `?format=provider` body.
@@ -75,10 +76,9 @@ impl RunRef {
     /// `POST R/stop {force}`: with `force`, every live task is canceled at once; without it,
     /// running and dispatched work finishes. 409 `already_terminal` on an ended run.
     pub async fn stop(&self, force: bool) -> Result<Run> {
-        let mut body = Map::new();
-        body.insert("force".into(), Value::Bool(force));
+        let body = wire::body(&Stop { force });
         let route = self.route().lit("stop");
-        let read: RunEnvelope = wire::call(&self.http, Method::POST, &route, Some(&Value::Object(body)), None).await?;
+        let read: RunEnvelope = wire::call(&self.http, Method::POST, &route, Some(&body), None).await?;
         Ok(read.run)
     }
 
@@ -205,11 +205,10 @@ impl RunRef {
     /// `POST R/tasks/{key}/deny {reason?}`: fails a held row with `approval_denied` (the
     /// reason's first 256 bytes become `error.detail`).
     pub async fn deny(&self, key: &str, reason: Option<&str>) -> Result<Task> {
-        let mut body = Map::new();
-        if let Some(reason) = reason {
-            body.insert("reason".into(), Value::String(reason.to_owned()));
-        }
-        self.task_verb(key, "deny", Value::Object(body)).await
+        let body = wire::body(&Deny {
+            reason: reason.map(str::to_owned),
+        });
+        self.task_verb(key, "deny", body).await
     }
 
     /// `POST R/tasks/{key}/resolution`: answers an ask await. A second answer is `idle`.
@@ -225,11 +224,10 @@ impl RunRef {
     /// skipped because of it wait again, and a run needing attention runs again. Refusals:
     /// 409 `not_retryable`; 404 `not_found`; 403 `not_authorized`.
     pub async fn retry(&self, key: &str, model: Option<&str>) -> Result<Task> {
-        let mut body = Map::new();
-        if let Some(model) = model {
-            body.insert("model".into(), Value::String(model.to_owned()));
-        }
-        self.task_verb(key, "retry", Value::Object(body)).await
+        let body = wire::body(&Retry {
+            model: model.map(str::to_owned),
+        });
+        self.task_verb(key, "retry", body).await
     }
 
     /// `POST R/tasks/{key}/abandon`: accepts a failure as it is (`failure_resolution:
@@ -248,7 +246,7 @@ impl RunRef {
     /// tasks keep their targets. Refusals: 404 `runner_not_found`; 409 `already_terminal`;
     /// 422 `runner_not_eligible`.
     pub async fn set_default_runner(&self, executor_public_id: Option<&str>) -> Result<Run> {
-        let body = serde_json::json!({"default_runner": {"executor_public_id": executor_public_id}});
+        let body = wire::body(&SetDefaultRunner::new(executor_public_id));
         let route = self.route().lit("default_runner");
         let read: RunEnvelope = wire::call(&self.http, Method::PUT, &route, Some(&body), None).await?;
         Ok(read.run)

@@ -163,3 +163,8 @@ mod tests {
         }
     }
 }
+
+/// A typed request body (a `nexus_api` type) as the JSON [`call`] sends.
+pub(crate) fn body<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).expect("a nexus_api body serializes")
+}

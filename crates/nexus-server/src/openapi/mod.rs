@@ -371,11 +371,6 @@ fn kind_schema(kind: Kind) -> Value {
         Kind::Object => json!({"type": "object"}),
         Kind::List => json!({"type": "array"}),
         Kind::NullableUuid => json!({"type": ["string", "null"], "format": "uuid", "pattern": UUID}),
-        Kind::RunnerChoice => json!({
-            "type": "object",
-            "required": ["executor_public_id"],
-            "properties": {"executor_public_id": {"type": ["string", "null"], "format": "uuid", "pattern": UUID}},
-        }),
         Kind::Words(words) => json!({"type": "string", "enum": words}),
         Kind::OneOf(members) => {
             let properties: serde_json::Map<String, Value> = members

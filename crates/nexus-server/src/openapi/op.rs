@@ -66,8 +66,6 @@ pub enum Kind {
     Object,
     /// A JSON array (its items specified elsewhere).
     List,
-    /// `{executor_public_id: UUID | null}` (runs.md §2).
-    RunnerChoice,
     /// A UUID or null.
     NullableUuid,
     /// One of the listed words.

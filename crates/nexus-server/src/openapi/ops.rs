@@ -19,6 +19,7 @@ use nexus_api::runs::{Appended, Created, RunEnvelope, RunPage, RunRead};
 use nexus_api::tasks::{CacheEnvelope, Resolved, SealedEnvelope, TaskPage};
 use nexus_api::turns::{Cancellation, TurnPage};
 use nexus_api::uploads::UploadEnvelope;
+use nexus_api::verbs::{Deny, Retry, SetDefaultRunner, Stop};
 use nexus_api::views::{Graph, Transcript};
 use nexus_core::codes::Code;
 
@@ -206,7 +207,7 @@ pub static OPS: &[Op] = &[
     ], [ParameterInvalid]),
     op!(GET w!("/runs/{run}"), "Read a run", [], Body::None, [reply(200, json!(RunRead), "The run and its usage.")], []),
     op!(POST w!("/runs/{run}/start"), "Start a run", [], EMPTY_BODY, [RUN], [NotStartable]),
-    op!(POST w!("/runs/{run}/stop"), "Stop a run", [], OBJECT_BODY, [RUN], [AlreadyTerminal, ParameterInvalid]),
+    op!(POST w!("/runs/{run}/stop"), "Stop a run", [], Body::Json(typed::<Stop>()), [RUN], [AlreadyTerminal, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks"), "Append steps", [IDEMPOTENCY_KEY], requires!(("steps", Kind::List)), [
         reply(201, json!(Appended), "Appended."),
         reply(200, json!(Appended), "A replay of an earlier append with the same `Idempotency-Key`."),
@@ -227,17 +228,17 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/runs/{run}/tasks/{key}/approve"), "Approve a held call", [], EMPTY_BODY, [TASK], [
         NotAwaitingApproval, NotAdjudicable, AlreadyTerminal,
     ]),
-    op!(POST w!("/runs/{run}/tasks/{key}/deny"), "Deny a held call", [], OBJECT_BODY, [TASK], [NotAwaitingApproval, NotAdjudicable, AlreadyTerminal, ParameterInvalid]),
+    op!(POST w!("/runs/{run}/tasks/{key}/deny"), "Deny a held call", [], Body::Json(typed::<Deny>()), [TASK], [NotAwaitingApproval, NotAdjudicable, AlreadyTerminal, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/resolution"), "Answer an await", [], OBJECT_BODY, [
         reply(200, json!(Resolved), "The await's answer."),
     ], [
         StaleClaim, TaskNotRunning, NotResolvable, InvalidOutcome, InvalidContent, UnsupportedContentKind,
         TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, AlreadyTerminal,
     ]),
-    op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], OBJECT_BODY, [TASK], [NotRetryable, ParameterInvalid]),
+    op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], Body::Json(typed::<Retry>()), [TASK], [NotRetryable, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/abandon"), "Abandon a failed task", [], EMPTY_BODY, [TASK], [NotAbandonable]),
     op!(POST w!("/runs/{run}/tasks/{key}/cancel"), "Cancel a branch", [], EMPTY_BODY, [TASK], [NotABranch, AlreadyTerminal]),
-    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], requires!(("default_runner", Kind::RunnerChoice)), [RUN], [RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
+    op!(PUT w!("/runs/{run}/default_runner"), "Set a run's default runner", [], Body::Json(typed::<SetDefaultRunner>()), [RUN], [RunnerNotFound, ConversationHosted, AlreadyTerminal, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/runs/{run}/transcript"), "A run's transcript", [
         param("include_hidden", Kind::Boolean, "Include rows hidden from the model."),
     ], Body::None, [reply(200, json!(Transcript), "The transcript.")], [ParameterInvalid]),
@@ -261,7 +262,7 @@ pub static OPS: &[Op] = &[
     ], []),
     op!(POST w!("/conversations/{c}/archive"), "Archive a conversation", [], Body::None, [CONVERSATION_READ], [SubagentFollowsParent]),
     op!(POST w!("/conversations/{c}/unarchive"), "Unarchive a conversation", [], Body::None, [CONVERSATION_READ], [SubagentFollowsParent]),
-    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], requires!(("default_runner", Kind::RunnerChoice)), [CONVERSATION_READ], [RunnerNotFound, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
+    op!(PUT w!("/conversations/{c}/default_runner"), "Set a conversation's default runner", [], Body::Json(typed::<SetDefaultRunner>()), [CONVERSATION_READ], [RunnerNotFound, RunnerNotEligible, ParameterMissing, ParameterInvalid]),
     op!(GET w!("/conversations/{c}/events"), "A conversation's durable events", [SEQ_AFTER, EVENTS_LIMIT], Body::None, [
         reply(200, json!(ConversationEventPage), "Events after the sequence."),
     ], [ParameterInvalid]),
