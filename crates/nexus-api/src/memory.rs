@@ -77,16 +77,22 @@ pub struct DocumentList {
 }
 
 /// The body of `PUT W/memory/doc`: create or replace a document.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct PutDocument {
     /// The document's path.
     pub path: String,
     /// The UTF-8 text (at most 65,536 bytes).
     pub content: String,
     /// Required for a `skills/<name>` document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Refuse with 409 `stale_object` unless the stored version is this (0: no document yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_lock_version: Option<i64>,
+    /// The conversation whose `conversation/` documents the path reaches (the SDK's
+    /// conversation door sets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conversation_public_id: Option<String>,
 }
 
 impl PutDocument {
@@ -97,6 +103,7 @@ impl PutDocument {
             content: content.into(),
             description: None,
             expected_lock_version: None,
+            conversation_public_id: None,
         }
     }
 
@@ -114,15 +121,6 @@ impl PutDocument {
 
     /// The JSON body.
     pub fn body(&self) -> Value {
-        let mut body = Map::new();
-        body.insert("path".into(), Value::String(self.path.clone()));
-        body.insert("content".into(), Value::String(self.content.clone()));
-        if let Some(description) = &self.description {
-            body.insert("description".into(), Value::String(description.clone()));
-        }
-        if let Some(version) = self.expected_lock_version {
-            body.insert("expected_lock_version".into(), Value::from(version));
-        }
-        Value::Object(body)
+        serde_json::to_value(self).expect("a document body serializes")
     }
 }

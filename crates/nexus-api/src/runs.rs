@@ -152,22 +152,40 @@ impl NewRun {
 
     /// The JSON body, `{run: {…}}`.
     pub fn body(&self) -> Value {
-        let mut run = Map::new();
-        run.insert("steps".into(), Value::Array(self.steps.clone()));
-        run.insert("approval_mode".into(), Value::String(self.approval_mode.to_string()));
-        if let Some(rules) = &self.approval_rules {
-            run.insert("approval_rules".into(), rules.clone());
-        }
-        if let Some(runner) = &self.default_runner_executor_public_id {
-            run.insert(
-                "default_runner_executor_public_id".into(),
-                Value::String(runner.clone()),
-            );
-        }
-        let mut body = Map::new();
-        body.insert("run".into(), Value::Object(run));
-        Value::Object(body)
+        let body = CreateRun {
+            run: RunShell {
+                steps: self.steps.clone(),
+                approval_mode: self.approval_mode.clone(),
+                approval_rules: self.approval_rules.clone(),
+                default_runner_executor_public_id: self.default_runner_executor_public_id.clone(),
+            },
+        };
+        serde_json::to_value(body).expect("a run body serializes")
     }
+}
+
+/// The body of `POST W/runs`: `{run}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreateRun {
+    /// The run shell.
+    pub run: RunShell,
+}
+
+/// The run shell of a create (runs.md §2). Raw graph fields are refused (422
+/// `edge_authoring_refused`); edges come only from written order, `after` and `results`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunShell {
+    /// The steps, in written order (the step grammar, runs.md §4).
+    #[schema(value_type = Vec<Object>)]
+    pub steps: Vec<Value>,
+    /// `bypass`, `ask` or `rules` (approvals.md).
+    pub approval_mode: ApprovalMode,
+    /// The approval rules (`rules` mode; approvals.md §2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_rules: Option<Value>,
+    /// The run's default runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_runner_executor_public_id: Option<String>,
 }
 
 /// The receipt of an accepted envelope (runs.md §3).
@@ -249,13 +267,23 @@ impl Append {
 
     /// The JSON body, `{steps, expected_revision?}`.
     pub fn body(&self) -> Value {
-        let mut body = Map::new();
-        body.insert("steps".into(), Value::Array(self.steps.clone()));
-        if let Some(revision) = self.expected_revision {
-            body.insert("expected_revision".into(), Value::from(revision));
-        }
-        Value::Object(body)
+        let body = AppendSteps {
+            steps: self.steps.clone(),
+            expected_revision: self.expected_revision,
+        };
+        serde_json::to_value(body).expect("an append body serializes")
     }
+}
+
+/// The body of `POST R/tasks` (runs.md §3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct AppendSteps {
+    /// The steps, in written order (the step grammar, runs.md §4).
+    #[schema(value_type = Vec<Object>)]
+    pub steps: Vec<Value>,
+    /// Refuse with 409 `stale_revision` unless the run's revision is this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<i64>,
 }
 
 /// `POST R/tasks`: `{receipt}`, with `replayed: true` for a repeated key.

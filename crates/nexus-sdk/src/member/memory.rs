@@ -3,7 +3,6 @@
 //! `conversation/` scope, [`ConversationRef::memory`](super::ConversationRef::memory).
 
 use reqwest::Method;
-use serde_json::Value;
 
 use super::wire::{self, Route, V1};
 use crate::error::Result;
@@ -62,10 +61,14 @@ impl MemoryDoor {
     /// `PUT W/memory/doc`: creates or replaces a document; answers it as read back.
     /// Refusals: 409 `stale_object`; 422 `validation_failed` (`memory_path_invalid`, …).
     pub async fn put(&self, document: &PutDocument) -> Result<MemoryDocument> {
-        let mut body = document.body();
-        if let (Some(c), Some(map)) = (&self.conversation, body.as_object_mut()) {
-            map.insert("conversation_public_id".into(), Value::String(c.clone()));
-        }
+        let document = PutDocument {
+            conversation_public_id: self
+                .conversation
+                .clone()
+                .or_else(|| document.conversation_public_id.clone()),
+            ..document.clone()
+        };
+        let body = document.body();
         let route = self.route().lit("doc");
         let put: DocumentEnvelope = wire::call(&self.http, Method::PUT, &route, Some(&body), None).await?;
         Ok(put.document)

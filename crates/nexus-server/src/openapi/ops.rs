@@ -14,8 +14,8 @@ use nexus_api::executors::{ExecutorEnvelope, ExecutorList};
 use nexus_api::history::{History, SearchPage};
 use nexus_api::inbox::{ClaimGrant, ClaimStatusReply, Commit, CommitReply, Extend, InboxList, Progress, ProgressReply};
 use nexus_api::inputs::{InputCreated, InputEnvelope, InputPage};
-use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList};
-use nexus_api::runs::{Appended, Created, RunEnvelope, RunPage, RunRead};
+use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, PutDocument};
+use nexus_api::runs::{AppendSteps, Appended, CreateRun, Created, RunEnvelope, RunPage, RunRead};
 use nexus_api::tasks::{CacheEnvelope, Resolved, SealedEnvelope, TaskPage};
 use nexus_api::turns::{Cancellation, TurnPage};
 use nexus_api::uploads::UploadEnvelope;
@@ -193,7 +193,7 @@ pub static OPS: &[Op] = &[
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [CLAIM_TOKEN], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
     op!(POST "/agent_api/v1/executor/uploads", "Upload a capture", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/uploads/{id}", "A capture's descriptor", [], Body::None, [UPLOAD], []),
-    op!(POST w!("/runs"), "Create a run", [IDEMPOTENCY_KEY], requires!(("run", Kind::Object)), [
+    op!(POST w!("/runs"), "Create a run", [IDEMPOTENCY_KEY], Body::Json(typed::<CreateRun>()), [
         reply(201, json!(Created), "Created."),
         reply(200, json!(Created), "A replay of an earlier create with the same `Idempotency-Key`."),
     ], [IdempotencyEnvelopeMismatch, InvalidApprovalMode, InvalidApprovalRules, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, EdgeAuthoringRefused, InvalidSteps, ValidationFailed, ToolNotDeclared, ToolNotServed, ReservedNamespace, ParameterMissing, ParameterInvalid]),
@@ -208,7 +208,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/runs/{run}"), "Read a run", [], Body::None, [reply(200, json!(RunRead), "The run and its usage.")], []),
     op!(POST w!("/runs/{run}/start"), "Start a run", [], EMPTY_BODY, [RUN], [NotStartable]),
     op!(POST w!("/runs/{run}/stop"), "Stop a run", [], Body::Json(typed::<Stop>()), [RUN], [AlreadyTerminal, ParameterInvalid]),
-    op!(POST w!("/runs/{run}/tasks"), "Append steps", [IDEMPOTENCY_KEY], requires!(("steps", Kind::List)), [
+    op!(POST w!("/runs/{run}/tasks"), "Append steps", [IDEMPOTENCY_KEY], Body::Json(typed::<AppendSteps>()), [
         reply(201, json!(Appended), "Appended."),
         reply(200, json!(Appended), "A replay of an earlier append with the same `Idempotency-Key`."),
     ], [RunNotAppendable, ConversationHosted, TipLive, TipUnresolved, DuplicateTaskKey, StaleRevision, IdempotencyEnvelopeMismatch, InvalidSteps, EdgeAuthoringRefused, ValidationFailed, RunnerNotEligible, RunnerNotDeclared, RunnerNotFound, ToolNotDeclared, ToolNotServed, ParameterMissing, ParameterInvalid]),
@@ -312,7 +312,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/memory/doc"), "Read a memory document", [MEMORY_PATH, CONVERSATION], Body::None, [
         reply(200, json!(DocumentEnvelope), "The document."),
     ], [ParameterMissing, ParameterInvalid, ValidationFailed]),
-    op!(PUT w!("/memory/doc"), "Write a memory document", [], requires!(("path", Kind::MemoryPath), ("content", Kind::Text)), [
+    op!(PUT w!("/memory/doc"), "Write a memory document", [], Body::Json(typed::<PutDocument>()), [
         reply(200, json!(DocumentEnvelope), "The document as stored."),
     ], [StaleObject, ValidationFailed, ParameterMissing, ParameterInvalid, ContentTooLarge, ReservedNamespace]),
     op!(DELETE w!("/memory/doc"), "Delete a memory document", [
