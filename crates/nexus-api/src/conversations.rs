@@ -158,24 +158,36 @@ impl NewConversation {
 
     /// The JSON body, `{conversation: {…}}`, naming only what was set.
     pub fn body(&self) -> Value {
-        let mut conversation = Map::new();
-        let named = [
-            ("title", &self.title),
-            ("answering_user_public_id", &self.answering_user_public_id),
-            (
-                "default_runner_executor_public_id",
-                &self.default_runner_executor_public_id,
-            ),
-        ];
-        for (name, value) in named {
-            if let Some(value) = value {
-                conversation.insert(name.into(), Value::String(value.clone()));
-            }
-        }
-        let mut body = Map::new();
-        body.insert("conversation".into(), Value::Object(conversation));
-        Value::Object(body)
+        let body = CreateConversation {
+            conversation: ConversationFields {
+                title: self.title.clone(),
+                answering_user_public_id: self.answering_user_public_id.clone(),
+                default_runner_executor_public_id: self.default_runner_executor_public_id.clone(),
+            },
+        };
+        serde_json::to_value(body).expect("a conversation body serializes")
     }
+}
+
+/// The body of `POST W/conversations`: `{conversation}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreateConversation {
+    /// What the conversation starts with.
+    pub conversation: ConversationFields,
+}
+
+/// The members of a conversation create, all optional (runs.md §12).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationFields {
+    /// The title.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The answering member (the creator when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answering_user_public_id: Option<String>,
+    /// The conversation's default runner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_runner_executor_public_id: Option<String>,
 }
 
 open_words! {

@@ -196,42 +196,61 @@ impl NewInput {
 
     /// The JSON body, `{input: {…}}`, naming only what was set.
     pub fn body(&self) -> Value {
-        let mut input = Map::new();
-        let text = |v: &Option<String>| v.clone().map(Value::String);
-        let named = [
-            ("content", text(&self.content)),
-            ("to", text(&self.to)),
-            ("model", text(&self.model)),
-            (
-                "tool_names",
-                self.tool_names
-                    .as_ref()
-                    .map(|names| names.iter().cloned().map(Value::String).collect()),
-            ),
-            (
-                "approval_mode",
-                self.approval_mode.as_ref().map(|m| Value::String(m.to_string())),
-            ),
-            (
-                "delivery_mode",
-                self.delivery_mode.as_ref().map(|m| Value::String(m.to_string())),
-            ),
-            ("deliver_at", text(&self.deliver_at)),
-            ("deliver_in", text(&self.deliver_in)),
-        ];
-        for (name, value) in named {
-            if let Some(value) = value {
-                input.insert(name.into(), value);
-            }
-        }
-        if !self.attachments.is_empty() {
-            let ids = self.attachments.iter().cloned().map(Value::String).collect();
-            input.insert("attachments".into(), Value::Array(ids));
-        }
-        let mut body = Map::new();
-        body.insert("input".into(), Value::Object(input));
-        Value::Object(body)
+        let body = CreateInput {
+            input: InputFields {
+                content: self.content.clone(),
+                attachments: self.attachments.clone(),
+                to: self.to.clone(),
+                model: self.model.clone(),
+                tool_names: self.tool_names.clone(),
+                approval_mode: self.approval_mode.clone(),
+                delivery_mode: self.delivery_mode.clone(),
+                deliver_at: self.deliver_at.clone(),
+                deliver_in: self.deliver_in.clone(),
+            },
+        };
+        serde_json::to_value(body).expect("an input body serializes")
     }
+}
+
+/// The body of `POST C/inputs`: `{input}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct CreateInput {
+    /// The input.
+    pub input: InputFields,
+}
+
+/// The members of an input (runs.md §12): `content` is required unless there are attachments;
+/// `deliver_at` and `deliver_in` exclude each other.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct InputFields {
+    /// The text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Upload ids to attach.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<String>,
+    /// The answerer, by id or handle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// The model of the turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The tools the turn is given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_names: Option<Vec<String>>,
+    /// A tightening of the profile's approval mode.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<ApprovalMode>,
+    /// `queue` (the default) or `steer`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_mode: Option<DeliveryMode>,
+    /// An RFC 3339 time with an offset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver_at: Option<String>,
+    /// A delay such as `5m` (`^[0-9]+(s|m|h|d)$`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deliver_in: Option<String>,
 }
 
 #[cfg(test)]

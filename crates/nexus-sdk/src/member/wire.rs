@@ -136,6 +136,11 @@ pub(crate) fn header_text(response: &Response, name: &str) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// A typed request body (a `nexus_api` type) as the JSON [`call`] sends.
+pub(crate) fn body<T: serde::Serialize>(value: &T) -> serde_json::Value {
+    serde_json::to_value(value).expect("a nexus_api body serializes")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -162,9 +167,4 @@ mod tests {
             assert!(matches!(err, Error::InvalidArgument(_)), "{bad:?}: {err}");
         }
     }
-}
-
-/// A typed request body (a `nexus_api` type) as the JSON [`call`] sends.
-pub(crate) fn body<T: serde::Serialize>(value: &T) -> serde_json::Value {
-    serde_json::to_value(value).expect("a nexus_api body serializes")
 }

@@ -8,12 +8,14 @@
 use nexus_api::approvals::ApprovalPage;
 use nexus_api::catalog::Catalog;
 use nexus_api::common::TaskEnvelope;
-use nexus_api::conversations::{ConversationCreated, ConversationEnvelope, ConversationEventPage, ConversationPage};
+use nexus_api::conversations::{
+    ConversationCreated, ConversationEnvelope, ConversationEventPage, ConversationPage, CreateConversation,
+};
 use nexus_api::events::EventPage;
 use nexus_api::executors::{ExecutorEnvelope, ExecutorList};
 use nexus_api::history::{History, SearchPage};
 use nexus_api::inbox::{ClaimGrant, ClaimStatusReply, Commit, CommitReply, Extend, InboxList, Progress, ProgressReply};
-use nexus_api::inputs::{InputCreated, InputEnvelope, InputPage};
+use nexus_api::inputs::{CreateInput, InputCreated, InputEnvelope, InputPage};
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, PutDocument};
 use nexus_api::runs::{AppendSteps, Appended, CreateRun, Created, RunEnvelope, RunPage, RunRead};
 use nexus_api::tasks::{CacheEnvelope, Resolved, SealedEnvelope, TaskPage};
@@ -249,7 +251,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/runs/{run}/events/stream"), "A run's live feed (Server-Sent Events)", [SEQ_AFTER], Body::None, [
         reply(200, Content::Events, "Durable events (with `id:`) and ephemeral frames; resumes from `Last-Event-ID`."),
     ], [ParameterInvalid]),
-    op!(POST w!("/conversations"), "Create a conversation", [IDEMPOTENCY_KEY], requires!(("conversation", Kind::Object)), [
+    op!(POST w!("/conversations"), "Create a conversation", [IDEMPOTENCY_KEY], Body::Json(typed::<CreateConversation>()), [
         reply(201, json!(ConversationCreated), "Created."),
         reply(200, json!(ConversationCreated), "A replay of an earlier create with the same `Idempotency-Key`."),
     ], [AnswererNotEligible, RunnerNotEligible, RunnerNotFound, IdempotencyEnvelopeMismatch, ValidationFailed, ParameterMissing, ParameterInvalid]),
@@ -269,7 +271,7 @@ pub static OPS: &[Op] = &[
     op!(GET w!("/conversations/{c}/events/stream"), "A conversation's live feed (Server-Sent Events)", [SEQ_AFTER], Body::None, [
         reply(200, Content::Events, "Durable events with `id:`; resumes from `Last-Event-ID`."),
     ], [ParameterInvalid]),
-    op!(POST w!("/conversations/{c}/inputs"), "Send an input", [IDEMPOTENCY_KEY], requires!(("input", Kind::Object)), [
+    op!(POST w!("/conversations/{c}/inputs"), "Send an input", [IDEMPOTENCY_KEY], Body::Json(typed::<CreateInput>()), [
         reply(201, json!(InputCreated), "Accepted."),
         reply(200, json!(InputCreated), "A replay of an earlier input with the same `Idempotency-Key`."),
     ], [ConversationArchived, InputQueueFull, ValidationFailed, ToolNotDeclared, AnswererNotEligible, DeliverAtAmbiguous, DeliverAtInPast, DeliverAtTooFar, DeliverAtNotSteerable, InvalidApprovalMode, IdempotencyEnvelopeMismatch, ParameterMissing, ParameterInvalid]),
