@@ -47,7 +47,7 @@ struct RunSequence {
 
 /// An open PostgreSQL transaction (`READ COMMITTED`).
 pub struct PgTx {
-    pub(crate) tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    pub(crate) tx: postgres::Transaction,
     pub(crate) void: bool,
 }
 
@@ -62,7 +62,7 @@ impl SqliteTx {
 }
 
 impl PgTx {
-    pub(crate) fn new(tx: sqlx::Transaction<'static, sqlx::Postgres>) -> Self {
+    pub(crate) fn new(tx: postgres::Transaction) -> Self {
         Self { tx, void: false }
     }
 }
