@@ -158,9 +158,9 @@ impl PgStore {
         Ok(Transaction::begin(self.pool.acquire().await?).await?)
     }
 
-    /// Opens a unit of work (`READ COMMITTED`).
+    /// Opens a unit of work (`READ COMMITTED`); its `BEGIN` goes out with its first statement.
     pub async fn begin(&self) -> Result<crate::PgTx> {
-        Ok(crate::PgTx::new(self.write_tx().await?))
+        Ok(crate::PgTx::new(Transaction::lazy(self.pool.acquire().await?)))
     }
 
     /// A pooled connection for a single write statement (SQLite gates its writers here;
@@ -261,6 +261,42 @@ pub(crate) mod ops {
             return Ok(None);
         };
         let task = task_by_key(c, found.run.id, key).await?;
+        Ok(Some((found, task)))
+    }
+
+    /// A lazy unit's first statement when it locks a run ([`crate::Tx::lock_run`]): `BEGIN`
+    /// and the lock in one round trip.
+    pub(crate) async fn begin_locking_run(tx: &mut super::Transaction, id: i64) -> Result<RunRow> {
+        let id_literal = id.to_string();
+        let statement = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id_literal]);
+        match tx.begin_with(&statement).await?.first() {
+            Some(r) => row::run(r),
+            None => Err(StoreError::NotFound(format!("run {id}"))),
+        }
+    }
+
+    /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
+    /// `BEGIN` and the run lock in one round trip, then the task by key.
+    pub(crate) async fn begin_opening_door(
+        tx: &mut super::Transaction,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        use crate::row::Columns;
+        let (public_literal, account_literal) = (format!("'{public_id}'"), account_id.to_string());
+        let statement = super::conns::inline_params(sql::DOOR_RUN_PG, &[&public_literal, &account_literal]);
+        let rows = tx.begin_with(&statement).await?;
+        let Some(r) = rows.first() else { return Ok(None) };
+        let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+            return Ok(None);
+        };
+        let found = RunInAccount {
+            run: row::run(r)?,
+            workspace_public_id,
+            creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
+        };
+        let task = task_by_key(tx, found.run.id, key).await?;
         Ok(Some((found, task)))
     }
 

@@ -18,8 +18,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use sqlx::postgres::{PgConnectOptions, PgConnection};
-use sqlx::{ConnectOptions, Connection};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgRow};
+use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// A connection idle this long is pinged before it is handed out.
@@ -205,41 +205,115 @@ impl Drop for Conn {
 
 /// A transaction on a checked-out connection (`BEGIN` … `COMMIT`), dereferencing to the
 /// connection; dropped without [`Transaction::commit`], it rolls back (see [`Conn`]).
+///
+/// A lazy one ([`Transaction::lazy`]) sends its `BEGIN` with its first statement: in one simple
+/// query with it when that statement is the unit's run lock ([`Transaction::begin_with`]),
+/// else just before it ([`Transaction::ensure_begun`]). A unit that ran no statement commits
+/// without a round trip.
 pub(crate) struct Transaction {
     conn: Conn,
+    begun: bool,
 }
 
 impl Transaction {
     /// Sends `BEGIN` (`READ COMMITTED`, the server's default).
-    pub(crate) async fn begin(mut conn: Conn) -> Result<Self, sqlx::Error> {
-        // Marked first: a `BEGIN` abandoned mid-flight still leaves a rollback behind it.
-        conn.rollback_on_drop(true);
-        sqlx::raw_sql("BEGIN").execute(&mut *conn).await?;
-        Ok(Self { conn })
+    pub(crate) async fn begin(conn: Conn) -> Result<Self, sqlx::Error> {
+        let mut tx = Self::lazy(conn);
+        tx.ensure_begun().await?;
+        Ok(tx)
+    }
+
+    /// A transaction whose `BEGIN` goes out with its first statement.
+    pub(crate) fn lazy(conn: Conn) -> Self {
+        Self { conn, begun: false }
+    }
+
+    /// Whether `BEGIN` was sent.
+    pub(crate) fn begun(&self) -> bool {
+        self.begun
+    }
+
+    /// Sends `BEGIN` unless it was sent.
+    pub(crate) async fn ensure_begun(&mut self) -> Result<(), sqlx::Error> {
+        if !self.begun {
+            // Marked first: a `BEGIN` abandoned mid-flight still leaves a rollback behind it.
+            self.conn.rollback_on_drop(true);
+            self.begun = true;
+            sqlx::raw_sql("BEGIN").execute(&mut *self.conn).await?;
+        }
+        Ok(())
+    }
+
+    /// Sends `BEGIN` and `statement` (no parameters: its values inlined as literals) in one
+    /// simple query, one round trip; returns the statement's rows (text format).
+    pub(crate) async fn begin_with(&mut self, statement: &str) -> Result<Vec<PgRow>, sqlx::Error> {
+        debug_assert!(!self.begun, "begin_with on a begun transaction");
+        self.conn.rollback_on_drop(true);
+        self.begun = true;
+        let sql = format!("BEGIN; {statement}");
+        sqlx::raw_sql(AssertSqlSafe(sql)).fetch_all(&mut *self.conn).await
     }
 
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
-        sqlx::raw_sql("COMMIT").execute(&mut *self.conn).await?;
+        if self.begun {
+            sqlx::raw_sql("COMMIT").execute(&mut *self.conn).await?;
+        }
         self.conn.rollback_on_drop(false);
         Ok(())
     }
 
     pub(crate) async fn rollback(mut self) -> Result<(), sqlx::Error> {
-        sqlx::raw_sql("ROLLBACK").execute(&mut *self.conn).await?;
+        if self.begun {
+            sqlx::raw_sql("ROLLBACK").execute(&mut *self.conn).await?;
+        }
         self.conn.rollback_on_drop(false);
         Ok(())
     }
 }
 
+/// `statement` with its parameters `$1`, `$2`, … replaced by `literals` (already SQL literals:
+/// integers, or quoted text holding no quote), for [`Transaction::begin_with`].
+pub(crate) fn inline_params(statement: &str, literals: &[&str]) -> String {
+    let mut out = String::with_capacity(statement.len() + 64);
+    let mut rest = statement;
+    while let Some(at) = rest.find('$') {
+        out.push_str(&rest[..at]);
+        let digits = rest[at + 1..].bytes().take_while(u8::is_ascii_digit).count();
+        let n: usize = rest[at + 1..at + 1 + digits].parse().expect("a numbered parameter");
+        out.push_str(literals[n - 1]);
+        rest = &rest[at + 1 + digits..];
+    }
+    out.push_str(rest);
+    out
+}
+
 impl Deref for Transaction {
     type Target = PgConnection;
     fn deref(&self) -> &PgConnection {
+        debug_assert!(self.begun, "a statement before BEGIN");
         &self.conn
     }
 }
 
 impl DerefMut for Transaction {
     fn deref_mut(&mut self) -> &mut PgConnection {
+        debug_assert!(self.begun, "a statement before BEGIN");
         &mut self.conn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn parameters_are_inlined_by_number() {
+        assert_eq!(
+            super::inline_params("SELECT a FROM t WHERE id = $1 AND b = $2 OR c = $1", &["7", "'x'"]),
+            "SELECT a FROM t WHERE id = 7 AND b = 'x' OR c = 7"
+        );
+        assert_eq!(
+            super::inline_params("SELECT $10, $1", &["1", "2", "3", "4", "5", "6", "7", "8", "9", "10"]),
+            "SELECT 10, 1"
+        );
+        assert_eq!(super::inline_params("SELECT 1", &[]), "SELECT 1");
     }
 }
