@@ -5,6 +5,7 @@
 //! - PostgreSQL (several nodes): the database's clock. The node reads `clock_timestamp()`
 //!   ([`DatabaseClock::read`]) when it starts and on every sweep pass, and between two reads
 //!   advances it by this process's monotonic clock (which no wall-clock step or skew moves).
+//!   A read never moves it back (the midway guess errs by up to half a round trip).
 //!   So every node counts from the one database clock, give or take half a round trip and the
 //!   monotonic clock's drift over one sweep interval (microseconds), and a unit of work pays
 //!   no extra round trip for it (docs/decisions.md, "One clock").
@@ -87,8 +88,17 @@ impl DatabaseClock {
         };
         let received = self.base.elapsed();
         let midway = (sent + (received - sent) / 2).as_millis() as i64;
-        self.at_base.store(db - midway, Ordering::Relaxed);
+        self.set_base(db - midway);
         Ok(())
+    }
+
+    /// Takes a new reading of the database's clock at `base`, never backwards: the midway guess
+    /// is off by up to half a round trip (more when the answer waits for a busy core), and a
+    /// step back left a job this node had just made available (`available_at` = its now) not
+    /// yet due at its next dequeue (the round benchmark's driver stopped on it; the serve loop
+    /// waited for its next poll).
+    fn set_base(&self, at_base: i64) {
+        self.at_base.fetch_max(at_base, Ordering::Relaxed);
     }
 }
 
@@ -109,5 +119,18 @@ mod tests {
         let b = c.now_ms();
         assert!((1_000_000..1_000_000 + 60_000).contains(&a), "{a}");
         assert!(b >= a + 5, "{a} {b}");
+    }
+
+    #[test]
+    fn a_read_behind_the_clock_does_not_move_it_back() {
+        let c = DatabaseClock::new();
+        c.at_base.store(1_000_000, Ordering::Relaxed);
+        let before = c.now_ms();
+        // A later read that lands 3 ms behind (its answer waited for a core).
+        c.set_base(999_997);
+        assert!(c.now_ms() >= before, "{before} {}", c.now_ms());
+        // One ahead still moves it forward.
+        c.set_base(1_000_050);
+        assert!(c.now_ms() >= 1_000_050);
     }
 }

@@ -10,7 +10,7 @@ pub enum StoreError {
     NotFound(String),
     /// The store cannot be reached or failed underneath (PostgreSQL, through sqlx).
     #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[source] sqlx::Error),
     /// The SQLite database failed underneath (a full disk, a corrupt file, a busy lock held
     /// by another process beyond the busy timeout, …).
     #[error("database error: {0}")]
@@ -36,4 +36,11 @@ pub enum StoreError {
     /// A string bound for storage holds U+0000 (`unsupported_text`).
     #[error("unsupported_text: the value contains U+0000")]
     UnsupportedText,
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        crate::postgres::note_fault(&e);
+        StoreError::Database(e)
+    }
 }

@@ -506,7 +506,7 @@ impl WriteFailure for sqlx::Error {
                 return StoreError::NotFound(format!("{FK_MISSING}: {}", db.message()));
             }
         }
-        StoreError::Database(self)
+        StoreError::from(self)
     }
 }
 

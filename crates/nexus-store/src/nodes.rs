@@ -96,7 +96,7 @@ impl Store {
         sqlx::query(NOTIFY_ALL)
             .bind(channel_of(s.schema()))
             .bind(payloads)
-            .execute(s.pool())
+            .execute(&mut *s.conn().await?)
             .await?;
         Ok(())
     }
@@ -105,7 +105,9 @@ impl Store {
     /// keeps the process clock.
     pub async fn database_clock_ms(&self) -> Result<Option<i64>> {
         let Store::Postgres(s) = self else { return Ok(None) };
-        let ms: i64 = sqlx::query_scalar(DATABASE_CLOCK).fetch_one(s.pool()).await?;
+        let ms: i64 = sqlx::query_scalar(DATABASE_CLOCK)
+            .fetch_one(&mut *s.conn().await?)
+            .await?;
         Ok(Some(ms))
     }
 }

@@ -21,12 +21,27 @@ use crate::row::Columns;
 use crate::sqlite::pending_of;
 use crate::{Engine, Result, StoreError, StoreOptions, redact_url};
 
+mod conns;
+pub(crate) use conns::Transaction;
+pub(crate) use conns::note_fault;
+use conns::{Conn, Conns};
+
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
+
+/// Prepared statements kept per connection (sqlx's default is 100).
+const STATEMENT_CACHE: usize = 400;
+
+/// sqlx's side pool's size (the notice listener holds one of them for the store's lifetime).
+const SIDE_POOL: u32 = 4;
 
 /// The PostgreSQL engine. Cheap to clone: the pool is shared.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: PgPool,
+    /// The connections every operation runs on (`conns.rs`: no round trip per checkout).
+    pool: Conns,
+    /// sqlx's own pool, opened lazily with at most [`SIDE_POOL`] connections, for what needs
+    /// one: the migrator, the notice listener, the test harness's introspection.
+    side: PgPool,
     /// The schema every connection works in (`search_path`), when one was selected.
     schema: Option<Arc<str>>,
     /// Transport principals served again while their version holds (`crate::principals`).
@@ -110,12 +125,18 @@ impl PgStore {
         if let Some(schema) = &schema {
             connect = connect.options([("search_path", schema.as_str())]);
         }
-        let pool = PgPoolOptions::new()
-            .max_connections(options.postgres_max_connections.max(1))
-            .connect_with(connect)
-            .await?;
+        // sqlx caches 100 prepared statements per connection by default; the kernel's hot
+        // paths use more distinct texts than that, and an evicted one is parsed again.
+        let connect = connect.statement_cache_capacity(STATEMENT_CACHE);
+        let side = PgPoolOptions::new()
+            .max_connections(SIDE_POOL)
+            .connect_lazy_with(connect.clone());
+        let pool = Conns::new(connect, options.postgres_max_connections.max(1));
+        // Open one connection now, so a bad URL or an unreachable server fails the open.
+        drop(pool.acquire().await?);
         Ok(Self {
             pool,
+            side,
             schema: schema.map(Arc::from),
             principals: Arc::default(),
         })
@@ -129,27 +150,33 @@ impl PgStore {
     /// Closes the pool.
     pub async fn close(&self) {
         self.pool.close().await;
+        self.side.close().await;
     }
 
     /// A write transaction (`READ COMMITTED`).
-    async fn write_tx(&self) -> Result<sqlx::Transaction<'static, sqlx::Postgres>> {
-        Ok(self.pool.begin().await?)
+    async fn write_tx(&self) -> Result<Transaction> {
+        Ok(Transaction::begin(self.pool.acquire().await?).await?)
     }
 
-    /// Opens a unit of work (`READ COMMITTED`).
+    /// Opens a unit of work (`READ COMMITTED`); its `BEGIN` goes out with its first statement.
     pub async fn begin(&self) -> Result<crate::PgTx> {
-        Ok(crate::PgTx::new(self.write_tx().await?))
+        Ok(crate::PgTx::new(Transaction::lazy(self.pool.acquire().await?)))
     }
 
     /// A pooled connection for a single write statement (SQLite gates its writers here;
     /// PostgreSQL needs no gate).
-    pub(crate) async fn write_conn(&self) -> Result<sqlx::pool::PoolConnection<sqlx::Postgres>> {
+    pub(crate) async fn write_conn(&self) -> Result<Conn> {
         Ok(self.pool.acquire().await?)
     }
 
-    /// The pool (the notices' listener and sender, `crate::nodes`; tests).
+    /// A pooled connection (the notices' sender and the database clock, `crate::nodes`).
+    pub(crate) async fn conn(&self) -> Result<Conn> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    /// sqlx's pool (the notices' listener, `crate::nodes`; the migrator; tests).
     pub(crate) fn pool(&self) -> &PgPool {
-        &self.pool
+        &self.side
     }
 }
 
@@ -237,6 +264,42 @@ pub(crate) mod ops {
         Ok(Some((found, task)))
     }
 
+    /// A lazy unit's first statement when it locks a run ([`crate::Tx::lock_run`]): `BEGIN`
+    /// and the lock in one round trip.
+    pub(crate) async fn begin_locking_run(tx: &mut super::Transaction, id: i64) -> Result<RunRow> {
+        let id_literal = id.to_string();
+        let statement = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id_literal]);
+        match tx.begin_with(&statement).await?.first() {
+            Some(r) => row::run(r),
+            None => Err(StoreError::NotFound(format!("run {id}"))),
+        }
+    }
+
+    /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
+    /// `BEGIN` and the run lock in one round trip, then the task by key.
+    pub(crate) async fn begin_opening_door(
+        tx: &mut super::Transaction,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        use crate::row::Columns;
+        let (public_literal, account_literal) = (format!("'{public_id}'"), account_id.to_string());
+        let statement = super::conns::inline_params(sql::DOOR_RUN_PG, &[&public_literal, &account_literal]);
+        let rows = tx.begin_with(&statement).await?;
+        let Some(r) = rows.first() else { return Ok(None) };
+        let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
+            return Ok(None);
+        };
+        let found = RunInAccount {
+            run: row::run(r)?,
+            workspace_public_id,
+            creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
+        };
+        let task = task_by_key(tx, found.run.id, key).await?;
+        Ok(Some((found, task)))
+    }
+
     /// PostgreSQL's conditional update is one statement either way: `before` gives only the
     /// expected generation.
     pub(crate) async fn update_task_over(
@@ -266,10 +329,10 @@ impl Engine for PgStore {
         if let Some(schema) = &self.schema {
             // The name was checked to be a plain identifier when the store was opened.
             sqlx::query(AssertSqlSafe(format!("CREATE SCHEMA IF NOT EXISTS \"{schema}\"")))
-                .execute(&self.pool)
+                .execute(&self.side)
                 .await?;
         }
-        MIGRATOR.run(&self.pool).await?;
+        MIGRATOR.run(&self.side).await?;
         Ok(())
     }
 

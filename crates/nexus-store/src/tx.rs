@@ -47,7 +47,7 @@ struct RunSequence {
 
 /// An open PostgreSQL transaction (`READ COMMITTED`).
 pub struct PgTx {
-    pub(crate) tx: sqlx::Transaction<'static, sqlx::Postgres>,
+    pub(crate) tx: postgres::Transaction,
     pub(crate) void: bool,
 }
 
@@ -62,7 +62,7 @@ impl SqliteTx {
 }
 
 impl PgTx {
-    pub(crate) fn new(tx: sqlx::Transaction<'static, sqlx::Postgres>) -> Self {
+    pub(crate) fn new(tx: postgres::Transaction) -> Self {
         Self { tx, void: false }
     }
 }
@@ -105,7 +105,13 @@ macro_rules! tx_dispatch {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
-                (&mut t.void, Box::pin(postgres::ops::$f(&mut t.tx, $($arg),*)).await)
+                let tx = &mut t.tx;
+                let result = Box::pin(async move {
+                    tx.ensure_begun().await?;
+                    postgres::ops::$f(&mut **tx, $($arg),*).await
+                })
+                .await;
+                (&mut t.void, result)
             }
         };
         if let Err(e) = &result {
@@ -239,7 +245,17 @@ impl Tx {
     /// Locks the run row and returns it, fresh. PostgreSQL: `SELECT … FOR UPDATE`; SQLite:
     /// a plain read (the write lock is held). `NotFound` for no such run.
     pub async fn lock_run(&mut self, run_id: i64) -> Result<RunRow> {
-        let mut run = tx_dispatch!(self, lock_run(run_id))?;
+        let mut run = match self {
+            // A unit's first statement: `BEGIN` goes with it.
+            Tx::Postgres(t) if !t.void && !t.tx.begun() => {
+                let result = Box::pin(postgres::ops::begin_locking_run(&mut t.tx, run_id)).await;
+                if result.as_ref().is_err_and(voids_transaction) {
+                    t.void = true;
+                }
+                result?
+            }
+            _ => tx_dispatch!(self, lock_run(run_id))?,
+        };
         self.note_read(&mut run);
         Ok(run)
     }
@@ -352,7 +368,17 @@ impl Tx {
         account_id: i64,
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
-        let mut opened = tx_dispatch!(self, open_door(public_id, account_id, key))?;
+        let mut opened = match self {
+            // A unit's first statement: `BEGIN` goes with the run lock.
+            Tx::Postgres(t) if !t.void && !t.tx.begun() => {
+                let result = Box::pin(postgres::ops::begin_opening_door(&mut t.tx, public_id, account_id, key)).await;
+                if result.as_ref().is_err_and(voids_transaction) {
+                    t.void = true;
+                }
+                result?
+            }
+            _ => tx_dispatch!(self, open_door(public_id, account_id, key))?,
+        };
         if let Some((found, _)) = &mut opened {
             self.note_read(&mut found.run);
         }
