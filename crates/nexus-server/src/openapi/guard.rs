@@ -47,8 +47,8 @@ struct Allowed {
     codes: BTreeSet<&'static str>,
 }
 
-fn allowed() -> &'static HashMap<(String, &'static str), Allowed> {
-    static ALLOWED: OnceLock<HashMap<(String, &'static str), Allowed>> = OnceLock::new();
+fn allowed() -> &'static HashMap<(String, String), Allowed> {
+    static ALLOWED: OnceLock<HashMap<(String, String), Allowed>> = OnceLock::new();
     ALLOWED.get_or_init(|| {
         ROUTES
             .iter()
@@ -67,7 +67,7 @@ fn allowed() -> &'static HashMap<(String, &'static str), Allowed> {
                         .collect(),
                     codes: codes_of(route, op),
                 };
-                Some(((route.method.as_str().to_string(), route.path), allowed))
+                Some(((route.method.as_str().to_string(), route.path.to_string()), allowed))
             })
             .collect()
     })
@@ -82,11 +82,7 @@ pub async fn check(request: Request, next: Next) -> Response {
         .map(|p| p.as_str().to_string());
     let response = next.run(request).await;
     let Some(path) = path else { return response };
-    let Some(entry) = allowed()
-        .iter()
-        .find(|((m, p), _)| *m == method && *p == path)
-        .map(|(_, a)| a)
-    else {
+    let Some(entry) = allowed().get(&(method.clone(), path.clone())) else {
         record(&format!("{method} {path}: a routed request with no document entry"));
         return response;
     };
