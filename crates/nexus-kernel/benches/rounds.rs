@@ -15,6 +15,10 @@
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-kernel --bench rounds`
 //! (PostgreSQL is skipped with a note when the variable is unset.)
 //!
+//! `NEXUS_BENCH_NODES=2` (PostgreSQL) adds the serve loop's figure: 4 runs at once worked by
+//! the real worker (`spawn_worker`) of one node, then of two nodes over the same database (two
+//! kernels, each with its own store), as rounds/s and CPU per round.
+//!
 //! `NEXUS_BENCH_STATEMENTS=1` also counts the store's statements (the SQLite engine's
 //! `nexus_store::SQLITE_STATEMENT_TARGET` events and sqlx's `sqlx::query` events on PostgreSQL,
 //! through a counting `tracing` subscriber) and reports them per round; the counting itself
@@ -37,8 +41,8 @@ const RUNS: usize = 4;
 const WARMUP_ROUNDS: usize = 20;
 
 struct World {
-    _ts: TestStore,
-    _dir: tempfile::TempDir,
+    ts: TestStore,
+    dir: tempfile::TempDir,
     kernel: Kernel,
     agent: MemberPrincipal,
     ws: Uuid,
@@ -50,10 +54,7 @@ async fn world(ts: TestStore) -> World {
     std::fs::create_dir_all(&scripts).expect("scripts dir");
     write_script(&scripts, "warmup", WARMUP_ROUNDS);
     write_script(&scripts, "rounds", ROUNDS_PER_RUN);
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .provider_backoff_ms(vec![0, 0, 0])
-        .build();
+    let kernel = node_kernel(ts.store.clone(), &scripts);
     let boot = kernel.bootstrap().await.expect("bootstrap");
     let token = boot["agent"]["member_token"].as_str().expect("agent token");
     let agent = kernel
@@ -62,12 +63,20 @@ async fn world(ts: TestStore) -> World {
         .expect("authenticate");
     let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
     World {
-        _ts: ts,
-        _dir: dir,
+        ts,
+        dir,
         kernel,
         agent,
         ws,
     }
+}
+
+/// A kernel over `store` that reads its scripted replies from `scripts`.
+fn node_kernel(store: nexus_store::Store, scripts: &std::path::Path) -> Kernel {
+    Kernel::builder(store)
+        .scripts_dir(scripts)
+        .provider_backoff_ms(vec![0, 0, 0])
+        .build()
 }
 
 /// `rounds - 1` replies each calling `tool_search` with its own query, then a text reply.
@@ -247,6 +256,75 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
     }
 }
 
+/// The serve loop's figure (`NEXUS_BENCH_NODES=<n>`, PostgreSQL): [`CHAINS`] runs at once,
+/// worked by the real worker (`Kernel::spawn_worker`: signals, batched dequeue, jobs spawned
+/// concurrently) of `nodes` kernels, each over its own store (connection pool and listening
+/// connection) on the same database, as `nodes` `nexus serve` processes would be.
+struct Serve {
+    nodes: usize,
+    rounds: usize,
+    wall: Duration,
+    cpu: Option<Duration>,
+}
+
+/// Chains worked at once by the serve-loop figure.
+const CHAINS: usize = 4;
+
+async fn measure_serve(ts: TestStore, nodes: usize) -> Serve {
+    let w = world(ts).await;
+    let scripts = w.dir.path().join("scripts");
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut kernels = vec![w.kernel.clone()];
+    for _ in 1..nodes {
+        let store = nexus_store::Store::open(&nexus_store::StoreOptions::new(w.ts.url.clone()))
+            .await
+            .expect("open another node's store");
+        kernels.push(node_kernel(store, &scripts));
+    }
+    let mut workers = Vec::new();
+    for k in &kernels {
+        let mut rx = stop_rx.clone();
+        workers.push(k.spawn_worker(async move {
+            let _ = rx.wait_for(|v| *v).await;
+        }));
+    }
+    let started = Instant::now();
+    let cpu_before = testing::process_cpu();
+    let mut ids = Vec::with_capacity(CHAINS);
+    for _ in 0..CHAINS {
+        ids.push(w.start("rounds").await);
+    }
+    let give_up = Instant::now() + Duration::from_secs(600);
+    for &id in &ids {
+        loop {
+            let run = w.kernel.store.run_by_public_id(id).await.expect("run").expect("row");
+            if run.status == RunStatus::Completed {
+                break;
+            }
+            assert!(Instant::now() < give_up, "run {id} stalled at {:?}", run.status);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+    let wall = started.elapsed();
+    let cpu = testing::process_cpu()
+        .zip(cpu_before)
+        .map(|(after, before)| after.saturating_sub(before));
+    let _ = stop_tx.send(true);
+    for worker in workers {
+        let _ = worker.await;
+    }
+    for &id in &ids {
+        w.check(id, ROUNDS_PER_RUN).await;
+    }
+    drop(kernels);
+    Serve {
+        nodes,
+        rounds: CHAINS * ROUNDS_PER_RUN,
+        wall,
+        cpu,
+    }
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.3}", d.as_secs_f64() * 1e3)
 }
@@ -323,6 +401,35 @@ fn main() {
                 f.statements
                     .map_or_else(|| "-".into(), |n| format!("{:.1}", n as f64 / f.rounds as f64)),
             );
+        }
+        let nodes = testing::bench_nodes();
+        if nodes > 1 {
+            let mut serve = Vec::new();
+            for n in [1, nodes] {
+                match testing::postgres().await {
+                    Some(ts) => serve.push(measure_serve(ts, n).await),
+                    None => break,
+                }
+            }
+            println!();
+            println!(
+                "serve loop on PostgreSQL: {CHAINS} runs x {ROUNDS_PER_RUN} rounds at once, the real worker of each node (NEXUS_BENCH_NODES={nodes})"
+            );
+            println!(
+                "{:<6} {:>7} {:>9} {:>10} {:>22} {:>15}",
+                "nodes", "rounds", "wall s", "rounds/s", "ms per round per run", "cpu ms/round"
+            );
+            for f in &serve {
+                println!(
+                    "{:<6} {:>7} {:>9.3} {:>10.1} {:>22} {:>15}",
+                    f.nodes,
+                    f.rounds,
+                    f.wall.as_secs_f64(),
+                    f.rounds as f64 / f.wall.as_secs_f64(),
+                    ms(f.wall * CHAINS as u32 / f.rounds as u32),
+                    f.cpu.map_or_else(|| "-".into(), |c| ms(c / f.rounds as u32)),
+                );
+            }
         }
         if let Some(sqlite) = figures.first() {
             let target = Duration::from_millis(2);

@@ -26,6 +26,11 @@
 //! A claim or commit answered 503 (`unavailable`: the store busy) is retried after 2 ms, as a
 //! runner would; the retries are counted and printed.
 //!
+//! `NEXUS_BENCH_NODES=2` (PostgreSQL only) runs the PostgreSQL figure once more on two nodes
+//! over the same database: two servers in this process, each with its own store (connection
+//! pool and listening connection), kernel worker and loopback port, the runners split between
+//! them. Reported as `pg×2`.
+//!
 //! `NEXUS_BENCH_TASKS=<n>` overrides the task count (default 2,000, at most 20,000).
 //!
 //! `NEXUS_BENCH_STATEMENTS=1` also tallies the store's statements over the timed window (the
@@ -138,15 +143,21 @@ async fn server_store(ts: &TestStore) -> nexus_store::Store {
         .expect("open the PostgreSQL store with the server's options")
 }
 
-async fn bench(ts: TestStore, tasks: usize) -> Outcome {
-    let setup_start = Instant::now();
-    let store = server_store(&ts).await;
-    let kernel = Kernel::new(store.clone());
-    let boot = kernel.bootstrap().await.expect("bootstrap");
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+/// One `nexus serve` node in this process: its own store (pool and listening connection), its
+/// kernel with its worker, and its HTTP server on a loopback port.
+struct Node {
+    store: nexus_store::Store,
+    kernel: Kernel,
+    base: String,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    worker: tokio::task::JoinHandle<()>,
+}
+
+async fn start_node(store: nexus_store::Store, stop_rx: &tokio::sync::watch::Receiver<bool>) -> Node {
     let pending = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
         let _ = rx.wait_for(|v| *v).await;
     };
+    let kernel = Kernel::new(store.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
     let addr = listener.local_addr().expect("local addr");
     let server = tokio::spawn(nexus_server::serve(
@@ -155,7 +166,25 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         pending(stop_rx.clone()),
     ));
     let worker = kernel.spawn_worker(pending(stop_rx.clone()));
-    let base = format!("http://{addr}");
+    Node {
+        store,
+        kernel,
+        base: format!("http://{addr}"),
+        server,
+        worker,
+    }
+}
+
+async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
+    let setup_start = Instant::now();
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut nodes = Vec::with_capacity(node_count);
+    for _ in 0..node_count {
+        nodes.push(start_node(server_store(&ts).await, &stop_rx).await);
+    }
+    let kernel = nodes[0].kernel.clone();
+    let store = nodes[0].store.clone();
+    let boot = kernel.bootstrap().await.expect("bootstrap");
 
     // Runners, each announcing `echo` over HTTP with its own transport token.
     let mut runners = Vec::with_capacity(RUNNERS);
@@ -168,6 +197,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
             .pool_max_idle_per_host(1)
             .build()
             .expect("client");
+        let base = &nodes[j % node_count].base;
         let r = client
             .put(format!("{base}{X}/announcement"))
             .bearer_auth(&token)
@@ -181,7 +211,7 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
             "announce: {status} {}",
             r.text().await.unwrap_or_default()
         );
-        runners.push((row.public_id, token, client));
+        runners.push((row.public_id, token, client, base.clone()));
     }
 
     // The runs: one runner-routed echo step each, round-robin over the runners.
@@ -211,9 +241,8 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
     let machine_start = testing::MachineCpu::now();
     let start = Instant::now();
     let mut handles = Vec::with_capacity(RUNNERS);
-    for (j, (_, token, client)) in runners.into_iter().enumerate() {
+    for (j, (_, token, client, base)) in runners.into_iter().enumerate() {
         let share = tasks / RUNNERS + usize::from(j < tasks % RUNNERS);
-        let base = base.clone();
         handles.push(tokio::spawn(
             async move { runner_loop(&client, &base, &token, share).await },
         ));
@@ -242,13 +271,15 @@ async fn bench(ts: TestStore, tasks: usize) -> Outcome {
         .zip(machine_start)
         .map(|(end, start)| end.since(start));
     TALLYING.store(false, Ordering::Relaxed);
-    let http_floor = http_floor(&base, tasks).await;
+    let http_floor = http_floor(&nodes[0].base, tasks).await;
 
     let _ = stop_tx.send(true);
-    let _ = worker.await;
-    let _ = server.await;
-    drop(kernel); // the server's store before the harness drops the schema under it
+    drop(kernel); // the servers' stores before the harness drops the schema under them
     drop(store);
+    for node in nodes {
+        let _ = node.worker.await;
+        let _ = node.server.await;
+    }
     drop(ts);
     Outcome {
         settled,
@@ -452,14 +483,21 @@ fn main() {
         testing::SQLITE_SYNCHRONOUS_VAR
     );
     rt.block_on(async {
-        let mut o = bench(testing::sqlite().await, tasks).await;
+        let mut o = bench(testing::sqlite().await, tasks, 1).await;
         report("sqlite", &mut o);
         println!("load average: {}", load_average());
         match testing::postgres().await {
             Some(ts) => {
-                let mut o = bench(ts, tasks).await;
+                let mut o = bench(ts, tasks, 1).await;
                 report("postgresql", &mut o);
                 println!("load average: {}", load_average());
+                let nodes = testing::bench_nodes();
+                if nodes > 1 {
+                    let ts = testing::postgres().await.expect("the PostgreSQL test store again");
+                    let mut o = bench(ts, tasks, nodes).await;
+                    report(&format!("pg×{nodes}"), &mut o);
+                    println!("load average: {}", load_average());
+                }
             }
             None => println!("postgresql skipped: NEXUS_TEST_DATABASE_URL is not set"),
         }

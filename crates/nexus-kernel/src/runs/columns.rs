@@ -260,6 +260,8 @@ pub(crate) struct SealedOptions {
     pub headers: Vec<(String, String)>,
 }
 
+/// The reference form's shape (debug builds only: [`SealedRecord::text`]).
+#[cfg(debug_assertions)]
 #[derive(Serialize)]
 struct RecordOut<'a> {
     entries: &'a [Entry],

@@ -55,6 +55,22 @@ pub fn sqlite_synchronous() -> crate::SqliteSynchronous {
     }
 }
 
+/// How many nodes (PostgreSQL stores over one database, as `nexus serve` processes would
+/// open) a benchmark's several-node figure runs on; 1, the default, skips that figure.
+pub const BENCH_NODES_VAR: &str = "NEXUS_BENCH_NODES";
+
+/// [`BENCH_NODES_VAR`]'s value, 1 to 8 (a panic on anything else, so a typo never measures
+/// one node and calls it two).
+pub fn bench_nodes() -> usize {
+    match std::env::var(BENCH_NODES_VAR) {
+        Err(_) => 1,
+        Ok(v) => match v.trim().parse::<usize>() {
+            Ok(n @ 1..=8) => n,
+            _ => panic!("{BENCH_NODES_VAR}={v}: expected a number of nodes from 1 to 8"),
+        },
+    }
+}
+
 /// A fresh, migrated store for one test. Dropping it removes the temporary directory
 /// (SQLite) or drops the schema (PostgreSQL, best effort). `store` may be moved out (and
 /// dropped early, say before a child process opens the same SQLite file); the cleanup guards
