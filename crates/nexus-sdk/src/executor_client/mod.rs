@@ -5,14 +5,15 @@
 mod inbox;
 mod uploads;
 
-pub use inbox::{Claim, ClaimStatus, CommitReply, InboxPage, InboxRow, RowKind};
 use reqwest::Method;
+
+pub use inbox::{Claim, ClaimStatus, CommitReply, InboxPage, InboxRow, RowKind};
+pub use nexus_api::executors::{ExecutorDescription, ExecutorKind, ExecutorRecord};
 pub use uploads::Upload;
 
 use crate::error::Result;
 use crate::http::Http;
 use crate::runner::Announcement;
-pub use nexus_api::executors::{ExecutorDescription, ExecutorKind, ExecutorRecord};
 
 /// An executor transport-plane client: a base URL and a transport bearer, which proves one
 /// executor address at one credential epoch.
