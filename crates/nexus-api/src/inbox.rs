@@ -205,6 +205,17 @@ impl Block {
     }
 }
 
+/// A result's `content` as a member's resolution sends it (executor.md §9.1): a string, or an
+/// array of blocks. A bare string and a single text block store the same bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(untagged)]
+pub enum ResultContent {
+    /// A bare string (one text block).
+    Text(String),
+    /// Content blocks.
+    Blocks(Vec<Block>),
+}
+
 /// `completed` or `failed` (executor.md §9).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -15,15 +15,18 @@
 #![warn(missing_docs)]
 
 pub mod approvals;
+pub mod assembly;
 pub mod catalog;
 pub mod common;
 pub mod conversations;
 pub mod events;
 pub mod executors;
 pub mod history;
+pub mod ids;
 pub mod inbox;
 pub mod inputs;
 pub mod memory;
+pub mod profile;
 pub mod runs;
 pub mod steps;
 pub mod tasks;

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::common::{CallRef, Pagination, TaskKind, TaskStatus, Usage, present};
+use crate::inbox::{Block, Outcome, ResultContent};
 
 /// A task as `GET R/tasks/{key}` serves it (and, with fewer members, as `GET R/tasks` lists
 /// it). Members that only some kinds or statuses carry are `Option`s; everything else the
@@ -212,30 +213,35 @@ pub struct CacheEnvelope {
     pub cache: CacheReport,
 }
 
-/// The body of `POST R/tasks/{key}/resolution` (runs.md §6): an answer to an ask await.
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The body of `POST R/tasks/{key}/resolution` (runs.md §6): an answer to an ask await,
+/// `{resolution_token?, content?, outcome?}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Resolution {
     /// The tokened await's token (from the receipt); a tokenless ask needs none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolution_token: Option<String>,
-    /// The answer: a string or content blocks (executor.md §9.1).
-    pub content: Option<Value>,
-    /// `failed` to settle the await as a failure; `completed` by default.
-    pub outcome: Option<String>,
+    /// The answer: a string or content blocks (executor.md §9.1); absent: an empty answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(nullable = false)]
+    pub content: Option<ResultContent>,
+    /// `failed` to settle the await as a failure; `completed` (or `null`) by default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
 }
 
 impl Resolution {
     /// An answer of one text.
     pub fn text(answer: impl Into<String>) -> Resolution {
         Resolution {
-            content: Some(Value::String(answer.into())),
+            content: Some(ResultContent::Text(answer.into())),
             ..Resolution::default()
         }
     }
 
     /// An answer of content blocks.
-    pub fn blocks(blocks: Vec<Value>) -> Resolution {
+    pub fn blocks(blocks: Vec<Block>) -> Resolution {
         Resolution {
-            content: Some(Value::Array(blocks)),
+            content: Some(ResultContent::Blocks(blocks)),
             ..Resolution::default()
         }
     }
@@ -248,23 +254,13 @@ impl Resolution {
 
     /// Settles the await as failed.
     pub fn failed(mut self) -> Resolution {
-        self.outcome = Some("failed".into());
+        self.outcome = Some(Outcome::Failed);
         self
     }
 
     /// The JSON body.
     pub fn body(&self) -> Value {
-        let mut body = Map::new();
-        if let Some(token) = &self.resolution_token {
-            body.insert("resolution_token".into(), Value::String(token.clone()));
-        }
-        if let Some(content) = &self.content {
-            body.insert("content".into(), content.clone());
-        }
-        if let Some(outcome) = &self.outcome {
-            body.insert("outcome".into(), Value::String(outcome.clone()));
-        }
-        Value::Object(body)
+        serde_json::to_value(self).expect("a resolution serializes")
     }
 }
 

@@ -35,10 +35,7 @@ pub struct Retry {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct RunnerChoice {
     /// The runner's executor id, or `null` to clear it.
-    #[schema(
-        required = true,
-        pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-    )]
+    #[schema(required = true, schema_with = crate::ids::nullable_uuid)]
     pub executor_public_id: Option<String>,
 }
 

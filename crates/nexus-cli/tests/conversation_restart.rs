@@ -11,8 +11,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::{Server, json_of, nexus, spawn_server};
-use nexus_sdk::Client;
-use nexus_sdk::member::{ConversationRef, NewConversation, NewInput, TurnPage};
+use nexus_sdk::member::{ApprovalMode, ConversationRef, NewConversation, NewInput, TurnPage};
+use nexus_sdk::{Client, Configuration};
 use serde_json::{Value, json};
 
 async fn healthy(store_args: &[&str], token: &str) -> (Server, Client) {
@@ -88,8 +88,12 @@ async fn kill_during_turn_and_mail(store_args: &[&str], data_dir: &Path) {
 
     let (mut server, client) = healthy(store_args, &token).await;
     client
-        .put_configuration(&json!({"approval_mode": "bypass", "default_model": "scripted/family",
-                                   "kernel_tools": ["nexus.conversation.spawn"]}))
+        .put_configuration(&Configuration {
+            approval_mode: Some(ApprovalMode::Bypass),
+            default_model: Some("scripted/family".into()),
+            kernel_tools: Some(vec!["nexus.conversation.spawn".into()]),
+            ..Configuration::default()
+        })
         .await
         .expect("profile");
     let ws = client.workspace(&ws_id);

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use common::pair::*;
 use common::poll;
 use futures_util::StreamExt;
-use nexus_sdk::Client;
 use nexus_sdk::member::{ApprovalMode, Frame, NewConversation, NewInput, NewRun, Page, Reconnect, Step};
 use nexus_sdk::runner::{Runner, ToolResult};
+use nexus_sdk::{Client, Configuration};
 use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
@@ -341,7 +341,11 @@ async fn an_upload_made_on_a_is_read_and_bound_on_b() {
     }
     // Bound on B by a conversation input; the turn's round (on either node) reads the image.
     agent_b
-        .put_configuration(&json!({"approval_mode": "bypass", "default_model": "scripted/echo"}))
+        .put_configuration(&Configuration {
+            approval_mode: Some(ApprovalMode::Bypass),
+            default_model: Some("scripted/echo".into()),
+            ..Configuration::default()
+        })
         .await
         .expect("profile");
     let ws_b = agent_b.workspace(&pair.ws);

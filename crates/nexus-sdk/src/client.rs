@@ -1,12 +1,14 @@
 //! The member-plane client.
 
 use reqwest::Method;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::error::Result;
 use crate::http::Http;
 use crate::member::Workspace;
+use nexus_api::assembly::{AssemblyPreview, AssemblyRequest};
 use nexus_api::catalog::Catalog;
+use nexus_api::profile::{Configuration, Profile, PutConfiguration};
 
 /// A member-plane client: a base URL (`http://127.0.0.1:7420`) and a member bearer.
 #[derive(Debug, Clone)]
@@ -48,14 +50,16 @@ impl Client {
     }
 
     /// `GET /agent_api/v1/profile`: `{member, credential, configuration?, measured_at}`.
-    pub async fn profile(&self) -> Result<Value> {
+    pub async fn profile(&self) -> Result<Profile> {
         Http::send(self.http.authed(Method::GET, "/agent_api/v1/profile")?).await
     }
 
     /// `PUT /agent_api/v1/profile/configuration` with body `{"configuration": configuration}`.
     /// A whole replacement: an omitted field is cleared. Returns the profile read.
-    pub async fn put_configuration(&self, configuration: &Value) -> Result<Value> {
-        let body = json!({ "configuration": configuration });
+    pub async fn put_configuration(&self, configuration: &Configuration) -> Result<Profile> {
+        let body = PutConfiguration {
+            configuration: configuration.clone(),
+        };
         let request = self
             .http
             .authed(Method::PUT, "/agent_api/v1/profile/configuration")?
@@ -66,7 +70,7 @@ impl Client {
     /// `POST /agent_api/v1/tools/assembly`: the read-only assembly preview. `body` is
     /// `{default_runner_executor_public_id, configuration?, tool_names?}`; the answer is
     /// `{tool_definitions, environment, skills}`.
-    pub async fn assembly(&self, body: &Value) -> Result<Value> {
+    pub async fn assembly(&self, body: &AssemblyRequest) -> Result<AssemblyPreview> {
         let request = self
             .http
             .authed(Method::POST, "/agent_api/v1/tools/assembly")?

@@ -25,5 +25,9 @@ pub use client::Client;
 pub use error::{ApiError, Error, Result};
 pub use executor_client::ExecutorClient;
 pub use member::{RunRef, Workspace};
+pub use nexus_api::assembly::{
+    AssemblyPreview, AssemblyRequest, EnvironmentSnapshot, RunnerSnapshot, SkillEntry, SkillSource,
+};
 pub use nexus_api::catalog::{Catalog, CatalogEntry};
+pub use nexus_api::profile::{Configuration, MemberKind, Profile, ProfileCredential, ProfileMember};
 pub use runner::{Runner, RunnerHandle};

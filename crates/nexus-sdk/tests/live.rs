@@ -3,7 +3,8 @@
 //! and the kernel accepts and renders each result on both declaration doors.
 
 use nexus_sdk::adaptations::{self, Presets, Row};
-use nexus_sdk::{Catalog, Client};
+use nexus_sdk::member::ApprovalMode;
+use nexus_sdk::{AssemblyRequest, Catalog, Client, Configuration};
 use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -75,6 +76,16 @@ fn declarations(catalog: &Catalog) -> Vec<(String, Vec<Value>)> {
     out
 }
 
+/// A configuration written as JSON (its declaration entries are free-form).
+fn config(value: Value) -> Configuration {
+    serde_json::from_value(value).expect("a configuration")
+}
+
+/// A typed reply's part as JSON, to compare the free-form declaration entries.
+fn json_of<T: serde::Serialize>(typed: &T) -> Value {
+    serde_json::to_value(typed).expect("a reply serializes")
+}
+
 fn callable(entry: &Value) -> &str {
     entry
         .pointer("/function/name")
@@ -114,15 +125,16 @@ async fn every_shipped_style_is_accepted_by_the_live_kernel() {
 
         for (label, set) in declarations(&catalog) {
             let what = format!("{label} on {}", live.dialect);
-            let configuration = json!({"tool_definitions": set, "approval_mode": "ask"});
+            let configuration = config(json!({"tool_definitions": set, "approval_mode": "ask"}));
             let profile = live
                 .agent
                 .put_configuration(&configuration)
                 .await
                 .unwrap_or_else(|e| panic!("PUT {what}: {e}"));
-            let stored = &profile["configuration"]["tool_definitions"];
+            let written = profile.configuration.as_ref().expect("an agent's configuration");
+            let stored = &json_of(&written.tool_definitions);
             assert_eq!(stored.as_array().unwrap().len(), set.len(), "{what}");
-            assert_eq!(profile["configuration"]["approval_mode"], json!("ask"), "{what}");
+            assert_eq!(written.approval_mode, Some(ApprovalMode::Ask), "{what}");
             // Sorted by callable.
             let names: Vec<&str> = stored.as_array().unwrap().iter().map(callable).collect();
             let mut sorted = names.clone();
@@ -130,20 +142,17 @@ async fn every_shipped_style_is_accepted_by_the_live_kernel() {
             assert_eq!(names, sorted, "{what}");
             // GET reads back what PUT answered.
             let read = live.agent.profile().await.unwrap();
-            assert_eq!(read["configuration"], profile["configuration"], "{what}");
+            assert_eq!(read.configuration, profile.configuration, "{what}");
 
             let preview = live
                 .agent
-                .assembly(&json!({
-                    "default_runner_executor_public_id": null,
-                    "configuration": {"tool_definitions": set},
-                }))
+                .assembly(&AssemblyRequest::new(None).configuration(config(json!({"tool_definitions": set}))))
                 .await
                 .unwrap_or_else(|e| panic!("assembly {what}: {e}"));
             // No imports and no kernel_tools: the preview is the stored render.
-            assert_eq!(&preview["tool_definitions"], stored, "{what}");
+            assert_eq!(&json_of(&preview.tool_definitions), stored, "{what}");
             assert_eq!(
-                preview["environment"],
+                json_of(&preview.environment),
                 json!({"default_runner_executor_public_id": null, "executors": [], "runner_candidates": []}),
                 "{what}"
             );
@@ -166,10 +175,10 @@ async fn the_claude_agent_alias_renders_with_its_recut() {
         let set = adaptations::apply(&catalog, &["claude"], &[]).unwrap();
         let profile = live
             .agent
-            .put_configuration(&json!({"tool_definitions": set, "approval_mode": "ask"}))
+            .put_configuration(&config(json!({"tool_definitions": set, "approval_mode": "ask"})))
             .await
             .unwrap();
-        let stored = &profile["configuration"]["tool_definitions"];
+        let stored = &json_of(&profile.configuration.unwrap().tool_definitions);
         // The claude style supersedes delegate_task, ask and skill.
         for gone in ["delegate_task", "ask", "skill"] {
             assert!(
@@ -222,10 +231,11 @@ async fn the_codex_spawn_recut_anchor_is_in_the_live_template() {
         let set = adaptations::apply(&catalog, &["codex"], &[]).unwrap();
         let profile = live
             .agent
-            .put_configuration(&json!({"tool_definitions": set, "approval_mode": "ask"}))
+            .put_configuration(&config(json!({"tool_definitions": set, "approval_mode": "ask"})))
             .await
             .unwrap();
-        let spawn = find(&profile["configuration"]["tool_definitions"], "spawn_agent");
+        let stored = json_of(&profile.configuration.unwrap().tool_definitions);
+        let spawn = find(&stored, "spawn_agent");
         let description = spawn["function"]["description"].as_str().unwrap();
         assert!(
             description.contains(&replacement) && !description.contains(&anchor),
@@ -243,10 +253,10 @@ async fn the_codex_spawn_recut_anchor_is_in_the_live_template() {
 #[tokio::test]
 async fn refusals_reach_the_sdk_as_typed_errors() {
     for live in live_servers().await {
-        let bad = json!({
+        let bad = config(json!({
             "tool_definitions": [{"name": "Agent", "canonical": "nexus.graph.nope"}],
             "approval_mode": "ask",
-        });
+        }));
         let err = live.agent.put_configuration(&bad).await.unwrap_err();
         let api = err.api().expect("an API refusal");
         assert_eq!(api.status, 422, "{}", live.dialect);
@@ -256,7 +266,7 @@ async fn refusals_reach_the_sdk_as_typed_errors() {
 
         let err = live
             .human
-            .put_configuration(&json!({"instructions": "x"}))
+            .put_configuration(&config(json!({"instructions": "x"})))
             .await
             .unwrap_err();
         let api = err.api().expect("an API refusal");
@@ -264,11 +274,11 @@ async fn refusals_reach_the_sdk_as_typed_errors() {
 
         let err = live
             .agent
-            .assembly(&json!({
-                "default_runner_executor_public_id": null,
-                "configuration": {"kernel_tools": ["nexus.graph.wait"]},
-                "tool_names": ["wait", "ghost"],
-            }))
+            .assembly(
+                &AssemblyRequest::new(None)
+                    .configuration(config(json!({"kernel_tools": ["nexus.graph.wait"]})))
+                    .tool_names(["wait", "ghost"]),
+            )
             .await
             .unwrap_err();
         let api = err.api().expect("an API refusal");

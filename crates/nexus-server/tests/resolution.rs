@@ -89,7 +89,15 @@ async fn an_ask_is_answered_through_the_resolution_route() {
             StatusCode::UNPROCESSABLE_ENTITY,
             "result_unstorable",
         );
-        let ok = resolve(&h, &id, "r1t0-ask-1", &human, json!({"content": "yes"})).await;
+        // A `null` outcome is the same as none: the await completes (runs.md §6).
+        let ok = resolve(
+            &h,
+            &id,
+            "r1t0-ask-1",
+            &human,
+            json!({"content": "yes", "outcome": null}),
+        )
+        .await;
         assert_eq!(ok.status, StatusCode::OK, "{}", String::from_utf8_lossy(&ok.bytes));
         assert_eq!(ok.json()["task"]["status"], "completed");
         let idle = resolve(&h, &id, "r1t0-ask-1", &human, json!({"content": "no"})).await;

@@ -82,7 +82,7 @@ impl common::World {
                 && info
                     .served_tools
                     .iter()
-                    .any(|t| t["name"] == tool && t["effect_profile"]["kind"] == kind)
+                    .any(|t| t.name == tool && serde_json::to_value(t.effect_profile.kind).is_ok_and(|k| k == kind))
             {
                 return rho;
             }

@@ -72,10 +72,10 @@ pub fn choose(flag: Option<&str>, set: impl Fn(&str) -> bool) -> Model {
 
 /// A runner-routed, eager declaration of the served tool `name` (declarations.md §2 shape 2).
 fn routed(runner: &ExecutorInfo, name: &str) -> Option<Value> {
-    let tool = runner.served_tools.iter().find(|t| t["name"] == name)?;
+    let tool = runner.served_tools.iter().find(|t| t.name == name)?;
     Some(json!({
         "type": "function",
-        "function": {"name": name, "description": tool["description"], "parameters": tool["input_schema"]},
+        "function": {"name": name, "description": tool.description, "parameters": tool.input_schema},
         "route": {"kind": "runner", "runner_executor_public_id": runner.public_id, "tool_name": name},
     }))
 }

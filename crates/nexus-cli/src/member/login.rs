@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use nexus_sdk::Client;
 use nexus_sdk::member::Page;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::output::print_json;
 use super::profile::{self, Profile};
@@ -47,7 +47,7 @@ pub async fn run(flags: &ConnFlags) -> Outcome {
         // Proves read standing in the workspace before it is saved.
         client.workspace(ws).runs(None, &Page::first().limit(1)).await?;
     }
-    let member = &read["member"];
+    let member = &read.member;
     let path = profile::save(
         &name,
         Profile {
@@ -59,14 +59,14 @@ pub async fn run(flags: &ConnFlags) -> Outcome {
     if flags.json {
         print_json(&json!({
             "profile": name, "path": path, "url": url, "workspace": workspace,
-            "member_public_id": member.get("public_id"),
+            "member_public_id": member.public_id,
         }));
     } else {
-        let who = member
-            .get("handle")
-            .or_else(|| member.get("public_id"))
-            .and_then(Value::as_str)
-            .unwrap_or("?");
+        let who = if member.handle.is_empty() {
+            &member.public_id
+        } else {
+            &member.handle
+        };
         println!(
             "logged in to {url} as {who}; profile `{name}` saved to {}",
             path.display()

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 /// Whether the call changes state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EffectKind {
     Pure,
@@ -17,6 +18,7 @@ pub enum EffectKind {
 
 /// `closed`: effects stay inside systems the kernel or runner controls; `open`: they reach out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EffectScope {
     Closed,
@@ -25,6 +27,7 @@ pub enum EffectScope {
 
 /// Whether repeating the call is harmless by nature, only with a key, or unsafe.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Idempotency {
     Intrinsic,
@@ -34,20 +37,28 @@ pub enum Idempotency {
 
 /// Whether the effect can be checked afterwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum Reconciliation {
     None,
     Lookup,
 }
 
-/// The five keys, serialized in this member order.
+/// The five keys, serialized in this member order (registry.md §4). Exactly these keys; a
+/// `read_only` or `pure` profile is never destructive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct EffectProfile {
+    /// Whether the call changes state.
     pub kind: EffectKind,
+    /// Whether the change can destroy data (`false` for `pure` and `read_only`).
     pub destructive: bool,
+    /// Whether effects stay in systems the kernel or runner controls.
     pub effect_scope: EffectScope,
+    /// Whether repeating the call is harmless.
     pub idempotency: Idempotency,
+    /// Whether the effect can be checked afterwards.
     pub reconciliation: Reconciliation,
 }
 

@@ -6,9 +6,9 @@ mod inbox;
 mod uploads;
 
 use reqwest::Method;
-use serde_json::Value;
 
 pub use inbox::{Claim, ClaimStatus, CommitReply, InboxPage, InboxRow, RowKind};
+pub use nexus_api::executors::{ExecutorDescription, ExecutorKind, ExecutorRecord};
 pub use uploads::Upload;
 
 use crate::error::Result;
@@ -48,13 +48,13 @@ impl ExecutorClient {
 
     /// `GET /agent_api/v1/executor`:
     /// `{executor: {public_id, kind, status, display_name, credential_epoch}, measured_at}`.
-    pub async fn me(&self) -> Result<Value> {
+    pub async fn me(&self) -> Result<ExecutorDescription> {
         Http::send(self.http.authed(Method::GET, "/agent_api/v1/executor")?).await
     }
 
     /// `PUT /agent_api/v1/executor/announcement` (executor.md §4): replaces the tools, the
     /// environment and the documents at once. Answers the `GET X` body.
-    pub async fn announce(&self, announcement: &Announcement) -> Result<Value> {
+    pub async fn announce(&self, announcement: &Announcement) -> Result<ExecutorDescription> {
         let request = self
             .http
             .authed(Method::PUT, "/agent_api/v1/executor/announcement")?

@@ -4,8 +4,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use nexus_core::registry::effect::{EffectKind, EffectProfile, EffectScope, Idempotency, Reconciliation};
@@ -13,77 +12,9 @@ pub use nexus_core::registry::effect::{EffectKind, EffectProfile, EffectScope, I
 use crate::error::Result;
 use crate::executor_client::{ExecutorClient, ProgressFrame, ProgressReply};
 
-/// One announced tool entry (executor.md §4): `name`, `effect_profile`, `timeout_ms?`,
-/// `description?`, `input_schema?`. An entry without a description or a schema is
-/// operator-only: authored steps may call it, a model never sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// The served name, `^[a-zA-Z0-9_-]{1,64}$`.
-    pub name: String,
-    /// The five-key effect profile the kernel freezes on each call.
-    pub effect_profile: EffectProfile,
-    /// The announced budget per call, in milliseconds (the kernel's default is 600,000).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeout_ms: Option<u64>,
-    /// What the model reads about the tool.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-    /// A JSON Schema object with `"type": "object"`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Value>,
-}
-
-impl ToolSpec {
-    /// An operator-only entry; add [`ToolSpec::description`] and [`ToolSpec::input_schema`]
-    /// so a model can call it.
-    pub fn new(name: impl Into<String>, effect_profile: EffectProfile) -> ToolSpec {
-        ToolSpec {
-            name: name.into(),
-            effect_profile,
-            timeout_ms: None,
-            description: None,
-            input_schema: None,
-        }
-    }
-
-    /// Sets the description.
-    pub fn description(mut self, text: impl Into<String>) -> ToolSpec {
-        self.description = Some(text.into());
-        self
-    }
-
-    /// Sets the input schema.
-    pub fn input_schema(mut self, schema: Value) -> ToolSpec {
-        self.input_schema = Some(schema);
-        self
-    }
-
-    /// Sets the announced timeout.
-    pub fn timeout_ms(mut self, ms: u64) -> ToolSpec {
-        self.timeout_ms = Some(ms);
-        self
-    }
-}
-
-/// A skill document a runner announces (`documents[]`): `{name, description}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Document {
-    /// The skill name (kernel-tools.md §9 grammar).
-    pub name: String,
-    /// One paragraph, at most 1,024 bytes.
-    pub description: String,
-}
-
-/// The whole announcement: `PUT X/announcement` replaces all three lists at once.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Announcement {
-    /// The served tools.
-    pub tools: Vec<ToolSpec>,
-    /// Free-form facts about where the runner runs (`{os, arch, hostname, …}`).
-    pub environment: Map<String, Value>,
-    /// Skill documents (announce `skill` too, or loads fail `tool_not_served`).
-    pub documents: Vec<Document>,
-}
+/// The announcement's wire types (executor.md §4), defined once in `nexus_api`: a tool entry
+/// ([`ToolSpec`]), a skill document ([`Document`]) and the whole body ([`Announcement`]).
+pub use nexus_api::executors::{AnnouncedDocument as Document, AnnouncedTool as ToolSpec, Announcement};
 
 /// One claimed tool call, handed to a handler.
 #[derive(Debug, Clone)]

@@ -335,8 +335,8 @@ fn path_params(path: &str) -> Vec<String> {
         .collect()
 }
 
-/// A UUID's text.
-const UUID: &str = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$";
+/// A UUID's text (defined once, with the wire types).
+const UUID: &str = nexus_api::ids::UUID_PATTERN;
 
 /// A path segment that is not `.` or `..`, of letters, digits, `.`, `_` and `-`.
 const SEGMENT: &str = r"([A-Za-z0-9_-][A-Za-z0-9._-]*|\.[A-Za-z0-9_-][A-Za-z0-9._-]*|\.\.[A-Za-z0-9._-]+)";
@@ -368,9 +368,6 @@ fn kind_schema(kind: Kind) -> Value {
             json!({"type": "string", "pattern": "^[0-3][0-9a-f]{15}-[0-9]{1,9}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"})
         }
         Kind::Range(low, high) => json!({"type": "integer", "format": "int64", "minimum": low, "maximum": high}),
-        Kind::Object => json!({"type": "object"}),
-        Kind::List => json!({"type": "array"}),
-        Kind::NullableUuid => json!({"type": ["string", "null"], "format": "uuid", "pattern": UUID}),
         Kind::Words(words) => json!({"type": "string", "enum": words}),
         Kind::OneOf(members) => {
             let properties: serde_json::Map<String, Value> = members
@@ -400,14 +397,6 @@ fn shape_schema(shape: Shape, schemas: &mut BTreeMap<String, RefOr<Schema>>) -> 
         Shape::Either(typed, doc) => {
             let first = serde_json::to_value(shape_schema(*typed, schemas)).expect("a schema serializes");
             from_json(json!({"anyOf": [first, {"type": "object", "description": doc}]}))
-        }
-        Shape::Requires(members, doc) => {
-            let names: Vec<&str> = members.iter().map(|(name, _)| *name).collect();
-            let properties: serde_json::Map<String, Value> = members
-                .iter()
-                .map(|(name, kind)| (name.to_string(), kind_schema(*kind)))
-                .collect();
-            from_json(json!({"type": "object", "required": names, "properties": properties, "description": doc}))
         }
     }
 }

@@ -21,9 +21,6 @@ pub enum Shape {
     Object(&'static str),
     /// The typed shape, or another object the text names (`anyOf`).
     Either(&'static Shape, &'static str),
-    /// A JSON object that must hold these members, each of its grammar; the text says where the
-    /// rest is specified.
-    Requires(&'static [(&'static str, Kind)], &'static str),
 }
 
 /// The [`Shape`] of `T`.
@@ -62,12 +59,6 @@ pub enum Kind {
     SearchCursor,
     /// An integer within these bounds.
     Range(i64, i64),
-    /// A JSON object (its members specified elsewhere).
-    Object,
-    /// A JSON array (its items specified elsewhere).
-    List,
-    /// A UUID or null.
-    NullableUuid,
     /// One of the listed words.
     Words(&'static [&'static str]),
     /// At most one of these members, each with its grammar, as separate query keys (an

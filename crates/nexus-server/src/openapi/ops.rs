@@ -6,19 +6,21 @@
 //! `tests/openapi.rs`.
 
 use nexus_api::approvals::ApprovalPage;
+use nexus_api::assembly::{AssemblyPreview, AssemblyRequest};
 use nexus_api::catalog::Catalog;
 use nexus_api::common::TaskEnvelope;
 use nexus_api::conversations::{
     ConversationCreated, ConversationEnvelope, ConversationEventPage, ConversationPage, CreateConversation,
 };
 use nexus_api::events::EventPage;
-use nexus_api::executors::{ExecutorEnvelope, ExecutorList};
+use nexus_api::executors::{Announcement, ExecutorDescription, ExecutorEnvelope, ExecutorList};
 use nexus_api::history::{History, SearchPage};
 use nexus_api::inbox::{ClaimGrant, ClaimStatusReply, Commit, CommitReply, Extend, InboxList, Progress, ProgressReply};
 use nexus_api::inputs::{CreateInput, InputCreated, InputEnvelope, InputPage};
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, PutDocument};
+use nexus_api::profile::{Profile, PutConfiguration};
 use nexus_api::runs::{AppendSteps, Appended, CreateRun, Created, RunEnvelope, RunPage, RunRead};
-use nexus_api::tasks::{CacheEnvelope, Resolved, SealedEnvelope, TaskPage};
+use nexus_api::tasks::{CacheEnvelope, Resolution, Resolved, SealedEnvelope, TaskPage};
 use nexus_api::turns::{Cancellation, TurnPage};
 use nexus_api::uploads::UploadEnvelope;
 use nexus_api::verbs::{Deny, Retry, SetDefaultRunner, Stop};
@@ -100,16 +102,6 @@ const IDEMPOTENCY_KEY: Param = header(
 const CLAIM_TOKEN: Param = header("Claim-Token", Kind::Key, "The claim's token.", true);
 const MEMORY_PATH: Param = required(param("path", Kind::MemoryPath, "The document's path."));
 
-/// A JSON object that must hold `$members`; the route's spec section says the rest.
-macro_rules! requires {
-    ($(($member:literal, $kind:expr)),+) => {
-        Body::Json(Shape::Requires(&[$(($member, $kind)),+], "Its members are in the route's spec section."))
-    };
-}
-
-const OBJECT_BODY: Body = Body::Json(Shape::Object(
-    "A JSON object; its members are in the route's spec section.",
-));
 const EMPTY_BODY: Body = Body::Json(Shape::Object("`{}` (members are ignored unless the route names them)."));
 const NO_BODY: Body = Body::Optional(Shape::Object("`{}` or no body at all."));
 
@@ -146,14 +138,14 @@ pub static OPS: &[Op] = &[
         reply(200, json!(Catalog), "Every kernel tool, in registry order (registry.md §7)."),
         reply(304, Content::Empty, "`If-None-Match` names the current ETag."),
     ], []),
-    op!(POST "/agent_api/v1/tools/assembly", "Preview a tools block", [], requires!(("default_runner_executor_public_id", Kind::NullableUuid)), [
-        reply(200, object!("The assembled tools block and its digests (declarations.md)."), "The preview."),
+    op!(POST "/agent_api/v1/tools/assembly", "Preview a tools block", [], Body::Json(typed::<AssemblyRequest>()), [
+        reply(200, json!(AssemblyPreview), "The preview (declarations.md §12.1)."),
     ], [ValidationFailed, ReservedNamespace, ToolNotDeclared, ContentTooLarge, ParameterMissing, ParameterInvalid, RunnerNotEligible, RunnerNotDeclared, ToolNotServed, NotAgent, RunnerNotFound]),
     op!(GET "/agent_api/v1/profile", "The caller's profile", [], Body::None, [
-        reply(200, object!("`{member, credential, configuration?, measured_at}` (errors-and-auth.md §2)."), "The profile."),
+        reply(200, json!(Profile), "The profile (declarations.md §12.2)."),
     ], []),
-    op!(PUT "/agent_api/v1/profile/configuration", "Replace the caller's configuration", [], requires!(("configuration", Kind::Object)), [
-        reply(200, object!("The profile read after the write."), "The profile."),
+    op!(PUT "/agent_api/v1/profile/configuration", "Replace the caller's configuration", [], Body::Json(typed::<PutConfiguration>()), [
+        reply(200, json!(Profile), "The profile read after the write (declarations.md §12.3)."),
     ], [NotAgent, ValidationFailed, RunnerNotFound, RunnerNotEligible, ToolNotDeclared, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executors", "The runners eligible for the caller", [
         param("kind", Kind::Words(&["runner"]), "Only `runner` is listed."),
@@ -165,10 +157,10 @@ pub static OPS: &[Op] = &[
     op!(GET "/agent_api/v1/uploads/{id}", "An upload's descriptor", [], Body::None, [UPLOAD], []),
     op!(GET "/agent_api/v1/uploads/{id}/bytes", "An upload's bytes", [], Body::None, BYTES, [RangeNotSatisfiable]),
     op!(GET "/agent_api/v1/executor", "The calling executor", [], Body::None, [
-        reply(200, object!("The executor's record (executor.md §3)."), "The executor."),
+        reply(200, json!(ExecutorDescription), "The executor (executor.md §2)."),
     ], []),
-    op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], requires!(("tools", Kind::List)), [
-        reply(200, object!("The stored announcement (executor.md §4)."), "Announced."),
+    op!(PUT "/agent_api/v1/executor/announcement", "Announce what the executor serves", [], Body::Json(typed::<Announcement>()), [
+        reply(200, json!(ExecutorDescription), "Announced: the `GET X` body (executor.md §4)."),
     ], [InvalidAnnouncement, ReservedNamespace, ContentTooLarge, ValidationFailed, ParameterMissing, ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/progress", "Report progress on a claim", [], Body::Json(typed::<Progress>()), [
         reply(202, json!(ProgressReply), "Relayed, or why not (executor.md §11)."),
@@ -231,7 +223,7 @@ pub static OPS: &[Op] = &[
         NotAwaitingApproval, NotAdjudicable, AlreadyTerminal,
     ]),
     op!(POST w!("/runs/{run}/tasks/{key}/deny"), "Deny a held call", [], Body::Json(typed::<Deny>()), [TASK], [NotAwaitingApproval, NotAdjudicable, AlreadyTerminal, ParameterInvalid]),
-    op!(POST w!("/runs/{run}/tasks/{key}/resolution"), "Answer an await", [], OBJECT_BODY, [
+    op!(POST w!("/runs/{run}/tasks/{key}/resolution"), "Answer an await", [], Body::Json(typed::<Resolution>()), [
         reply(200, json!(Resolved), "The await's answer."),
     ], [
         StaleClaim, TaskNotRunning, NotResolvable, InvalidOutcome, InvalidContent, UnsupportedContentKind,
