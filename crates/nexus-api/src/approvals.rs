@@ -21,8 +21,10 @@ pub struct Approval {
     /// The call's input, in full.
     #[serde(default)]
     pub tool_input: Value,
-    /// The frozen effect profile shown to the approver.
+    /// The frozen effect profile shown to the approver. Documented as the core's
+    /// `EffectProfile`; held here as JSON so that an SDK reads a row whose profile grew a key.
     #[serde(default)]
+    #[schema(value_type = nexus_core::registry::effect::EffectProfile)]
     pub effect_profile: Value,
     /// When the hold expires (`approval_expired`).
     #[serde(default)]

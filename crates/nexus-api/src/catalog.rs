@@ -19,8 +19,10 @@ pub struct CatalogEntry {
     /// The wire name, for example `delegate_task`.
     pub name: String,
     /// Trusted host metadata (`kind`, `destructive`, `effect_scope`, `idempotency`,
-    /// `reconciliation`); never sent to a model.
+    /// `reconciliation`); never sent to a model. Documented as the core's `EffectProfile`;
+    /// held here as JSON so that an SDK reads a listing whose profile grew a key.
     #[serde(default)]
+    #[schema(value_type = nexus_core::registry::effect::EffectProfile)]
     pub effect_profile: Value,
     /// The plain definition: the exact bytes a plain declaration must reproduce.
     #[serde(default)]
