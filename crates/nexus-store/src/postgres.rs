@@ -25,6 +25,7 @@ mod conns;
 pub(crate) use conns::Transaction;
 pub(crate) use conns::note_fault;
 use conns::{Conn, Conns};
+pub(crate) use conns::{inline_params, push_literal};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -275,8 +276,33 @@ pub(crate) mod ops {
         }
     }
 
+    /// A lazy unit's first statement when it locks a run and reads a row under the lock
+    /// ([`crate::Tx::lock_run_with_task`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
+    /// `then_id`) in one simple query, one round trip; `then` reads the database as it stands
+    /// after the lock (`READ COMMITTED`: each statement reads it as it stands when it starts).
+    pub(crate) async fn begin_locking_run_with<T>(
+        tx: &mut super::Transaction,
+        id: i64,
+        then: &str,
+        then_id: i64,
+        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<T>,
+    ) -> Result<(RunRow, Option<T>)> {
+        let mut statements = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id.to_string()]);
+        statements.push_str("; ");
+        statements.push_str(&super::conns::inline_params(then, &[&then_id.to_string()]));
+        let sets = tx.begin_with_sets(&statements).await?;
+        let Some(r) = sets.get(1).and_then(|s| s.first()) else {
+            return Err(StoreError::NotFound(format!("run {id}")));
+        };
+        let run = row::run(r)?;
+        let then = sets.get(2).and_then(|s| s.first()).map(decode).transpose()?;
+        Ok((run, then))
+    }
+
     /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
-    /// `BEGIN` and the run lock in one round trip, then the task by key.
+    /// `BEGIN`, the run lock and the task by key in one simple query, one round trip. The task
+    /// is read by its own statement, after any wait for the lock (`READ COMMITTED`: each
+    /// statement reads the database as it stands when it starts).
     pub(crate) async fn begin_opening_door(
         tx: &mut super::Transaction,
         public_id: uuid::Uuid,
@@ -285,9 +311,23 @@ pub(crate) mod ops {
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
         use crate::row::Columns;
         let (public_literal, account_literal) = (format!("'{public_id}'"), account_id.to_string());
-        let statement = super::conns::inline_params(sql::DOOR_RUN_PG, &[&public_literal, &account_literal]);
-        let rows = tx.begin_with(&statement).await?;
-        let Some(r) = rows.first() else { return Ok(None) };
+        let mut statements = super::conns::inline_params(sql::DOOR_RUN_PG, &[&public_literal, &account_literal]);
+        // A key the text guard refuses names no task (as `task_by_key`).
+        let keyed = check_text(key).is_ok();
+        if keyed {
+            let run_literal = format!("(SELECT id FROM runs WHERE public_id = {public_literal})");
+            let mut key_literal = String::new();
+            super::push_literal(&mut key_literal, key);
+            statements.push_str("; ");
+            statements.push_str(&super::conns::inline_params(
+                sql::TASK_BY_KEY,
+                &[&run_literal, &key_literal],
+            ));
+        }
+        let sets = tx.begin_with_sets(&statements).await?;
+        let Some(r) = sets.get(1).and_then(|s| s.first()) else {
+            return Ok(None);
+        };
         let Some(workspace_public_id) = r.opt_public_id("workspace_public_id")? else {
             return Ok(None);
         };
@@ -296,7 +336,10 @@ pub(crate) mod ops {
             workspace_public_id,
             creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
         };
-        let task = task_by_key(tx, found.run.id, key).await?;
+        let task = match sets.get(2).and_then(|s| s.first()) {
+            Some(t) if keyed => Some(row::task(t)?),
+            _ => None,
+        };
         Ok(Some((found, task)))
     }
 

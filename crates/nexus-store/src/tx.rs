@@ -49,6 +49,8 @@ struct RunSequence {
 pub struct PgTx {
     pub(crate) tx: postgres::Transaction,
     pub(crate) void: bool,
+    /// The runs the unit holds locked and the appends it sends with its `COMMIT`.
+    deferred: deferred::Deferred,
 }
 
 impl SqliteTx {
@@ -63,7 +65,19 @@ impl SqliteTx {
 
 impl PgTx {
     pub(crate) fn new(tx: postgres::Transaction) -> Self {
-        Self { tx, void: false }
+        Self {
+            tx,
+            void: false,
+            deferred: deferred::Deferred::default(),
+        }
+    }
+}
+
+impl PgTx {
+    /// Whether the next statement is the unit's first, with nothing held before it: then
+    /// `BEGIN` goes out with it (`postgres/conns.rs`, [`Tx::lock_run`], [`Tx::open_door`]).
+    fn first_statement(&self) -> bool {
+        !self.void && !self.tx.begun() && !self.deferred.has_held()
     }
 }
 
@@ -105,9 +119,13 @@ macro_rules! tx_dispatch {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
+                let held = t.deferred.take_held();
                 let tx = &mut t.tx;
                 let result = Box::pin(async move {
                     tx.ensure_begun().await?;
+                    if let Some(held) = held {
+                        tx.execute_simple(&held).await?;
+                    }
                     postgres::ops::$f(&mut **tx, $($arg),*).await
                 })
                 .await;
@@ -134,7 +152,10 @@ impl Tx {
             Tx::Sqlite(t) if t.void => Err(StoreError::TxAborted),
             Tx::Postgres(t) if t.void => Err(StoreError::TxAborted),
             Tx::Sqlite(t) => t.tx.commit().await.map_err(write_error),
-            Tx::Postgres(t) => Box::pin(t.tx.commit()).await.map_err(write_error),
+            Tx::Postgres(t) => match t.deferred.commit_text() {
+                Some(text) => Box::pin(t.tx.commit_with(&text)).await.map_err(write_error),
+                None => Box::pin(t.tx.commit()).await.map_err(write_error),
+            },
         }
     }
 
@@ -154,84 +175,6 @@ impl Tx {
         }
     }
 
-    /// A run row read inside this unit of work (SQLite; PostgreSQL's append reads the sequence
-    /// under the row lock each time): the first read notes its stored `last_event_sequence`;
-    /// once the unit has appended to the run, the row is given the unit's sequence, which the
-    /// stored one lags until the unit writes it.
-    fn note_read(&mut self, run: &mut RunRow) {
-        if let Tx::Sqlite(t) = self {
-            match t.sequences.iter().find(|e| e.run_id == run.id) {
-                Some(entry) => run.last_event_sequence = entry.last,
-                None => t.sequences.push(RunSequence {
-                    run_id: run.id,
-                    last: run.last_event_sequence,
-                    stored: true,
-                }),
-            }
-        }
-    }
-
-    /// Notes an append at `sequence` (SQLite), which the run row does not hold yet.
-    fn note_append(&mut self, run_id: i64, sequence: i64) {
-        if let Tx::Sqlite(t) = self {
-            let appended = RunSequence {
-                run_id,
-                last: sequence,
-                stored: false,
-            };
-            match t.sequences.iter_mut().find(|e| e.run_id == run_id) {
-                Some(entry) => *entry = appended,
-                None => t.sequences.push(appended),
-            }
-        }
-    }
-
-    fn known_sequence(&self, run_id: i64) -> Option<i64> {
-        match self {
-            Tx::Sqlite(t) => t.sequences.iter().find(|e| e.run_id == run_id).map(|e| e.last),
-            Tx::Postgres(_) => None,
-        }
-    }
-
-    /// The sequence of the unit's appends to the run that its row does not hold yet (SQLite).
-    fn unstored_sequence(&self, run_id: i64) -> Option<i64> {
-        match self {
-            Tx::Sqlite(t) => t
-                .sequences
-                .iter()
-                .find(|e| e.run_id == run_id && !e.stored)
-                .map(|e| e.last),
-            Tx::Postgres(_) => None,
-        }
-    }
-
-    fn mark_stored(&mut self, run_id: i64) {
-        if let Tx::Sqlite(t) = self
-            && let Some(entry) = t.sequences.iter_mut().find(|e| e.run_id == run_id)
-        {
-            entry.stored = true;
-        }
-    }
-
-    /// Writes each run's sequence that the unit's appends moved and no [`Tx::update_run`]
-    /// wrote (SQLite; one statement per such run, usually none or one).
-    async fn store_sequences(&mut self) -> Result<()> {
-        let unstored: Vec<(i64, i64)> = match self {
-            Tx::Sqlite(t) if !t.void => t
-                .sequences
-                .iter()
-                .filter(|e| !e.stored)
-                .map(|e| (e.run_id, e.last))
-                .collect(),
-            _ => return Ok(()),
-        };
-        for (run_id, sequence) in unstored {
-            tx_dispatch!(self, store_event_sequence(run_id, sequence))?;
-            self.mark_stored(run_id);
-        }
-        Ok(())
-    }
-
     /// `sqlite` or `postgres`.
     pub fn dialect(&self) -> &'static str {
         match self {
@@ -247,7 +190,7 @@ impl Tx {
     pub async fn lock_run(&mut self, run_id: i64) -> Result<RunRow> {
         let mut run = match self {
             // A unit's first statement: `BEGIN` goes with it.
-            Tx::Postgres(t) if !t.void && !t.tx.begun() => {
+            Tx::Postgres(t) if t.first_statement() => {
                 let result = Box::pin(postgres::ops::begin_locking_run(&mut t.tx, run_id)).await;
                 if result.as_ref().is_err_and(voids_transaction) {
                     t.void = true;
@@ -256,7 +199,7 @@ impl Tx {
             }
             _ => tx_dispatch!(self, lock_run(run_id))?,
         };
-        self.note_read(&mut run);
+        self.note_locked(&mut run);
         Ok(run)
     }
 
@@ -266,7 +209,7 @@ impl Tx {
     pub async fn try_lock_run(&mut self, run_id: i64) -> Result<Option<RunRow>> {
         let mut run = tx_dispatch!(self, try_lock_run(run_id))?;
         if let Some(run) = run.as_mut() {
-            self.note_read(run);
+            self.note_locked(run);
         }
         Ok(run)
     }
@@ -275,7 +218,7 @@ impl Tx {
     /// is `Conflict`.
     pub async fn insert_run(&mut self, new: NewRun) -> Result<RunRow> {
         let mut run = tx_dispatch!(self, insert_run(&new))?;
-        self.note_read(&mut run);
+        self.note_locked(&mut run);
         Ok(run)
     }
 
@@ -285,6 +228,28 @@ impl Tx {
     /// writes the sequence of the unit's appends to the run, when the row does not hold it yet
     /// ([`RunSequence`]). `NotFound` for no such run.
     pub async fn update_run(&mut self, run: &RunRow) -> Result<()> {
+        if let Tx::Postgres(t) = self
+            && !t.void
+            && t.deferred.holds(run.id)
+        {
+            // Under the lock the row is there: the update is held (`tx/deferred.rs`).
+            crate::row::check_run_row_text(run)?;
+            use deferred::Lit;
+            t.deferred.hold(
+                crate::sql::UPDATE_RUN,
+                &[
+                    Lit::Int(run.id),
+                    Lit::Text(run.status.as_str()),
+                    Lit::OptInt(run.deliverable_task_id),
+                    Lit::Int(run.revision),
+                    Lit::OptText(run.attention.as_deref()),
+                    Lit::OptInt(run.started_at),
+                    Lit::OptInt(run.ended_at),
+                    Lit::OptInt(run.default_runner_id),
+                ],
+            );
+            return Ok(());
+        }
         let sequence = self.unstored_sequence(run.id);
         tx_dispatch!(self, update_run(run, sequence))?;
         self.mark_stored(run.id);
@@ -312,6 +277,14 @@ impl Tx {
         data: &Value,
         at: i64,
     ) -> Result<EventRow> {
+        if let Tx::Postgres(t) = self {
+            if t.void {
+                return Err(StoreError::TxAborted);
+            }
+            if let Some(row) = t.deferred.append(run_id, kind, task_key, data, at)? {
+                return Ok(row);
+            }
+        }
         let known = self.known_sequence(run_id);
         let row = tx_dispatch!(self, append_event(run_id, known, kind, task_key, data, at))?;
         self.note_append(run_id, row.sequence);
@@ -370,7 +343,7 @@ impl Tx {
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
         let mut opened = match self {
             // A unit's first statement: `BEGIN` goes with the run lock.
-            Tx::Postgres(t) if !t.void && !t.tx.begun() => {
+            Tx::Postgres(t) if t.first_statement() => {
                 let result = Box::pin(postgres::ops::begin_opening_door(&mut t.tx, public_id, account_id, key)).await;
                 if result.as_ref().is_err_and(voids_transaction) {
                     t.void = true;
@@ -380,7 +353,7 @@ impl Tx {
             _ => tx_dispatch!(self, open_door(public_id, account_id, key))?,
         };
         if let Some((found, _)) = &mut opened {
-            self.note_read(&mut found.run);
+            self.note_locked(&mut found.run);
         }
         Ok(opened)
     }
@@ -482,6 +455,18 @@ impl Tx {
     /// transaction that starts its evaluation: at most once).
     pub async fn delete_job(&mut self, job_id: i64) -> Result<bool> {
         tx_dispatch!(self, delete_job(job_id))
+    }
+
+    /// Deletes the job with the unit of work, whether or not it is still there: PostgreSQL
+    /// holds the statement until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
+    pub async fn delete_job_with_unit(&mut self, job_id: i64) -> Result<()> {
+        match self {
+            Tx::Postgres(t) if !t.void => {
+                t.deferred.hold(crate::sql::DELETE_JOB, &[deferred::Lit::Int(job_id)]);
+                Ok(())
+            }
+            _ => tx_dispatch!(self, delete_job(job_id)).map(|_| ()),
+        }
     }
 
     pub async fn job_by_id(&mut self, job_id: i64) -> Result<Option<JobRow>> {
@@ -630,7 +615,24 @@ impl Tx {
 
     /// Writes (or replaces) a round's facts.
     pub async fn put_round_facts(&mut self, facts: &RoundFactsRow) -> Result<()> {
-        tx_dispatch!(self, put_round_facts(facts))
+        match self {
+            // Held until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
+            Tx::Postgres(t) if !t.void => {
+                crate::check_text(&facts.history)?;
+                use deferred::Lit;
+                t.deferred.hold(
+                    crate::sql::PUT_ROUND_FACTS,
+                    &[
+                        Lit::Int(facts.task_id),
+                        Lit::Int(facts.chain_rounds),
+                        Lit::Int(facts.key_floor),
+                        Lit::Text(&facts.history),
+                    ],
+                );
+                Ok(())
+            }
+            _ => tx_dispatch!(self, put_round_facts(facts)),
+        }
     }
 
     /// Every task key of the run, in no particular order.
@@ -701,5 +703,8 @@ impl Tx {
     }
 }
 
+mod deferred;
 mod history;
+mod locked;
+mod sequences;
 mod turns;

@@ -1087,6 +1087,67 @@ async fn events_are_gapless_and_atomic_with_the_change() {
     });
 }
 
+/// A unit's first statement may take the run lock and read a row under it at once
+/// (`lock_run_with_task`, `lock_run_with_round`: one round trip on PostgreSQL); the rows are
+/// those the separate reads return. Appends under the lock travel with the commit on
+/// PostgreSQL (`tx/deferred.rs`): their text arrives byte for byte, quotes and backslashes
+/// included, a run row read inside the unit has the unit's sequence, and a dropped unit leaves
+/// none of them.
+#[tokio::test]
+async fn the_lock_with_its_row_and_appends_under_it() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let key = "it's \\a \\' E'x'";
+        let t = task_in(s, tool_task(run.id, key, TaskStatus::Waiting)).await;
+
+        let mut tx = s.begin().await.unwrap();
+        let (locked, task) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        assert_eq!(locked, s.run_by_id(run.id).await.unwrap().unwrap());
+        assert_eq!(task, s.task_by_id(t.id).await.unwrap());
+        let round = tx.round_for_reply(t.id).await.unwrap();
+        drop(tx);
+        let mut tx = s.begin().await.unwrap();
+        let (_, first) = tx.lock_run_with_round(run.id, t.id).await.unwrap();
+        assert_eq!(first, round, "{}", ts.dialect);
+        let (_, again) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        assert_eq!(again, task, "the same read on a begun unit");
+        drop(tx);
+
+        // Appends, dropped: nothing stays.
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
+        drop(tx);
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
+
+        // Committed: every byte, every sequence.
+        let mut tx = s.begin().await.unwrap();
+        let (locked, _) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        assert_eq!(locked.last_event_sequence, 0);
+        let data = json!({"q": "it's", "b": "back\\slash \\' E'x' $1 ;COMMIT", "u": "é ✓ \n\t"});
+        let e1 = tx.append_event(run.id, "k'ind\\", Some(key), &data, NOW).await.unwrap();
+        let e2 = tx.append_event(run.id, "e", None, &json!({}), NOW + 1).await.unwrap();
+        assert_eq!((e1.sequence, e2.sequence), (1, 2));
+        assert_eq!(tx.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 2);
+        tx.commit().await.unwrap();
+        assert_eq!(s.events_after(run.id, 0, 10).await.unwrap(), vec![e1, e2]);
+        assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 2);
+
+        // No such row under the lock: `None`; no such run: `NotFound`.
+        let mut tx = s.begin().await.unwrap();
+        let (_, none) = tx.lock_run_with_task(run.id, t.id + 999).await.unwrap();
+        assert!(none.is_none());
+        drop(tx);
+        let mut tx = s.begin().await.unwrap();
+        assert!(matches!(
+            tx.lock_run_with_task(run.id + 999, t.id).await,
+            Err(StoreError::NotFound(_))
+        ));
+    });
+}
+
 /// However the unit of work came to know a run's sequence (a run it inserted, `lock_run`,
 /// `run_by_id`, an executor door, an earlier append, or none of these), each append takes the
 /// next one and the run row moves with it, inside the unit and after the commit.

@@ -123,8 +123,7 @@ impl Kernel {
     /// once). Idle unless the row is still `running` in `generation` on a live run.
     pub(crate) async fn evaluate_kernel_tool(&self, run_id: i64, task_id: i64, generation: i64) -> KernelResult<()> {
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(run_id).await?;
-        let task = tx.task_by_id(task_id).await?;
+        let (mut run, task) = tx.lock_run_with_task(run_id, task_id).await?;
         let Some(mut task) = task.filter(|t| {
             t.run_id == run_id
                 && t.kind == TaskKind::Tool

@@ -254,10 +254,61 @@ impl Transaction {
         sqlx::raw_sql(AssertSqlSafe(sql)).fetch_all(&mut *self.conn).await
     }
 
+    /// [`Transaction::begin_with`] for several statements (`;`-separated, after `BEGIN`):
+    /// each statement's rows apart, in order (`BEGIN`'s own set, empty, first). In `READ
+    /// COMMITTED` each statement reads the database as it stands when it starts, so a read after
+    /// a lock sees what the lock waited for.
+    pub(crate) async fn begin_with_sets(&mut self, statements: &str) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+        use futures_util::TryStreamExt;
+        use sqlx::Executor;
+        debug_assert!(!self.begun, "begin_with_sets on a begun transaction");
+        self.conn.rollback_on_drop(true);
+        self.begun = true;
+        let sql = format!("BEGIN; {statements}");
+        let mut sets = vec![Vec::new()];
+        let mut stream = (&mut *self.conn).fetch_many(sqlx::raw_sql(AssertSqlSafe(sql)));
+        while let Some(item) = stream.try_next().await? {
+            match item {
+                sqlx::Either::Left(_done) => sets.push(Vec::new()),
+                sqlx::Either::Right(row) => sets.last_mut().expect("a set").push(row),
+            }
+        }
+        Ok(sets)
+    }
+
+    /// Sends `statements` (no parameters: values inlined) in one simple query on the begun
+    /// transaction.
+    pub(crate) async fn execute_simple(&mut self, statements: &str) -> Result<(), sqlx::Error> {
+        debug_assert!(self.begun, "a statement before BEGIN");
+        sqlx::raw_sql(AssertSqlSafe(statements.to_string()))
+            .execute(&mut *self.conn)
+            .await?;
+        Ok(())
+    }
+
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
         if self.begun {
             sqlx::raw_sql("COMMIT").execute(&mut *self.conn).await?;
         }
+        self.conn.rollback_on_drop(false);
+        Ok(())
+    }
+
+    /// Sends `statements` (no parameters: values inlined as literals, ending in `COMMIT`) in
+    /// one simple query: the unit's deferred writes and its commit in one round trip. A failed
+    /// statement stops the rest; the transaction is then rolled back as the connection returns.
+    pub(crate) async fn commit_with(mut self, statements: &str) -> Result<(), sqlx::Error> {
+        debug_assert!(
+            statements.trim_end().ends_with("COMMIT"),
+            "commit_with without its COMMIT"
+        );
+        let sql = if self.begun {
+            statements.to_string()
+        } else {
+            self.conn.rollback_on_drop(true);
+            format!("BEGIN; {statements}")
+        };
+        sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *self.conn).await?;
         self.conn.rollback_on_drop(false);
         Ok(())
     }
@@ -285,6 +336,20 @@ pub(crate) fn inline_params(statement: &str, literals: &[&str]) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// `text` as an escape string literal (`E'…'`), whose meaning does not depend on
+/// `standard_conforming_strings`. The caller has refused U+0000 (the text guard).
+pub(crate) fn push_literal(out: &mut String, text: &str) {
+    out.push_str("E'");
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("''"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
 }
 
 impl Deref for Transaction {
@@ -315,5 +380,12 @@ mod tests {
             "SELECT 10, 1"
         );
         assert_eq!(super::inline_params("SELECT 1", &[]), "SELECT 1");
+    }
+
+    #[test]
+    fn literals_escape_quotes_and_backslashes() {
+        let mut s = String::new();
+        super::push_literal(&mut s, r#"it's a \"quote\" \n"#);
+        assert_eq!(s, r#"E'it''s a \\"quote\\" \\n'"#);
     }
 }

@@ -128,10 +128,9 @@ impl Kernel {
         let planned = self.plan_calls(&frozen.tool_definitions, &reply).await?;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(task.run_id).await?;
+        let (mut run, current) = tx.lock_run_with_round(task.run_id, task.id).await?;
         tx.set_sealed_attempts(task.id, task.generation, attempts).await?;
         let mut effects = Vec::new();
-        let current = tx.round_for_reply(task.id).await?;
         let Some(RoundForReply {
             task: mut round,
             facts,
@@ -139,7 +138,7 @@ impl Kernel {
             running_awaits,
         }) = current.filter(|r| r.task.generation == task.generation && r.task.status == TaskStatus::Running)
         else {
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             return Ok(());
         };
@@ -160,7 +159,7 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &round, now).await?;
             }
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(());
@@ -197,7 +196,7 @@ impl Kernel {
             self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
                 .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(());
@@ -236,7 +235,7 @@ impl Kernel {
             )
             .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(());
@@ -290,7 +289,7 @@ impl Kernel {
         } else {
             self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects).await?;
         }
-        tx.delete_job(job.id).await?;
+        tx.delete_job_with_unit(job.id).await?;
         tx.commit().await?;
         self.publish(effects).await;
         Ok(())

@@ -174,12 +174,12 @@ impl Kernel {
     ) -> KernelResult<()> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(task.run_id).await?;
+        let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
         if let Some(attempts) = attempts {
             tx.set_sealed_attempts(task.id, task.generation, attempts).await?;
         }
         let mut effects = Vec::new();
-        if let Some(mut current) = tx.task_by_id(task.id).await?
+        if let Some(mut current) = current
             && current.generation == task.generation
             && matches!(current.status, TaskStatus::Waiting | TaskStatus::Running)
             && self
@@ -195,7 +195,7 @@ impl Kernel {
         {
             effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
         }
-        tx.delete_job(job.id).await?;
+        tx.delete_job_with_unit(job.id).await?;
         tx.commit().await?;
         self.publish(effects).await;
         Ok(())

@@ -145,14 +145,14 @@ impl Kernel {
         let body_sha256 = enc.body_sha256_hex();
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(task.run_id).await?;
-        let Some(mut current) = tx.task_by_id(task.id).await? else {
-            tx.delete_job(job.id).await?;
+        let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
+        let Some(mut current) = current else {
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             return Ok(None);
         };
         if current.generation != task.generation || current.status != TaskStatus::Waiting {
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             return Ok(None);
         }
@@ -172,7 +172,7 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
             }
-            tx.delete_job(job.id).await?;
+            tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(None);

@@ -1,0 +1,59 @@
+//! The run lock with the row the unit reads next under it, in one round trip on PostgreSQL
+//! when it is the unit's first statement (`BEGIN`, the lock and the read in one simple query,
+//! as the executor doors do: [`Tx::open_door`]); two statements otherwise, and on SQLite.
+
+use super::*;
+
+impl Tx {
+    /// [`Tx::lock_run`], then [`Tx::task_by_id`] of `task_id` read under the lock.
+    pub async fn lock_run_with_task(&mut self, run_id: i64, task_id: i64) -> Result<(RunRow, Option<TaskRow>)> {
+        let (mut run, task) = match self {
+            Tx::Postgres(t) if t.first_statement() => {
+                let result = Box::pin(postgres::ops::begin_locking_run_with(
+                    &mut t.tx,
+                    run_id,
+                    crate::sql::TASK_BY_ID,
+                    task_id,
+                    |r| crate::row::task(r),
+                ))
+                .await;
+                if result.as_ref().is_err_and(voids_transaction) {
+                    t.void = true;
+                }
+                result?
+            }
+            _ => {
+                let run = tx_dispatch!(self, lock_run(run_id))?;
+                (run, tx_dispatch!(self, task_by_id(task_id))?)
+            }
+        };
+        self.note_locked(&mut run);
+        Ok((run, task))
+    }
+
+    /// [`Tx::lock_run`], then [`Tx::round_for_reply`] of `task_id` read under the lock.
+    pub async fn lock_run_with_round(&mut self, run_id: i64, task_id: i64) -> Result<(RunRow, Option<RoundForReply>)> {
+        let (mut run, round) = match self {
+            Tx::Postgres(t) if t.first_statement() => {
+                let result = Box::pin(postgres::ops::begin_locking_run_with(
+                    &mut t.tx,
+                    run_id,
+                    crate::sql::ROUND_FOR_REPLY,
+                    task_id,
+                    |r| crate::row::round_for_reply(r),
+                ))
+                .await;
+                if result.as_ref().is_err_and(voids_transaction) {
+                    t.void = true;
+                }
+                result?
+            }
+            _ => {
+                let run = tx_dispatch!(self, lock_run(run_id))?;
+                (run, tx_dispatch!(self, round_for_reply(task_id))?)
+            }
+        };
+        self.note_locked(&mut run);
+        Ok((run, round))
+    }
+}
