@@ -14,7 +14,7 @@ impl Tx {
                     run_id,
                     crate::sql::TASK_BY_ID,
                     task_id,
-                    |r| crate::row::task(r),
+                    crate::row::task,
                 ))
                 .await;
                 if result.as_ref().is_err_and(voids_transaction) {
@@ -40,7 +40,7 @@ impl Tx {
                     run_id,
                     crate::sql::ROUND_FOR_REPLY,
                     task_id,
-                    |r| crate::row::round_for_reply(r),
+                    crate::row::round_for_reply,
                 ))
                 .await;
                 if result.as_ref().is_err_and(voids_transaction) {
