@@ -9,18 +9,8 @@ impl Tx {
     pub async fn lock_run_with_task(&mut self, run_id: i64, task_id: i64) -> Result<(RunRow, Option<TaskRow>)> {
         let (mut run, task) = match self {
             Tx::Postgres(t) if t.first_statement() => {
-                let result = Box::pin(postgres::ops::begin_locking_run_with(
-                    &mut t.tx,
-                    run_id,
-                    crate::sql::TASK_BY_ID,
-                    task_id,
-                    crate::row::task,
-                ))
-                .await;
-                if result.as_ref().is_err_and(voids_transaction) {
-                    t.void = true;
-                }
-                result?
+                t.begin_locking_run_with(run_id, crate::sql::TASK_BY_ID, task_id, crate::row::task)
+                    .await?
             }
             _ => {
                 let run = tx_dispatch!(self, lock_run(run_id))?;
@@ -35,18 +25,13 @@ impl Tx {
     pub async fn lock_run_with_round(&mut self, run_id: i64, task_id: i64) -> Result<(RunRow, Option<RoundForReply>)> {
         let (mut run, round) = match self {
             Tx::Postgres(t) if t.first_statement() => {
-                let result = Box::pin(postgres::ops::begin_locking_run_with(
-                    &mut t.tx,
+                t.begin_locking_run_with(
                     run_id,
                     crate::sql::ROUND_FOR_REPLY,
                     task_id,
                     crate::row::round_for_reply,
-                ))
-                .await;
-                if result.as_ref().is_err_and(voids_transaction) {
-                    t.void = true;
-                }
-                result?
+                )
+                .await?
             }
             _ => {
                 let run = tx_dispatch!(self, lock_run(run_id))?;
@@ -55,5 +40,30 @@ impl Tx {
         };
         self.note_locked(&mut run);
         Ok((run, round))
+    }
+}
+
+impl PgTx {
+    /// The unit's first statement on PostgreSQL: `BEGIN`, the run lock and the read of `then`
+    /// (`then_id`) in one simple query. An error that aborts the transaction voids the unit.
+    async fn begin_locking_run_with<T>(
+        &mut self,
+        run_id: i64,
+        then: &str,
+        then_id: i64,
+        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<T>,
+    ) -> Result<(RunRow, Option<T>)> {
+        let result = Box::pin(postgres::ops::begin_locking_run_with(
+            &mut self.tx,
+            run_id,
+            then,
+            then_id,
+            decode,
+        ))
+        .await;
+        if result.as_ref().is_err_and(voids_transaction) {
+            self.void = true;
+        }
+        result
     }
 }
