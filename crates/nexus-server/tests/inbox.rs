@@ -710,7 +710,7 @@ async fn commit_doors_and_settle_engine_answer_in_order() {
             StatusCode::CONFLICT,
             "stale_claim",
         );
-        // Settle 5: every payload refusal leaves the park standing.
+        // Door 1 (the payload) and settle 5 (its links): every refusal leaves the park standing.
         let link =
             |id: String| json!({"type": "resource_link", "uri": format!("nexus://uploads/{id}"), "name": "a.png"});
         let many: Vec<Value> = (0..32_769).map(|_| json!({"type": "text", "text": "a"})).collect();
@@ -831,6 +831,27 @@ async fn commit_doors_and_settle_engine_answer_in_order() {
         assert_eq!(again.status, StatusCode::OK);
         assert_eq!(again.json()["idle"], true);
         assert_eq!(again.json()["task"]["output"], "line one\nline two");
+        // Door 1 holds on a settled row too: a malformed commit is refused, never idle.
+        let malformed = [
+            (
+                json!({"claim_token": token, "content": [{"type": "resource_link", "uri": "nexus://uploads/x", "name": null}]}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_content",
+            ),
+            (
+                json!({"claim_token": token, "is_error": "yes"}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation_failed",
+            ),
+            (
+                json!({"claim_token": 7}),
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "validation_failed",
+            ),
+        ];
+        for (body, status, code) in malformed {
+            expect(&commit(&h, &runner, &run, "t", body).await, status, code);
+        }
         // The run completed with the tool's answer.
         let r = h.get(&h.r(&run), Some(&h.human_token())).await.json();
         assert_eq!(r["run"]["status"], "completed", "{r}");

@@ -103,6 +103,18 @@ async fn an_ask_is_answered_through_the_resolution_route() {
         let idle = resolve(&h, &id, "r1t0-ask-1", &human, json!({"content": "no"})).await;
         assert_eq!(idle.status, StatusCode::OK);
         assert_eq!(idle.json()["idle"], true);
+        // The body's grammar comes before the await's state: a malformed answer to a settled
+        // await is refused, never idle.
+        refused(
+            &resolve(&h, &id, "r1t0-ask-1", &human, json!({"content": [{"type": "audio"}]})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "unsupported_content_kind",
+        );
+        refused(
+            &resolve(&h, &id, "r1t0-ask-1", &human, json!({"resolution_token": 5})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "validation_failed",
+        );
 
         h.kernel.work_until_idle(50).await.unwrap();
         let req = h

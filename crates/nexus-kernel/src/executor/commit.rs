@@ -1,11 +1,13 @@
-//! `POST X/inbox/{run}/{task}/commit` (executor.md §9; seed "The result envelope"): door
-//! checks, then the settle engine, in the spec's order.
+//! `POST X/inbox/{run}/{task}/commit` (executor.md §9; seed "The result envelope"): the body's
+//! grammar, then the door checks, then the settle engine, in the spec's order.
 //!
 //! The envelope is flat: `claim_token`, `content`, `structured_content`, `result_type`,
 //! `is_error`, `outcome`, `title`, `metadata`. `content` follows the core's result grammar
 //! (`nexus_core::results`): a bare string and a single text block store the same bytes, and a
 //! blank result writes no body. `structured_content` presence is significant (explicit `null`
-//! and `false` are stored). Payload refusals leave the park standing; unstorable text on a
+//! and `false` are stored). The body's grammar is checked before the row is read, so a malformed
+//! commit is refused even when the row has settled (bad input always gets its code, never an
+//! idle 200). Payload refusals leave the park standing; unstorable text on a
 //! tool row closes it (`failed`, `result_unstorable` / `unsupported_text`) and still answers
 //! 422. A commit after the deadline loses: the expiry rule settles the row and the commit
 //! answers 200 with the settled task.
@@ -79,7 +81,29 @@ fn content_code(code: &str) -> Code {
     }
 }
 
-/// The payload refusals of the settle engine's step 5 (all 422; the park stands), except
+/// `content` in the result grammar (executor.md §9.1); absent or `null` is no content.
+pub(crate) fn content_of(body: &Value) -> KernelResult<Vec<Block>> {
+    match body.get("content") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(content) => results::normalize_content(content).map_err(|e| refuse(content_code(e.code), e.message)),
+    }
+}
+
+/// A token member (`claim_token`, `resolution_token`): absent, `null` or a string; the string,
+/// `""` when absent. Anything else is 422 `validation_failed` at `/member`.
+pub(crate) fn token_of<'a>(body: &'a Value, member: &str) -> KernelResult<&'a str> {
+    match body.get(member) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(KernelError::validation(
+            "invalid",
+            &format!("/{member}"),
+            format!("{member} must be a string"),
+        )),
+    }
+}
+
+/// The payload refusals (all 422; a park stands), checked before the row is read, except
 /// `unknown_result_upload`, which needs the store. Order: `result_type`, `content`,
 /// `is_error`, `title`, `metadata`.
 pub(crate) fn validate_payload(body: &Value) -> KernelResult<Payload> {
@@ -93,17 +117,14 @@ pub(crate) fn validate_payload(body: &Value) -> KernelResult<Payload> {
             ));
         }
     }
-    let blocks = match body.get("content") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(content) => results::normalize_content(content).map_err(|e| refuse(content_code(e.code), e.message))?,
-    };
+    let blocks = content_of(body)?;
     let is_error = match body.get("is_error") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
             return Err(KernelError::validation(
                 "invalid",
-                "is_error",
+                "/is_error",
                 "is_error must be a boolean",
             ));
         }
@@ -207,12 +228,12 @@ impl Kernel {
         body: &Value,
         now: i64,
     ) -> KernelResult<CommitReply> {
-        // Door 1: the outcome word.
+        // Door 1: the body's grammar, which needs no row: the outcome word, the token's type
+        // and the payload. It is worked out before the unit of work opens, so that holds the
+        // store's write gate (SQLite) only for the row's statements.
         let failed = outcome_of(body)?;
-        // The payload's own checks need no row; they are worked out before the unit of work
-        // opens, so it holds the store's write gate (SQLite) only for the row's statements.
-        // The answers still come in the doors' order (`commit_in`).
-        let payload = validate_payload(body);
+        let token = token_of(body, "claim_token")?;
+        let payload = validate_payload(body)?;
         // Door 2: the row.
         let super::claim::Opened {
             mut tx,
@@ -221,7 +242,7 @@ impl Kernel {
             mut task,
         } = self.open_door(p, run, key).await?;
         let presented = Presented {
-            body,
+            token,
             failed,
             creator_standing: super::claim::creator_has_standing(&found),
             payload,
@@ -268,7 +289,7 @@ impl Kernel {
         now: i64,
     ) -> KernelResult<Step> {
         let Presented {
-            body,
+            token,
             failed,
             creator_standing,
             payload,
@@ -315,21 +336,16 @@ impl Kernel {
             ));
         }
         // Settle 3: the token (a tokenless ask is accepted by address).
-        let token = body
-            .get("claim_token")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
         let expect_token = if ask {
             None
         } else {
-            if !is_claimant(task, executor, &token) {
+            if !is_claimant(task, executor, token) {
                 return Err(refuse(
                     Code::StaleClaim,
                     "the claim token is not the row's current token",
                 ));
             }
-            Some(token.as_str())
+            Some(token)
         };
         let mut effects: Vec<AfterCommit> = Vec::new();
         // Settle 4: the deadline wins.
@@ -345,8 +361,7 @@ impl Kernel {
                 },
             );
         }
-        // Settle 5: payload refusals (the park stands).
-        let payload = payload?;
+        // Settle 5: the payload's links (its grammar was door 1; the park stands).
         let links = results::linked_uploads(&payload.blocks);
         // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
         self.check_result_uploads(tx, Committer::Executor(executor.id), &links)
@@ -414,13 +429,14 @@ impl Kernel {
 
 /// A commit request, with what could be worked out before the row lock.
 struct Presented<'a> {
-    body: &'a Value,
+    /// `claim_token`, `""` when absent.
+    token: &'a str,
     /// `outcome: failed`.
     failed: bool,
     /// The run's creator keeps write standing (door 5).
     creator_standing: bool,
-    /// The payload's own checks (settle 5), answered only if the earlier doors pass.
-    payload: KernelResult<Payload>,
+    /// The payload, its grammar checked (door 1).
+    payload: Payload,
 }
 
 /// What the settle engine decided.

@@ -1,14 +1,15 @@
 //! `POST R/tasks/{key}/resolution` (runs.md §6): a member answers an ask await.
 //!
 //! Checks, in order: write standing (403; no standing conceals the workspace: 404), the key
-//! (404), `not_resolvable` (not an ask: kernel-held awaits and every other row), `invalid_outcome`,
-//! then the settle engine (executor.md §9): an idle answer (200 `{task, idle: true}`),
-//! `task_not_running` (the await has not opened), `stale_claim` (a tokened ask without its
-//! `resolution_token`), the deadline (the await settles `timed_out` / `await_timeout` and the
-//! content is discarded), the payload refusals of the content grammar (`nexus_core::results`,
-//! 422, the park stands), `unknown_result_upload`, and `result_unstorable` (422, the park
-//! stands: a person answers again). `outcome: failed` settles `failed` / `await_failed` with the
-//! first text as detail; otherwise the await completes with the content as its answer.
+//! (404), `not_resolvable` (not an ask: kernel-held awaits and every other row), then the
+//! body's grammar (`invalid_outcome`, a `resolution_token` that is not a string, the payload
+//! refusals of the content grammar, `nexus_core::results`, 422), then the settle engine
+//! (executor.md §9): an idle answer (200 `{task, idle: true}`), `task_not_running` (the await
+//! has not opened), `stale_claim` (a tokened ask without its `resolution_token`), the deadline
+//! (the await settles `timed_out` / `await_timeout` and the content is discarded),
+//! `unknown_result_upload`, and `result_unstorable` (422, the park stands: a person answers
+//! again). `outcome: failed` settles `failed` / `await_failed` with the first text as detail;
+//! otherwise the await completes with the content as its answer.
 
 use nexus_core::codes::Code;
 use nexus_core::nul::contains_nul;
@@ -25,6 +26,7 @@ use super::{AfterCommit, refuse};
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
+use crate::executor::commit::{content_of, outcome_of, token_of};
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 
@@ -58,18 +60,11 @@ impl Kernel {
                 format!("{key:?} is not an ask: only ask awaits are answered through this door"),
             ));
         }
-        // 4. The outcome.
-        let failed = match body.get("outcome") {
-            None | Some(Value::Null) => false,
-            Some(Value::String(s)) if s == "completed" => false,
-            Some(Value::String(s)) if s == "failed" => true,
-            Some(other) => {
-                return Err(refuse(
-                    Code::InvalidOutcome,
-                    format!("outcome must be \"completed\" or \"failed\", got {other}"),
-                ));
-            }
-        };
+        // 4. The body's grammar, before the row's state: a malformed answer is refused even
+        // when the await has settled.
+        let failed = outcome_of(body)?;
+        let given = token_of(body, "resolution_token")?;
+        let blocks = content_of(body)?;
 
         // 5. The settle engine.
         let now = self.now_ms();
@@ -94,7 +89,6 @@ impl Kernel {
             ));
         }
         if let Some(expected) = task.resolution_token_sha256.as_deref() {
-            let given = body.get("resolution_token").and_then(Value::as_str).unwrap_or("");
             let digest = hex::encode(Sha256::digest(given.as_bytes()));
             if given.is_empty() || !bool::from(digest.as_bytes().ct_eq(expected.as_bytes())) {
                 tx.rollback().await?;
@@ -118,15 +112,6 @@ impl Kernel {
             self.publish(effects).await;
             return Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]));
         }
-        let content = body.get("content").cloned().unwrap_or(Value::String(String::new()));
-        let blocks = match results::normalize_content(&content) {
-            Ok(b) => b,
-            Err(e) => {
-                tx.rollback().await?;
-                let code = Code::from_word(e.code).unwrap_or(Code::InvalidContent);
-                return Err(refuse(code, e.message));
-            }
-        };
         let linked = results::linked_uploads(&blocks);
         if !linked.is_empty() {
             self.check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)

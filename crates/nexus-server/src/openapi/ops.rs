@@ -182,7 +182,7 @@ pub static OPS: &[Op] = &[
     ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ExtensionTooLong, NotExtendable, InvalidTimeoutMs, ParameterMissing, ParameterInvalid]),
     op!(POST "/agent_api/v1/executor/inbox/{run}/{task}/commit", "Commit a result", [], Body::Json(typed::<Commit>()), [
         reply(200, json!(CommitReply), "Committed, or `idle` when the row had settled (executor.md §9)."),
-    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge, ContentTooLarge, NotClaimableKind, NotAuthorized, ParameterMissing, ParameterInvalid]),
+    ], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, InvalidContent, UnsupportedContentKind, TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, InvalidResultType, InvalidOutcome, InvalidTitle, InvalidMetadata, MetadataTooLarge, ContentTooLarge, NotClaimableKind, NotAuthorized, ValidationFailed, ParameterMissing, ParameterInvalid]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}", "A claimed call's attachment", [CLAIM_TOKEN], Body::None, [UPLOAD], [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, ParameterMissing]),
     op!(GET "/agent_api/v1/executor/inbox/{run}/{task}/attachments/{upload}/bytes", "A claimed call's attachment bytes", [CLAIM_TOKEN], Body::None, BYTES, [NotClaimant, ClaimInactive, StaleClaim, AlreadyTerminal, NotAddressedHere, RangeNotSatisfiable, ParameterMissing]),
     op!(POST "/agent_api/v1/executor/uploads", "Upload a capture", [], Body::Upload, [UPLOAD_CREATED], [ContentTooLarge, ParameterInvalid]),
@@ -227,7 +227,7 @@ pub static OPS: &[Op] = &[
         reply(200, json!(Resolved), "The await's answer."),
     ], [
         StaleClaim, TaskNotRunning, NotResolvable, InvalidOutcome, InvalidContent, UnsupportedContentKind,
-        TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, AlreadyTerminal,
+        TooManyContentBlocks, ResultTooLarge, ResultUnstorable, UnknownResultUpload, AlreadyTerminal, ValidationFailed,
     ]),
     op!(POST w!("/runs/{run}/tasks/{key}/retry"), "Retry a failed task", [], Body::Json(typed::<Retry>()), [TASK], [NotRetryable, ParameterInvalid]),
     op!(POST w!("/runs/{run}/tasks/{key}/abandon"), "Abandon a failed task", [], EMPTY_BODY, [TASK], [NotAbandonable]),
