@@ -111,6 +111,11 @@ async fn an_ask_is_answered_through_the_resolution_route() {
             "unsupported_content_kind",
         );
         refused(
+            &resolve(&h, &id, "r1t0-ask-1", &human, json!({"content": null})).await,
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_content",
+        );
+        refused(
             &resolve(&h, &id, "r1t0-ask-1", &human, json!({"resolution_token": 5})).await,
             StatusCode::UNPROCESSABLE_ENTITY,
             "validation_failed",

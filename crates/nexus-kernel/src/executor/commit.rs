@@ -81,11 +81,16 @@ fn content_code(code: &str) -> Code {
     }
 }
 
-/// `content` in the result grammar (executor.md §9.1); absent or `null` is no content.
-pub(crate) fn content_of(body: &Value) -> KernelResult<Vec<Block>> {
+/// `content` in the result grammar (executor.md §9.1), refused with the grammar's code.
+pub(crate) fn blocks_of(content: &Value) -> KernelResult<Vec<Block>> {
+    results::normalize_content(content).map_err(|e| refuse(content_code(e.code), e.message))
+}
+
+/// A commit's `content`: absent or `null` is no content.
+fn content_of(body: &Value) -> KernelResult<Vec<Block>> {
     match body.get("content") {
         None | Some(Value::Null) => Ok(Vec::new()),
-        Some(content) => results::normalize_content(content).map_err(|e| refuse(content_code(e.code), e.message)),
+        Some(content) => blocks_of(content),
     }
 }
 

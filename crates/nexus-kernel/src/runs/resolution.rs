@@ -26,7 +26,7 @@ use super::{AfterCommit, refuse};
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
-use crate::executor::commit::{content_of, outcome_of, token_of};
+use crate::executor::commit::{blocks_of, outcome_of, token_of};
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 
@@ -64,7 +64,8 @@ impl Kernel {
         // when the await has settled.
         let failed = outcome_of(body)?;
         let given = token_of(body, "resolution_token")?;
-        let blocks = content_of(body)?;
+        // Absent is an empty answer; `null` is not content (the schema says so).
+        let blocks = body.get("content").map(blocks_of).transpose()?.unwrap_or_default();
 
         // 5. The settle engine.
         let now = self.now_ms();
