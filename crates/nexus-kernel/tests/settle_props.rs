@@ -241,7 +241,11 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                     .await
                     .map(|reply| serde_json::to_value(reply).unwrap());
                 let accepted = *current && park.token.is_some();
-                if park.settled.is_some() {
+                // The payload's grammar is the commit's first door (executor.md §9): a refused
+                // payload is answered before the row's state, and changes nothing.
+                if matches!(payload, Payload::Refused) {
+                    prop_assert_eq!(code_of(&r), Some(Code::InvalidResultType), "{}", at);
+                } else if park.settled.is_some() {
                     let idle = r.as_ref().map(|b| b["idle"] == json!(true)).unwrap_or(false);
                     prop_assert!(idle, "{}: a commit on a settled row is idle, got {:?}", at, r);
                 } else if !accepted {
@@ -253,9 +257,7 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                     park.settled = Some("timed_out");
                 } else {
                     match payload {
-                        Payload::Refused => {
-                            prop_assert_eq!(code_of(&r), Some(Code::InvalidResultType), "{}", at);
-                        }
+                        Payload::Refused => unreachable!("answered above"),
                         Payload::Unstorable => {
                             prop_assert_eq!(code_of(&r), Some(Code::ResultUnstorable), "{}", at);
                             park.settled = Some("failed");
