@@ -4,6 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::PartialSchema;
+use utoipa::openapi::RefOr;
+use utoipa::openapi::schema::{Object, Schema};
 
 use crate::common::open_words;
 use crate::profile::Configuration;
@@ -15,14 +18,42 @@ pub struct AssemblyRequest {
     /// The selected runner, or `null` for none. Always sent: the key is required.
     #[schema(required = true, schema_with = crate::ids::nullable_uuid)]
     pub default_runner_executor_public_id: Option<String>,
-    /// The candidate configuration (only its four declaration fields are read); absent: the
-    /// caller's stored profile.
+    /// The candidate configuration (only its four declaration fields are read, whatever the
+    /// other members hold); absent: the caller's stored profile.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schema(nullable = false)]
+    #[schema(schema_with = previewed_configuration)]
     pub configuration: Option<Configuration>,
     /// Narrow the result to these callables (declarations.md §9); `null`: no narrowing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_names: Option<Vec<String>>,
+}
+
+/// The configuration members the preview reads (declarations.md §12.1: "Other configuration
+/// keys are ignored").
+pub const PREVIEWED_FIELDS: [&str; 4] = [
+    "tool_definitions",
+    "kernel_tools",
+    "runner_executor_public_ids",
+    "runner_tool_names",
+];
+
+/// The schema of the preview's `configuration`: [`Configuration`]'s, keeping only
+/// [`PREVIEWED_FIELDS`], so a member the preview ignores is not documented as one it refuses.
+fn previewed_configuration() -> Object {
+    let RefOr::T(Schema::Object(mut schema)) = Configuration::schema() else {
+        unreachable!("Configuration is a struct: its schema is an object")
+    };
+    schema
+        .properties
+        .retain(|name, _| PREVIEWED_FIELDS.contains(&name.as_str()));
+    schema.required.retain(|name| PREVIEWED_FIELDS.contains(&name.as_str()));
+    schema.description = Some(
+        "The candidate configuration: only its four declaration fields are read; other members \
+         are ignored, whatever they hold (declarations.md §12.1). Absent: the caller's stored \
+         profile."
+            .into(),
+    );
+    schema
 }
 
 impl AssemblyRequest {

@@ -50,6 +50,32 @@ fn the_document_names_every_route_with_its_plane() {
     }
 }
 
+/// schemathesis' negative check sends what the document calls invalid and expects a refusal, so
+/// no schema may refuse what the server serves: the preview reads four configuration members
+/// and ignores the rest (declarations.md §12.1), and an exploded query object's members sit
+/// beside other query keys, which the server ignores.
+#[test]
+fn request_schemas_refuse_nothing_the_server_ignores() {
+    let document: Value = serde_json::from_str(openapi::document_text()).unwrap();
+    let configuration = &document["components"]["schemas"]["AssemblyRequest"]["properties"]["configuration"];
+    let members: Vec<&str> = configuration["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(members, nexus_api::assembly::PREVIEWED_FIELDS);
+    let history = &document["paths"]["/agent_api/v1/workspaces/{ws}/conversations/{c}/history"]["get"];
+    let window = history["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "window")
+        .unwrap();
+    assert!(window["schema"].get("additionalProperties").is_none(), "{window}");
+    assert!(window["schema"].get("maxProperties").is_none(), "{window}");
+}
+
 #[test]
 fn operation_ids_are_unique() {
     let document: Value = serde_json::from_str(openapi::document_text()).unwrap();

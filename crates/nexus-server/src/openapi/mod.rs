@@ -374,7 +374,11 @@ fn kind_schema(kind: Kind) -> Value {
                 .iter()
                 .map(|(name, kind)| (name.to_string(), kind_schema(*kind)))
                 .collect();
-            json!({"type": "object", "properties": properties, "maxProperties": 1, "additionalProperties": false})
+            // Neither `maxProperties` nor `additionalProperties: false`: exploded, the object's
+            // members are query keys beside any other, which the server ignores as on every
+            // route, so a schema counting them would call a request the server serves invalid.
+            // "At most one" is the server's 400 (`parameter_invalid`) and the description's.
+            json!({"type": "object", "properties": properties})
         }
     }
 }

@@ -62,7 +62,7 @@ pub enum Kind {
     /// One of the listed words.
     Words(&'static [&'static str]),
     /// At most one of these members, each with its grammar, as separate query keys (an
-    /// exploded object parameter).
+    /// exploded object parameter; "at most one" is said, not schema: see `kind_schema`).
     OneOf(&'static [(&'static str, Kind)]),
 }
 
