@@ -65,15 +65,28 @@ fn request_schemas_refuse_nothing_the_server_ignores() {
         .map(String::as_str)
         .collect();
     assert_eq!(members, nexus_api::assembly::PREVIEWED_FIELDS);
-    let history = &document["paths"]["/agent_api/v1/workspaces/{ws}/conversations/{c}/history"]["get"];
-    let window = history["parameters"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| p["name"] == "window")
-        .unwrap();
+    let window = parameter(
+        &document,
+        "/agent_api/v1/workspaces/{ws}/conversations/{c}/history",
+        "window",
+    );
     assert!(window["schema"].get("additionalProperties").is_none(), "{window}");
     assert!(window["schema"].get("maxProperties").is_none(), "{window}");
+    // The search query: the server serves any query with a Unicode letter or digit.
+    let query = parameter(&document, "/agent_api/v1/workspaces/{ws}/conversation_search", "query");
+    let schema = jsonschema::draft202012::new(&query["schema"]).unwrap();
+    for served in ["abc", "Ģª", "日本", "x!", " 7 "] {
+        assert!(schema.is_valid(&Value::from(served)), "{served:?} against {query}");
+    }
+    for refused in ["", "  ", "!?", "-_-"] {
+        assert!(!schema.is_valid(&Value::from(refused)), "{refused:?} against {query}");
+    }
+}
+
+/// The parameter `name` of `GET path`.
+fn parameter<'a>(document: &'a Value, path: &str, name: &str) -> &'a Value {
+    let parameters = document["paths"][path]["get"]["parameters"].as_array().unwrap();
+    parameters.iter().find(|p| p["name"] == name).unwrap()
 }
 
 #[test]

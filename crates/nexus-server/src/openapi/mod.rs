@@ -363,7 +363,11 @@ fn kind_schema(kind: Kind) -> Value {
             "pattern": format!("^((user|workspace|conversation)(/{SEGMENT})*(/[A-Za-z0-9._-]*)?)?$"),
         }),
         Kind::Key => json!({"type": "string", "pattern": "^[!-~]{1,64}$"}),
-        Kind::NonBlank => json!({"type": "string", "pattern": "[A-Za-z0-9]"}),
+        // A superset of what the server serves (a Unicode letter or digit, `char::is_alphanumeric`):
+        // a character that is neither white space nor ASCII punctuation. An ASCII-only class would
+        // call a served query such as "Ģª" invalid, and a `\p{…}` class is not in every checker's
+        // regex dialect.
+        Kind::NonBlank => json!({"type": "string", "pattern": "[^\\s!-/:-@\\[-`{-~]"}),
         Kind::SearchCursor => {
             json!({"type": "string", "pattern": "^[0-3][0-9a-f]{15}-[0-9]{1,9}-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"})
         }
