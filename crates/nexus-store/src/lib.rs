@@ -6,6 +6,7 @@
 //! Architecture Invariant: every state change and its event row commit in one transaction.
 
 pub mod error;
+mod frozen;
 pub mod model;
 mod nodes;
 mod ops;

@@ -280,12 +280,12 @@ pub(crate) mod ops {
     /// ([`crate::Tx::lock_run_with_task`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
     /// `then_id`) in one simple query, one round trip; `then` reads the database as it stands
     /// after the lock (`READ COMMITTED`: each statement reads it as it stands when it starts).
-    pub(crate) async fn begin_locking_run_with<T>(
+    pub(crate) async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
         tx: &mut super::Transaction,
         id: i64,
         then: &str,
         then_id: i64,
-        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<T>,
+        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
     ) -> Result<(RunRow, Option<T>)> {
         let mut statements = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id.to_string()]);
         statements.push_str("; ");
@@ -296,7 +296,7 @@ pub(crate) mod ops {
         };
         let run = row::run(r)?;
         let then = sets.get(2).and_then(|s| s.first()).map(decode).transpose()?;
-        Ok((run, then))
+        Ok((run, resolve_frozen_opt(tx, then).await?))
     }
 
     /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
@@ -336,11 +336,14 @@ pub(crate) mod ops {
             workspace_public_id,
             creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
         };
-        let task = match sets.get(2).and_then(|s| s.first()) {
-            Some(t) if keyed => Some(row::task(t)?),
-            _ => None,
+        let door = match sets.get(2).and_then(|s| s.first()) {
+            Some(t) if keyed => row::task(t)?.map(|t| (found, Some(t))),
+            _ => crate::frozen::Pending {
+                value: (found, None),
+                missing: None,
+            },
         };
-        Ok(Some((found, task)))
+        resolve_frozen(tx, door).await.map(Some)
     }
 
     /// PostgreSQL's conditional update is one statement either way: `before` gives only the

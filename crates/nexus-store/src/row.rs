@@ -3,6 +3,7 @@
 
 use uuid::Uuid;
 
+use crate::frozen::Pending;
 use crate::model::*;
 use crate::{Result, StoreError};
 
@@ -274,14 +275,20 @@ pub(crate) fn task_end(r: &impl Columns) -> Result<TaskEndRow> {
     })
 }
 
-pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
-    Ok(TaskRow {
+/// A task row, its frozen context taken from the process's cache by the row's `frozen_digest`
+/// (the reads select the digest, not the body: `crate::frozen`); a body the cache lacks is left
+/// for `resolve_frozen` to read.
+pub(crate) fn task(r: &impl Columns) -> Result<Pending<TaskRow>> {
+    let digest = r.opt_text("frozen_digest")?;
+    let kept = digest.as_deref().and_then(crate::frozen::get);
+    let missing = if kept.is_none() { digest } else { None };
+    let value = TaskRow {
         id: r.int("id")?,
         run_id: r.int("run_id")?,
         key: r.text("key")?,
         kind: word("tasks.kind", &r.text("kind")?, TaskKind::parse)?,
         origin: r.text("origin")?,
-        frozen_context: r.opt_text("frozen_context")?,
+        frozen_context: kept.map(|body| body.to_string()),
         created_at: r.int("created_at")?,
         status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         generation: r.int("generation")?,
@@ -321,7 +328,8 @@ pub(crate) fn task(r: &impl Columns) -> Result<TaskRow> {
         resolution_token_sha256: r.opt_text("resolution_token_sha256")?,
         started_at: r.opt_int("started_at")?,
         settled_at: r.opt_int("settled_at")?,
-    })
+    };
+    Ok(Pending { value, missing })
 }
 
 pub(crate) fn edge(r: &impl Columns) -> Result<EdgeRow> {
@@ -384,7 +392,7 @@ pub(crate) fn round_cache_facts(r: &impl Columns) -> Result<RoundCacheFacts> {
 }
 
 /// A row of [`crate::sql::ROUND_FOR_REPLY`].
-pub(crate) fn round_for_reply(r: &impl Columns) -> Result<RoundForReply> {
+pub(crate) fn round_for_reply(r: &impl Columns) -> Result<Pending<RoundForReply>> {
     let facts = match r.opt_int("facts_task_id")? {
         None => None,
         Some(task_id) => Some(RoundFactsRow {
@@ -394,12 +402,13 @@ pub(crate) fn round_for_reply(r: &impl Columns) -> Result<RoundForReply> {
             history: r.text("facts_history")?,
         }),
     };
-    Ok(RoundForReply {
-        task: task(r)?,
+    let (has_dependents, running_awaits) = (r.boolean("has_dependents")?, r.boolean("running_awaits")?);
+    Ok(task(r)?.map(|task| RoundForReply {
+        task,
         facts,
-        has_dependents: r.boolean("has_dependents")?,
-        running_awaits: r.boolean("running_awaits")?,
-    })
+        has_dependents,
+        running_awaits,
+    }))
 }
 
 pub(crate) fn round_facts(r: &impl Columns) -> Result<RoundFactsRow> {

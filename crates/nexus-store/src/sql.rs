@@ -292,9 +292,7 @@ macro_rules! frozen_body {
 macro_rules! task_columns_t {
     () => {
         concat!(
-            "t.id, t.run_id, t.key, t.kind, t.origin, ",
-            frozen_body!("t"),
-            " AS frozen_context, t.created_at, \
+            "t.id, t.run_id, t.key, t.kind, t.origin, t.frozen_digest, t.created_at, \
          t.status, t.generation, t.on_failure, t.failure_resolution, t.visibility, t.mainline, \
          t.branch_of, t.pairs_with, t.declaring_task_id, t.tool_name, t.tool_alias, t.tool_input, \
          t.tool_call_id, t.target_executor_id, t.addressed_executor_id, t.addressed_role, \
@@ -406,14 +404,15 @@ pub(crate) const EVENTS_AFTER: &str = "SELECT run_id, sequence, type, at, task_k
 
 macro_rules! task_select {
     ($where:literal) => {
-        task_select!(@frozen frozen_body!("tasks"), $where)
+        task_select!(@frozen "frozen_digest", $where)
     };
-    // `$frozen` stands in for the frozen context (`"NULL"` where a read must not touch it).
+    // `$frozen` stands in for the frozen context's digest (`"NULL"` where a read must not
+    // touch it); the body comes from the process's cache or `frozen_contexts` (`crate::frozen`).
     (@frozen $frozen:expr, $where:literal) => {
         concat!(
             "SELECT id, run_id, key, kind, origin, ",
             $frozen,
-            " AS frozen_context, created_at, status, generation, \
+            " AS frozen_digest, created_at, status, generation, \
              on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
              declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
              addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
@@ -426,17 +425,25 @@ macro_rules! task_select {
     };
 }
 
+/// A frozen context's body by its digest (`$1`): what a task read takes when the process's
+/// cache lacks it (`crate::frozen`).
+pub(crate) const FROZEN_BODY: &str = "SELECT body FROM frozen_contexts WHERE digest = $1";
+
 /// A frozen context's body, once per digest (migration 0014): `$1` the digest
 /// ([`crate::row::frozen_digest`]), `$2` the body. A body already stored is left as it is.
 pub(crate) const INSERT_FROZEN_CONTEXT: &str =
     "INSERT INTO frozen_contexts (digest, body) VALUES ($1, $2) ON CONFLICT (digest) DO NOTHING";
 
-/// The only statement that writes `frozen_digest`, after [`INSERT_FROZEN_CONTEXT`] stored the
-/// body it names (`tasks.frozen_context` is left `NULL` since migration 0014; the insert's
-/// caller has the bytes, so `RETURNING` does not read them back). `$1`–`$6`: run, key, kind,
-/// origin, the frozen context's digest, created; `$7`–`$44`: the mutable columns in
+/// The task insert, after `$prefix`. The only statement that writes `frozen_digest`, once the
+/// body it names is stored (`tasks.frozen_context` is left `NULL` since migration 0014; the
+/// insert's caller has the bytes, so `RETURNING` does not read them back). `$1`–`$6`: run, key,
+/// kind, origin, the frozen context's digest, created; `$7`–`$44`: the mutable columns in
 /// [`crate::row`]'s bind order.
-pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, origin, frozen_digest, created_at, status, \
+macro_rules! insert_task {
+    ($prefix:literal) => {
+        concat!(
+            $prefix,
+            "INSERT INTO tasks (run_id, key, kind, origin, frozen_digest, created_at, status, \
      generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
      declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
      addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
@@ -446,13 +453,26 @@ pub(crate) const INSERT_TASK: &str = "INSERT INTO tasks (run_id, key, kind, orig
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
      $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
      $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44) RETURNING id, run_id, key, kind, origin, \
-     NULL AS frozen_context, created_at, status, generation, on_failure, failure_resolution, \
+     NULL AS frozen_digest, created_at, status, generation, on_failure, failure_resolution, \
      visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, \
      tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, \
      effect_profile, timeout_ms, await_started_at, deadline_at, claim_token, claimed_at, \
      claimant_id, content, structured_present, structured_content, is_error, title, metadata, \
      error_key, error_detail, approval, request_surface, usage, reply, \
-     resolution_token_sha256, started_at, settled_at";
+     resolution_token_sha256, started_at, settled_at"
+        )
+    };
+}
+
+/// The task insert after [`INSERT_FROZEN_CONTEXT`] stored its body (SQLite: two statements).
+pub(crate) const INSERT_TASK: &str = insert_task!("");
+
+/// PostgreSQL's task insert with its body in one statement: [`INSERT_FROZEN_CONTEXT`] as a
+/// data-modifying `WITH`, `$45` the body (nothing stored when `$5`, the digest, is `NULL`).
+pub(crate) const INSERT_TASK_WITH_BODY_PG: &str = insert_task!(
+    "WITH body AS (INSERT INTO frozen_contexts (digest, body) SELECT CAST($5 AS TEXT), \
+     CAST($45 AS TEXT) WHERE $5 IS NOT NULL ON CONFLICT (digest) DO NOTHING) "
+);
 
 /// The conditional task update (storage-and-scale.md §8.1): `$1` id, `$2` expected generation,
 /// `$3`–`$14` the expected statuses (padded by repeating one), `$15` the expected claim token or

@@ -750,35 +750,71 @@ async fn a_hundred_rounds_store_one_frozen_context() {
         assert_eq!(count("tasks", "frozen_context IS NOT NULL").await.unwrap(), 0);
         assert_eq!(count("tasks", "frozen_digest IS NOT NULL").await.unwrap(), 100);
 
-        // Every read that returns the frozen context.
+        // Every read that returns the frozen context: from the process's cache, then (`cold`)
+        // from `frozen_contexts`, the cache emptied before each read.
         let (first, last) = (rounds[0], rounds[99]);
         let same = |t: &TaskRow| t.frozen_context.as_deref() == Some(frozen.as_str());
-        assert!(same(&s.task_by_id(last).await.unwrap().unwrap()));
-        assert!(same(&s.task_by_key(run.id, "r50").await.unwrap().unwrap()));
-        let page = s.tasks_of_run(run.id, 0, 1_000).await.unwrap();
-        assert_eq!(page.len(), 100);
-        assert!(page.iter().all(same));
-        assert!(s.tasks_declared_by(run.id, first).await.unwrap().iter().all(same));
-        assert_eq!(s.task_neighbourhood(run.id, last).await.unwrap().len(), 2);
-        assert!(s.task_neighbourhood(run.id, last).await.unwrap().iter().all(same));
-        assert!(s.task_and_deps(last).await.unwrap().iter().all(same));
         let workspace = s.workspace_by_id(f.workspace_id).await.unwrap().unwrap();
+        for cold in [false, true] {
+            let forget = || {
+                if cold {
+                    testing::forget_frozen_contexts();
+                }
+            };
+            forget();
+            assert!(same(&s.task_by_id(last).await.unwrap().unwrap()));
+            assert!(testing::frozen_contexts_kept().0 > 0, "a read keeps what it read");
+            forget();
+            assert!(same(&s.task_by_key(run.id, "r50").await.unwrap().unwrap()));
+            forget();
+            let page = s.tasks_of_run(run.id, 0, 1_000).await.unwrap();
+            assert_eq!(page.len(), 100);
+            assert!(page.iter().all(same));
+            forget();
+            assert!(s.tasks_declared_by(run.id, first).await.unwrap().iter().all(same));
+            forget();
+            assert_eq!(s.task_neighbourhood(run.id, last).await.unwrap().len(), 2);
+            forget();
+            assert!(s.task_neighbourhood(run.id, last).await.unwrap().iter().all(same));
+            forget();
+            assert!(s.task_and_deps(last).await.unwrap().iter().all(same));
+            // The run lock with the row read under it (PostgreSQL: one simple query).
+            let mut tx = s.begin().await.unwrap();
+            forget();
+            let (_, locked) = tx.lock_run_with_task(run.id, last).await.unwrap();
+            assert!(same(&locked.expect("the round under the lock")));
+            drop(tx);
+            let mut tx = s.begin().await.unwrap();
+            forget();
+            let (_, locked) = tx.lock_run_with_round(run.id, last).await.unwrap();
+            assert!(same(&locked.expect("the round under the lock").task));
+            drop(tx);
+            let mut tx = s.begin().await.unwrap();
+            forget();
+            assert_eq!(tx.task_frozen_context(last).await.unwrap(), Some(frozen.clone()));
+            let heads = [
+                tx.task_frozen_head(first).await.unwrap().unwrap(),
+                tx.task_frozen_head(last).await.unwrap().unwrap(),
+            ];
+            assert!(heads[0].frozen_digest.is_some());
+            assert_eq!(heads[0].frozen_digest, heads[1].frozen_digest);
+            forget();
+            assert!(same(&tx.round_for_reply(last).await.unwrap().unwrap().task));
+            forget();
+            assert!(tx.tasks_of_run(run.id).await.unwrap().iter().all(same));
+            drop(tx);
+            // The executor door (PostgreSQL: `BEGIN`, the run and the task in one simple query).
+            let mut tx = s.begin().await.unwrap();
+            forget();
+            let (_, door) = tx
+                .open_door(run.public_id, workspace.account_id, "r99")
+                .await
+                .unwrap()
+                .expect("the run in its account");
+            assert!(same(&door.expect("the round by key")));
+            drop(tx);
+        }
         let mut tx = s.begin().await.unwrap();
-        assert_eq!(tx.task_frozen_context(last).await.unwrap(), Some(frozen.clone()));
-        let heads = [
-            tx.task_frozen_head(first).await.unwrap().unwrap(),
-            tx.task_frozen_head(last).await.unwrap().unwrap(),
-        ];
-        assert!(heads[0].frozen_digest.is_some());
-        assert_eq!(heads[0].frozen_digest, heads[1].frozen_digest);
-        assert!(same(&tx.round_for_reply(last).await.unwrap().unwrap().task));
-        assert!(tx.tasks_of_run(run.id).await.unwrap().iter().all(same));
-        let (_, door) = tx
-            .open_door(run.public_id, workspace.account_id, "r99")
-            .await
-            .unwrap()
-            .expect("the run in its account");
-        assert!(same(&door.expect("the round by key")));
 
         // Another content is a body of its own; a row without one reads none.
         let mut other = round("other".into(), None);

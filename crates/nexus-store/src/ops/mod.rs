@@ -52,6 +52,9 @@ pub(crate) trait Dialect {
     /// A task's id, kind, declaring row and frozen digest by id (`$1`), read from the covering
     /// index `tasks_frozen_head` so no frozen bytes are touched.
     const TASK_FROZEN_HEAD: &'static str;
+    /// The task insert that also stores its frozen context's body (`$45`), when the dialect
+    /// has one statement for both. `None`: the body is stored by its own statement first.
+    const INSERT_TASK_WITH_BODY: Option<&'static str>;
     /// The run row by id (`$1`), locked for the unit of work: PostgreSQL `SELECT … FOR
     /// UPDATE`; on SQLite a plain read (`BEGIN IMMEDIATE` holds the write lock).
     const LOCK_RUN: &'static str;
@@ -78,6 +81,7 @@ impl Dialect for rusqlite::Connection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_SQLITE;
     const APPEND_EVENT_AT: Option<&'static str> = Some(crate::sql::APPEND_EVENT_AT_SQLITE);
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_SQLITE;
+    const INSERT_TASK_WITH_BODY: Option<&'static str> = None;
     const LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
     const TRY_LOCK_RUN: &'static str = crate::sql::RUN_BY_ID;
     const EXPIRED_PARKS: &'static str = crate::sql::EXPIRED_PARKS;
@@ -94,6 +98,7 @@ impl Dialect for sqlx::PgConnection {
     const APPEND_EVENT: &'static str = crate::sql::APPEND_EVENT_PG;
     const APPEND_EVENT_AT: Option<&'static str> = None;
     const TASK_FROZEN_HEAD: &'static str = crate::sql::TASK_FROZEN_HEAD_PG;
+    const INSERT_TASK_WITH_BODY: Option<&'static str> = Some(crate::sql::INSERT_TASK_WITH_BODY_PG);
     const LOCK_RUN: &'static str = crate::sql::LOCK_RUN_PG;
     const TRY_LOCK_RUN: &'static str = crate::sql::TRY_LOCK_RUN_PG;
     const EXPIRED_PARKS: &'static str = crate::sql::EXPIRED_PARKS_PG;

@@ -8,33 +8,76 @@ macro_rules! task_ops {
         // ---- tasks ----
 
         /// The frozen context's body goes to `frozen_contexts` once per digest (a body already
-        /// stored is left as it is) and the row keeps the digest (migration 0014); the row
-        /// returned carries the caller's bytes.
+        /// stored is left as it is; PostgreSQL stores it in the task insert's statement) and the
+        /// row keeps the digest (migration 0014); the row returned carries the caller's bytes.
         pub(crate) async fn insert_task(c: &mut Conn, new: &NewTask) -> Result<TaskRow> {
             row::check_new_task_text(new)?;
             let digest = new.frozen_context.as_deref().map(row::frozen_digest);
+            let with_body = <Conn as $crate::ops::Dialect>::INSERT_TASK_WITH_BODY;
             if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
-                query(sql::INSERT_FROZEN_CONTEXT)
-                    .bind(digest)
-                    .bind(body)
-                    .execute(&mut *c)
-                    .await
-                    .map_err(write_error)?;
+                if with_body.is_none() {
+                    query(sql::INSERT_FROZEN_CONTEXT)
+                        .bind(digest)
+                        .bind(body)
+                        .execute(&mut *c)
+                        .await
+                        .map_err(write_error)?;
+                }
+                // Kept before the unit commits: the digest names these bytes whether or not
+                // this row is ever stored.
+                $crate::frozen::keep(digest, body);
             }
-            let q = query(sql::INSERT_TASK)
+            let q = query(with_body.unwrap_or(sql::INSERT_TASK))
                 .bind(new.run_id)
                 .bind(&new.key)
                 .bind(&new.kind)
                 .bind(&new.origin)
                 .bind(&digest)
                 .bind(new.created_at);
-            let r = row::bind_task_mutable!(q, new)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            let mut task = row::task(&r)?;
+            let mut q = row::bind_task_mutable!(q, new);
+            if with_body.is_some() {
+                q = q.bind(&new.frozen_context);
+            }
+            let r = q.fetch_one(&mut *c).await.map_err(write_error)?;
+            // The insert returns no digest: the caller's bytes are the row's.
+            let mut task = row::task(&r)?.without_frozen();
             task.frozen_context = new.frozen_context.clone();
             Ok(task)
+        }
+
+        /// Fills the frozen context of a decoded row that the process's cache lacked, from
+        /// `frozen_contexts`, and keeps it (`crate::frozen`).
+        pub(crate) async fn resolve_frozen<T: $crate::frozen::HoldsTask>(
+            c: &mut Conn,
+            pending: $crate::frozen::Pending<T>,
+        ) -> Result<T> {
+            let $crate::frozen::Pending { mut value, missing } = pending;
+            let Some(digest) = missing else { return Ok(value) };
+            let body: Option<String> = query_scalar(sql::FROZEN_BODY)
+                .bind(&digest)
+                .fetch_optional(&mut *c)
+                .await?;
+            // The task insert stores the body with the row that names it; a digest without a
+            // body (none is written so) reads as no frozen context, as the join read it before.
+            if let Some(body) = &body {
+                $crate::frozen::keep(&digest, body);
+            }
+            if let Some(slot) = value.frozen_slot() {
+                *slot = body;
+            }
+            Ok(value)
+        }
+
+        /// [`resolve_frozen`] of each row, in order.
+        pub(crate) async fn resolve_frozen_all<T: $crate::frozen::HoldsTask>(
+            c: &mut Conn,
+            pending: Vec<$crate::frozen::Pending<T>>,
+        ) -> Result<Vec<T>> {
+            let mut out = Vec::with_capacity(pending.len());
+            for p in pending {
+                out.push(resolve_frozen(&mut *c, p).await?);
+            }
+            Ok(out)
         }
 
         /// The conditional update of every mutable column (`sql::UPDATE_TASK`).
@@ -60,12 +103,24 @@ macro_rules! task_ops {
         }
 
         pub(crate) async fn task_by_id(c: &mut Conn, id: i64) -> Result<Option<TaskRow>> {
-            query(sql::TASK_BY_ID)
+            let found = query(sql::TASK_BY_ID)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
                 .map(|r| row::task(&r))
-                .transpose()
+                .transpose()?;
+            resolve_frozen_opt(c, found).await
+        }
+
+        /// [`resolve_frozen`] of a row that may be absent.
+        pub(crate) async fn resolve_frozen_opt<T: $crate::frozen::HoldsTask>(
+            c: &mut Conn,
+            found: Option<$crate::frozen::Pending<T>>,
+        ) -> Result<Option<T>> {
+            match found {
+                Some(p) => Ok(Some(resolve_frozen(c, p).await?)),
+                None => Ok(None),
+            }
         }
 
         pub(crate) async fn task_frozen_head(c: &mut Conn, id: i64) -> Result<Option<FrozenHead>> {
@@ -92,18 +147,20 @@ macro_rules! task_ops {
             if check_text(key).is_err() {
                 return Ok(None);
             }
-            query(sql::TASK_BY_KEY)
+            let found = query(sql::TASK_BY_KEY)
                 .bind(run_id)
                 .bind(key)
                 .fetch_optional(&mut *c)
                 .await?
                 .map(|r| row::task(&r))
-                .transpose()
+                .transpose()?;
+            resolve_frozen_opt(c, found).await
         }
 
         pub(crate) async fn tasks_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<TaskRow>> {
             let rows = query(sql::TASKS_OF_RUN).bind(run_id).fetch_all(&mut *c).await?;
-            rows.iter().map(row::task).collect()
+            let pending = rows.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn tasks_declared_by(c: &mut Conn, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>> {
@@ -112,7 +169,8 @@ macro_rules! task_ops {
                 .bind(declaring_id)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(row::task).collect()
+            let pending = rows.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskEndRow>>> {
@@ -145,7 +203,8 @@ macro_rules! task_ops {
                 .bind(limit)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(row::task).collect()
+            let pending = rows.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn expired_parks(
@@ -184,7 +243,8 @@ macro_rules! task_ops {
                 .bind(limit)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(row::task).collect()
+            let pending = rows.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn inbox_page(
@@ -199,9 +259,14 @@ macro_rules! task_ops {
                 .bind(limit)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter()
-                .map(|r| Ok((row::task(r)?, row::run(&row::Prefixed(r, "r_"))?)))
-                .collect()
+            let pending = rows
+                .iter()
+                .map(|r| {
+                    let run = row::run(&row::Prefixed(r, "r_"))?;
+                    Ok(row::task(r)?.map(|task| (task, run)))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         // ---- edges ----
@@ -287,12 +352,13 @@ macro_rules! task_ops {
         }
 
         pub(crate) async fn round_for_reply(c: &mut Conn, id: i64) -> Result<Option<RoundForReply>> {
-            query(sql::ROUND_FOR_REPLY)
+            let found = query(sql::ROUND_FOR_REPLY)
                 .bind(id)
                 .fetch_optional(&mut *c)
                 .await?
                 .map(|r| row::round_for_reply(&r))
-                .transpose()
+                .transpose()?;
+            resolve_frozen_opt(c, found).await
         }
 
         pub(crate) async fn task_neighbourhood(c: &mut Conn, run_id: i64, id: i64) -> Result<Vec<TaskRow>> {
@@ -301,14 +367,16 @@ macro_rules! task_ops {
                 .bind(run_id)
                 .fetch_all(&mut *c)
                 .await?;
-            rows.iter().map(row::task).collect()
+            let pending = rows.iter().map(row::task).collect::<Result<Vec<_>>>()?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn task_and_deps(c: &mut Conn, id: i64) -> Result<Vec<TaskRow>> {
-            query(sql::TASK_AND_DEPS)
+            let pending = query(sql::TASK_AND_DEPS)
                 .bind(id)
                 .fetch_all_as(&mut *c, |r| row::task(r))
-                .await
+                .await?;
+            resolve_frozen_all(c, pending).await
         }
 
         pub(crate) async fn task_keys_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<String>> {

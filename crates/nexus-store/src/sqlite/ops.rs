@@ -34,7 +34,8 @@ pub(crate) async fn update_task(
         .fetch_optional(&mut *c)
         .await?
     {
-        Some(r) => row::task(&r)?,
+        // Read without its frozen context (`TASK_MUTABLE_BY_ID`), which no update writes.
+        Some(r) => row::task(&r)?.without_frozen(),
         None => return Ok(false),
     };
     update_changed(
@@ -82,10 +83,16 @@ pub(crate) async fn open_door(
                 Some(_) => Some(row::task(r)?),
                 None => None,
             };
-            Ok(Some((found, task)))
+            Ok(Some(match task {
+                Some(p) => p.map(|t| (found, Some(t))),
+                None => crate::frozen::Pending {
+                    value: (found, None),
+                    missing: None,
+                },
+            }))
         })
         .await?;
-    Ok(door.flatten())
+    resolve_frozen_opt(c, door.flatten()).await
 }
 
 /// [`update_task`] over `before`, the row as this unit of work read it (under the write

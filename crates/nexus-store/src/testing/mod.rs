@@ -29,6 +29,7 @@ use crate::{Engine, Store, StoreOptions};
 mod measure;
 mod schema;
 
+pub use crate::frozen::{forget_all as forget_frozen_contexts, kept_size as frozen_contexts_kept};
 pub use measure::*;
 pub use schema::*;
 

@@ -46,12 +46,12 @@ impl Tx {
 impl PgTx {
     /// The unit's first statement on PostgreSQL: `BEGIN`, the run lock and the read of `then`
     /// (`then_id`) in one simple query. An error that aborts the transaction voids the unit.
-    async fn begin_locking_run_with<T>(
+    async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
         &mut self,
         run_id: i64,
         then: &str,
         then_id: i64,
-        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<T>,
+        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
     ) -> Result<(RunRow, Option<T>)> {
         let result = Box::pin(postgres::ops::begin_locking_run_with(
             &mut self.tx,
