@@ -366,7 +366,9 @@ impl Tx {
     /// [`Tx::update_task`] (with `expect_claim_token` as in [`Tx::update_task_claimed`]) of a
     /// row this unit of work read and has not changed since: `before`, whose generation is the
     /// expected one. SQLite checks the conditions on `before` instead of reading the row again;
-    /// PostgreSQL runs the same conditional `UPDATE`.
+    /// so does PostgreSQL when the unit holds the run's lock, and then holds the `UPDATE` until
+    /// the unit's next statement or its `COMMIT` (`tx/held_update.rs`); otherwise it runs the
+    /// conditional `UPDATE` at once.
     pub async fn update_task_over(
         &mut self,
         before: &TaskRow,
@@ -374,6 +376,11 @@ impl Tx {
         expect_statuses: &[TaskStatus],
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
+        if let Tx::Postgres(t) = self
+            && let Some(held) = t.hold_task_update(before, task, expect_statuses, expect_claim_token)
+        {
+            return held;
+        }
         tx_dispatch!(
             self,
             update_task_over(before, task, expect_statuses, expect_claim_token)
@@ -704,6 +711,7 @@ impl Tx {
 }
 
 mod deferred;
+mod held_update;
 mod history;
 mod locked;
 mod sequences;

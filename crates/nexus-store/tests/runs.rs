@@ -1881,3 +1881,73 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
         }
     });
 }
+
+/// PostgreSQL holds a task update made under the run's lock over a row the unit read
+/// (`tx/held_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
+/// unit's next statement or its `COMMIT`. A writer that broke the lock order (it moved the row
+/// without the run's lock) makes the held update change nothing, and then the unit fails at
+/// its commit instead of keeping a write the caller was told happened.
+#[tokio::test]
+async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
+    let Some(ts) = testing::postgres().await else { return };
+    let s = &ts.store;
+    let f = fixture(s).await;
+    let run = run_in(s, &f, RunStatus::Running).await;
+    let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
+
+    // Under the lock the held update's answer is the row's: true, then false for a status the
+    // row does not have (no statement either way until the commit).
+    let mut tx = s.begin().await.unwrap();
+    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let before = before.expect("the task");
+    let mut next = before.clone();
+    next.status = TaskStatus::Completed;
+    next.content = Some("ok".into());
+    assert!(
+        !tx.update_task_over(&before, &next, &[TaskStatus::Waiting], None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        tx.update_task_over(&before, &next, &[TaskStatus::Dispatched], None)
+            .await
+            .unwrap()
+    );
+    // A read in the unit sees it (the held update goes out first).
+    let read = tx.task_by_id(t.id).await.unwrap().unwrap();
+    assert_eq!(
+        (read.status, read.content.as_deref()),
+        (TaskStatus::Completed, Some("ok"))
+    );
+    tx.commit().await.unwrap();
+    let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+    assert_eq!(stored.status, TaskStatus::Completed);
+
+    // A row moved behind the lock's back.
+    let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
+    let mut tx = s.begin().await.unwrap();
+    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let before = before.expect("the task");
+    let mut other = s.begin().await.unwrap();
+    let mut moved = before.clone();
+    moved.status = TaskStatus::Failed;
+    assert!(
+        other
+            .update_task(&moved, before.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    other.commit().await.unwrap();
+    let mut next = before.clone();
+    next.status = TaskStatus::Completed;
+    assert!(
+        tx.update_task_over(&before, &next, &[TaskStatus::Dispatched], None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        tx.commit().await.is_err(),
+        "the held update changed no row: the unit fails"
+    );
+    assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
+}

@@ -82,6 +82,11 @@ impl Deferred {
         self.held.push(crate::postgres::inline_params(statement, &literals));
     }
 
+    /// Holds a statement already rendered with its values inlined.
+    pub(crate) fn hold_statement(&mut self, statement: String) {
+        self.held.push(statement);
+    }
+
     /// Whether writes are held.
     pub(crate) fn has_held(&self) -> bool {
         !self.held.is_empty()
