@@ -67,11 +67,13 @@ pub(crate) fn keep(digest: &str, body: &str) {
 }
 
 /// Forgets every kept body, so the next reads take the table's path (the tests of that path).
+#[cfg(any(test, feature = "testing"))]
 pub fn forget_all() {
     *kept() = None;
 }
 
 /// How many bodies and bytes are kept.
+#[cfg(any(test, feature = "testing"))]
 pub fn kept_size() -> (usize, usize) {
     kept().as_ref().map_or((0, 0), |k| (k.bodies.len(), k.bytes))
 }
