@@ -78,27 +78,32 @@ pub fn kept_size() -> (usize, usize) {
     kept().as_ref().map_or((0, 0), |k| (k.bodies.len(), k.bytes))
 }
 
-/// A decoded value holding task rows whose frozen context may still be missing: the digests
-/// the cache did not have, each beside the row it belongs to.
+/// A decoded value whose task row's frozen context is not filled yet: the row's digest, which
+/// `resolve_frozen` looks up in the cache, then in `frozen_contexts`.
 #[must_use = "a task row's frozen context is filled by `resolve_frozen`"]
 #[derive(Debug)]
 pub(crate) struct Pending<T> {
     pub(crate) value: T,
-    /// The digest of the value's task row when its body was not kept.
-    pub(crate) missing: Option<String>,
+    /// The digest of the value's task row (`None`: no frozen context to fill).
+    pub(crate) digest: Option<String>,
 }
 
 impl<T> Pending<T> {
+    /// A value with no frozen context to fill.
+    pub(crate) fn ready(value: T) -> Self {
+        Pending { value, digest: None }
+    }
+
     /// The value as read, by a read that selected no frozen context (`NULL AS frozen_digest`).
     pub(crate) fn without_frozen(self) -> T {
-        debug_assert!(self.missing.is_none(), "a read without frozen contexts found a digest");
+        debug_assert!(self.digest.is_none(), "a read without frozen contexts found a digest");
         self.value
     }
 
     pub(crate) fn map<U>(self, f: impl FnOnce(T) -> U) -> Pending<U> {
         Pending {
             value: f(self.value),
-            missing: self.missing,
+            digest: self.digest,
         }
     }
 }
@@ -129,12 +134,6 @@ impl HoldsTask for RoundForReply {
 impl HoldsTask for (RunInAccount, Option<TaskRow>) {
     fn frozen_slot(&mut self) -> Option<&mut Option<String>> {
         self.1.as_mut().map(|t| &mut t.frozen_context)
-    }
-}
-
-impl<T: HoldsTask> HoldsTask for Option<T> {
-    fn frozen_slot(&mut self) -> Option<&mut Option<String>> {
-        self.as_mut()?.frozen_slot()
     }
 }
 

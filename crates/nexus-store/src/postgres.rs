@@ -338,10 +338,7 @@ pub(crate) mod ops {
         };
         let door = match sets.get(2).and_then(|s| s.first()) {
             Some(t) if keyed => row::task(t)?.map(|t| (found, Some(t))),
-            _ => crate::frozen::Pending {
-                value: (found, None),
-                missing: None,
-            },
+            _ => crate::frozen::Pending::ready((found, None)),
         };
         resolve_frozen(tx, door).await.map(Some)
     }

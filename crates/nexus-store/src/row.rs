@@ -275,20 +275,17 @@ pub(crate) fn task_end(r: &impl Columns) -> Result<TaskEndRow> {
     })
 }
 
-/// A task row, its frozen context taken from the process's cache by the row's `frozen_digest`
-/// (the reads select the digest, not the body: `crate::frozen`); a body the cache lacks is left
-/// for `resolve_frozen` to read.
+/// A task row with its `frozen_digest`: the reads select the digest, not the body, which
+/// `resolve_frozen` fills in (`crate::frozen`).
 pub(crate) fn task(r: &impl Columns) -> Result<Pending<TaskRow>> {
     let digest = r.opt_text("frozen_digest")?;
-    let kept = digest.as_deref().and_then(crate::frozen::get);
-    let missing = if kept.is_none() { digest } else { None };
     let value = TaskRow {
         id: r.int("id")?,
         run_id: r.int("run_id")?,
         key: r.text("key")?,
         kind: word("tasks.kind", &r.text("kind")?, TaskKind::parse)?,
         origin: r.text("origin")?,
-        frozen_context: kept.map(|body| body.to_string()),
+        frozen_context: None,
         created_at: r.int("created_at")?,
         status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         generation: r.int("generation")?,
@@ -329,7 +326,7 @@ pub(crate) fn task(r: &impl Columns) -> Result<Pending<TaskRow>> {
         started_at: r.opt_int("started_at")?,
         settled_at: r.opt_int("settled_at")?,
     };
-    Ok(Pending { value, missing })
+    Ok(Pending { value, digest })
 }
 
 pub(crate) fn edge(r: &impl Columns) -> Result<EdgeRow> {

@@ -45,30 +45,30 @@ macro_rules! task_ops {
             Ok(task)
         }
 
-        /// Fills the frozen context of a decoded row that the process's cache lacked, from
+        /// Fills the frozen context of a decoded row from the process's cache, or else from
         /// `frozen_contexts`, and keeps it (`crate::frozen`).
         pub(crate) async fn resolve_frozen<T: $crate::frozen::HoldsTask>(
             c: &mut Conn,
             pending: $crate::frozen::Pending<T>,
         ) -> Result<T> {
-            let $crate::frozen::Pending { mut value, missing } = pending;
-            let Some(digest) = missing else { return Ok(value) };
-            // An earlier row of the same read may have fetched it (a run's rounds share one).
-            if let Some(kept) = $crate::frozen::get(&digest) {
-                if let Some(slot) = value.frozen_slot() {
-                    *slot = Some(kept.to_string());
+            let $crate::frozen::Pending { mut value, digest } = pending;
+            let Some(digest) = digest else { return Ok(value) };
+            let body = match $crate::frozen::get(&digest) {
+                Some(kept) => Some(kept.to_string()),
+                None => {
+                    let body: Option<String> = query_scalar(sql::FROZEN_BODY)
+                        .bind(&digest)
+                        .fetch_optional(&mut *c)
+                        .await?;
+                    // The task insert stores the body with the row that names it; a digest
+                    // without a body (none is written so) reads as no frozen context, as the
+                    // join read it before.
+                    if let Some(body) = &body {
+                        $crate::frozen::keep(&digest, body);
+                    }
+                    body
                 }
-                return Ok(value);
-            }
-            let body: Option<String> = query_scalar(sql::FROZEN_BODY)
-                .bind(&digest)
-                .fetch_optional(&mut *c)
-                .await?;
-            // The task insert stores the body with the row that names it; a digest without a
-            // body (none is written so) reads as no frozen context, as the join read it before.
-            if let Some(body) = &body {
-                $crate::frozen::keep(&digest, body);
-            }
+            };
             if let Some(slot) = value.frozen_slot() {
                 *slot = body;
             }

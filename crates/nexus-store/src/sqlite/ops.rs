@@ -85,10 +85,7 @@ pub(crate) async fn open_door(
             };
             Ok(Some(match task {
                 Some(p) => p.map(|t| (found, Some(t))),
-                None => crate::frozen::Pending {
-                    value: (found, None),
-                    missing: None,
-                },
+                None => crate::frozen::Pending::ready((found, None)),
             }))
         })
         .await?;
