@@ -22,6 +22,8 @@ use crate::sqlite::pending_of;
 use crate::{Engine, Result, StoreError, StoreOptions, redact_url};
 
 mod conns;
+#[cfg(test)]
+mod plans;
 pub(crate) use conns::Transaction;
 pub(crate) use conns::note_fault;
 use conns::{Conn, Conns};

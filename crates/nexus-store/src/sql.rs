@@ -725,14 +725,21 @@ pub(crate) const USED_TASK_KEYS: &str = "SELECT key FROM tasks WHERE run_id = $1
 
 /// A task, its declaring row, and the rows of run `$2` that row declared (for a continuation:
 /// its predecessor, the predecessor's fan and itself), by id.
+///
+/// The ids are gathered first and the rows fetched by them: an `OR` of the three tests left
+/// PostgreSQL a scan of the whole table, a cost that grows with every task ever stored
+/// (`postgres/plans.rs` pins that an index serves it).
 pub(crate) const TASK_NEIGHBOURHOOD: &str = task_select!(
-    "WHERE id = $1 OR id = (SELECT declaring_task_id FROM tasks WHERE id = $1) OR (run_id = $2 AND \
-     declaring_task_id = (SELECT declaring_task_id FROM tasks WHERE id = $1)) ORDER BY id"
+    "WHERE id IN (SELECT CAST($1 AS BIGINT) UNION ALL SELECT declaring_task_id FROM tasks WHERE id = $1 \
+     UNION ALL SELECT id FROM tasks WHERE run_id = $2 AND declaring_task_id = \
+     (SELECT declaring_task_id FROM tasks WHERE id = $1)) ORDER BY id"
 );
 
-/// A task and the rows it depends on, by id.
-pub(crate) const TASK_AND_DEPS: &str =
-    task_select!("WHERE id = $1 OR id IN (SELECT depends_on_id FROM task_edges WHERE task_id = $1) ORDER BY id");
+/// A task and the rows it depends on, by id (ids first, as [`TASK_NEIGHBOURHOOD`]).
+pub(crate) const TASK_AND_DEPS: &str = task_select!(
+    "WHERE id IN (SELECT CAST($1 AS BIGINT) UNION ALL SELECT depends_on_id FROM task_edges WHERE task_id = $1) \
+     ORDER BY id"
+);
 
 /// A round as its reply step reads it: the row, its facts (if any), whether any row depends on
 /// it, and whether its run holds a kernel-held (`running`) await.

@@ -188,10 +188,10 @@ mod tests {
     use crate::Store;
 
     /// The steps of SQLite's plan for `sql` with `args` bound.
-    fn query_plan(c: &rusqlite::Connection, sql: &str, args: [i64; 3]) -> Vec<String> {
+    fn query_plan(c: &rusqlite::Connection, sql: &str, args: &[i64]) -> Vec<String> {
         c.prepare(&format!("EXPLAIN QUERY PLAN {sql}"))
             .unwrap()
-            .query_map(args, |r| r.get::<_, String>(3))
+            .query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3))
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap()
@@ -206,7 +206,7 @@ mod tests {
         let ts = crate::testing::sqlite().await;
         let Store::Sqlite(s) = &ts.store else { unreachable!() };
         let c = s.write_conn().await.unwrap();
-        let plan = query_plan(&c, crate::sql::EXPIRED_PARKS, [1, 0, 10]);
+        let plan = query_plan(&c, crate::sql::EXPIRED_PARKS, &[1, 0, 10]);
         assert!(
             plan.iter().any(|step| step.contains("USING INDEX tasks_parked")),
             "{plan:?}"
@@ -283,7 +283,7 @@ mod tests {
         let ts = crate::testing::sqlite().await;
         let Store::Sqlite(s) = &ts.store else { unreachable!() };
         let c = s.write_conn().await.unwrap();
-        let plan = query_plan(&c, crate::sql::INBOX_PAGE, [1, 0, 50]);
+        let plan = query_plan(&c, crate::sql::INBOX_PAGE, &[1, 0, 50]);
         assert!(
             plan.iter().any(|step| step.contains("USING INDEX tasks_inbox_open")),
             "{plan:?}"
@@ -295,5 +295,21 @@ mod tests {
             .filter_map(|rest| rest.split('\'').next())
             .collect();
         assert_eq!(named, crate::INBOX_STATUSES.map(crate::TaskStatus::as_str));
+    }
+
+    /// A round's reads of a task with its neighbours or its dependencies reach every row by
+    /// key: none walks the table (`postgres/plans.rs` pins the same on PostgreSQL).
+    #[tokio::test]
+    async fn a_rounds_task_reads_by_id_search_by_key() {
+        let ts = crate::testing::sqlite().await;
+        let Store::Sqlite(s) = &ts.store else { unreachable!() };
+        let c = s.write_conn().await.unwrap();
+        for (sql, args) in [
+            (crate::sql::TASK_NEIGHBOURHOOD, &[1_i64, 1][..]),
+            (crate::sql::TASK_AND_DEPS, &[1][..]),
+        ] {
+            let plan = query_plan(&c, sql, args);
+            assert!(!plan.iter().any(|step| step.starts_with("SCAN tasks")), "{plan:?}");
+        }
     }
 }
