@@ -1,6 +1,6 @@
-//! PostgreSQL's plans for the statements a round runs against `tasks`: each reaches its rows
-//! through an index condition, so its cost does not grow with the rows every earlier run left
-//! in the table.
+//! PostgreSQL's plans for the statements a round, the inbox page and the sweep run against
+//! `tasks`: each reaches its rows through an index condition, so its cost does not grow with
+//! the rows every earlier run left in the table.
 //!
 //! With `enable_seqscan` off the planner still reads the whole table where no index condition
 //! can serve a statement: as a sequential scan, or as an index scan without a condition (a walk
@@ -42,8 +42,9 @@ fn whole_table_reads(node: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// A round's task reads, and the inbox's and the sweep's selections.
 #[tokio::test]
-async fn a_rounds_task_reads_by_id_are_served_by_an_index() {
+async fn task_reads_of_a_round_the_inbox_and_the_sweep_use_an_index() {
     let Some(ts) = crate::testing::postgres().await else {
         return;
     };
@@ -53,6 +54,12 @@ async fn a_rounds_task_reads_by_id_are_served_by_an_index() {
         .execute(&mut *c)
         .await
         .unwrap();
+    // `USED_TASK_KEYS`: the run, then its key slots.
+    let used_key_types = format!("bigint{}", ", text".repeat(sql::KEY_PROBE_SLOTS));
+    let used_key_args: String = std::iter::once("1".to_string())
+        .chain((0..sql::KEY_PROBE_SLOTS).map(|i| format!("'k{i}'")))
+        .collect::<Vec<_>>()
+        .join(", ");
     for (name, sql, types, args) in [
         ("TASK_NEIGHBOURHOOD", sql::TASK_NEIGHBOURHOOD, "bigint, bigint", "1, 1"),
         ("TASK_AND_DEPS", sql::TASK_AND_DEPS, "bigint", "1"),
@@ -61,6 +68,20 @@ async fn a_rounds_task_reads_by_id_are_served_by_an_index() {
         ("TASK_BY_KEY", sql::TASK_BY_KEY, "bigint, text", "1, 'k'"),
         ("TASKS_DECLARED_BY", sql::TASKS_DECLARED_BY, "bigint, bigint", "1, 1"),
         ("TASK_FROZEN_HEAD_PG", sql::TASK_FROZEN_HEAD_PG, "bigint", "1"),
+        ("TASK_KEYS_OF_RUN", sql::TASK_KEYS_OF_RUN, "bigint", "1"),
+        (
+            "USED_TASK_KEYS",
+            sql::USED_TASK_KEYS,
+            used_key_types.as_str(),
+            used_key_args.as_str(),
+        ),
+        ("INBOX_PAGE", sql::INBOX_PAGE, "bigint, bigint, bigint", "1, 0, 50"),
+        (
+            "EXPIRED_PARKS_PG",
+            sql::EXPIRED_PARKS_PG,
+            "bigint, bigint, bigint",
+            "1, 0, 50",
+        ),
     ] {
         let plan = generic_plan(&mut c, sql, types, args).await;
         let mut whole = Vec::new();
