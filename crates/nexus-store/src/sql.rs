@@ -726,9 +726,10 @@ pub(crate) const USED_TASK_KEYS: &str = "SELECT key FROM tasks WHERE run_id = $1
 /// A task, its declaring row, and the rows of run `$2` that row declared (for a continuation:
 /// its predecessor, the predecessor's fan and itself), by id.
 ///
-/// The ids are gathered first and the rows fetched by them: an `OR` of the three tests left
-/// PostgreSQL a scan of the whole table, a cost that grows with every task ever stored
-/// (`postgres/plans.rs` pins that an index serves it).
+/// The ids are gathered first and the rows fetched by them, never an `OR` of the tests:
+/// PostgreSQL has no index path for an `OR` with an `IN (subquery)`, which left
+/// [`TASK_AND_DEPS`] a walk of the whole table, a cost that grew with every task ever stored
+/// (`postgres/plans.rs` pins that an index serves both).
 pub(crate) const TASK_NEIGHBOURHOOD: &str = task_select!(
     "WHERE id IN (SELECT CAST($1 AS BIGINT) UNION ALL SELECT declaring_task_id FROM tasks WHERE id = $1 \
      UNION ALL SELECT id FROM tasks WHERE run_id = $2 AND declaring_task_id = \
