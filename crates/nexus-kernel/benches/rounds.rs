@@ -19,6 +19,11 @@
 //! the real worker (`spawn_worker`) of one node, then of two nodes over the same database (two
 //! kernels, each with its own store), as rounds/s and CPU per round.
 //!
+//! `NEXUS_BENCH_PREFILL_TASKS=<n>` measures a store that has grown: after the warm-up run, `n`
+//! settled tasks (each after the one before) are added to it and the statistics brought up to
+//! date (`nexus_store::testing::prefill_tasks`), so the figures show whether a round's cost
+//! grows with the tasks every earlier run left behind.
+//!
 //! `NEXUS_BENCH_STATEMENTS=1` also counts the store's statements (the SQLite engine's
 //! `nexus_store::SQLITE_STATEMENT_TARGET` events and sqlx's `sqlx::query` events on PostgreSQL,
 //! through a counting `tracing` subscriber) and reports them per round; the counting itself
@@ -198,6 +203,14 @@ struct Figures {
 /// Statements the store ran (see the module docs), when counting.
 static STATEMENTS: AtomicU64 = AtomicU64::new(0);
 
+/// `NEXUS_BENCH_PREFILL_TASKS` (see the module docs).
+fn prefill() -> Option<u64> {
+    std::env::var("NEXUS_BENCH_PREFILL_TASKS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|n| *n > 0)
+}
+
 fn counting() -> bool {
     std::env::var("NEXUS_BENCH_STATEMENTS").is_ok_and(|v| v == "1")
 }
@@ -211,6 +224,9 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
     let w = world(ts).await;
     let warm = w.start("warmup").await;
     w.drive(warm, WARMUP_ROUNDS, sweep).await;
+    if let Some(n) = prefill() {
+        testing::prefill_tasks(&w.ts.store, n).await.expect("prefill tasks");
+    }
 
     let mut all = Vec::with_capacity(RUNS * ROUNDS_PER_RUN);
     let mut per_run = Vec::new();
@@ -364,6 +380,9 @@ fn main() {
             RUNS * ROUNDS_PER_RUN
         );
         println!("driver: work_once = jobs + a sweep pass and receipt purge per pass; jobs = run_jobs_once (no sweep)");
+        if let Some(n) = prefill() {
+            println!("store grown first: {n} settled tasks added after the warm-up run (NEXUS_BENCH_PREFILL_TASKS)");
+        }
         println!(
             "sqlite synchronous = {} ({}=full|normal)",
             testing::sqlite_synchronous().pragma(),

@@ -1239,3 +1239,37 @@ fn migration_files(dialect: &str) -> usize {
         .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "sql"))
         .count()
 }
+
+/// The benches' grown store (`testing::prefill_tasks`): settled tasks in the first run, each
+/// after the one before, on both engines.
+#[tokio::test]
+async fn prefill_adds_settled_tasks_in_a_chain() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let (_, ws, member) = testing::seed_member(s, 1_700_000_000_000).await;
+        let mut tx = s.begin().await.unwrap();
+        let run = tx
+            .insert_run(testing::new_run(
+                ws.id,
+                member.id,
+                RunStatus::Completed,
+                1_700_000_000_000,
+            ))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        testing::prefill_tasks(s, 50).await.unwrap();
+        let of_run = format!("run_id = {} AND status = 'completed' AND key LIKE 'prefill-%'", run.id);
+        assert_eq!(
+            testing::row_count(s, "tasks", &of_run).await.unwrap(),
+            50,
+            "{}",
+            s.dialect()
+        );
+        assert_eq!(testing::row_count(s, "task_edges", "kind = 'after'").await.unwrap(), 49);
+        let last = s.task_by_key(run.id, "prefill-50").await.unwrap().unwrap();
+        let before = s.task_by_key(run.id, "prefill-49").await.unwrap().unwrap();
+        let edge = format!("task_id = {} AND depends_on_id = {}", last.id, before.id);
+        assert_eq!(testing::row_count(s, "task_edges", &edge).await.unwrap(), 1);
+    }
+}

@@ -348,3 +348,32 @@ pub async fn analyze(store: &Store) -> Result<()> {
         }
     }
 }
+
+/// Adds `n` settled tool tasks to the store's first run, each after the one before it
+/// (`prefill-1` … `prefill-n`), then brings the planner's statistics up to date ([`analyze`]):
+/// a store that has grown, for benchmarks that measure whether a round's cost grows with it.
+/// One statement text for both dialects (a recursive count, no `generate_series`).
+pub async fn prefill_tasks(store: &Store, n: u64) -> Result<()> {
+    let tasks = format!(
+        "WITH RECURSIVE g(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM g WHERE i < {n}) \
+         INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility, \
+         mainline, structured_present, is_error, created_at) SELECT (SELECT min(id) FROM runs), \
+         'prefill-' || i, 'tool_task', 'completed', 1, 'model', 'propagate', 'visible', FALSE, \
+         FALSE, FALSE, 0 FROM g"
+    );
+    let edges = "INSERT INTO task_edges (task_id, depends_on_id, kind) SELECT t.id, p.id, 'after' \
+         FROM tasks t JOIN tasks p ON p.run_id = t.run_id AND p.key = 'prefill-' || \
+         (CAST(substr(t.key, 9) AS BIGINT) - 1) WHERE t.key LIKE 'prefill-%' AND t.key <> 'prefill-1'";
+    match store {
+        Store::Sqlite(s) => {
+            let c = s.write_conn().await?;
+            c.execute_batch(&format!("BEGIN; {tasks}; {edges}; COMMIT"))?;
+        }
+        Store::Postgres(s) => {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN; {tasks}; {edges}; COMMIT")))
+                .execute(s.pool())
+                .await?;
+        }
+    }
+    analyze(store).await
+}
