@@ -2,11 +2,12 @@
 //! distinct query each round, so the repeat_call_loop rule never fires) per round, for 4 runs ×
 //! 250 rounds = 1,000 rounds, on SQLite (file-backed, WAL: the embedded default) and PostgreSQL.
 //!
-//! A round is the work that advances the chain by one round: the model pass (seal, scripted
-//! send, reply application, expansion, the kernel tool's readiness and its job) and the kernel
-//! tool pass (evaluation, settle, the continuation's readiness and its model job). The engine
-//! is driven with `Kernel::work_once`, one job per pass (one chain at a time), and a round is
-//! timed with `Instant` from the end of the previous round's last pass to the end of its own.
+//! A round is the work that advances the chain by one round: the model call job (seal,
+//! scripted send, reply application, expansion, the kernel tool's readiness and its job) with
+//! the kernel tool evaluation it hands off (evaluation, settle, the continuation's readiness
+//! and its model job). The engine is driven with `Kernel::work_once`, one job per pass (one
+//! chain at a time), and a round is timed with `Instant` from the end of the previous pass to
+//! the end of its own.
 //! Each `work_once` also runs one sweep pass and a receipt purge, so that figure is an upper
 //! bound on the serve loop (which sweeps on a timer); the same measurement is repeated on a
 //! fresh store with `Kernel::run_jobs_once` (jobs only).
@@ -125,13 +126,12 @@ impl World {
 
     /// Drives one run to its end, one job per pass; returns each round's wall time.
     async fn drive(&self, id: Uuid, rounds: usize, sweep: bool) -> Vec<Duration> {
-        // Passes alternate: round k's model call, then its kernel tool; the last round is a
-        // model pass alone. A round ends when its kernel tool pass (the last round: its model
-        // pass) returns, so the boundaries are the ends of passes 1, 3, 5, … and the last.
+        // One pass a round: round k's model call job, with the kernel tool its reply made,
+        // which the worker evaluates at once (`worker.rs`, "handed off"). A round ends when
+        // its pass returns.
         let mut bounds = Vec::with_capacity(rounds + 1);
         bounds.push(Instant::now());
         let mut passes = 0usize;
-        let mut last_end = bounds[0];
         loop {
             let n = if sweep {
                 self.kernel.work_once().await.expect("work_once")
@@ -142,14 +142,10 @@ impl World {
                 break;
             }
             assert_eq!(n, 1, "one chain runs one job per pass");
-            last_end = Instant::now();
+            bounds.push(Instant::now());
             passes += 1;
-            if passes.is_multiple_of(2) {
-                bounds.push(last_end);
-            }
         }
-        bounds.push(last_end);
-        assert_eq!(passes, 2 * rounds - 1, "passes for {rounds} rounds");
+        assert_eq!(passes, rounds, "passes for {rounds} rounds");
         assert_eq!(bounds.len(), rounds + 1);
         let times: Vec<Duration> = bounds.windows(2).map(|w| w[1] - w[0]).collect();
         self.check(id, rounds).await;

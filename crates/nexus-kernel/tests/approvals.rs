@@ -734,22 +734,17 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
                 json!({"text": "ok"}),
             ],
         );
-        let (status, body) = w
-            .kernel
-            .create_run(
+        // Held, then approved through a door: the approval queues the kernel tool job (a
+        // door's units hand nothing to a worker), which is then lost: another node dequeues
+        // and deletes it, and dies before evaluating.
+        let id = w
+            .start(
                 &w.agent,
-                w.ws,
-                &json!({"run": {"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/lost",
-                                                                                   "kernel_tools": ["nexus.runners.list"]}}]}}),
-                None,
+                json!({"approval_mode": "ask", "steps": [{"model": {"prompt": "Go.", "model": "scripted/lost",
+                                                                    "kernel_tools": ["nexus.runners.list"]}}]}),
             )
-            .await
-            .unwrap();
-        assert_eq!(status, 201);
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        // Run the model call only; then lose the kernel tool job.
-        w.kernel.work_once().await.unwrap();
+            .await;
+        w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Running);
         let deadline = t.deadline_at.unwrap();
@@ -759,6 +754,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
             .dequeue_jobs("elsewhere", nexus_kernel::time::now_ms(), 60_000, 10)
             .await
             .unwrap();
+        assert_eq!(jobs.iter().filter(|j| j.kind == "kernel_tool").count(), 1);
         for j in jobs {
             w.kernel.store.delete_job(j.id).await.unwrap();
         }

@@ -539,6 +539,10 @@ pub struct SealedRequestRow {
     /// JSON list of attempts.
     pub attempts: String,
     pub created_at: i64,
+    /// The stored record's and body's delta depths, answered by an insert (`None` from a
+    /// read). A body some earlier round stored already answers that body's depth.
+    pub record_depth: Option<i64>,
+    pub body_depth: Option<i64>,
 }
 
 #[derive(Debug, Clone)]
@@ -568,6 +572,9 @@ pub struct SealedBase {
     pub id: Option<i64>,
     pub sha256: Option<String>,
     pub keep: i64,
+    /// The base's stored delta depth, when the caller knows it (the insert that stored the base
+    /// answered it): then the store does not read it.
+    pub depth: Option<i64>,
 }
 
 /// One model round of a run as the cache report reads it ([`crate::Store::round_cache_facts`]).

@@ -374,6 +374,8 @@ pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {
         body: r.bytes("body")?,
         attempts: r.text("attempts")?,
         created_at: r.int("created_at")?,
+        record_depth: None,
+        body_depth: None,
     })
 }
 

@@ -629,6 +629,10 @@ pub(crate) const EDGES_FROM: &str = "SELECT task_id, depends_on_id, kind FROM ta
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, locked_by, \
      locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0) RETURNING id";
 
+/// [`INSERT_JOB`] without the answer: held with the unit of work (`tx/held.rs`).
+pub(crate) const INSERT_JOB_HELD: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, \
+     locked_by, locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0)";
+
 pub(crate) const JOB_BY_ID: &str = "SELECT id, kind, run_id, task_id, generation, available_at, locked_by, locked_until, \
      attempts FROM jobs WHERE id = $1";
 
@@ -659,7 +663,13 @@ pub(crate) const REQUEUE_JOB: &str =
 /// A sealed body, once per digest (migration 0015), maybe a delta (0020): `$1` the digest,
 /// `$2` the bytes, `$3` the base digest, `$4` the kept length, `$5` the delta depth.
 pub(crate) const INSERT_SEALED_BODY: &str = "INSERT INTO sealed_bodies (body_sha256, body, base_sha256, keep, depth) \
-     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING";
+     VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING RETURNING depth";
+
+/// [`INSERT_SEALED_BODY`] that also answers the depth of a body stored before (one round trip
+/// either way; a data-modifying `WITH`, which SQLite has not).
+pub(crate) const INSERT_SEALED_BODY_PG: &str = "WITH ins AS (INSERT INTO sealed_bodies (body_sha256, body, base_sha256, \
+     keep, depth) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING RETURNING depth) SELECT depth FROM \
+     ins UNION ALL SELECT depth FROM sealed_bodies WHERE body_sha256 = $1 AND NOT EXISTS (SELECT 1 FROM ins)";
 
 pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
      tools_sha256, attempts, created_at, record_base_id, record_keep, record_depth) \

@@ -51,6 +51,8 @@ pub struct PgTx {
     pub(crate) void: bool,
     /// The runs the unit holds locked and the appends it sends with its `COMMIT`.
     deferred: deferred::Deferred,
+    /// The task rows the unit knows as stored (`tx/known.rs`).
+    known: Vec<TaskRow>,
 }
 
 impl SqliteTx {
@@ -69,6 +71,7 @@ impl PgTx {
             tx,
             void: false,
             deferred: deferred::Deferred::default(),
+            known: Vec::new(),
         }
     }
 }
@@ -298,7 +301,11 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
-        tx_dispatch!(self, insert_task(&new))
+        let row = tx_dispatch!(self, insert_task(&new))?;
+        if let Tx::Postgres(t) = self {
+            t.remember(&row);
+        }
+        Ok(row)
     }
 
     /// The conditional update: writes every column of `task` except the identity (`id`,
@@ -312,7 +319,8 @@ impl Tx {
         expect_generation: i64,
         expect_statuses: &[TaskStatus],
     ) -> Result<bool> {
-        tx_dispatch!(self, update_task(task, expect_generation, expect_statuses, None))
+        self.update_task_expecting(task, expect_generation, expect_statuses, None)
+            .await
     }
 
     /// [`Tx::update_task`] with `AND claim_token = expect_claim_token` too (executor settles:
@@ -324,10 +332,40 @@ impl Tx {
         expect_statuses: &[TaskStatus],
         expect_claim_token: &str,
     ) -> Result<bool> {
-        tx_dispatch!(
+        self.update_task_expecting(task, expect_generation, expect_statuses, Some(expect_claim_token))
+            .await
+    }
+
+    /// [`Tx::update_task`] / [`Tx::update_task_claimed`]: held on PostgreSQL over a row the
+    /// unit knows as stored (`tx/known.rs`), else sent at once.
+    async fn update_task_expecting(
+        &mut self,
+        task: &TaskRow,
+        expect_generation: i64,
+        expect_statuses: &[TaskStatus],
+        expect_claim_token: Option<&str>,
+    ) -> Result<bool> {
+        if let Tx::Postgres(t) = self
+            && let Some(held) = t.hold_known_update(task, expect_generation, expect_statuses, expect_claim_token)
+        {
+            return held;
+        }
+        let moved = tx_dispatch!(
             self,
-            update_task(task, expect_generation, expect_statuses, Some(expect_claim_token))
-        )
+            update_task(task, expect_generation, expect_statuses, expect_claim_token)
+        );
+        self.note_task_write(task, &moved);
+        moved
+    }
+
+    /// After an update sent at once: the row is `task` when it moved, else unknown.
+    fn note_task_write(&mut self, task: &TaskRow, moved: &Result<bool>) {
+        if let Tx::Postgres(t) = self {
+            match moved {
+                Ok(true) => t.remember(task),
+                _ => t.forget(task.id),
+            }
+        }
     }
 
     /// An executor door's rows inside the unit of work: the run `public_id` as the account
@@ -352,8 +390,11 @@ impl Tx {
             }
             _ => tx_dispatch!(self, open_door(public_id, account_id, key))?,
         };
-        if let Some((found, _)) = &mut opened {
+        if let Some((found, task)) = &mut opened {
             self.note_locked(&mut found.run);
+            if let (Tx::Postgres(t), Some(task)) = (&mut *self, task) {
+                t.remember(task);
+            }
         }
         Ok(opened)
     }
@@ -376,15 +417,23 @@ impl Tx {
         expect_statuses: &[TaskStatus],
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
-        if let Tx::Postgres(t) = self
-            && let Some(held) = t.hold_task_update(before, task, expect_statuses, expect_claim_token)
-        {
-            return held;
+        if let Tx::Postgres(t) = self {
+            // The unit's own record of the row, when it has one, over the caller's copy.
+            let known = t.known_task(before.id).cloned();
+            let before = known.as_ref().unwrap_or(before);
+            if let Some(held) = t.hold_task_update(before, task, expect_statuses, expect_claim_token) {
+                if matches!(held, Ok(true)) {
+                    t.remember(task);
+                }
+                return held;
+            }
         }
-        tx_dispatch!(
+        let moved = tx_dispatch!(
             self,
             update_task_over(before, task, expect_statuses, expect_claim_token)
-        )
+        );
+        self.note_task_write(task, &moved);
+        moved
     }
 
     /// Every task of the run, by id.
@@ -462,18 +511,6 @@ impl Tx {
     /// transaction that starts its evaluation: at most once).
     pub async fn delete_job(&mut self, job_id: i64) -> Result<bool> {
         tx_dispatch!(self, delete_job(job_id))
-    }
-
-    /// Deletes the job with the unit of work, whether or not it is still there: PostgreSQL
-    /// holds the statement until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
-    pub async fn delete_job_with_unit(&mut self, job_id: i64) -> Result<()> {
-        match self {
-            Tx::Postgres(t) if !t.void => {
-                t.deferred.hold(crate::sql::DELETE_JOB, &[deferred::Lit::Int(job_id)]);
-                Ok(())
-            }
-            _ => tx_dispatch!(self, delete_job(job_id)).map(|_| ()),
-        }
     }
 
     pub async fn job_by_id(&mut self, job_id: i64) -> Result<Option<JobRow>> {
@@ -711,8 +748,10 @@ impl Tx {
 }
 
 mod deferred;
+mod held;
 mod held_update;
 mod history;
+mod known;
 mod locked;
 mod sequences;
 mod turns;

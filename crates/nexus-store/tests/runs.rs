@@ -317,7 +317,14 @@ async fn every_row_type_round_trips() {
 
         // Reads outside the transaction see it all; the body is stored once per digest, so a
         // second seal of the same bytes (a retried generation) shares it.
-        assert_eq!(s.sealed_request(t.id, 3).await.unwrap().unwrap(), sr);
+        // (The insert told the depths it stored; a read leaves them out.)
+        assert_eq!((sr.record_depth, sr.body_depth), (Some(0), Some(0)));
+        let read_sr = SealedRequestRow {
+            record_depth: None,
+            body_depth: None,
+            ..sr.clone()
+        };
+        assert_eq!(s.sealed_request(t.id, 3).await.unwrap().unwrap(), read_sr);
         let mut tx = s.begin().await.unwrap();
         let again = NewSealedRequest {
             generation: 7,
@@ -326,6 +333,8 @@ async fn every_row_type_round_trips() {
         };
         let second = tx.insert_sealed_request(again).await.unwrap();
         tx.commit().await.unwrap();
+        // The shared body was stored before, whole: its depth is that row's.
+        assert_eq!((second.record_depth, second.body_depth), (Some(0), Some(0)));
         let read = s.sealed_request(t.id, 7).await.unwrap().unwrap();
         assert_eq!((read.body, read.tools_sha256), (sealed.body.clone(), None));
         assert_ne!(second.id, sr.id);
@@ -433,7 +442,7 @@ async fn every_row_type_round_trips() {
                 attempts: 0,
             })
         );
-        assert_eq!(s.sealed_request(t.id, 3).await.unwrap(), Some(sr.clone()));
+        assert_eq!(s.sealed_request(t.id, 3).await.unwrap(), Some(read_sr.clone()));
         assert_eq!(s.sealed_request(t.id, 4).await.unwrap(), None);
 
         // Reads inside a transaction too.
@@ -1825,7 +1834,15 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
         let rounds = 2 * nexus_store::SNAPSHOT_DEPTH as usize + 3;
         let mut record = String::from(r#"{"entries":["#);
         let mut body: Vec<u8> = b"{\"messages\":[".to_vec();
-        let mut prev: Option<(i64, usize, String, usize)> = None;
+        // The previous row, and the depths its insert answered.
+        struct Prev {
+            id: i64,
+            record_keep: usize,
+            sha: String,
+            body_keep: usize,
+            depths: (Option<i64>, Option<i64>),
+        }
+        let mut prev: Option<Prev> = None;
         for i in 0..rounds {
             let t = task_in(s, tool_task(run.id, &format!("r{i}"), TaskStatus::Waiting)).await;
             let record_keep = record.len();
@@ -1837,17 +1854,22 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
             let mut whole_body = body.clone();
             whole_body.extend_from_slice(b"]}");
             let sha = format!("{i:064x}");
+            // Every other round carries the base's depths as its insert answered them (as the
+            // kernel does for the rounds it sealed); the others leave the store to read them.
+            let carried = i % 2 == 1;
             let (record_base, body_base) = match &prev {
-                Some((id, rk, psha, bk)) => (
+                Some(p) => (
                     Some(SealedBase {
-                        id: Some(*id),
+                        id: Some(p.id),
                         sha256: None,
-                        keep: *rk as i64,
+                        keep: p.record_keep as i64,
+                        depth: p.depths.0.filter(|_| carried),
                     }),
                     Some(SealedBase {
                         id: None,
-                        sha256: Some(psha.clone()),
-                        keep: *bk as i64,
+                        sha256: Some(p.sha.clone()),
+                        keep: p.body_keep as i64,
+                        depth: p.depths.1.filter(|_| carried),
                     }),
                 ),
                 None => (None, None),
@@ -1877,7 +1899,20 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
             let read = s.sealed_request(t.id, 1).await.unwrap().unwrap();
             assert_eq!(read.record, whole_record, "{} round {i}", ts.dialect);
             assert_eq!(read.body, whole_body, "{} round {i}", ts.dialect);
-            prev = Some((row.id, record.len(), sha, body.len()));
+            // Deltas until the snapshot depth, then whole again.
+            let depth = (i as i64) % nexus_store::SNAPSHOT_DEPTH;
+            assert_eq!(
+                (row.record_depth, row.body_depth),
+                (Some(depth), Some(depth)),
+                "round {i}"
+            );
+            prev = Some(Prev {
+                id: row.id,
+                record_keep: record.len(),
+                sha,
+                body_keep: body.len(),
+                depths: (row.record_depth, row.body_depth),
+            });
         }
     });
 }
@@ -1928,16 +1963,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     let mut tx = s.begin().await.unwrap();
     let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
     let before = before.expect("the task");
-    let mut other = s.begin().await.unwrap();
-    let mut moved = before.clone();
-    moved.status = TaskStatus::Failed;
-    assert!(
-        other
-            .update_task(&moved, before.generation, &[TaskStatus::Dispatched])
-            .await
-            .unwrap()
-    );
-    other.commit().await.unwrap();
+    move_without_the_lock(s, &before).await;
     let mut next = before.clone();
     next.status = TaskStatus::Completed;
     assert!(
@@ -1950,4 +1976,101 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
         "the held update changed no row: the unit fails"
     );
     assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
+}
+
+/// PostgreSQL holds `Tx::update_task` over a row the unit knows as stored (`tx/known.rs`): one
+/// it read with the run's lock, inserted under it or last wrote under it. The update's answer
+/// and its changed columns come from that record, not from the caller's copy, which may carry
+/// columns it already changed (a settle sets the content, then moves the status).
+#[tokio::test]
+async fn a_task_update_over_a_row_the_unit_knows_is_held() {
+    let Some(ts) = testing::postgres().await else { return };
+    let s = &ts.store;
+    let f = fixture(s).await;
+    let run = run_in(s, &f, RunStatus::Running).await;
+    let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
+
+    let mut tx = s.begin().await.unwrap();
+    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let mut mine = read.expect("the task");
+    // The caller changes a column on its copy first, then moves the status over that copy.
+    mine.content = Some("result".into());
+    let mut next = mine.clone();
+    next.status = TaskStatus::Completed;
+    assert!(
+        !tx.update_task(&next, mine.generation, &[TaskStatus::Waiting])
+            .await
+            .unwrap()
+    );
+    assert!(
+        tx.update_task(&next, mine.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    // The record follows the write: the row is `completed` now.
+    let mut again = next.clone();
+    again.status = TaskStatus::Failed;
+    assert!(
+        !tx.update_task(&again, mine.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    tx.commit().await.unwrap();
+    let stored = s.task_by_id(t.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.status, stored.content.as_deref()),
+        (TaskStatus::Completed, Some("result")),
+        "the content the caller set before the move is written too"
+    );
+
+    // Held, not sent: a row moved behind the lock's back fails the unit at its commit (an
+    // update sent at once would have answered false instead).
+    let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
+    let mut tx = s.begin().await.unwrap();
+    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let read = read.expect("the task");
+    move_without_the_lock(s, &read).await;
+    let mut next = read.clone();
+    next.status = TaskStatus::Completed;
+    assert!(
+        tx.update_task(&next, read.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    assert!(
+        tx.commit().await.is_err(),
+        "the held update changed no row: the unit fails"
+    );
+    assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
+
+    // A row the unit did not read under the lock is updated at once: a copy read before it
+    // (here outdated by another unit) gets the database's answer, and the unit commits.
+    let t = task_in(s, tool_task(run.id, "c", TaskStatus::Dispatched)).await;
+    move_without_the_lock(s, &t).await;
+    let mut tx = s.begin().await.unwrap();
+    tx.lock_run(run.id).await.unwrap();
+    let mut next = t.clone();
+    next.status = TaskStatus::Completed;
+    assert!(
+        !tx.update_task(&next, t.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    tx.commit().await.unwrap();
+    assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
+}
+
+/// Another unit moves `row` (`dispatched`) to `failed` without taking its run's lock: a writer
+/// that broke the lock order.
+async fn move_without_the_lock(s: &Store, row: &TaskRow) {
+    let mut other = s.begin().await.unwrap();
+    let mut moved = row.clone();
+    moved.status = TaskStatus::Failed;
+    assert!(
+        other
+            .update_task(&moved, row.generation, &[TaskStatus::Dispatched])
+            .await
+            .unwrap()
+    );
+    other.commit().await.unwrap();
 }

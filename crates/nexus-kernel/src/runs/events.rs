@@ -49,7 +49,7 @@ impl Kernel {
                 AfterCommit::ConversationEvents(conversation_id) => {
                     conversations.insert(conversation_id);
                 }
-                AfterCommit::WakeJobs => self.state.signals.wake_jobs(),
+                AfterCommit::WakeJobs | AfterCommit::KernelTool(_) => self.state.signals.wake_jobs(),
                 AfterCommit::WorkAvailable {
                     executor_public_id,
                     kind,

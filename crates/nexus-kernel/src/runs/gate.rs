@@ -20,7 +20,7 @@ use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskKind, T
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{AfterCommit, FrozenContext};
+use super::{AfterCommit, FrozenContext, KernelToolJob};
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
@@ -508,15 +508,21 @@ impl Kernel {
                 {
                     return Ok(false);
                 }
-                tx.insert_job(NewJob {
-                    kind: KERNEL_TOOL_JOB.to_string(),
+                let job_id = tx
+                    .insert_job(NewJob {
+                        kind: KERNEL_TOOL_JOB.to_string(),
+                        run_id: run.id,
+                        task_id: Some(task.id),
+                        generation: task.generation,
+                        available_at: now,
+                    })
+                    .await?;
+                effects.push(AfterCommit::KernelTool(KernelToolJob {
+                    job_id,
                     run_id: run.id,
-                    task_id: Some(task.id),
+                    task_id: task.id,
                     generation: task.generation,
-                    available_at: now,
-                })
-                .await?;
-                effects.push(AfterCommit::WakeJobs);
+                }));
             }
             Addressee::Executor { id, public_id, role } => {
                 let budget = authored

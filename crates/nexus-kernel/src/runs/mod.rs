@@ -91,6 +91,10 @@ pub(crate) enum AfterCommit {
     RunEvents(i64),
     /// A job was inserted, or a conversation's turn may be due: wake the workers.
     WakeJobs,
+    /// A kernel tool's job was inserted: wakes the workers as [`AfterCommit::WakeJobs`] does,
+    /// unless the worker whose unit inserted it evaluates it at once (`worker.rs`, "handed
+    /// off").
+    KernelTool(KernelToolJob),
     /// The conversation (internal id) wrote feed events in the transaction: its live stream
     /// catches up.
     ConversationEvents(i64),
@@ -108,6 +112,15 @@ pub(crate) enum AfterCommit {
         run: Uuid,
         task_key: String,
     },
+}
+
+/// A `kernel_tool` job a unit of work inserted, as the worker that ran the unit evaluates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct KernelToolJob {
+    pub job_id: i64,
+    pub run_id: i64,
+    pub task_id: i64,
+    pub generation: i64,
 }
 
 /// `runs.md` error: a code with a message.

@@ -178,7 +178,7 @@ impl Kernel {
     ) -> KernelResult<()> {
         match t.kind {
             TaskKind::Model => {
-                tx.insert_job(NewJob {
+                tx.insert_job_with_unit(NewJob {
                     kind: job_kind::MODEL_CALL.into(),
                     run_id: run.id,
                     task_id: Some(t.id),

@@ -153,6 +153,8 @@ impl Kernel {
                 record_prefix,
                 body_sha256: sealed.body_sha256.clone(),
                 body: std::sync::Arc::new(sealed.body),
+                record_depth: None,
+                body_depth: None,
             });
         Ok(Some(SealedEntries {
             entries,

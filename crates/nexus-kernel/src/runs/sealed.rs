@@ -30,6 +30,10 @@ pub(crate) struct SealedAnchor {
     pub record_prefix: usize,
     pub body_sha256: String,
     pub body: Arc<Vec<u8>>,
+    /// The stored record's and body's delta depths, when the seal that stored them told
+    /// (`None`: the next seal's store reads them).
+    pub record_depth: Option<i64>,
+    pub body_depth: Option<i64>,
 }
 
 impl SealedEntries {

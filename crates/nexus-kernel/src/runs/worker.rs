@@ -13,7 +13,7 @@ use std::time::Duration;
 use nexus_store::{Engine, JobRow};
 use tokio::task::JoinHandle;
 
-use super::job_kind;
+use super::{AfterCommit, KernelToolJob, job_kind};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 
@@ -55,40 +55,89 @@ impl Kernel {
             .await?)
     }
 
-    /// Runs one job to its end. Errors are logged: the job's lease lapses and it runs again
-    /// (a model call is not rerun here: after its seal a rerun of the same dequeued job would
-    /// find the round running and take it for settled; the lapsed lease's dequeue counts the
-    /// attempt and re-sends the sealed bytes).
+    /// Runs one job to its end, with the kernel tools its units handed off (below). Errors
+    /// are logged: the job's lease lapses and it runs again (a model call is not rerun here:
+    /// after its seal a rerun of the same dequeued job would find the round running and take
+    /// it for settled; the lapsed lease's dequeue counts the attempt and re-sends the sealed
+    /// bytes).
     pub(crate) async fn run_job(&self, job: JobRow) {
         let result = match job.kind.as_str() {
             job_kind::MODEL_CALL => self.run_model_call(&job).await,
-            job_kind::KERNEL_TOOL => self.run_kernel_tool_job(&job).await,
+            job_kind::KERNEL_TOOL => match job.task_id {
+                Some(task_id) => Ok(vec![KernelToolJob {
+                    job_id: job.id,
+                    run_id: job.run_id,
+                    task_id,
+                    generation: job.generation,
+                }]),
+                None => self
+                    .store
+                    .delete_job(job.id)
+                    .await
+                    .map(|_| Vec::new())
+                    .map_err(Into::into),
+            },
             other => {
                 tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
-                self.store.delete_job(job.id).await.map(|_| ()).map_err(Into::into)
+                self.store
+                    .delete_job(job.id)
+                    .await
+                    .map(|_| Vec::new())
+                    .map_err(Into::into)
             }
         };
-        if let Err(e) = result {
-            tracing::warn!(error = %e, job = job.id, kind = %job.kind, "job failed; it runs again when its lease lapses");
+        match result {
+            Ok(handed_off) => self.run_kernel_tools(handed_off).await,
+            Err(e) => {
+                tracing::warn!(error = %e, job = job.id, kind = %job.kind, "job failed; it runs again when its lease lapses")
+            }
+        }
+    }
+
+    /// Publishes a worker's unit's effects, except the kernel tool jobs the unit inserted,
+    /// which are returned: the worker evaluates them at once ([`Kernel::run_kernel_tools`])
+    /// instead of waking the queue for them. Their rows stay in the queue until then, so a
+    /// node that dies first leaves them to any other node's dequeue.
+    pub(crate) async fn publish_handing_off(&self, mut effects: Vec<AfterCommit>) -> Vec<KernelToolJob> {
+        let mut handed_off = Vec::new();
+        effects.retain(|e| match e {
+            AfterCommit::KernelTool(job) => {
+                handed_off.push(*job);
+                false
+            }
+            _ => true,
+        });
+        self.publish(effects).await;
+        handed_off
+    }
+
+    /// Evaluates kernel tool jobs, and those their evaluations hand off in turn, one after
+    /// another. Errors are logged.
+    async fn run_kernel_tools(&self, jobs: Vec<KernelToolJob>) {
+        let mut queue: std::collections::VecDeque<KernelToolJob> = jobs.into();
+        while let Some(job) = queue.pop_front() {
+            match self.run_kernel_tool_job(job).await {
+                Ok(more) => queue.extend(more),
+                Err(e) => tracing::warn!(error = %e, job = job.job_id, "kernel tool job failed"),
+            }
         }
     }
 
     /// A `kernel_tool` job: the row is deleted first (at-most-once: one statement, committed
-    /// before the evaluation starts), then evaluated; an evaluation that met a transient store
-    /// failure rolled back whole, so it is evaluated again (a lost evaluation is otherwise
-    /// settled only by the sweep, at the row's deadline).
-    async fn run_kernel_tool_job(&self, job: &JobRow) -> KernelResult<()> {
-        let claimed = self.store.delete_job(job.id).await?;
-        if !claimed {
-            return Ok(());
+    /// before the evaluation starts; a row another worker deleted first is its to evaluate),
+    /// then evaluated; an evaluation that met a transient store failure rolled back whole, so
+    /// it is evaluated again (a lost evaluation is otherwise settled only by the sweep, at the
+    /// row's deadline). Returns the kernel tool jobs the evaluation handed off.
+    async fn run_kernel_tool_job(&self, job: KernelToolJob) -> KernelResult<Vec<KernelToolJob>> {
+        if !self.store.delete_job(job.job_id).await? {
+            return Ok(Vec::new());
         }
-        let Some(task_id) = job.task_id else { return Ok(()) };
         let mut attempt = 0;
         loop {
-            match self.evaluate_kernel_tool(job.run_id, task_id, job.generation).await {
+            match self.evaluate_kernel_tool(job.run_id, job.task_id, job.generation).await {
                 Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES => {
                     attempt += 1;
-                    tracing::info!(error = %e, task = task_id, attempt, "transient store failure; evaluating again");
+                    tracing::info!(error = %e, task = job.task_id, attempt, "transient store failure; evaluating again");
                     tokio::time::sleep(TRANSIENT_PAUSE).await;
                 }
                 result => return result,

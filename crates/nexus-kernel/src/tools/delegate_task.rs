@@ -321,9 +321,9 @@ pub(super) async fn run(
     )
     .await?;
     if mail.status == TaskStatus::Waiting {
-        tx.insert_edge(mail.id, obligation.id, "after").await?;
+        tx.insert_edge_with_unit(mail.id, obligation.id, "after").await?;
         for w in &waiters {
-            tx.insert_edge(mail.id, *w, "after").await?;
+            tx.insert_edge_with_unit(mail.id, *w, "after").await?;
         }
         if caller.mainline && run.deliverable_task_id.is_some_and(|d| waiters.contains(&d)) {
             run.deliverable_task_id = Some(mail.id);

@@ -50,9 +50,9 @@ pub use search_cache::SearchCache;
 
 use crate::Kernel;
 use crate::error::KernelResult;
-use crate::runs::AfterCommit;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
+use crate::runs::{AfterCommit, KernelToolJob};
 
 /// The wire names this version evaluates in-kernel: every registered kernel tool
 /// (registry.md §3: every registered name is live).
@@ -120,8 +120,14 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
 
 impl Kernel {
     /// Evaluates a `kernel_tool` job (helper 1's worker deletes the job row first: at most
-    /// once). Idle unless the row is still `running` in `generation` on a live run.
-    pub(crate) async fn evaluate_kernel_tool(&self, run_id: i64, task_id: i64, generation: i64) -> KernelResult<()> {
+    /// once). Idle unless the row is still `running` in `generation` on a live run. Returns
+    /// the kernel tool jobs its settle made, for the worker to evaluate next.
+    pub(crate) async fn evaluate_kernel_tool(
+        &self,
+        run_id: i64,
+        task_id: i64,
+        generation: i64,
+    ) -> KernelResult<Vec<KernelToolJob>> {
         let mut tx = self.store.begin().await?;
         let (mut run, task) = tx.lock_run_with_task(run_id, task_id).await?;
         let Some(mut task) = task.filter(|t| {
@@ -131,11 +137,11 @@ impl Kernel {
                 && t.status == TaskStatus::Running
         }) else {
             tx.rollback().await?;
-            return Ok(());
+            return Ok(Vec::new());
         };
         if run.status.is_terminal() {
             tx.rollback().await?;
-            return Ok(());
+            return Ok(Vec::new());
         }
         let wire = task.tool_name.clone().unwrap_or_default();
         let input: Value = task
@@ -199,7 +205,7 @@ impl Kernel {
         let Some(outcome) = graph.or(searched).or_else(|| dispatch(&wire, &input, &ctx)) else {
             tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
             tx.rollback().await?;
-            return Ok(());
+            return Ok(Vec::new());
         };
         if task.deadline_at.is_some_and(|d| d <= now) {
             // The deadline wins (executor.md §13).
@@ -230,8 +236,7 @@ impl Kernel {
             }
         }
         tx.commit().await?;
-        self.publish(effects).await;
-        Ok(())
+        Ok(self.publish_handing_off(effects).await)
     }
 }
 

@@ -83,10 +83,15 @@ macro_rules! sealed_ops {
                 (std::borrow::Cow::Borrowed(&new.body[..]), None, None, 0);
             if let Some(base) = &new.body_base {
                 let sha = base.sha256.as_deref().unwrap_or_default();
-                let depth: Option<i64> = query_scalar(sql::SEALED_BODY_DEPTH)
-                    .bind(sha)
-                    .fetch_optional(&mut *c)
-                    .await?;
+                let depth: Option<i64> = match base.depth {
+                    Some(d) => Some(d),
+                    None => {
+                        query_scalar(sql::SEALED_BODY_DEPTH)
+                            .bind(sha)
+                            .fetch_optional(&mut *c)
+                            .await?
+                    }
+                };
                 match depth {
                     Some(d) if stored_delta(d) => body_row = (body_row.0, Some(sha), Some(base.keep), d + 1),
                     _ => {
@@ -97,24 +102,39 @@ macro_rules! sealed_ops {
                     }
                 }
             }
-            query(sql::INSERT_SEALED_BODY)
+            let inserted: Option<i64> = query_scalar(<Conn as $crate::ops::Dialect>::INSERT_SEALED_BODY)
                 .bind(&new.body_sha256)
                 .bind(&body_row.0[..])
                 .bind(body_row.1)
                 .bind(body_row.2)
                 .bind(body_row.3)
-                .execute(&mut *c)
+                .fetch_optional(&mut *c)
                 .await
                 .map_err(write_error)?;
+            // A body an earlier round stored already keeps its own depth.
+            let body_depth = match inserted {
+                Some(depth) => Some(depth),
+                None => {
+                    query_scalar(sql::SEALED_BODY_DEPTH)
+                        .bind(&new.body_sha256)
+                        .fetch_optional(&mut *c)
+                        .await?
+                }
+            };
             // The record, the same way.
             let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
                 (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
             if let Some(base) = &new.record_base {
                 let id = base.id.unwrap_or_default();
-                let depth: Option<i64> = query_scalar(sql::SEALED_RECORD_DEPTH)
-                    .bind(id)
-                    .fetch_optional(&mut *c)
-                    .await?;
+                let depth: Option<i64> = match base.depth {
+                    Some(d) => Some(d),
+                    None => {
+                        query_scalar(sql::SEALED_RECORD_DEPTH)
+                            .bind(id)
+                            .fetch_optional(&mut *c)
+                            .await?
+                    }
+                };
                 match depth {
                     Some(d) if stored_delta(d) => record_row = (record_row.0, Some(id), Some(base.keep), d + 1),
                     _ => {
@@ -153,6 +173,8 @@ macro_rules! sealed_ops {
                 body: body_row.0.into_owned(),
                 attempts: new.attempts.clone(),
                 created_at: new.created_at,
+                record_depth: Some(record_row.3),
+                body_depth,
             })
         }
 

@@ -18,6 +18,9 @@ impl Tx {
             }
         };
         self.note_locked(&mut run);
+        if let (Tx::Postgres(t), Some(task)) = (&mut *self, &task) {
+            t.remember(task);
+        }
         Ok((run, task))
     }
 
@@ -39,6 +42,9 @@ impl Tx {
             }
         };
         self.note_locked(&mut run);
+        if let (Tx::Postgres(t), Some(round)) = (&mut *self, &round) {
+            t.remember(&round.task);
+        }
         Ok((run, round))
     }
 }

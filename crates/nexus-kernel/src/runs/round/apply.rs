@@ -19,7 +19,7 @@ use crate::runs::round::expand::{ChainFacts, Expansion, PlannedCall};
 use crate::runs::rows::Graph;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, FrozenContext, StoredReply, graph_error};
+use crate::runs::{AfterCommit, FrozenContext, KernelToolJob, StoredReply, graph_error};
 use crate::{Kernel, time};
 
 /// Call ids longer than this are replaced by `call_<uuidv7>` on both sides.
@@ -115,7 +115,8 @@ impl Kernel {
     }
 
     /// The apply transaction: conditional on (task, generation, `running`). `attempts`: the
-    /// sealed record's attempts, stored in the same transaction.
+    /// sealed record's attempts, stored in the same transaction. Returns the kernel tool jobs
+    /// the expansion made, for the worker to evaluate at once.
     pub(crate) async fn apply_reply(
         &self,
         job: &JobRow,
@@ -123,13 +124,14 @@ impl Kernel {
         reply: ModelReply,
         prev: Option<PrevRecord>,
         attempts: &str,
-    ) -> KernelResult<()> {
+    ) -> KernelResult<Vec<KernelToolJob>> {
         let frozen = FrozenContext::of(task);
         let planned = self.plan_calls(&frozen.tool_definitions, &reply).await?;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let (mut run, current) = tx.lock_run_with_round(task.run_id, task.id).await?;
-        tx.set_sealed_attempts(task.id, task.generation, attempts).await?;
+        tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
+            .await?;
         let mut effects = Vec::new();
         let Some(RoundForReply {
             task: mut round,
@@ -140,7 +142,7 @@ impl Kernel {
         else {
             tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
-            return Ok(());
+            return Ok(Vec::new());
         };
         // A stop without force lets a call-less reply finish; a reply with calls expands
         // nothing in a stopping run (runs.md §7): the round settles canceled.
@@ -161,8 +163,7 @@ impl Kernel {
             }
             tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
-            self.publish(effects).await;
-            return Ok(());
+            return Ok(self.publish_handing_off(effects).await);
         }
 
         let calls: Vec<RawToolCall> = reply
@@ -198,8 +199,7 @@ impl Kernel {
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
             tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
-            self.publish(effects).await;
-            return Ok(());
+            return Ok(self.publish_handing_off(effects).await);
         }
 
         let (view, full) = self.chain_view(&mut tx, &round, facts, prev).await?;
@@ -237,8 +237,7 @@ impl Kernel {
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
             tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
-            self.publish(effects).await;
-            return Ok(());
+            return Ok(self.publish_handing_off(effects).await);
         }
 
         self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
@@ -291,7 +290,6 @@ impl Kernel {
         }
         tx.delete_job_with_unit(job.id).await?;
         tx.commit().await?;
-        self.publish(effects).await;
-        Ok(())
+        Ok(self.publish_handing_off(effects).await)
     }
 }

@@ -17,6 +17,7 @@ use rand::Rng;
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
+use crate::runs::KernelToolJob;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::settle::SettleError;
 use crate::signals::{Ephemeral, Signals};
@@ -46,7 +47,8 @@ impl DeltaSink for DeltaRelay<'_> {
 }
 
 impl Kernel {
-    /// Sends the sealed bytes (with retries) and applies the outcome.
+    /// Sends the sealed bytes (with retries) and applies the outcome. Returns the kernel tool
+    /// jobs the reply's expansion made, for the worker to evaluate at once.
     pub(crate) async fn call_and_apply(
         &self,
         job: &JobRow,
@@ -55,7 +57,7 @@ impl Kernel {
         enc: EncodedRequest,
         mut attempts: Vec<Value>,
         prev: Option<PrevRecord>,
-    ) -> KernelResult<()> {
+    ) -> KernelResult<Vec<KernelToolJob>> {
         let abort = self.state.signals.model_call_started(task.id);
         let outcome = self
             .send_with_retries(job, task, provider.as_ref(), &enc, &mut attempts, &abort)
@@ -67,10 +69,13 @@ impl Kernel {
             None => {
                 // Stopped: the stop already canceled the round.
                 self.store.delete_job(job.id).await?;
-                Ok(())
+                Ok(Vec::new())
             }
             Some(Ok(reply)) => self.apply_reply(job, task, reply, prev, &pending).await,
-            Some(Err(e)) => self.fail_round(job, task, e.key, e.detail, Some(&pending)).await,
+            Some(Err(e)) => {
+                self.fail_round(job, task, e.key, e.detail, Some(&pending)).await?;
+                Ok(Vec::new())
+            }
         }
     }
 
@@ -129,7 +134,7 @@ impl Kernel {
             match result {
                 Err(e) if e.is_retryable() && attempts.len() < max => {
                     let mut tx = self.store.begin().await?;
-                    tx.set_sealed_attempts(
+                    tx.set_sealed_attempts_with_unit(
                         task.id,
                         task.generation,
                         &serde_json::to_string(&attempts).expect("attempts serialize"),
@@ -176,7 +181,8 @@ impl Kernel {
         let mut tx = self.store.begin().await?;
         let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
         if let Some(attempts) = attempts {
-            tx.set_sealed_attempts(task.id, task.generation, attempts).await?;
+            tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
+                .await?;
         }
         let mut effects = Vec::new();
         if let Some(mut current) = current

@@ -135,7 +135,7 @@ impl Kernel {
                     ..Default::default()
                 })
                 .await?;
-            tx.insert_edge(row.id, round.id, "after").await?;
+            tx.insert_edge_with_unit(row.id, round.id, "after").await?;
             g.put(&row);
             g.add_edge(row.id, round.id);
             members.push(row.id);
@@ -164,7 +164,7 @@ impl Kernel {
             .await?;
         g.put(&continuation);
         for &m in &members {
-            tx.insert_edge(continuation.id, m, "after").await?;
+            tx.insert_edge_with_unit(continuation.id, m, "after").await?;
             g.add_edge(continuation.id, m);
         }
         tx.put_round_facts(&RoundFactsRow {

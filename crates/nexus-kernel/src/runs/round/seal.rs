@@ -12,7 +12,7 @@ use crate::runs::round::chain::PrevRecord;
 use crate::runs::round::history;
 use crate::runs::sealed::SealedAnchor;
 use crate::runs::settle::SettleError;
-use crate::runs::{AfterCommit, FrozenContext, RequestSurface, graph_error};
+use crate::runs::{AfterCommit, FrozenContext, KernelToolJob, RequestSurface, graph_error};
 
 impl Kernel {
     /// The turn a round's run hosts, for a round whose frozen memory names a conversation.
@@ -28,33 +28,33 @@ impl Kernel {
     }
 
     /// Runs one `model_call` job: seal (or, for a recovered lease, reuse the seal), call,
-    /// apply.
-    pub(crate) async fn run_model_call(&self, job: &JobRow) -> KernelResult<()> {
+    /// apply. Returns the kernel tool jobs the reply made, for the worker to evaluate at once.
+    pub(crate) async fn run_model_call(&self, job: &JobRow) -> KernelResult<Vec<KernelToolJob>> {
         let Some(task_id) = job.task_id else {
             self.store.delete_job(job.id).await?;
-            return Ok(());
+            return Ok(Vec::new());
         };
         // The round with its predecessor and the predecessor's fan: what a seal reads.
         let neighbourhood = self.store.task_neighbourhood(job.run_id, task_id).await?;
         let task = neighbourhood.iter().find(|t| t.id == task_id).cloned();
         let Some(task) = task.filter(|t| t.generation == job.generation && t.kind == TaskKind::Model) else {
             self.store.delete_job(job.id).await?;
-            return Ok(());
+            return Ok(Vec::new());
         };
         let surface = RequestSurface::of(&task);
         let (provider, model) = match self.providers.resolve(&surface.model) {
             Ok(p) => p,
             Err(e) => {
                 let detail = format!("{} does not resolve: {}", surface.model, e.as_str());
-                return self
-                    .fail_round(
-                        job,
-                        &task,
-                        nexus_providers::provider::keys::PROVIDER_ERROR,
-                        Some(detail),
-                        None,
-                    )
-                    .await;
+                self.fail_round(
+                    job,
+                    &task,
+                    nexus_providers::provider::keys::PROVIDER_ERROR,
+                    Some(detail),
+                    None,
+                )
+                .await?;
+                return Ok(Vec::new());
             }
         };
         let (enc, attempts, prev) = match task.status {
@@ -62,14 +62,14 @@ impl Kernel {
                 let sealed = self.seal(job, &task, neighbourhood, provider.as_ref(), &model).await?;
                 match sealed {
                     Some((enc, prev)) => (enc, Vec::new(), prev),
-                    None => return Ok(()),
+                    None => return Ok(Vec::new()),
                 }
             }
             TaskStatus::Running if job.attempts > 1 => {
                 // A lease recovered from a dead process: send the sealed bytes again.
                 let Some(sealed) = self.store.sealed_request(task.id, task.generation).await? else {
                     self.store.delete_job(job.id).await?;
-                    return Ok(());
+                    return Ok(Vec::new());
                 };
                 let options = SealedRecord::read(&sealed.record).unwrap_or_default().request_options;
                 let attempts: Vec<Value> = serde_json::from_str(&sealed.attempts).unwrap_or_default();
@@ -81,7 +81,7 @@ impl Kernel {
             }
             _ => {
                 self.store.delete_job(job.id).await?;
-                return Ok(());
+                return Ok(Vec::new());
             }
         };
         self.call_and_apply(job, &task, provider, enc, attempts, prev).await
@@ -134,14 +134,24 @@ impl Kernel {
             }
         };
         let surface = RequestSurface::of(task);
-        // Stored against the round this one continues: only what is new is written.
+        // Stored against the round this one continues: only what is new is written, except at
+        // the snapshot depth, where the whole bytes go out (the store would otherwise rebuild
+        // them from the chain behind the base).
+        let whole_record = anchor.as_ref().is_some_and(|(a, _)| at_snapshot(a.record_depth));
+        let whole_body = anchor.as_ref().is_some_and(|(a, _)| at_snapshot(a.body_depth));
         let (record, record_prefix) = SealedRecord::text_after(
             &request,
             &surface,
             &enc,
-            anchor.as_ref().map(|(a, shared)| (*shared, a.record_prefix)),
+            anchor
+                .as_ref()
+                .filter(|_| !whole_record)
+                .map(|(a, shared)| (*shared, a.record_prefix)),
         );
-        let body_keep = anchor.as_ref().map(|(a, _)| common_prefix(&a.body, &enc.body));
+        let body_keep = anchor
+            .as_ref()
+            .filter(|_| !whole_body)
+            .map(|(a, _)| common_prefix(&a.body, &enc.body));
         let body_sha256 = enc.body_sha256_hex();
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
@@ -197,15 +207,17 @@ impl Kernel {
                 body: enc.body[body_keep.unwrap_or(0)..].to_vec(),
                 attempts: "[]".into(),
                 created_at: now,
-                record_base: anchor.as_ref().map(|(a, _)| SealedBase {
+                record_base: anchor.as_ref().filter(|_| !whole_record).map(|(a, _)| SealedBase {
                     id: Some(a.sealed_id),
                     sha256: None,
                     keep: a.record_prefix as i64,
+                    depth: a.record_depth,
                 }),
                 body_base: anchor.as_ref().zip(body_keep).map(|((a, _), keep)| SealedBase {
                     id: None,
                     sha256: Some(a.body_sha256.clone()),
                     keep: keep as i64,
+                    depth: a.body_depth,
                 }),
             })
             .await?;
@@ -218,11 +230,19 @@ impl Kernel {
             record_prefix,
             body_sha256,
             body: std::sync::Arc::new(enc.body.clone()),
+            record_depth: sealed.record_depth,
+            body_depth: sealed.body_depth,
         };
         self.remember_sealed(task, request.entries, enc.chain, next_anchor);
         self.publish(vec![AfterCommit::RunEvents(run.id)]).await;
         Ok(Some((enc, prev)))
     }
+}
+
+/// Whether a delta on a base stored at `depth` would be stored whole
+/// ([`nexus_store::SNAPSHOT_DEPTH`]); `None`: not known here, the store decides.
+fn at_snapshot(depth: Option<i64>) -> bool {
+    depth.is_some_and(|d| d + 1 >= nexus_store::SNAPSHOT_DEPTH)
 }
 
 /// How many leading bytes two bodies share (compared in blocks: the bodies of one chain share
