@@ -533,8 +533,13 @@ pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = "SELECT id, key, status, on_fail
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'dispatched') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input')";
 
-pub(crate) const ANY_RUNNING_AWAIT: &str =
-    "SELECT 1 FROM tasks WHERE run_id = $1 AND kind = 'await_task' AND status = 'running' LIMIT 1";
+/// The edges into task `$2`, unless run `$1` holds a kernel-held (`running`) await: one row
+/// with `awaiting = 1` and no edge then; else `awaiting = 0` on every edge, or on one row of
+/// NULLs when there is none. One statement for [`crate::Tx::edges_into_unless_awaiting`].
+pub(crate) const EDGES_INTO_UNLESS_AWAITING: &str = "SELECT e.task_id AS task_id, e.depends_on_id AS depends_on_id, \
+     e.kind AS kind, a.awaiting AS awaiting FROM (SELECT CAST(CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE run_id = $1 \
+     AND kind = 'await_task' AND status = 'running') THEN 1 ELSE 0 END AS BIGINT) AS awaiting) a LEFT JOIN task_edges e \
+     ON e.depends_on_id = $2 AND a.awaiting = 0";
 
 pub(crate) const TASKS_OF_RUN_PAGE: &str =
     task_select!("WHERE run_id = $1 AND id > $2 ORDER BY id LIMIT CAST($3 AS BIGINT)");

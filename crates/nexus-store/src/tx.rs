@@ -472,9 +472,14 @@ impl Tx {
         tx_dispatch!(self, tasks_if_quiescent(run_id))
     }
 
-    /// Whether the run holds a kernel-held (`running`) await.
-    pub async fn any_running_await(&mut self, run_id: i64) -> Result<bool> {
-        tx_dispatch!(self, any_running_await(run_id))
+    /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
+    /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement.
+    pub async fn edges_into_unless_awaiting(
+        &mut self,
+        run_id: i64,
+        depends_on_id: i64,
+    ) -> Result<Option<Vec<EdgeRow>>> {
+        tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
     }
 
     // ---- edges ----

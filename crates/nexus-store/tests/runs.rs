@@ -2074,3 +2074,41 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
     );
     other.commit().await.unwrap();
 }
+
+/// A settle's first look around its row (`Graph::load_around`) is one statement: the edges into
+/// the row in order, or nothing when the run holds a kernel-held (`running`) await.
+#[tokio::test]
+async fn the_edges_into_a_row_unless_the_run_awaits() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
+        let b = task_in(s, tool_task(run.id, "b", TaskStatus::Waiting)).await;
+        let c = task_in(s, tool_task(run.id, "c", TaskStatus::Waiting)).await;
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), Some(vec![]));
+        tx.insert_edge_with_unit(c.id, a.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, "reads").await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, "after").await.unwrap();
+        let edge = |task_id: i64, kind: &str| EdgeRow {
+            task_id,
+            depends_on_id: a.id,
+            kind: kind.into(),
+        };
+        assert_eq!(
+            tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(),
+            Some(vec![edge(b.id, "after"), edge(b.id, "reads"), edge(c.id, "after")])
+        );
+        // A kernel-held wait in the run: the caller reads the whole run instead.
+        tx.insert_task(NewTask {
+            kind: TaskKind::Await,
+            ..tool_task(run.id, "w", TaskStatus::Running)
+        })
+        .await
+        .unwrap();
+        assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), None);
+        tx.commit().await.unwrap();
+    });
+}

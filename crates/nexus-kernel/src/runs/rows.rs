@@ -56,10 +56,9 @@ impl Graph {
     /// inside: no kernel-held wait observes rows in the run, and no waiting dependent is an
     /// await or blocked (a skip cascades further).
     pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<Graph>> {
-        if tx.any_running_await(run_id).await? {
+        let Some(mut edges) = tx.edges_into_unless_awaiting(run_id, task.id).await? else {
             return Ok(None);
-        }
-        let mut edges = tx.edges_into(task.id).await?;
+        };
         let mut dependents: Vec<i64> = edges.iter().map(|e| e.task_id).collect();
         dependents.dedup();
         let mut seen = HashSet::from([task.id]);

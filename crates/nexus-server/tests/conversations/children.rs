@@ -155,8 +155,10 @@ async fn send_and_status_reach_a_child_by_its_label() {
                     {"id": "st", "name": "status", "input": {"to": "c"}},
                     {"id": "se", "name": "send", "input": {"to": "c", "message": "More please"}},
                     {"id": "up", "name": "send", "input": {"to": "nobody", "message": "x"}}]}),
-                json!({"text": "Sent.", "expect": {"last_result": {"call_id": "up", "is_error": true,
-                                                                   "contains": "unknown_conversation"}}}),
+                json!({"text": "Checking again.", "expect": {"last_result": {"call_id": "up", "is_error": true,
+                                                                   "contains": "unknown_conversation"}},
+                       "tool_calls": [{"id": "st2", "name": "status", "input": {"to": "c"}}]}),
+                json!({"text": "Sent."}),
                 json!({"thread": "c", "text": "Started."}),
                 json!({"thread": "c", "text": "More done.", "expect": {"last_user_contains": "More please"}}),
             ],
@@ -217,28 +219,36 @@ async fn send_and_status_reach_a_child_by_its_label() {
             &h.get(&format!("{}/tasks?limit=100", h.r(run)), Some(&agent)).await,
             StatusCode::OK,
         );
-        let key = rows["tasks"]
+        let statuses: Vec<String> = rows["tasks"]
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["tool_name"] == "status")
-            .unwrap_or_else(|| panic!("no status row in {rows}"))["key"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let row = ok(
-            &h.get(&format!("{}/tasks/{key}", h.r(run)), Some(&agent)).await,
-            StatusCode::OK,
-        );
-        let text = row["task"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        let status: Value = serde_json::from_str(&text).unwrap_or_else(|_| panic!("{row}"));
+            .filter(|r| r["tool_name"] == "status")
+            .map(|r| r["key"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(statuses.len(), 2, "{rows}");
+        let mut reports = Vec::new();
+        for key in &statuses {
+            let row = ok(
+                &h.get(&format!("{}/tasks/{key}", h.r(run)), Some(&agent)).await,
+                StatusCode::OK,
+            );
+            let text = row["task"]["content"][0]["text"].as_str().unwrap_or_default();
+            reports.push(serde_json::from_str::<Value>(text).unwrap_or_else(|_| panic!("{row}")));
+        }
+        let status = &reports[0];
         assert_eq!(status["conversation_public_id"], child.as_str(), "{status}");
         assert_eq!(status["label"], "c");
-        assert_eq!(status["state"], "idle", "{status}");
-        assert_eq!(status["last_reply"]["excerpt"], "Started.", "{status}");
+        // The call is evaluated by the worker that applied the parent's reply, right after it
+        // (a kernel tool a reply calls is handed to that worker): the child's first turn is
+        // open and its model call still queued, so it is running and has not replied yet.
+        assert_eq!(status["state"], "running", "{status}");
+        assert_eq!(status["pending_inputs"], 0, "{status}");
+        assert_eq!(status["last_reply"], Value::Null, "{status}");
+        // The second call, a round later, comes after the child's first reply.
+        let later = &reports[1];
+        assert_eq!(later["conversation_public_id"], child.as_str(), "{later}");
+        assert_eq!(later["last_reply"]["excerpt"], "Started.", "{later}");
     }
 }
 

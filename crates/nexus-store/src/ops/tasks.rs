@@ -190,12 +190,31 @@ macro_rules! task_ops {
             Ok((!rows.is_empty()).then_some(rows))
         }
 
-        pub(crate) async fn any_running_await(c: &mut Conn, run_id: i64) -> Result<bool> {
-            Ok(query(sql::ANY_RUNNING_AWAIT)
+        pub(crate) async fn edges_into_unless_awaiting(
+            c: &mut Conn,
+            run_id: i64,
+            depends_on_id: i64,
+        ) -> Result<Option<Vec<EdgeRow>>> {
+            let rows = query(sql::EDGES_INTO_UNLESS_AWAITING)
                 .bind(run_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .is_some())
+                .bind(depends_on_id)
+                .fetch_all(&mut *c)
+                .await?;
+            let mut edges = Vec::with_capacity(rows.len());
+            for r in &rows {
+                if row::Columns::int(r, "awaiting")? != 0 {
+                    return Ok(None);
+                }
+                if let Some(task_id) = row::Columns::opt_int(r, "task_id")? {
+                    edges.push(EdgeRow {
+                        task_id,
+                        depends_on_id: row::Columns::int(r, "depends_on_id")?,
+                        kind: row::Columns::text(r, "kind")?,
+                    });
+                }
+            }
+            edges.sort_unstable();
+            Ok(Some(edges))
         }
 
         pub(crate) async fn tasks_of_run_page(

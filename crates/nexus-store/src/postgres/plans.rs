@@ -63,6 +63,12 @@ async fn task_reads_of_a_round_the_inbox_and_the_sweep_use_an_index() {
     for (name, sql, types, args) in [
         ("TASK_NEIGHBOURHOOD", sql::TASK_NEIGHBOURHOOD, "bigint, bigint", "1, 1"),
         ("TASK_AND_DEPS", sql::TASK_AND_DEPS, "bigint", "1"),
+        (
+            "EDGES_INTO_UNLESS_AWAITING",
+            sql::EDGES_INTO_UNLESS_AWAITING,
+            "bigint, bigint",
+            "1, 1",
+        ),
         ("TASK_BY_ID", sql::TASK_BY_ID, "bigint", "1"),
         ("ROUND_FOR_REPLY", sql::ROUND_FOR_REPLY, "bigint", "1"),
         ("TASK_BY_KEY", sql::TASK_BY_KEY, "bigint, text", "1, 'k'"),
