@@ -418,13 +418,19 @@ impl Tx {
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
         if let Tx::Postgres(t) = self {
-            // The unit's own record of the row, when it has one, over the caller's copy.
-            let known = t.known_task(before.id).cloned();
-            let before = known.as_ref().unwrap_or(before);
-            if let Some(held) = t.hold_task_update(before, task, expect_statuses, expect_claim_token) {
-                if matches!(held, Ok(true)) {
-                    t.remember(task);
+            // The unit's own record of the row, when it has one, over the caller's copy (whose
+            // generation is still the one the caller expects).
+            let held = match t.hold_known_update(task, before.generation, expect_statuses, expect_claim_token) {
+                Some(held) => Some(held),
+                None => {
+                    let held = t.hold_task_update(before, task, expect_statuses, expect_claim_token);
+                    if matches!(held, Some(Ok(true))) {
+                        t.remember(task);
+                    }
+                    held
                 }
+            };
+            if let Some(held) = held {
                 return held;
             }
         }

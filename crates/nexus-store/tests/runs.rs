@@ -2015,6 +2015,16 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
             .await
             .unwrap()
     );
+    // A caller's copy of another generation expects that generation: no move.
+    let stale = TaskRow {
+        generation: mine.generation + 1,
+        ..next.clone()
+    };
+    assert!(
+        !tx.update_task_over(&stale, &again, &[TaskStatus::Completed], None)
+            .await
+            .unwrap()
+    );
     tx.commit().await.unwrap();
     let stored = s.task_by_id(t.id).await.unwrap().unwrap();
     assert_eq!(
