@@ -308,66 +308,6 @@ impl Tx {
         Ok(row)
     }
 
-    /// The conditional update: writes every column of `task` except the identity (`id`,
-    /// `run_id`, `key`, `kind`, `origin`, `created_at`) and `frozen_context`, only where the
-    /// stored row has `generation = expect_generation` and `status` in `expect_statuses`
-    /// (1 to [`MAX_EXPECTED_STATUSES`] words). Returns false (idle) when no row matched.
-    /// A retry passes the new generation in `task.generation` and the old one here.
-    pub async fn update_task(
-        &mut self,
-        task: &TaskRow,
-        expect_generation: i64,
-        expect_statuses: &[TaskStatus],
-    ) -> Result<bool> {
-        self.update_task_expecting(task, expect_generation, expect_statuses, None)
-            .await
-    }
-
-    /// [`Tx::update_task`] with `AND claim_token = expect_claim_token` too (executor settles:
-    /// a stale claim token never settles).
-    pub async fn update_task_claimed(
-        &mut self,
-        task: &TaskRow,
-        expect_generation: i64,
-        expect_statuses: &[TaskStatus],
-        expect_claim_token: &str,
-    ) -> Result<bool> {
-        self.update_task_expecting(task, expect_generation, expect_statuses, Some(expect_claim_token))
-            .await
-    }
-
-    /// [`Tx::update_task`] / [`Tx::update_task_claimed`]: held on PostgreSQL over a row the
-    /// unit knows as stored (`tx/known.rs`), else sent at once.
-    async fn update_task_expecting(
-        &mut self,
-        task: &TaskRow,
-        expect_generation: i64,
-        expect_statuses: &[TaskStatus],
-        expect_claim_token: Option<&str>,
-    ) -> Result<bool> {
-        if let Tx::Postgres(t) = self
-            && let Some(held) = t.hold_known_update(task, expect_generation, expect_statuses, expect_claim_token)
-        {
-            return held;
-        }
-        let moved = tx_dispatch!(
-            self,
-            update_task(task, expect_generation, expect_statuses, expect_claim_token)
-        );
-        self.note_task_write(task, &moved);
-        moved
-    }
-
-    /// After an update sent at once: the row is `task` when it moved, else unknown.
-    fn note_task_write(&mut self, task: &TaskRow, moved: &Result<bool>) {
-        if let Tx::Postgres(t) = self {
-            match moved {
-                Ok(true) => t.remember(task),
-                _ => t.forget(task.id),
-            }
-        }
-    }
-
     /// An executor door's rows inside the unit of work: the run `public_id` as the account
     /// `account_id` finds it ([`crate::Engine::run_in_account`]: `None` when it is not there),
     /// read under the run lock, and its task keyed `key`. One statement on SQLite, whose writer
@@ -402,44 +342,6 @@ impl Tx {
     /// [`crate::Engine::member_by_id`] inside the unit of work.
     pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
         tx_dispatch!(self, member_by_id(id))
-    }
-
-    /// [`Tx::update_task`] (with `expect_claim_token` as in [`Tx::update_task_claimed`]) of a
-    /// row this unit of work read and has not changed since: `before`, whose generation is the
-    /// expected one. SQLite checks the conditions on `before` instead of reading the row again;
-    /// so does PostgreSQL when the unit holds the run's lock, and then holds the `UPDATE` until
-    /// the unit's next statement or its `COMMIT` (`tx/held_update.rs`); otherwise it runs the
-    /// conditional `UPDATE` at once.
-    pub async fn update_task_over(
-        &mut self,
-        before: &TaskRow,
-        task: &TaskRow,
-        expect_statuses: &[TaskStatus],
-        expect_claim_token: Option<&str>,
-    ) -> Result<bool> {
-        if let Tx::Postgres(t) = self {
-            // The unit's own record of the row, when it has one, over the caller's copy (whose
-            // generation is still the one the caller expects).
-            let held = match t.hold_known_update(task, before.generation, expect_statuses, expect_claim_token) {
-                Some(held) => Some(held),
-                None => {
-                    let held = t.hold_task_update(before, task, expect_statuses, expect_claim_token);
-                    if matches!(held, Some(Ok(true))) {
-                        t.remember(task);
-                    }
-                    held
-                }
-            };
-            if let Some(held) = held {
-                return held;
-            }
-        }
-        let moved = tx_dispatch!(
-            self,
-            update_task_over(before, task, expect_statuses, expect_claim_token)
-        );
-        self.note_task_write(task, &moved);
-        moved
     }
 
     /// Every task of the run, by id.
