@@ -387,6 +387,10 @@ impl Kernel {
         let Some(turn) = tx.turn_of_run(run.id).await? else {
             return Ok(());
         };
+        // The conversation row before the turn's (storage-and-scale.md §3, "Lock order"): an
+        // archive updates the conversation first and its trigger then the turns' search rows,
+        // so ending the turn first and going idle after could deadlock against it.
+        tx.lock_conversation(turn.conversation_id).await?;
         // The unit's own view of the rows: the round that just settled is not committed yet.
         let g = Graph::load(tx, run.id).await?;
         let rows = &g.tasks;
