@@ -24,10 +24,12 @@ use crate::{Engine, Result, StoreError, StoreOptions, redact_url};
 mod conns;
 #[cfg(test)]
 mod plans;
+mod prepared;
 pub(crate) use conns::Transaction;
 pub(crate) use conns::note_fault;
 use conns::{Conn, Conns};
 pub(crate) use conns::{inline_params, push_literal};
+pub(crate) use prepared::Stmt;
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 
@@ -270,8 +272,7 @@ pub(crate) mod ops {
     /// A lazy unit's first statement when it locks a run ([`crate::Tx::lock_run`]): `BEGIN`
     /// and the lock in one round trip.
     pub(crate) async fn begin_locking_run(tx: &mut super::Transaction, id: i64) -> Result<RunRow> {
-        let id_literal = id.to_string();
-        let statement = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id_literal]);
+        let statement = super::Stmt::new(sql::LOCK_RUN_PG, vec![id.to_string()]);
         match tx.begin_with(&statement).await?.first() {
             Some(r) => row::run(r),
             None => Err(StoreError::NotFound(format!("run {id}"))),
@@ -285,13 +286,14 @@ pub(crate) mod ops {
     pub(crate) async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
         tx: &mut super::Transaction,
         id: i64,
-        then: &str,
+        then: &'static str,
         then_id: i64,
         decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
     ) -> Result<(RunRow, Option<T>)> {
-        let mut statements = super::conns::inline_params(sql::LOCK_RUN_PG, &[&id.to_string()]);
-        statements.push_str("; ");
-        statements.push_str(&super::conns::inline_params(then, &[&then_id.to_string()]));
+        let statements = [
+            super::Stmt::new(sql::LOCK_RUN_PG, vec![id.to_string()]),
+            super::Stmt::new(then, vec![then_id.to_string()]),
+        ];
         let sets = tx.begin_with_sets(&statements).await?;
         let Some(r) = sets.get(1).and_then(|s| s.first()) else {
             return Err(StoreError::NotFound(format!("run {id}")));
@@ -312,18 +314,19 @@ pub(crate) mod ops {
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
         use crate::row::Columns;
-        let (public_literal, account_literal) = (format!("'{public_id}'"), account_id.to_string());
-        let mut statements = super::conns::inline_params(sql::DOOR_RUN_PG, &[&public_literal, &account_literal]);
+        let public_literal = format!("'{public_id}'");
+        let mut statements = vec![super::Stmt::new(
+            sql::DOOR_RUN_PG,
+            vec![public_literal.clone(), account_id.to_string()],
+        )];
         // A key the text guard refuses names no task (as `task_by_key`).
         let keyed = check_text(key).is_ok();
         if keyed {
-            let run_literal = format!("(SELECT id FROM runs WHERE public_id = {public_literal})");
             let mut key_literal = String::new();
             super::push_literal(&mut key_literal, key);
-            statements.push_str("; ");
-            statements.push_str(&super::conns::inline_params(
-                sql::TASK_BY_KEY,
-                &[&run_literal, &key_literal],
+            statements.push(super::Stmt::new(
+                sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
+                vec![public_literal, key_literal],
             ));
         }
         let sets = tx.begin_with_sets(&statements).await?;

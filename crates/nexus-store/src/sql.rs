@@ -271,7 +271,8 @@ pub(crate) const UPDATE_RUN: &str = update_run!("");
 /// appended to the run, writes the sequence with the run's own update (tx.rs).
 pub(crate) const UPDATE_RUN_AND_SEQUENCE: &str = update_run!(", last_event_sequence = $9");
 
-/// SQLite, before a unit of work commits: the run's sequence moves to its last append's (tx.rs).
+/// Before a unit of work commits, the run's sequence moves to its last append's: SQLite's unit
+/// when no run update wrote it (tx.rs), PostgreSQL's when none was held (`tx/deferred.rs`).
 pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = $2 WHERE id = $1";
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
@@ -513,6 +514,11 @@ pub(crate) const TASK_FROZEN_CONTEXT: &str = concat!(
 );
 
 pub(crate) const TASK_BY_KEY: &str = task_select!("WHERE run_id = $1 AND key = $2");
+
+/// [`TASK_BY_KEY`] with the run named by its public id (`$1`): an executor door's read of its
+/// row, in the simple query that takes the run lock (`postgres::ops::begin_opening_door`).
+pub(crate) const TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG: &str =
+    task_select!("WHERE run_id = (SELECT id FROM runs WHERE public_id = $1) AND key = $2");
 
 pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY id");
 

@@ -155,8 +155,8 @@ impl Tx {
             Tx::Sqlite(t) if t.void => Err(StoreError::TxAborted),
             Tx::Postgres(t) if t.void => Err(StoreError::TxAborted),
             Tx::Sqlite(t) => t.tx.commit().await.map_err(write_error),
-            Tx::Postgres(t) => match t.deferred.commit_text() {
-                Some(text) => Box::pin(t.tx.commit_with(&text)).await.map_err(write_error),
+            Tx::Postgres(mut t) => match t.deferred.commit_statements() {
+                Some(stmts) => Box::pin(t.tx.commit_with(&stmts)).await.map_err(write_error),
                 None => Box::pin(t.tx.commit()).await.map_err(write_error),
             },
         }
@@ -238,8 +238,8 @@ impl Tx {
             // Under the lock the row is there: the update is held (`tx/deferred.rs`).
             crate::row::check_run_row_text(run)?;
             use deferred::Lit;
-            t.deferred.hold(
-                crate::sql::UPDATE_RUN,
+            t.deferred.hold_run_update(
+                run.id,
                 &[
                     Lit::Int(run.id),
                     Lit::Text(run.status.as_str()),

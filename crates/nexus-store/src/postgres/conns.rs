@@ -22,6 +22,8 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgRow};
 use sqlx::{AssertSqlSafe, ConnectOptions, Connection};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::prepared::{self, PreparedSet, Stmt};
+
 /// A connection idle this long is pinged before it is handed out.
 pub(crate) const PING_AFTER_IDLE: Duration = Duration::from_secs(1);
 /// A connection idle this long is closed instead of handed out (sqlx's pool: ten minutes).
@@ -65,6 +67,7 @@ struct Inner {
 struct Idle {
     conn: PgConnection,
     since: Instant,
+    prepared: PreparedSet,
 }
 
 /// A checked-out connection; dereferences to sqlx's `PgConnection`, and goes back to the pool
@@ -76,6 +79,11 @@ pub(crate) struct Conn {
     faults: u64,
     /// An open transaction to roll back before the connection is kept.
     rollback: bool,
+    /// The unit statements this connection has prepared (`prepared.rs`).
+    prepared: PreparedSet,
+    /// Closed rather than kept: a simple query that carried a `PREPARE` failed, so which
+    /// templates the connection holds is in doubt.
+    discard: bool,
 }
 
 impl Conns {
@@ -103,7 +111,14 @@ impl Conns {
         let faults = FAULTS.load(Ordering::Relaxed);
         loop {
             let popped = self.inner.idle.lock().expect("pool lock").pop();
-            let Some(Idle { mut conn, since }) = popped else { break };
+            let Some(Idle {
+                mut conn,
+                since,
+                prepared,
+            }) = popped
+            else {
+                break;
+            };
             let idle = since.elapsed();
             if idle >= IDLE_TIMEOUT {
                 let _ = conn.close().await;
@@ -112,19 +127,21 @@ impl Conns {
             if idle >= PING_AFTER_IDLE && conn.ping().await.is_err() {
                 continue;
             }
-            return Ok(self.conn(conn, permit, faults));
+            return Ok(self.conn(conn, permit, faults, prepared));
         }
         let conn = self.inner.options.connect().await?;
-        Ok(self.conn(conn, permit, faults))
+        Ok(self.conn(conn, permit, faults, PreparedSet::default()))
     }
 
-    fn conn(&self, conn: PgConnection, permit: OwnedSemaphorePermit, faults: u64) -> Conn {
+    fn conn(&self, conn: PgConnection, permit: OwnedSemaphorePermit, faults: u64, prepared: PreparedSet) -> Conn {
         Conn {
             conn: Some(conn),
             permit: Some(permit),
             pool: self.inner.clone(),
             faults,
             rollback: false,
+            prepared,
+            discard: false,
         }
     }
 
@@ -162,13 +179,14 @@ impl DerefMut for Conn {
 }
 
 impl Inner {
-    fn keep(&self, conn: PgConnection) {
+    fn keep(&self, conn: PgConnection, prepared: PreparedSet) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
         self.idle.lock().expect("pool lock").push(Idle {
             conn,
             since: Instant::now(),
+            prepared,
         });
     }
 }
@@ -177,10 +195,15 @@ impl Drop for Conn {
     fn drop(&mut self) {
         let Some(mut conn) = self.conn.take() else { return };
         let permit = self.permit.take();
+        if self.discard {
+            // Dropping the connection closes its socket; the server ends the session.
+            return;
+        }
         let pool = self.pool.clone();
+        let prepared = std::mem::take(&mut self.prepared);
         let check = self.rollback || FAULTS.load(Ordering::Relaxed) != self.faults;
         if !check {
-            pool.keep(conn);
+            pool.keep(conn, prepared);
             drop(permit);
             return;
         }
@@ -196,7 +219,7 @@ impl Drop for Conn {
                 conn.ping().await.is_ok()
             };
             if ok {
-                pool.keep(conn);
+                pool.keep(conn, prepared);
             }
             drop(permit);
         });
@@ -244,46 +267,69 @@ impl Transaction {
         Ok(())
     }
 
-    /// Sends `BEGIN` and `statement` (no parameters: its values inlined as literals) in one
-    /// simple query, one round trip; returns the statement's rows (text format).
-    pub(crate) async fn begin_with(&mut self, statement: &str) -> Result<Vec<PgRow>, sqlx::Error> {
-        debug_assert!(!self.begun, "begin_with on a begun transaction");
-        self.conn.rollback_on_drop(true);
-        self.begun = true;
-        let sql = format!("BEGIN; {statement}");
-        sqlx::raw_sql(AssertSqlSafe(sql)).fetch_all(&mut *self.conn).await
-    }
-
-    /// [`Transaction::begin_with`] for several statements (`;`-separated, after `BEGIN`):
-    /// each statement's rows apart, in order (`BEGIN`'s own set, empty, first). In `READ
-    /// COMMITTED` each statement reads the database as it stands when it starts, so a read after
-    /// a lock sees what the lock waited for.
-    pub(crate) async fn begin_with_sets(&mut self, statements: &str) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+    /// Runs `stmts` in one simple query, one round trip, led by `head` and followed by `tail`
+    /// (`prepared.rs`: a template this connection has not prepared goes out with its
+    /// `PREPARE`): each statement's rows apart, in order, `head`'s set first when there is one.
+    /// In `READ COMMITTED` each statement reads the database as it stands when it starts, so a
+    /// read after a lock sees what the lock waited for.
+    async fn simple(
+        &mut self,
+        stmts: &[Stmt],
+        head: Option<&str>,
+        tail: Option<&str>,
+    ) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
         use futures_util::TryStreamExt;
         use sqlx::Executor;
-        debug_assert!(!self.begun, "begin_with_sets on a begun transaction");
-        self.conn.rollback_on_drop(true);
-        self.begun = true;
-        let sql = format!("BEGIN; {statements}");
+        let conn = &mut self.conn;
+        let rendered = prepared::render(stmts, &mut conn.prepared, head, tail);
+        // Until the server has answered, the templates just added to the set may or may not be
+        // prepared there (the query may fail before them, or this future be dropped before it
+        // is sent): the connection is closed rather than kept unless the answer comes.
+        conn.discard = rendered.prepares > 0;
         let mut sets = vec![Vec::new()];
-        let mut stream = (&mut *self.conn).fetch_many(sqlx::raw_sql(AssertSqlSafe(sql)));
-        while let Some(item) = stream.try_next().await? {
-            match item {
-                sqlx::Either::Left(_done) => sets.push(Vec::new()),
-                sqlx::Either::Right(row) => sets.last_mut().expect("a set").push(row),
+        let mut stream = (&mut **conn).fetch_many(sqlx::raw_sql(AssertSqlSafe(rendered.text)));
+        let result = async {
+            while let Some(item) = stream.try_next().await? {
+                match item {
+                    sqlx::Either::Left(_done) => sets.push(Vec::new()),
+                    sqlx::Either::Right(row) => sets.last_mut().expect("a set").push(row),
+                }
             }
+            Ok::<_, sqlx::Error>(())
         }
+        .await;
+        drop(stream);
+        result?;
+        conn.discard = false;
+        // The `PREPARE`s' own (empty) sets.
+        sets.drain(..rendered.prepares.min(sets.len()));
         Ok(sets)
     }
 
-    /// Sends `statements` (no parameters: values inlined) in one simple query on the begun
-    /// transaction.
-    pub(crate) async fn execute_simple(&mut self, statements: &str) -> Result<(), sqlx::Error> {
+    /// Sends `BEGIN` and `stmt` in one simple query, one round trip; returns the statement's
+    /// rows (text format).
+    pub(crate) async fn begin_with(&mut self, stmt: &Stmt) -> Result<Vec<PgRow>, sqlx::Error> {
+        let mut sets = self.begin_with_sets(std::slice::from_ref(stmt)).await?;
+        Ok(if sets.len() > 1 {
+            sets.swap_remove(1)
+        } else {
+            Vec::new()
+        })
+    }
+
+    /// [`Transaction::begin_with`] for several statements: each statement's rows apart, in
+    /// order (`BEGIN`'s own set, empty, first).
+    pub(crate) async fn begin_with_sets(&mut self, stmts: &[Stmt]) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
+        debug_assert!(!self.begun, "begin_with_sets on a begun transaction");
+        self.conn.rollback_on_drop(true);
+        self.begun = true;
+        self.simple(stmts, Some("BEGIN"), None).await
+    }
+
+    /// Sends `stmts` in one simple query on the begun transaction.
+    pub(crate) async fn execute_simple(&mut self, stmts: &[Stmt]) -> Result<(), sqlx::Error> {
         debug_assert!(self.begun, "a statement before BEGIN");
-        sqlx::raw_sql(AssertSqlSafe(statements.to_string()))
-            .execute(&mut *self.conn)
-            .await?;
-        Ok(())
+        self.simple(stmts, None, None).await.map(drop)
     }
 
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
@@ -294,21 +340,17 @@ impl Transaction {
         Ok(())
     }
 
-    /// Sends `statements` (no parameters: values inlined as literals, ending in `COMMIT`) in
-    /// one simple query: the unit's deferred writes and its commit in one round trip. A failed
-    /// statement stops the rest; the transaction is then rolled back as the connection returns.
-    pub(crate) async fn commit_with(mut self, statements: &str) -> Result<(), sqlx::Error> {
-        debug_assert!(
-            statements.trim_end().ends_with("COMMIT"),
-            "commit_with without its COMMIT"
-        );
-        let sql = if self.begun {
-            statements.to_string()
+    /// Sends `stmts` and `COMMIT` in one simple query: the unit's deferred writes and its commit
+    /// in one round trip. A failed statement stops the rest; the transaction is then rolled back
+    /// as the connection returns.
+    pub(crate) async fn commit_with(mut self, stmts: &[Stmt]) -> Result<(), sqlx::Error> {
+        let head = if self.begun {
+            None
         } else {
             self.conn.rollback_on_drop(true);
-            format!("BEGIN; {statements}")
+            Some("BEGIN")
         };
-        sqlx::raw_sql(AssertSqlSafe(sql)).execute(&mut *self.conn).await?;
+        self.simple(stmts, head, Some("COMMIT")).await?;
         self.conn.rollback_on_drop(false);
         Ok(())
     }

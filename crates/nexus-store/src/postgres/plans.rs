@@ -72,6 +72,12 @@ async fn task_reads_of_a_round_the_inbox_and_the_sweep_use_an_index() {
         ("TASK_BY_ID", sql::TASK_BY_ID, "bigint", "1"),
         ("ROUND_FOR_REPLY", sql::ROUND_FOR_REPLY, "bigint", "1"),
         ("TASK_BY_KEY", sql::TASK_BY_KEY, "bigint, text", "1, 'k'"),
+        (
+            "TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG",
+            sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
+            "uuid, text",
+            "'00000000-0000-7000-8000-000000000000', 'k'",
+        ),
         ("TASKS_DECLARED_BY", sql::TASKS_DECLARED_BY, "bigint, bigint", "1, 1"),
         ("TASK_FROZEN_HEAD_PG", sql::TASK_FROZEN_HEAD_PG, "bigint", "1"),
         ("TASK_KEYS_OF_RUN", sql::TASK_KEYS_OF_RUN, "bigint", "1"),

@@ -18,7 +18,7 @@
 use std::fmt::Write;
 
 use crate::model::{EventRow, RunRow};
-use crate::postgres::push_literal;
+use crate::postgres::{Stmt, push_literal};
 use crate::{Result, StoreError, check_json, check_text};
 
 /// The run sequences a PostgreSQL unit of work holds under lock, and its appends not yet sent.
@@ -28,11 +28,14 @@ pub(crate) struct Deferred {
     locked: Vec<(i64, i64)>,
     /// The appends to send with the `COMMIT`, in order.
     events: Vec<EventRow>,
-    /// Held writes, each a statement with its values inlined, in order.
-    held: Vec<String>,
+    /// Held writes, in order.
+    held: Vec<Stmt>,
+    /// The held run updates still in `held` (run id, index), the latest per run: at the
+    /// `COMMIT` each also writes its run's sequence, instead of a statement of its own.
+    run_updates: Vec<(i64, usize)>,
 }
 
-/// A value inlined into a held statement (`postgres::conns::inline_params`).
+/// A value of a held statement, sent as an SQL literal (`postgres/prepared.rs`).
 pub(crate) enum Lit<'a> {
     Int(i64),
     OptInt(Option<i64>),
@@ -76,14 +79,21 @@ impl Deferred {
 
     /// Holds `statement` (parameters `$1`, `$2`, … given by `values`, text already checked by
     /// the text guard) until the unit's next statement or its `COMMIT`.
-    pub(crate) fn hold(&mut self, statement: &str, values: &[Lit<'_>]) {
-        let rendered: Vec<String> = values.iter().map(Lit::render).collect();
-        let literals: Vec<&str> = rendered.iter().map(String::as_str).collect();
-        self.held.push(crate::postgres::inline_params(statement, &literals));
+    pub(crate) fn hold(&mut self, statement: &'static str, values: &[Lit<'_>]) {
+        self.held
+            .push(Stmt::new(statement, values.iter().map(Lit::render).collect()));
     }
 
-    /// Holds a statement already rendered with its values inlined.
-    pub(crate) fn hold_statement(&mut self, statement: String) {
+    /// Holds the run's update ([`crate::sql::UPDATE_RUN`], `values` its parameters): at the
+    /// `COMMIT` it also writes the run's sequence when the unit appended to the run.
+    pub(crate) fn hold_run_update(&mut self, run_id: i64, values: &[Lit<'_>]) {
+        self.run_updates.retain(|(id, _)| *id != run_id);
+        self.run_updates.push((run_id, self.held.len()));
+        self.hold(crate::sql::UPDATE_RUN, values);
+    }
+
+    /// Holds a statement built with its values.
+    pub(crate) fn hold_statement(&mut self, statement: Stmt) {
         self.held.push(statement);
     }
 
@@ -92,12 +102,13 @@ impl Deferred {
         !self.held.is_empty()
     }
 
-    /// The held writes as one simple query, taken out (`None`: none held).
-    pub(crate) fn take_held(&mut self) -> Option<String> {
+    /// The held writes, taken out (`None`: none held).
+    pub(crate) fn take_held(&mut self) -> Option<Vec<Stmt>> {
         if self.held.is_empty() {
             return None;
         }
-        Some(std::mem::take(&mut self.held).join("; "))
+        self.run_updates.clear();
+        Some(std::mem::take(&mut self.held))
     }
 
     /// An append sent as its own statement, which locked the run at `sequence`.
@@ -142,57 +153,84 @@ impl Deferred {
         Ok(Some(row))
     }
 
-    /// The statements that end the unit: the held writes, the kept appends and the runs'
-    /// sequences, then `COMMIT`; `None` when nothing was kept (a plain `COMMIT`).
-    pub(crate) fn commit_text(&self) -> Option<String> {
+    /// The statements that end the unit, before its `COMMIT`: the held writes, the kept appends
+    /// and the runs' sequences; `None` when nothing was kept (a plain `COMMIT`).
+    pub(crate) fn commit_statements(&mut self) -> Option<Vec<Stmt>> {
+        if self.events.is_empty() && self.held.is_empty() {
+            return None;
+        }
+        let mut stmts = std::mem::take(&mut self.held);
         if self.events.is_empty() {
-            if self.held.is_empty() {
-                return None;
-            }
-            return Some(format!("{}; COMMIT", self.held.join("; ")));
+            return Some(stmts);
         }
-        let mut sql = String::with_capacity(
-            128 + self
-                .events
-                .iter()
-                .map(|e| e.data.len() + e.kind.len() + 48)
-                .sum::<usize>(),
-        );
-        for held in &self.held {
-            sql.push_str(held);
-            sql.push_str("; ");
-        }
-        sql.push_str("INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ");
-        for (i, e) in self.events.iter().enumerate() {
-            if i > 0 {
-                sql.push_str(", ");
-            }
-            let _ = write!(sql, "({}, {}, ", e.run_id, e.sequence);
-            push_literal(&mut sql, &e.kind);
-            let _ = write!(sql, ", {}, ", e.at);
-            match &e.task_key {
-                Some(k) => push_literal(&mut sql, k),
-                None => sql.push_str("NULL"),
-            }
-            sql.push_str(", ");
-            push_literal(&mut sql, &e.data);
-            sql.push(')');
-        }
-        sql.push_str("; UPDATE runs SET last_event_sequence = v.s FROM (VALUES ");
-        let mut first = true;
+        stmts.push(events_insert(&self.events));
         for (run_id, last) in &self.locked {
             if !self.events.iter().any(|e| e.run_id == *run_id) {
                 continue;
             }
-            if !first {
-                sql.push_str(", ");
+            // A held update of the run writes the sequence with the rest of the row.
+            let held_update = self.run_updates.iter().find(|(id, _)| id == run_id).map(|&(_, i)| i);
+            if let Some(i) = held_update
+                && let Some(Stmt::Template { literals, .. }) = stmts.get(i)
+            {
+                let mut row = literals.clone();
+                row.push(last.to_string());
+                stmts[i] = Stmt::new(crate::sql::UPDATE_RUN_AND_SEQUENCE, row);
+                continue;
             }
-            first = false;
-            let _ = write!(sql, "({run_id}::bigint, {last}::bigint)");
+            stmts.push(Stmt::new(
+                crate::sql::STORE_EVENT_SEQUENCE,
+                vec![run_id.to_string(), last.to_string()],
+            ));
         }
-        sql.push_str(") AS v(id, s) WHERE runs.id = v.id; COMMIT");
-        Some(sql)
+        Some(stmts)
     }
+}
+
+/// The most appends one prepared insert carries; a unit with more sends them inlined (a
+/// template per count would crowd the connection's prepared statements).
+const EVENTS_PER_TEMPLATE: usize = 8;
+
+/// The multi-row insert of `events`.
+fn events_insert(events: &[EventRow]) -> Stmt {
+    let mut text = String::from("INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ");
+    let mut literals = Vec::with_capacity(events.len() * 6);
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        let p = i * 6;
+        let _ = write!(
+            text,
+            "(${}, ${}, ${}, ${}, ${}, ${})",
+            p + 1,
+            p + 2,
+            p + 3,
+            p + 4,
+            p + 5,
+            p + 6
+        );
+        literals.push(e.run_id.to_string());
+        literals.push(e.sequence.to_string());
+        let mut kind = String::new();
+        push_literal(&mut kind, &e.kind);
+        literals.push(kind);
+        literals.push(e.at.to_string());
+        let mut key = String::new();
+        match &e.task_key {
+            Some(k) => push_literal(&mut key, k),
+            None => key.push_str("NULL"),
+        }
+        literals.push(key);
+        let mut data = String::with_capacity(e.data.len() + 4);
+        push_literal(&mut data, &e.data);
+        literals.push(data);
+    }
+    let stmt = Stmt::new(text, literals);
+    if events.len() > EVENTS_PER_TEMPLATE {
+        return Stmt::Text(stmt.inlined());
+    }
+    stmt
 }
 
 #[cfg(test)]
@@ -201,6 +239,70 @@ mod tests {
 
     #[test]
     fn nothing_kept_is_a_plain_commit() {
-        assert!(Deferred::default().commit_text().is_none());
+        assert!(Deferred::default().commit_statements().is_none());
+    }
+
+    fn locked(d: &mut Deferred, id: i64, last: i64) {
+        d.note_locked(&mut RunRow {
+            id,
+            last_event_sequence: last,
+            ..RunRow::default()
+        });
+    }
+
+    fn texts(stmts: &[Stmt]) -> Vec<String> {
+        stmts
+            .iter()
+            .map(|s| match s {
+                Stmt::Template { text, .. } => text.to_string(),
+                Stmt::Text(t) => t.clone(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_held_run_update_carries_the_sequence_of_the_units_appends() {
+        let mut d = Deferred::default();
+        locked(&mut d, 1, 10);
+        locked(&mut d, 2, 20);
+        let data = serde_json::json!({});
+        d.append(1, "task_claimed", Some("a"), &data, 5).unwrap();
+        d.append(2, "task_claimed", Some("b"), &data, 5).unwrap();
+        d.append(2, "run_completed", None, &data, 5).unwrap();
+        let mut row = vec![Lit::Int(2), Lit::Text("completed")];
+        row.extend((3..=8).map(Lit::Int));
+        d.hold_run_update(2, &row);
+        let stmts = d.commit_statements().unwrap();
+        let texts = texts(&stmts);
+        assert_eq!(texts.len(), 3);
+        assert_eq!(texts[0], crate::sql::UPDATE_RUN_AND_SEQUENCE);
+        assert!(texts[1].starts_with("INSERT INTO events"), "{}", texts[1]);
+        assert_eq!(texts[2], crate::sql::STORE_EVENT_SEQUENCE);
+        // Run 2's update writes its last sequence (`$9`); run 1 has none held, so its sequence
+        // goes in a statement of its own.
+        let Stmt::Template { literals, .. } = &stmts[0] else {
+            panic!()
+        };
+        assert_eq!(literals.last().map(String::as_str), Some("22"));
+        let Stmt::Template { literals, .. } = &stmts[2] else {
+            panic!()
+        };
+        assert_eq!(literals, &["1", "11"]);
+    }
+
+    #[test]
+    fn a_run_update_sent_before_the_commit_leaves_the_sequence_to_its_own_statement() {
+        let mut d = Deferred::default();
+        locked(&mut d, 1, 10);
+        d.hold_run_update(1, &(1..=8).map(Lit::Int).collect::<Vec<_>>());
+        assert!(d.take_held().is_some());
+        d.append(1, "task_claimed", None, &serde_json::json!({}), 5).unwrap();
+        let stmts = d.commit_statements().unwrap();
+        assert_eq!(stmts.len(), 2);
+        let Stmt::Template { text, literals } = &stmts[1] else {
+            panic!()
+        };
+        assert_eq!(text, crate::sql::STORE_EVENT_SEQUENCE);
+        assert_eq!(literals, &["1", "11"]);
     }
 }

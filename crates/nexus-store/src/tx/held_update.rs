@@ -10,57 +10,62 @@
 //! Only the columns that change are written.
 
 use super::*;
-use crate::postgres::push_literal;
+use crate::postgres::{Stmt, push_literal};
 
-/// A task column's value written into the held statement.
+/// A task column's value, as the SQL literal the held statement carries.
 trait Literal {
-    fn push_to(&self, out: &mut String);
+    fn literal(&self) -> String;
 }
 
 impl Literal for i64 {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(&self.to_string());
+    fn literal(&self) -> String {
+        self.to_string()
     }
 }
 
 impl Literal for bool {
-    fn push_to(&self, out: &mut String) {
-        out.push_str(if *self { "TRUE" } else { "FALSE" });
+    fn literal(&self) -> String {
+        (if *self { "TRUE" } else { "FALSE" }).to_string()
     }
 }
 
 impl Literal for String {
-    fn push_to(&self, out: &mut String) {
-        push_literal(out, self);
+    fn literal(&self) -> String {
+        let mut out = String::with_capacity(self.len() + 3);
+        push_literal(&mut out, self);
+        out
     }
 }
 
 impl Literal for TaskStatus {
-    fn push_to(&self, out: &mut String) {
-        push_literal(out, self.as_str());
+    fn literal(&self) -> String {
+        self.as_str().to_string().literal()
     }
 }
 
 impl<T: Literal> Literal for Option<T> {
-    fn push_to(&self, out: &mut String) {
+    fn literal(&self) -> String {
         match self {
-            Some(v) => v.push_to(out),
-            None => out.push_str("NULL"),
+            Some(v) => v.literal(),
+            None => "NULL".to_string(),
         }
     }
 }
 
-/// The guarded update of `task` over `before` (`None`: no column changes).
-fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>) -> Option<String> {
+/// The guarded update of `task` over `before` (`None`: no column changes): a template per set
+/// of changed columns (`postgres/prepared.rs`).
+fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>) -> Option<Stmt> {
     let mut set = String::new();
+    let mut literals = Vec::new();
     macro_rules! set_list {
         (; $($f:ident),*) => {$(
             if before.$f != task.$f {
                 if !set.is_empty() {
                     set.push_str(", ");
                 }
-                set.push_str(concat!(stringify!($f), " = "));
-                Literal::push_to(&task.$f, &mut set);
+                literals.push(Literal::literal(&task.$f));
+                set.push_str(concat!(stringify!($f), " = $"));
+                set.push_str(&literals.len().to_string());
             }
         )*};
     }
@@ -68,17 +73,22 @@ fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>)
     if set.is_empty() {
         return None;
     }
-    let mut sql = format!(
-        "WITH u AS (UPDATE tasks SET {set} WHERE id = {} AND generation = {} AND status = ",
-        task.id, before.generation
+    let n = literals.len();
+    let mut text = format!(
+        "WITH u AS (UPDATE tasks SET {set} WHERE id = ${} AND generation = ${} AND status = ${}",
+        n + 1,
+        n + 2,
+        n + 3
     );
-    push_literal(&mut sql, before.status.as_str());
+    literals.push(task.id.to_string());
+    literals.push(before.generation.to_string());
+    literals.push(before.status.literal());
     if let Some(token) = expect_claim_token {
-        sql.push_str(" AND claim_token = ");
-        push_literal(&mut sql, token);
+        text.push_str(&format!(" AND claim_token = ${}", n + 4));
+        literals.push(token.to_string().literal());
     }
-    sql.push_str(" RETURNING 1) SELECT 1 / count(*) FROM u");
-    Some(sql)
+    text.push_str(" RETURNING 1) SELECT 1 / count(*) FROM u");
+    Some(Stmt::new(text, literals))
 }
 
 impl PgTx {
@@ -130,13 +140,32 @@ mod tests {
         next.is_error = true;
         next.settled_at = Some(5);
         next.claim_token = None;
+        let held = statement(&before, &next, Some("tok")).unwrap();
         assert_eq!(
-            statement(&before, &next, Some("tok")).as_deref(),
-            Some(
-                "WITH u AS (UPDATE tasks SET status = E'completed', content = E'it''s', is_error = TRUE, \
-                 settled_at = 5 WHERE id = 7 AND generation = 2 AND status = E'dispatched' AND \
-                 claim_token = E'tok' RETURNING 1) SELECT 1 / count(*) FROM u"
+            held,
+            Stmt::new(
+                "WITH u AS (UPDATE tasks SET status = $1, content = $2, is_error = $3, settled_at = $4 \
+                 WHERE id = $5 AND generation = $6 AND status = $7 AND claim_token = $8 RETURNING 1) \
+                 SELECT 1 / count(*) FROM u",
+                [
+                    "E'completed'",
+                    "E'it''s'",
+                    "TRUE",
+                    "5",
+                    "7",
+                    "2",
+                    "E'dispatched'",
+                    "E'tok'"
+                ]
+                .map(String::from)
+                .to_vec(),
             )
+        );
+        assert_eq!(
+            held.inlined(),
+            "WITH u AS (UPDATE tasks SET status = E'completed', content = E'it''s', is_error = TRUE, \
+             settled_at = 5 WHERE id = 7 AND generation = 2 AND status = E'dispatched' AND \
+             claim_token = E'tok' RETURNING 1) SELECT 1 / count(*) FROM u"
         );
     }
 }

@@ -55,7 +55,7 @@ impl PgTx {
     async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
         &mut self,
         run_id: i64,
-        then: &str,
+        then: &'static str,
         then_id: i64,
         decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
     ) -> Result<(RunRow, Option<T>)> {
