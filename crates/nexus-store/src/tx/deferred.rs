@@ -192,7 +192,7 @@ impl Deferred {
 const EVENTS_PER_TEMPLATE: usize = 8;
 
 /// The multi-row insert of `events`.
-fn events_insert(events: &[EventRow]) -> Stmt {
+pub(super) fn events_insert(events: &[EventRow]) -> Stmt {
     let mut text = String::from("INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ");
     let mut literals = Vec::with_capacity(events.len() * 6);
     for (i, e) in events.iter().enumerate() {

@@ -55,40 +55,52 @@ impl<T: Literal> Literal for Option<T> {
 /// The guarded update of `task` over `before` (`None`: no column changes): a template per set
 /// of changed columns (`postgres/prepared.rs`).
 fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>) -> Option<Stmt> {
-    let mut set = String::new();
+    let mut columns = Vec::new();
     let mut literals = Vec::new();
     macro_rules! set_list {
         (; $($f:ident),*) => {$(
             if before.$f != task.$f {
-                if !set.is_empty() {
-                    set.push_str(", ");
-                }
+                columns.push(stringify!($f));
                 literals.push(Literal::literal(&task.$f));
-                set.push_str(concat!(stringify!($f), " = $"));
-                set.push_str(&literals.len().to_string());
             }
         )*};
     }
     crate::row::task_mutable_fields!(set_list);
-    if set.is_empty() {
+    if columns.is_empty() {
         return None;
     }
-    let n = literals.len();
-    let mut text = format!(
-        "WITH u AS (UPDATE tasks SET {set} WHERE id = ${} AND generation = ${} AND status = ${}",
-        n + 1,
-        n + 2,
-        n + 3
-    );
     literals.push(task.id.to_string());
     literals.push(before.generation.to_string());
     literals.push(before.status.literal());
     if let Some(token) = expect_claim_token {
-        text.push_str(&format!(" AND claim_token = ${}", n + 4));
         literals.push(token.to_string().literal());
     }
+    Some(Stmt::new(template(&columns, expect_claim_token.is_some()), literals))
+}
+
+/// The held update's text writing `columns` (`$1`, … in order), then the row's id, expected
+/// generation and status, and, `with_token`, its claim token. It fails (a division by zero) when
+/// no row matched.
+fn template(columns: &[&str], with_token: bool) -> String {
+    let mut text = String::from("WITH u AS (UPDATE tasks SET ");
+    for (i, column) in columns.iter().enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(&format!("{column} = ${}", i + 1));
+    }
+    let n = columns.len();
+    text.push_str(&format!(
+        " WHERE id = ${} AND generation = ${} AND status = ${}",
+        n + 1,
+        n + 2,
+        n + 3
+    ));
+    if with_token {
+        text.push_str(&format!(" AND claim_token = ${}", n + 4));
+    }
     text.push_str(" RETURNING 1) SELECT 1 / count(*) FROM u");
-    Some(Stmt::new(text, literals))
+    text
 }
 
 impl PgTx {
@@ -167,5 +179,67 @@ mod tests {
              settled_at = 5 WHERE id = 7 AND generation = 2 AND status = E'dispatched' AND \
              claim_token = E'tok' RETURNING 1) SELECT 1 / count(*) FROM u"
         );
+    }
+
+    /// Every template a unit of work sends in its simple queries prepares against the schema:
+    /// each parameter's type follows from where it stands (`postgres/prepared.rs`; an inlined
+    /// literal needed no such context).
+    #[tokio::test]
+    async fn every_unit_template_prepares() {
+        let Some(ts) = crate::testing::postgres().await else {
+            return;
+        };
+        let crate::Store::Postgres(s) = &ts.store else {
+            unreachable!()
+        };
+        let mut c = s.pool().acquire().await.unwrap();
+        let mut columns = Vec::new();
+        macro_rules! names {
+            (; $($f:ident),*) => {$( columns.push(stringify!($f)); )*};
+        }
+        crate::row::task_mutable_fields!(names);
+        let mut texts: Vec<String> = [
+            crate::sql::LOCK_RUN_PG,
+            crate::sql::TASK_BY_ID,
+            crate::sql::ROUND_FOR_REPLY,
+            crate::sql::DOOR_RUN_PG,
+            crate::sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
+            crate::sql::INSERT_JOB_HELD,
+            crate::sql::DELETE_JOB,
+            crate::sql::INSERT_EDGE,
+            crate::sql::SET_SEALED_ATTEMPTS,
+            crate::sql::UPDATE_RUN,
+            crate::sql::UPDATE_RUN_AND_SEQUENCE,
+            crate::sql::PUT_ROUND_FACTS,
+            crate::sql::STORE_EVENT_SEQUENCE,
+        ]
+        .map(String::from)
+        .to_vec();
+        texts.push(template(&columns, true));
+        texts.push(template(&columns[..1], false));
+        let event = crate::model::EventRow {
+            run_id: 1,
+            sequence: 1,
+            kind: "k".into(),
+            at: 1,
+            task_key: None,
+            data: "{}".into(),
+        };
+        for n in 1..=8 {
+            match super::super::deferred::events_insert(&vec![event.clone(); n]) {
+                Stmt::Template { text, .. } => texts.push(text.into_owned()),
+                Stmt::Text(t) => panic!("{n} events inlined: {t}"),
+            }
+        }
+        for (i, text) in texts.iter().enumerate() {
+            let prepared = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("PREPARE probe_{i} AS {text}")))
+                .execute(&mut *c)
+                .await;
+            assert!(prepared.is_ok(), "{text}: {prepared:?}");
+            sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DEALLOCATE probe_{i}")))
+                .execute(&mut *c)
+                .await
+                .unwrap();
+        }
     }
 }
