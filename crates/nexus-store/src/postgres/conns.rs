@@ -81,8 +81,8 @@ pub(crate) struct Conn {
     rollback: bool,
     /// The unit statements this connection has prepared (`prepared.rs`).
     prepared: PreparedSet,
-    /// Closed rather than kept: a simple query that carried a `PREPARE` failed, so which
-    /// templates the connection holds is in doubt.
+    /// Closed rather than kept: a simple query that carried a `PREPARE` has not answered (it
+    /// failed, or its future was dropped), so which templates the connection holds is in doubt.
     discard: bool,
 }
 

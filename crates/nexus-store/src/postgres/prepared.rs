@@ -14,9 +14,9 @@
 //! - Templates are numbered per process ([`Registry`]); a connection remembers which it has
 //!   prepared ([`PreparedSet`]). A prepared statement outlives the transaction it was made in
 //!   (`PREPARE` is not rolled back), so the set stays true across rollbacks.
-//! - A simple query that carried a `PREPARE` and failed leaves the connection's set in doubt
-//!   (did the failure come before the `PREPARE` ran?): that connection is closed rather than kept
-//!   (`conns.rs`).
+//! - A simple query that carried a `PREPARE` and did not answer leaves the connection's set in
+//!   doubt (a failure may have come before the `PREPARE` ran, and a future dropped before the
+//!   query went out sent nothing): that connection is closed rather than kept (`conns.rs`).
 //! - Past [`TEMPLATES_MAX`] distinct templates in a process (never in the kernel's own paths),
 //!   a statement goes out with its values inlined, as before.
 
