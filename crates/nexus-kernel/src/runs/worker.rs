@@ -20,11 +20,12 @@ use crate::error::{KernelError, KernelResult};
 /// How many jobs one dequeue leases.
 const BATCH: i64 = 16;
 
-/// How many times a kernel tool's evaluation that met a transient store failure runs again at
-/// once. The known cause is a PostgreSQL deadlock between two units of work that lock a
-/// parent's and a child's runs in opposite orders (a child's reply completing the parent's
-/// await while the parent's `cancel` stops the child); PostgreSQL aborts one of them, which
-/// then only has to run again.
+/// How many times a unit of work that met a transient store failure runs again at once: a
+/// kernel tool's evaluation, and the units that apply a model call's outcome (its reply, or
+/// its failure) with the outcome in hand. The known cause is a PostgreSQL deadlock between
+/// two units that lock rows in opposite orders (a child's reply completing the parent's
+/// await while the parent's `cancel` stops the child; a held row lock an outside session
+/// takes); PostgreSQL aborts one of them, which rolled back whole and only has to run again.
 const TRANSIENT_RETRIES: u32 = 2;
 
 /// The pause before such a rerun.
@@ -34,6 +35,28 @@ const TRANSIENT_PAUSE: Duration = Duration::from_millis(50);
 /// unavailable (a deadlock victim, a dropped connection, SQLite's busy timeout).
 fn is_transient(e: &KernelError) -> bool {
     e.code == nexus_core::codes::Code::Unavailable
+}
+
+/// Runs `unit` (one unit of work, and what it publishes) again after [`TRANSIENT_PAUSE`], at
+/// most [`TRANSIENT_RETRIES`] times, while it fails transiently ([`is_transient`]). Only for
+/// units whose every write is conditional on what they re-read under their lock, so a rerun
+/// after a commit whose answer was lost changes nothing. `what` and `task` name it in the log.
+pub(crate) async fn rerun_transient<T, F, Fut>(what: &'static str, task: i64, mut unit: F) -> KernelResult<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = KernelResult<T>>,
+{
+    let mut attempt = 0;
+    loop {
+        match unit().await {
+            Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES => {
+                attempt += 1;
+                tracing::info!(error = %e, what, task, attempt, "transient store failure; running the unit again");
+                tokio::time::sleep(TRANSIENT_PAUSE).await;
+            }
+            result => return result,
+        }
+    }
 }
 
 impl Kernel {
@@ -59,7 +82,8 @@ impl Kernel {
     /// are logged: the job's lease lapses and it runs again (a model call is not rerun here:
     /// after its seal a rerun of the same dequeued job would find the round running and take
     /// it for settled; the lapsed lease's dequeue counts the attempt and re-sends the sealed
-    /// bytes).
+    /// bytes). The unit that applies a call's outcome is rerun in place instead, with the
+    /// outcome in hand ([`rerun_transient`]).
     pub(crate) async fn run_job(&self, job: JobRow) {
         let result = match job.kind.as_str() {
             job_kind::MODEL_CALL => self.run_model_call(&job).await,
@@ -132,17 +156,10 @@ impl Kernel {
         if !self.store.delete_job(job.job_id).await? {
             return Ok(Vec::new());
         }
-        let mut attempt = 0;
-        loop {
-            match self.evaluate_kernel_tool(job.run_id, job.task_id, job.generation).await {
-                Err(e) if is_transient(&e) && attempt < TRANSIENT_RETRIES => {
-                    attempt += 1;
-                    tracing::info!(error = %e, task = job.task_id, attempt, "transient store failure; evaluating again");
-                    tokio::time::sleep(TRANSIENT_PAUSE).await;
-                }
-                result => return result,
-            }
-        }
+        rerun_transient("kernel tool evaluation", job.task_id, || {
+            self.evaluate_kernel_tool(job.run_id, job.task_id, job.generation)
+        })
+        .await
     }
 
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one

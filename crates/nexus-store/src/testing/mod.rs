@@ -16,7 +16,8 @@
 //! [`row_count`] counts a table's rows (`schema.rs`); [`seed_member`] and [`new_run`] give the
 //! account, workspace, member and run most store tests start from. `measure.rs` holds what the
 //! benchmarks measure with: CPU time, the machine's CPU split, statement events, the inbox
-//! workload.
+//! workload. [`OutsideSession`] is a PostgreSQL session beside the store's pool, for tests
+//! that hold row locks.
 
 use std::time::Duration;
 
@@ -27,10 +28,12 @@ use crate::postgres::split_schema;
 use crate::{Engine, Store, StoreOptions};
 
 mod measure;
+mod outside;
 mod schema;
 
 pub use crate::frozen::{forget_all as forget_frozen_contexts, kept_size as frozen_contexts_kept};
 pub use measure::*;
+pub use outside::OutsideSession;
 pub use schema::*;
 
 /// The variable naming the PostgreSQL database tests may use.

@@ -19,11 +19,20 @@ use crate::runs::round::expand::{ChainFacts, Expansion, PlannedCall};
 use crate::runs::rows::Graph;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
+use crate::runs::worker::rerun_transient;
 use crate::runs::{AfterCommit, FrozenContext, KernelToolJob, StoredReply, graph_error};
 use crate::{Kernel, time};
 
 /// Call ids longer than this are replaced by `call_<uuidv7>` on both sides.
 pub(crate) const CALL_ID_MAX: usize = 128;
+
+/// A model reply with what the apply transaction needs of it, planned once outside it.
+#[derive(Clone, Copy)]
+struct Reply<'a> {
+    reply: &'a ModelReply,
+    frozen: &'a FrozenContext,
+    planned: &'a [PlannedCall],
+}
 
 impl Kernel {
     /// Plans the fan of a reply's calls against the round's frozen declaration (runs.md §7
@@ -116,17 +125,40 @@ impl Kernel {
 
     /// The apply transaction: conditional on (task, generation, `running`). `attempts`: the
     /// sealed record's attempts, stored in the same transaction. Returns the kernel tool jobs
-    /// the expansion made, for the worker to evaluate at once.
+    /// the expansion made, for the worker to evaluate at once. A unit that failed transiently
+    /// (a deadlock victim) rolled back whole and runs again with the same reply
+    /// ([`rerun_transient`]); a rerun reads the predecessor's record from the store.
     pub(crate) async fn apply_reply(
         &self,
         job: &JobRow,
         task: &TaskRow,
-        reply: ModelReply,
-        prev: Option<PrevRecord>,
+        reply: &ModelReply,
+        mut prev: Option<PrevRecord>,
         attempts: &str,
     ) -> KernelResult<Vec<KernelToolJob>> {
         let frozen = FrozenContext::of(task);
-        let planned = self.plan_calls(&frozen.tool_definitions, &reply).await?;
+        let planned = self.plan_calls(&frozen.tool_definitions, reply).await?;
+        let reply = Reply {
+            reply,
+            frozen: &frozen,
+            planned: &planned,
+        };
+        rerun_transient("model reply", task.id, || {
+            self.apply_unit(job, task, &reply, prev.take(), attempts)
+        })
+        .await
+    }
+
+    /// One run of the apply transaction.
+    async fn apply_unit(
+        &self,
+        job: &JobRow,
+        task: &TaskRow,
+        reply: &Reply<'_>,
+        prev: Option<PrevRecord>,
+        attempts: &str,
+    ) -> KernelResult<Vec<KernelToolJob>> {
+        let Reply { reply, frozen, planned } = *reply;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let (mut run, current) = tx.lock_run_with_round(task.run_id, task.id).await?;
@@ -169,7 +201,7 @@ impl Kernel {
         let calls: Vec<RawToolCall> = reply
             .tool_calls
             .iter()
-            .zip(&planned)
+            .zip(planned)
             .map(|(c, p)| RawToolCall {
                 id: p.call_id.clone(),
                 name: c.name.clone(),
@@ -253,7 +285,7 @@ impl Kernel {
             None => Graph::new(vec![round.clone()], &[]),
         };
         let plan = Expansion {
-            planned: &planned,
+            planned,
             n,
             // `frozen_context` is written once, at insert: the job's copy is the row's.
             fan_on_failure: &frozen.fan_on_failure,

@@ -20,6 +20,7 @@ use crate::error::KernelResult;
 use crate::runs::KernelToolJob;
 use crate::runs::round::chain::PrevRecord;
 use crate::runs::settle::SettleError;
+use crate::runs::worker::rerun_transient;
 use crate::signals::{Ephemeral, Signals};
 use crate::{Kernel, time};
 
@@ -71,9 +72,12 @@ impl Kernel {
                 self.store.delete_job(job.id).await?;
                 Ok(Vec::new())
             }
-            Some(Ok(reply)) => self.apply_reply(job, task, reply, prev, &pending).await,
+            Some(Ok(reply)) => self.apply_reply(job, task, &reply, prev, &pending).await,
             Some(Err(e)) => {
-                self.fail_round(job, task, e.key, e.detail, Some(&pending)).await?;
+                rerun_transient("model call failure", task.id, || {
+                    self.fail_round(job, task, e.key, e.detail.clone(), Some(&pending))
+                })
+                .await?;
                 Ok(Vec::new())
             }
         }
