@@ -337,6 +337,34 @@ pub(crate) fn edge(r: &impl Columns) -> Result<EdgeRow> {
     })
 }
 
+/// One row of `sql::EDGES_INTO_UNLESS_AWAITING`: whether the run holds a kernel-held await, and
+/// the edge the row carries (none on the one row of NULLs).
+pub(crate) fn edge_or_awaiting(r: &impl Columns) -> Result<(bool, Option<EdgeRow>)> {
+    let awaiting = r.int("awaiting")? != 0;
+    let edge = match r.opt_int("task_id")? {
+        Some(task_id) => Some(EdgeRow {
+            task_id,
+            depends_on_id: r.int("depends_on_id")?,
+            kind: r.text("kind")?,
+        }),
+        None => None,
+    };
+    Ok((awaiting, edge))
+}
+
+/// The edges those rows carry, sorted, or `None` when the run holds an await.
+pub(crate) fn edges_unless_awaiting(rows: Vec<(bool, Option<EdgeRow>)>) -> Option<Vec<EdgeRow>> {
+    let mut edges = Vec::with_capacity(rows.len());
+    for (awaiting, edge) in rows {
+        if awaiting {
+            return None;
+        }
+        edges.extend(edge);
+    }
+    edges.sort_unstable();
+    Some(edges)
+}
+
 pub(crate) fn event(r: &impl Columns) -> Result<EventRow> {
     Ok(EventRow {
         run_id: r.int("run_id")?,

@@ -380,16 +380,6 @@ impl Tx {
         tx_dispatch!(self, tasks_if_quiescent(run_id))
     }
 
-    /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
-    /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement.
-    pub async fn edges_into_unless_awaiting(
-        &mut self,
-        run_id: i64,
-        depends_on_id: i64,
-    ) -> Result<Option<Vec<EdgeRow>>> {
-        tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
-    }
-
     // ---- edges ----
 
     /// Adds the edge `task_id` → `depends_on_id` (`after | reads | pairs`). Returns false when
@@ -406,11 +396,6 @@ impl Tx {
     /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind).
     pub async fn edges_into(&mut self, depends_on_id: i64) -> Result<Vec<EdgeRow>> {
         tx_dispatch!(self, edges_into(depends_on_id))
-    }
-
-    /// The edges out of `task_id` (its dependencies), by (task_id, depends_on_id, kind).
-    pub async fn edges_from(&mut self, task_id: i64) -> Result<Vec<EdgeRow>> {
-        tx_dispatch!(self, edges_from(task_id))
     }
 
     // ---- jobs ----
@@ -660,6 +645,7 @@ impl Tx {
     }
 }
 
+mod after_held;
 mod deferred;
 mod held;
 mod held_update;

@@ -2111,14 +2111,39 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
             tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(),
             Some(vec![edge(b.id, "after"), edge(b.id, "reads"), edge(c.id, "after")])
         );
-        // A kernel-held wait in the run: the caller reads the whole run instead.
+        // The dependencies of a row, read right after a held edge (on PostgreSQL in the same
+        // simple query as the edge's insert: `tx/after_held.rs`).
+        tx.insert_edge_with_unit(c.id, b.id, "after").await.unwrap();
+        let from_c = vec![
+            edge(c.id, "after"),
+            EdgeRow {
+                task_id: c.id,
+                depends_on_id: b.id,
+                kind: "after".into(),
+            },
+        ];
+        assert_eq!(tx.edges_from(c.id).await.unwrap(), from_c);
+        // A kernel-held wait in the run: the caller reads the whole run instead (again after a
+        // held write).
         tx.insert_task(NewTask {
             kind: TaskKind::Await,
             ..tool_task(run.id, "w", TaskStatus::Running)
         })
         .await
         .unwrap();
+        tx.insert_edge_with_unit(b.id, c.id, "after").await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), None);
         tx.commit().await.unwrap();
+
+        // A held write the database refuses (an edge to no row) fails the read it travels
+        // with, or itself where writes run at once: the unit is void and keeps nothing.
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        let held = tx.insert_edge_with_unit(c.id, i64::MAX, "after").await;
+        let read = tx.edges_from(c.id).await;
+        assert!(held.is_err() || read.is_err(), "{}: {held:?} {read:?}", ts.dialect);
+        assert!(tx.is_void());
+        assert!(tx.commit().await.is_err());
+        assert_eq!(s.begin().await.unwrap().edges_from(c.id).await.unwrap(), from_c);
     });
 }

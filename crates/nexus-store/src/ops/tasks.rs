@@ -198,23 +198,9 @@ macro_rules! task_ops {
             let rows = query(sql::EDGES_INTO_UNLESS_AWAITING)
                 .bind(run_id)
                 .bind(depends_on_id)
-                .fetch_all(&mut *c)
+                .fetch_all_as(&mut *c, |r| row::edge_or_awaiting(r))
                 .await?;
-            let mut edges = Vec::with_capacity(rows.len());
-            for r in &rows {
-                if row::Columns::int(r, "awaiting")? != 0 {
-                    return Ok(None);
-                }
-                if let Some(task_id) = row::Columns::opt_int(r, "task_id")? {
-                    edges.push(EdgeRow {
-                        task_id,
-                        depends_on_id: row::Columns::int(r, "depends_on_id")?,
-                        kind: row::Columns::text(r, "kind")?,
-                    });
-                }
-            }
-            edges.sort_unstable();
-            Ok(Some(edges))
+            Ok(row::edges_unless_awaiting(rows))
         }
 
         pub(crate) async fn tasks_of_run_page(

@@ -332,6 +332,27 @@ impl Transaction {
         self.simple(stmts, None, None).await.map(drop)
     }
 
+    /// Sends `stmts` and then `read` in one simple query (led by `BEGIN` when it was not sent):
+    /// a unit's held writes and the read that follows them, in one round trip. `read`'s rows.
+    pub(crate) async fn read_after(&mut self, mut stmts: Vec<Stmt>, read: Stmt) -> Result<Vec<PgRow>, sqlx::Error> {
+        let head = if self.begun {
+            None
+        } else {
+            self.conn.rollback_on_drop(true);
+            self.begun = true;
+            Some("BEGIN")
+        };
+        stmts.push(read);
+        let mut sets = self.simple(&stmts, head, None).await?;
+        // One set per statement, `BEGIN`'s first when it led; the read's is the last of them.
+        let at = usize::from(head.is_some()) + stmts.len() - 1;
+        Ok(if at < sets.len() {
+            sets.swap_remove(at)
+        } else {
+            Vec::new()
+        })
+    }
+
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {
         if self.begun {
             sqlx::raw_sql("COMMIT").execute(&mut *self.conn).await?;

@@ -212,6 +212,8 @@ mod tests {
             crate::sql::UPDATE_RUN_AND_SEQUENCE,
             crate::sql::PUT_ROUND_FACTS,
             crate::sql::STORE_EVENT_SEQUENCE,
+            crate::sql::EDGES_INTO_UNLESS_AWAITING,
+            crate::sql::EDGES_FROM,
         ]
         .map(String::from)
         .to_vec();
