@@ -29,7 +29,7 @@ pub(crate) use conns::Transaction;
 pub(crate) use conns::note_fault;
 use conns::{Conn, Conns};
 pub(crate) use conns::{inline_params, push_literal};
-pub(crate) use prepared::Stmt;
+pub(crate) use prepared::{Literal, Stmt};
 
 static MIGRATOR: Migrator = sqlx::migrate!("migrations/postgres");
 

@@ -237,18 +237,17 @@ impl Tx {
         {
             // Under the lock the row is there: the update is held (`tx/deferred.rs`).
             crate::row::check_run_row_text(run)?;
-            use deferred::Lit;
             t.deferred.hold_run_update(
                 run.id,
                 &[
-                    Lit::Int(run.id),
-                    Lit::Text(run.status.as_str()),
-                    Lit::OptInt(run.deliverable_task_id),
-                    Lit::Int(run.revision),
-                    Lit::OptText(run.attention.as_deref()),
-                    Lit::OptInt(run.started_at),
-                    Lit::OptInt(run.ended_at),
-                    Lit::OptInt(run.default_runner_id),
+                    &run.id,
+                    &run.status.as_str(),
+                    &run.deliverable_task_id,
+                    &run.revision,
+                    &run.attention.as_deref(),
+                    &run.started_at,
+                    &run.ended_at,
+                    &run.default_runner_id,
                 ],
             );
             return Ok(());
@@ -561,15 +560,9 @@ impl Tx {
             // Held until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
             Tx::Postgres(t) if !t.void => {
                 crate::check_text(&facts.history)?;
-                use deferred::Lit;
                 t.deferred.hold(
                     crate::sql::PUT_ROUND_FACTS,
-                    &[
-                        Lit::Int(facts.task_id),
-                        Lit::Int(facts.chain_rounds),
-                        Lit::Int(facts.key_floor),
-                        Lit::Text(&facts.history),
-                    ],
+                    &[&facts.task_id, &facts.chain_rounds, &facts.key_floor, &facts.history],
                 );
                 Ok(())
             }

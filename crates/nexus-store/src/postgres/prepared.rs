@@ -40,6 +40,54 @@ pub(crate) enum Stmt {
     Text(String),
 }
 
+/// A value as the SQL literal a template's `EXECUTE` carries ([`Stmt::Template`]): an integer,
+/// `TRUE` / `FALSE`, `NULL`, or an escape string (`push_literal`; the caller has refused
+/// U+0000 with the text guard).
+pub(crate) trait Literal {
+    fn literal(&self) -> String;
+}
+
+impl Literal for i64 {
+    fn literal(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl Literal for bool {
+    fn literal(&self) -> String {
+        (if *self { "TRUE" } else { "FALSE" }).to_string()
+    }
+}
+
+impl Literal for str {
+    fn literal(&self) -> String {
+        let mut out = String::with_capacity(self.len() + 3);
+        super::push_literal(&mut out, self);
+        out
+    }
+}
+
+impl Literal for String {
+    fn literal(&self) -> String {
+        self.as_str().literal()
+    }
+}
+
+impl<T: Literal + ?Sized> Literal for &T {
+    fn literal(&self) -> String {
+        (**self).literal()
+    }
+}
+
+impl<T: Literal> Literal for Option<T> {
+    fn literal(&self) -> String {
+        match self {
+            Some(v) => v.literal(),
+            None => "NULL".to_string(),
+        }
+    }
+}
+
 impl Stmt {
     pub(crate) fn new(text: impl Into<Cow<'static, str>>, literals: Vec<String>) -> Self {
         Stmt::Template {

@@ -18,7 +18,7 @@
 use std::fmt::Write;
 
 use crate::model::{EventRow, RunRow};
-use crate::postgres::{Stmt, push_literal};
+use crate::postgres::{Literal, Stmt};
 use crate::{Result, StoreError, check_json, check_text};
 
 /// The run sequences a PostgreSQL unit of work holds under lock, and its appends not yet sent.
@@ -33,26 +33,6 @@ pub(crate) struct Deferred {
     /// The held run updates still in `held` (run id, index), the latest per run: at the
     /// `COMMIT` each also writes its run's sequence, instead of a statement of its own.
     run_updates: Vec<(i64, usize)>,
-}
-
-/// A value of a held statement, sent as an SQL literal (`postgres/prepared.rs`).
-pub(crate) enum Lit<'a> {
-    Int(i64),
-    OptInt(Option<i64>),
-    Text(&'a str),
-    OptText(Option<&'a str>),
-}
-
-impl Lit<'_> {
-    fn render(&self) -> String {
-        let mut out = String::new();
-        match self {
-            Lit::Int(n) | Lit::OptInt(Some(n)) => out = n.to_string(),
-            Lit::Text(t) | Lit::OptText(Some(t)) => push_literal(&mut out, t),
-            Lit::OptInt(None) | Lit::OptText(None) => out.push_str("NULL"),
-        }
-        out
-    }
 }
 
 impl Deferred {
@@ -79,14 +59,14 @@ impl Deferred {
 
     /// Holds `statement` (parameters `$1`, `$2`, … given by `values`, text already checked by
     /// the text guard) until the unit's next statement or its `COMMIT`.
-    pub(crate) fn hold(&mut self, statement: &'static str, values: &[Lit<'_>]) {
+    pub(crate) fn hold(&mut self, statement: &'static str, values: &[&dyn Literal]) {
         self.held
-            .push(Stmt::new(statement, values.iter().map(Lit::render).collect()));
+            .push(Stmt::new(statement, values.iter().map(|v| v.literal()).collect()));
     }
 
     /// Holds the run's update ([`crate::sql::UPDATE_RUN`], `values` its parameters): at the
     /// `COMMIT` it also writes the run's sequence when the unit appended to the run.
-    pub(crate) fn hold_run_update(&mut self, run_id: i64, values: &[Lit<'_>]) {
+    pub(crate) fn hold_run_update(&mut self, run_id: i64, values: &[&dyn Literal]) {
         self.run_updates.retain(|(id, _)| *id != run_id);
         self.run_updates.push((run_id, self.held.len()));
         self.hold(crate::sql::UPDATE_RUN, values);
@@ -210,21 +190,8 @@ pub(super) fn events_insert(events: &[EventRow]) -> Stmt {
             p + 5,
             p + 6
         );
-        literals.push(e.run_id.to_string());
-        literals.push(e.sequence.to_string());
-        let mut kind = String::new();
-        push_literal(&mut kind, &e.kind);
-        literals.push(kind);
-        literals.push(e.at.to_string());
-        let mut key = String::new();
-        match &e.task_key {
-            Some(k) => push_literal(&mut key, k),
-            None => key.push_str("NULL"),
-        }
-        literals.push(key);
-        let mut data = String::with_capacity(e.data.len() + 4);
-        push_literal(&mut data, &e.data);
-        literals.push(data);
+        let row: [&dyn Literal; 6] = [&e.run_id, &e.sequence, &e.kind, &e.at, &e.task_key, &e.data];
+        literals.extend(row.iter().map(|v| v.literal()));
     }
     let stmt = Stmt::new(text, literals);
     if events.len() > EVENTS_PER_TEMPLATE {
@@ -269,8 +236,9 @@ mod tests {
         d.append(1, "task_claimed", Some("a"), &data, 5).unwrap();
         d.append(2, "task_claimed", Some("b"), &data, 5).unwrap();
         d.append(2, "run_completed", None, &data, 5).unwrap();
-        let mut row = vec![Lit::Int(2), Lit::Text("completed")];
-        row.extend((3..=8).map(Lit::Int));
+        let ints: Vec<i64> = (3..=8).collect();
+        let mut row: Vec<&dyn Literal> = vec![&2i64, &"completed"];
+        row.extend(ints.iter().map(|n| n as &dyn Literal));
         d.hold_run_update(2, &row);
         let stmts = d.commit_statements().unwrap();
         let texts = texts(&stmts);
@@ -294,7 +262,8 @@ mod tests {
     fn a_run_update_sent_before_the_commit_leaves_the_sequence_to_its_own_statement() {
         let mut d = Deferred::default();
         locked(&mut d, 1, 10);
-        d.hold_run_update(1, &(1..=8).map(Lit::Int).collect::<Vec<_>>());
+        let ints: Vec<i64> = (1..=8).collect();
+        d.hold_run_update(1, &ints.iter().map(|n| n as &dyn Literal).collect::<Vec<_>>());
         assert!(d.take_held().is_some());
         d.append(1, "task_claimed", None, &serde_json::json!({}), 5).unwrap();
         let stmts = d.commit_statements().unwrap();

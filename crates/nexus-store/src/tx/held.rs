@@ -8,7 +8,6 @@
 //! was not, and nothing the kernel believes was written is lost.
 
 use super::*;
-use deferred::Lit;
 
 impl Tx {
     /// Inserts a job (unlocked, 0 attempts) with the unit of work, when the caller does not
@@ -19,13 +18,7 @@ impl Tx {
                 crate::check_text(&new.kind)?;
                 t.deferred.hold(
                     crate::sql::INSERT_JOB_HELD,
-                    &[
-                        Lit::Text(&new.kind),
-                        Lit::Int(new.run_id),
-                        Lit::OptInt(new.task_id),
-                        Lit::Int(new.generation),
-                        Lit::Int(new.available_at),
-                    ],
+                    &[&new.kind, &new.run_id, &new.task_id, &new.generation, &new.available_at],
                 );
                 Ok(())
             }
@@ -37,7 +30,7 @@ impl Tx {
     pub async fn delete_job_with_unit(&mut self, job_id: i64) -> Result<()> {
         match self {
             Tx::Postgres(t) if !t.void => {
-                t.deferred.hold(crate::sql::DELETE_JOB, &[Lit::Int(job_id)]);
+                t.deferred.hold(crate::sql::DELETE_JOB, &[&job_id]);
                 Ok(())
             }
             _ => tx_dispatch!(self, delete_job(job_id)).map(|_| ()),
@@ -50,10 +43,8 @@ impl Tx {
         match self {
             Tx::Postgres(t) if !t.void => {
                 crate::check_text(kind)?;
-                t.deferred.hold(
-                    crate::sql::INSERT_EDGE,
-                    &[Lit::Int(task_id), Lit::Int(depends_on_id), Lit::Text(kind)],
-                );
+                t.deferred
+                    .hold(crate::sql::INSERT_EDGE, &[&task_id, &depends_on_id, &kind]);
                 Ok(())
             }
             _ => tx_dispatch!(self, insert_edge(task_id, depends_on_id, kind)).map(|_| ()),
@@ -66,10 +57,8 @@ impl Tx {
         match self {
             Tx::Postgres(t) if !t.void => {
                 crate::check_text(attempts)?;
-                t.deferred.hold(
-                    crate::sql::SET_SEALED_ATTEMPTS,
-                    &[Lit::Int(task_id), Lit::Int(generation), Lit::Text(attempts)],
-                );
+                t.deferred
+                    .hold(crate::sql::SET_SEALED_ATTEMPTS, &[&task_id, &generation, &attempts]);
                 Ok(())
             }
             _ => tx_dispatch!(self, set_sealed_attempts(task_id, generation, attempts)).map(|_| ()),

@@ -10,45 +10,11 @@
 //! Only the columns that change are written.
 
 use super::*;
-use crate::postgres::{Stmt, push_literal};
-
-/// A task column's value, as the SQL literal the held statement carries.
-trait Literal {
-    fn literal(&self) -> String;
-}
-
-impl Literal for i64 {
-    fn literal(&self) -> String {
-        self.to_string()
-    }
-}
-
-impl Literal for bool {
-    fn literal(&self) -> String {
-        (if *self { "TRUE" } else { "FALSE" }).to_string()
-    }
-}
-
-impl Literal for String {
-    fn literal(&self) -> String {
-        let mut out = String::with_capacity(self.len() + 3);
-        push_literal(&mut out, self);
-        out
-    }
-}
+use crate::postgres::{Literal, Stmt};
 
 impl Literal for TaskStatus {
     fn literal(&self) -> String {
-        self.as_str().to_string().literal()
-    }
-}
-
-impl<T: Literal> Literal for Option<T> {
-    fn literal(&self) -> String {
-        match self {
-            Some(v) => v.literal(),
-            None => "NULL".to_string(),
-        }
+        self.as_str().literal()
     }
 }
 
