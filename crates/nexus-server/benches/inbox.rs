@@ -42,8 +42,17 @@
 //! store, no credential) and the pace is printed as the "HTTP floor": what the exchanges alone
 //! allow on this machine, an upper bound for the inbox figure.
 //!
+//! `NEXUS_BENCH_SQL_FLOOR=1` (PostgreSQL) settles the window's rows by SQL alone instead, two
+//! simple queries a task with the kernel's writes and reads (`inbox/floor.rs`): what the
+//! database allows this machine for that work, without the kernel, HTTP or round trips.
+//! `NEXUS_BENCH_SQL_FLOOR=updates`: the row's claim and settle updates alone, the raw loop's
+//! shape on the `tasks` table; `silent`: the kernel's shape without the commit's `NOTIFY`.
+//!
 //! `inbox bench: window open` / `… closed` on stderr mark the timed window for a profiler
 //! started disabled (BENCHMARKS.md shows the `perf record --control` command that uses them).
+
+#[path = "inbox/floor.rs"]
+mod floor;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -119,6 +128,17 @@ fn print_tally(engine: &str, settled: usize) {
     for (text, n) in rows {
         let short: String = text.chars().take(150).collect();
         println!("  {:>6.2} {short}", n as f64 / settled.max(1) as f64);
+    }
+}
+
+/// `NEXUS_BENCH_SQL_FLOOR=1` (or `updates`, `silent`): PostgreSQL's window settles the rows by SQL alone
+/// (`inbox/floor.rs`).
+fn sql_floor() -> Option<floor::Shape> {
+    match std::env::var("NEXUS_BENCH_SQL_FLOOR").ok()?.as_str() {
+        "1" => Some(floor::Shape::Kernel),
+        "updates" => Some(floor::Shape::Updates),
+        "silent" => Some(floor::Shape::Silent),
+        _ => None,
     }
 }
 
@@ -240,20 +260,22 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
     let cpu_start = testing::process_cpu();
     let machine_start = testing::MachineCpu::now();
     let start = Instant::now();
-    let mut handles = Vec::with_capacity(RUNNERS);
-    for (j, (_, token, client, base)) in runners.into_iter().enumerate() {
-        let share = tasks / RUNNERS + usize::from(j < tasks % RUNNERS);
-        handles.push(tokio::spawn(
-            async move { runner_loop(&client, &base, &token, share).await },
-        ));
-    }
     let mut latencies = Vec::with_capacity(tasks);
-    let mut settled = 0;
-    for h in handles {
-        let l = h.await.expect("runner task");
-        settled += l.len();
-        latencies.extend(l);
+    if let Some(shape) = sql_floor().filter(|_| ts.sqlite_path().is_none()) {
+        latencies = floor::run(&ts, RUNNERS, shape).await;
+    } else {
+        let mut handles = Vec::with_capacity(RUNNERS);
+        for (j, (_, token, client, base)) in runners.into_iter().enumerate() {
+            let share = tasks / RUNNERS + usize::from(j < tasks % RUNNERS);
+            handles.push(tokio::spawn(
+                async move { runner_loop(&client, &base, &token, share).await },
+            ));
+        }
+        for h in handles {
+            latencies.extend(h.await.expect("runner task"));
+        }
     }
+    let settled = latencies.len();
     let window = start.elapsed();
     let gate = store
         .writer_gate_use()

@@ -31,6 +31,17 @@ impl OutsideSession {
             .map(|_| ())
     }
 
+    /// The rows of a query whose columns are all `BIGINT` (a test's own text).
+    pub async fn fetch_ints(&mut self, sql: &str) -> Vec<Vec<i64>> {
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_all(&mut self.conn)
+            .await
+            .expect("the query runs")
+            .iter()
+            .map(|r| (0..r.len()).map(|i| r.get::<i64, _>(i)).collect())
+            .collect()
+    }
+
     /// Whether some other session waits for this session's transaction (a row lock it holds).
     pub async fn is_waited_for(&mut self) -> bool {
         sqlx::query(
