@@ -46,7 +46,7 @@
 //! simple queries a task with the kernel's writes and reads (`inbox/floor.rs`): what the
 //! database allows this machine for that work, without the kernel, HTTP or round trips.
 //! `NEXUS_BENCH_SQL_FLOOR=updates`: the row's claim and settle updates alone, the raw loop's
-//! shape on the `tasks` table; `silent`: the kernel's shape without the commit's `NOTIFY`.
+//! shape on the `tasks` table; `silent`: the kernel's shape without its notice.
 //!
 //! `inbox bench: window open` / `… closed` on stderr mark the timed window for a profiler
 //! started disabled (BENCHMARKS.md shows the `perf record --control` command that uses them).
@@ -131,8 +131,8 @@ fn print_tally(engine: &str, settled: usize) {
     }
 }
 
-/// `NEXUS_BENCH_SQL_FLOOR=1` (or `updates`, `silent`): PostgreSQL's window settles the rows by SQL alone
-/// (`inbox/floor.rs`).
+/// `NEXUS_BENCH_SQL_FLOOR=1` (or `updates`, `silent`): PostgreSQL's window settles the rows by
+/// SQL alone (`inbox/floor.rs`).
 fn sql_floor() -> Option<floor::Shape> {
     match std::env::var("NEXUS_BENCH_SQL_FLOOR").ok()?.as_str() {
         "1" => Some(floor::Shape::Kernel),
