@@ -322,11 +322,10 @@ pub(crate) mod ops {
         // A key the text guard refuses names no task (as `task_by_key`).
         let keyed = check_text(key).is_ok();
         if keyed {
-            let mut key_literal = String::new();
-            super::push_literal(&mut key_literal, key);
+            use super::Literal;
             statements.push(super::Stmt::new(
                 sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
-                vec![public_literal, key_literal],
+                vec![public_literal, key.literal()],
             ));
         }
         let sets = tx.begin_with_sets(&statements).await?;
