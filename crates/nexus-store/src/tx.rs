@@ -399,11 +399,6 @@ impl Tx {
 
     // ---- jobs ----
 
-    /// Inserts a job (unlocked, 0 attempts) and returns its id.
-    pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
-        tx_dispatch!(self, insert_job(&new))
-    }
-
     /// Deletes the job; false when it was already gone (a kernel tool job is deleted in the
     /// transaction that starts its evaluation: at most once).
     pub async fn delete_job(&mut self, job_id: i64) -> Result<bool> {
@@ -573,11 +568,6 @@ impl Tx {
     /// Every task key of the run, in no particular order.
     pub async fn task_keys_of_run(&mut self, run_id: i64) -> Result<Vec<String>> {
         tx_dispatch!(self, task_keys_of_run(run_id))
-    }
-
-    /// The keys among `keys` that name a task of the run (sorted, without repeats).
-    pub async fn used_task_keys(&mut self, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
-        tx_dispatch!(self, used_task_keys(run_id, keys))
     }
 }
 

@@ -2085,6 +2085,68 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
     other.commit().await.unwrap();
 }
 
+/// A reply's probe of the task keys it is about to use, and the insert of a job whose id the
+/// caller needs, right after held writes: on PostgreSQL in the same simple query as the writes
+/// (`tx/after_held.rs`), with the same answers as on their own.
+#[tokio::test]
+async fn the_used_keys_and_a_job_after_held_writes() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
+        let b = task_in(s, tool_task(run.id, "b", TaskStatus::Waiting)).await;
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, "after").await.unwrap();
+        // Unsorted, repeated, unknown, and one the text guard refuses (in use nowhere).
+        let keys: Vec<String> = ["b", "z", "a", "b", "a\0"].map(String::from).to_vec();
+        assert_eq!(tx.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
+        tx.insert_edge_with_unit(b.id, a.id, "reads").await.unwrap();
+        let job = NewJob {
+            kind: "kernel_tool".into(),
+            run_id: run.id,
+            task_id: Some(b.id),
+            generation: 1,
+            available_at: NOW,
+        };
+        let job_id = tx.insert_job(job.clone()).await.unwrap();
+        tx.commit().await.unwrap();
+        let mut plain = s.begin().await.unwrap();
+        assert_eq!(plain.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
+        let stored = plain
+            .job_by_id(job_id)
+            .await
+            .unwrap()
+            .expect("the job inserted after held writes");
+        assert_eq!(
+            (stored.task_id, stored.attempts, stored.locked_by),
+            (Some(b.id), 0, None)
+        );
+        assert_eq!(plain.edges_from(b.id).await.unwrap().len(), 2);
+        plain.rollback().await.unwrap();
+
+        // A held write the database refuses (an edge to no row) fails the statement it travels
+        // with, or itself where writes run at once: the unit is void and keeps nothing.
+        for probe_keys in [true, false] {
+            let mut tx = s.begin().await.unwrap();
+            tx.lock_run(run.id).await.unwrap();
+            let held = tx.insert_edge_with_unit(a.id, i64::MAX, "after").await;
+            let after = if probe_keys {
+                tx.used_task_keys(run.id, &keys).await.map(|_| ())
+            } else {
+                tx.insert_job(job.clone()).await.map(|_| ())
+            };
+            assert!(held.is_err() || after.is_err(), "{}: {held:?} {after:?}", ts.dialect);
+            assert!(tx.is_void());
+            assert!(tx.commit().await.is_err());
+        }
+        let mut after = s.begin().await.unwrap();
+        assert!(after.edges_from(a.id).await.unwrap().is_empty());
+        after.rollback().await.unwrap();
+    });
+}
+
 /// A settle's first look around its row (`Graph::load_around`) is one statement: the edges into
 /// the row in order, or nothing when the run holds a kernel-held (`running`) await.
 #[tokio::test]

@@ -1,5 +1,6 @@
 //! Reads that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`): a
-//! settle's probe of its dependents and the dependencies of the rows it readies. On PostgreSQL,
+//! settle's probe of its dependents and the dependencies of the rows it readies, a reply's probe
+//! of the task keys it is about to use, and the insert of a job whose id the caller needs. On PostgreSQL,
 //! when writes are held, the read goes out as a prepared template (`postgres/prepared.rs`) at
 //! the end of the simple query that sends them, so the writes take no round trip of their own;
 //! with nothing held it is an ordinary statement. On SQLite every write has already run.
@@ -8,7 +9,8 @@
 //! template test in `held_update.rs` prepares every one on the schema).
 
 use super::*;
-use crate::postgres::Stmt;
+use crate::postgres::{Literal, Stmt};
+use sqlx::Row;
 use sqlx::postgres::PgRow;
 
 impl Tx {
@@ -25,7 +27,7 @@ impl Tx {
                     crate::sql::EDGES_INTO_UNLESS_AWAITING,
                     vec![run_id.to_string(), depends_on_id.to_string()],
                 );
-                let rows = t.read_after_held(read).await?;
+                let rows = t.read_after_held(read, StoreError::from).await?;
                 let rows = rows.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
                 Ok(crate::row::edges_unless_awaiting(rows))
             }
@@ -38,10 +40,63 @@ impl Tx {
         match self {
             Tx::Postgres(t) if t.holds_writes() => {
                 let read = Stmt::new(crate::sql::EDGES_FROM, vec![task_id.to_string()]);
-                let rows = t.read_after_held(read).await?;
+                let rows = t.read_after_held(read, StoreError::from).await?;
                 rows.iter().map(crate::row::edge).collect()
             }
             _ => tx_dispatch!(self, edges_from(task_id)),
+        }
+    }
+
+    /// The keys among `keys` that name a task of the run (sorted, without repeats).
+    pub async fn used_task_keys(&mut self, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
+        match self {
+            Tx::Postgres(t) if t.holds_writes() && keys.len() <= crate::sql::KEY_PROBE_SLOTS => {
+                // A key the text guard refuses is in use nowhere; the probe's spare slots
+                // repeat its first key.
+                let probe: Vec<&String> = keys.iter().filter(|k| crate::check_text(k).is_ok()).collect();
+                let Some(first) = probe.first().copied() else {
+                    return Ok(Vec::new());
+                };
+                let mut literals = vec![run_id.to_string()];
+                literals
+                    .extend((0..crate::sql::KEY_PROBE_SLOTS).map(|i| probe.get(i).copied().unwrap_or(first).literal()));
+                let rows = t
+                    .read_after_held(Stmt::new(crate::sql::USED_TASK_KEYS, literals), StoreError::from)
+                    .await?;
+                let mut used = rows
+                    .iter()
+                    .map(|r| r.try_get::<String, _>(0).map_err(StoreError::from))
+                    .collect::<Result<Vec<_>>>()?;
+                used.sort();
+                used.dedup();
+                Ok(used)
+            }
+            _ => tx_dispatch!(self, used_task_keys(run_id, keys)),
+        }
+    }
+
+    /// Inserts a job (unlocked, 0 attempts) and returns its id ([`Tx::insert_job_with_unit`]
+    /// when the caller does not need it).
+    pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
+        match self {
+            Tx::Postgres(t) if t.holds_writes() => {
+                crate::check_text(&new.kind)?;
+                let literals = [
+                    new.kind.literal(),
+                    new.run_id.literal(),
+                    new.task_id.literal(),
+                    new.generation.literal(),
+                    new.available_at.literal(),
+                ];
+                let insert = Stmt::new(crate::sql::INSERT_JOB, literals.to_vec());
+                let rows = t.read_after_held(insert, crate::write_error).await?;
+                let id = match rows.first() {
+                    Some(r) => r.try_get::<i64, _>(0),
+                    None => Err(sqlx::Error::RowNotFound),
+                };
+                t.void_on(id.map_err(StoreError::from))
+            }
+            _ => tx_dispatch!(self, insert_job(&new)),
         }
     }
 }
@@ -54,9 +109,15 @@ impl PgTx {
 
     /// Sends the held writes and then `read` in one simple query; `read`'s rows. A failure
     /// (the read's or a held write's) voids the unit, as any statement's does.
-    async fn read_after_held(&mut self, read: Stmt) -> Result<Vec<PgRow>> {
+    /// `classify` names the failure (`write_error` when `read` is a write).
+    async fn read_after_held(&mut self, read: Stmt, classify: fn(sqlx::Error) -> StoreError) -> Result<Vec<PgRow>> {
         let held = self.deferred.take_held().unwrap_or_default();
-        let result = Box::pin(self.tx.read_after(held, read)).await.map_err(StoreError::from);
+        let result = Box::pin(self.tx.read_after(held, read)).await.map_err(classify);
+        self.void_on(result)
+    }
+
+    /// `result` of a statement the unit sent; a failure voids the unit, as any statement's does.
+    fn void_on<T>(&mut self, result: Result<T>) -> Result<T> {
         if result.as_ref().is_err_and(voids_transaction) {
             self.void = true;
         }

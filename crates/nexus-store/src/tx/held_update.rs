@@ -180,6 +180,8 @@ mod tests {
             crate::sql::STORE_EVENT_SEQUENCE,
             crate::sql::EDGES_INTO_UNLESS_AWAITING,
             crate::sql::EDGES_FROM,
+            crate::sql::USED_TASK_KEYS,
+            crate::sql::INSERT_JOB,
         ]
         .map(String::from)
         .to_vec();
