@@ -1,11 +1,12 @@
-//! Reads that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`): a
-//! settle's probe of its dependents and the dependencies of the rows it readies, a reply's probe
-//! of the task keys it is about to use, and the insert of a job whose id the caller needs. On PostgreSQL,
-//! when writes are held, the read goes out as a prepared template (`postgres/prepared.rs`) at
-//! the end of the simple query that sends them, so the writes take no round trip of their own;
-//! with nothing held it is an ordinary statement. On SQLite every write has already run.
+//! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
+//! and whose answer the caller waits on: a settle's probe of its dependents and the dependencies
+//! of the rows it readies, a reply's probe of the task keys it is about to use, and the insert
+//! of a job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
+//! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
+//! sends them, so the writes take no round trip of their own; with nothing held it is an
+//! ordinary statement. On SQLite every write has already run.
 //!
-//! Each read here is one more statement text whose `$n` PostgreSQL types from its context (the
+//! Each statement here is one more text whose `$n` PostgreSQL types from its context (the
 //! template test in `held_update.rs` prepares every one on the schema).
 
 use super::*;
