@@ -2,6 +2,23 @@
 //! sweep's and the approval queue's selections and the inbox page, written once for both
 //! engines.
 
+/// The key slots of one [`crate::sql::USED_TASK_KEYS`] probe for `chunk` (at most
+/// [`crate::sql::KEY_PROBE_SLOTS`] keys): the keys the text guard accepts (one it refuses is
+/// in use nowhere), the spare slots repeating the first; `None` when no key is left to probe.
+pub(crate) fn key_probe_slots(chunk: &[String]) -> Option<Vec<&str>> {
+    let probe: Vec<&str> = chunk
+        .iter()
+        .map(String::as_str)
+        .filter(|k| crate::check_text(k).is_ok())
+        .collect();
+    let first = *probe.first()?;
+    Some(
+        (0..crate::sql::KEY_PROBE_SLOTS)
+            .map(|i| probe.get(i).copied().unwrap_or(first))
+            .collect(),
+    )
+}
+
 /// The task operations, expanded inside each engine's `ops` module (see [`crate::ops`]).
 macro_rules! task_ops {
     (update_task = $update_task:ident $(,)?) => {
@@ -401,18 +418,12 @@ macro_rules! task_ops {
         pub(crate) async fn used_task_keys(c: &mut Conn, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
             let mut used = Vec::new();
             for chunk in keys.chunks(sql::KEY_PROBE_SLOTS) {
-                // A key the text guard refuses is in use nowhere.
-                let probe: Vec<&str> = chunk
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|k| check_text(k).is_ok())
-                    .collect();
-                let Some(first) = probe.first().copied() else {
+                let Some(slots) = $crate::ops::tasks::key_probe_slots(chunk) else {
                     continue;
                 };
                 let mut q = query_scalar(sql::USED_TASK_KEYS).bind(run_id);
-                for i in 0..sql::KEY_PROBE_SLOTS {
-                    q = q.bind(probe.get(i).copied().unwrap_or(first));
+                for key in slots {
+                    q = q.bind(key);
                 }
                 let keys: Vec<String> = q.fetch_all(&mut *c).await?;
                 used.extend(keys);

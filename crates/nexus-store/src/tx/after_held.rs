@@ -52,15 +52,11 @@ impl Tx {
     pub async fn used_task_keys(&mut self, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
         match self {
             Tx::Postgres(t) if t.holds_writes() && keys.len() <= crate::sql::KEY_PROBE_SLOTS => {
-                // A key the text guard refuses is in use nowhere; the probe's spare slots
-                // repeat its first key.
-                let probe: Vec<&String> = keys.iter().filter(|k| crate::check_text(k).is_ok()).collect();
-                let Some(first) = probe.first().copied() else {
+                let Some(slots) = crate::ops::tasks::key_probe_slots(keys) else {
                     return Ok(Vec::new());
                 };
-                let mut literals = vec![run_id.to_string()];
-                literals
-                    .extend((0..crate::sql::KEY_PROBE_SLOTS).map(|i| probe.get(i).copied().unwrap_or(first).literal()));
+                let mut literals = vec![run_id.literal()];
+                literals.extend(slots.iter().map(|k| k.literal()));
                 let rows = t
                     .read_after_held(Stmt::new(crate::sql::USED_TASK_KEYS, literals), StoreError::from)
                     .await?;
