@@ -280,7 +280,7 @@ async fn row_reads(engine: &str, ts: TestStore, frozen: &str) {
         let t = Instant::now();
         let mut tx = kernel.store.begin().await.expect("begin");
         let out = cache
-            .tool_search_declared(&mut tx, black_box(&input), Some(id))
+            .tool_search_declared(&mut tx, black_box(&input), Some(id), None)
             .await
             .expect("search");
         tx.rollback().await.expect("rollback");

@@ -36,7 +36,7 @@ pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
-pub use tx::{PgTx, SqliteTx, Tx};
+pub use tx::{EvaluationLock, PgTx, SqliteTx, Tx};
 
 mod tx;
 
@@ -440,6 +440,40 @@ impl Store {
         match self {
             Store::Sqlite(s) => Ok(Tx::Sqlite(s.begin().await?)),
             Store::Postgres(s) => Ok(Tx::Postgres(Box::pin(s.begin()).await?)),
+        }
+    }
+
+    /// A `kernel_tool` job's claim, then its evaluation's unit (storage-and-scale.md §5: the
+    /// job row is deleted, and the delete committed, before the evaluation starts): deletes job
+    /// `job_id`, opens a unit and takes [`Tx::lock_run_with_task_and_search_head`] of
+    /// (`run_id`, `task_id`). `None` when the job was gone (another worker claimed it). On
+    /// PostgreSQL the delete, its commit and the unit's first statement go out in one round
+    /// trip.
+    pub async fn take_kernel_job(
+        &self,
+        job_id: i64,
+        run_id: i64,
+        task_id: i64,
+    ) -> Result<Option<(Tx, EvaluationLock)>> {
+        match self {
+            Store::Sqlite(_) => {
+                if !self.delete_job(job_id).await? {
+                    return Ok(None);
+                }
+                let mut tx = self.begin().await?;
+                let lock = tx.lock_run_with_task_and_search_head(run_id, task_id).await?;
+                Ok(Some((tx, lock)))
+            }
+            Store::Postgres(_) => {
+                let mut tx = self.begin().await?;
+                match tx.take_job_locking_run(job_id, run_id, task_id).await? {
+                    Some(lock) => Ok(Some((tx, lock))),
+                    None => {
+                        tx.rollback().await?;
+                        Ok(None)
+                    }
+                }
+            }
         }
     }
 

@@ -283,24 +283,45 @@ pub(crate) mod ops {
     /// ([`crate::Tx::lock_run_with_task`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
     /// `then_id`) in one simple query, one round trip; `then` reads the database as it stands
     /// after the lock (`READ COMMITTED`: each statement reads it as it stands when it starts).
+    /// `also` (the same parameter) goes out last in the same query; its first row, if any.
+    ///
+    /// With `taking_job`, the query opens with the delete of that job in a transaction of its
+    /// own (`BEGIN`, the delete, `COMMIT`, then the unit's `BEGIN`): a `kernel_tool` job's claim
+    /// and its evaluation's first statement in one round trip. The last answer says whether the
+    /// delete found the job (always `true` without one); when it did not, the unit holds the
+    /// run lock all the same.
     pub(crate) async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
         tx: &mut super::Transaction,
+        taking_job: Option<i64>,
         id: i64,
         then: &'static str,
         then_id: i64,
         decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
-    ) -> Result<(RunRow, Option<T>)> {
-        let statements = [
-            super::Stmt::new(sql::LOCK_RUN_PG, vec![id.to_string()]),
-            super::Stmt::new(then, vec![then_id.to_string()]),
-        ];
-        let sets = tx.begin_with_sets(&statements).await?;
-        let Some(r) = sets.get(1).and_then(|s| s.first()) else {
+        also: Option<&'static str>,
+    ) -> Result<(RunRow, Option<T>, Option<sqlx::postgres::PgRow>, bool)> {
+        let mut statements = Vec::new();
+        if let Some(job_id) = taking_job {
+            // `BEGIN` leads the query: the delete commits on its own before the unit's `BEGIN`.
+            statements.push(super::Stmt::new(sql::TAKE_JOB, vec![job_id.to_string()]));
+            statements.push(super::Stmt::Text("COMMIT".into()));
+            statements.push(super::Stmt::Text("BEGIN".into()));
+        }
+        let at = statements.len() + 1;
+        statements.push(super::Stmt::new(sql::LOCK_RUN_PG, vec![id.to_string()]));
+        statements.push(super::Stmt::new(then, vec![then_id.to_string()]));
+        statements.extend(also.map(|a| super::Stmt::new(a, vec![then_id.to_string()])));
+        let mut sets = tx.begin_with_sets(&statements).await?;
+        let taken = taking_job.is_none() || sets.get(1).is_some_and(|s| !s.is_empty());
+        let Some(r) = sets.get(at).and_then(|s| s.first()) else {
             return Err(StoreError::NotFound(format!("run {id}")));
         };
         let run = row::run(r)?;
-        let then = sets.get(2).and_then(|s| s.first()).map(decode).transpose()?;
-        Ok((run, resolve_frozen_opt(tx, then).await?))
+        let then = sets.get(at + 1).and_then(|s| s.first()).map(decode).transpose()?;
+        let also = match sets.get_mut(at + 2) {
+            Some(set) if !set.is_empty() => Some(set.swap_remove(0)),
+            _ => None,
+        };
+        Ok((run, resolve_frozen_opt(tx, then).await?, also, taken))
     }
 
     /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):

@@ -506,6 +506,11 @@ pub(crate) const TASK_FROZEN_HEAD_SQLITE: &str = "SELECT id, kind, declaring_tas
 pub(crate) const TASK_FROZEN_HEAD_PG: &str =
     "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks WHERE id = $1";
 
+/// The head (as [`TASK_FROZEN_HEAD_PG`]) of the row that declared task `$1`, when `$1` is a
+/// `tool_search` call: read with the lock of the call's evaluation (`Tx::lock_run_with_task_and_search_head`).
+pub(crate) const SEARCH_HEAD_PG: &str = "SELECT d.id, d.kind, d.declaring_task_id, d.frozen_digest FROM tasks t \
+     JOIN tasks d ON d.id = t.declaring_task_id WHERE t.id = $1 AND t.tool_name = 'tool_search'";
+
 /// A task's frozen context alone, from `frozen_contexts` by the row's digest (migration 0014).
 pub(crate) const TASK_FROZEN_CONTEXT: &str = concat!(
     "SELECT ",
@@ -649,6 +654,10 @@ pub(crate) const JOB_BY_ID: &str = "SELECT id, kind, run_id, task_id, generation
 
 pub(crate) const DELETE_JOB: &str = "DELETE FROM jobs WHERE id = $1";
 
+/// [`DELETE_JOB`] answering the id when the row was there (a `kernel_tool` job's claim sent
+/// with its evaluation's first statement, `postgres.rs`).
+pub(crate) const TAKE_JOB: &str = "DELETE FROM jobs WHERE id = $1 RETURNING id";
+
 /// `$1` node, `$2` lease end, `$3` now, `$4` limit; one statement behind the writer gate.
 pub(crate) const DEQUEUE_JOBS_SQLITE: &str = "UPDATE jobs SET locked_by = $1, locked_until = $2, attempts = attempts + 1 WHERE id IN \
      (SELECT id FROM jobs WHERE available_at <= $3 AND (locked_until IS NULL OR locked_until \
@@ -676,11 +685,17 @@ pub(crate) const REQUEUE_JOB: &str =
 pub(crate) const INSERT_SEALED_BODY: &str = "INSERT INTO sealed_bodies (body_sha256, body, base_sha256, keep, depth) \
      VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING RETURNING depth";
 
-/// [`INSERT_SEALED_BODY`] that also answers the depth of a body stored before (one round trip
-/// either way; a data-modifying `WITH`, which SQLite has not).
-pub(crate) const INSERT_SEALED_BODY_PG: &str = "WITH ins AS (INSERT INTO sealed_bodies (body_sha256, body, base_sha256, \
-     keep, depth) VALUES ($1, $2, $3, $4, $5) ON CONFLICT (body_sha256) DO NOTHING RETURNING depth) SELECT depth FROM \
-     ins UNION ALL SELECT depth FROM sealed_bodies WHERE body_sha256 = $1 AND NOT EXISTS (SELECT 1 FROM ins)";
+/// A sealed request (`$1`–`$11` as [`INSERT_SEALED_REQUEST`]) and the body it names (`$4` its
+/// digest, `$12` bytes, `$13` base digest, `$14` keep, `$15` depth) in one statement
+/// (PostgreSQL: data-modifying `WITH`, which SQLite has not), answering the request's `id` and
+/// the body's `body_depth`: the new row's, or that of the body an earlier round stored under
+/// the digest (null only when a unit not yet visible to this statement stored it).
+pub(crate) const INSERT_SEALED_REQUEST_WITH_BODY_PG: &str = "WITH body AS (INSERT INTO sealed_bodies (body_sha256, body, \
+     base_sha256, keep, depth) VALUES ($4, $12, $13, $14, $15) ON CONFLICT (body_sha256) DO NOTHING RETURNING depth), \
+     request AS (INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, tools_sha256, \
+     attempts, created_at, record_base_id, record_keep, record_depth) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, \
+     $10, $11) RETURNING id) SELECT (SELECT id FROM request) AS id, COALESCE((SELECT depth FROM body), \
+     (SELECT depth FROM sealed_bodies WHERE body_sha256 = $4)) AS body_depth";
 
 pub(crate) const INSERT_SEALED_REQUEST: &str = "INSERT INTO sealed_requests (task_id, generation, record, body_sha256, request_bytes, \
      tools_sha256, attempts, created_at, record_base_id, record_keep, record_depth) \

@@ -635,5 +635,6 @@ mod held_update;
 mod history;
 mod known;
 mod locked;
+pub use locked::EvaluationLock;
 mod sequences;
 mod turns;

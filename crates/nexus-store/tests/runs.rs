@@ -2209,3 +2209,79 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         assert_eq!(s.begin().await.unwrap().edges_from(c.id).await.unwrap(), from_c);
     });
 }
+
+/// A `kernel_tool` job's claim and its evaluation's lock (`Store::take_kernel_job`): the job is
+/// deleted, and the delete kept even when the evaluation's unit rolls back; a job already gone
+/// opens no unit; a `tool_search` call's lock brings its declaring row's head on PostgreSQL
+/// (and nothing the caller must not read again on SQLite).
+#[tokio::test]
+async fn a_kernel_jobs_claim_leads_its_evaluation() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let round = task_in(s, tool_task(run.id, "r1", TaskStatus::Completed)).await;
+        let search = task_in(
+            s,
+            NewTask {
+                declaring_task_id: Some(round.id),
+                tool_name: Some("tool_search".into()),
+                ..tool_task(run.id, "r1.c1", TaskStatus::Running)
+            },
+        )
+        .await;
+        let other = task_in(
+            s,
+            NewTask {
+                declaring_task_id: Some(round.id),
+                ..tool_task(run.id, "r1.c2", TaskStatus::Running)
+            },
+        )
+        .await;
+        let job = |task_id: i64| NewJob {
+            kind: "kernel_tool".into(),
+            run_id: run.id,
+            task_id: Some(task_id),
+            generation: 1,
+            available_at: NOW,
+        };
+        let mut tx = s.begin().await.unwrap();
+        let first = tx.insert_job(job(search.id)).await.unwrap();
+        let second = tx.insert_job(job(other.id)).await.unwrap();
+        tx.commit().await.unwrap();
+
+        let (tx, lock) = s
+            .take_kernel_job(first, run.id, search.id)
+            .await
+            .unwrap()
+            .expect("the job is there");
+        assert_eq!(lock.run.id, run.id);
+        assert_eq!(lock.task.as_ref().map(|t| t.id), Some(search.id));
+        match ts.dialect {
+            "postgres" => {
+                let head = lock.search_head.expect("the declaring row's head, with the lock");
+                assert_eq!(
+                    (head.id, head.kind, head.declaring_task_id),
+                    (round.id, TaskKind::Tool, None)
+                );
+            }
+            _ => assert!(lock.search_head.is_none()),
+        }
+        // The evaluation rolls back; the claim stays.
+        tx.rollback().await.unwrap();
+        assert!(s.job_by_id(first).await.unwrap().is_none(), "{}", ts.dialect);
+        assert!(s.take_kernel_job(first, run.id, search.id).await.unwrap().is_none());
+
+        // Not a `tool_search` call: no head. The claimed job's evaluation commits.
+        let (mut tx, lock) = s.take_kernel_job(second, run.id, other.id).await.unwrap().unwrap();
+        assert!(lock.search_head.is_none());
+        tx.insert_edge_with_unit(other.id, round.id, "after").await.unwrap();
+        tx.commit().await.unwrap();
+        assert!(s.job_by_id(second).await.unwrap().is_none());
+        // A claim that found no job left no lock behind.
+        let mut after = s.begin().await.unwrap();
+        after.lock_run(run.id).await.unwrap();
+        assert_eq!(after.edges_from(other.id).await.unwrap().len(), 1);
+        after.rollback().await.unwrap();
+    });
+}

@@ -147,17 +147,17 @@ impl Kernel {
         }
     }
 
-    /// A `kernel_tool` job: the row is deleted first (at-most-once: one statement, committed
-    /// before the evaluation starts; a row another worker deleted first is its to evaluate),
-    /// then evaluated; an evaluation that met a transient store failure rolled back whole, so
-    /// it is evaluated again (a lost evaluation is otherwise settled only by the sweep, at the
-    /// row's deadline). Returns the kernel tool jobs the evaluation handed off.
+    /// A `kernel_tool` job: the row is claimed first (at-most-once: its delete is committed
+    /// before the evaluation starts, on PostgreSQL in the evaluation's first round trip; a row
+    /// another worker deleted first is its to evaluate), then evaluated; an evaluation that met
+    /// a transient store failure rolled back whole, so it is evaluated again, without a second
+    /// claim (the row's status under the run lock stops a second evaluation; a lost one is
+    /// otherwise settled only by the sweep, at the row's deadline). Returns the kernel tool
+    /// jobs the evaluation handed off.
     async fn run_kernel_tool_job(&self, job: KernelToolJob) -> KernelResult<Vec<KernelToolJob>> {
-        if !self.store.delete_job(job.job_id).await? {
-            return Ok(Vec::new());
-        }
+        let mut claim = Some(job.job_id);
         rerun_transient("kernel tool evaluation", job.task_id, || {
-            self.evaluate_kernel_tool(job.run_id, job.task_id, job.generation)
+            self.evaluate_kernel_tool(job.run_id, job.task_id, job.generation, claim.take())
         })
         .await
     }

@@ -41,7 +41,7 @@ mod tool_search;
 mod wait;
 
 use nexus_core::results;
-use nexus_store::{TaskKind, TaskStatus};
+use nexus_store::{EvaluationLock, TaskKind, TaskStatus};
 use serde_json::Value;
 
 pub use handler::KernelToolOutcome;
@@ -119,17 +119,34 @@ pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Opti
 }
 
 impl Kernel {
-    /// Evaluates a `kernel_tool` job (helper 1's worker deletes the job row first: at most
-    /// once). Idle unless the row is still `running` in `generation` on a live run. Returns
-    /// the kernel tool jobs its settle made, for the worker to evaluate next.
+    /// Evaluates a `kernel_tool` job. With `taking_job`, the job row is claimed first (deleted,
+    /// and the delete committed, before the evaluation starts: at most once;
+    /// `Store::take_kernel_job`), and nothing is evaluated when another worker claimed it.
+    /// Idle unless the row is still `running` in `generation` on a live run. Returns the kernel
+    /// tool jobs its settle made, for the worker to evaluate next.
     pub(crate) async fn evaluate_kernel_tool(
         &self,
         run_id: i64,
         task_id: i64,
         generation: i64,
+        taking_job: Option<i64>,
     ) -> KernelResult<Vec<KernelToolJob>> {
-        let mut tx = self.store.begin().await?;
-        let (mut run, task) = tx.lock_run_with_task(run_id, task_id).await?;
+        let (mut tx, lock) = match taking_job {
+            Some(job_id) => match self.store.take_kernel_job(job_id, run_id, task_id).await? {
+                Some(taken) => taken,
+                None => return Ok(Vec::new()),
+            },
+            None => {
+                let mut tx = self.store.begin().await?;
+                let lock = tx.lock_run_with_task_and_search_head(run_id, task_id).await?;
+                (tx, lock)
+            }
+        };
+        let EvaluationLock {
+            mut run,
+            task,
+            search_head,
+        } = lock;
         let Some(mut task) = task.filter(|t| {
             t.run_id == run_id
                 && t.kind == TaskKind::Tool
@@ -156,7 +173,7 @@ impl Kernel {
             Some(
                 self.state
                     .search_cache
-                    .tool_search_declared(&mut tx, &input, task.declaring_task_id)
+                    .tool_search_declared(&mut tx, &input, task.declaring_task_id, search_head)
                     .await?,
             )
         } else {

@@ -106,7 +106,7 @@ pub(super) async fn place_child(
 /// is the wrapper row: followed up to its round).
 /// The chain is walked over the rows' heads (no frozen bytes); only the round is read whole.
 pub(super) async fn declaring_round(tx: &mut Tx, task: &TaskRow) -> KernelResult<Option<TaskRow>> {
-    match super::tool_search::declaring_head(tx, task.declaring_task_id).await? {
+    match super::tool_search::declaring_head(tx, task.declaring_task_id, None).await? {
         Some(head) => Ok(tx.task_by_id(head.id).await?),
         None => Ok(None),
     }

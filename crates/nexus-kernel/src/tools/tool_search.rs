@@ -79,14 +79,16 @@ impl SearchCache {
     /// calling row's `declaring_task_id`), reading in `tx` what the cache needs: the heads of
     /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
     /// round without a stored digest, the round's `frozen_context`. The kernel's whole
-    /// per-call path for `tool_search`.
+    /// per-call path for `tool_search`. `known`: a head already read with the unit's lock
+    /// (`Tx::lock_run_with_task_and_search_head`), used instead of reading it again.
     pub async fn tool_search_declared(
         &self,
         tx: &mut Tx,
         input: &Value,
         declaring: Option<i64>,
+        known: Option<FrozenHead>,
     ) -> KernelResult<KernelToolOutcome> {
-        run_declared(self, tx, input, declaring).await
+        run_declared(self, tx, input, declaring, known).await
     }
 }
 
@@ -125,12 +127,13 @@ pub(crate) async fn run_declared(
     tx: &mut Tx,
     input: &Value,
     declaring: Option<i64>,
+    known: Option<FrozenHead>,
 ) -> KernelResult<KernelToolOutcome> {
     let (query, limit) = match parse_input(input) {
         Ok(q) => q,
         Err(e) => return Ok(*e),
     };
-    let index = match declaring_head(tx, declaring).await? {
+    let index = match declaring_head(tx, declaring, known).await? {
         None => None,
         Some(FrozenHead {
             id,
@@ -153,11 +156,23 @@ pub(crate) async fn run_declared(
 
 /// The head of the model round whose frozen context a call declared by `declaring` runs under
 /// (a `tool_call` child's declaring row is the wrapper row: followed up to its round), as
-/// [`super::tool_call::declaring_round`] finds it, without reading any frozen bytes.
-pub(super) async fn declaring_head(tx: &mut Tx, mut declaring: Option<i64>) -> KernelResult<Option<FrozenHead>> {
+/// [`super::tool_call::declaring_round`] finds it, without reading any frozen bytes. `known`: a
+/// head the caller has read already (heads never change once written), used when it names a
+/// row on the way.
+pub(super) async fn declaring_head(
+    tx: &mut Tx,
+    mut declaring: Option<i64>,
+    mut known: Option<FrozenHead>,
+) -> KernelResult<Option<FrozenHead>> {
     for _ in 0..64 {
         let Some(id) = declaring else { break };
-        let Some(h) = tx.task_frozen_head(id).await? else { break };
+        let h = match known.take_if(|k| k.id == id) {
+            Some(h) => h,
+            None => match tx.task_frozen_head(id).await? {
+                Some(h) => h,
+                None => break,
+            },
+        };
         if h.kind == TaskKind::Model {
             return Ok(Some(h));
         }

@@ -71,10 +71,9 @@ pub(crate) trait Dialect {
     /// The conversation row by id (`$1`), locked for the unit of work (PostgreSQL `FOR
     /// UPDATE`; on SQLite a plain read, as `BEGIN IMMEDIATE` holds the write lock).
     const LOCK_CONVERSATION: &'static str;
-    /// The sealed body's insert (`$1` digest, `$2` bytes, `$3` base digest, `$4` keep, `$5`
-    /// depth), answering the stored row's depth; no row when the digest was stored already and
-    /// the dialect cannot say its depth in the same statement.
-    const INSERT_SEALED_BODY: &'static str;
+    /// A sealed body and its request in one statement (PostgreSQL,
+    /// [`crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG`]); `None`: one statement each.
+    const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str>;
     /// The ranked history search (`ops/history.rs`), over the dialect's full-text index.
     const SEARCH_HISTORY: &'static str;
     /// The search's `$1`: the terms in the dialect's full-text query syntax.
@@ -92,7 +91,7 @@ impl Dialect for rusqlite::Connection {
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_SQLITE;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_SQLITE;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
-    const INSERT_SEALED_BODY: &'static str = crate::sql::INSERT_SEALED_BODY;
+    const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str> = None;
     const SEARCH_HISTORY: &'static str = history::SEARCH_SQLITE;
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::fts5_query(terms)
@@ -110,7 +109,7 @@ impl Dialect for sqlx::PgConnection {
     const DEQUEUE_JOBS: &'static str = crate::sql::DEQUEUE_JOBS_PG;
     const MEMORY_LOCK: &'static str = memory::MEMORY_LOCK_PG;
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;
-    const INSERT_SEALED_BODY: &'static str = crate::sql::INSERT_SEALED_BODY_PG;
+    const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str> = Some(crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG);
     const SEARCH_HISTORY: &'static str = history::SEARCH_PG;
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::tsquery(terms)

@@ -30,6 +30,35 @@ pub(crate) fn rebuild(mut chain: Vec<(Vec<u8>, Option<i64>)>) -> crate::Result<V
     Ok(whole)
 }
 
+/// Binds a sealed request's columns (`sql::INSERT_SEALED_REQUEST` `$1`–`$11`, the same in
+/// `sql::INSERT_SEALED_REQUEST_WITH_BODY_PG`): `$new` a `NewSealedRequest`, `$record` the
+/// record as stored (its text, base id, keep, depth).
+macro_rules! bind_sealed_request {
+    ($q:expr, $new:expr, $record:expr) => {
+        $q.bind($new.task_id)
+            .bind($new.generation)
+            .bind(&$record.0[..])
+            .bind(&$new.body_sha256)
+            .bind($new.request_bytes)
+            .bind(&$new.tools_sha256)
+            .bind(&$new.attempts)
+            .bind($new.created_at)
+            .bind($record.1)
+            .bind($record.2)
+            .bind($record.3)
+    };
+}
+pub(crate) use bind_sealed_request;
+
+/// Binds a sealed body's columns after its digest (`sql::INSERT_SEALED_BODY` `$2`–`$5`,
+/// `sql::INSERT_SEALED_REQUEST_WITH_BODY_PG` `$12`–`$15`): its bytes, base digest, keep, depth.
+macro_rules! bind_sealed_body {
+    ($q:expr, $body:expr) => {
+        $q.bind(&$body.0[..]).bind($body.1).bind($body.2).bind($body.3)
+    };
+}
+pub(crate) use bind_sealed_body;
+
 macro_rules! sealed_ops {
     () => {
         use $crate::ops::sealed::{SNAPSHOT_DEPTH, rebuild};
@@ -102,26 +131,7 @@ macro_rules! sealed_ops {
                     }
                 }
             }
-            let inserted: Option<i64> = query_scalar(<Conn as $crate::ops::Dialect>::INSERT_SEALED_BODY)
-                .bind(&new.body_sha256)
-                .bind(&body_row.0[..])
-                .bind(body_row.1)
-                .bind(body_row.2)
-                .bind(body_row.3)
-                .fetch_optional(&mut *c)
-                .await
-                .map_err(write_error)?;
-            // A body an earlier round stored already keeps its own depth.
-            let body_depth = match inserted {
-                Some(depth) => Some(depth),
-                None => {
-                    query_scalar(sql::SEALED_BODY_DEPTH)
-                        .bind(&new.body_sha256)
-                        .fetch_optional(&mut *c)
-                        .await?
-                }
-            };
-            // The record, the same way.
+            // The record, the same way as the body.
             let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
                 (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
             if let Some(base) = &new.record_base {
@@ -147,21 +157,41 @@ macro_rules! sealed_ops {
                     }
                 }
             }
-            let id: i64 = query_scalar(sql::INSERT_SEALED_REQUEST)
-                .bind(new.task_id)
-                .bind(new.generation)
-                .bind(&record_row.0[..])
-                .bind(&new.body_sha256)
-                .bind(new.request_bytes)
-                .bind(&new.tools_sha256)
-                .bind(&new.attempts)
-                .bind(new.created_at)
-                .bind(record_row.1)
-                .bind(record_row.2)
-                .bind(record_row.3)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
+            let with_body = <Conn as $crate::ops::Dialect>::INSERT_SEALED_REQUEST_WITH_BODY;
+            let (id, body_depth) = if let Some(both) = with_body {
+                // One statement for the record and the body (PostgreSQL).
+                let q = $crate::ops::sealed::bind_sealed_request!(query(both), new, record_row);
+                let r = $crate::ops::sealed::bind_sealed_body!(q, body_row)
+                    .fetch_one(&mut *c)
+                    .await
+                    .map_err(write_error)?;
+                (
+                    row::Columns::int(&r, "id")?,
+                    row::Columns::opt_int(&r, "body_depth")?,
+                )
+            } else {
+                let q = query_scalar(sql::INSERT_SEALED_BODY).bind(&new.body_sha256);
+                let inserted: Option<i64> = $crate::ops::sealed::bind_sealed_body!(q, body_row)
+                    .fetch_optional(&mut *c)
+                    .await
+                    .map_err(write_error)?;
+                // A body an earlier round stored already keeps its own depth.
+                let body_depth = match inserted {
+                    Some(depth) => Some(depth),
+                    None => {
+                        query_scalar(sql::SEALED_BODY_DEPTH)
+                            .bind(&new.body_sha256)
+                            .fetch_optional(&mut *c)
+                            .await?
+                    }
+                };
+                let q = query_scalar(sql::INSERT_SEALED_REQUEST);
+                let id: i64 = $crate::ops::sealed::bind_sealed_request!(q, new, record_row)
+                    .fetch_one(&mut *c)
+                    .await
+                    .map_err(write_error)?;
+                (id, body_depth)
+            };
             Ok(SealedRequestRow {
                 id,
                 task_id: new.task_id,

@@ -172,6 +172,8 @@ mod tests {
             crate::sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
             crate::sql::INSERT_JOB_HELD,
             crate::sql::DELETE_JOB,
+            crate::sql::TAKE_JOB,
+            crate::sql::SEARCH_HEAD_PG,
             crate::sql::INSERT_EDGE,
             crate::sql::SET_SEALED_ATTEMPTS,
             crate::sql::UPDATE_RUN,
