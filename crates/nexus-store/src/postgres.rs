@@ -327,13 +327,15 @@ pub(crate) mod ops {
     /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
     /// `BEGIN`, the run lock and the task by key in one simple query, one round trip. The task
     /// is read by its own statement, after any wait for the lock (`READ COMMITTED`: each
-    /// statement reads the database as it stands when it starts).
+    /// statement reads the database as it stands when it starts). With `answerer`, the run's
+    /// answering member too, last (a claim's eligibility read, [`crate::Tx::open_claim_door`]).
     pub(crate) async fn begin_opening_door(
         tx: &mut super::Transaction,
         public_id: uuid::Uuid,
         account_id: i64,
         key: &str,
-    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        answerer: bool,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>, Option<crate::MemberRow>)>> {
         use crate::row::Columns;
         let public_literal = format!("'{public_id}'");
         let mut statements = vec![super::Stmt::new(
@@ -346,8 +348,11 @@ pub(crate) mod ops {
             use super::Literal;
             statements.push(super::Stmt::new(
                 sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
-                vec![public_literal, key.literal()],
+                vec![public_literal.clone(), key.literal()],
             ));
+        }
+        if answerer {
+            statements.push(super::Stmt::new(sql::DOOR_ANSWERER_PG, vec![public_literal]));
         }
         let sets = tx.begin_with_sets(&statements).await?;
         let Some(r) = sets.get(1).and_then(|s| s.first()) else {
@@ -361,11 +366,16 @@ pub(crate) mod ops {
             workspace_public_id,
             creator_standing: r.opt_text("creator_standing")?.map(|s| row::standing(&s)).transpose()?,
         };
+        let member = match sets.get(statements.len()).and_then(|s| s.first()) {
+            Some(m) if answerer => Some(row::member(m)?),
+            _ => None,
+        };
         let door = match sets.get(2).and_then(|s| s.first()) {
             Some(t) if keyed => row::task(t)?.map(|t| (found, Some(t))),
             _ => crate::frozen::Pending::ready((found, None)),
         };
-        resolve_frozen(tx, door).await.map(Some)
+        let (found, task) = resolve_frozen(tx, door).await?;
+        Ok(Some((found, task, member)))
     }
 
     /// PostgreSQL's conditional update is one statement either way: `before` gives only the

@@ -261,6 +261,13 @@ pub(crate) fn frozen_head(r: &impl Columns) -> Result<FrozenHead> {
     })
 }
 
+/// The answer of [`crate::sql::TASKS_OF_QUIESCENT_RUN`]: its rows by id, or `None` when it
+/// answered none (a run with a row in an open status; a run with no rows has nothing to end).
+pub(crate) fn quiescent(mut rows: Vec<TaskEndRow>) -> Option<Vec<TaskEndRow>> {
+    rows.sort_unstable_by_key(|r| r.id);
+    (!rows.is_empty()).then_some(rows)
+}
+
 pub(crate) fn frozen_context(r: &impl Columns) -> Result<Option<String>> {
     r.opt_text("frozen_context")
 }

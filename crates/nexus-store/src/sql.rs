@@ -39,6 +39,11 @@ pub(crate) const INSERT_MEMBER: &str = "INSERT INTO members \
 pub(crate) const MEMBER_BY_ID: &str = "SELECT id, public_id, account_id, kind, handle, \
      display_name, role, steward_id, configuration, created_at, updated_at \
      FROM members WHERE id = $1";
+/// The answering member of the run whose public id is `$1`: a claim door's eligibility read,
+/// sent with its run lock (`postgres.rs`, `begin_opening_door`).
+pub(crate) const DOOR_ANSWERER_PG: &str = "SELECT id, public_id, account_id, kind, handle, \
+     display_name, role, steward_id, configuration, created_at, updated_at \
+     FROM members WHERE id = (SELECT answering_member_id FROM runs WHERE public_id = $1)";
 pub(crate) const MEMBER_BY_PUBLIC_ID: &str = "SELECT id, public_id, account_id, kind, handle, \
      display_name, role, steward_id, configuration, created_at, updated_at \
      FROM members WHERE public_id = $1";
@@ -536,13 +541,26 @@ pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND d
 /// statuses are words, not bound values, because a bound status against the partial indexes'
 /// predicates makes the plan value-dependent (a recompile on every execution). No `ORDER BY`:
 /// the store sorts the few rows by id itself, where SQLite would open a sorter per execution.
-pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = "SELECT id, key, status, on_failure, failure_resolution FROM tasks \
+macro_rules! tasks_of_quiescent_run {
+    () => {
+        "SELECT id, key, status, on_failure, failure_resolution FROM tasks \
      WHERE run_id = $1 \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'waiting') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'needs_approval') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'running') \
      AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'dispatched') \
-     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input')";
+     AND NOT EXISTS (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status = 'awaiting_input')"
+    };
+}
+pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = tasks_of_quiescent_run!();
+
+/// [`TASKS_OF_QUIESCENT_RUN`] of run `$1` when no row depends on task `$2`: a settle's
+/// end-of-run read sent with its probe of the row's dependents (`tx/after_held.rs`). With a
+/// dependent it answers nothing (a cascade may change the statuses: the settle reads again).
+pub(crate) const TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED: &str = concat!(
+    tasks_of_quiescent_run!(),
+    " AND NOT EXISTS (SELECT 1 FROM task_edges d WHERE d.depends_on_id = $2)"
+);
 
 /// The edges into task `$2`, unless run `$1` holds a kernel-held (`running`) await: one row
 /// with `awaiting = 1` and no edge then; else `awaiting = 0` on every edge, or on one row of

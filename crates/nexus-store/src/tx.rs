@@ -53,6 +53,8 @@ pub struct PgTx {
     deferred: deferred::Deferred,
     /// The task rows the unit knows as stored (`tx/known.rs`).
     known: Vec<TaskRow>,
+    /// The run's answering member, read with a claim door's lock ([`Tx::open_claim_door`]).
+    answerer: Option<Box<crate::MemberRow>>,
 }
 
 impl SqliteTx {
@@ -72,6 +74,7 @@ impl PgTx {
             void: false,
             deferred: deferred::Deferred::default(),
             known: Vec::new(),
+            answerer: None,
         }
     }
 }
@@ -318,14 +321,43 @@ impl Tx {
         account_id: i64,
         key: &str,
     ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        self.open_door_reading(public_id, account_id, key, false).await
+    }
+
+    /// [`Tx::open_door`] for a claim, which reads the run's answering member next (its
+    /// eligibility, executor.md §1): on PostgreSQL, as the unit's first statement, the member
+    /// is read in the same round trip, after the lock, and [`Tx::member_by_id`] answers it
+    /// from there.
+    pub async fn open_claim_door(
+        &mut self,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
+        self.open_door_reading(public_id, account_id, key, true).await
+    }
+
+    async fn open_door_reading(
+        &mut self,
+        public_id: uuid::Uuid,
+        account_id: i64,
+        key: &str,
+        answerer: bool,
+    ) -> Result<Option<(RunInAccount, Option<TaskRow>)>> {
         let mut opened = match self {
             // A unit's first statement: `BEGIN` goes with the run lock.
             Tx::Postgres(t) if t.first_statement() => {
-                let result = Box::pin(postgres::ops::begin_opening_door(&mut t.tx, public_id, account_id, key)).await;
+                let result = Box::pin(postgres::ops::begin_opening_door(
+                    &mut t.tx, public_id, account_id, key, answerer,
+                ))
+                .await;
                 if result.as_ref().is_err_and(voids_transaction) {
                     t.void = true;
                 }
-                result?
+                result?.map(|(found, task, member)| {
+                    t.answerer = member.map(Box::new);
+                    (found, task)
+                })
             }
             _ => tx_dispatch!(self, open_door(public_id, account_id, key))?,
         };
@@ -338,8 +370,14 @@ impl Tx {
         Ok(opened)
     }
 
-    /// [`crate::Engine::member_by_id`] inside the unit of work.
+    /// [`crate::Engine::member_by_id`] inside the unit of work (on PostgreSQL, the answering
+    /// member a claim's door read with its lock, when that is the one asked for).
     pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
+        if let Tx::Postgres(t) = self
+            && let Some(m) = t.answerer.as_ref().filter(|m| m.id == id)
+        {
+            return Ok(Some(crate::MemberRow::clone(m)));
+        }
         tx_dispatch!(self, member_by_id(id))
     }
 

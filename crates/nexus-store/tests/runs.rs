@@ -387,6 +387,29 @@ async fn every_row_type_round_trips() {
         );
         assert_eq!(tx.open_door(Uuid::now_v7(), ws.account_id, "r1t1").await.unwrap(), None);
         drop(tx);
+        // A claim's door: the same rows, and the run's answering member as read with them (on
+        // PostgreSQL in the door's round trip); any other member is read as before.
+        let mut tx = s.begin().await.unwrap();
+        let (found, task) = tx
+            .open_claim_door(run.public_id, ws.account_id, "r1t1")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(found.run, s.run_by_id(run.id).await.unwrap().unwrap());
+        assert_task_is(&task.unwrap(), &full);
+        let answerer = s.member_by_id(run.answering_member_id).await.unwrap();
+        assert!(answerer.is_some());
+        assert_eq!(tx.member_by_id(run.answering_member_id).await.unwrap(), answerer);
+        assert_eq!(tx.member_by_id(run.answering_member_id + 1000).await.unwrap(), None);
+        if ts.dialect == "postgres" {
+            // The unit answers the member as its door read it: a change committed since (which
+            // a read of its own would see, `READ COMMITTED`) is not what it answers.
+            s.set_member_configuration(run.answering_member_id, Some(r#"{"changed":true}"#), NOW + 1)
+                .await
+                .unwrap();
+            assert_eq!(tx.member_by_id(run.answering_member_id).await.unwrap(), answerer);
+        }
+        drop(tx);
         assert_task_is(&s.task_by_key(run.id, "r1t1").await.unwrap().unwrap(), &full);
         assert_task_is(&s.task_by_id(t.id).await.unwrap().unwrap(), &full);
         assert_eq!(s.task_by_key(run.id, "nope").await.unwrap(), None);
@@ -2283,5 +2306,61 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
         after.lock_run(run.id).await.unwrap();
         assert_eq!(after.edges_from(other.id).await.unwrap().len(), 1);
         after.rollback().await.unwrap();
+    });
+}
+
+/// The run locked and a write held, then [`Tx::edges_into_and_quiescence`] of `id`.
+async fn probe_after_held(
+    tx: &mut Tx,
+    run_id: i64,
+    id: i64,
+) -> (Option<Vec<EdgeRow>>, Option<Option<Vec<TaskEndRow>>>) {
+    tx.lock_run(run_id).await.unwrap();
+    let job = NewJob {
+        kind: "kernel_tool".into(),
+        run_id,
+        task_id: None,
+        generation: 1,
+        available_at: NOW,
+    };
+    tx.insert_job_with_unit(job).await.unwrap();
+    tx.edges_into_and_quiescence(run_id, id).await.unwrap()
+}
+
+/// A settle's probe of its dependents with the run's end-of-run read: on PostgreSQL, after
+/// held writes, the second answers as [`Tx::tasks_if_quiescent`] would next when the row has no
+/// dependent (and the run no kernel-held await); otherwise, and on SQLite, it is not read.
+#[tokio::test]
+async fn the_end_of_run_read_rides_with_the_dependents_probe() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
+        let b = task_in(s, tool_task(run.id, "b", TaskStatus::Completed)).await;
+        // No dependent, every row settled: the run's rows, as the plain read answers them.
+        let mut tx = s.begin().await.unwrap();
+        let (edges, quiet) = probe_after_held(&mut tx, run.id, a.id).await;
+        assert_eq!(edges, Some(vec![]));
+        let plain = tx.tasks_if_quiescent(run.id).await.unwrap();
+        assert_eq!(plain.as_ref().map(Vec::len), Some(2));
+        match ts.dialect {
+            "postgres" => assert_eq!(quiet, Some(plain)),
+            _ => assert_eq!(quiet, None),
+        }
+        tx.rollback().await.unwrap();
+        // An open row elsewhere in the run: read, and not quiescent.
+        let open = task_in(s, tool_task(run.id, "c", TaskStatus::Waiting)).await;
+        let mut tx = s.begin().await.unwrap();
+        let (_, quiet) = probe_after_held(&mut tx, run.id, a.id).await;
+        assert_eq!(quiet, (ts.dialect == "postgres").then_some(None));
+        tx.rollback().await.unwrap();
+        // A dependent: not read (the cascade may change what it would answer).
+        let mut tx = s.begin().await.unwrap();
+        tx.insert_edge_with_unit(open.id, b.id, "after").await.unwrap();
+        let (edges, quiet) = probe_after_held(&mut tx, run.id, b.id).await;
+        assert_eq!(edges.map(|e| e.len()), Some(1));
+        assert_eq!(quiet, None);
+        tx.rollback().await.unwrap();
     });
 }

@@ -137,8 +137,19 @@ impl Kernel {
     /// `not_found`), then the run lock and the row re-read under it (404 for no such row). An
     /// error rolls the unit back.
     pub(crate) async fn open_door(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<Opened> {
+        self.open_door_for(p, run, key, false).await
+    }
+
+    /// [`Kernel::open_door`] for a claim, whose eligibility check reads the run's answering
+    /// member next: on PostgreSQL it comes with the door's first round trip
+    /// (`Tx::open_claim_door`).
+    async fn open_claim_door(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<Opened> {
+        self.open_door_for(p, run, key, true).await
+    }
+
+    async fn open_door_for(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, claim: bool) -> KernelResult<Opened> {
         let mut tx = self.store.begin().await?;
-        match Self::open_in(&mut tx, p, run, key).await {
+        match Self::open_in(&mut tx, p, run, key, claim).await {
             Ok((found, run, task)) => Ok(Opened { tx, found, run, task }),
             Err(e) => {
                 tx.rollback().await?;
@@ -152,12 +163,16 @@ impl Kernel {
         p: &ExecutorPrincipal,
         run: Uuid,
         key: &str,
+        claim: bool,
     ) -> KernelResult<(RunInAccount, RunRow, TaskRow)> {
         let not_found = || refuse(Code::NotFound, "no such task in this executor's account");
-        let (found, task) = tx
-            .open_door(run, p.executor.account_id, key)
-            .await?
-            .ok_or_else(not_found)?;
+        let account_id = p.executor.account_id;
+        let opened = if claim {
+            tx.open_claim_door(run, account_id, key).await?
+        } else {
+            tx.open_door(run, account_id, key).await?
+        };
+        let (found, task) = opened.ok_or_else(not_found)?;
         let task = task.ok_or_else(not_found)?;
         let run = found.run.clone();
         Ok((found, run, task))
@@ -310,7 +325,7 @@ impl Kernel {
             found,
             mut run,
             task,
-        } = self.open_door(p, run, key).await?;
+        } = self.open_claim_door(p, run, key).await?;
         let ws_public = found.workspace_public_id;
         let facts = match self.door_facts(&mut tx, &found, p).await {
             Ok(facts) => facts,

@@ -41,9 +41,9 @@ impl Kernel {
     ) -> Pin<Box<dyn Future<Output = KernelResult<Vec<AfterCommit>>> + Send + 'a>> {
         Box::pin(async move {
             let mut effects = vec![AfterCommit::RunEvents(run.id)];
-            if let Some(mut g) = Graph::load_around(tx, run.id, task).await? {
+            if let Some((mut g, quiet)) = Graph::load_around(tx, run.id, task).await? {
                 self.cascade(tx, run, &mut g, vec![task.id], now, &mut effects).await?;
-                self.end_if_quiescent(tx, run, &g, now, &mut effects).await?;
+                self.end_if_quiescent(tx, run, &g, now, &mut effects, quiet).await?;
                 return Ok(effects);
             }
             let mut g = Graph::load(tx, run.id).await?;

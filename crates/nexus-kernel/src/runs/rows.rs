@@ -5,9 +5,13 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use nexus_store::{EdgeRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{EdgeRow, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 
 use crate::error::KernelResult;
+
+/// The run's end-of-run read ([`Tx::tasks_if_quiescent`]'s answer) when a unit read it ahead
+/// of its use; `None`: not read ahead.
+pub type Prefetched = Option<Option<Vec<TaskEndRow>>>;
 
 /// The run's tasks and edges as one transaction sees them.
 pub(crate) struct Graph {
@@ -55,8 +59,14 @@ impl Graph {
     /// their dependencies. `None` (load the whole graph) unless the cascade provably stays
     /// inside: no kernel-held wait observes rows in the run, and no waiting dependent is an
     /// await or blocked (a skip cascades further).
-    pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<Graph>> {
-        let Some(mut edges) = tx.edges_into_unless_awaiting(run_id, task.id).await? else {
+    ///
+    /// With the graph comes the run's end-of-run read when `task` has no dependent, as the run
+    /// stood after the settle (`Tx::edges_into_and_quiescence`; `None`: not read): a cascade
+    /// with nothing to ready writes nothing, so it is what [`Kernel::end_if_quiescent`] would
+    /// read next.
+    pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<(Graph, Prefetched)>> {
+        let (edges, quiet) = tx.edges_into_and_quiescence(run_id, task.id).await?;
+        let Some(mut edges) = edges else {
             return Ok(None);
         };
         let mut dependents: Vec<i64> = edges.iter().map(|e| e.task_id).collect();
@@ -89,7 +99,7 @@ impl Graph {
         edges.sort_by(|a, b| (a.task_id, a.depends_on_id, &a.kind).cmp(&(b.task_id, b.depends_on_id, &b.kind)));
         edges.dedup_by(|a, b| (a.task_id, a.depends_on_id, &a.kind) == (b.task_id, b.depends_on_id, &b.kind));
         let g = Graph::new(tasks, &edges);
-        Ok(g.contains_cascade(&[task.id]).then_some(g))
+        Ok(g.contains_cascade(&[task.id]).then_some((g, quiet)))
     }
 
     pub fn new(tasks: Vec<TaskRow>, edges: &[EdgeRow]) -> Graph {

@@ -4,7 +4,7 @@
 use nexus_store::{RunRow, RunStatus, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
-use super::rows::Graph;
+use super::rows::{Graph, Prefetched};
 use super::{AfterCommit, graph_error};
 use crate::Kernel;
 use crate::error::KernelResult;
@@ -138,7 +138,8 @@ impl Kernel {
 
     /// [`Self::check_run_end`] after a cascade over a neighbourhood `g` (not the whole run):
     /// an open row in `g` is an open row of the run, so the run is not quiescent and nothing
-    /// more is read; otherwise one read answers whether the run has gone quiet, with its rows.
+    /// more is read; otherwise one read answers whether the run has gone quiet, with its rows
+    /// (`prefetched` when the unit read it already, with nothing written since).
     pub(crate) async fn end_if_quiescent(
         &self,
         tx: &mut Tx,
@@ -146,11 +147,16 @@ impl Kernel {
         g: &Graph,
         now: i64,
         effects: &mut Vec<AfterCommit>,
+        prefetched: Prefetched,
     ) -> KernelResult<()> {
         if g.tasks.iter().any(|t| t.status.is_open()) {
             return Ok(());
         }
-        let Some(rows) = tx.tasks_if_quiescent(run.id).await? else {
+        let quiet = match prefetched {
+            Some(quiet) => quiet,
+            None => tx.tasks_if_quiescent(run.id).await?,
+        };
+        let Some(rows) = quiet else {
             return Ok(());
         };
         // The run's end reads rows only (statuses, failure policy, the deliverable).

@@ -198,13 +198,11 @@ macro_rules! task_ops {
         }
 
         pub(crate) async fn tasks_if_quiescent(c: &mut Conn, run_id: i64) -> Result<Option<Vec<TaskEndRow>>> {
-            let mut rows = query(sql::TASKS_OF_QUIESCENT_RUN)
+            let rows = query(sql::TASKS_OF_QUIESCENT_RUN)
                 .bind(run_id)
                 .fetch_all_as(&mut *c, |r| row::task_end(r))
                 .await?;
-            rows.sort_unstable_by_key(|r| r.id);
-            // No rows: a run with rows in an open status (a run with no rows has nothing to end).
-            Ok((!rows.is_empty()).then_some(rows))
+            Ok(row::quiescent(rows))
         }
 
         pub(crate) async fn edges_into_unless_awaiting(

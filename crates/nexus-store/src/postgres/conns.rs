@@ -332,9 +332,14 @@ impl Transaction {
         self.simple(stmts, None, None).await.map(drop)
     }
 
-    /// Sends `stmts` and then `read` in one simple query (led by `BEGIN` when it was not sent):
-    /// a unit's held writes and the read that follows them, in one round trip. `read`'s rows.
-    pub(crate) async fn read_after(&mut self, mut stmts: Vec<Stmt>, read: Stmt) -> Result<Vec<PgRow>, sqlx::Error> {
+    /// Sends `stmts` and then `reads` in one simple query (led by `BEGIN` when it was not
+    /// sent): a unit's held writes and the reads that follow them, in one round trip. Each
+    /// read's rows, in order.
+    pub(crate) async fn reads_after(
+        &mut self,
+        mut stmts: Vec<Stmt>,
+        reads: Vec<Stmt>,
+    ) -> Result<Vec<Vec<PgRow>>, sqlx::Error> {
         let head = if self.begun {
             None
         } else {
@@ -342,15 +347,13 @@ impl Transaction {
             self.begun = true;
             Some("BEGIN")
         };
-        stmts.push(read);
+        let n = reads.len();
+        stmts.extend(reads);
         let mut sets = self.simple(&stmts, head, None).await?;
-        // One set per statement, `BEGIN`'s first when it led; the read's is the last of them.
-        let at = usize::from(head.is_some()) + stmts.len() - 1;
-        Ok(if at < sets.len() {
-            sets.swap_remove(at)
-        } else {
-            Vec::new()
-        })
+        // One set per statement, `BEGIN`'s first when it led; the reads' are the last of them.
+        let first = usize::from(head.is_some()) + stmts.len() - n;
+        sets.resize_with(first + n, Vec::new);
+        Ok(sets.split_off(first))
     }
 
     pub(crate) async fn commit(mut self) -> Result<(), sqlx::Error> {

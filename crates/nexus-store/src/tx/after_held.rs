@@ -1,7 +1,8 @@
 //! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
-//! and whose answer the caller waits on: a settle's probe of its dependents and the dependencies
-//! of the rows it readies, a reply's probe of the task keys it is about to use, and the insert
-//! of a job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
+//! and whose answer the caller waits on: a settle's probe of its dependents (with, when it has
+//! none, the run's end-of-run read that would follow) and the dependencies of the rows it
+//! readies, a reply's probe of the task keys it is about to use, and the insert of a job whose
+//! id the caller needs. On PostgreSQL, when writes are held, the statement goes
 //! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
 //! sends them, so the writes take no round trip of their own; with nothing held it is an
 //! ordinary statement. On SQLite every write has already run.
@@ -33,6 +34,42 @@ impl Tx {
                 Ok(crate::row::edges_unless_awaiting(rows))
             }
             _ => tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id)),
+        }
+    }
+
+    /// [`Tx::edges_into_unless_awaiting`], and the run's end-of-run read as a settle that
+    /// readies nothing would make it next: when no row depends on `depends_on_id` and the run
+    /// holds no kernel-held await, [`Tx::tasks_if_quiescent`] as the run stands after the
+    /// unit's writes so far (`Some`). On PostgreSQL with writes held, both go out with them in
+    /// one round trip; otherwise, and with a dependent or an await, the second is `None`: not
+    /// read.
+    pub async fn edges_into_and_quiescence(
+        &mut self,
+        run_id: i64,
+        depends_on_id: i64,
+    ) -> Result<(Option<Vec<EdgeRow>>, Option<Option<Vec<TaskEndRow>>>)> {
+        match self {
+            Tx::Postgres(t) if t.holds_writes() => {
+                let literals = vec![run_id.to_string(), depends_on_id.to_string()];
+                let reads = vec![
+                    Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals.clone()),
+                    Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals),
+                ];
+                let mut sets = t.reads_after_held(reads, StoreError::from).await?.into_iter();
+                let edges = sets.next().unwrap_or_default();
+                let edges = edges.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
+                let edges = crate::row::edges_unless_awaiting(edges);
+                let quiet = match &edges {
+                    Some(e) if e.is_empty() => {
+                        let rows = sets.next().unwrap_or_default();
+                        let rows = rows.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
+                        Some(crate::row::quiescent(rows))
+                    }
+                    _ => None,
+                };
+                Ok((edges, quiet))
+            }
+            _ => Ok((self.edges_into_unless_awaiting(run_id, depends_on_id).await?, None)),
         }
     }
 
@@ -108,8 +145,18 @@ impl PgTx {
     /// (the read's or a held write's) voids the unit, as any statement's does.
     /// `classify` names the failure (`write_error` when `read` is a write).
     async fn read_after_held(&mut self, read: Stmt, classify: fn(sqlx::Error) -> StoreError) -> Result<Vec<PgRow>> {
+        let mut sets = self.reads_after_held(vec![read], classify).await?;
+        Ok(sets.pop().unwrap_or_default())
+    }
+
+    /// [`PgTx::read_after_held`] for several statements: each one's rows, in order.
+    async fn reads_after_held(
+        &mut self,
+        reads: Vec<Stmt>,
+        classify: fn(sqlx::Error) -> StoreError,
+    ) -> Result<Vec<Vec<PgRow>>> {
         let held = self.deferred.take_held().unwrap_or_default();
-        let result = Box::pin(self.tx.read_after(held, read)).await.map_err(classify);
+        let result = Box::pin(self.tx.reads_after(held, reads)).await.map_err(classify);
         self.void_on(result)
     }
 

@@ -318,7 +318,8 @@ impl Kernel {
         if g.is_whole() {
             self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         } else {
-            self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects).await?;
+            self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects, None)
+                .await?;
         }
         tx.delete_job_with_unit(job.id).await?;
         tx.commit().await?;
