@@ -79,7 +79,7 @@ impl SearchCache {
     /// calling row's `declaring_task_id`), reading in `tx` what the cache needs: the heads of
     /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
     /// round without a stored digest, the round's `frozen_context`. The kernel's whole
-    /// per-call path for `tool_search`. `known`: a head already read with the unit's lock
+    /// per-call path for `tool_search`. `known`: a head already read in `tx` after its lock
     /// (`Tx::lock_run_with_task_and_search_head`), used instead of reading it again.
     pub async fn tool_search_declared(
         &self,
@@ -157,8 +157,8 @@ pub(crate) async fn run_declared(
 /// The head of the model round whose frozen context a call declared by `declaring` runs under
 /// (a `tool_call` child's declaring row is the wrapper row: followed up to its round), as
 /// [`super::tool_call::declaring_round`] finds it, without reading any frozen bytes. `known`: a
-/// head the caller has read already (heads never change once written), used when it names a
-/// row on the way.
+/// head the caller read already in this unit, under its run lock, used when it names a row on
+/// the way.
 pub(super) async fn declaring_head(
     tx: &mut Tx,
     mut declaring: Option<i64>,

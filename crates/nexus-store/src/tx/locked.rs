@@ -24,10 +24,10 @@ impl Tx {
     }
 
     /// [`Tx::lock_run_with_task`] for a kernel tool's evaluation, with the head of the row that
-    /// declared the task when the task is a `tool_search` call (what its search reads first; a
-    /// head never changes once written). On PostgreSQL, as the unit's first statement, the head
-    /// goes out in the same round trip; otherwise, and on SQLite, the head is `None`: not read
-    /// here, left to the caller.
+    /// declared the task when the task is a `tool_search` call (what its search reads first),
+    /// read after the lock. On PostgreSQL, as the unit's first statement, the head goes out in
+    /// the same round trip; otherwise, and on SQLite, the head is `None`: not read here, left
+    /// to the caller.
     pub async fn lock_run_with_task_and_search_head(&mut self, run_id: i64, task_id: i64) -> Result<EvaluationLock> {
         let (mut run, task, search_head) = match self {
             Tx::Postgres(t) if t.first_statement() => {
