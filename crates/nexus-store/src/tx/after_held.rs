@@ -17,24 +17,14 @@ use sqlx::postgres::PgRow;
 
 impl Tx {
     /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
-    /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement.
+    /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement. A
+    /// settle asks through [`Tx::edges_into_and_quiescence`], which sends it after held writes.
     pub async fn edges_into_unless_awaiting(
         &mut self,
         run_id: i64,
         depends_on_id: i64,
     ) -> Result<Option<Vec<EdgeRow>>> {
-        match self {
-            Tx::Postgres(t) if t.holds_writes() => {
-                let read = Stmt::new(
-                    crate::sql::EDGES_INTO_UNLESS_AWAITING,
-                    vec![run_id.to_string(), depends_on_id.to_string()],
-                );
-                let rows = t.read_after_held(read, StoreError::from).await?;
-                let rows = rows.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
-                Ok(crate::row::edges_unless_awaiting(rows))
-            }
-            _ => tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id)),
-        }
+        tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
     }
 
     /// [`Tx::edges_into_unless_awaiting`], and the run's end-of-run read as a settle that
