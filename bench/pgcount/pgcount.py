@@ -11,7 +11,7 @@ On SIGUSR1 (or at exit) the counts so far are written to --out as JSON and reset
 {"round_trips", "syncs", "queries", "pings", "parses", "binds", "by_statement": {text: n}}.
 Run the bench with its URL on the proxy's port; send SIGUSR1 at the window's edges.
 """
-import argparse, asyncio, collections, json, signal, struct
+import argparse, asyncio, collections, itertools, json, signal, struct, time
 
 counts = collections.Counter()
 by_stmt = collections.Counter()
@@ -58,6 +58,8 @@ async def handle(creader, cwriter, upstream):
     back = asyncio.create_task(pump_server(sreader, cwriter))
     names = {}  # prepared statement name -> text (per connection)
     since_sync = False
+    conn = next(CONNECTIONS)
+    pending = []  # the statements bound since the last Sync, for --trace
     try:
         while True:
             head = await creader.readexactly(5)
@@ -74,6 +76,7 @@ async def handle(creader, cwriter, upstream):
                 stmt = body.split(b"\0", 2)[1]
                 text = names.get(stmt, "<unnamed>")
                 by_stmt[" ".join(text.split())[:160]] += 1
+                pending.append(" ".join(text.split())[:60])
                 counts["binds"] += 1
                 since_sync = True
             elif kind == b"S":
@@ -82,11 +85,14 @@ async def handle(creader, cwriter, upstream):
                 if not since_sync:
                     counts["pings"] += 1
                 since_sync = False
+                trace(conn, "S " + " | ".join(pending))
+                pending.clear()
             elif kind == b"Q":
                 text = body.rstrip(b"\0").decode(errors="replace")
                 counts["queries"] += 1
                 counts["round_trips"] += 1
                 by_stmt["Q: " + " ".join(text.split())[:160]] += 1
+                trace(conn, "Q " + " ".join(text.split())[:200])
             swriter.write(head + body)
             await swriter.drain()
     except (asyncio.IncompleteReadError, ConnectionError):
@@ -96,12 +102,25 @@ async def handle(creader, cwriter, upstream):
         back.cancel()
 
 
+CONNECTIONS = itertools.count(1)
+TRACE = None  # --trace: one line per round trip (time, connection, what it carried)
+
+
+def trace(conn, what):
+    if TRACE is not None:
+        TRACE.write(f"{time.monotonic():.6f} c{conn} {what}\n")
+
+
 async def main():
+    global TRACE
     ap = argparse.ArgumentParser()
     ap.add_argument("--listen", default="127.0.0.1:6543")
     ap.add_argument("--upstream", default="127.0.0.1:5432")
     ap.add_argument("--out", default="pgcount.jsonl")
+    ap.add_argument("--trace", help="also write each round trip, in order, to this file")
     a = ap.parse_args()
+    if a.trace:
+        TRACE = open(a.trace, "w", buffering=1 << 16)
     lh, lp = a.listen.rsplit(":", 1)
     uh, up = a.upstream.rsplit(":", 1)
     loop = asyncio.get_running_loop()

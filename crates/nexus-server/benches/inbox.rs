@@ -46,7 +46,9 @@
 //! simple queries a task with the kernel's writes and reads (`inbox/floor.rs`): what the
 //! database allows this machine for that work, without the kernel, HTTP or round trips.
 //! `NEXUS_BENCH_SQL_FLOOR=updates`: the row's claim and settle updates alone, the raw loop's
-//! shape on the `tasks` table; `silent`: the kernel's shape without its notice.
+//! shape on the `tasks` table; `silent`: the kernel's shape without its notice; `noseq` and
+//! `lean`: smaller write sets the kernel does not have (the floor's module doc says which), to
+//! measure what such a change to the spec would buy.
 //!
 //! `inbox bench: window open` / `… closed` on stderr mark the timed window for a profiler
 //! started disabled (BENCHMARKS.md shows the `perf record --control` command that uses them).
@@ -131,13 +133,15 @@ fn print_tally(engine: &str, settled: usize) {
     }
 }
 
-/// `NEXUS_BENCH_SQL_FLOOR=1` (or `updates`, `silent`): PostgreSQL's window settles the rows by
+/// `NEXUS_BENCH_SQL_FLOOR=1` (or `updates`, `silent`, `noseq`, `lean`): PostgreSQL's window settles the rows by
 /// SQL alone (`inbox/floor.rs`).
 fn sql_floor() -> Option<floor::Shape> {
     match std::env::var("NEXUS_BENCH_SQL_FLOOR").ok()?.as_str() {
         "1" => Some(floor::Shape::Kernel),
         "updates" => Some(floor::Shape::Updates),
         "silent" => Some(floor::Shape::Silent),
+        "noseq" => Some(floor::Shape::NoSeq),
+        "lean" => Some(floor::Shape::Lean),
         _ => None,
     }
 }

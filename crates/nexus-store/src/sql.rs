@@ -796,6 +796,17 @@ pub(crate) const TASK_AND_DEPS: &str = task_select!(
      ORDER BY id"
 );
 
+/// The rows depending on task `$1`, each with the rows it depends on, by dependent (`of_task`)
+/// and id: [`TASK_AND_DEPS`] of every dependent in one statement (PostgreSQL, after a settle's
+/// held writes: `crate::Tx::probe_dependents`).
+pub(crate) const DEPENDENTS_AND_THEIR_DEPS_PG: &str = concat!(
+    "SELECT x.of_task AS of_task, ",
+    task_columns_t!(),
+    " FROM (SELECT e.task_id AS of_task, e.task_id AS id FROM task_edges e WHERE e.depends_on_id = $1 \
+     UNION SELECT e.task_id, d.depends_on_id FROM task_edges e JOIN task_edges d ON d.task_id = e.task_id \
+     WHERE e.depends_on_id = $1) x JOIN tasks t ON t.id = x.id ORDER BY x.of_task, t.id"
+);
+
 /// A round as its reply step reads it: the row, its facts (if any), whether any row depends on
 /// it, and whether its run holds a kernel-held (`running`) await.
 pub(crate) const ROUND_FOR_REPLY: &str = concat!(

@@ -302,8 +302,17 @@ impl Tx {
     /// content (`frozen_contexts`, migration 0014; the row keeps its digest). A key already used in
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
+    /// On PostgreSQL with writes held, the insert goes out at the end of their simple query
+    /// (`tx/after_held.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
-        let row = tx_dispatch!(self, insert_task(&new))?;
+        let after_held = match self {
+            Tx::Postgres(t) => t.insert_task_after_held(&new).await,
+            Tx::Sqlite(_) => None,
+        };
+        let row = match after_held {
+            Some(row) => row?,
+            None => tx_dispatch!(self, insert_task(&new))?,
+        };
         if let Tx::Postgres(t) = self {
             t.remember(&row);
         }

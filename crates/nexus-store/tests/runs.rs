@@ -2309,12 +2309,8 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
     });
 }
 
-/// The run locked and a write held, then [`Tx::edges_into_and_quiescence`] of `id`.
-async fn probe_after_held(
-    tx: &mut Tx,
-    run_id: i64,
-    id: i64,
-) -> (Option<Vec<EdgeRow>>, Option<Option<Vec<TaskEndRow>>>) {
+/// The run locked and a write held, then [`Tx::probe_dependents`] of `id`.
+async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> DependentsProbe {
     tx.lock_run(run_id).await.unwrap();
     let job = NewJob {
         kind: "kernel_tool".into(),
@@ -2324,43 +2320,68 @@ async fn probe_after_held(
         available_at: NOW,
     };
     tx.insert_job_with_unit(job).await.unwrap();
-    tx.edges_into_and_quiescence(run_id, id).await.unwrap()
+    tx.probe_dependents(run_id, id, expected).await.unwrap()
 }
 
-/// A settle's probe of its dependents with the run's end-of-run read: on PostgreSQL, after
-/// held writes, the second answers as [`Tx::tasks_if_quiescent`] would next when the row has no
-/// dependent (and the run no kernel-held await); otherwise, and on SQLite, it is not read.
+/// A settle's probe of its dependents with what the settle reads next: on PostgreSQL, after
+/// held writes, the run's end-of-run read answers as [`Tx::tasks_if_quiescent`] would next when
+/// the row has no dependent (and the run no kernel-held await), and each dependent's rows as
+/// [`Tx::task_and_deps`] would when it has; on SQLite neither is read.
 #[tokio::test]
-async fn the_end_of_run_read_rides_with_the_dependents_probe() {
+async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
     each_engine!(|ts| {
         let s = &ts.store;
         let f = fixture(s).await;
         let run = run_in(s, &f, RunStatus::Running).await;
         let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Completed)).await;
+        let pg = ts.dialect == "postgres";
         // No dependent, every row settled: the run's rows, as the plain read answers them.
         let mut tx = s.begin().await.unwrap();
-        let (edges, quiet) = probe_after_held(&mut tx, run.id, a.id).await;
-        assert_eq!(edges, Some(vec![]));
+        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        assert_eq!(probe.edges, Some(vec![]));
+        assert!(probe.dependents.is_empty());
         let plain = tx.tasks_if_quiescent(run.id).await.unwrap();
         assert_eq!(plain.as_ref().map(Vec::len), Some(2));
-        match ts.dialect {
-            "postgres" => assert_eq!(quiet, Some(plain)),
-            _ => assert_eq!(quiet, None),
-        }
+        assert_eq!(probe.quiescence, pg.then_some(plain));
         tx.rollback().await.unwrap();
         // An open row elsewhere in the run: read, and not quiescent.
         let open = task_in(s, tool_task(run.id, "c", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
-        let (_, quiet) = probe_after_held(&mut tx, run.id, a.id).await;
-        assert_eq!(quiet, (ts.dialect == "postgres").then_some(None));
+        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        assert_eq!(probe.quiescence, pg.then_some(None));
         tx.rollback().await.unwrap();
-        // A dependent: not read (the cascade may change what it would answer).
+        // Dependents (one on two rows, one on this row alone, their edges held until the
+        // probe): the end-of-run read is not made (the cascade may change what it would
+        // answer); each dependent's rows are, as the plain read answers them.
+        let framed = NewTask {
+            frozen_context: Some("the frozen context".into()),
+            ..tool_task(run.id, "d", TaskStatus::Waiting)
+        };
+        let lone = task_in(s, framed).await;
         let mut tx = s.begin().await.unwrap();
+        tx.insert_edge_with_unit(open.id, a.id, "after").await.unwrap();
         tx.insert_edge_with_unit(open.id, b.id, "after").await.unwrap();
-        let (edges, quiet) = probe_after_held(&mut tx, run.id, b.id).await;
-        assert_eq!(edges.map(|e| e.len()), Some(1));
-        assert_eq!(quiet, None);
+        tx.insert_edge_with_unit(open.id, b.id, "reads").await.unwrap();
+        tx.insert_edge_with_unit(lone.id, b.id, "after").await.unwrap();
+        let probe = probe_after_held(&mut tx, run.id, b.id, true).await;
+        assert_eq!(probe.edges.map(|e| e.len()), Some(3));
+        assert_eq!(probe.quiescence, None);
+        if pg {
+            assert_eq!(probe.dependents.len(), 2);
+            for d in [open.id, lone.id] {
+                assert_eq!(probe.dependents[&d], tx.task_and_deps(d).await.unwrap(), "{d}");
+            }
+            assert_eq!(probe.dependents[&open.id].len(), 3);
+            let read = &probe.dependents[&lone.id][1];
+            assert_eq!(read.frozen_context.as_deref(), Some("the frozen context"));
+            // Not expected: the rows are left to the caller's own reads.
+            let unexpected = probe_after_held(&mut tx, run.id, b.id, false).await;
+            assert_eq!(unexpected.edges.map(|e| e.len()), Some(3));
+            assert!(unexpected.dependents.is_empty());
+        } else {
+            assert!(probe.dependents.is_empty());
+        }
         tx.rollback().await.unwrap();
     });
 }

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use nexus_store::{EdgeRow, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{DependentsProbe, EdgeRow, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 
 use crate::error::KernelResult;
 
@@ -25,6 +25,13 @@ pub(crate) struct Graph {
     pub(super) started: HashSet<i64>,
     /// Every row and edge of the run ([`Graph::load`]), not a neighbourhood.
     whole: bool,
+}
+
+/// Whether rows are known to depend on `task` before they are read: a call a model round
+/// declared is always followed by its round's continuation (runs.md §7), which depends on it.
+/// Only a hint to the store, which reads the dependents' rows with its probe then.
+fn continued(task: &TaskRow) -> bool {
+    task.declaring_task_id.is_some()
 }
 
 impl Graph {
@@ -61,11 +68,16 @@ impl Graph {
     /// await or blocked (a skip cascades further).
     ///
     /// With the graph comes the run's end-of-run read when `task` has no dependent, as the run
-    /// stood after the settle (`Tx::edges_into_and_quiescence`; `None`: not read): a cascade
-    /// with nothing to ready writes nothing, so it is what [`Kernel::end_if_quiescent`] would
-    /// read next.
+    /// stood after the settle (`None`: not read): a cascade with nothing to ready writes
+    /// nothing, so it is what [`Kernel::end_if_quiescent`] would read next. Both it and the
+    /// dependents' rows come with the probe of the dependents when the store can send them
+    /// together (`Tx::probe_dependents`); a dependent it did not read is read here.
     pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<(Graph, Prefetched)>> {
-        let (edges, quiet) = tx.edges_into_and_quiescence(run_id, task.id).await?;
+        let DependentsProbe {
+            edges,
+            quiescence: quiet,
+            dependents: mut read,
+        } = tx.probe_dependents(run_id, task.id, continued(task)).await?;
         let Some(mut edges) = edges else {
             return Ok(None);
         };
@@ -75,7 +87,10 @@ impl Graph {
         let mut tasks = vec![task.clone()];
         for &d in &dependents {
             // One read per dependent: its row and the rows it depends on.
-            let mut rows = tx.task_and_deps(d).await?;
+            let mut rows = match read.remove(&d) {
+                Some(rows) => rows,
+                None => tx.task_and_deps(d).await?,
+            };
             let Some(at) = rows.iter().position(|t| t.id == d) else {
                 return Ok(None);
             };

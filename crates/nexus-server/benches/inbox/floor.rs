@@ -8,6 +8,11 @@
 //! sends it). What the kernel writes for a settled task, in
 //! the fewest round trips: what PostgreSQL itself allows this machine for that work, to set
 //! beside the raw SKIP LOCKED loop (BENCHMARKS.md, "the SQL floor").
+//!
+//! Two shapes measure write sets the kernel does not have, which would change the spec:
+//! `noseq` takes each event's sequence from the run's last event (`events`' primary key)
+//! instead of storing it on `runs` (no run update for the claim's event), and `lean` also
+//! writes no `task_claimed` event (runs.md §11).
 
 use std::time::{Duration, Instant};
 
@@ -32,7 +37,9 @@ PREPARE f_probe (BIGINT, BIGINT) AS SELECT e.task_id, a.awaiting FROM (SELECT EX
 PREPARE f_quiet (BIGINT) AS SELECT id, key, status FROM tasks WHERE run_id = $1 AND NOT EXISTS \
   (SELECT 1 FROM tasks o WHERE o.run_id = $1 AND o.status IN ('waiting', 'needs_approval', 'running', 'dispatched', 'awaiting_input')); \
 PREPARE f_end (BIGINT, BIGINT) AS UPDATE runs SET status = 'completed', ended_at = $2 WHERE id = $1; \
-PREPARE f_notify (TEXT) AS SELECT pg_notify('nexus_floor', $1)";
+PREPARE f_notify (TEXT) AS SELECT pg_notify('nexus_floor', $1); \
+PREPARE f_event_max (BIGINT, TEXT, BIGINT, TEXT, TEXT) AS INSERT INTO events (run_id, sequence, type, at, task_key, data) \
+  SELECT $1, COALESCE((SELECT sequence FROM events WHERE run_id = $1 ORDER BY sequence DESC LIMIT 1), 0) + 1, $2, $3, $4, $5";
 
 /// What each task's two simple queries hold.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -45,6 +52,10 @@ pub enum Shape {
     /// The kernel's shape without the notice (`NEXUS_BENCH_SQL_FLOOR=silent`): what `NOTIFY`
     /// costs.
     Silent,
+    /// The sequence read from `events` instead of stored on `runs` (`noseq`).
+    NoSeq,
+    /// `noseq` and no `task_claimed` event (`lean`).
+    Lean,
 }
 
 /// Settles every dispatched row by SQL alone over 8 sessions; each task's claim-sent →
@@ -81,11 +92,10 @@ pub async fn run(ts: &TestStore, sessions: usize, shape: Shape) -> Vec<Duration>
                     times.push(start.elapsed());
                     continue;
                 }
+                let (claim_event, commit_events) = events(shape, run, now);
                 s.execute(&format!(
                     "BEGIN; EXECUTE f_version; EXECUTE f_lock({run}); EXECUTE f_task({run}, 't'); \
-                     EXECUTE f_member({run}); EXECUTE f_claim({task}, '{token}', {now}); \
-                     EXECUTE f_event({run}, 'task_claimed', {now}, 't', '{{\"executor_public_id\":\"x\"}}', 1); \
-                     EXECUTE f_sequence({run}, 1); COMMIT"
+                     EXECUTE f_member({run}); EXECUTE f_claim({task}, '{token}', {now}); {claim_event} COMMIT"
                 ))
                 .await
                 .expect("the claim");
@@ -98,9 +108,7 @@ pub async fn run(ts: &TestStore, sessions: usize, shape: Shape) -> Vec<Duration>
                     "BEGIN; EXECUTE f_version; EXECUTE f_lock({run}); EXECUTE f_task({run}, 't'); \
                      EXECUTE f_settle({task}, '[{{\"type\":\"text\",\"text\":\"ok\"}}]', {now}, '{token}'); \
                      EXECUTE f_probe({run}, {task}); EXECUTE f_quiet({run}); EXECUTE f_end({run}, {now}); \
-                     EXECUTE f_event({run}, 'task_completed', {now}, 't', '{{}}', 1); \
-                     EXECUTE f_event({run}, 'run_completed', {now}, NULL, '{{}}', 2); \
-                     EXECUTE f_sequence({run}, 2); COMMIT; {notify}"
+                     {commit_events} COMMIT; {notify}"
                 ))
                 .await
                 .expect("the commit");
@@ -118,4 +126,32 @@ pub async fn run(ts: &TestStore, sessions: usize, shape: Shape) -> Vec<Duration>
         .await;
     assert_eq!(left[0][0], 0, "the floor settled every row");
     all
+}
+
+/// The claim's and the commit's event statements in `shape` (not `Updates`): the kernel's, each
+/// sequence stored on `runs`; or (`NoSeq`, `Lean`) each taken from the run's last event, and
+/// (`Lean`) no claim event.
+fn events(shape: Shape, run: i64, now: i64) -> (String, String) {
+    let claimed = "'{\"executor_public_id\":\"x\"}'";
+    match shape {
+        Shape::NoSeq | Shape::Lean => {
+            let claim = if shape == Shape::Lean {
+                String::new()
+            } else {
+                format!("EXECUTE f_event_max({run}, 'task_claimed', {now}, 't', {claimed});")
+            };
+            let commit = format!(
+                "EXECUTE f_event_max({run}, 'task_completed', {now}, 't', '{{}}'); \
+                 EXECUTE f_event_max({run}, 'run_completed', {now}, NULL, '{{}}');"
+            );
+            (claim, commit)
+        }
+        _ => (
+            format!("EXECUTE f_event({run}, 'task_claimed', {now}, 't', {claimed}, 1); EXECUTE f_sequence({run}, 1);"),
+            format!(
+                "EXECUTE f_event({run}, 'task_completed', {now}, 't', '{{}}', 1); \
+                 EXECUTE f_event({run}, 'run_completed', {now}, NULL, '{{}}', 2); EXECUTE f_sequence({run}, 2);"
+            ),
+        ),
+    }
 }

@@ -1,8 +1,8 @@
 //! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
 //! and whose answer the caller waits on: a settle's probe of its dependents (with, when it has
 //! none, the run's end-of-run read that would follow) and the dependencies of the rows it
-//! readies, a reply's probe of the task keys it is about to use, and the insert of a job whose
-//! id the caller needs. On PostgreSQL, when writes are held, the statement goes
+//! readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
+//! job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
 //! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
 //! sends them, so the writes take no round trip of their own; with nothing held it is an
 //! ordinary statement. On SQLite every write has already run.
@@ -18,7 +18,7 @@ use sqlx::postgres::PgRow;
 impl Tx {
     /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
     /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement. A
-    /// settle asks through [`Tx::edges_into_and_quiescence`], which sends it after held writes.
+    /// settle asks through [`Tx::probe_dependents`], which sends it after held writes.
     pub async fn edges_into_unless_awaiting(
         &mut self,
         run_id: i64,
@@ -27,39 +27,51 @@ impl Tx {
         tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
     }
 
-    /// [`Tx::edges_into_unless_awaiting`], and the run's end-of-run read as a settle that
-    /// readies nothing would make it next: when no row depends on `depends_on_id` and the run
-    /// holds no kernel-held await, [`Tx::tasks_if_quiescent`] as the run stands after the
-    /// unit's writes so far (`Some`). On PostgreSQL with writes held, both go out with them in
-    /// one round trip; otherwise, and with a dependent or an await, the second is `None`: not
-    /// read.
-    pub async fn edges_into_and_quiescence(
+    /// [`Tx::edges_into_unless_awaiting`], and what a settle reads next: when no row depends on
+    /// `depends_on_id` and the run holds no kernel-held await, the run's end-of-run read
+    /// ([`Tx::tasks_if_quiescent`] as the run stands after the unit's writes so far); when rows
+    /// depend on it and the caller expects some (`dependents_expected`), each one's
+    /// [`Tx::task_and_deps`]. On PostgreSQL with writes held, they go out with them in one round
+    /// trip; otherwise only the edges are read.
+    pub async fn probe_dependents(
         &mut self,
         run_id: i64,
         depends_on_id: i64,
-    ) -> Result<(Option<Vec<EdgeRow>>, Option<Option<Vec<TaskEndRow>>>)> {
+        dependents_expected: bool,
+    ) -> Result<DependentsProbe> {
         match self {
             Tx::Postgres(t) if t.holds_writes() => {
                 let literals = vec![run_id.to_string(), depends_on_id.to_string()];
-                let reads = vec![
+                let mut reads = vec![
                     Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals.clone()),
                     Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals),
                 ];
+                if dependents_expected {
+                    let id = vec![depends_on_id.to_string()];
+                    reads.push(Stmt::new(crate::sql::DEPENDENTS_AND_THEIR_DEPS_PG, id));
+                }
                 let mut sets = t.reads_after_held(reads, StoreError::from).await?.into_iter();
                 let edges = sets.next().unwrap_or_default();
                 let edges = edges.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
                 let edges = crate::row::edges_unless_awaiting(edges);
-                let quiet = match &edges {
+                let quiet = sets.next().unwrap_or_default();
+                let around = sets.next().unwrap_or_default();
+                let mut probe = DependentsProbe::default();
+                match &edges {
                     Some(e) if e.is_empty() => {
-                        let rows = sets.next().unwrap_or_default();
-                        let rows = rows.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
-                        Some(crate::row::quiescent(rows))
+                        let rows = quiet.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
+                        probe.quiescence = Some(crate::row::quiescent(rows));
                     }
-                    _ => None,
-                };
-                Ok((edges, quiet))
+                    Some(_) => probe.dependents = t.dependents_read(&around).await?,
+                    None => {}
+                }
+                probe.edges = edges;
+                Ok(probe)
             }
-            _ => Ok((self.edges_into_unless_awaiting(run_id, depends_on_id).await?, None)),
+            _ => Ok(DependentsProbe {
+                edges: self.edges_into_unless_awaiting(run_id, depends_on_id).await?,
+                ..DependentsProbe::default()
+            }),
         }
     }
 
@@ -126,6 +138,69 @@ impl Tx {
 }
 
 impl PgTx {
+    /// The rows of [`crate::sql::DEPENDENTS_AND_THEIR_DEPS_PG`] by dependent, each group in id
+    /// order without repeats, their frozen contexts filled in as any task read's are.
+    async fn dependents_read(&mut self, rows: &[PgRow]) -> Result<std::collections::HashMap<i64, Vec<TaskRow>>> {
+        let mut groups: std::collections::HashMap<i64, Vec<crate::frozen::Pending<TaskRow>>> =
+            std::collections::HashMap::new();
+        for r in rows {
+            let of: i64 = r.try_get("of_task")?;
+            let group = groups.entry(of).or_default();
+            let pending = crate::row::task(r)?;
+            if group.last().is_none_or(|last| last.value.id != pending.value.id) {
+                group.push(pending);
+            }
+        }
+        let mut out = std::collections::HashMap::with_capacity(groups.len());
+        for (of, pending) in groups {
+            let resolved = crate::postgres::ops::resolve_frozen_all(&mut self.tx, pending).await;
+            out.insert(of, self.void_on(resolved)?);
+        }
+        Ok(out)
+    }
+
+    /// [`Tx::insert_task`] at the end of the held writes' simple query (`None`: nothing is held,
+    /// the caller sends the insert as an ordinary statement). As the engine's insert does, the
+    /// text guard runs first and the frozen context's body is kept before the unit commits.
+    pub(super) async fn insert_task_after_held(&mut self, new: &NewTask) -> Option<Result<TaskRow>> {
+        if !self.holds_writes() {
+            return None;
+        }
+        Some(self.insert_task_with_held(new).await)
+    }
+
+    async fn insert_task_with_held(&mut self, new: &NewTask) -> Result<TaskRow> {
+        crate::row::check_new_task_text(new)?;
+        let digest = new.frozen_context.as_deref().map(crate::row::frozen_digest);
+        if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
+            crate::frozen::keep(digest, body);
+        }
+        // In `sql::INSERT_TASK_WITH_BODY_PG`'s order: the identity, the mutable columns, the body.
+        let mut literals = vec![
+            new.run_id.literal(),
+            new.key.literal(),
+            new.kind.literal(),
+            new.origin.literal(),
+            digest.literal(),
+            new.created_at.literal(),
+        ];
+        macro_rules! each_literal {
+            (; $($f:ident),*) => {$( literals.push(Literal::literal(&new.$f)); )*};
+        }
+        crate::row::task_mutable_fields!(each_literal);
+        literals.push(new.frozen_context.literal());
+        let insert = Stmt::new(crate::sql::INSERT_TASK_WITH_BODY_PG, literals);
+        let rows = self.read_after_held(insert, crate::write_error).await?;
+        let row = match rows.first() {
+            Some(r) => crate::row::task(r),
+            None => Err(sqlx::Error::RowNotFound.into()),
+        };
+        // The insert returns no digest: the caller's bytes are the row's.
+        let mut task = self.void_on(row)?.without_frozen();
+        task.frozen_context = new.frozen_context.clone();
+        Ok(task)
+    }
+
     /// Whether writes are held for the unit's next statement (and the unit is not void).
     fn holds_writes(&self) -> bool {
         !self.void && self.deferred.has_held()

@@ -18,6 +18,12 @@ impl Literal for TaskStatus {
     }
 }
 
+impl Literal for TaskKind {
+    fn literal(&self) -> String {
+        self.as_str().literal()
+    }
+}
+
 /// The guarded update of `task` over `before` (`None`: no column changes): a template per set
 /// of changed columns (`postgres/prepared.rs`).
 fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>) -> Option<Stmt> {
@@ -186,6 +192,7 @@ mod tests {
             crate::sql::EDGES_FROM,
             crate::sql::USED_TASK_KEYS,
             crate::sql::INSERT_JOB,
+            crate::sql::INSERT_TASK_WITH_BODY_PG,
         ]
         .map(String::from)
         .to_vec();
