@@ -2385,3 +2385,44 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         tx.rollback().await.unwrap();
     });
 }
+
+/// A task inserted while the unit holds writes (on PostgreSQL it ends their simple query)
+/// answers the row the plain insert would, frozen context included, and reads back as stored;
+/// a key already used is `Conflict` (on PostgreSQL the unit is then void, as after the plain
+/// insert's).
+#[tokio::test]
+async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let first = task_in(s, tool_task(run.id, "first", TaskStatus::Completed)).await;
+        let new = NewTask {
+            frozen_context: Some("it's a frozen \\ context".into()),
+            structured_present: true,
+            tool_input: Some("{\"q\":\"x\"}".into()),
+            deadline_at: Some(NOW + 5),
+            ..tool_task(run.id, "second", TaskStatus::Waiting)
+        };
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, "after").await.unwrap();
+        let inserted = tx.insert_task(new.clone()).await.unwrap();
+        assert_eq!(inserted.key, "second");
+        assert_eq!(inserted.frozen_context, new.frozen_context);
+        assert!(inserted.structured_present);
+        assert_eq!(inserted.deadline_at, Some(NOW + 5));
+        assert_eq!(tx.task_by_id(inserted.id).await.unwrap(), Some(inserted.clone()));
+        tx.commit().await.unwrap();
+        assert_eq!(s.task_by_id(inserted.id).await.unwrap(), Some(inserted));
+
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, "reads").await.unwrap();
+        assert!(matches!(tx.insert_task(new).await, Err(StoreError::Conflict(_))));
+        if ts.dialect == "postgres" {
+            assert!(matches!(tx.task_by_id(first.id).await, Err(StoreError::TxAborted)));
+        }
+        drop(tx);
+    });
+}
