@@ -205,12 +205,11 @@ impl Kernel {
         self.sweep_once(now).await
     }
 
+    /// The sweep's timer work. The turn pass is not in it: both callers run one ahead of every
+    /// dequeue.
     async fn sweep_pass(&self) {
         if let Err(e) = self.read_clock().await {
             tracing::warn!(error = %e, "reading the database clock failed");
-        }
-        if let Err(e) = self.open_due_turns().await {
-            tracing::warn!(error = %e, "turn pass failed");
         }
         let now = self.now_ms();
         if let Err(e) = self.sweep_once(now).await {
