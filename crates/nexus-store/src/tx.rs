@@ -302,6 +302,7 @@ impl Tx {
     /// content (`frozen_contexts`, migration 0014; the row keeps its digest). A key already used in
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
+    ///
     /// On PostgreSQL with writes held, the insert goes out at the end of their simple query
     /// (`tx/after_held.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {

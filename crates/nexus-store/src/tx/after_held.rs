@@ -1,7 +1,7 @@
 //! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
-//! and whose answer the caller waits on: a settle's probe of its dependents (with, when it has
-//! none, the run's end-of-run read that would follow) and the dependencies of the rows it
-//! readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
+//! and whose answer the caller waits on: a settle's probe of its dependents (with what the
+//! settle reads next: the run's end-of-run read when the row has none, the dependents' rows when
+//! some are expected) and the dependencies of the rows it readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
 //! job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
 //! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
 //! sends them, so the writes take no round trip of their own; with nothing held it is an
