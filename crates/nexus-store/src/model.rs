@@ -467,8 +467,8 @@ pub struct DependentsProbe {
     /// The edges into the settled row, by (task_id, depends_on_id, kind); `None` when its run
     /// holds a kernel-held (`running`) await.
     pub edges: Option<Vec<EdgeRow>>,
-    /// The run's end-of-run read ([`crate::Tx::tasks_if_quiescent`]) when no row depends on the
-    /// settled one and no await is held; `None`: not read.
+    /// The run's end-of-run read ([`crate::Tx::tasks_if_quiescent`]) when no dependents were
+    /// expected, none was found and no await is held; `None`: not read.
     pub quiescence: Option<Option<Vec<TaskEndRow>>>,
     /// Each dependent's row with the rows it depends on, by the dependent's id, as
     /// [`crate::Tx::task_and_deps`] reads them, when the caller expected dependents; a

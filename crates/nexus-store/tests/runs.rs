@@ -2324,9 +2324,10 @@ async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> 
 }
 
 /// A settle's probe of its dependents with what the settle reads next: on PostgreSQL, after
-/// held writes, the run's end-of-run read answers as [`Tx::tasks_if_quiescent`] would next when
-/// the row has no dependent (and the run no kernel-held await), and each dependent's rows as
-/// [`Tx::task_and_deps`] would when it has; on SQLite neither is read.
+/// held writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
+/// dependents are expected, and otherwise the run's end-of-run read as
+/// [`Tx::tasks_if_quiescent`] would answer it when the row has no dependent (and the run no
+/// kernel-held await); on SQLite neither is read.
 #[tokio::test]
 async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
     each_engine!(|ts| {
@@ -2336,19 +2337,27 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Completed)).await;
         let pg = ts.dialect == "postgres";
-        // No dependent, every row settled: the run's rows, as the plain read answers them.
+        // No dependent expected or found, every row settled: the run's rows, as the plain read
+        // answers them.
         let mut tx = s.begin().await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
         assert_eq!(probe.edges, Some(vec![]));
         assert!(probe.dependents.is_empty());
         let plain = tx.tasks_if_quiescent(run.id).await.unwrap();
         assert_eq!(plain.as_ref().map(Vec::len), Some(2));
         assert_eq!(probe.quiescence, pg.then_some(plain));
         tx.rollback().await.unwrap();
+        // Dependents expected and none found: neither read is made.
+        let mut tx = s.begin().await.unwrap();
+        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        assert_eq!(probe.edges, Some(vec![]));
+        assert_eq!(probe.quiescence, None);
+        assert!(probe.dependents.is_empty());
+        tx.rollback().await.unwrap();
         // An open row elsewhere in the run: read, and not quiescent.
         let open = task_in(s, tool_task(run.id, "c", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
         assert_eq!(probe.quiescence, pg.then_some(None));
         tx.rollback().await.unwrap();
         // Dependents (one on two rows, one on this row alone, their edges held until the
@@ -2375,10 +2384,12 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
             assert_eq!(probe.dependents[&open.id].len(), 3);
             let read = &probe.dependents[&lone.id][1];
             assert_eq!(read.frozen_context.as_deref(), Some("the frozen context"));
-            // Not expected: the rows are left to the caller's own reads.
+            // Not expected: the rows are left to the caller's own reads, and the end-of-run
+            // read finds a dependent.
             let unexpected = probe_after_held(&mut tx, run.id, b.id, false).await;
             assert_eq!(unexpected.edges.map(|e| e.len()), Some(3));
             assert!(unexpected.dependents.is_empty());
+            assert_eq!(unexpected.quiescence, None);
         } else {
             assert!(probe.dependents.is_empty());
         }

@@ -29,7 +29,8 @@ pub(crate) struct Graph {
 
 /// Whether rows are known to depend on `task` before they are read: a call a model round
 /// declared is always followed by its round's continuation (runs.md §7), which depends on it.
-/// Only a hint to the store, which reads the dependents' rows with its probe then.
+/// Only a hint to the store, which then reads the dependents' rows with its probe instead of
+/// the run's end-of-run read.
 fn continued(task: &TaskRow) -> bool {
     task.declaring_task_id.is_some()
 }

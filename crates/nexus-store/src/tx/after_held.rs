@@ -1,7 +1,7 @@
 //! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
 //! and whose answer the caller waits on: a settle's probe of its dependents (with what the
-//! settle reads next: the run's end-of-run read when the row has none, the dependents' rows when
-//! some are expected) and the dependencies of the rows it readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
+//! settle reads next: the dependents' rows when some are expected, else the run's end-of-run
+//! read) and the dependencies of the rows it readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
 //! job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
 //! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
 //! sends them, so the writes take no round trip of their own; with nothing held it is an
@@ -27,12 +27,13 @@ impl Tx {
         tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
     }
 
-    /// [`Tx::edges_into_unless_awaiting`], and what a settle reads next: when no row depends on
-    /// `depends_on_id` and the run holds no kernel-held await, the run's end-of-run read
-    /// ([`Tx::tasks_if_quiescent`] as the run stands after the unit's writes so far); when rows
-    /// depend on it and the caller expects some (`dependents_expected`), each one's
-    /// [`Tx::task_and_deps`]. On PostgreSQL with writes held, they go out with them in one round
-    /// trip; otherwise only the edges are read.
+    /// [`Tx::edges_into_unless_awaiting`], and what a settle reads next, as the caller expects
+    /// it (`dependents_expected`): each dependent's [`Tx::task_and_deps`] when rows are expected
+    /// to depend on `depends_on_id`; otherwise the run's end-of-run read
+    /// ([`Tx::tasks_if_quiescent`] as the run stands after the unit's writes so far), which
+    /// answers only when no row depends on it and the run holds no kernel-held await. On
+    /// PostgreSQL with writes held, the two go out with them in one round trip; otherwise only
+    /// the edges are read.
     pub async fn probe_dependents(
         &mut self,
         run_id: i64,
@@ -42,28 +43,28 @@ impl Tx {
         match self {
             Tx::Postgres(t) if t.holds_writes() => {
                 let literals = vec![run_id.to_string(), depends_on_id.to_string()];
-                let mut reads = vec![
-                    Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals.clone()),
-                    Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals),
-                ];
-                if dependents_expected {
+                let next = if dependents_expected {
                     let id = vec![depends_on_id.to_string()];
-                    reads.push(Stmt::new(crate::sql::DEPENDENTS_AND_THEIR_DEPS_PG, id));
-                }
+                    Stmt::new(crate::sql::DEPENDENTS_AND_THEIR_DEPS_PG, id)
+                } else {
+                    Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals.clone())
+                };
+                let reads = vec![Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals), next];
                 let mut sets = t.reads_after_held(reads, StoreError::from).await?.into_iter();
                 let edges = sets.next().unwrap_or_default();
                 let edges = edges.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
                 let edges = crate::row::edges_unless_awaiting(edges);
-                let quiet = sets.next().unwrap_or_default();
-                let around = sets.next().unwrap_or_default();
+                let next = sets.next().unwrap_or_default();
                 let mut probe = DependentsProbe::default();
                 match &edges {
-                    Some(e) if e.is_empty() => {
-                        let rows = quiet.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
+                    Some(e) if dependents_expected && !e.is_empty() => {
+                        probe.dependents = t.dependents_read(&next).await?;
+                    }
+                    Some(e) if !dependents_expected && e.is_empty() => {
+                        let rows = next.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
                         probe.quiescence = Some(crate::row::quiescent(rows));
                     }
-                    Some(_) => probe.dependents = t.dependents_read(&around).await?,
-                    None => {}
+                    _ => {}
                 }
                 probe.edges = edges;
                 Ok(probe)
