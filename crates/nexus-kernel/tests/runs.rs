@@ -267,7 +267,12 @@ async fn stop_cancels_live_work() {
         assert_eq!(t.status, TaskStatus::Canceled);
         assert_eq!(t.error_key.as_deref(), Some("run_canceled"));
         w.drive().await;
-        assert_eq!(w.task(id, "s1-model-1").await.status, TaskStatus::Canceled);
+        let t = w.task(id, "s1-model-1").await;
+        assert_eq!(t.status, TaskStatus::Canceled);
+        // The queued model job met a round no longer sealable: nothing of its seal is kept
+        // (on PostgreSQL the request went out with the seal's lock, and that unit rolled back).
+        let sealed = w.kernel.store.sealed_request(t.id, t.generation).await.unwrap();
+        assert_eq!(sealed, None);
         let again = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap_err();
         assert_eq!(again.code, Code::AlreadyTerminal);
         // A pending run is canceled at once.

@@ -36,7 +36,7 @@ pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
-pub use tx::{EvaluationLock, PgTx, SqliteTx, Tx};
+pub use tx::{EvaluationLock, PgTx, SealingLock, SqliteTx, Tx};
 
 mod tx;
 

@@ -450,6 +450,28 @@ pub struct NewTask {
     pub settled_at: Option<i64>,
 }
 
+impl NewTask {
+    /// The row this insert stores under `id`: every column as given (neither engine defaults
+    /// or computes one).
+    pub(crate) fn into_row(self, id: i64) -> TaskRow {
+        macro_rules! row {
+            (; $($f:ident),*) => {
+                TaskRow {
+                    id,
+                    run_id: self.run_id,
+                    key: self.key,
+                    kind: self.kind,
+                    origin: self.origin,
+                    frozen_context: self.frozen_context,
+                    created_at: self.created_at,
+                    $($f: self.$f),*
+                }
+            };
+        }
+        crate::row::task_mutable_fields!(row)
+    }
+}
+
 /// What the run's end reads of each row (runs.md §1, §6): the statuses, the failure policy and
 /// its resolution, and the key that names a row needing attention.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -283,7 +283,7 @@ pub(crate) mod ops {
     /// ([`crate::Tx::lock_run_with_task`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
     /// `then_id`) in one simple query, one round trip; `then` reads the database as it stands
     /// after the lock (`READ COMMITTED`: each statement reads it as it stands when it starts).
-    /// `also` (the same parameter) goes out last in the same query; its first row, if any.
+    /// `also` goes out last in the same query; its first row, if any.
     ///
     /// With `taking_job`, the query opens with the delete of that job in a transaction of its
     /// own (`BEGIN`, the delete, `COMMIT`, then the unit's `BEGIN`): a `kernel_tool` job's claim
@@ -297,7 +297,7 @@ pub(crate) mod ops {
         then: &'static str,
         then_id: i64,
         decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
-        also: Option<&'static str>,
+        also: Option<super::Stmt>,
     ) -> Result<(RunRow, Option<T>, Option<sqlx::postgres::PgRow>, bool)> {
         let mut statements = Vec::new();
         if let Some(job_id) = taking_job {
@@ -309,8 +309,9 @@ pub(crate) mod ops {
         let at = statements.len() + 1;
         statements.push(super::Stmt::new(sql::LOCK_RUN_PG, vec![id.to_string()]));
         statements.push(super::Stmt::new(then, vec![then_id.to_string()]));
-        statements.extend(also.map(|a| super::Stmt::new(a, vec![then_id.to_string()])));
-        let mut sets = tx.begin_with_sets(&statements).await?;
+        statements.extend(also);
+        // `also` may be a write (a seal's insert): a unique violation is `Conflict`.
+        let mut sets = tx.begin_with_sets(&statements).await.map_err(crate::write_error)?;
         let taken = taking_job.is_none() || sets.get(1).is_some_and(|s| !s.is_empty());
         let Some(r) = sets.get(at).and_then(|s| s.first()) else {
             return Err(StoreError::NotFound(format!("run {id}")));

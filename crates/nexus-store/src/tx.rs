@@ -55,6 +55,8 @@ pub struct PgTx {
     known: Vec<TaskRow>,
     /// The run's answering member, read with a claim door's lock ([`Tx::open_claim_door`]).
     answerer: Option<Box<crate::MemberRow>>,
+    /// Ids taken ahead of the unit's inserts (`tx/reserved.rs`), once the unit asks for some.
+    ids: Option<Box<reserved::ReservedIds>>,
 }
 
 impl SqliteTx {
@@ -75,6 +77,7 @@ impl PgTx {
             deferred: deferred::Deferred::default(),
             known: Vec::new(),
             answerer: None,
+            ids: None,
         }
     }
 }
@@ -303,9 +306,18 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     ///
-    /// On PostgreSQL with writes held, the insert goes out at the end of their simple query
-    /// (`tx/after_held.rs`).
+    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is
+    /// held with the unit's writes (`tx/reserved.rs`: a used key then fails the unit's next
+    /// statement instead); else, with writes held, it goes out at the end of their simple
+    /// query (`tx/after_held.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
+        if let Tx::Postgres(t) = self
+            && let Some(id) = t.take_reserved_id(false)
+        {
+            let row = t.hold_task_insert(id, new)?;
+            t.remember(&row);
+            return Ok(row);
+        }
         let after_held = match self {
             Tx::Postgres(t) => t.insert_task_after_held(&new).await,
             Tx::Sqlite(_) => None,
@@ -683,6 +695,7 @@ mod held_update;
 mod history;
 mod known;
 mod locked;
-pub use locked::EvaluationLock;
+mod reserved;
+pub use locked::{EvaluationLock, SealingLock};
 mod sequences;
 mod turns;

@@ -314,6 +314,47 @@ async fn every_row_type_round_trips() {
             Err(StoreError::Conflict(_))
         ));
         drop(tx);
+        // The seal's lock inserts the request with the lock on PostgreSQL (bytes, quotes and
+        // backslashes as given; a generation sealed already is `Conflict`); on SQLite it
+        // inserts nothing.
+        let pg = ts.dialect == "postgres";
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &sealed).await;
+        if pg {
+            assert!(matches!(lock, Err(StoreError::Conflict(_))), "{lock:?}");
+        } else {
+            assert!(lock.unwrap().sealed.is_none());
+        }
+        drop(tx);
+        let odd = NewSealedRequest {
+            generation: 11,
+            record: r#"{"it's":"a \\ record"}"#.into(),
+            body_sha256: "0a".repeat(32),
+            body: vec![0, b'\'', b'\\', 0x5c, 255, b'x'],
+            ..sealed.clone()
+        };
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &odd).await.unwrap();
+        assert_eq!((lock.run.id, lock.task.map(|t| t.id)), (run.id, Some(t.id)));
+        let inserted = match lock.sealed {
+            Some(row) => row,
+            None => {
+                assert!(!pg);
+                tx.insert_sealed_request(odd.clone()).await.unwrap()
+            }
+        };
+        tx.commit().await.unwrap();
+        assert_eq!((inserted.record_depth, inserted.body_depth), (Some(0), Some(0)));
+        let read = s.sealed_request(t.id, 11).await.unwrap().unwrap();
+        assert_eq!(
+            read,
+            SealedRequestRow {
+                record_depth: None,
+                body_depth: None,
+                ..inserted
+            }
+        );
+        assert_eq!((read.record, read.body), (odd.record, odd.body));
 
         // Reads outside the transaction see it all; the body is stored once per digest, so a
         // second seal of the same bytes (a retried generation) shares it.
@@ -1916,8 +1957,23 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
                 record_base,
                 body_base,
             };
+            // The seal's lock (`lock_run_with_task_sealing`): on PostgreSQL it inserts the
+            // request in its round trip when no base must be read (none, or each base's depth
+            // carried and a delta below the snapshot depth), else the insert follows it.
             let mut tx = s.begin().await.unwrap();
-            let row = tx.insert_sealed_request(new).await.unwrap();
+            let lock = tx.lock_run_with_task_sealing(run.id, t.id, &new).await.unwrap();
+            assert_eq!(lock.task.as_ref().map(|t| t.id), Some(t.id));
+            let below_snapshot = |d: Option<i64>| d.is_some_and(|d| d + 1 < nexus_store::SNAPSHOT_DEPTH);
+            let without_reads = match &prev {
+                None => true,
+                Some(p) => carried && below_snapshot(p.depths.0) && below_snapshot(p.depths.1),
+            };
+            let pg = ts.dialect == "postgres";
+            assert_eq!(lock.sealed.is_some(), pg && without_reads, "round {i}");
+            let row = match lock.sealed {
+                Some(row) => row,
+                None => tx.insert_sealed_request(new).await.unwrap(),
+            };
             tx.commit().await.unwrap();
             let read = s.sealed_request(t.id, 1).await.unwrap().unwrap();
             assert_eq!(read.record, whole_record, "{} round {i}", ts.dialect);
@@ -2435,5 +2491,116 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
             assert!(matches!(tx.task_by_id(first.id).await, Err(StoreError::TxAborted)));
         }
         drop(tx);
+    });
+}
+
+/// Rows inserted under ids reserved with a read after held writes: on PostgreSQL each insert
+/// is held (a used key is accepted by the insert and fails the unit's next statement, which
+/// voids it), its row is built as the plain insert's and stored as built, and the ids ascend
+/// in insert order; an insert made before the ids came uses the identity and cancels the
+/// request, so nothing is taken later. On SQLite the reservation does nothing.
+#[tokio::test]
+async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
+    each_engine!(|ts| {
+        let s = &ts.store;
+        let pg = ts.dialect == "postgres";
+        let f = fixture(s).await;
+        let run = run_in(s, &f, RunStatus::Running).await;
+        let first = task_in(s, tool_task(run.id, "first", TaskStatus::Completed)).await;
+        let framed = NewTask {
+            frozen_context: Some("it's a reserved \\ context".into()),
+            structured_present: true,
+            tool_input: Some("{\"q\":\"y\"}".into()),
+            ..tool_task(run.id, "second", TaskStatus::Waiting)
+        };
+        let third = NewTask {
+            deadline_at: Some(NOW + 7),
+            declaring_task_id: Some(first.id),
+            ..tool_task(run.id, "third", TaskStatus::Waiting)
+        };
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, "after").await.unwrap();
+        tx.reserve_ids(3, 1);
+        let keys = ["second".to_string(), "third".to_string()];
+        assert!(tx.used_task_keys(run.id, &keys).await.unwrap().is_empty());
+        let second = tx.insert_task(framed.clone()).await.unwrap();
+        let third = tx.insert_task(third).await.unwrap();
+        // The edge needs both rows: held after them, it goes out in the same query.
+        tx.insert_edge_with_unit(third.id, second.id, "after").await.unwrap();
+        let job = NewJob {
+            kind: "kernel_tool".into(),
+            run_id: run.id,
+            task_id: Some(third.id),
+            generation: 1,
+            available_at: NOW,
+        };
+        let job_id = tx.insert_job(job.clone()).await.unwrap();
+        assert!(first.id < second.id && second.id < third.id);
+        assert_eq!(second.frozen_context, framed.frozen_context);
+        assert_eq!(third.deadline_at, Some(NOW + 7));
+        tx.commit().await.unwrap();
+        assert_eq!(s.task_by_id(second.id).await.unwrap(), Some(second.clone()));
+        assert_eq!(s.task_by_id(third.id).await.unwrap(), Some(third.clone()));
+        let stored = s.job_by_id(job_id).await.unwrap().expect("the job");
+        assert_eq!(
+            (
+                stored.kind,
+                stored.task_id,
+                stored.generation,
+                stored.locked_by,
+                stored.attempts
+            ),
+            (job.kind, Some(third.id), 1, None, 0)
+        );
+        let mut read = s.begin().await.unwrap();
+        let deps = read.task_and_deps(third.id).await.unwrap();
+        assert_eq!(deps.iter().map(|t| t.id).collect::<Vec<_>>(), vec![second.id, third.id]);
+        read.rollback().await.unwrap();
+
+        // A used key under a reserved id: PostgreSQL holds the insert, and the unit fails when
+        // the writes go out; nothing of it is stored. SQLite answers `Conflict` at once.
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, "reads").await.unwrap();
+        tx.reserve_ids(1, 0);
+        tx.used_task_keys(run.id, &keys).await.unwrap();
+        let dup = tx.insert_task(framed.clone()).await;
+        if pg {
+            assert!(dup.is_ok(), "{dup:?}");
+            assert!(tx.commit().await.is_err());
+        } else {
+            assert!(matches!(dup, Err(StoreError::Conflict(_))), "{dup:?}");
+            drop(tx);
+        }
+        let mut read = s.begin().await.unwrap();
+        let rows = read.tasks_of_run(run.id).await.unwrap();
+        assert_eq!(rows.iter().filter(|t| t.key == "second").count(), 1);
+        let edges = read.edges_of_run(run.id).await.unwrap();
+        assert!(edges.iter().all(|e| e.kind == "after"), "{edges:?}");
+        read.rollback().await.unwrap();
+
+        // Asked for, then an insert before any read: the identity's id, and the request is
+        // dropped (the next read takes no ids: the following insert's id is the next one).
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.reserve_ids(4, 2);
+        let early = tx
+            .insert_task(tool_task(run.id, "early", TaskStatus::Waiting))
+            .await
+            .unwrap();
+        tx.insert_edge_with_unit(early.id, first.id, "after").await.unwrap();
+        tx.used_task_keys(run.id, &["late".to_string()]).await.unwrap();
+        let late = tx
+            .insert_task(tool_task(run.id, "late", TaskStatus::Waiting))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert_eq!(s.task_by_id(late.id).await.unwrap(), Some(late.clone()));
+        if pg {
+            // The failed unit's reserved id is a gap; nothing after it.
+            assert!(early.id > third.id);
+            assert_eq!(late.id, early.id + 1);
+        }
     });
 }

@@ -6,6 +6,10 @@
 //! shorter than [`SNAPSHOT_DEPTH`]; at that depth it stores the whole bytes instead, so a read
 //! follows at most `SNAPSHOT_DEPTH - 1` bases. Reads always answer the whole bytes.
 
+use std::borrow::Cow;
+
+use crate::model::{NewSealedRequest, SealedRequestRow};
+
 /// The delta depth at which a sealed record or body is stored whole.
 pub const SNAPSHOT_DEPTH: i64 = 32;
 
@@ -28,6 +32,97 @@ pub(crate) fn rebuild(mut chain: Vec<(Vec<u8>, Option<i64>)>) -> crate::Result<V
         whole.extend_from_slice(&tail);
     }
     Ok(whole)
+}
+
+/// A sealed record as stored: its text (whole, or the delta), base request id, kept length,
+/// depth.
+pub(crate) type StoredRecord<'a> = (Cow<'a, str>, Option<i64>, Option<i64>, i64);
+
+/// A sealed body as stored: its bytes (whole, or the delta), base digest, kept length, depth.
+pub(crate) type StoredBody<'a> = (Cow<'a, [u8]>, Option<&'a str>, Option<i64>, i64);
+
+/// Whether a delta on a base at `depth` is stored as given (else, at the snapshot depth, the
+/// whole bytes are: their base is rebuilt).
+pub(crate) fn stored_delta(depth: i64) -> bool {
+    depth + 1 < SNAPSHOT_DEPTH
+}
+
+/// The record and the body as stored, when that takes no read: each whole, or a delta on a
+/// base whose depth the caller gave, below the snapshot depth. `None` when a base's depth is
+/// not given or a delta would reach the snapshot depth (the engine's insert reads the base).
+pub(crate) fn stored_without_reads(new: &NewSealedRequest) -> Option<(StoredRecord<'_>, StoredBody<'_>)> {
+    let record = match &new.record_base {
+        None => (Cow::Borrowed(new.record.as_str()), None, None, 0),
+        Some(base) => {
+            let depth = base.depth.filter(|&d| stored_delta(d))?;
+            (Cow::Borrowed(new.record.as_str()), base.id, Some(base.keep), depth + 1)
+        }
+    };
+    let body = match &new.body_base {
+        None => (Cow::Borrowed(&new.body[..]), None, None, 0),
+        Some(base) => {
+            let depth = base.depth.filter(|&d| stored_delta(d))?;
+            (
+                Cow::Borrowed(&new.body[..]),
+                base.sha256.as_deref(),
+                Some(base.keep),
+                depth + 1,
+            )
+        }
+    };
+    Some((record, body))
+}
+
+/// The row an insert of `new` answers: stored as `record` and `body` under `id`, its body at
+/// `body_depth` (that of a body an earlier round stored under the digest, when there was one).
+pub(crate) fn inserted_row(
+    new: &NewSealedRequest,
+    record: StoredRecord<'_>,
+    body: StoredBody<'_>,
+    id: i64,
+    body_depth: Option<i64>,
+) -> SealedRequestRow {
+    SealedRequestRow {
+        id,
+        task_id: new.task_id,
+        generation: new.generation,
+        record: record.0.into_owned(),
+        body_sha256: new.body_sha256.clone(),
+        request_bytes: new.request_bytes,
+        tools_sha256: new.tools_sha256.clone(),
+        body: body.0.into_owned(),
+        attempts: new.attempts.clone(),
+        created_at: new.created_at,
+        record_depth: Some(record.3),
+        body_depth,
+    }
+}
+
+/// A sealed request's insert as the literals of `sql::INSERT_SEALED_REQUEST_WITH_BODY_PG`
+/// (`$1`–`$15`, in [`bind_sealed_request!`] and [`bind_sealed_body!`]'s order).
+pub(crate) fn sealed_insert_literals(
+    new: &NewSealedRequest,
+    record: &StoredRecord<'_>,
+    body: &StoredBody<'_>,
+) -> Vec<String> {
+    use crate::postgres::Literal;
+    vec![
+        new.task_id.literal(),
+        new.generation.literal(),
+        record.0.literal(),
+        new.body_sha256.literal(),
+        new.request_bytes.literal(),
+        new.tools_sha256.literal(),
+        new.attempts.literal(),
+        new.created_at.literal(),
+        record.1.literal(),
+        record.2.literal(),
+        record.3.literal(),
+        body.0.literal(),
+        body.1.literal(),
+        body.2.literal(),
+        body.3.literal(),
+    ]
 }
 
 /// Binds a sealed request's columns (`sql::INSERT_SEALED_REQUEST` `$1`–`$11`, the same in
@@ -61,7 +156,7 @@ pub(crate) use bind_sealed_body;
 
 macro_rules! sealed_ops {
     () => {
-        use $crate::ops::sealed::{SNAPSHOT_DEPTH, rebuild};
+        use $crate::ops::sealed::{inserted_row, rebuild, stored_delta};
 
         /// The whole record of sealed request `id`.
         async fn sealed_record_whole(c: &mut Conn, id: i64) -> Result<Vec<u8>> {
@@ -95,12 +190,6 @@ macro_rules! sealed_ops {
                 chain.push((row::Columns::bytes(&r, "body")?, at.as_ref().and(keep)));
             }
             rebuild(chain)
-        }
-
-        /// What to store for a delta on a base at `depth`: the delta as given, or — at the
-        /// snapshot depth — the whole bytes (`whole` rebuilds the base).
-        fn stored_delta(depth: i64) -> bool {
-            depth + 1 < SNAPSHOT_DEPTH
         }
 
         pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
@@ -192,20 +281,7 @@ macro_rules! sealed_ops {
                     .map_err(write_error)?;
                 (id, body_depth)
             };
-            Ok(SealedRequestRow {
-                id,
-                task_id: new.task_id,
-                generation: new.generation,
-                record: record_row.0.into_owned(),
-                body_sha256: new.body_sha256.clone(),
-                request_bytes: new.request_bytes,
-                tools_sha256: new.tools_sha256.clone(),
-                body: body_row.0.into_owned(),
-                attempts: new.attempts.clone(),
-                created_at: new.created_at,
-                record_depth: Some(record_row.3),
-                body_depth,
-            })
+            Ok(inserted_row(new, record_row, body_row, id, body_depth))
         }
 
         /// The sealed request of (task, generation), its record and body whole.

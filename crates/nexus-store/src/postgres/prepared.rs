@@ -79,6 +79,21 @@ impl<T: Literal + ?Sized> Literal for &T {
     }
 }
 
+impl Literal for [u8] {
+    /// `bytea`'s hex input, in an escape string.
+    fn literal(&self) -> String {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = String::with_capacity(2 * self.len() + 7);
+        out.push_str("E'\\\\x");
+        for b in self {
+            out.push(HEX[usize::from(b >> 4)] as char);
+            out.push(HEX[usize::from(b & 15)] as char);
+        }
+        out.push('\'');
+        out
+    }
+}
+
 impl<T: Literal> Literal for Option<T> {
     fn literal(&self) -> String {
         match self {

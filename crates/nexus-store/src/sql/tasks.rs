@@ -39,28 +39,41 @@ pub(crate) const INSERT_FROZEN_CONTEXT: &str =
 /// body it names is stored (`tasks.frozen_context` is left `NULL` since migration 0014; the
 /// insert's caller has the bytes, so `RETURNING` does not read them back). `$1`–`$6`: run, key,
 /// kind, origin, the frozen context's digest, created; `$7`–`$44`: the mutable columns in
-/// [`crate::row`]'s bind order.
+/// [`crate::row`]'s bind order. With `@id`, the row's id is given (`$46`, from
+/// [`RESERVE_IDS`]) and nothing is returned.
 macro_rules! insert_task {
     ($prefix:literal) => {
-        concat!(
-            $prefix,
-            "INSERT INTO tasks (run_id, key, kind, origin, frozen_digest, created_at, status, \
-     generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
-     declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
-     addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
-     deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
-     structured_content, is_error, title, metadata, error_key, error_detail, approval, \
-     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
-     $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
-     $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44) RETURNING id, run_id, key, kind, origin, \
+        insert_task!(@ $prefix, "", "", "", " RETURNING id, run_id, key, kind, origin, \
      NULL AS frozen_digest, created_at, status, generation, on_failure, failure_resolution, \
      visibility, mainline, branch_of, pairs_with, declaring_task_id, tool_name, tool_alias, \
      tool_input, tool_call_id, target_executor_id, addressed_executor_id, addressed_role, \
      effect_profile, timeout_ms, await_started_at, deadline_at, claim_token, claimed_at, \
      claimant_id, content, structured_present, structured_content, is_error, title, metadata, \
      error_key, error_detail, approval, request_surface, usage, reply, \
-     resolution_token_sha256, started_at, settled_at"
+     resolution_token_sha256, started_at, settled_at")
+    };
+    (@id $prefix:literal) => {
+        insert_task!(@ $prefix, "id, ", "OVERRIDING SYSTEM VALUE ", "$46, ", "")
+    };
+    (@ $prefix:literal, $id_column:literal, $overriding:literal, $id_value:literal, $suffix:literal) => {
+        concat!(
+            $prefix,
+            "INSERT INTO tasks (",
+            $id_column,
+            "run_id, key, kind, origin, frozen_digest, created_at, status, \
+     generation, on_failure, failure_resolution, visibility, mainline, branch_of, pairs_with, \
+     declaring_task_id, tool_name, tool_alias, tool_input, tool_call_id, target_executor_id, \
+     addressed_executor_id, addressed_role, effect_profile, timeout_ms, await_started_at, \
+     deadline_at, claim_token, claimed_at, claimant_id, content, structured_present, \
+     structured_content, is_error, title, metadata, error_key, error_detail, approval, \
+     request_surface, usage, reply, resolution_token_sha256, started_at, settled_at) ",
+            $overriding,
+            "VALUES (",
+            $id_value,
+            "$1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, \
+     $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, $32, $33, \
+     $34, $35, $36, $37, $38, $39, $40, $41, $42, $43, $44)",
+            $suffix
         )
     };
 }
@@ -74,6 +87,20 @@ pub(crate) const INSERT_TASK_WITH_BODY_PG: &str = insert_task!(
     "WITH body AS (INSERT INTO frozen_contexts (digest, body) SELECT CAST($5 AS TEXT), \
      CAST($45 AS TEXT) WHERE $5 IS NOT NULL ON CONFLICT (digest) DO NOTHING) "
 );
+
+/// [`INSERT_TASK_WITH_BODY_PG`] under a reserved id (`$46`), held with the unit's writes
+/// (`tx/reserved.rs`): the caller builds the row, so nothing is returned.
+pub(crate) const INSERT_TASK_WITH_ID_PG: &str = insert_task!(@id
+    "WITH body AS (INSERT INTO frozen_contexts (digest, body) SELECT CAST($5 AS TEXT), \
+     CAST($45 AS TEXT) WHERE $5 IS NOT NULL ON CONFLICT (digest) DO NOTHING) "
+);
+
+/// Ids taken ahead of the inserts a unit holds (`tx/reserved.rs`): `$1` from the `tasks`
+/// identity (`kind` 0), `$2` from the `jobs` identity (`kind` 1). A reserved id the unit does
+/// not use is a gap, as a rolled-back insert's is.
+pub(crate) const RESERVE_IDS: &str = "SELECT 0 AS kind, nextval(pg_get_serial_sequence('tasks', 'id')) AS id \
+     FROM generate_series(1, CAST($1 AS INTEGER)) UNION ALL SELECT 1, nextval(pg_get_serial_sequence('jobs', 'id')) \
+     FROM generate_series(1, CAST($2 AS INTEGER))";
 
 /// The conditional task update (storage-and-scale.md §8.1): `$1` id, `$2` expected generation,
 /// `$3`–`$14` the expected statuses (padded by repeating one), `$15` the expected claim token or

@@ -114,7 +114,16 @@ impl Tx {
 
     /// Inserts a job (unlocked, 0 attempts) and returns its id ([`Tx::insert_job_with_unit`]
     /// when the caller does not need it).
+    ///
+    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is held
+    /// with the unit's writes (`tx/reserved.rs`).
     pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
+        if let Tx::Postgres(t) = self
+            && let Some(id) = t.take_reserved_id(true)
+        {
+            t.hold_job_insert(id, &new)?;
+            return Ok(id);
+        }
         match self {
             Tx::Postgres(t) if t.holds_writes() => {
                 crate::check_text(&new.kind)?;
@@ -171,25 +180,7 @@ impl PgTx {
     }
 
     async fn insert_task_with_held(&mut self, new: &NewTask) -> Result<TaskRow> {
-        crate::row::check_new_task_text(new)?;
-        let digest = new.frozen_context.as_deref().map(crate::row::frozen_digest);
-        if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
-            crate::frozen::keep(digest, body);
-        }
-        // In `sql::INSERT_TASK_WITH_BODY_PG`'s order: the identity, the mutable columns, the body.
-        let mut literals = vec![
-            new.run_id.literal(),
-            new.key.literal(),
-            new.kind.literal(),
-            new.origin.literal(),
-            digest.literal(),
-            new.created_at.literal(),
-        ];
-        macro_rules! each_literal {
-            (; $($f:ident),*) => {$( literals.push(Literal::literal(&new.$f)); )*};
-        }
-        crate::row::task_mutable_fields!(each_literal);
-        literals.push(new.frozen_context.literal());
+        let literals = task_insert_literals(new)?;
         let insert = Stmt::new(crate::sql::INSERT_TASK_WITH_BODY_PG, literals);
         let rows = self.read_after_held(insert, crate::write_error).await?;
         let row = match rows.first() {
@@ -216,14 +207,22 @@ impl PgTx {
     }
 
     /// [`PgTx::read_after_held`] for several statements: each one's rows, in order.
+    /// A reservation of task ids the unit asked for rides with them (`tx/reserved.rs`).
     async fn reads_after_held(
         &mut self,
-        reads: Vec<Stmt>,
+        mut reads: Vec<Stmt>,
         classify: fn(sqlx::Error) -> StoreError,
     ) -> Result<Vec<Vec<PgRow>>> {
         let held = self.deferred.take_held().unwrap_or_default();
+        let reserving = self.ids_request().map(|r| reads.push(r)).is_some();
         let result = Box::pin(self.tx.reads_after(held, reads)).await.map_err(classify);
-        self.void_on(result)
+        let mut sets = self.void_on(result)?;
+        if reserving {
+            let rows = sets.pop().unwrap_or_default();
+            let filled = self.ids_fill(&rows);
+            self.void_on(filled)?;
+        }
+        Ok(sets)
     }
 
     /// `result` of a statement the unit sent; a failure voids the unit, as any statement's does.
@@ -233,4 +232,29 @@ impl PgTx {
         }
         result
     }
+}
+
+/// A task insert's values in [`crate::sql::INSERT_TASK_WITH_BODY_PG`]'s order (the identity,
+/// the mutable columns, the body), after the text guard; the frozen context's body is kept
+/// (`crate::frozen`) before the unit commits, as the engine's insert keeps it.
+pub(super) fn task_insert_literals(new: &NewTask) -> Result<Vec<String>> {
+    crate::row::check_new_task_text(new)?;
+    let digest = new.frozen_context.as_deref().map(crate::row::frozen_digest);
+    if let (Some(digest), Some(body)) = (&digest, &new.frozen_context) {
+        crate::frozen::keep(digest, body);
+    }
+    let mut literals = vec![
+        new.run_id.literal(),
+        new.key.literal(),
+        new.kind.literal(),
+        new.origin.literal(),
+        digest.literal(),
+        new.created_at.literal(),
+    ];
+    macro_rules! each_literal {
+        (; $($f:ident),*) => {$( literals.push(Literal::literal(&new.$f)); )*};
+    }
+    crate::row::task_mutable_fields!(each_literal);
+    literals.push(new.frozen_context.literal());
+    Ok(literals)
 }

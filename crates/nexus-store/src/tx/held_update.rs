@@ -193,6 +193,10 @@ mod tests {
             crate::sql::USED_TASK_KEYS,
             crate::sql::INSERT_JOB,
             crate::sql::INSERT_TASK_WITH_BODY_PG,
+            crate::sql::INSERT_TASK_WITH_ID_PG,
+            crate::sql::RESERVE_IDS,
+            crate::sql::INSERT_JOB_WITH_ID,
+            crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG,
         ]
         .map(String::from)
         .to_vec();

@@ -89,6 +89,63 @@ impl Tx {
         Ok((run, round))
     }
 
+    /// [`Tx::lock_run_with_task`] for a round's seal, with the round's sealed request: on
+    /// PostgreSQL, as the unit's first statement, and when the request is stored without
+    /// reading its bases (each whole, or a delta on a base whose depth is given, below the
+    /// snapshot depth), its insert ([`Tx::insert_sealed_request`]) goes out last in the same
+    /// round trip and its row comes back in [`SealingLock::sealed`]. Otherwise nothing is
+    /// inserted (`None`): the caller inserts the request once it has checked the round. The
+    /// insert belongs to the unit: a caller that finds the round no longer sealable rolls the
+    /// unit back. A request already stored for the task's generation is `Conflict`, and voids
+    /// the unit.
+    pub async fn lock_run_with_task_sealing(
+        &mut self,
+        run_id: i64,
+        task_id: i64,
+        new: &NewSealedRequest,
+    ) -> Result<SealingLock> {
+        let stored = match &*self {
+            Tx::Postgres(t) if t.first_statement() => crate::ops::sealed::stored_without_reads(new),
+            _ => None,
+        };
+        let (Tx::Postgres(t), Some((record, body))) = (&mut *self, stored) else {
+            let (run, task) = self.lock_run_with_task(run_id, task_id).await?;
+            return Ok(SealingLock {
+                run,
+                task,
+                sealed: None,
+            });
+        };
+        for text in [&new.record, &new.body_sha256, &new.attempts] {
+            crate::check_text(text)?;
+        }
+        let insert = postgres::Stmt::new(
+            crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG,
+            crate::ops::sealed::sealed_insert_literals(new, &record, &body),
+        );
+        let (mut run, task, answer, _) = t
+            .begin_locking_run_with(
+                None,
+                run_id,
+                crate::sql::TASK_BY_ID,
+                task_id,
+                crate::row::task,
+                Some(insert),
+            )
+            .await?;
+        let answer = answer.ok_or_else(|| StoreError::Corrupt("a sealed request's insert answered no row".into()))?;
+        use crate::row::Columns;
+        let id = Columns::int(&answer, "id")?;
+        let body_depth = Columns::opt_int(&answer, "body_depth")?;
+        self.note_locked_with(&mut run, task.as_ref());
+        let sealed = crate::ops::sealed::inserted_row(new, record, body, id, body_depth);
+        Ok(SealingLock {
+            run,
+            task,
+            sealed: Some(sealed),
+        })
+    }
+
     /// The unit holds `run`'s lock, and knows `row`, read under it.
     fn note_locked_with(&mut self, run: &mut RunRow, row: Option<&TaskRow>) {
         self.note_locked(run);
@@ -115,7 +172,10 @@ impl PgTx {
                 crate::sql::TASK_BY_ID,
                 task_id,
                 crate::row::task,
-                Some(crate::sql::SEARCH_HEAD_PG),
+                Some(postgres::Stmt::new(
+                    crate::sql::SEARCH_HEAD_PG,
+                    vec![task_id.to_string()],
+                )),
             )
             .await?;
         let search_head = head.as_ref().map(crate::row::frozen_head).transpose()?;
@@ -131,7 +191,7 @@ impl PgTx {
         then: &'static str,
         then_id: i64,
         decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
-        also: Option<&'static str>,
+        also: Option<postgres::Stmt>,
     ) -> Result<(RunRow, Option<T>, Option<sqlx::postgres::PgRow>, bool)> {
         let result = Box::pin(postgres::ops::begin_locking_run_with(
             &mut self.tx,
@@ -159,4 +219,14 @@ pub struct EvaluationLock {
     /// The head of the row that declared the task, for a `tool_search` call, when it was read
     /// with the lock.
     pub search_head: Option<FrozenHead>,
+}
+
+/// What a round's seal reads with its run lock ([`Tx::lock_run_with_task_sealing`]).
+#[derive(Debug)]
+pub struct SealingLock {
+    pub run: RunRow,
+    /// The task, when it exists.
+    pub task: Option<TaskRow>,
+    /// The sealed request, when it was inserted with the lock.
+    pub sealed: Option<SealedRequestRow>,
 }

@@ -274,6 +274,10 @@ impl Kernel {
 
         self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
             .await?;
+        // The expansion's rows (the fan and the continuation), and the jobs of the calls it
+        // starts (at most one a call), under ids taken with the key probe: the rows' keys are
+        // checked under the run lock, so their inserts can be held.
+        tx.reserve_ids(planned.len() + 1, planned.len());
         let (n, key_floor) = self
             .round_number(&mut tx, run.id, planned.len(), view.key_floor, full.as_ref())
             .await?;

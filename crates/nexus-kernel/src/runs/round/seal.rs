@@ -2,7 +2,10 @@
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
 use nexus_providers::{EncodedRequest, Provider};
-use nexus_store::{Engine, JobRow, NewSealedRequest, RunStatus, SealedBase, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{
+    Engine, JobRow, NewSealedRequest, RunRow, RunStatus, SealedBase, SealedRequestRow, StoreError, TaskKind, TaskRow,
+    TaskStatus, Tx,
+};
 use serde_json::Value;
 
 use crate::Kernel;
@@ -154,8 +157,30 @@ impl Kernel {
             .map(|(a, _)| common_prefix(&a.body, &enc.body));
         let body_sha256 = enc.body_sha256_hex();
         let now = self.now_ms();
-        let mut tx = self.store.begin().await?;
-        let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
+        let new_sealed = NewSealedRequest {
+            task_id: task.id,
+            generation: task.generation,
+            record,
+            body_sha256: body_sha256.clone(),
+            request_bytes: enc.body.len() as i64,
+            tools_sha256: enc.tools_sha256_hex(),
+            body: enc.body[body_keep.unwrap_or(0)..].to_vec(),
+            attempts: "[]".into(),
+            created_at: now,
+            record_base: anchor.as_ref().filter(|_| !whole_record).map(|(a, _)| SealedBase {
+                id: Some(a.sealed_id),
+                sha256: None,
+                keep: a.record_prefix as i64,
+                depth: a.record_depth,
+            }),
+            body_base: anchor.as_ref().zip(body_keep).map(|((a, _), keep)| SealedBase {
+                id: None,
+                sha256: Some(a.body_sha256.clone()),
+                keep: keep as i64,
+                depth: a.body_depth,
+            }),
+        };
+        let (mut tx, mut run, current, sealed) = self.begin_seal(task, &new_sealed).await?;
         let Some(mut current) = current else {
             tx.delete_job_with_unit(job.id).await?;
             tx.commit().await?;
@@ -196,31 +221,10 @@ impl Kernel {
                 tx.set_replay_from(run.id, request.entries.len() as i64 - 1).await?;
             }
         }
-        let sealed = tx
-            .insert_sealed_request(NewSealedRequest {
-                task_id: task.id,
-                generation: task.generation,
-                record,
-                body_sha256: body_sha256.clone(),
-                request_bytes: enc.body.len() as i64,
-                tools_sha256: enc.tools_sha256_hex(),
-                body: enc.body[body_keep.unwrap_or(0)..].to_vec(),
-                attempts: "[]".into(),
-                created_at: now,
-                record_base: anchor.as_ref().filter(|_| !whole_record).map(|(a, _)| SealedBase {
-                    id: Some(a.sealed_id),
-                    sha256: None,
-                    keep: a.record_prefix as i64,
-                    depth: a.record_depth,
-                }),
-                body_base: anchor.as_ref().zip(body_keep).map(|((a, _), keep)| SealedBase {
-                    id: None,
-                    sha256: Some(a.body_sha256.clone()),
-                    keep: keep as i64,
-                    depth: a.body_depth,
-                }),
-            })
-            .await?;
+        let sealed = match sealed {
+            Some(sealed) => sealed,
+            None => tx.insert_sealed_request(new_sealed).await?,
+        };
         self.transition(&mut tx, &mut run, &mut current, TaskStatus::Running, now)
             .await?;
         tx.commit().await?;
@@ -236,6 +240,39 @@ impl Kernel {
         self.remember_sealed(task, request.entries, enc.chain, next_anchor);
         self.publish(vec![AfterCommit::RunEvents(run.id)]).await;
         Ok(Some((enc, prev)))
+    }
+}
+
+impl Kernel {
+    /// The seal's unit, its run lock and the round as it stands under it, with the sealed
+    /// request when the store inserted it with the lock (PostgreSQL: one round trip,
+    /// [`nexus_store::Tx::lock_run_with_task_sealing`]). A round that is no longer sealable
+    /// gets a unit without the insert: the first is rolled back, and the lock taken again.
+    async fn begin_seal(
+        &self,
+        task: &TaskRow,
+        new: &NewSealedRequest,
+    ) -> KernelResult<(Tx, RunRow, Option<TaskRow>, Option<SealedRequestRow>)> {
+        let mut tx = self.store.begin().await?;
+        match tx.lock_run_with_task_sealing(task.run_id, task.id, new).await {
+            Ok(lock) => {
+                let sealable = lock.run.status == RunStatus::Running
+                    && lock
+                        .task
+                        .as_ref()
+                        .is_some_and(|t| t.generation == task.generation && t.status == TaskStatus::Waiting);
+                if sealable || lock.sealed.is_none() {
+                    return Ok((tx, lock.run, lock.task, lock.sealed));
+                }
+                tx.rollback().await?;
+            }
+            // Sealed already, by another unit: the round is no longer sealable.
+            Err(StoreError::Conflict(_)) => drop(tx),
+            Err(e) => return Err(e.into()),
+        }
+        let mut tx = self.store.begin().await?;
+        let (run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
+        Ok((tx, run, current, None))
     }
 }
 

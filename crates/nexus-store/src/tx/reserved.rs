@@ -1,0 +1,138 @@
+//! PostgreSQL: task and job ids a unit of work takes ahead of its inserts, so that the inserts
+//! are held with its writes (`tx/held.rs`) rather than sent one round trip each.
+//!
+//! A task insert returns the row's id, and the next write (an edge to the row, a row that
+//! depends on it) needs it; a job insert returns the id a hand-off claims the job by. So each
+//! such insert went out on its own: a reply's expansion of one kernel tool call spent three
+//! round trips on its two rows and the call's job. When the kernel knows about how many rows
+//! and jobs a unit will insert, it asks for their ids first ([`Tx::reserve_ids`]); the request
+//! rides with the unit's next read after held writes (the expansion's key probe), and each
+//! later insert takes the next id of its kind, builds its answer from what it was given (no
+//! column of either is defaulted or computed by the database) and is held like any write.
+//!
+//! The ids come from the tables' identities, in the unit, under the run's lock, so a run's
+//! rows keep ascending ids in the order they were inserted, on any node. An id the unit does
+//! not use is a gap, as a rolled-back insert's is.
+
+use std::collections::VecDeque;
+
+use super::*;
+use crate::postgres::{Literal, Stmt};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+/// The ids a unit asked for and the ones it holds unused.
+#[derive(Debug, Default)]
+pub(crate) struct ReservedIds {
+    /// How many task and job ids the unit's next read after held writes takes.
+    wanted: (usize, usize),
+    /// Reserved task ids not yet used, ascending.
+    tasks: VecDeque<i64>,
+    /// Reserved job ids not yet used, ascending.
+    jobs: VecDeque<i64>,
+}
+
+impl ReservedIds {
+    /// The statement that takes the ids asked for, to send with a read (`None`: none asked for).
+    fn request(&mut self) -> Option<Stmt> {
+        let (tasks, jobs) = std::mem::take(&mut self.wanted);
+        (tasks + jobs > 0).then(|| Stmt::new(crate::sql::RESERVE_IDS, vec![tasks.to_string(), jobs.to_string()]))
+    }
+
+    /// The ids [`ReservedIds::request`]'s statement answered.
+    fn fill(&mut self, rows: &[PgRow]) -> Result<()> {
+        let mut taken = rows
+            .iter()
+            .map(|r| Ok((r.try_get::<i32, _>("kind")?, r.try_get::<i64, _>("id")?)))
+            .collect::<std::result::Result<Vec<_>, sqlx::Error>>()?;
+        taken.sort_unstable();
+        for (kind, id) in taken {
+            match kind {
+                0 => self.tasks.push_back(id),
+                _ => self.jobs.push_back(id),
+            }
+        }
+        Ok(())
+    }
+
+    /// The next id of a pool, for an insert about to be made; an empty pool drops a request
+    /// not yet answered (the ids would come after the inserts they were for).
+    fn take(&mut self, job: bool) -> Option<i64> {
+        let id = if job {
+            self.jobs.pop_front()
+        } else {
+            self.tasks.pop_front()
+        };
+        if id.is_none() {
+            self.wanted = (0, 0);
+        }
+        id
+    }
+}
+
+impl Tx {
+    /// Asks for `tasks` task ids and `jobs` job ids for the unit's next inserts. On PostgreSQL
+    /// they come with the unit's next read after held writes, and each [`Tx::insert_task`] or
+    /// [`Tx::insert_job`] after that takes one of its kind: the insert is held with the unit's
+    /// writes, like [`Tx::insert_edge_with_unit`], instead of taking a round trip of its own.
+    /// So a failure of such an insert (a key the run already uses) fails the unit's next
+    /// statement and voids the unit, as a held write's does, rather than answering `Conflict`
+    /// from the insert: ask only for rows whose keys the unit has checked under the run's
+    /// lock. An insert made before the ids came uses none and drops the request. On SQLite,
+    /// nothing (every insert runs at once).
+    pub fn reserve_ids(&mut self, tasks: usize, jobs: usize) {
+        if let Tx::Postgres(t) = self {
+            t.ids.get_or_insert_with(Box::default).wanted = (tasks, jobs);
+        }
+    }
+}
+
+impl PgTx {
+    /// The statement that takes the ids the unit asked for, to send with its next read after
+    /// held writes (`None`: none asked for).
+    pub(super) fn ids_request(&mut self) -> Option<Stmt> {
+        self.ids.as_mut()?.request()
+    }
+
+    /// Keeps the ids [`PgTx::ids_request`]'s statement answered.
+    pub(super) fn ids_fill(&mut self, rows: &[PgRow]) -> Result<()> {
+        match self.ids.as_mut() {
+            Some(ids) => ids.fill(rows),
+            None => Ok(()),
+        }
+    }
+
+    /// The next reserved id of a task (`job` false) or a job, for an insert about to be made
+    /// (`None`: none is reserved, or the unit is void).
+    pub(super) fn take_reserved_id(&mut self, job: bool) -> Option<i64> {
+        if self.void {
+            return None;
+        }
+        self.ids.as_mut()?.take(job)
+    }
+
+    /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_TASK_WITH_ID_PG`])
+    /// and returns its row.
+    pub(super) fn hold_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
+        let mut literals = after_held::task_insert_literals(&new)?;
+        literals.push(id.to_string());
+        self.deferred
+            .hold_statement(Stmt::new(crate::sql::INSERT_TASK_WITH_ID_PG, literals));
+        Ok(new.into_row(id))
+    }
+
+    /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_JOB_WITH_ID`]).
+    pub(super) fn hold_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
+        crate::check_text(&new.kind)?;
+        let literals: [&dyn Literal; 6] = [
+            &new.kind,
+            &new.run_id,
+            &new.task_id,
+            &new.generation,
+            &new.available_at,
+            &id,
+        ];
+        self.deferred.hold(crate::sql::INSERT_JOB_WITH_ID, &literals);
+        Ok(())
+    }
+}
