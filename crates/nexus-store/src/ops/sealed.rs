@@ -48,14 +48,20 @@ pub(crate) fn stored_delta(depth: i64) -> bool {
 }
 
 /// The record and the body as stored, when that takes no read: each whole, or a delta on a
-/// base whose depth the caller gave, below the snapshot depth. `None` when a base's depth is
-/// not given or a delta would reach the snapshot depth (the engine's insert reads the base).
+/// named base whose depth the caller gave, below the snapshot depth. `None` when a base or its
+/// depth is not given or a delta would reach the snapshot depth (the engine's insert reads
+/// the base).
 pub(crate) fn stored_without_reads(new: &NewSealedRequest) -> Option<(StoredRecord<'_>, StoredBody<'_>)> {
     let record = match &new.record_base {
         None => (Cow::Borrowed(new.record.as_str()), None, None, 0),
         Some(base) => {
             let depth = base.depth.filter(|&d| stored_delta(d))?;
-            (Cow::Borrowed(new.record.as_str()), base.id, Some(base.keep), depth + 1)
+            (
+                Cow::Borrowed(new.record.as_str()),
+                Some(base.id?),
+                Some(base.keep),
+                depth + 1,
+            )
         }
     };
     let body = match &new.body_base {
@@ -64,7 +70,7 @@ pub(crate) fn stored_without_reads(new: &NewSealedRequest) -> Option<(StoredReco
             let depth = base.depth.filter(|&d| stored_delta(d))?;
             (
                 Cow::Borrowed(&new.body[..]),
-                base.sha256.as_deref(),
+                Some(base.sha256.as_deref()?),
                 Some(base.keep),
                 depth + 1,
             )
@@ -321,3 +327,59 @@ macro_rules! sealed_ops {
     };
 }
 pub(crate) use sealed_ops;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::SealedBase;
+
+    fn new(record_base: Option<SealedBase>, body_base: Option<SealedBase>) -> NewSealedRequest {
+        NewSealedRequest {
+            task_id: 1,
+            generation: 1,
+            record: "r".into(),
+            body_sha256: "b".into(),
+            request_bytes: 1,
+            tools_sha256: None,
+            body: vec![1],
+            attempts: "[]".into(),
+            created_at: 0,
+            record_base,
+            body_base,
+        }
+    }
+
+    fn base(id: Option<i64>, sha: Option<&str>, depth: Option<i64>) -> SealedBase {
+        SealedBase {
+            id,
+            sha256: sha.map(str::to_string),
+            keep: 5,
+            depth,
+        }
+    }
+
+    /// Stored without a read: whole, or a delta on a named base of known depth below the
+    /// snapshot depth; anything else is left to the engine's insert, which reads the base.
+    #[test]
+    fn only_whole_bytes_and_known_shallow_deltas_are_stored_without_reads() {
+        let whole = new(None, None);
+        let (record, body) = stored_without_reads(&whole).expect("whole");
+        assert_eq!((record.1, record.2, record.3), (None, None, 0));
+        assert_eq!((body.1, body.2, body.3), (None, None, 0));
+        let shallow = new(Some(base(Some(7), None, Some(3))), Some(base(None, Some("a"), Some(3))));
+        let (record, body) = stored_without_reads(&shallow).expect("deltas");
+        assert_eq!((record.1, record.2, record.3), (Some(7), Some(5), 4));
+        assert_eq!((body.1, body.2, body.3), (Some("a"), Some(5), 4));
+        let last = SNAPSHOT_DEPTH - 2;
+        assert!(stored_without_reads(&new(Some(base(Some(7), None, Some(last))), None)).is_some());
+        for unread in [
+            new(Some(base(Some(7), None, None)), None),
+            new(Some(base(Some(7), None, Some(last + 1))), None),
+            new(Some(base(None, None, Some(3))), None),
+            new(None, Some(base(None, Some("a"), None))),
+            new(None, Some(base(None, None, Some(3)))),
+        ] {
+            assert!(stored_without_reads(&unread).is_none(), "{unread:?}");
+        }
+    }
+}

@@ -207,7 +207,7 @@ impl PgTx {
     }
 
     /// [`PgTx::read_after_held`] for several statements: each one's rows, in order.
-    /// A reservation of task ids the unit asked for rides with them (`tx/reserved.rs`).
+    /// The task and job ids the unit asked for ride with them (`tx/reserved.rs`).
     async fn reads_after_held(
         &mut self,
         mut reads: Vec<Stmt>,

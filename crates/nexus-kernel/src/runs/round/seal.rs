@@ -266,8 +266,9 @@ impl Kernel {
                 }
                 tx.rollback().await?;
             }
-            // Sealed already, by another unit: the round is no longer sealable.
-            Err(StoreError::Conflict(_)) => drop(tx),
+            // Sealed already, by another unit (`Conflict`), or no row to seal (`NotFound`): the
+            // plain lock below reads the round as it stands.
+            Err(StoreError::Conflict(_) | StoreError::NotFound(_)) => drop(tx),
             Err(e) => return Err(e.into()),
         }
         let mut tx = self.store.begin().await?;
