@@ -48,7 +48,7 @@ pub const PAGE_DEFAULT: usize = 50;
 /// What an executor may send in one frame or message on its push channel (raw bytes). The
 /// channel carries no requests, only control frames (a pong or a close is at most 125 bytes),
 /// so anything longer closes the channel. Not in the spec's table: the implementation's bound
-/// (docs/decisions.md, Server: "Read timeouts at the edge").
+/// (docs/decisions/190-read-timeouts-and-body-bounds.md).
 pub const CHANNEL_INBOUND: usize = 1_024;
 /// Maximum page size of paged lists.
 pub const PAGE_MAX: usize = 200;

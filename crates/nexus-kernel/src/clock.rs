@@ -8,7 +8,7 @@
 //!   A read never moves it back (the midway guess errs by up to half a round trip).
 //!   So every node counts from the one database clock, give or take half a round trip and the
 //!   monotonic clock's drift over one sweep interval (microseconds), and a unit of work pays
-//!   no extra round trip for it (docs/decisions.md, "One clock").
+//!   no extra round trip for it (docs/decisions/141-database-clock.md).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;

@@ -7,7 +7,7 @@ use crate::error::{ApiError, Error, Result};
 
 /// The `reqwest` client `Client::new` and `ExecutorClient::new` use: an idle pooled connection
 /// is dropped after 20 s, before the server closes it at its 30 s head read timeout
-/// (docs/decisions.md, "Read timeouts at the edge"), so a request never lands on a connection
+/// (docs/decisions/190-read-timeouts-and-body-bounds.md), so a request never lands on a connection
 /// the server is closing.
 pub(crate) fn default_client() -> reqwest::Client {
     reqwest::Client::builder()

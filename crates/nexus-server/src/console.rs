@@ -3,7 +3,7 @@
 //! accepts it, and an `ETag` so a reload revalidates instead of downloading again.
 //!
 //! The console is a client of the public member API like any other: it holds no route of its
-//! own beyond its files (docs/decisions.md, "Console (issue 26)").
+//! own beyond its files (docs/decisions/182-console.md).
 
 use crate::extract::Path;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

@@ -27,8 +27,8 @@ use tower::ServiceExt;
 use crate::AppState;
 use crate::error::ApiError;
 
-/// How long a client may take to send what it sends. docs/decisions.md, Server: "Read
-/// timeouts at the edge".
+/// How long a client may take to send what it sends. See
+/// docs/decisions/190-read-timeouts-and-body-bounds.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timeouts {
     /// From the first byte a connection may read (or the end of its previous answer) to the

@@ -1,7 +1,7 @@
-//! A keyed claim repeated after its answer was lost (executor.md §7; docs/decisions.md, "A
-//! claim whose answer was lost"), on both engines: the claimant presenting the same
-//! `Idempotency-Key` gets the standing grant again, with no second `task_claimed`; another
-//! key, no key, a settled row and a lapsed claim are refused as before.
+//! A keyed claim repeated after its answer was lost (executor.md §7;
+//! docs/decisions/108-claim-idempotency-key.md), on both engines: the claimant presenting the same
+//! `Idempotency-Key` gets the standing grant again, with no second `task_claimed`; another key, no
+//! key, a settled row and a lapsed claim are refused as before.
 //!
 //! The fault run found the case: a node killed after a claim committed but before it answered
 //! left the row claimed by nobody until its deadline, and the run ended `needs_attention`.

@@ -2091,7 +2091,8 @@ async fn assembly_ignores_other_configuration_keys() {
 
 /// §7.2 step 4 hashes an imported name that equals "a callable in base"; a shape-5 entry has no
 /// callable, yet §2 names it for duplicate checks. The collision rule exists so an import never
-/// refuses the set (docs/decisions.md): the import takes the collision callable instead.
+/// refuses the set (docs/decisions/104-declaration-collisions.md): the import takes the collision
+/// callable instead.
 #[tokio::test]
 async fn an_import_named_like_a_provider_tool_takes_the_collision_callable() {
     for h in harnesses().await {

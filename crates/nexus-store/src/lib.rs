@@ -95,7 +95,7 @@ impl StoreOptions {
 /// survives power loss; the group commit shares one sync among the units committed together.
 /// `Normal` syncs only at checkpoints: a commit survives a crash of the process at once but can
 /// be lost with the machine's power until the next checkpoint, and a runner told it succeeded
-/// never resends it. docs/decisions.md, Store: "A SQLite commit is durable against power loss".
+/// never resends it. See docs/decisions/114-sqlite-durability.md.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SqliteSynchronous {
@@ -403,10 +403,10 @@ pub enum Store {
 
 /// Calls the engine's method. The PostgreSQL arm is boxed: a future that awaits sqlx's pool
 /// and statements is about 8.7 KB, and inline it would size every store call's future — and
-/// so every kernel and handler future that awaits one — on SQLite too, whose own are small.
-/// Every move of those futures (axum and tower move a handler's several times) copied that
-/// much (docs/decisions.md, Store: "`Store` and `Tx` box the PostgreSQL arm of their
-/// dispatch"). PostgreSQL pays one allocation per call beside a network round trip.
+/// so every kernel and handler future that awaits one — on SQLite too, whose own are small. Every
+/// move of those futures (axum and tower move a handler's several times) copied that much
+/// (docs/decisions/119-futures-and-allocation.md). PostgreSQL pays one allocation per call beside a
+/// network round trip.
 macro_rules! dispatch {
     ($self:ident, $method:ident ( $($arg:expr),* )) => {
         match $self {

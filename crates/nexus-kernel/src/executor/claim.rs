@@ -7,7 +7,7 @@
 //! constant time everywhere ([`token_matches`]); exclusivity comes from the run lock and the
 //! conditional update, so concurrent claims from one address compete and one wins.
 //!
-//! A claim may carry an `Idempotency-Key` (docs/decisions.md, "A claim whose answer was lost").
+//! A claim may carry an `Idempotency-Key` (docs/decisions/108-claim-idempotency-key.md).
 //! Its token is then derived from the key ([`keyed_token`]), so the same claimant repeating
 //! the same claim while it stands gets the same grant back, with no change and no event: a
 //! claim committed by a node that died before answering, or whose answer the network lost, is

@@ -136,8 +136,8 @@ fn open_writer(path: &Path, busy: Duration, synchronous: SqliteSynchronous) -> R
 /// `fsync`s: every queued writer waits for that. What is left is what arrived since the
 /// checkpointer's last pass, so the pace of the passes sets the stall: the slowest claim→commit
 /// of an inbox bench run was 26 ms (median of 13 runs; 20 – 37) at 200 ms and 13 ms (10 – 26)
-/// at 50 ms, with the same throughput and p99 (docs/decisions.md, Store: "The checkpointer's
-/// pace is 50 ms"). A pass with nothing to copy only reads the WAL index.
+/// at 50 ms, with the same throughput and p99 (docs/decisions/113-sqlite-checkpoints.md). A
+/// pass with nothing to copy only reads the WAL index.
 const CHECKPOINT_EVERY: Duration = Duration::from_millis(50);
 
 /// The WAL length (pages) at which the writer checkpoints by itself (SQLite's default, used when

@@ -20,8 +20,8 @@ pub fn process_cpu() -> Option<std::time::Duration> {
 /// what share of both cores the machine spent outside this process's reach: `steal` is time a
 /// virtual machine's cores were ready to run but the host ran something else, `idle` time no
 /// thread could run. On this kind of machine the two move from one hour to the next and explain
-/// much of the spread in the throughput figures (docs/decisions.md, Store: "The benchmarks
-/// report the machine's CPU split").
+/// much of the spread in the throughput figures
+/// (docs/decisions/123-benchmarks-report-machine-cpu.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct MachineCpu {
     pub user: u64,
