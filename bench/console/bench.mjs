@@ -1,4 +1,4 @@
-// The console's first load and its 500-round run page (issue 26; BENCHMARKS.md, "Console").
+// The console's first load and its 500-round run page.
 //
 //   node bench/console/bench.mjs            (after cargo build -p nexus-cli; NEXUS_BIN= picks
 //                                            another binary, e.g. target/release/nexus)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A PostgreSQL protocol-counting proxy (BENCHMARKS.md, "Issue 27, deliverable 7").
+"""A PostgreSQL protocol-counting proxy (round trips per unit of work; see README.md).
 
 Listens on --listen (default 127.0.0.1:6543), forwards every connection to --upstream
 (default 127.0.0.1:5432), and tallies the client's messages. Each Sync ('S') and each simple

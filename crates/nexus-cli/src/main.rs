@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 /// The process allocator: mimalloc. Under the inbox load glibc's malloc and free were about
-/// 18 % of the process's CPU (BENCHMARKS.md, "Inbox throughput"). SQLite keeps its own
+/// 18 % of the process's CPU (docs/decisions/119-futures-and-allocation.md). SQLite keeps its own
 /// allocator calls (libc's `malloc`).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -7,7 +7,7 @@
 //!
 //! `NEXUS_CHAOS_RESTARTS` sets the number of restarts (default 6, the CI run); the full run is
 //! `NEXUS_CHAOS_RESTARTS=100 cargo nextest run -p nexus-cli --test chaos --no-capture`, which
-//! prints the counts BENCHMARKS.md reports. Without PostgreSQL it skips.
+//! prints the counts of runs, settled tasks and restarts. Without PostgreSQL it skips.
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! `tool_search` over the peer's corpus: the 10,000 tools and 1,000 queries that
 //! `../shared/bench/peers/bm25_toolsearch.py` generates (seed 20261201), copied into
-//! `benches/data/`, timed the way that script times its own index (BENCHMARKS.md, "tool_search
-//! over the peer corpus").
+//! `benches/data/`, timed the way that script times its own index (the
+//! peer's README, section 2).
 //!
 //! What is timed, beside what the peer times:
 //! - **build**: [`SearchIndex::new`] over the 10,000 entries, once, then four more times for a

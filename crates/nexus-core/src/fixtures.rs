@@ -1,5 +1,5 @@
 //! Fixed, deterministic inputs shared by the benchmarks and the byte-for-byte guard tests, so a
-//! figure in BENCHMARKS.md and the guard digests are about the same declaration. Pure data
+//! benchmark's figure and the guard digests are about the same declaration. Pure data
 //! builders; nothing in the product calls them.
 
 use serde_json::{Value, json};

@@ -24,10 +24,10 @@
 //! (not deterministic: not for callgrind).
 //!
 //! `cargo bench -p nexus-kernel --bench settle` (SQLite, file-backed; PostgreSQL too when
-//! `NEXUS_TEST_DATABASE_URL` is set). `NEXUS_BENCH_TASKS=<n>`: the task count (default 2,000,
-//! at most 20,000). The bench prints `settle bench: window open` / `… closed` on stderr around
-//! the timed loop, marks for a profiler started disabled (BENCHMARKS.md shows the `perf`
-//! command that uses them).
+//! `NEXUS_TEST_DATABASE_URL` is set). `NEXUS_BENCH_TASKS=<n>`: the task count (default 2,000, at
+//! most 20,000). The bench prints `settle bench: window open` / `… closed` on stderr around the
+//! timed loop, marks for a profiler started disabled (`perf record -D -1 --control=fifo:ctl,ack …`:
+//! write `enable` to the control FIFO at the first mark and `disable` at the second).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -167,7 +167,7 @@ async fn measure(engine: &'static str, ts: TestStore, tasks: usize) -> Figures {
     let callers = callers_wanted();
     let statements_before = STATEMENTS.load(Ordering::Relaxed);
     let cpu_before = testing::process_cpu();
-    // A mark for a profiler started disabled (`perf record --control …`; BENCHMARKS.md).
+    // A mark for a profiler started disabled (`perf record --control …`).
     eprintln!("settle bench: window open");
     let started = Instant::now();
     let mut times = if callers == 1 {

@@ -51,7 +51,8 @@
 //! measure what such a change to the spec would buy.
 //!
 //! `inbox bench: window open` / `… closed` on stderr mark the timed window for a profiler
-//! started disabled (BENCHMARKS.md shows the `perf record --control` command that uses them).
+//! started disabled (`perf record -D -1 --control=fifo:ctl,ack …`: write `enable` to the
+//! control FIFO at the first mark and `disable` at the second).
 
 #[path = "inbox/floor.rs"]
 mod floor;
@@ -257,7 +258,7 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
 
     // The timed window: 8 clients, one per runner.
     TALLYING.store(tallying(), Ordering::Relaxed);
-    // A mark for a profiler started disabled (`perf record --control …`; BENCHMARKS.md), so
+    // A mark for a profiler started disabled (`perf record --control …`), so
     // that it samples the window alone.
     eprintln!("inbox bench: window open");
     let gate_start = store.writer_gate_use();

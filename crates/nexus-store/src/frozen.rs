@@ -2,12 +2,12 @@
 //! frozen context is known.
 //!
 //! A frozen context is stored once per distinct content under its digest, the SHA-256 of its
-//! bytes (`frozen_contexts`, migration 0014). The task reads return the row's digest, not the
-//! body: the body is taken from this cache, and read from `frozen_contexts` only when the
-//! process has not seen it yet. A digest names one content for ever, in every database, so a
-//! kept body is always the right one: nothing here is invalidated, whoever writes what. The
-//! reads it saves were the dearest of a PostgreSQL round (BENCHMARKS.md, "a quiet disk on another
-//! machine": each task read fetched and decompressed the body's out-of-line chunks).
+//! bytes (`frozen_contexts`, migration 0014). The task reads return the row's digest, not the body:
+//! the body is taken from this cache, and read from `frozen_contexts` only when the process has not
+//! seen it yet. A digest names one content for ever, in every database, so a kept body is always
+//! the right one: nothing here is invalidated, whoever writes what. The reads it saves were the
+//! dearest of a PostgreSQL round (docs/decisions/122-frozen-contexts-stored-once.md: each task read
+//! fetched and decompressed the body's out-of-line chunks).
 //!
 //! Architecture Invariant: a decoded task row ([`Pending`]) reaches a caller only through
 //! `resolve_frozen` (`ops/tasks.rs`), which fills the body from the cache or the table.

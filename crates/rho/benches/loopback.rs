@@ -1,5 +1,5 @@
-//! Issue 24's two latencies through a served kernel and the real `rho` binary on loopback
-//! (BENCHMARKS.md, "Issue 24"): `cargo bench -p rho --bench loopback`.
+//! Two latencies through a served kernel and the real `rho` binary on loopback:
+//! `cargo bench -p rho --bench loopback`.
 //!
 //! 1. **`read` dispatched → commit.** A scripted model calls `read` on a small file once a
 //!    round (a different file each round, so the repeat-call rule never fires). The bench

@@ -94,7 +94,7 @@ pub(crate) fn deadline_passed(task: &TaskRow, now: i64) -> bool {
 /// the executor is eligible for the run (executor.md §1) and whether the run's creator keeps
 /// write standing. The claim door reads them inside its unit of work, beside the row:
 /// on SQLite the writer's page cache serves them warm, where a reader connection starts cold
-/// after every commit (BENCHMARKS.md, "Inbox throughput").
+/// after every commit (docs/decisions/111-sqlite-readers-and-door-reads.md).
 pub(crate) struct DoorFacts {
     pub eligible: bool,
     pub creator_standing: bool,

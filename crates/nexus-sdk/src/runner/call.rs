@@ -28,7 +28,7 @@ impl Drop for Deregister<'_> {
 }
 
 /// The target of the one timing line per call ([`serve`]): enable it with
-/// `RUST_LOG=nexus_sdk::runner::timing=debug` (the loopback benchmark of BENCHMARKS.md parses it).
+/// `RUST_LOG=nexus_sdk::runner::timing=debug` (rho's loopback benchmark parses it).
 const TIMING: &str = "nexus_sdk::runner::timing";
 
 /// Serves one claim to its end. `polled_at` is when the inbox poll that found the row began,

@@ -7,7 +7,7 @@
 //! events, the sequence, `COMMIT`, then a notice in a transaction of its own, as the kernel
 //! sends it). What the kernel writes for a settled task, in
 //! the fewest round trips: what PostgreSQL itself allows this machine for that work, to set
-//! beside the raw SKIP LOCKED loop (BENCHMARKS.md, "the SQL floor").
+//! beside the raw SKIP LOCKED loop.
 //!
 //! Two shapes measure write sets the kernel does not have, which would change the spec:
 //! `noseq` takes each event's sequence from the run's last event (`events`' primary key)

@@ -4,14 +4,14 @@
 //! sqlx's pool pings a connection when it hands it out (`test_before_acquire`) and again, always,
 //! when it takes it back, so every checkout costs two extra round trips to the server besides its
 //! statements: on a 2-core machine, where the server's backends and the kernel share the cores,
-//! they were a third of the round trips of a settled task (BENCHMARKS.md, "Issue 27, deliverable
-//! 7"). Here a connection used within [`PING_AFTER_IDLE`] goes back out as it is: sqlx's
-//! executor drains whatever an abandoned statement left pending before it sends the next one
-//! (`wait_until_ready`), which is what the release ping did. A connection idle longer is pinged
-//! first (a restarted server, a dropped socket), and one returned after a connection fault
-//! anywhere in the process ([`note_fault`]) is pinged before it is kept. A unit of work dropped
-//! without its `COMMIT` is rolled back on a spawned task before its connection is kept
-//! ([`Conn::rollback_on_drop`]).
+//! they were a third of the round trips of a settled task
+//! (docs/decisions/130-postgres-own-connection-pool.md). Here a connection used within
+//! [`PING_AFTER_IDLE`] goes back out as it is: sqlx's executor drains whatever an abandoned
+//! statement left pending before it sends the next one (`wait_until_ready`), which is what the
+//! release ping did. A connection idle longer is pinged first (a restarted server, a dropped
+//! socket), and one returned after a connection fault anywhere in the process ([`note_fault`]) is
+//! pinged before it is kept. A unit of work dropped without its `COMMIT` is rolled back on a
+//! spawned task before its connection is kept ([`Conn::rollback_on_drop`]).
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};

@@ -4,12 +4,12 @@
 //! A simple query carries no parameters, so these statements used to go out with their values
 //! inlined as literals: every one was parsed, analyzed and planned again on every execution. On a
 //! 2-core machine that planning was nearly a quarter of the server's CPU per settled inbox task
-//! (≈ 90 µs for a lookup by primary key on `tasks`, whose partial indexes the planner weighs
-//! each time: BENCHMARKS.md, "prepared unit statements"). Now each statement keeps its `$1`, `$2`, …
-//! parameters as a template; the first time a connection sends a template it goes out as
-//! `PREPARE nx_<id> AS <template>` at the head of the same simple query, and every time as
-//! `EXECUTE nx_<id>(<literals>)`, so the server plans it once per connection (a generic plan,
-//! as for the statements sqlx prepares) and still in one round trip.
+//! (≈ 90 µs for a lookup by primary key on `tasks`, whose partial indexes the planner weighs each
+//! time: docs/decisions/133-postgres-prepared-unit-statements.md). Now each statement keeps its
+//! `$1`, `$2`, … parameters as a template; the first time a connection sends a template it goes out
+//! as `PREPARE nx_<id> AS <template>` at the head of the same simple query, and every time as
+//! `EXECUTE nx_<id>(<literals>)`, so the server plans it once per connection (a generic plan, as
+//! for the statements sqlx prepares) and still in one round trip.
 //!
 //! - Templates are numbered per process ([`Registry`]); a connection remembers which it has
 //!   prepared ([`PreparedSet`]). A prepared statement outlives the transaction it was made in

@@ -390,7 +390,7 @@ pub(crate) const APPEND_EVENT_SQLITE: &str = "INSERT INTO events (run_id, sequen
 /// SQLite, when the unit of work already knows the run's sequence (`$2`, the next one): the
 /// same append without reading the run row back. `INSERT … VALUES` builds no temporary table,
 /// where `INSERT … SELECT` into a table with a trigger and `RETURNING` build one each
-/// (BENCHMARKS.md, "Appends at the known sequence"); `UNIQUE (run_id, sequence)` refuses a
+/// (docs/decisions/117-event-sequence-in-the-unit.md); `UNIQUE (run_id, sequence)` refuses a
 /// sequence already taken.
 pub(crate) const APPEND_EVENT_AT_SQLITE: &str =
     "INSERT INTO events (run_id, sequence, type, at, task_key, data) VALUES ($1, $2, $3, $4, $5, $6)";

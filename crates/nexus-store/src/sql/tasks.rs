@@ -156,13 +156,14 @@ pub(crate) const TASKS_OF_RUN: &str = task_select!("WHERE run_id = $1 ORDER BY i
 
 pub(crate) const TASKS_DECLARED_BY: &str = task_select!("WHERE run_id = $1 AND declaring_task_id = $2 ORDER BY id");
 
-/// What the run's end reads of every row of run `$1` ([`crate::TaskEndRow`]'s columns), unless
-/// one of them is in an open status (`TaskStatus::OPEN`, one probe of `tasks_run_status` each,
-/// evaluated once): no rows then. Not `o.status IN (…)`, which SQLite codes as a temporary
-/// b-tree built on every execution, dearer than the five probes (BENCHMARKS.md); and the
-/// statuses are words, not bound values, because a bound status against the partial indexes'
-/// predicates makes the plan value-dependent (a recompile on every execution). No `ORDER BY`:
-/// the store sorts the few rows by id itself, where SQLite would open a sorter per execution.
+/// What the run's end reads of every row of run `$1` ([`crate::TaskEndRow`]'s columns), unless one
+/// of them is in an open status (`TaskStatus::OPEN`, one probe of `tasks_run_status` each,
+/// evaluated once): no rows then. Not `o.status IN (…)`, which SQLite codes as a temporary b-tree
+/// built on every execution, dearer than the five probes
+/// (docs/decisions/115-sqlite-temporary-btrees.md); and the statuses are words, not bound values,
+/// because a bound status against the partial indexes' predicates makes the plan value-dependent (a
+/// recompile on every execution). No `ORDER BY`: the store sorts the few rows by id itself, where
+/// SQLite would open a sorter per execution.
 macro_rules! tasks_of_quiescent_run {
     () => {
         "SELECT id, key, status, on_failure, failure_resolution FROM tasks \

@@ -1,12 +1,12 @@
 //! The SQLite driver: statements on a `rusqlite` connection, run inline on the calling task.
 //!
 //! Why not sqlx's SQLite driver: it runs every connection on its own thread and sends each
-//! statement there and its rows back, a cross-thread hand-off of ≈ 70–120 µs per statement on
-//! this kind of machine, paid dozens of times per model round and per claim + commit
-//! (BENCHMARKS.md, "Store round trips"). SQLite is a library, not a server: a statement on a
-//! warm page cache takes a few microseconds, so the engine runs it right where it is asked for,
-//! on the tokio worker that holds the connection, and a whole unit of work never leaves that
-//! thread.
+//! statement there and its rows back, a cross-thread hand-off of ≈ 70–120 µs per statement on this
+//! kind of machine, paid dozens of times per model round and per claim + commit
+//! (docs/decisions/110-sqlite-engine-on-rusqlite.md). SQLite is a library, not a server: a
+//! statement on a warm page cache takes a few microseconds, so the engine runs it right where it is
+//! asked for, on the tokio worker that holds the connection, and a whole unit of work never leaves
+//! that thread.
 //!
 //! The surface mirrors the part of sqlx the store's shared operations use (`query`,
 //! `query_scalar`, `bind`, `fetch_one`, `fetch_optional`, `fetch_all`, `execute`,
@@ -349,13 +349,13 @@ impl std::hash::Hasher for AddressHasher {
     }
 }
 
-/// The column names of `stmt`, prepared from `sql`. A text that names its columns (no `*`)
-/// has the same names on every connection and schema, so they are built once per thread and
-/// shared; building them per execution (a string per column, 60-odd for a joined task row) was
-/// about 4 % of the inbox path's CPU (BENCHMARKS.md). A text with `*` takes its columns from
-/// the schema, which a migration can change under a cached statement: its names are built from
-/// the statement every time. The text is looked up first and scanned for `*` only when its
-/// names are not remembered (a text with `*` never has them).
+/// The column names of `stmt`, prepared from `sql`. A text that names its columns (no `*`) has the
+/// same names on every connection and schema, so they are built once per thread and shared;
+/// building them per execution (a string per column, 60-odd for a joined task row) was about 4 % of
+/// the inbox path's CPU (docs/decisions/118-sqlite-driver-caches.md). A text with `*` takes its
+/// columns from the schema, which a migration can change under a cached statement: its names are
+/// built from the statement every time. The text is looked up first and scanned for `*` only when
+/// its names are not remembered (a text with `*` never has them).
 fn names_of(sql: &str, stmt: &rusqlite::Statement<'_>) -> rusqlite::Result<Names> {
     let address = (sql.as_ptr() as usize, sql.len());
     let cached = FACTS.with(|cache| {

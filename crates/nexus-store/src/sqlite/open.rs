@@ -24,7 +24,7 @@ const MIN_READERS: usize = 4;
 /// out the first free connection keeps the reads between two commits on as few connections as
 /// possible, and the second and later of them find the small hot tables (credentials,
 /// executors) already cached; round-robin sent each read to a connection that had missed the
-/// last commit, cold. Measured in BENCHMARKS.md ("Inbox throughput").
+/// last commit, cold. See docs/decisions/111-sqlite-readers-and-door-reads.md.
 #[derive(Clone)]
 pub(crate) struct Readers {
     conns: Arc<[Shared]>,

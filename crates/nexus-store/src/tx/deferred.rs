@@ -6,7 +6,7 @@
 //! kept in the unit ([`Deferred`]) and goes out in the one simple query that ends the unit: a
 //! multi-row `INSERT` into `events`, the runs' sequences, and `COMMIT` (one round trip for a
 //! unit's events and its commit, instead of one per event and one for the commit:
-//! BENCHMARKS.md, "Issue 27, deliverable 7: fewer round trips"). No statement of a unit reads
+//! docs/decisions/131-postgres-held-writes.md). No statement of a unit reads
 //! `events`, and a run row read inside the unit is given the unit's sequence, as on SQLite.
 //! A unit dropped without its commit drops the appends with it, as a rollback would.
 //!

@@ -290,7 +290,7 @@ impl Route {
         }
         let sent = std::time::Instant::now();
         let answer = peer.call_tool(params).await;
-        // One line per call for the loopback benchmark (BENCHMARKS.md, issue 24): the
+        // One line per call for the loopback benchmark (`benches/loopback.rs`): the
         // `tools/call` round trip alone, beside the SDK's `nexus_sdk::runner::timing` line.
         tracing::debug!(
             target: "rho::mcp::timing",
