@@ -82,7 +82,9 @@ impl Kernel {
     }
 
     /// The seed round for `head`, from the answerer's profile (its assembly, model and
-    /// instructions), or the key of the reason the turn cannot start.
+    /// instructions), or the key of the reason the turn cannot start. `history` is the round
+    /// its history starts from ([`Engine::history_round`]): the latest turn that left a sealed
+    /// round, so a turn that failed at birth takes none of the turns before it with it.
     async fn plan_turn(
         &self,
         ws: &WorkspaceRow,
@@ -161,15 +163,6 @@ impl Kernel {
         Ok(plan(Ok(SeedRound { frozen, surface })))
     }
 
-    /// The round whose entries the next turn's history starts from: the previous assistant
-    /// turn's final round (`None`: no earlier turn replied).
-    async fn history_round(&self, conversation: &ConversationRow) -> KernelResult<Option<i64>> {
-        let Some(last) = self.store.last_reply(conversation.id).await? else {
-            return Ok(None);
-        };
-        Ok(last.final_task_id)
-    }
-
     /// Opens the next turn of one conversation, if it is idle, live and its head input is due.
     /// One unit of work: the conversation is locked first, so two passes (or two nodes) never
     /// open the same turn; the plan's reads (profile, runners) go through the pool meanwhile.
@@ -202,7 +195,7 @@ impl Kernel {
             .ok_or_else(|| gone("workspace"))?;
         let plan = match answerer.kind {
             MemberKind::Agent => {
-                let history = self.history_round(&conversation).await?;
+                let history = self.store.history_round(conversation.id).await?;
                 Some(
                     self.plan_turn(&ws, &conversation, &answerer, &head, &mail, history)
                         .await?,
