@@ -11,8 +11,8 @@
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput};
 use nexus_store::{
-    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, RunStatus, TaskKind,
-    TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, WorkspaceRow,
+    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, RunRow, RunStatus,
+    TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, WorkspaceRow,
 };
 use serde_json::{Value, json};
 
@@ -66,6 +66,29 @@ fn prompt_text(head: &InputRow, mail: &[InputRow]) -> String {
         }
     }
     parts.join("\n\n")
+}
+
+/// How a hosted run's end ends its turn: `completed` when its deliverable (the mainline tip)
+/// completed; `failed` with the abandoned failure's error key when the run completed without it
+/// (its failed round was abandoned: nothing is left to do, and a hosted run cannot be appended
+/// to); `canceled` (`run_canceled`) when it was stopped.
+fn turn_outcome(run: &RunRow, rows: &[TaskRow]) -> (TurnStatus, Option<String>) {
+    if run.status != RunStatus::Completed {
+        return (
+            TurnStatus::Canceled,
+            Some(crate::runs::graph_error::RUN_CANCELED.to_string()),
+        );
+    }
+    let tip = run.deliverable_task_id.and_then(|id| rows.iter().find(|t| t.id == id));
+    if tip.is_none_or(|t| t.status == TaskStatus::Completed) {
+        return (TurnStatus::Completed, None);
+    }
+    let abandoned = rows
+        .iter()
+        .filter(|t| t.failure_resolution.as_deref() == Some(crate::runs::recover::ABANDONED))
+        .max_by_key(|t| t.id);
+    let key = abandoned.or(tip).and_then(|t| t.error_key.clone());
+    (TurnStatus::Failed, key)
 }
 
 impl Kernel {
@@ -368,8 +391,9 @@ impl Kernel {
     }
 
     /// Ends the assistant turn a hosted run answered, in the run's ending unit of work: the
-    /// reply is the final mainline round's text; bound steers fall back to the queue; the
-    /// conversation goes idle; a spawned child's first reply goes where its route says.
+    /// reply is the final mainline round's text, the status [`turn_outcome`]'s; bound steers
+    /// fall back to the queue; the conversation goes idle; a spawned child's first reply goes
+    /// where its route says.
     pub(crate) async fn end_hosted_turn(
         &self,
         tx: &mut Tx,
@@ -392,10 +416,7 @@ impl Kernel {
             .filter(|t| t.kind == TaskKind::Model && t.mainline && t.status == TaskStatus::Completed)
             .max_by_key(|t| t.id);
         let reply = final_round.and_then(crate::runs::StoredReply::of).and_then(|r| r.text);
-        let (status, error_key) = match run.status {
-            RunStatus::Completed => (TurnStatus::Completed, None),
-            _ => (TurnStatus::Canceled, Some("run_canceled".to_string())),
-        };
+        let (status, error_key) = turn_outcome(run, rows);
         // The history a later turn replays ends at the last round that has a sealed request.
         let replayable = rows
             .iter()

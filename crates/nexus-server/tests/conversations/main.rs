@@ -4,7 +4,7 @@
 //! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting
 //! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`); the live
 //! feed (`stream.rs`); turns and steering (`turns.rs`); turns that do not answer — failed at
-//! birth, canceled (`failed_turns.rs`); children and the conversation tools
+//! birth, canceled, abandoned (`failed_turns.rs`); children and the conversation tools
 //! (`children.rs`); the history routes, search and read (`search.rs`).
 
 mod children;
