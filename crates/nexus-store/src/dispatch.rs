@@ -290,6 +290,9 @@ impl Engine for Store {
     async fn last_reply(&self, conversation_id: i64) -> Result<Option<TurnRow>> {
         dispatch!(self, last_reply(conversation_id))
     }
+    async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>> {
+        dispatch!(self, history_round(conversation_id))
+    }
     async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>> {
         dispatch!(self, due_conversations(now, limit))
     }

@@ -323,6 +323,9 @@ pub trait Engine {
     ) -> Result<Vec<TurnRow>>;
     /// The latest ended assistant turn.
     async fn last_reply(&self, conversation_id: i64) -> Result<Option<TurnRow>>;
+    /// The round a new turn's history starts from: the final round of the latest ended
+    /// assistant turn that has a sealed request (turns that left none are passed over).
+    async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>>;
     /// Conversations whose `wake_at` has come, earliest first.
     async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>>;
     /// How many inputs of the conversation are `pending`.

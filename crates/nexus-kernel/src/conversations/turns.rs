@@ -11,8 +11,8 @@
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput};
 use nexus_store::{
-    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, RunStatus, TaskKind,
-    TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, WorkspaceRow,
+    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, RunRow, RunStatus,
+    TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, WorkspaceRow,
 };
 use serde_json::{Value, json};
 
@@ -68,6 +68,29 @@ fn prompt_text(head: &InputRow, mail: &[InputRow]) -> String {
     parts.join("\n\n")
 }
 
+/// How a hosted run's end ends its turn: `completed` when its deliverable (the mainline tip)
+/// completed; `failed` with the abandoned failure's error key when the run completed without it
+/// (its failed round was abandoned: nothing is left to do, and a hosted run cannot be appended
+/// to); `canceled` (`run_canceled`) when it was stopped.
+fn turn_outcome(run: &RunRow, rows: &[TaskRow]) -> (TurnStatus, Option<String>) {
+    if run.status != RunStatus::Completed {
+        return (
+            TurnStatus::Canceled,
+            Some(crate::runs::graph_error::RUN_CANCELED.to_string()),
+        );
+    }
+    let tip = run.deliverable_task_id.and_then(|id| rows.iter().find(|t| t.id == id));
+    if tip.is_none_or(|t| t.status == TaskStatus::Completed) {
+        return (TurnStatus::Completed, None);
+    }
+    let abandoned = rows
+        .iter()
+        .filter(|t| t.failure_resolution.as_deref() == Some(crate::runs::recover::ABANDONED))
+        .max_by_key(|t| t.id);
+    let key = abandoned.or(tip).and_then(|t| t.error_key.clone());
+    (TurnStatus::Failed, key)
+}
+
 impl Kernel {
     /// The worker's turn pass: opens the turns of every conversation whose wake time has
     /// come. Returns how many conversations it looked at.
@@ -82,7 +105,9 @@ impl Kernel {
     }
 
     /// The seed round for `head`, from the answerer's profile (its assembly, model and
-    /// instructions), or the key of the reason the turn cannot start.
+    /// instructions), or the key of the reason the turn cannot start. `history` is the round
+    /// its history starts from ([`Engine::history_round`]): the latest turn that left a sealed
+    /// round, so a turn that failed at birth takes none of the turns before it with it.
     async fn plan_turn(
         &self,
         ws: &WorkspaceRow,
@@ -161,15 +186,6 @@ impl Kernel {
         Ok(plan(Ok(SeedRound { frozen, surface })))
     }
 
-    /// The round whose entries the next turn's history starts from: the previous assistant
-    /// turn's final round (`None`: no earlier turn replied).
-    async fn history_round(&self, conversation: &ConversationRow) -> KernelResult<Option<i64>> {
-        let Some(last) = self.store.last_reply(conversation.id).await? else {
-            return Ok(None);
-        };
-        Ok(last.final_task_id)
-    }
-
     /// Opens the next turn of one conversation, if it is idle, live and its head input is due.
     /// One unit of work: the conversation is locked first, so two passes (or two nodes) never
     /// open the same turn; the plan's reads (profile, runners) go through the pool meanwhile.
@@ -202,7 +218,7 @@ impl Kernel {
             .ok_or_else(|| gone("workspace"))?;
         let plan = match answerer.kind {
             MemberKind::Agent => {
-                let history = self.history_round(&conversation).await?;
+                let history = self.store.history_round(conversation.id).await?;
                 Some(
                     self.plan_turn(&ws, &conversation, &answerer, &head, &mail, history)
                         .await?,
@@ -375,8 +391,9 @@ impl Kernel {
     }
 
     /// Ends the assistant turn a hosted run answered, in the run's ending unit of work: the
-    /// reply is the final mainline round's text; bound steers fall back to the queue; the
-    /// conversation goes idle; a spawned child's first reply goes where its route says.
+    /// reply is the final mainline round's text, the status [`turn_outcome`]'s; bound steers
+    /// fall back to the queue; the conversation goes idle; a spawned child's first reply goes
+    /// where its route says.
     pub(crate) async fn end_hosted_turn(
         &self,
         tx: &mut Tx,
@@ -399,10 +416,7 @@ impl Kernel {
             .filter(|t| t.kind == TaskKind::Model && t.mainline && t.status == TaskStatus::Completed)
             .max_by_key(|t| t.id);
         let reply = final_round.and_then(crate::runs::StoredReply::of).and_then(|r| r.text);
-        let (status, error_key) = match run.status {
-            RunStatus::Completed => (TurnStatus::Completed, None),
-            _ => (TurnStatus::Canceled, Some("run_canceled".to_string())),
-        };
+        let (status, error_key) = turn_outcome(run, rows);
         // The history a later turn replays ends at the last round that has a sealed request.
         let replayable = rows
             .iter()

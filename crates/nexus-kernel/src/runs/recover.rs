@@ -10,7 +10,10 @@
 //!   run is not `running` / `needs_attention`; `model` on a non-model row, or one that does not
 //!   resolve, is 400 `parameter_invalid`.
 //! - **abandon**: `failure_resolution: abandoned`; when no candidate remains, a run in
-//!   `needs_attention` returns to `running` and is appendable. `not_abandonable` otherwise.
+//!   `needs_attention` returns to `running` and is appendable; a hosted run, which cannot be
+//!   appended to, then ends at once (completed, its turn `failed`:
+//!   docs/decisions/020-turns-without-an-answer.md).
+//!   `not_abandonable` otherwise.
 //! - **cancel**: branch cancel. `k` must be a branch's root round (`not_a_branch`); every live
 //!   row of the branch (nested branches included) settles `canceled` with
 //!   `failure_resolution: canceled` and `error.key: task_canceled`; `already_terminal` when
@@ -31,8 +34,12 @@ use super::unit::Unit;
 use super::{AfterCommit, refuse};
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
+use crate::conversations::hosting::Hosting;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
+
+/// The `failure_resolution` of an abandoned failure.
+pub(crate) const ABANDONED: &str = "abandoned";
 
 /// The error key of a row settled by a branch cancel.
 const TASK_CANCELED: &str = "task_canceled";
@@ -154,7 +161,7 @@ impl Kernel {
             return Err(refuse(Code::NotAbandonable, not_candidate(key, &task, &run)));
         }
         let next = TaskRow {
-            failure_resolution: Some("abandoned".into()),
+            failure_resolution: Some(ABANDONED.into()),
             ..task.clone()
         };
         if !tx.update_task(&next, task.generation, &[task.status]).await? {
@@ -166,9 +173,15 @@ impl Kernel {
         }
         let mut effects = vec![AfterCommit::RunEvents(run.id)];
         if run.status == RunStatus::NeedsAttention {
-            let rows = tx.tasks_of_run(run.id).await?;
-            if !rows.iter().any(is_candidate) {
+            let g = Graph::load(&mut tx, run.id).await?;
+            if !g.tasks.iter().any(is_candidate) {
                 self.resume(&mut tx, &mut run, now, &mut effects).await?;
+                // A run nothing can grow (a hosted run refuses the append door) is left with
+                // nothing to do: it ends now, as any quiescent run without a candidate ends,
+                // and its turn with it (runs.md §6, §12).
+                if Hosting::of(&run.hosting).is_some() {
+                    self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
+                }
             }
         }
         tx.commit().await?;

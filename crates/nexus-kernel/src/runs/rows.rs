@@ -234,7 +234,7 @@ fn satisfies(dep: &TaskRow) -> bool {
     match dep.status {
         TaskStatus::Completed => true,
         TaskStatus::Skipped => false,
-        _ => dep.on_failure == "absorb" || dep.failure_resolution.as_deref() == Some("abandoned"),
+        _ => dep.on_failure == "absorb" || dep.failure_resolution.as_deref() == Some(super::recover::ABANDONED),
     }
 }
 

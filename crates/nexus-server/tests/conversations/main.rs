@@ -3,12 +3,14 @@
 //! unarchive of a whole tree, `PUT C/default_runner`; inputs with every delivery refusal, the
 //! answerer, approval and tool checks, attachments, the 64-input bound, listing and deleting
 //! (`inputs.rs`); the feed and what read standing may do (`feed_and_standing.rs`); the live
-//! feed (`stream.rs`); turns and steering (`turns.rs`); children and the conversation tools
+//! feed (`stream.rs`); turns and steering (`turns.rs`); turns that do not answer — failed at
+//! birth, canceled, abandoned (`failed_turns.rs`); children and the conversation tools
 //! (`children.rs`); the history routes, search and read (`search.rs`).
 
 mod children;
 #[path = "../common/mod.rs"]
 mod common;
+mod failed_turns;
 mod feed_and_standing;
 mod inputs;
 mod search;

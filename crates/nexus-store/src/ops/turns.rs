@@ -144,6 +144,13 @@ pub(crate) const LAST_REPLY: &str = concat!(
     " FROM turns WHERE conversation_id = $1 AND role = 'assistant' AND status <> 'running' \
      ORDER BY position DESC LIMIT 1"
 );
+/// The round the next turn's history starts from: the final round of the latest ended assistant
+/// turn that left a sealed request to replay (a turn failed at birth, or one that ended before
+/// its first round was sent, left none).
+pub(crate) const HISTORY_ROUND: &str = "SELECT t.final_task_id FROM turns t JOIN tasks k ON k.id = t.final_task_id \
+     WHERE t.conversation_id = $1 AND t.role = 'assistant' AND t.status <> 'running' AND EXISTS \
+     (SELECT 1 FROM sealed_requests s WHERE s.task_id = k.id AND s.generation = k.generation) \
+     ORDER BY t.position DESC LIMIT 1";
 pub(crate) const END_TURN: &str = "UPDATE turns SET status = $2, content = $3, error_key = $4, ended_at = $5, \
      final_task_id = $6 WHERE id = $1 AND status = 'running'";
 pub(crate) const SET_REPLAY_FROM: &str = "UPDATE turns SET replay_from = $2 WHERE run_id = $1 AND replay_from IS NULL";
@@ -313,6 +320,13 @@ macro_rules! turn_ops {
                 .await?
                 .map(|r| $crate::ops::turns::turn(&r))
                 .transpose()
+        }
+
+        pub(crate) async fn history_round(c: &mut Conn, conversation_id: i64) -> Result<Option<i64>> {
+            Ok(query_scalar($crate::ops::turns::HISTORY_ROUND)
+                .bind(conversation_id)
+                .fetch_optional(&mut *c)
+                .await?)
         }
 
         /// `running → end.status`; false when the turn had already ended.
@@ -533,6 +547,9 @@ macro_rules! turn_methods {
         }
         async fn last_reply(&self, conversation_id: i64) -> Result<Option<$crate::ops::turns::TurnRow>> {
             ops::last_reply(&mut *self.pool.acquire().await?, conversation_id).await
+        }
+        async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>> {
+            ops::history_round(&mut *self.pool.acquire().await?, conversation_id).await
         }
         async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>> {
             ops::due_conversations(&mut *self.pool.acquire().await?, now, limit).await
