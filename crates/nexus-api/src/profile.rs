@@ -53,6 +53,23 @@ pub struct ProfileMember {
     pub rest: Map<String, Value>,
 }
 
+/// `GET W/members`: every member holding standing in the workspace, by handle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct MemberList {
+    /// The members.
+    pub members: Vec<WorkspaceMember>,
+}
+
+/// One member of `GET W/members`: the profile's `member` and its standing in the workspace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct WorkspaceMember {
+    /// The member's id, its handle, kind, role and display name.
+    #[serde(flatten)]
+    pub member: ProfileMember,
+    /// `read` or `write`.
+    pub standing: String,
+}
+
 /// The profile's `credential`: `{plane: "member", expires_at}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ProfileCredential {

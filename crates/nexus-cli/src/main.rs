@@ -1,5 +1,5 @@
 //! `nexus`: serve, migrate, admin, contracts, tools; the member verbs (login, run, runs,
-//! approvals, conversations) over the SDK; and `demo`.
+//! approvals, conversations, runners, agent) over the SDK; and `demo`.
 
 mod admin;
 mod config;
@@ -52,6 +52,11 @@ enum Command {
     Approvals(Member<member::approvals::ApprovalsCommand>),
     /// Conversations: list, show, create, say, turns, children, cancel, archive.
     Conversations(Member<member::conversations::ConversationsCommand>),
+    /// The runners you may use, with their presence: list.
+    Runners(Member<member::runners::RunnersCommand>),
+    /// The calling agent's configuration (its default model, instructions, tools): show,
+    /// configure.
+    Agent(Member<member::agent::AgentCommand>),
     /// Show the whole system on a temporary server: a runner, an agent, an approval.
     Demo(demo::DemoArgs),
 }
@@ -115,6 +120,12 @@ fn main() -> ExitCode {
                     |ctx| async move { member::conversations::run(&ctx, &command).await },
                 )
                 .await)
+            }
+            Command::Runners(Member { conn, command }) => {
+                Ok(member_verb(&conn, |ctx| async move { member::runners::run(&ctx, &command).await }).await)
+            }
+            Command::Agent(Member { conn, command }) => {
+                Ok(member_verb(&conn, |ctx| async move { member::agent::run(&ctx, &command).await }).await)
             }
             Command::Demo(args) => demo::run(args).await,
         }

@@ -18,6 +18,8 @@ struct World {
     base: String,
     token: String,
     agent: String,
+    boot_agent_id: String,
+    runner_id: String,
     workspace: String,
     /// `XDG_CONFIG_HOME` for every command (a fresh, empty profile folder).
     config: tempfile::TempDir,
@@ -47,6 +49,8 @@ impl World {
             base,
             token: boot["human"]["member_token"].as_str().unwrap().into(),
             agent: boot["agent"]["member_token"].as_str().unwrap().into(),
+            boot_agent_id: boot["agent"]["public_id"].as_str().unwrap().into(),
+            runner_id: boot["runner"]["executor_public_id"].as_str().unwrap().into(),
             workspace: boot["workspace_public_id"].as_str().unwrap().into(),
             config: tempfile::tempdir().unwrap(),
             _data: data,
@@ -322,7 +326,15 @@ async fn files_conversations_and_login(store: &[&str]) {
     assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
 
     // Conversations: create, say, turns, list, show.
-    let created = w.json(&["conversations", "create", "--title", "plans", "--json"]);
+    let created = w.json(&[
+        "conversations",
+        "create",
+        "--title",
+        "plans",
+        "--answerer",
+        "me",
+        "--json",
+    ]);
     let c = created["conversation"]["public_id"].as_str().unwrap().to_string();
     assert_eq!(created["conversation"]["title"], "plans");
     let said = w.json(&["conversations", "say", &c, "first thought", "--json"]);
@@ -354,14 +366,20 @@ async fn files_conversations_and_login(store: &[&str]) {
     assert_eq!(code(&out), 1);
     assert!(stderr(&out).starts_with("error: not_found: "), "{}", stderr(&out));
 
-    // A person's conversation opens no reply: --wait says so.
+    // A person's conversation opens no reply: --wait is refused before anything is sent.
+    let inputs_before = w.json(&["conversations", "turns", &c, "--json"])["turns"]
+        .as_array()
+        .unwrap()
+        .len();
     let out = w.run(&["conversations", "say", &c, "anyone?", "--wait"]);
-    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(code(&out), 1, "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("no reply: this conversation is answered by a person"),
+        stderr(&out).starts_with("error: no_reply: ") && stderr(&out).contains("answered by a person (admin)"),
         "{}",
-        stdout(&out)
+        stderr(&out)
     );
+    let turns = w.json(&["conversations", "turns", &c, "--json"]);
+    assert_eq!(turns["turns"].as_array().unwrap().len(), inputs_before, "{turns}");
 
     // An agent's conversation answers: --wait follows the reply and prints the turn.
     let agent = |args: &[&str]| {
@@ -390,7 +408,92 @@ async fn files_conversations_and_login(store: &[&str]) {
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert!(stdout(&out).contains("  again\nrun completed"), "{}", stdout(&out));
 
+    conversations_find_their_agent(store, w._data.path(), &w).await;
     login(&w);
+}
+
+/// A person's `conversations create` without `--answerer` goes to the workspace's one agent
+/// (and says so); `nexus agent configure` gives that agent its model, and `say --wait` then
+/// follows the reply. Several agents: refused with the list, and `--answerer` takes a handle.
+async fn conversations_find_their_agent(store: &[&str], data: &Path, w: &World) {
+    let agent_id = w.boot_agent_id.as_str();
+    let out = w.run(&["conversations", "create", "--title", "triage"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(&format!("answered by agent agent ({agent_id})")),
+        "{}",
+        stderr(&out)
+    );
+    let c = stdout(&out).trim().to_string();
+    let show = w.json(&["conversations", "show", &c, "--json"]);
+    assert_eq!(show["conversation"]["answering_user_public_id"], agent_id, "{show}");
+
+    // The agent's own bearer sets its default model; the person's bearer may not.
+    let out = w.run(&["agent", "configure", "--default-model", "scripted/echo"]);
+    assert_eq!(code(&out), 1);
+    assert!(stderr(&out).starts_with("error: not_agent: "), "{}", stderr(&out));
+    let mut cmd = w.cmd(&[
+        "agent",
+        "configure",
+        "--default-model",
+        "scripted/echo",
+        "--instructions",
+        "Be brief.",
+    ]);
+    let out = cmd.env("NEXUS_TOKEN", &w.agent).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("default_model  scripted/echo"),
+        "{}",
+        stdout(&out)
+    );
+    let mut cmd = w.cmd(&["agent", "configure", "--approval-mode", "bypass", "--json"]);
+    let profile = json_of(&cmd.env("NEXUS_TOKEN", &w.agent).output().unwrap());
+    assert_eq!(
+        profile["configuration"]["default_model"], "scripted/echo",
+        "kept: {profile}"
+    );
+    assert_eq!(profile["configuration"]["instructions"], "Be brief.", "kept: {profile}");
+    assert_eq!(profile["configuration"]["approval_mode"], "bypass", "{profile}");
+
+    let out = w.run(&["conversations", "say", &c, "what broke?", "--wait"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("  what broke?\nrun completed"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A second agent: the default is ambiguous, and is refused with both listed.
+    let d = data.to_str().unwrap();
+    let mut args = vec!["admin", "member", "create", "--kind", "agent", "--handle", "second"];
+    args.extend_from_slice(&["--steward", "admin", "--standing", "write", "--data-dir", d, "--json"]);
+    args.extend_from_slice(store);
+    let second = json_of(&nexus(&args));
+    let out = w.run(&["conversations", "create"]);
+    assert_eq!(code(&out), 1);
+    let said = stderr(&out);
+    assert!(
+        said.starts_with("error: answerer_required: 2 agents can answer here: "),
+        "{said}"
+    );
+    assert!(said.contains(agent_id) && said.contains("second (agent, "), "{said}");
+    let picked = w.json(&["conversations", "create", "--answerer", "second", "--json"]);
+    assert_eq!(
+        picked["conversation"]["answering_user_public_id"], second["public_id"],
+        "{picked} {second}"
+    );
+    let out = w.run(&["conversations", "create", "--answerer", "nobody"]);
+    assert!(
+        stderr(&out).starts_with("error: answerer_not_found: "),
+        "{}",
+        stderr(&out)
+    );
+
+    // The runners the person may use.
+    let out = w.run(&["runners", "list"]);
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert!(stdout(&out).contains(&w.runner_id), "{}", stdout(&out));
 }
 
 /// `nexus login` writes a 0600 profile the verbs then read; the bearer is never printed.

@@ -1,12 +1,25 @@
 //! Self-reads: the member profile (declarations.md §12.2) and the executor description
-//! (executor.md §2).
+//! (executor.md §2); and who else is in a workspace (`GET W/members`, runs.md §12).
 
-use nexus_store::MemberKind;
+use nexus_core::codes::Code;
+use nexus_store::{Engine, MemberKind, MemberRow};
 use serde_json::{Map, Value, json};
+use uuid::Uuid;
 
 use crate::auth::{ExecutorPrincipal, MemberPrincipal};
-use crate::error::KernelResult;
+use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
+
+/// A member as the profile and the workspace's member list read it.
+fn member_json(m: &MemberRow) -> Value {
+    json!({
+        "public_id": m.public_id,
+        "handle": m.handle,
+        "kind": m.kind.as_str(),
+        "role": m.role,
+        "display_name": m.display_name,
+    })
+}
 
 /// A configuration field's name and its unset value.
 type FieldDefault = (&'static str, fn() -> Value);
@@ -45,16 +58,7 @@ impl Kernel {
     pub async fn profile(&self, principal: &MemberPrincipal) -> KernelResult<Value> {
         let m = &principal.member;
         let mut body = Map::new();
-        body.insert(
-            "member".into(),
-            json!({
-                "public_id": m.public_id,
-                "handle": m.handle,
-                "kind": m.kind.as_str(),
-                "role": m.role,
-                "display_name": m.display_name,
-            }),
-        );
+        body.insert("member".into(), member_json(m));
         body.insert(
             "credential".into(),
             json!({ "plane": "member", "expires_at": principal.credential.expires_at.map(time::iso) }),
@@ -64,6 +68,41 @@ impl Kernel {
         }
         body.insert("measured_at".into(), json!(time::iso(self.now_ms())));
         Ok(Value::Object(body))
+    }
+
+    /// `GET W/members?kind=agent|human`: `{members: [{public_id, handle, kind, role,
+    /// display_name, standing}]}`, every member holding standing in the workspace, by handle.
+    /// Another `kind` is 400 `parameter_invalid`.
+    pub async fn workspace_members(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        kind: Option<&str>,
+    ) -> KernelResult<Value> {
+        let kind = kind
+            .map(|k| {
+                MemberKind::parse(k).ok_or_else(|| {
+                    KernelError::new(
+                        Code::ParameterInvalid,
+                        format!("kind must be \"agent\" or \"human\", got {k:?}"),
+                    )
+                })
+            })
+            .transpose()?;
+        let (ws, _) = self.workspace_for(principal, workspace, false).await?;
+        let members: Vec<Value> = self
+            .store
+            .workspace_members(ws.id)
+            .await?
+            .into_iter()
+            .filter(|(m, _)| kind.is_none_or(|k| m.kind == k))
+            .map(|(m, standing)| {
+                let mut out = member_json(&m);
+                out["standing"] = json!(standing.as_str());
+                out
+            })
+            .collect();
+        Ok(json!({ "members": members }))
     }
 
     /// `GET /agent_api/v1/executor`.

@@ -29,5 +29,7 @@ pub use nexus_api::assembly::{
     AssemblyPreview, AssemblyRequest, EnvironmentSnapshot, RunnerSnapshot, SkillEntry, SkillSource,
 };
 pub use nexus_api::catalog::{Catalog, CatalogEntry};
-pub use nexus_api::profile::{Configuration, MemberKind, Profile, ProfileCredential, ProfileMember};
+pub use nexus_api::profile::{
+    Configuration, MemberKind, MemberList, Profile, ProfileCredential, ProfileMember, WorkspaceMember,
+};
 pub use runner::{Runner, RunnerHandle};

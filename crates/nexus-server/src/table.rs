@@ -177,6 +177,8 @@ pub static ROUTES: &[Route] = &[
     route!(POST w!("/conversations/{c}/cancellation"), Member, Write, conversations::cancellation),
     route!(GET w!("/conversation_search"), Member, Read, conversations::search),
     route!(GET w!("/conversations/{c}/history"), Member, Read, conversations::history),
+    // Who is in the workspace (runs.md §12: whom a conversation may ask).
+    route!(GET w!("/members"), Member, Read, profile::members),
     // Workspace memory (kernel-tools.md, memory).
     route!(GET w!("/memory"), Member, Read, memory::list),
     route!(GET w!("/memory/doc"), Member, Read, memory::read),

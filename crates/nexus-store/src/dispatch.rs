@@ -45,6 +45,9 @@ impl Engine for Store {
     async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
         dispatch!(self, member_by_handle(account_id, handle))
     }
+    async fn workspace_members(&self, workspace_id: i64) -> Result<Vec<(MemberRow, Standing)>> {
+        dispatch!(self, workspace_members(workspace_id))
+    }
     async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()> {
         dispatch!(self, set_member_configuration(member_id, configuration, now))
     }

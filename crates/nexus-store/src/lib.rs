@@ -154,6 +154,8 @@ pub trait Engine {
     async fn member_by_id(&self, id: i64) -> Result<Option<MemberRow>>;
     async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>>;
     async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>>;
+    /// The members holding standing in the workspace, with it, ordered by handle.
+    async fn workspace_members(&self, workspace_id: i64) -> Result<Vec<(MemberRow, Standing)>>;
     /// Replaces an agent's stored configuration JSON (whole replacement).
     async fn set_member_configuration(&self, member_id: i64, configuration: Option<&str>, now: i64) -> Result<()>;
 

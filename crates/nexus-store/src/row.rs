@@ -179,6 +179,11 @@ pub(crate) fn standing(value: &str) -> Result<Standing> {
     word("workspace_members.standing", value, Standing::parse)
 }
 
+/// A member row with its `standing` column (`sql::WORKSPACE_MEMBERS`).
+pub(crate) fn member_with_standing(r: &impl Columns) -> Result<(MemberRow, Standing)> {
+    Ok((member(r)?, standing(&r.text("standing")?)?))
+}
+
 /// Checks a new member and derives the agent_application executor it needs, if any:
 /// `(public id, display name, manager)`.
 pub(crate) fn agent_executor_of(new: &NewMember) -> Result<Option<(Uuid, &str, Option<i64>)>> {

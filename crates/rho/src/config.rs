@@ -191,17 +191,24 @@ effect_profile = { kind = "read_only", destructive = false, effect_scope = "clos
         assert_eq!(RhoConfig::parse(base, Path::new(".")).unwrap().concurrency, 4);
     }
 
-    /// The README's `rho.toml` is a file rho accepts.
+    /// The README's `rho.toml` (the file its shell block writes, with the MCP tables it then
+    /// shows appended) is a file rho accepts.
     #[test]
     fn the_readme_example_parses() {
         let readme = include_str!("../../../README.md");
         let start = readme
-            .find("cat > rho.toml <<'TOML'\n")
-            .expect("the README shows a rho.toml");
+            .find("cat > rho.toml <<TOML\n")
+            .expect("the README writes a rho.toml");
         let body = &readme[start..];
         let body = &body[body.find('\n').unwrap() + 1..];
-        let text = &body[..body.find("\nTOML\n").expect("the heredoc ends")];
-        let c = RhoConfig::parse(text, Path::new("/")).unwrap();
+        let written = &body[..body.find("\nTOML\n").expect("the heredoc ends")];
+        let appended = readme
+            .split("```toml\n# appended to rho.toml\n")
+            .nth(1)
+            .expect("the README shows the MCP tables");
+        let appended = &appended[..appended.find("```").expect("the block ends")];
+        let text = format!("{}\n{appended}", written.replace("$PWD", "/home/me"));
+        let c = RhoConfig::parse(&text, Path::new("/")).unwrap();
         assert_eq!(c.mcp[0].name, "everything");
         assert!(!c.mcp[0].trusted);
         assert_eq!(c.overrides["everything_echo"].effect_profile, Some(EffectProfile::READ));

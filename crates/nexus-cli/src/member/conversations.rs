@@ -27,9 +27,10 @@ pub enum ConversationsCommand {
     Create {
         #[arg(long)]
         title: Option<String>,
-        /// The member who answers (an agent answers with replies; a human's conversation
-        /// records user turns only). Default: you.
-        #[arg(long, value_name = "MEMBER_ID")]
+        /// Who answers: a member's id or handle, or `me`. An agent answers with replies; a
+        /// person's conversation records user turns only. Default: the workspace's agent when
+        /// exactly one holds write standing (an agent's own conversations: the agent itself).
+        #[arg(long, value_name = "MEMBER")]
         answerer: Option<String>,
         /// The runner its turns import tools from.
         #[arg(long, value_name = "EXECUTOR_ID")]
@@ -54,7 +55,8 @@ pub enum ConversationsCommand {
         #[arg(long, value_parser = ["bypass", "ask", "rules"])]
         approval_mode: Option<String>,
         /// Wait for the next turn the conversation opens after this input, follow its reply
-        /// live, and exit as `nexus run` does (with --json: the reply turn).
+        /// live, and exit as `nexus run` does (with --json: the reply turn). Refused, before
+        /// anything is sent, when a person answers the conversation.
         #[arg(long, conflicts_with_all = ["steer", "deliver_in"])]
         wait: bool,
         /// Deliver later: `30s`, `5m`, `2h`, `1d`.
@@ -141,7 +143,7 @@ pub async fn run(ctx: &Ctx, cmd: &ConversationsCommand) -> Outcome {
             if let Some(t) = title {
                 new = new.title(t);
             }
-            if let Some(a) = answerer {
+            if let Some(a) = super::answerer::for_create(ctx, &ws, answerer.as_deref()).await? {
                 new = new.answerer(a);
             }
             if let Some(r) = runner {
@@ -188,6 +190,9 @@ pub async fn run(ctx: &Ctx, cmd: &ConversationsCommand) -> Outcome {
             }
             if let Some(k) = idempotency_key {
                 input = input.idempotency_key(k);
+            }
+            if *wait {
+                super::answerer::require_agent(ctx, &ws, conversation).await?;
             }
             let handle = ws.conversation(conversation);
             let created = handle.create_input(&input).await?;

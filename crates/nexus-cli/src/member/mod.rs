@@ -1,8 +1,10 @@
-//! The member verbs: `nexus login`, `nexus run`, `nexus runs …`, `nexus approvals …` and
-//! `nexus conversations …`. Each speaks the public API through [`nexus_sdk::Client`] only,
+//! The member verbs: `nexus login`, `nexus run`, `nexus runs …`, `nexus approvals …`,
+//! `nexus conversations …`, `nexus runners …` and `nexus agent …`. Each speaks the public API through [`nexus_sdk::Client`] only,
 //! with the server URL, bearer and workspace from flags, the environment or the profile file
 //! `nexus login` writes ([`profile`]).
 
+pub mod agent;
+pub mod answerer;
 pub mod approvals;
 pub mod conversations;
 pub mod follow;
@@ -11,6 +13,7 @@ pub mod output;
 pub mod profile;
 pub mod reply;
 pub mod run;
+pub mod runners;
 pub mod runs;
 
 use std::process::ExitCode;

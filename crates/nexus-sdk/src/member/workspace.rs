@@ -12,6 +12,7 @@ use nexus_api::approvals::ApprovalPage;
 use nexus_api::common::{Page, RunStatus};
 use nexus_api::conversations::{ArchivedFilter, ConversationCreated, ConversationPage, NewConversation};
 use nexus_api::history::{HistorySearch, SearchPage};
+use nexus_api::profile::{MemberKind, MemberList, WorkspaceMember};
 use nexus_api::runs::{Created, NewRun, RunPage};
 
 /// One workspace, seen through a member bearer: its runs, conversations, approvals and memory. Made by
@@ -125,6 +126,14 @@ impl Workspace {
             .query("limit", search.limit)
             .query("after", search.after.as_deref());
         wire::get(&self.http, &route).await
+    }
+
+    /// `GET W/members?kind=`: the members holding standing in the workspace (of one kind
+    /// when `kind` is given), by handle.
+    pub async fn members(&self, kind: Option<MemberKind>) -> Result<Vec<WorkspaceMember>> {
+        let route = self.route().lit("members").query("kind", kind);
+        let list: MemberList = wire::get(&self.http, &route).await?;
+        Ok(list.members)
     }
 
     /// `GET W/approvals?after=&limit=`: rows held for an approver, oldest first.

@@ -18,7 +18,7 @@ use nexus_api::history::{History, SearchPage};
 use nexus_api::inbox::{ClaimGrant, ClaimStatusReply, Commit, CommitReply, Extend, InboxList, Progress, ProgressReply};
 use nexus_api::inputs::{CreateInput, InputCreated, InputEnvelope, InputPage};
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, PutDocument};
-use nexus_api::profile::{Profile, PutConfiguration};
+use nexus_api::profile::{MemberList, Profile, PutConfiguration};
 use nexus_api::runs::{AppendSteps, Appended, CreateRun, Created, RunEnvelope, RunPage, RunRead};
 use nexus_api::tasks::{CacheEnvelope, Resolution, Resolved, SealedEnvelope, TaskPage};
 use nexus_api::turns::{Cancellation, TurnPage};
@@ -280,6 +280,9 @@ pub static OPS: &[Op] = &[
     op!(POST w!("/conversations/{c}/cancellation"), "Stop the running turn", [], Body::None, [
         reply(200, json!(Cancellation), "Which turn was stopped."),
     ], []),
+    op!(GET w!("/members"), "The workspace's members", [
+        param("kind", Kind::Words(&["agent", "human"]), "Only members of this kind."),
+    ], Body::None, [reply(200, json!(MemberList), "Every member holding standing in the workspace, by handle.")], [ParameterInvalid]),
     op!(GET w!("/conversation_search"), "Search conversation history", [
         required(param("query", Kind::NonBlank, "The words to find (at least one letter or digit).")),
         ARCHIVED,

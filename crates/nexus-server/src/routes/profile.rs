@@ -1,10 +1,13 @@
 //! `GET /agent_api/v1/profile` and `PUT /agent_api/v1/profile/configuration`
 //! (declarations.md §12.2–§12.3).
 
+use std::collections::HashMap;
+
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Path, Query, State};
 use serde_json::Value;
 
+use super::runs::path_id;
 use crate::AppState;
 use crate::auth::Member;
 use crate::body::JsonObject;
@@ -12,6 +15,19 @@ use crate::error::ApiResult;
 
 pub async fn read(State(state): State<AppState>, Member(principal): Member) -> ApiResult<Json<Value>> {
     Ok(Json(state.kernel.profile(&principal).await?))
+}
+
+/// `GET W/members?kind=agent|human`.
+pub async fn members(
+    State(state): State<AppState>,
+    Member(principal): Member,
+    Path(ws): Path<String>,
+    Query(q): Query<HashMap<String, String>>,
+) -> ApiResult<Json<Value>> {
+    let kind = q.get("kind").map(String::as_str);
+    Ok(Json(
+        state.kernel.workspace_members(&principal, path_id(&ws)?, kind).await?,
+    ))
 }
 
 pub async fn put_configuration(

@@ -139,3 +139,53 @@ async fn read_standing_reads_and_cannot_write_or_answer() {
         forbidden(&h.send(Method::DELETE, &url, Some(&human), None).await);
     }
 }
+
+/// `GET W/members`: who holds standing in the workspace (whom a conversation may ask), by
+/// handle, of one kind on request; read standing suffices; a stranger's workspace is 404.
+#[tokio::test]
+async fn the_workspace_members_are_listed_by_handle_and_kind() {
+    for h in harnesses().await {
+        let reader = h.member_with("bea", Standing::Read).await;
+        let members = format!("{}/members", h.w());
+        let all = ok(&h.get(&members, Some(&reader)).await, StatusCode::OK);
+        let seen: Vec<(&str, &str, &str)> = all["members"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["handle"].as_str().unwrap(),
+                    m["kind"].as_str().unwrap(),
+                    m["standing"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            vec![
+                ("admin", "human", "write"),
+                ("agent", "agent", "write"),
+                ("bea", "human", "read")
+            ],
+            "{}",
+            h.dialect
+        );
+        let agents = ok(
+            &h.get(&format!("{members}?kind=agent"), Some(&h.human_token())).await,
+            StatusCode::OK,
+        );
+        assert_eq!(agents["members"].as_array().unwrap().len(), 1, "{agents}");
+        assert_eq!(agents["members"][0]["public_id"], h.boot["agent"]["public_id"]);
+        refused(
+            &h.get(&format!("{members}?kind=robot"), Some(&reader)).await,
+            StatusCode::BAD_REQUEST,
+            "parameter_invalid",
+        );
+        let stranger = format!("/agent_api/v1/workspaces/{}/members", uuid::Uuid::now_v7());
+        refused(
+            &h.get(&stranger, Some(&reader)).await,
+            StatusCode::NOT_FOUND,
+            "not_found",
+        );
+    }
+}

@@ -180,6 +180,16 @@ macro_rules! account_ops {
                 .transpose()
         }
 
+        pub(crate) async fn workspace_members(c: &mut Conn, workspace_id: i64) -> Result<Vec<(MemberRow, Standing)>> {
+            query(asql::WORKSPACE_MEMBERS)
+                .bind(workspace_id)
+                .fetch_all(&mut *c)
+                .await?
+                .iter()
+                .map(row::member_with_standing)
+                .collect()
+        }
+
         pub(crate) async fn member_by_handle(c: &mut Conn, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
             if check_text(handle).is_err() {
                 return Ok(None); // nothing stored holds U+0000
@@ -262,6 +272,9 @@ macro_rules! account_methods {
         }
         async fn member_by_public_id(&self, public_id: Uuid) -> Result<Option<MemberRow>> {
             ops::member_by_public_id(&mut *self.pool.acquire().await?, public_id).await
+        }
+        async fn workspace_members(&self, workspace_id: i64) -> Result<Vec<(MemberRow, Standing)>> {
+            ops::workspace_members(&mut *self.pool.acquire().await?, workspace_id).await
         }
         async fn member_by_handle(&self, account_id: i64, handle: &str) -> Result<Option<MemberRow>> {
             ops::member_by_handle(&mut *self.pool.acquire().await?, account_id, handle).await

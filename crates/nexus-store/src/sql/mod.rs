@@ -50,6 +50,11 @@ pub(crate) const MEMBER_BY_PUBLIC_ID: &str = "SELECT id, public_id, account_id, 
 pub(crate) const MEMBER_BY_HANDLE: &str = "SELECT id, public_id, account_id, kind, handle, \
      display_name, role, steward_id, configuration, created_at, updated_at \
      FROM members WHERE account_id = $1 AND handle = $2";
+/// The members holding standing in workspace `$1`, with it, ordered by handle.
+pub(crate) const WORKSPACE_MEMBERS: &str = "SELECT m.id, m.public_id, m.account_id, m.kind, m.handle, \
+     m.display_name, m.role, m.steward_id, m.configuration, m.created_at, m.updated_at, wm.standing \
+     FROM workspace_members wm JOIN members m ON m.id = wm.member_id \
+     WHERE wm.workspace_id = $1 ORDER BY m.handle";
 pub(crate) const SET_MEMBER_CONFIGURATION: &str =
     "UPDATE members SET configuration = $1, updated_at = $2 WHERE id = $3";
 
