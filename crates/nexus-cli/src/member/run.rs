@@ -34,7 +34,8 @@ pub struct RunArgs {
     pub approval_mode: String,
     #[arg(long, value_name = "JSON", help = APPROVAL_RULES_HELP.0, long_help = approval_rules_long_help())]
     pub approval_rules: Option<String>,
-    /// Kernel tools to declare, by canonical name (comma-separated), e.g. nexus.tools.search.
+    /// Kernel tools to declare, by canonical name (comma-separated), e.g. nexus.tools.search;
+    /// `nexus tools list` shows them all.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub kernel_tools: Vec<String>,
     /// A runner to import tools from; also the run's default runner.
