@@ -12,22 +12,47 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_DATA_DIR: &str = "./nexus-data";
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:7420";
 
-/// The flags every store-opening command shares.
+/// The data dir; overrides `--data-dir`.
+pub const ENV_DATA_DIR: &str = "NEXUS_DATA_DIR";
+/// `storage.url`; overrides `--database-url` and the file.
+pub const ENV_DATABASE_URL: &str = "NEXUS_DATABASE_URL";
+/// `server.listen`; overrides `--listen` and the file.
+pub const ENV_LISTEN: &str = "NEXUS_LISTEN";
+/// `kernel.node_id`; overrides the file.
+pub const ENV_NODE_ID: &str = "NEXUS_NODE_ID";
+
+/// The flags every store-opening command shares. An environment variable named beside a flag
+/// overrides it when set (see [`settings_help`]); clap reads it too, so `--help` shows it.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StoreFlags {
     /// Where everything lives (the SQLite file, blobs, scripts, nexus.toml).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = ENV_DATA_DIR, hide_env_values = true, default_value = DEFAULT_DATA_DIR)]
     pub data_dir: Option<PathBuf>,
-    /// `postgres://…` selects PostgreSQL instead of the SQLite file in the data dir.
-    #[arg(long, value_name = "URL")]
+    /// `postgres://…` selects PostgreSQL instead of the SQLite file in the data dir [default:
+    /// `[storage] url` in nexus.toml, else sqlite://<data dir>/nexus.db].
+    #[arg(long, value_name = "URL", env = ENV_DATABASE_URL, hide_env_values = true)]
     pub database_url: Option<String>,
     /// A configuration file to read instead of `<data dir>/nexus.toml`.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 }
 
+/// Where settings come from and which variables override them: the text `nexus serve --help`
+/// (and `migrate`, `admin`) ends with.
+pub fn settings_help() -> String {
+    format!(
+        "Settings come from defaults, then nexus.toml (in the data dir, or --config FILE), then \
+         flags, then environment variables, which override the flag beside them when set: \
+         {ENV_DATA_DIR}, {ENV_DATABASE_URL}, {ENV_LISTEN}, and {ENV_NODE_ID} (kernel.node_id, no \
+         flag). {log} sets the log filter (default {filter}); the log is coloured only when \
+         stderr is a terminal and NO_COLOR is unset. nexus.toml refuses keys it does not know.",
+        log = crate::logs::ENV_LOG,
+        filter = crate::logs::DEFAULT_FILTER,
+    )
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Settings {
     pub storage: Storage,
     pub kernel: KernelSettings,
@@ -38,7 +63,7 @@ pub struct Settings {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct Storage {
     pub url: Option<String>,
     pub sqlite: SqliteSettings,
@@ -51,7 +76,7 @@ pub struct Storage {
 /// on SQLite) under `path`, which with several nodes must be a volume every node shares
 /// (docs/nodes.md).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct BlobsSettings {
     /// `fs` or `database`; default by engine.
     pub kind: Option<String>,
@@ -61,7 +86,7 @@ pub struct BlobsSettings {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct SqliteSettings {
     pub busy_timeout_ms: u64,
     /// `full` (the default: an acknowledged commit survives power loss) or `normal` (faster
@@ -79,7 +104,7 @@ impl Default for SqliteSettings {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct PostgresSettings {
     pub max_connections: u32,
 }
@@ -91,7 +116,7 @@ impl Default for PostgresSettings {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct KernelSettings {
     pub sweep_interval_ms: u64,
     pub node_id: String,
@@ -111,7 +136,7 @@ impl Default for KernelSettings {
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(default, deny_unknown_fields)]
 pub struct ServerSettings {
     pub listen: Option<String>,
 }
@@ -180,22 +205,23 @@ impl Resolved {
 
 /// Reads the settings for a command.
 pub fn resolve(flags: &StoreFlags, listen: Option<&str>) -> anyhow::Result<Resolved> {
-    let data_dir = std::env::var_os("NEXUS_DATA_DIR")
+    let data_dir = std::env::var_os(ENV_DATA_DIR)
         .map(PathBuf::from)
         .or_else(|| flags.data_dir.clone())
         .unwrap_or_else(|| PathBuf::from(DEFAULT_DATA_DIR));
     let mut figment = Figment::from(Serialized::defaults(Settings::default()));
-    match &flags.config {
+    let file = match &flags.config {
         Some(file) => {
             anyhow::ensure!(
                 file.exists(),
                 "the configuration file {} does not exist",
                 file.display()
             );
-            figment = figment.merge(Toml::file(file));
+            file.clone()
         }
-        None => figment = figment.merge(Toml::file(data_dir.join("nexus.toml"))),
-    }
+        None => data_dir.join("nexus.toml"),
+    };
+    figment = figment.merge(Toml::file(&file));
     if let Some(url) = &flags.database_url {
         figment = figment.merge(Serialized::default("storage.url", url));
     }
@@ -203,11 +229,35 @@ pub fn resolve(flags: &StoreFlags, listen: Option<&str>) -> anyhow::Result<Resol
         figment = figment.merge(Serialized::default("server.listen", listen));
     }
     figment = figment
-        .merge(Env::raw().only(&["NEXUS_DATABASE_URL"]).map(|_| "storage.url".into()))
-        .merge(Env::raw().only(&["NEXUS_LISTEN"]).map(|_| "server.listen".into()))
-        .merge(Env::raw().only(&["NEXUS_NODE_ID"]).map(|_| "kernel.node_id".into()));
-    let settings: Settings = figment.extract().context("reading the configuration")?;
+        .merge(Env::raw().only(&[ENV_DATABASE_URL]).map(|_| "storage.url".into()))
+        .merge(Env::raw().only(&[ENV_LISTEN]).map(|_| "server.listen".into()))
+        .merge(Env::raw().only(&[ENV_NODE_ID]).map(|_| "kernel.node_id".into()));
+    let settings: Settings = figment.extract().map_err(|e| refusal(e, &file))?;
     Ok(Resolved { data_dir, settings })
+}
+
+/// A key the file has and no setting reads is named with its table and the file; every other
+/// refusal keeps figment's words.
+fn refusal(err: figment::Error, file: &Path) -> anyhow::Error {
+    for e in err.clone() {
+        if let figment::error::Kind::UnknownField(key, known) = &e.kind {
+            let known = known.join(", ");
+            // figment's path ends with the key itself.
+            let table = match e.path.split_last() {
+                Some((last, table)) if last == key => table,
+                _ => &e.path[..],
+            };
+            let at = match table.join(".") {
+                table if table.is_empty() => "at the top level".to_string(),
+                table => format!("in [{table}]"),
+            };
+            return anyhow::anyhow!(
+                "{}: unknown key `{key}` {at} (known there: {known}); remove it or fix its spelling",
+                file.display()
+            );
+        }
+    }
+    anyhow::Error::new(err).context(format!("reading the configuration ({})", file.display()))
 }
 
 /// Creates the data dir layout the embedded default needs.
@@ -231,6 +281,49 @@ mod tests {
             ..StoreFlags::default()
         };
         resolve(&flags, None)
+    }
+
+    /// A section or key nexus.toml does not know stops the start, naming the key and the file.
+    #[test]
+    fn unknown_sections_and_keys_are_refused_by_name() {
+        for (toml, key) in [
+            ("[telemetri]\nendpoint = \"http://x\"\n", "`telemetri` at the top level"),
+            ("[kernel]\nsweep_interval = 100\n", "`sweep_interval` in [kernel] "),
+            (
+                "[storage.blobs]\nkind = \"fs\"\npaths = \"/x\"\n",
+                "`paths` in [storage.blobs] ",
+            ),
+            ("listen = \"0.0.0.0:1\"\n", "`listen` at the top level"),
+        ] {
+            let err = format!("{:#}", resolve_with(toml).unwrap_err());
+            assert!(err.contains(key), "{toml}: {err}");
+            assert!(err.contains("nexus.toml"), "{toml}: {err}");
+        }
+    }
+
+    /// Every nexus.toml the documentation shows is accepted, provider tables included.
+    #[test]
+    fn the_documented_files_are_accepted() {
+        let docs = [
+            ("README.md", include_str!("../../../README.md")),
+            ("docs/nodes.md", include_str!("../../../docs/nodes.md")),
+            (
+                "storage-and-scale.md",
+                include_str!("../../../docs/spec/storage-and-scale.md"),
+            ),
+            ("providers.md", include_str!("../../../docs/spec/providers.md")),
+        ];
+        let mut seen = 0;
+        for (name, text) in docs {
+            for block in text.split("```toml\n").skip(1) {
+                let toml = &block[..block.find("```").expect("the block ends")];
+                let resolved = resolve_with(toml).unwrap_or_else(|e| panic!("{name}: {e:#}\n{toml}"));
+                resolved.providers().unwrap_or_else(|e| panic!("{name}: {e:#}\n{toml}"));
+                resolved.blobs_in_database().unwrap();
+                seen += 1;
+            }
+        }
+        assert!(seen >= 5, "only {seen} toml blocks found");
     }
 
     /// `[storage.sqlite] synchronous`: `full` unless the file says `normal`; anything else is

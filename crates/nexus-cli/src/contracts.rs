@@ -25,7 +25,7 @@ pub enum ContractsCommand {
 }
 
 /// Every committed contract file and its render by this build.
-fn pack() -> [(&'static str, String); 2] {
+pub(crate) fn pack() -> [(&'static str, String); 2] {
     [
         (TOOLS_PACK_PATH, tools_pack()),
         (OPENAPI_PATH, nexus_server::openapi::document_text().to_string()),

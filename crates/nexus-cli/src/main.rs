@@ -5,6 +5,7 @@ mod admin;
 mod config;
 mod contracts;
 mod demo;
+mod logs;
 mod member;
 mod serve;
 mod tools;
@@ -29,25 +30,28 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the HTTP API, the job workers and the sweep.
+    #[command(after_help = config::settings_help())]
     Serve(serve::ServeArgs),
     /// Apply pending migrations and exit.
+    #[command(after_help = config::settings_help())]
     Migrate(config::StoreFlags),
     /// Operator verbs: bootstrap, members, runners, credentials.
     #[command(subcommand)]
     Admin(admin::AdminCommand),
-    /// The contract pack: generate or check contracts/nexus/v1/tools.json.
+    /// The contract pack: generate or check contracts/nexus/v1/tools.json and openapi.json.
     #[command(subcommand)]
     Contracts(contracts::ContractsCommand),
     /// The kernel tool catalog, offline.
     #[command(subcommand)]
     Tools(tools::ToolsCommand),
-    /// Check a member bearer and save it as a profile (URL, bearer, workspace).
+    /// Check a member bearer (--token, NEXUS_TOKEN, or one line on stdin) and save it as a
+    /// profile (URL, bearer, workspace).
     Login(member::ConnFlags),
     /// Create a run, start it and follow it live (exit 0 completed, 3 canceled, 4 needs
     /// attention, 1 refused or failed).
     Run(RunCmd),
-    /// The workspace's runs: list, show, transcript, graph, stop.
-    Runs(Member<member::runs::RunsCommand>),
+    /// The workspace's runs: list (what `nexus runs` alone does), show, transcript, graph, stop.
+    Runs(RunsCmd),
     /// Calls held for approval: list, approve, deny.
     Approvals(Member<member::approvals::ApprovalsCommand>),
     /// Conversations: list, show, create, say, turns, children, cancel, archive.
@@ -68,6 +72,15 @@ struct Member<C: Subcommand> {
     conn: member::ConnFlags,
     #[command(subcommand)]
     command: C,
+}
+
+/// `nexus runs [VERB]`: with no verb, `list`.
+#[derive(clap::Args)]
+struct RunsCmd {
+    #[command(flatten)]
+    conn: member::ConnFlags,
+    #[command(subcommand)]
+    command: Option<member::runs::RunsCommand>,
 }
 
 #[derive(clap::Args)]
@@ -108,7 +121,8 @@ fn main() -> ExitCode {
             Command::Run(RunCmd { conn, args }) => {
                 Ok(member_verb(&conn, |ctx| async move { member::run::run(&ctx, &args).await }).await)
             }
-            Command::Runs(Member { conn, command }) => {
+            Command::Runs(RunsCmd { conn, command }) => {
+                let command = command.unwrap_or_default();
                 Ok(member_verb(&conn, |ctx| async move { member::runs::run(&ctx, &command).await }).await)
             }
             Command::Approvals(Member { conn, command }) => {
@@ -136,5 +150,74 @@ fn main() -> ExitCode {
             eprintln!("error: {err:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    fn long_help(path: &[&str]) -> String {
+        let mut cmd = Cli::command();
+        let mut at = &mut cmd;
+        for name in path {
+            at = at.find_subcommand_mut(name).unwrap_or_else(|| panic!("no {name}"));
+        }
+        at.render_long_help().to_string()
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    /// `nexus --help` names every file `nexus contracts generate` writes.
+    #[test]
+    fn contracts_help_names_every_file_it_writes() {
+        let help = long_help(&[]);
+        for (path, _) in contracts::pack() {
+            let file = path.rsplit('/').next().unwrap();
+            assert!(help.contains(file), "`nexus --help` does not name {file}:\n{help}");
+        }
+    }
+
+    /// `nexus serve --help` shows the defaults, every variable that overrides a setting, and
+    /// the log's.
+    #[test]
+    fn serve_help_shows_defaults_and_environment() {
+        let help = long_help(&["serve"]);
+        for needle in [
+            config::DEFAULT_DATA_DIR,
+            config::DEFAULT_LISTEN,
+            config::ENV_DATA_DIR,
+            config::ENV_DATABASE_URL,
+            config::ENV_LISTEN,
+            config::ENV_NODE_ID,
+            logs::ENV_LOG,
+            logs::DEFAULT_FILTER,
+            "NO_COLOR",
+        ] {
+            assert!(help.contains(needle), "`nexus serve --help` lacks {needle}:\n{help}");
+        }
+    }
+
+    /// `nexus runs` alone parses, as `nexus runs list`, and the help says so.
+    #[test]
+    fn runs_alone_is_list() {
+        let cli = Cli::try_parse_from(["nexus", "runs"]).unwrap_or_else(|e| panic!("{e}"));
+        let Command::Runs(RunsCmd { command, .. }) = cli.command else {
+            panic!("not runs");
+        };
+        assert!(matches!(
+            command.unwrap_or_default(),
+            member::runs::RunsCommand::List {
+                status: None,
+                limit: None,
+                after: None
+            }
+        ));
+        assert!(long_help(&[]).contains("list (what `nexus runs` alone does)"));
     }
 }

@@ -11,8 +11,7 @@ use crate::config::{self, StoreFlags};
 pub struct ServeArgs {
     #[command(flatten)]
     pub store: StoreFlags,
-    /// The address to listen on.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", env = config::ENV_LISTEN, hide_env_values = true, help = listen_help())]
     pub listen: Option<String>,
     /// Refuse to start while a migration is pending instead of applying it.
     #[arg(long)]
@@ -22,17 +21,12 @@ pub struct ServeArgs {
     pub log_json: bool,
 }
 
-fn init_logs(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("NEXUS_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,sqlx=warn,tower_http=info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
+/// `--listen`'s help: its default is not a clap default, which would override nexus.toml.
+fn listen_help() -> String {
+    format!(
+        "The address to listen on [default: `[server] listen` in nexus.toml, else {}]",
+        config::DEFAULT_LISTEN
+    )
 }
 
 /// Opens the store a command's flags name, preparing the data dir for SQLite.
@@ -48,7 +42,7 @@ pub async fn open_store(resolved: &config::Resolved, single_node: bool) -> anyho
 }
 
 pub async fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
-    init_logs(args.log_json);
+    crate::logs::init(args.log_json);
     let resolved = config::resolve(&args.store, args.listen.as_deref())?;
     let store = open_store(&resolved, true).await?;
     if args.no_migrate {

@@ -79,14 +79,18 @@ impl Kernel {
         };
         let validated = declaration::validate_configuration(configuration)?;
         if let Some(model) = &validated.default_model {
-            self.providers
-                .catalog()
+            let catalog = self.providers.catalog();
+            catalog
                 .resolve(model, &|var| std::env::var_os(var).is_some())
                 .map_err(|e| {
                     KernelError::validation(
                         e.as_str(),
                         "/configuration/default_model",
-                        format!("default_model {model:?} does not resolve: {}", e.as_str()),
+                        format!(
+                            "default_model {model:?} does not resolve: {}: {}",
+                            e.as_str(),
+                            catalog.explain(model, e)
+                        ),
                     )
                 })?;
         }

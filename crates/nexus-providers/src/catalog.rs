@@ -118,6 +118,43 @@ impl ProviderCatalog {
         }
         Ok(())
     }
+
+    /// Why `model_ref` gave `err`, for a person: the value that failed and what would work
+    /// (the configured instances, the instance's models, the variable to set). Not a contract.
+    pub fn explain(&self, model_ref: &str, err: ResolveError) -> String {
+        let names = self.instances.keys().map(String::as_str).collect::<Vec<_>>().join(", ");
+        let parsed = ModelRef::parse(model_ref);
+        let instance = parsed.as_ref().and_then(|r| self.instances.get(r.provider));
+        match (err, parsed.as_ref(), instance) {
+            (ResolveError::UnknownModel, Some(r), Some(i)) => format!(
+                "instance {:?} serves only {}",
+                r.provider,
+                i.models.as_deref().unwrap_or_default().join(", ")
+            ),
+            (ResolveError::ProviderDisabled, Some(r), Some(_)) => {
+                format!("instance {:?} is configured with enabled = false", r.provider)
+            }
+            (
+                ResolveError::MissingCredential,
+                Some(r),
+                Some(Instance {
+                    api_key_env: Some(var), ..
+                }),
+            ) => {
+                format!(
+                    "instance {:?} reads its key from {var}, which is not set where the server runs",
+                    r.provider
+                )
+            }
+            (_, Some(r), _) => format!(
+                "no provider instance is named {:?}; the configured ones are: {names} ([providers.<name>] in nexus.toml)",
+                r.provider
+            ),
+            (_, None, _) => format!(
+                "{model_ref:?} is not <instance>/<model>; the configured instances are: {names} (for example scripted/echo)"
+            ),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -134,6 +171,41 @@ mod tests {
             Err(ResolveError::UnknownProvider)
         );
         assert_eq!(c.resolve("not a ref", &|_| true), Err(ResolveError::UnknownProvider));
+    }
+
+    /// Each explanation names the bad value and what would work.
+    #[test]
+    fn explanations_name_the_value_and_the_choices() {
+        let mut c = ProviderCatalog::default();
+        c.insert(
+            "claude",
+            Instance {
+                kind: "anthropic".into(),
+                enabled: true,
+                api_key_env: Some("ANTHROPIC_API_KEY".into()),
+                models: Some(vec!["claude-sonnet-4-5".into(), "claude-opus-4".into()]),
+            },
+        );
+        let mut off = Instance::scripted();
+        off.enabled = false;
+        c.insert("off", off);
+        let explain = |r: &str| c.explain(r, c.resolve(r, &|_| false).unwrap_err());
+        assert_eq!(
+            explain("gpt4"),
+            "\"gpt4\" is not <instance>/<model>; the configured instances are: claude, off, \
+             scripted (for example scripted/echo)"
+        );
+        assert_eq!(
+            explain("openai/gpt-4o"),
+            "no provider instance is named \"openai\"; the configured ones are: claude, off, \
+             scripted ([providers.<name>] in nexus.toml)"
+        );
+        assert_eq!(
+            explain("claude/x"),
+            "instance \"claude\" serves only claude-sonnet-4-5, claude-opus-4"
+        );
+        assert!(explain("claude/claude-opus-4").contains("ANTHROPIC_API_KEY"));
+        assert!(explain("off/x").contains("enabled = false"));
     }
 
     #[test]

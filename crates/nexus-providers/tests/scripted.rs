@@ -437,7 +437,10 @@ async fn script_written_after_start_is_used() {
     let req = request(&model, vec![Entry::user_text("x")]);
     assert_eq!(
         detail(p.encode(&req, &NoBlobs).unwrap_err()),
-        "script_not_found: late.jsonl"
+        format!(
+            "script_not_found: late.jsonl (looked in {}; write it there, or use scripted/echo)",
+            scripts.display()
+        )
     );
     std::fs::create_dir_all(&scripts).unwrap();
     write(&scripts, "late", r#"{"text":"now here"}"#);
@@ -496,14 +499,12 @@ async fn same_length_edits_are_seen_at_once() {
     assert_eq!(p.send(&enc, &NoDeltas).await.unwrap().text.as_deref(), Some("vX"));
     // Removed: both fail as for a script never written.
     std::fs::remove_file(dir.path().join("quick.jsonl")).unwrap();
-    assert_eq!(
-        detail(p.send(&enc, &NoDeltas).await.unwrap_err()),
-        "script_not_found: quick.jsonl"
+    let gone = format!(
+        "script_not_found: quick.jsonl (looked in {}; write it there, or use scripted/echo)",
+        dir.path().display()
     );
-    assert_eq!(
-        detail(p.encode(&req, &NoBlobs).unwrap_err()),
-        "script_not_found: quick.jsonl"
-    );
+    assert_eq!(detail(p.send(&enc, &NoDeltas).await.unwrap_err()), gone);
+    assert_eq!(detail(p.encode(&req, &NoBlobs).unwrap_err()), gone);
 }
 
 /// `send` on the provider that encoded a request (which remembers what it needs) and on a

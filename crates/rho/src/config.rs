@@ -7,6 +7,41 @@ use std::path::{Path, PathBuf};
 use nexus_sdk::runner::EffectProfile;
 use serde::Deserialize;
 
+/// The file as `rho --help` shows it: every key, with what it does and its default. The one
+/// list of the keys a person reads; a test checks it names every key the parser accepts and
+/// that it parses.
+pub fn help() -> String {
+    format!(
+        r#"THE CONFIG FILE (rho.toml, or --config FILE). Unknown keys are refused. Relative paths
+resolve against the file's folder. Every key, with an example value:
+
+  kernel_url = "http://127.0.0.1:7420"   # required: the Nexus server's base URL
+  bearer_env = "RHO_TOKEN"               # required: the environment variable holding this
+                                         #   runner's transport bearer (never the bearer itself)
+  root = "."                             # required: the folder served; every path resolves under it
+  skills_dir = "skills"                  # optional: skill documents, <skills_dir>/<name>/SKILL.md
+  concurrency = {concurrency}                        # optional: at most this many calls at once (default {concurrency})
+
+  [[mcp]]                                # optional, repeatable: an MCP server bridged over stdio
+  name = "everything"                    # required, unique: its tools are served as <name>_<tool>
+  command = "npx"                        # required: the program to start
+  args = ["-y", "@modelcontextprotocol/server-everything"]   # optional (default none)
+  env = {{ DEBUG = "1" }}                  # optional: extra environment variables for it
+  trusted = false                        # optional (default false): believe its tool annotations;
+                                         #   untrusted tools get the fail-closed effect profile
+
+  [overrides.everything_echo]            # optional, per served tool name; always wins
+  timeout_ms = 5000                      # replaces the announced timeout
+  effect_profile = {{ kind = "read_only", destructive = false, effect_scope = "closed", idempotency = "intrinsic", reconciliation = "none" }}
+                                         # replaces the profile: kind pure|read_only|write,
+                                         #   effect_scope closed|open, idempotency
+                                         #   intrinsic|keyed|none, reconciliation none|lookup
+
+The spec: docs/spec/executor.md §14."#,
+        concurrency = nexus_sdk::runner::DEFAULT_CONCURRENCY,
+    )
+}
+
 /// The whole file. Unknown keys are refused, so a typo never silently changes behaviour.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -71,7 +106,7 @@ pub struct Override {
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read.
-    #[error("reading {path}: {source}")]
+    #[error("reading {path}: {source} (`rho --help` describes the file)")]
     Read {
         /// The file.
         path: PathBuf,
@@ -189,6 +224,40 @@ effect_profile = { kind = "read_only", destructive = false, effect_scope = "clos
             Err(ConfigError::Invalid(_))
         ));
         assert_eq!(RhoConfig::parse(base, Path::new(".")).unwrap().concurrency, 4);
+    }
+
+    /// The keys serde names when it refuses an unknown key in `text` (its "expected …" list).
+    fn accepted_keys(text: &str) -> Vec<String> {
+        let err = RhoConfig::parse(text, Path::new(".")).unwrap_err().to_string();
+        let list = &err[err.find("expected ").unwrap_or_else(|| panic!("{err}"))..];
+        list.split('`').skip(1).step_by(2).map(str::to_string).collect()
+    }
+
+    /// `rho --help` shows a file rho accepts, and names every key of every table.
+    #[test]
+    fn the_help_parses_and_names_every_key() {
+        let help = help();
+        let start = help.find("  kernel_url").unwrap();
+        let end = help.find("\n\nThe spec").unwrap();
+        let c = RhoConfig::parse(&help[start..end], Path::new("/etc/rho")).unwrap();
+        assert_eq!(c.concurrency, nexus_sdk::runner::DEFAULT_CONCURRENCY);
+        assert_eq!(c.mcp[0].env["DEBUG"], "1");
+        assert_eq!(c.overrides["everything_echo"].timeout_ms, Some(5000));
+        let base = "kernel_url = \"http://x\"\nbearer_env = \"T\"\nroot = \".\"\n";
+        let mut keys = accepted_keys(&format!("{base}stray = 1\n"));
+        keys.extend(accepted_keys(&format!(
+            "{base}[[mcp]]\nname = \"a\"\ncommand = \"b\"\nstray = 1\n"
+        )));
+        keys.extend(accepted_keys(&format!("{base}[overrides.t]\nstray = 1\n")));
+        assert!(keys.len() >= 14, "{keys:?}");
+        for key in keys {
+            let shown = format!("\n  {key} = ");
+            let table = format!("[{key}");
+            assert!(
+                help.contains(&shown) || help.contains(&table),
+                "the help does not show {key}"
+            );
+        }
     }
 
     /// The README's `rho.toml` (the file its shell block writes, with the MCP tables it then

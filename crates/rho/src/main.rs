@@ -8,9 +8,9 @@ use rho::RhoConfig;
 
 /// Serves a folder, its skills and any MCP server to a Nexus kernel.
 #[derive(Parser)]
-#[command(version)]
+#[command(version, after_long_help = rho::config::help(), after_help = "`rho --help` describes the config file and its keys.")]
 struct Args {
-    /// The config file.
+    /// The config file (`rho --help` lists its keys).
     #[arg(long, default_value = "rho.toml")]
     config: PathBuf,
 }

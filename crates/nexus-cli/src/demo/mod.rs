@@ -39,13 +39,7 @@ pub struct DemoArgs {
 }
 
 pub async fn run(args: DemoArgs) -> anyhow::Result<ExitCode> {
-    if std::env::var_os("NEXUS_LOG").is_some() {
-        let filter = tracing_subscriber::EnvFilter::from_env("NEXUS_LOG");
-        let _ = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .try_init();
-    }
+    crate::logs::init_if_asked();
     let tmp = tempfile::Builder::new().prefix("nexus-demo-").tempdir()?;
     let data_dir = tmp.path().join("data");
     let project = tmp.path().join("project");

@@ -1,7 +1,7 @@
 //! `nexus login`: checks a bearer against the server and saves it as a profile (the bearer is
 //! read from `--token`, `NEXUS_TOKEN` or one line of stdin, and never printed).
 
-use std::io::BufRead;
+use std::io::{BufRead, IsTerminal};
 use std::process::ExitCode;
 
 use nexus_sdk::Client;
@@ -11,6 +11,9 @@ use serde_json::json;
 use super::output::print_json;
 use super::profile::{self, Profile};
 use super::{ConnFlags, ENV_TOKEN, ENV_URL, ENV_WORKSPACE, Failure, Outcome};
+
+/// What `nexus login` asks a person at a terminal when no bearer was given.
+pub const PROMPT: &str = "paste a member bearer, then Enter:";
 
 pub async fn run(flags: &ConnFlags) -> Outcome {
     let name = profile::name(flags.profile.as_deref());
@@ -26,8 +29,9 @@ pub async fn run(flags: &ConnFlags) -> Outcome {
     {
         Some(token) => token,
         None => {
-            if !flags.json {
-                eprintln!("paste a member bearer, then Enter:");
+            // A prompt is for a person: a bearer piped in gets none.
+            if !flags.json && std::io::stdin().is_terminal() {
+                eprintln!("{PROMPT}");
             }
             let mut line = String::new();
             std::io::stdin().lock().read_line(&mut line)?;
@@ -35,7 +39,10 @@ pub async fn run(flags: &ConnFlags) -> Outcome {
         }
     };
     if token.is_empty() {
-        return Err(Failure::local("not_logged_in", "no bearer was given"));
+        return Err(Failure::local(
+            "not_logged_in",
+            format!("no bearer was given: pass --token, set {ENV_TOKEN}, or give it on stdin"),
+        ));
     }
     let workspace = flags
         .workspace

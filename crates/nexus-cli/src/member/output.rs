@@ -12,6 +12,15 @@ pub const EXIT_CANCELED: u8 = 3;
 /// `nexus run`: the run stopped in `needs_attention` (a failure waits for adjudication).
 pub const EXIT_NEEDS_ATTENTION: u8 = 4;
 
+/// The next step after the server refused the bearer (any 401: the API's body is the same for
+/// every cause, so the hint lives here).
+pub const HINT_UNAUTHORIZED: &str = "the server did not accept this bearer: run `nexus login` \
+     with a member bearer (from `nexus admin bootstrap` or `nexus admin member create`), or check \
+     --token, NEXUS_TOKEN and --profile";
+/// The next step when no server answered.
+pub const HINT_UNREACHABLE: &str = "no Nexus server answered there: start one with `nexus serve`, \
+     or point --url (or NEXUS_URL, or `nexus login --url`) at a running one";
+
 /// Why a member verb failed.
 #[derive(Debug)]
 pub enum Failure {
@@ -56,6 +65,21 @@ impl Failure {
                     eprintln!("  {key}: {}", compact(value));
                 }
             }
+        }
+        if let Some(hint) = self.hint() {
+            eprintln!("hint: {hint}");
+        }
+    }
+
+    /// What to do next, for the failures a newcomer meets first: a refused bearer, no server.
+    /// Printed under the error line (never into `--json` output).
+    pub fn hint(&self) -> Option<&'static str> {
+        match self {
+            Failure::Api(api) if api.status == 401 => Some(HINT_UNAUTHORIZED),
+            Failure::Local {
+                code: "unreachable", ..
+            } => Some(HINT_UNREACHABLE),
+            _ => None,
         }
     }
 
@@ -144,6 +168,23 @@ pub fn badges(profile: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_bearer_and_no_server_say_what_to_run() {
+        let api = |status: u16, code: &str| {
+            Failure::Api(Box::new(nexus_sdk::ApiError {
+                status,
+                code: code.into(),
+                message: String::new(),
+                body: Value::Null,
+            }))
+        };
+        assert!(api(401, "unauthorized").hint().unwrap().contains("`nexus login`"));
+        let gone = Failure::local("unreachable", "error sending request");
+        assert!(gone.hint().unwrap().contains("`nexus serve`"));
+        assert_eq!(api(404, "not_found").hint(), None);
+        assert_eq!(Failure::local("io", "x").hint(), None);
+    }
 
     #[test]
     fn short_cuts_on_characters_and_folds_lines() {

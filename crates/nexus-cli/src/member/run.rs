@@ -28,13 +28,14 @@ pub struct RunArgs {
     /// The round's instructions.
     #[arg(long)]
     pub instructions: Option<String>,
-    /// bypass (grant every model call), ask (hold every model call for a person) or rules.
+    /// bypass (grant every model call no deny rule matches), ask (hold every model call no
+    /// allow rule grants, for a person) or rules (grant only what an allow rule matches).
     #[arg(long, value_parser = ["bypass", "ask", "rules"], default_value = "ask")]
     pub approval_mode: String,
-    /// approval_rules as JSON (approvals.md §2).
-    #[arg(long, value_name = "JSON")]
+    #[arg(long, value_name = "JSON", help = APPROVAL_RULES_HELP.0, long_help = approval_rules_long_help())]
     pub approval_rules: Option<String>,
-    /// Kernel tools to declare, by canonical name (comma-separated), e.g. nexus.tools.search.
+    /// Kernel tools to declare, by canonical name (comma-separated), e.g. nexus.tools.search;
+    /// `nexus tools list` shows them all.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub kernel_tools: Vec<String>,
     /// A runner to import tools from; also the run's default runner.
@@ -49,6 +50,27 @@ pub struct RunArgs {
     /// Create and start, print the run's id (or with --json the create answer), do not follow.
     #[arg(long)]
     pub detach: bool,
+}
+
+/// `--approval-rules`: the short help, and an example the long help shows (a valid rule list).
+const APPROVAL_RULES_HELP: (&str, &str) = (
+    "approval_rules as a JSON array of rules (docs/spec/approvals.md §2; --help shows the format)",
+    r#"[{"tool":"read|glob|grep","verdict":"allow"},{"tool":"start_process","path":"command","match":"rm *","verdict":"deny","reason":"no deletions"},{"tool":"*","verdict":"ask"}]"#,
+);
+
+fn approval_rules_long_help() -> String {
+    format!(
+        "approval_rules as a JSON array of rules, checked against every tool call of the run \
+         (docs/spec/approvals.md §2). Each rule is an object: \"tool\" (required: a glob over the \
+         tool's name, `*` any run, `?` one character, alternatives joined by `|`), \"verdict\" \
+         (required: allow, ask or deny), \"path\" (a dotted key path into the call's input), \
+         \"match\" (a glob over the text at path), \"reason\" (shown on a deny) and \"origin\" \
+         (model, the default, author or kernel). Of the rules that match, deny wins, then ask, \
+         then allow; approvals.md §3 says what each mode does with a match or with none. \
+         Example:\n  \
+         --approval-mode rules --approval-rules '{}'",
+        APPROVAL_RULES_HELP.1
+    )
 }
 
 /// A file's run body (the inner object of `{run: …}`).
@@ -163,4 +185,20 @@ pub async fn run(ctx: &Ctx, args: &RunArgs) -> Outcome {
         }
     }
     Ok(exit_for(&read.run.status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The `--approval-rules` help points at the spec and shows a rule list the kernel accepts.
+    #[test]
+    fn the_approval_rules_help_shows_a_valid_example() {
+        let example: Value = serde_json::from_str(APPROVAL_RULES_HELP.1).unwrap();
+        assert_eq!(nexus_core::approval::parse_rules(&example).unwrap().len(), 3);
+        let long = approval_rules_long_help();
+        assert!(long.contains(APPROVAL_RULES_HELP.1), "{long}");
+        assert!(long.contains("docs/spec/approvals.md"), "{long}");
+        assert!(APPROVAL_RULES_HELP.0.contains("docs/spec/approvals.md"));
+    }
 }

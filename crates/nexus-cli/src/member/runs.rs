@@ -9,7 +9,7 @@ use super::{Ctx, Outcome};
 
 #[derive(Debug, clap::Subcommand)]
 pub enum RunsCommand {
-    /// The workspace's runs, a page at a time.
+    /// The workspace's runs, a page at a time (also `nexus runs` alone).
     List {
         /// Only runs in this status (pending, running, needs_attention, canceling, completed,
         /// canceled).
@@ -39,6 +39,17 @@ pub enum RunsCommand {
         #[arg(long)]
         force: bool,
     },
+}
+
+/// `nexus runs` alone: the first page of every run.
+impl Default for RunsCommand {
+    fn default() -> Self {
+        RunsCommand::List {
+            status: None,
+            limit: None,
+            after: None,
+        }
+    }
 }
 
 pub async fn run(ctx: &Ctx, cmd: &RunsCommand) -> Outcome {

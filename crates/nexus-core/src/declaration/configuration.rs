@@ -41,6 +41,16 @@ impl ApprovalMode {
             _ => None,
         }
     }
+
+    /// The message refusing `approval_mode` when it is missing, or the value `given` when it
+    /// is not one of the words.
+    pub fn refusal(given: Option<&Value>) -> String {
+        const WORDS: &str = "bypass, ask, rules";
+        match given {
+            None | Some(Value::Null) => format!("approval_mode is required: one of {WORDS}"),
+            Some(other) => format!("approval_mode {other} is not one of {WORDS}"),
+        }
+    }
 }
 
 /// A validated, normalized profile configuration.

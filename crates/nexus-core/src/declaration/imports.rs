@@ -38,10 +38,7 @@ pub fn parse_kernel_tools(value: &Value, path: &str) -> Result<Option<Vec<String
             ));
         };
         if registry::resolve_canonical(name).is_none() {
-            return Err(invalid(
-                p,
-                format!("{name:?} is not the canonical name of a live kernel tool"),
-            ));
+            return Err(invalid(p, not_a_kernel_tool(name)));
         }
         if out.iter().any(|o| o == name) {
             return Err(invalid(p, format!("{name:?} is listed twice")));
@@ -49,6 +46,21 @@ pub fn parse_kernel_tools(value: &Value, path: &str) -> Result<Option<Vec<String
         out.push(name.to_string());
     }
     Ok(Some(out))
+}
+
+/// The refusal of a `kernel_tools` entry: the name, and its canonical spelling when it is a wire
+/// name, or where the live names are listed.
+fn not_a_kernel_tool(name: &str) -> String {
+    match registry::resolve_wire(name) {
+        Some(tool) => format!(
+            "{name:?} is not the canonical name of a live kernel tool: write {:?}",
+            tool.canonical
+        ),
+        None => format!(
+            "{name:?} is not the canonical name of a live kernel tool: GET /agent_api/v1/tools \
+             (or `nexus tools list`) lists them"
+        ),
+    }
 }
 
 /// `runner_executor_public_ids`: ordered unique UUIDs, compared case-insensitively.

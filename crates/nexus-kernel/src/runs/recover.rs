@@ -291,9 +291,10 @@ impl Kernel {
             ));
         }
         if let Err(e) = self.providers.resolve(model) {
+            let why = self.providers.catalog().explain(model, e);
             return Err(refuse(
                 Code::ParameterInvalid,
-                format!("model {model:?} does not resolve: {}", e.as_str()),
+                format!("model {model:?} does not resolve: {}: {why}", e.as_str()),
             ));
         }
         Ok(Some(model.clone()))

@@ -136,6 +136,20 @@ impl Cached {
     }
 }
 
+/// `script_not_found`'s detail: the file, and the folder it was looked for in (absolute, as
+/// the server's working directory is not the reader's), where a script is to be written.
+pub(crate) fn not_found(path: &Path, file: &str) -> String {
+    let mut folder = path;
+    for _ in file.split('/') {
+        folder = folder.parent().unwrap_or(folder);
+    }
+    let folder = std::path::absolute(folder).unwrap_or_else(|_| folder.to_path_buf());
+    format!(
+        "script_not_found: {file} (looked in {}; write it there, or use scripted/echo)",
+        folder.display()
+    )
+}
+
 /// The cache of parsed scripts, by path.
 pub(crate) struct Scripts {
     files: Mutex<HashMap<PathBuf, Cached>>,
@@ -190,7 +204,7 @@ impl Scripts {
         let text = match read {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ProviderError::error(format!("script_not_found: {file}")));
+                return Err(ProviderError::error(not_found(path, file)));
             }
             Err(e) => return Err(ProviderError::error(format!("script_unreadable: {file}: {e}"))),
         };
@@ -323,6 +337,16 @@ mod tests {
         assert!(!recent.proves(&stamp, SETTLE), "within the settle window");
     }
 
+    /// The folder named is the scripts folder, even for a script in a subfolder.
+    #[test]
+    fn not_found_names_the_scripts_folder() {
+        let d = not_found(Path::new("/srv/nexus/scripts/team/plan.jsonl"), "team/plan.jsonl");
+        assert_eq!(
+            d,
+            "script_not_found: team/plan.jsonl (looked in /srv/nexus/scripts; write it there, or use scripted/echo)"
+        );
+    }
+
     #[test]
     fn failures_are_reported_and_not_cached() {
         let dir = tempfile::tempdir().unwrap();
@@ -330,7 +354,10 @@ mod tests {
         let scripts = Scripts::default();
         assert_eq!(
             scripts.get(&path, "s.jsonl").unwrap_err().detail.unwrap(),
-            "script_not_found: s.jsonl"
+            format!(
+                "script_not_found: s.jsonl (looked in {}; write it there, or use scripted/echo)",
+                dir.path().display()
+            )
         );
         std::fs::write(&path, "{\"text\":\"ok\"}\n").unwrap();
         assert!(scripts.get(&path, "s.jsonl").is_ok());
@@ -345,7 +372,10 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert_eq!(
             scripts.get(&path, "s.jsonl").unwrap_err().detail.unwrap(),
-            "script_not_found: s.jsonl"
+            format!(
+                "script_not_found: s.jsonl (looked in {}; write it there, or use scripted/echo)",
+                dir.path().display()
+            )
         );
     }
 }

@@ -162,6 +162,13 @@ impl Harness {
         format!("{}/runs/{run}", self.w())
     }
 
+    /// `POST W/runs` with `{"run": run}` as `token`: the answer, whatever it is.
+    pub async fn post_run(&self, token: &str, run: Value) -> Reply {
+        let body = serde_json::json!({ "run": run });
+        self.json(Method::POST, &format!("{}/runs", self.w()), Some(token), &body)
+            .await
+    }
+
     /// Creates and starts a run of `steps` as `token` (`rules`: the `approval_rules`, or null
     /// for none), drives the engine until idle, returns the run's public id.
     pub async fn start_run(&self, token: &str, mode: &str, rules: Value, steps: Value) -> String {
@@ -169,14 +176,7 @@ impl Harness {
         if !rules.is_null() {
             run["approval_rules"] = rules;
         }
-        let r = self
-            .json(
-                Method::POST,
-                &format!("{}/runs", self.w()),
-                Some(token),
-                &serde_json::json!({ "run": run }),
-            )
-            .await;
+        let r = self.post_run(token, run).await;
         assert_eq!(r.status, StatusCode::CREATED, "{}", r.json());
         let id = r.json()["run"]["public_id"].as_str().unwrap().to_string();
         let s = self

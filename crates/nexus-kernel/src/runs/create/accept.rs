@@ -89,12 +89,38 @@ fn pointer_of(dotted: &str) -> String {
     format!("/{}", dotted.replace(['.', '['], "/").replace(']', ""))
 }
 
-pub(super) fn invalid_steps(faults: Vec<(String, String)>) -> KernelError {
-    let steps: Vec<Value> = faults
-        .iter()
-        .map(|(code, path)| json!({"code": code, "path": path}))
-        .collect();
-    let first = faults.first().map(|(c, p)| format!("{c} at {p}")).unwrap_or_default();
+/// One refused step member: the spec word, the dotted path, and, when the word alone does not
+/// say what was wrong or what would work, a sentence that does (the message, not the `steps`).
+pub(super) struct Fault {
+    code: String,
+    path: String,
+    detail: Option<String>,
+}
+
+impl Fault {
+    pub(super) fn new(code: impl Into<String>, path: impl Into<String>) -> Fault {
+        Fault {
+            code: code.into(),
+            path: path.into(),
+            detail: None,
+        }
+    }
+
+    fn detail(mut self, detail: impl Into<String>) -> Fault {
+        self.detail = Some(detail.into());
+        self
+    }
+}
+
+pub(super) fn invalid_steps(faults: Vec<Fault>) -> KernelError {
+    let steps: Vec<Value> = faults.iter().map(|f| json!({"code": f.code, "path": f.path})).collect();
+    let first = faults
+        .first()
+        .map(|f| match &f.detail {
+            Some(detail) => format!("{} at {}: {detail}", f.code, f.path),
+            None => format!("{} at {}", f.code, f.path),
+        })
+        .unwrap_or_default();
     KernelError::new(Code::InvalidSteps, format!("the steps were refused: {first}"))
         .with_extra("steps", Value::Array(steps))
 }
@@ -121,7 +147,7 @@ impl Kernel {
 
     /// Step acceptance (runs.md §4 kernel checks, declarations.md §7–§8).
     pub(super) async fn accept(&self, parsed: Vec<Step>, ctx: &AcceptCtx<'_>) -> KernelResult<Vec<Accepted>> {
-        let mut faults: Vec<(String, String)> = Vec::new();
+        let mut faults: Vec<Fault> = Vec::new();
         let mut out = Vec::with_capacity(parsed.len());
         let profile: Value = ctx
             .declaring_agent
@@ -190,7 +216,7 @@ impl Kernel {
         env: &Envelope,
         step: &Step,
         d: &mut Draft,
-        faults: &mut Vec<(String, String)>,
+        faults: &mut Vec<Fault>,
     ) -> KernelResult<()> {
         let StepVerb::Model {
             prompt,
@@ -215,19 +241,16 @@ impl Kernel {
                 .map(str::to_string)
         });
         match &model_ref {
-            None => faults.push(("model_required".into(), format!("{path}.model"))),
+            None => faults.push(Fault::new("model_required", format!("{path}.model"))),
             Some(r) => {
-                if let Err(e) = self
-                    .providers
-                    .catalog()
-                    .resolve(r, &|var| std::env::var_os(var).is_some())
-                {
-                    faults.push((e.as_str().into(), format!("{path}.model")));
+                let catalog = self.providers.catalog();
+                if let Err(e) = catalog.resolve(r, &|var| std::env::var_os(var).is_some()) {
+                    faults.push(Fault::new(e.as_str(), format!("{path}.model")).detail(catalog.explain(r, e)));
                 }
             }
         }
         if !attachments.is_empty() {
-            faults.push(("invalid_attachments".into(), format!("{path}.model.attachments")));
+            faults.push(Fault::new("invalid_attachments", format!("{path}.model.attachments")));
         }
         let base = pointer_of(&format!("{path}.model"));
         let mut paths = AssemblyPaths::under(&base, "tools");
@@ -249,7 +272,7 @@ impl Kernel {
                 return Err(KernelError::new(Code::ContentTooLarge, e.message).with_path(dotted(&e.path)));
             }
             Err(e) => {
-                faults.push((e.reason.into(), dotted(&e.path)));
+                faults.push(Fault::new(e.reason, dotted(&e.path)).detail(e.message));
                 None
             }
         };
@@ -300,7 +323,7 @@ impl Kernel {
         ctx: &AcceptCtx<'_>,
         step: &Step,
         d: &mut Draft,
-        faults: &mut Vec<(String, String)>,
+        faults: &mut Vec<Fault>,
     ) -> KernelResult<()> {
         let StepVerb::Tool {
             name,
@@ -322,7 +345,7 @@ impl Kernel {
             Some(ToolRoute::RunDefault) => match ctx.default_runner {
                 Some(r) => Some(r.public_id),
                 None => {
-                    faults.push(("runner_target_required".into(), format!("{path}.tool.route")));
+                    faults.push(Fault::new("runner_target_required", format!("{path}.tool.route")));
                     None
                 }
             },
@@ -330,7 +353,7 @@ impl Kernel {
         };
         if let Some(id) = target {
             match self.eligible_runner(id, ctx.answering).await? {
-                None => faults.push(("runner_not_eligible".into(), format!("{path}.tool.route"))),
+                None => faults.push(Fault::new("runner_not_eligible", format!("{path}.tool.route"))),
                 Some(runner) => {
                     let served: Value = serde_json::from_str(&runner.served_tools).unwrap_or(Value::Array(vec![]));
                     let serves = served
@@ -339,7 +362,7 @@ impl Kernel {
                     if serves {
                         d.task.target_executor_id = Some(runner.id);
                     } else {
-                        faults.push(("tool_not_served".into(), format!("{path}.tool.name")));
+                        faults.push(Fault::new("tool_not_served", format!("{path}.tool.name")));
                     }
                 }
             }
@@ -358,10 +381,12 @@ impl Kernel {
             };
             self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input)
                 .await?;
+            let catalog = self.providers.catalog();
             if let Some(m) = defaults.get("model").and_then(Value::as_str)
-                && let Err(e) = self.providers.catalog().resolve(m, &|v| std::env::var_os(v).is_some())
+                && let Err(e) = catalog.resolve(m, &|v| std::env::var_os(v).is_some())
             {
-                faults.push((e.as_str().into(), format!("{path}.tool.model_defaults.model")));
+                let fault = Fault::new(e.as_str(), format!("{path}.tool.model_defaults.model"));
+                faults.push(fault.detail(catalog.explain(m, e)));
             }
             match declaration::assemble_owned(input) {
                 Ok(a) => {
@@ -369,7 +394,7 @@ impl Kernel {
                     ctx_json["model"] = defaults.get("model").cloned().unwrap_or(Value::Null);
                     d.task.frozen_context = Some(Frozen::ToolDefaults(ctx_json).to_text());
                 }
-                Err(e) => faults.push((e.reason.into(), dotted(&e.path))),
+                Err(e) => faults.push(Fault::new(e.reason, dotted(&e.path)).detail(e.message)),
             }
         }
         Ok(())
@@ -405,7 +430,7 @@ fn accept_ask(step: &Step, d: &mut Draft) {
 }
 
 /// A wait step: its target exists in this run and is no ancestor of it.
-fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, faults: &mut Vec<(String, String)>) {
+fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, faults: &mut Vec<Fault>) {
     let StepVerb::Wait {
         task: target,
         run_public_id,
@@ -423,9 +448,9 @@ fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, 
         .is_some_and(|r| Uuid::parse_str(r).ok() != ctx.run_public_id || ctx.run_public_id.is_none());
     let exists = env.deps.contains_key(target) || ctx.graph.is_some_and(|g| g.by_key(target).is_some());
     if other_run || !exists {
-        faults.push(("wait_target_not_found".into(), format!("{path}.wait.task")));
+        faults.push(Fault::new("wait_target_not_found", format!("{path}.wait.task")));
     } else if *target == step.key || ancestors_of(&step.key, &env.deps, ctx.graph).contains(target) {
-        faults.push(("wait_cycle".into(), format!("{path}.wait.task")));
+        faults.push(Fault::new("wait_cycle", format!("{path}.wait.task")));
     }
     d.task.frozen_context = Some(
         Frozen::Wait(WaitContext {

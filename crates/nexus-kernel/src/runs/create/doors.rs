@@ -5,12 +5,13 @@ use std::collections::{HashMap, HashSet};
 
 use nexus_core::approval;
 use nexus_core::codes::Code;
+use nexus_core::declaration::ApprovalMode;
 use nexus_core::steps::{self, Step, StepsContext};
 use nexus_store::{Engine, MemberKind, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::accept::{AcceptCtx, Accepted, invalid_steps};
+use super::accept::{AcceptCtx, Accepted, Fault, invalid_steps};
 use super::idempotency::Idempotency;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
@@ -127,14 +128,10 @@ impl Kernel {
             )
             .with_path(path));
         }
-        let approval_mode = match shell.get("approval_mode").and_then(Value::as_str) {
-            Some(m @ ("bypass" | "ask" | "rules")) => m.to_string(),
-            _ => {
-                return Err(refuse(
-                    Code::InvalidApprovalMode,
-                    "approval_mode is required: bypass, ask or rules",
-                ));
-            }
+        let given = shell.get("approval_mode");
+        let approval_mode = match given.and_then(Value::as_str).and_then(ApprovalMode::from_word) {
+            Some(mode) => mode.as_str().to_string(),
+            None => return Err(refuse(Code::InvalidApprovalMode, ApprovalMode::refusal(given))),
         };
         let approval_rules = match shell.get("approval_rules") {
             None | Some(Value::Null) => Value::Null,
@@ -178,7 +175,7 @@ impl Kernel {
                 e.prefixed("run.")
                     .steps
                     .into_iter()
-                    .map(|s| (s.code.to_string(), s.path))
+                    .map(|s| Fault::new(s.code.to_string(), s.path))
                     .collect(),
             )
         })?;
@@ -398,7 +395,14 @@ impl Kernel {
                 existing_keys: &existing,
             },
         )
-        .map_err(|e| invalid_steps(e.steps.into_iter().map(|s| (s.code.to_string(), s.path)).collect()))?;
+        .map_err(|e| {
+            invalid_steps(
+                e.steps
+                    .into_iter()
+                    .map(|s| Fault::new(s.code.to_string(), s.path))
+                    .collect(),
+            )
+        })?;
         check_duplicates(&parsed, Some(&g))?;
         let answering = self
             .store
