@@ -11,37 +11,8 @@ use super::set::validate_declaration;
 use crate::approval::{self, Rule};
 use crate::bounds;
 
-/// The profile's approval mode (approvals.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ApprovalMode {
-    /// Grant model calls no deny rule matches.
-    Bypass,
-    /// Hold every model call unless an allow rule grants it.
-    Ask,
-    /// Grant only what an allow rule matches.
-    Rules,
-}
-
-impl ApprovalMode {
-    /// The wire word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Bypass => "bypass",
-            Self::Ask => "ask",
-            Self::Rules => "rules",
-        }
-    }
-
-    /// Parses a wire word.
-    pub fn from_word(word: &str) -> Option<Self> {
-        match word {
-            "bypass" => Some(Self::Bypass),
-            "ask" => Some(Self::Ask),
-            "rules" => Some(Self::Rules),
-            _ => None,
-        }
-    }
-}
+/// The profile's approval mode (approvals.md §1): the run's mode type.
+pub use crate::approval::Mode as ApprovalMode;
 
 /// A validated, normalized profile configuration.
 #[derive(Debug, Clone, PartialEq)]
