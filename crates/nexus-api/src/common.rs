@@ -170,6 +170,14 @@ open_words! {
     }
 }
 
+/// The run's mode (`nexus_core::approval::Mode`, the one type the declaration grammar, the
+/// store and the gate share) as its wire word: the one conversion.
+impl From<nexus_core::approval::Mode> for ApprovalMode {
+    fn from(mode: nexus_core::approval::Mode) -> Self {
+        Self::from(mode.as_str())
+    }
+}
+
 /// The `pagination` member of a listing: the cursor of the next page, absent on the last.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Pagination {
@@ -280,6 +288,14 @@ pub struct TaskEnvelope {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every mode the core knows is a named wire word, never `Other`.
+    #[test]
+    fn every_core_mode_is_a_named_wire_word() {
+        use nexus_core::approval::Mode;
+        let wire: Vec<ApprovalMode> = Mode::ALL.into_iter().map(ApprovalMode::from).collect();
+        assert_eq!(wire, [ApprovalMode::Bypass, ApprovalMode::Ask, ApprovalMode::Rules]);
+    }
 
     #[test]
     fn an_unknown_word_survives_a_round_trip() {

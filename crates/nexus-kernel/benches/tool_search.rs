@@ -210,7 +210,7 @@ async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
             declaring_agent_id: None,
             status: RunStatus::Pending,
             hosting: json!({"kind": "standalone"}).to_string(),
-            approval_mode: "bypass".into(),
+            approval_mode: nexus_store::ApprovalMode::Bypass,
             approval_rules: None,
             default_runner_id: None,
             revision: 0,
@@ -226,9 +226,9 @@ async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
             kind: TaskKind::Model,
             status: TaskStatus::Waiting,
             generation: 1,
-            origin: "author".into(),
-            on_failure: "propagate".into(),
-            visibility: "visible".into(),
+            origin: nexus_store::Origin::Author,
+            on_failure: nexus_store::OnFailure::Propagate,
+            visibility: nexus_store::Visibility::Visible,
             frozen_context: Some(frozen.to_string()),
             ..Default::default()
         })

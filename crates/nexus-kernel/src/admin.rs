@@ -3,8 +3,8 @@
 
 use nexus_core::codes::Code;
 use nexus_store::{
-    AccountRow, AssignmentScope, CredentialRow, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow,
-    NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
+    AccountRow, AssignmentScope, CredentialRow, Engine, ExecutorKind, ExecutorRow, ExecutorStatus, MemberKind,
+    MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -221,7 +221,7 @@ impl Kernel {
     pub async fn repair_executor(&self, key: &str) -> KernelResult<(ExecutorRow, String)> {
         let (account, _) = self.default_account().await?;
         let executor = self.find_executor(&account, key).await?;
-        if executor.status != "active" {
+        if executor.status != ExecutorStatus::Active {
             return Err(KernelError::new(
                 Code::AlreadyTerminal,
                 "a revoked executor cannot be re-paired",
@@ -251,7 +251,7 @@ impl Kernel {
             }
             (None, Some(e)) => {
                 let executor = self.find_executor(&account, e).await?;
-                if executor.status != "active" {
+                if executor.status != ExecutorStatus::Active {
                     return Err(KernelError::new(Code::AlreadyTerminal, "the executor is revoked"));
                 }
                 self.mint_transport_token(&executor).await
@@ -377,7 +377,9 @@ impl Kernel {
         proof: Option<&CredentialRow>,
         now: i64,
     ) -> KernelResult<bool> {
-        if runner.kind != ExecutorKind::Runner || runner.status != "active" || runner.account_id != principal.account_id
+        if runner.kind != ExecutorKind::Runner
+            || runner.status != ExecutorStatus::Active
+            || runner.account_id != principal.account_id
         {
             return Ok(false);
         }

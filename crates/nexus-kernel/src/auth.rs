@@ -2,7 +2,7 @@
 //! revoked, wrong plane, fenced by a newer epoch — is the same [`KernelError::unauthorized`],
 //! and every path hashes a secret once so failing paths take comparable time.
 
-use nexus_store::{CredentialRow, Engine, ExecutorRow, MemberRow, Plane};
+use nexus_store::{CredentialRow, Engine, ExecutorRow, ExecutorStatus, MemberRow, Plane};
 
 use crate::Kernel;
 use crate::credentials::{parse_bearer, secret_matches, token_from_header};
@@ -91,7 +91,7 @@ impl Kernel {
         let executor = executor
             .filter(|e| Some(e.id) == credential.executor_id)
             .ok_or_else(KernelError::unauthorized)?;
-        if executor.status != "active" || executor.credential_epoch != credential.epoch {
+        if executor.status != ExecutorStatus::Active || executor.credential_epoch != credential.epoch {
             return Err(KernelError::unauthorized());
         }
         Ok(ExecutorPrincipal { executor, credential })

@@ -163,7 +163,7 @@ async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
             .await;
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Dispatched, "{:?}", t.error_key);
-        assert_eq!(t.origin, "model");
+        assert_eq!(t.origin, nexus_store::Origin::Model);
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.runner).await));
         assert_eq!(t.addressed_role.as_deref(), Some("runner"));
         assert_eq!(approval(&t)["origin"], "mode");
@@ -553,7 +553,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             .start(&w.agent, json!({"approval_mode": "rules", "steps": [step.clone()]}))
             .await;
         let t = w.task(id, "s1-tool-1").await;
-        assert_eq!(t.origin, "author");
+        assert_eq!(t.origin, nexus_store::Origin::Author);
         assert_eq!(t.status, TaskStatus::Dispatched, "{t:?}");
         assert_eq!(approval(&t)["origin"], "author");
         // Model-origin rules do not apply to author rows; author rules do.
@@ -763,5 +763,82 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::TimedOut);
         assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
+    }
+}
+
+/// A run whose stored approval mode or rules do not read passes no call, on both engines: the
+/// unit that reads the run meets a corrupt row, and the run stops in `needs_attention`
+/// (`attention.reason = corrupt_row`) instead of running under `bypass` or under no rules.
+#[tokio::test]
+async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
+    let deny_read = json!([{"tool": "read", "verdict": "deny"}]);
+    let cases = [
+        // Read as `bypass`, this mode would have dispatched the call.
+        ("ask", Value::Null, "approval_mode", "bogus"),
+        // Read as no rules, `bypass` would have dispatched what the rule denies.
+        (
+            "bypass",
+            deny_read,
+            "approval_rules",
+            r#"[{"tool":"read","verdict":"nope"}]"#,
+        ),
+    ];
+    for (mode, rules, column, word) in cases {
+        for ts in engines().await {
+            let w = world(ts).await;
+            let d = w.dialect;
+            w.script(
+                "corrupt",
+                &[
+                    json!({"text": "Working.", "tool_calls": [read_call("c1", "a")]}),
+                    json!({"text": "Done."}),
+                ],
+            );
+            let run = json!({"approval_mode": mode, "approval_rules": rules, "steps": [{"model": {
+                "prompt": "Go.", "model": "scripted/corrupt", "tools": [w.routed("read", "read")]}}]});
+            let (status, body) = w
+                .kernel
+                .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
+                .await
+                .unwrap();
+            assert_eq!(status, 201, "{body}");
+            let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            let run_id = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id;
+            w.ts.execute_unchecked(
+                &["runs"],
+                &format!("UPDATE runs SET {column} = '{word}' WHERE id = {run_id}"),
+            )
+            .await;
+            assert!(w.kernel.store.run_by_id(run_id).await.is_err(), "{column} on {d}");
+
+            w.kernel.work_until_idle(50).await.unwrap();
+            let status =
+                w.ts.query_text(&format!("SELECT status FROM runs WHERE id = {run_id}"))
+                    .await;
+            assert_eq!(status.as_deref(), Some("needs_attention"), "{column} on {d}");
+            let tasks = w.kernel.store.tasks_of_run(run_id, 0, 100).await.unwrap();
+            assert!(
+                tasks
+                    .iter()
+                    .all(|t| t.kind != nexus_store::TaskKind::Tool || t.approval.is_none()),
+                "{column} on {d}: {tasks:?}"
+            );
+            let last = w
+                .kernel
+                .store
+                .events_after(run_id, 0, 1000)
+                .await
+                .unwrap()
+                .pop()
+                .unwrap();
+            assert_eq!(last.kind, "run_status_changed", "{d}");
+            let data: Value = serde_json::from_str(&last.data).unwrap();
+            assert_eq!(
+                (data["to"].as_str(), data["reason"].as_str()),
+                (Some("needs_attention"), Some("corrupt_row")),
+                "{d}"
+            );
+        }
     }
 }

@@ -206,7 +206,7 @@ async fn tool_call_reaches_a_deferred_tool_through_search_and_the_approval_gate(
         let child = w.task(id, "r2t0-tool-1").await;
         assert_eq!(child.kind, TaskKind::Tool);
         assert_eq!(child.status, TaskStatus::NeedsApproval);
-        assert_eq!(child.origin, "model");
+        assert_eq!(child.origin, nexus_store::Origin::Model);
         assert_eq!(child.tool_name.as_deref(), Some("runners_list"));
         assert_eq!(child.tool_alias.as_deref(), Some("list_machines"));
         assert_eq!(child.declaring_task_id, Some(wrapper.id));
@@ -330,8 +330,8 @@ async fn delegate_task_wait_true_returns_the_branch_final_text() {
         assert_eq!(branch.kind, TaskKind::Model);
         assert_eq!(branch.branch_of.as_deref(), Some("r1t0"));
         assert!(!branch.mainline);
-        assert_eq!(branch.on_failure, "absorb");
-        assert_eq!(branch.visibility, "hidden");
+        assert_eq!(branch.on_failure, nexus_store::OnFailure::Absorb);
+        assert_eq!(branch.visibility, nexus_store::Visibility::Hidden);
         assert_eq!(branch.status, TaskStatus::Completed);
         // Narrowed: the branch holds only runners_list.
         let frozen: Value = serde_json::from_str(branch.frozen_context.as_deref().unwrap()).unwrap();
@@ -395,7 +395,7 @@ async fn delegate_task_wait_false_delivers_in_the_background() {
         assert!(w.task(id, "r1t0").await.pairs_with.is_none());
         let obligation = w.task(id, "r1t0-delegation-1").await;
         assert_eq!(obligation.kind, TaskKind::Await);
-        assert_eq!(obligation.visibility, "hidden");
+        assert_eq!(obligation.visibility, nexus_store::Visibility::Hidden);
         assert_eq!(obligation.status, TaskStatus::Completed);
         assert!(text_of(&obligation).contains("hi from the branch"));
         // The mainline reads the result in a kernel continuation, which is the deliverable.
@@ -684,7 +684,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         let ask = w.task(id, "r1t0-ask-1").await;
         assert_eq!(ask.kind, TaskKind::Await);
         assert_eq!(ask.status, TaskStatus::AwaitingInput);
-        assert_eq!(ask.on_failure, "halt");
+        assert_eq!(ask.on_failure, nexus_store::OnFailure::Halt);
         assert!(ask.resolution_token_sha256.is_none());
         assert_eq!(ask.deadline_at, Some(ask.await_started_at.unwrap() + DAY));
         assert_eq!(ask.addressed_executor_id, Some(w.executor_id(w.agent_app).await));

@@ -114,9 +114,9 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         let r1t0 = w.task(id, "r1t0").await;
         assert_eq!(r1t0.tool_name.as_deref(), Some("runners_list"));
         assert_eq!(r1t0.tool_call_id.as_deref(), Some("c1"));
-        assert_eq!(r1t0.origin, "model");
-        assert_eq!(r1t0.on_failure, "absorb");
-        assert_eq!(r1t0.visibility, "collapsed");
+        assert_eq!(r1t0.origin, nexus_store::Origin::Model);
+        assert_eq!(r1t0.on_failure, nexus_store::OnFailure::Absorb);
+        assert_eq!(r1t0.visibility, nexus_store::Visibility::Collapsed);
 
         // The continuation reads every call, in call order.
         let (r1, _) = w.sealed(id, "r1").await;

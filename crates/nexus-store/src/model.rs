@@ -2,10 +2,11 @@
 //! timestamps are Unix milliseconds; JSON columns are `String` holding the stored bytes
 //! (member order kept, never `jsonb`).
 
+pub use nexus_core::approval::{ApprovalRules, Mode as ApprovalMode, Origin};
 use uuid::Uuid;
 
 mod status;
-pub use status::{RunStatus, TaskKind, TaskStatus};
+pub use status::{EdgeKind, ExecutorStatus, OnFailure, RunStatus, TaskKind, TaskStatus, Visibility};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberKind {
@@ -159,8 +160,7 @@ pub struct ExecutorRow {
     pub public_id: Uuid,
     pub account_id: i64,
     pub kind: ExecutorKind,
-    /// `active` or `revoked`.
-    pub status: String,
+    pub status: ExecutorStatus,
     /// For a runner, also its registration identifier (`--name`).
     pub display_name: String,
     pub credential_epoch: i64,
@@ -239,10 +239,11 @@ pub struct Announcement {
 
 // ---- runs (migration 0002) ----
 //
-// Statuses and task kinds are enums ([`RunStatus`], [`TaskStatus`], [`TaskKind`]), stored as
-// their words. Other enum-like words (origins, failure policies, …) are plain strings: the
-// kernel owns their meaning, and the tables' CHECK constraints refuse unknown words. JSON
-// columns hold the stored text.
+// Every word with a fixed set is an enum stored as its word ([`RunStatus`], [`TaskStatus`],
+// [`TaskKind`], [`ApprovalMode`], [`Origin`], [`OnFailure`], [`Visibility`], [`EdgeKind`]);
+// one read back that no variant has is a corrupt row. The approval rules are held parsed
+// ([`ApprovalRules`]): a stored list that does not parse is a corrupt row too. JSON columns
+// hold the stored text.
 
 /// How many statuses one conditional task update may expect (there are 11 task statuses).
 pub const MAX_EXPECTED_STATUSES: usize = 12;
@@ -279,10 +280,9 @@ pub struct RunRow {
     pub status: RunStatus,
     /// JSON: `{"kind":"standalone"}` or `{"kind":"conversation",…}`.
     pub hosting: String,
-    /// `bypass | ask | rules`.
-    pub approval_mode: String,
-    /// JSON, when `approval_mode` is `rules`.
-    pub approval_rules: Option<String>,
+    pub approval_mode: ApprovalMode,
+    /// The run's rules (stored as their JSON text), when it has any.
+    pub approval_rules: Option<ApprovalRules>,
     pub default_runner_id: Option<i64>,
     pub deliverable_task_id: Option<i64>,
     /// The count of authored envelopes.
@@ -308,8 +308,8 @@ pub struct NewRun {
     pub declaring_agent_id: Option<i64>,
     pub status: RunStatus,
     pub hosting: String,
-    pub approval_mode: String,
-    pub approval_rules: Option<String>,
+    pub approval_mode: ApprovalMode,
+    pub approval_rules: Option<ApprovalRules>,
     pub default_runner_id: Option<i64>,
     pub revision: i64,
     pub created_at: i64,
@@ -328,14 +328,11 @@ pub struct TaskRow {
     pub kind: TaskKind,
     pub status: TaskStatus,
     pub generation: i64,
-    /// `author | model | kernel`.
-    pub origin: String,
-    /// `propagate | absorb | halt`.
-    pub on_failure: String,
+    pub origin: Origin,
+    pub on_failure: OnFailure,
     /// `abandoned`, `canceled`, … (not a status).
     pub failure_resolution: Option<String>,
-    /// `visible | collapsed | hidden`.
-    pub visibility: String,
+    pub visibility: Visibility,
     pub mainline: bool,
     /// The `delegate_task` call key a branch round belongs to.
     pub branch_of: Option<String>,
@@ -409,10 +406,10 @@ pub struct NewTask {
     pub kind: TaskKind,
     pub status: TaskStatus,
     pub generation: i64,
-    pub origin: String,
-    pub on_failure: String,
+    pub origin: Origin,
+    pub on_failure: OnFailure,
     pub failure_resolution: Option<String>,
-    pub visibility: String,
+    pub visibility: Visibility,
     pub mainline: bool,
     pub branch_of: Option<String>,
     pub pairs_with: Option<String>,
@@ -479,7 +476,7 @@ pub struct TaskEndRow {
     pub id: i64,
     pub key: String,
     pub status: TaskStatus,
-    pub on_failure: String,
+    pub on_failure: OnFailure,
     pub failure_resolution: Option<String>,
 }
 
@@ -504,7 +501,7 @@ impl From<&TaskRow> for TaskEndRow {
             id: t.id,
             key: t.key.clone(),
             status: t.status,
-            on_failure: t.on_failure.clone(),
+            on_failure: t.on_failure,
             failure_resolution: t.failure_resolution.clone(),
         }
     }
@@ -515,8 +512,7 @@ impl From<&TaskRow> for TaskEndRow {
 pub struct EdgeRow {
     pub task_id: i64,
     pub depends_on_id: i64,
-    /// `after | reads | pairs`.
-    pub kind: String,
+    pub kind: EdgeKind,
 }
 
 /// A row of `events` (runs.md §11).

@@ -264,6 +264,15 @@ impl Tx {
         Ok(())
     }
 
+    /// Moves a run whose row does not read (a [`StoreError::Corrupt`] word) to
+    /// `needs_attention` with `attention {reason, task_key: null}` and its
+    /// `run_status_changed {from, to, reason}` event, reading and writing only the columns
+    /// that needs: the one statement of a unit of its own. False when the run is gone, has
+    /// ended or is already held.
+    pub async fn hold_unreadable_run(&mut self, run_id: i64, reason: &str, at: i64) -> Result<bool> {
+        tx_dispatch!(self, hold_unreadable_run(run_id, reason, at))
+    }
+
     pub async fn run_by_id(&mut self, run_id: i64) -> Result<Option<RunRow>> {
         let mut run = tx_dispatch!(self, run_by_id(run_id))?;
         if let Some(r) = &mut run {
@@ -443,7 +452,7 @@ impl Tx {
 
     /// Adds the edge `task_id` → `depends_on_id` (`after | reads | pairs`). Returns false when
     /// the same edge already exists (no error, the transaction stays usable).
-    pub async fn insert_edge(&mut self, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
+    pub async fn insert_edge(&mut self, task_id: i64, depends_on_id: i64, kind: EdgeKind) -> Result<bool> {
         tx_dispatch!(self, insert_edge(task_id, depends_on_id, kind))
     }
 

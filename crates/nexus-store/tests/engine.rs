@@ -223,7 +223,7 @@ async fn members_and_agent_applications() {
         let exec = exec.expect("agent_application executor");
         assert_eq!(exec.public_id, new_agent.agent_executor_public_id.unwrap(), "{d}");
         assert_eq!(exec.kind, ExecutorKind::AgentApplication, "{d}");
-        assert_eq!(exec.status, "active", "{d}");
+        assert_eq!(exec.status, ExecutorStatus::Active, "{d}");
         assert_eq!(exec.credential_epoch, 0, "{d}");
         assert_eq!(exec.assignment_scope, AssignmentScope::UserPrivate, "{d}");
         assert_eq!((exec.manager_id, exec.agent_id), (Some(h.id), Some(ag.id)), "{d}");
@@ -330,7 +330,11 @@ async fn runners_names_and_listing() {
         let other = s.create_runner(runner(a.id, h2.id, "laptop")).await.unwrap();
         // After revocation the name is free again.
         s.revoke_executor(r.id, NOW + 3).await.unwrap();
-        assert_eq!(s.executor_by_id(r.id).await.unwrap().unwrap().status, "revoked", "{d}");
+        assert_eq!(
+            s.executor_by_id(r.id).await.unwrap().unwrap().status,
+            ExecutorStatus::Revoked,
+            "{d}"
+        );
         assert_eq!(
             s.active_runner_by_name(a.id, h.id, "laptop").await.unwrap(),
             None,
@@ -553,7 +557,7 @@ async fn a_kept_principal_never_outlives_a_change_made_anywhere() {
         other.insert_credential(transport(laptop.id, 0, None)).await.unwrap();
         assert_eq!(read().await.1.unwrap().credential_epoch, 1, "{d}");
         other.revoke_executor(r.id, NOW + 4).await.unwrap();
-        assert_eq!(read().await.1.unwrap().status, "revoked", "{d}");
+        assert_eq!(read().await.1.unwrap().status, ExecutorStatus::Revoked, "{d}");
         assert!(other.revoke_credential(t.public_id, NOW + 5).await.unwrap(), "{d}");
         assert_eq!(read().await.0.revoked_at, Some(NOW + 5), "{d}");
         drop(other);

@@ -20,14 +20,7 @@ struct Fixture {
 async fn fixture(s: &Store) -> Fixture {
     let (account, ws, member) = testing::seed_member(s, NOW).await;
     let runner = s
-        .create_runner(NewRunner {
-            public_id: Uuid::now_v7(),
-            account_id: account.id,
-            display_name: "laptop".into(),
-            assignment_scope: AssignmentScope::UserPrivate,
-            manager_id: member.id,
-            now: NOW,
-        })
+        .create_runner(testing::new_runner(account.id, member.id, NOW))
         .await
         .unwrap();
     Fixture {
@@ -48,9 +41,9 @@ fn tool_task(run_id: i64, key: &str, status: TaskStatus) -> NewTask {
         kind: TaskKind::Tool,
         status,
         generation: 1,
-        origin: "author".into(),
-        on_failure: "propagate".into(),
-        visibility: "collapsed".into(),
+        origin: Origin::Author,
+        on_failure: OnFailure::Propagate,
+        visibility: Visibility::Collapsed,
         tool_name: Some("read_file".into()),
         tool_input: Some(r#"{"path":"a.txt"}"#.into()),
         created_at: NOW,
@@ -90,10 +83,10 @@ fn full_task(run_id: i64, f: &Fixture, declaring: Option<i64>) -> NewTask {
         kind: TaskKind::Tool,
         status: TaskStatus::Dispatched,
         generation: 3,
-        origin: "model".into(),
-        on_failure: "halt".into(),
+        origin: Origin::Model,
+        on_failure: OnFailure::Halt,
         failure_resolution: Some("abandoned".into()),
-        visibility: "hidden".into(),
+        visibility: Visibility::Hidden,
         mainline: true,
         branch_of: Some("call-1".into()),
         pairs_with: Some("r1".into()),
@@ -141,10 +134,10 @@ fn assert_task_is(t: &TaskRow, n: &NewTask) {
         kind: n.kind,
         status: n.status,
         generation: n.generation,
-        origin: n.origin.clone(),
-        on_failure: n.on_failure.clone(),
+        origin: n.origin,
+        on_failure: n.on_failure,
         failure_resolution: n.failure_resolution.clone(),
-        visibility: n.visibility.clone(),
+        visibility: n.visibility,
         mainline: n.mainline,
         branch_of: n.branch_of.clone(),
         pairs_with: n.pairs_with.clone(),
@@ -191,8 +184,8 @@ async fn every_row_type_round_trips() {
         let f = fixture(s).await;
         let mut tx = s.begin().await.unwrap();
         let mut new = new_run(&f, RunStatus::Pending);
-        new.approval_mode = "rules".into();
-        new.approval_rules = Some(r#"[{"tool":"read_*","decision":"allow"}]"#.into());
+        new.approval_mode = ApprovalMode::Rules;
+        new.approval_rules = Some(ApprovalRules::parse(r#"[{"tool":"read_*","verdict":"allow"}]"#).unwrap());
         new.default_runner_id = Some(f.runner_id);
         new.started_at = Some(NOW + 5);
         let run = tx.insert_run(new.clone()).await.unwrap();
@@ -207,7 +200,7 @@ async fn every_row_type_round_trips() {
                 declaring_agent_id: None,
                 status: RunStatus::Pending,
                 hosting: new.hosting.clone(),
-                approval_mode: "rules".into(),
+                approval_mode: ApprovalMode::Rules,
                 approval_rules: new.approval_rules.clone(),
                 default_runner_id: Some(f.runner_id),
                 deliverable_task_id: None,
@@ -231,10 +224,10 @@ async fn every_row_type_round_trips() {
         tx.insert_task(minimal.clone()).await.unwrap();
         assert_task_is(&tx.task_by_key(run.id, "min").await.unwrap().unwrap(), &minimal);
 
-        assert!(tx.insert_edge(t.id, seed.id, "after").await.unwrap());
-        assert!(tx.insert_edge(t.id, seed.id, "reads").await.unwrap());
+        assert!(tx.insert_edge(t.id, seed.id, EdgeKind::After).await.unwrap());
+        assert!(tx.insert_edge(t.id, seed.id, EdgeKind::Reads).await.unwrap());
         assert!(
-            !tx.insert_edge(t.id, seed.id, "after").await.unwrap(),
+            !tx.insert_edge(t.id, seed.id, EdgeKind::After).await.unwrap(),
             "a repeated edge is a no-op"
         );
         let e = tx
@@ -477,12 +470,12 @@ async fn every_row_type_round_trips() {
                 EdgeRow {
                     task_id: t.id,
                     depends_on_id: seed.id,
-                    kind: "after".into()
+                    kind: EdgeKind::After
                 },
                 EdgeRow {
                     task_id: t.id,
                     depends_on_id: seed.id,
-                    kind: "reads".into()
+                    kind: EdgeKind::Reads
                 },
             ]
         );
@@ -620,8 +613,8 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
             .insert_task(tool_task(run.id, "c", TaskStatus::Waiting))
             .await
             .unwrap();
-        assert!(tx.insert_edge(other.id, t.id, "after").await.unwrap());
-        assert!(!tx.insert_edge(other.id, t.id, "after").await.unwrap());
+        assert!(tx.insert_edge(other.id, t.id, EdgeKind::After).await.unwrap());
+        assert!(!tx.insert_edge(other.id, t.id, EdgeKind::After).await.unwrap());
         assert!(!tx.is_void());
         tx.append_event(run.id, "after", None, &json!({}), NOW).await.unwrap();
         tx.commit().await.unwrap();
@@ -657,7 +650,7 @@ async fn update_run_writes_the_mutable_row_only() {
         changed.default_runner_id = Some(f.runner_id);
         // Fields outside the mutable set are ignored.
         changed.last_event_sequence = 0;
-        changed.approval_mode = "bypass".into();
+        changed.approval_mode = ApprovalMode::Bypass;
         tx.update_run(&changed).await.unwrap();
         tx.commit().await.unwrap();
         let stored = s.run_by_id(run.id).await.unwrap().unwrap();
@@ -665,7 +658,7 @@ async fn update_run_writes_the_mutable_row_only() {
             stored,
             RunRow {
                 last_event_sequence: 1,
-                approval_mode: "ask".into(),
+                approval_mode: ApprovalMode::Ask,
                 ..changed.clone()
             },
             "{}",
@@ -797,9 +790,9 @@ async fn a_hundred_rounds_store_one_frozen_context() {
             kind: TaskKind::Model,
             status: TaskStatus::Completed,
             generation: 1,
-            origin: "kernel".into(),
-            on_failure: "propagate".into(),
-            visibility: "visible".into(),
+            origin: Origin::Kernel,
+            on_failure: OnFailure::Propagate,
+            visibility: Visibility::Visible,
             mainline: true,
             declaring_task_id: declaring,
             frozen_context: Some(frozen.clone()),
@@ -2177,11 +2170,11 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
         // Unsorted, repeated, unknown, and one the text guard refuses (in use nowhere).
         let keys: Vec<String> = ["b", "z", "a", "b", "a\0"].map(String::from).to_vec();
         assert_eq!(tx.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
-        tx.insert_edge_with_unit(b.id, a.id, "reads").await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2210,7 +2203,7 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         for probe_keys in [true, false] {
             let mut tx = s.begin().await.unwrap();
             tx.lock_run(run.id).await.unwrap();
-            let held = tx.insert_edge_with_unit(a.id, i64::MAX, "after").await;
+            let held = tx.insert_edge_with_unit(a.id, i64::MAX, EdgeKind::After).await;
             let after = if probe_keys {
                 tx.used_task_keys(run.id, &keys).await.map(|_| ())
             } else {
@@ -2240,27 +2233,31 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), Some(vec![]));
-        tx.insert_edge_with_unit(c.id, a.id, "after").await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, "reads").await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, "after").await.unwrap();
-        let edge = |task_id: i64, kind: &str| EdgeRow {
+        tx.insert_edge_with_unit(c.id, a.id, EdgeKind::After).await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
+        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
+        let edge = |task_id: i64, kind: EdgeKind| EdgeRow {
             task_id,
             depends_on_id: a.id,
-            kind: kind.into(),
+            kind,
         };
         assert_eq!(
             tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(),
-            Some(vec![edge(b.id, "after"), edge(b.id, "reads"), edge(c.id, "after")])
+            Some(vec![
+                edge(b.id, EdgeKind::After),
+                edge(b.id, EdgeKind::Reads),
+                edge(c.id, EdgeKind::After)
+            ])
         );
         // The dependencies of a row, read right after a held edge (on PostgreSQL in the same
         // simple query as the edge's insert: `tx/after_held.rs`).
-        tx.insert_edge_with_unit(c.id, b.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(c.id, b.id, EdgeKind::After).await.unwrap();
         let from_c = vec![
-            edge(c.id, "after"),
+            edge(c.id, EdgeKind::After),
             EdgeRow {
                 task_id: c.id,
                 depends_on_id: b.id,
-                kind: "after".into(),
+                kind: EdgeKind::After,
             },
         ];
         assert_eq!(tx.edges_from(c.id).await.unwrap(), from_c);
@@ -2272,7 +2269,7 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         })
         .await
         .unwrap();
-        tx.insert_edge_with_unit(b.id, c.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(b.id, c.id, EdgeKind::After).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), None);
         tx.commit().await.unwrap();
 
@@ -2280,7 +2277,7 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         // with, or itself where writes run at once: the unit is void and keeps nothing.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        let held = tx.insert_edge_with_unit(c.id, i64::MAX, "after").await;
+        let held = tx.insert_edge_with_unit(c.id, i64::MAX, EdgeKind::After).await;
         let read = tx.edges_from(c.id).await;
         assert!(held.is_err() || read.is_err(), "{}: {held:?} {read:?}", ts.dialect);
         assert!(tx.is_void());
@@ -2354,7 +2351,9 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
         // Not a `tool_search` call: no head. The claimed job's evaluation commits.
         let (mut tx, lock) = s.take_kernel_job(second, run.id, other.id).await.unwrap().unwrap();
         assert!(lock.search_head.is_none());
-        tx.insert_edge_with_unit(other.id, round.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(other.id, round.id, EdgeKind::After)
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         assert!(s.job_by_id(second).await.unwrap().is_none());
         // A claim that found no job left no lock behind.
@@ -2425,10 +2424,10 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         };
         let lone = task_in(s, framed).await;
         let mut tx = s.begin().await.unwrap();
-        tx.insert_edge_with_unit(open.id, a.id, "after").await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, "after").await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, "reads").await.unwrap();
-        tx.insert_edge_with_unit(lone.id, b.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(open.id, a.id, EdgeKind::After).await.unwrap();
+        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::After).await.unwrap();
+        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::Reads).await.unwrap();
+        tx.insert_edge_with_unit(lone.id, b.id, EdgeKind::After).await.unwrap();
         let probe = probe_after_held(&mut tx, run.id, b.id, true).await;
         assert_eq!(probe.edges.map(|e| e.len()), Some(3));
         assert_eq!(probe.quiescence, None);
@@ -2473,7 +2472,9 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
+            .await
+            .unwrap();
         let inserted = tx.insert_task(new.clone()).await.unwrap();
         assert_eq!(inserted.key, "second");
         assert_eq!(inserted.frozen_context, new.frozen_context);
@@ -2485,7 +2486,9 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
 
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, "reads").await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
+            .await
+            .unwrap();
         assert!(matches!(tx.insert_task(new).await, Err(StoreError::Conflict(_))));
         if ts.dialect == "postgres" {
             assert!(matches!(tx.task_by_id(first.id).await, Err(StoreError::TxAborted)));
@@ -2520,14 +2523,18 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
+            .await
+            .unwrap();
         tx.reserve_ids(3, 1);
         let keys = ["second".to_string(), "third".to_string()];
         assert!(tx.used_task_keys(run.id, &keys).await.unwrap().is_empty());
         let second = tx.insert_task(framed.clone()).await.unwrap();
         let third = tx.insert_task(third).await.unwrap();
         // The edge needs both rows: held after them, it goes out in the same query.
-        tx.insert_edge_with_unit(third.id, second.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(third.id, second.id, EdgeKind::After)
+            .await
+            .unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2562,7 +2569,9 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         // the writes go out; nothing of it is stored. SQLite answers `Conflict` at once.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, "reads").await.unwrap();
+        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
+            .await
+            .unwrap();
         tx.reserve_ids(1, 0);
         tx.used_task_keys(run.id, &keys).await.unwrap();
         let dup = tx.insert_task(framed.clone()).await;
@@ -2577,7 +2586,7 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         let rows = read.tasks_of_run(run.id).await.unwrap();
         assert_eq!(rows.iter().filter(|t| t.key == "second").count(), 1);
         let edges = read.edges_of_run(run.id).await.unwrap();
-        assert!(edges.iter().all(|e| e.kind == "after"), "{edges:?}");
+        assert!(edges.iter().all(|e| e.kind == EdgeKind::After), "{edges:?}");
         read.rollback().await.unwrap();
 
         // Asked for, then an insert before any read: the identity's id, and the request is
@@ -2589,7 +2598,9 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
             .insert_task(tool_task(run.id, "early", TaskStatus::Waiting))
             .await
             .unwrap();
-        tx.insert_edge_with_unit(early.id, first.id, "after").await.unwrap();
+        tx.insert_edge_with_unit(early.id, first.id, EdgeKind::After)
+            .await
+            .unwrap();
         tx.used_task_keys(run.id, &["late".to_string()]).await.unwrap();
         let late = tx
             .insert_task(tool_task(run.id, "late", TaskStatus::Waiting))

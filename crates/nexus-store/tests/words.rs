@@ -1,7 +1,8 @@
-//! The stored words of [`RunStatus`], [`TaskStatus`] and [`TaskKind`] against the tables, on
-//! every available engine: the CHECK constraints accept exactly the enums' words and refuse
-//! any other, and a row that holds another word anyway (written with the constraints off)
-//! reads back as a corrupt row, never a panic.
+//! The stored words of [`RunStatus`], [`TaskStatus`], [`TaskKind`] and the other fixed sets
+//! (approval mode, origin, failure policy, visibility, edge kind, executor status) against the
+//! tables, on every available engine: the CHECK constraints accept exactly the enums' words and
+//! refuse any other, and a row that holds another word anyway (written with the constraints
+//! off) reads back as a corrupt row, never a panic. So does a rule list that does not parse.
 
 use nexus_store::testing::{self, TestStore};
 use nexus_store::*;
@@ -33,15 +34,21 @@ impl Raw {
 
     /// Sets `column` of row `id` of `table` to `word`; false when the database refuses.
     async fn set(&mut self, table: &str, column: &str, id: i64, word: &str) -> bool {
-        let sql = format!("UPDATE {table} SET {column} = '{word}' WHERE id = {id}");
+        self.set_where(table, column, "id", id, word).await
+    }
+
+    /// Sets `column` of the rows of `table` where `key` is `id` to `word`; false when the
+    /// database refuses.
+    async fn set_where(&mut self, table: &str, column: &str, key: &str, id: i64, word: &str) -> bool {
+        let sql = format!("UPDATE {table} SET {column} = '{word}' WHERE {key} = {id}");
         match self {
             Raw::Sqlite(c) => c.execute(&sql, []).is_ok(),
             Raw::Postgres(c) => sqlx::query(sqlx::AssertSqlSafe(sql)).execute(c).await.is_ok(),
         }
     }
 
-    /// Switches the CHECK constraints of `runs` and `tasks` off (PostgreSQL: drops them; the
-    /// schema is the test's own).
+    /// Switches the CHECK constraints of `runs`, `tasks`, `task_edges` and `executors` off
+    /// (PostgreSQL: drops them; the schema is the test's own).
     async fn checks_off(&mut self) {
         match self {
             Raw::Sqlite(c) => c.execute_batch("PRAGMA ignore_check_constraints = ON").unwrap(),
@@ -49,7 +56,7 @@ impl Raw {
                 let checks: Vec<(String, String)> = sqlx::query_as(
                     "SELECT t.relname::text, k.conname::text FROM pg_constraint k \
                      JOIN pg_class t ON t.oid = k.conrelid \
-                     WHERE k.contype = 'c' AND t.relname IN ('runs', 'tasks') \
+                     WHERE k.contype = 'c' AND t.relname IN ('runs', 'tasks', 'task_edges', 'executors') \
                      AND t.relnamespace = current_schema()::regnamespace",
                 )
                 .fetch_all(&mut *c)
@@ -80,9 +87,9 @@ async fn run_and_task(s: &Store) -> (RunRow, TaskRow) {
             kind: TaskKind::Tool,
             status: TaskStatus::Waiting,
             generation: 1,
-            origin: "author".into(),
-            on_failure: "propagate".into(),
-            visibility: "collapsed".into(),
+            origin: Origin::Author,
+            on_failure: OnFailure::Propagate,
+            visibility: Visibility::Collapsed,
             tool_name: Some("read_file".into()),
             tool_input: Some("{}".into()),
             created_at: NOW,
@@ -165,5 +172,140 @@ async fn an_unknown_stored_word_reads_back_as_a_corrupt_row() {
             Err(StoreError::Corrupt(m)) => assert!(m.contains("runs.status"), "{m} on {d}"),
             other => panic!("runs.status on {d}: {other:?}"),
         }
+    }
+}
+
+/// Asserts `read` failed as a corrupt row naming `column`.
+fn assert_corrupt<T: std::fmt::Debug>(read: Result<T>, column: &str, d: impl std::fmt::Display) {
+    match read {
+        Err(StoreError::Corrupt(m)) => assert!(m.contains(column), "{m} on {d}"),
+        other => panic!("{column} on {d}: {other:?}"),
+    }
+}
+
+/// Every further fixed-set column (and the approval rules): the CHECK constraint takes exactly
+/// the enum's words, and a word no variant has, written with the constraints off, reads back as
+/// a corrupt row from each read of that row.
+#[tokio::test]
+async fn every_fixed_set_column_reads_a_bad_word_as_a_corrupt_row() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let (run, task) = run_and_task(s).await;
+        let member = s.member_by_id(run.created_by_id).await.unwrap().unwrap();
+        let runner = s
+            .create_runner(testing::new_runner(member.account_id, member.id, NOW))
+            .await
+            .unwrap();
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        let dependent = tx
+            .insert_task(NewTask {
+                run_id: run.id,
+                key: "u".into(),
+                created_at: NOW,
+                ..Default::default()
+            })
+            .await
+            .unwrap();
+        assert!(tx.insert_edge(dependent.id, task.id, EdgeKind::After).await.unwrap());
+        tx.commit().await.unwrap();
+        let mut raw = Raw::open(&ts).await;
+
+        // The constraints take the words.
+        for &mode in &ApprovalMode::ALL {
+            assert!(raw.set("runs", "approval_mode", run.id, mode.as_str()).await, "{d}");
+            assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().approval_mode, mode, "{d}");
+        }
+        for origin in [Origin::Author, Origin::Model, Origin::Kernel] {
+            assert!(raw.set("tasks", "origin", task.id, origin.as_str()).await, "{d}");
+            assert_eq!(s.task_by_id(task.id).await.unwrap().unwrap().origin, origin, "{d}");
+        }
+        for &on_failure in OnFailure::ALL {
+            assert!(
+                raw.set("tasks", "on_failure", task.id, on_failure.as_str()).await,
+                "{d}"
+            );
+            assert_eq!(
+                s.task_by_id(task.id).await.unwrap().unwrap().on_failure,
+                on_failure,
+                "{d}"
+            );
+        }
+        for &visibility in Visibility::ALL {
+            assert!(
+                raw.set("tasks", "visibility", task.id, visibility.as_str()).await,
+                "{d}"
+            );
+            assert_eq!(
+                s.task_by_id(task.id).await.unwrap().unwrap().visibility,
+                visibility,
+                "{d}"
+            );
+        }
+        for &kind in EdgeKind::ALL {
+            assert!(
+                raw.set_where("task_edges", "kind", "task_id", dependent.id, kind.as_str())
+                    .await,
+                "{d}"
+            );
+            assert_eq!(s.edges_of_run(run.id).await.unwrap()[0].kind, kind, "{d}");
+        }
+        for &status in ExecutorStatus::ALL {
+            assert!(raw.set("executors", "status", runner.id, status.as_str()).await, "{d}");
+            assert_eq!(
+                s.executor_by_id(runner.id).await.unwrap().unwrap().status,
+                status,
+                "{d}"
+            );
+        }
+        let columns = [
+            ("runs", "approval_mode", "id", run.id, "bypass"),
+            ("tasks", "origin", "id", task.id, "author"),
+            ("tasks", "on_failure", "id", task.id, "propagate"),
+            ("tasks", "visibility", "id", task.id, "visible"),
+            ("task_edges", "kind", "task_id", dependent.id, "after"),
+            ("executors", "status", "id", runner.id, "active"),
+        ];
+        for (table, column, key, id, _) in columns {
+            assert!(
+                !raw.set_where(table, column, key, id, "bogus").await,
+                "{table}.{column} on {d}"
+            );
+        }
+
+        // A bad word reads back as a corrupt row, from every read of the row.
+        raw.checks_off().await;
+        for (table, column, key, id, good) in columns {
+            assert!(raw.set_where(table, column, key, id, "bogus").await, "{d}");
+            let name = format!("{table}.{column}");
+            match table {
+                "runs" => {
+                    assert_corrupt(s.run_by_id(run.id).await, &name, d);
+                    let mut tx = s.begin().await.unwrap();
+                    assert_corrupt(tx.lock_run(run.id).await, &name, d);
+                }
+                "tasks" => {
+                    assert_corrupt(s.task_by_id(task.id).await, &name, d);
+                    assert_corrupt(s.tasks_of_run(run.id, 0, 10).await, &name, d);
+                }
+                "task_edges" => assert_corrupt(s.edges_of_run(run.id).await, &name, d),
+                _ => assert_corrupt(s.executor_by_id(runner.id).await, &name, d),
+            }
+            assert!(raw.set_where(table, column, key, id, good).await, "{d}");
+        }
+        assert!(s.run_by_id(run.id).await.unwrap().is_some());
+
+        // A rule list that does not parse (no constraint guards the column) is corrupt too:
+        // the gate never reads it as no rules.
+        for bad in ["not json", "{}", r#"[{"tool":"x","verdict":"maybe"}]"#, "null"] {
+            assert!(raw.set("runs", "approval_rules", run.id, bad).await, "{d}");
+            assert_corrupt(s.run_by_id(run.id).await, "runs.approval_rules", d);
+        }
+        let good = r#"[{"tool":"read_*","verdict":"allow"}]"#;
+        assert!(raw.set("runs", "approval_rules", run.id, good).await, "{d}");
+        let read = s.run_by_id(run.id).await.unwrap().unwrap();
+        let rules = read.approval_rules.unwrap();
+        assert_eq!((rules.as_str(), rules.rules().len()), (good, 1), "{d}");
     }
 }

@@ -8,7 +8,7 @@ mod rules;
 mod verdict;
 
 pub use glob::{Glob, glob_match};
-pub use rules::{Origin, Rule, RuleError, RuleVerdict, parse_rules};
+pub use rules::{ApprovalRules, Origin, Rule, RuleError, RuleVerdict, parse_rules};
 pub use verdict::{Decision, GrantOrigin, Mode, evaluate, text_at};
 
 #[cfg(test)]

@@ -15,10 +15,12 @@ pub enum RuleVerdict {
     Deny,
 }
 
-/// A row origin (approvals.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A row origin (approvals.md §1), also the store's `tasks.origin` word. The default (`model`,
+/// the one the gate trusts least) only lets rows derive `Default`; every writer names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Origin {
     /// Model calls (the default for rules).
+    #[default]
     Model,
     /// Steps authored through member doors.
     Author,
@@ -34,6 +36,19 @@ impl Origin {
             Self::Author => "author",
             Self::Kernel => "kernel",
         }
+    }
+
+    /// The origin whose word is `word`; `None` for any other string.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [Self::Model, Self::Author, Self::Kernel]
+            .into_iter()
+            .find(|o| o.as_str() == word)
+    }
+}
+
+impl serde::Serialize for Origin {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -54,12 +69,61 @@ pub struct Rule {
     pub origin: Origin,
 }
 
+/// A run's approval rules, parsed once: the stored JSON text (bytes kept as written) and the
+/// rules it holds. Built only from text that parses ([`ApprovalRules::parse`]), so a holder
+/// never meets an unreadable rule list; the store reads a column that does not parse as a
+/// corrupt row. Dereferences to the stored text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalRules {
+    text: String,
+    rules: Vec<Rule>,
+}
+
+impl ApprovalRules {
+    /// The rules of the stored text `text`: a JSON rule list ([`parse_rules`]). Text that is
+    /// not JSON is refused with reason `not_json`.
+    pub fn parse(text: &str) -> Result<Self, RuleError> {
+        let value: Value = serde_json::from_str(text).map_err(|_| err("not_json", String::new()))?;
+        let rules = parse_rules(&value)?;
+        Ok(Self {
+            text: text.to_string(),
+            rules,
+        })
+    }
+
+    /// The rules of `value`, stored as its compact JSON text.
+    pub fn of_value(value: &Value) -> Result<Self, RuleError> {
+        Ok(Self {
+            rules: parse_rules(value)?,
+            text: value.to_string(),
+        })
+    }
+
+    /// The rules, in written order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
+    }
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::ops::Deref for ApprovalRules {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
 /// A rule grammar refusal: `reason` is the rule word, `path` a JSON pointer relative to the
 /// rules array (`""` for the array itself, `/2/verdict` for a key).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("approval_rules{path}: {reason}")]
 pub struct RuleError {
-    /// `not_a_list`, `not_an_object`, `unknown_key`, `tool_required`, `verdict_invalid`,
+    /// `not_json` (stored text only), `not_a_list`, `not_an_object`, `unknown_key`,
+    /// `tool_required`, `verdict_invalid`,
     /// `origin_invalid`, `match_without_path`, `path_invalid`, `glob_invalid`, `reason_invalid`.
     pub reason: &'static str,
     /// Where, relative to the rules array.

@@ -6,15 +6,66 @@ use super::glob::glob_match;
 use super::rules::{Origin, Rule, RuleVerdict};
 use crate::bounds;
 
-/// The run's approval mode as the gate sees it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// A run's approval mode (approvals.md §1): the one type the declaration grammar, the store's
+/// `runs.approval_mode` column and the gate share. Its word is what the column holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Mode {
-    /// `bypass`.
+    /// `bypass`: grant model calls no deny rule matches.
     Bypass,
-    /// `ask`.
+    /// `ask`: hold every model call unless an allow rule grants it. The default only lets rows
+    /// derive `Default` (the strictest mode that still runs a call); every writer names the mode.
+    #[default]
     Ask,
-    /// `rules`.
+    /// `rules`: grant only what an allow rule matches.
     Rules,
+}
+
+impl Mode {
+    /// Every mode, in declaration order.
+    pub const ALL: [Self; 3] = [Self::Bypass, Self::Ask, Self::Rules];
+
+    /// The wire (and stored) word.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Bypass => "bypass",
+            Self::Ask => "ask",
+            Self::Rules => "rules",
+        }
+    }
+
+    /// The mode whose word is `word`; `None` for any other string.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.as_str() == word)
+    }
+
+    /// The message refusing `approval_mode` when it is missing, or the value `given` when it
+    /// is not one of the words.
+    pub fn refusal(given: Option<&Value>) -> String {
+        const WORDS: &str = "bypass, ask, rules";
+        match given {
+            None | Some(Value::Null) => format!("approval_mode is required: one of {WORDS}"),
+            Some(other) => format!("approval_mode {other} is not one of {WORDS}"),
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl serde::Serialize for Mode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Mode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(d)?;
+        Self::from_word(&word).ok_or_else(|| serde::de::Error::unknown_variant(&word, &["bypass", "ask", "rules"]))
+    }
 }
 
 /// Who granted a released row (`approval.origin`).

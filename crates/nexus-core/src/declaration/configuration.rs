@@ -11,47 +11,8 @@ use super::set::validate_declaration;
 use crate::approval::{self, Rule};
 use crate::bounds;
 
-/// The profile's approval mode (approvals.md §1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ApprovalMode {
-    /// Grant model calls no deny rule matches.
-    Bypass,
-    /// Hold every model call unless an allow rule grants it.
-    Ask,
-    /// Grant only what an allow rule matches.
-    Rules,
-}
-
-impl ApprovalMode {
-    /// The wire word.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Bypass => "bypass",
-            Self::Ask => "ask",
-            Self::Rules => "rules",
-        }
-    }
-
-    /// Parses a wire word.
-    pub fn from_word(word: &str) -> Option<Self> {
-        match word {
-            "bypass" => Some(Self::Bypass),
-            "ask" => Some(Self::Ask),
-            "rules" => Some(Self::Rules),
-            _ => None,
-        }
-    }
-
-    /// The message refusing `approval_mode` when it is missing, or the value `given` when it
-    /// is not one of the words.
-    pub fn refusal(given: Option<&Value>) -> String {
-        const WORDS: &str = "bypass, ask, rules";
-        match given {
-            None | Some(Value::Null) => format!("approval_mode is required: one of {WORDS}"),
-            Some(other) => format!("approval_mode {other} is not one of {WORDS}"),
-        }
-    }
-}
+/// The profile's approval mode (approvals.md §1): the run's mode type.
+pub use crate::approval::Mode as ApprovalMode;
 
 /// A validated, normalized profile configuration.
 #[derive(Debug, Clone, PartialEq)]

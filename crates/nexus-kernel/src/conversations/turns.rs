@@ -11,8 +11,8 @@
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput};
 use nexus_store::{
-    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, RunRow, RunStatus,
-    TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, WorkspaceRow,
+    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, OnFailure, Origin,
+    RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, Visibility, WorkspaceRow,
 };
 use serde_json::{Value, json};
 
@@ -318,6 +318,8 @@ impl Kernel {
             InputKind::User => head.created_by_id.unwrap_or(conversation.created_by_id),
             InputKind::TaskResult => conversation.created_by_id,
         };
+        let (approval_mode, approval_rules) =
+            crate::runs::gate::stored_approval(&plan.approval_mode, &plan.approval_rules)?;
         let mut run = tx
             .insert_run(NewRun {
                 public_id: time::new_id(),
@@ -327,8 +329,8 @@ impl Kernel {
                 declaring_agent_id: Some(answerer.id),
                 status: RunStatus::Running,
                 hosting: hosting.to_text(),
-                approval_mode: plan.approval_mode,
-                approval_rules: (!plan.approval_rules.is_null()).then(|| plan.approval_rules.to_string()),
+                approval_mode,
+                approval_rules,
                 default_runner_id: conversation.default_runner_id,
                 revision: 0,
                 created_at: now,
@@ -355,9 +357,9 @@ impl Kernel {
                 kind: TaskKind::Model,
                 status: TaskStatus::Waiting,
                 generation: 1,
-                origin: "kernel".into(),
-                on_failure: "propagate".into(),
-                visibility: "visible".into(),
+                origin: Origin::Kernel,
+                on_failure: OnFailure::Propagate,
+                visibility: Visibility::Visible,
                 mainline: true,
                 frozen_context: Some(Frozen::Model(Box::new(seed.frozen)).to_text()),
                 request_surface: Some(serde_json::to_string(&seed.surface).expect("surface serializes")),

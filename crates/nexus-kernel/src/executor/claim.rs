@@ -15,7 +15,8 @@
 
 use nexus_core::codes::Code;
 use nexus_store::{
-    Engine, ExecutorKind, ExecutorRow, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus, Tx,
+    Engine, ExecutorKind, ExecutorRow, ExecutorStatus, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow,
+    TaskStatus, Tx,
 };
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -197,7 +198,7 @@ impl Kernel {
                 }
                 None => Ok(false),
             },
-            ExecutorKind::AgentApplication => Ok(executor.status == "active"
+            ExecutorKind::AgentApplication => Ok(executor.status == ExecutorStatus::Active
                 && executor.agent_id.is_some()
                 && executor.agent_id == run.declaring_agent_id),
         }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_store::{Engine, TaskRow, TaskStatus};
+use nexus_store::{Engine, ExecutorStatus, TaskRow, TaskStatus};
 
 use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
@@ -120,7 +120,7 @@ impl Kernel {
         let credential = self.store.credential_by_public_id(principal.credential.public_id).await;
         match (executor, credential) {
             (Ok(Some(e)), Ok(Some(c))) => {
-                e.status == "active"
+                e.status == ExecutorStatus::Active
                     && e.credential_epoch == c.epoch
                     && c.revoked_at.is_none()
                     && c.expires_at.is_none_or(|at| at > now)

@@ -13,10 +13,13 @@
 //! `{"authored_timeout_ms": n|null}` ([`authored_timeout`]), so a hold, a re-hold or a retry
 //! never loses it.
 
-use nexus_core::approval::{self, Decision, GrantOrigin, Mode, Origin};
+use nexus_core::approval::{self, Decision, GrantOrigin};
 use nexus_core::codes::task_error;
 use nexus_core::registry::{self, EffectProfile};
-use nexus_store::{Engine, ExecutorKind, ExecutorRow, NewJob, RunRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{
+    ApprovalMode, ApprovalRules, Engine, ExecutorKind, ExecutorRow, ExecutorStatus, NewJob, RunRow, TaskKind, TaskRow,
+    TaskStatus, Tx,
+};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -152,27 +155,33 @@ fn grant_word(origin: GrantOrigin) -> &'static str {
     }
 }
 
-/// The verdict of approvals.md §3 for this row under the run's frozen mode and rules.
+/// A new run's approval inputs as the store keeps them: the mode by its word, the rules
+/// parsed once (`null`: none). Inputs a door validated always convert; a word or a rule list
+/// that does not (a profile stored before a grammar change) refuses the run as a corrupt
+/// input rather than running it under no rules.
+pub(crate) fn stored_approval(mode: &str, rules: &Value) -> KernelResult<(ApprovalMode, Option<ApprovalRules>)> {
+    let corrupt = |what: String| nexus_store::StoreError::Corrupt(what);
+    let mode = ApprovalMode::from_word(mode).ok_or_else(|| corrupt(format!("approval mode {mode:?}")))?;
+    let rules = match rules {
+        Value::Null => None,
+        rules => Some(ApprovalRules::of_value(rules).map_err(|e| corrupt(e.to_string()))?),
+    };
+    Ok((mode, rules))
+}
+
+/// The verdict of approvals.md §3 for this row under the run's frozen mode and rules, as the
+/// store read them: typed, so an unknown mode or a rule list that does not parse never gets
+/// here (the read is a corrupt row, and the run stops in `needs_attention`).
 pub(crate) fn verdict(run: &RunRow, task: &TaskRow) -> Decision {
-    let mode = match run.approval_mode.as_str() {
-        "ask" => Mode::Ask,
-        "rules" => Mode::Rules,
-        _ => Mode::Bypass,
-    };
-    let origin = match task.origin.as_str() {
-        "author" => Origin::Author,
-        "kernel" => Origin::Kernel,
-        _ => Origin::Model,
-    };
-    let rules = run
-        .approval_rules
-        .as_deref()
-        .and_then(|t| serde_json::from_str::<Value>(t).ok())
-        .filter(|v| !v.is_null())
-        .map(|v| approval::parse_rules(&v).unwrap_or_default())
-        .unwrap_or_default();
+    let rules = run.approval_rules.as_ref().map_or(&[][..], |r| r.rules());
     let input = parse_json(task.tool_input.as_deref());
-    approval::evaluate(&rules, mode, origin, task.tool_name.as_deref().unwrap_or(""), &input)
+    approval::evaluate(
+        rules,
+        run.approval_mode,
+        task.origin,
+        task.tool_name.as_deref().unwrap_or(""),
+        &input,
+    )
 }
 
 impl Kernel {
@@ -213,7 +222,7 @@ impl Kernel {
     /// agent's own address, and active.
     fn agent_address_eligible(run: &RunRow, executor: &ExecutorRow) -> bool {
         executor.kind == ExecutorKind::AgentApplication
-            && executor.status == "active"
+            && executor.status == ExecutorStatus::Active
             && executor.agent_id.is_some()
             && executor.agent_id == run.declaring_agent_id
     }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self};
-use nexus_store::{Engine, EventRow, RunRow, RunStatus, TaskKind, TaskRow, Tx};
+use nexus_store::{Engine, EventRow, RunRow, RunStatus, TaskKind, TaskRow, Tx, Visibility};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -185,7 +185,7 @@ impl Kernel {
             if let Some(dep) = by_id.get(&e.depends_on_id) {
                 out.entry(e.task_id).or_default().push(Dep {
                     key: dep.key.clone(),
-                    edge: e.kind.clone(),
+                    edge: e.kind,
                     settled: dep.status.is_settled(),
                 });
             }
@@ -477,7 +477,7 @@ impl Kernel {
         let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
         let mut rows = Vec::new();
         for t in &tasks {
-            if t.visibility == "hidden" && !include_hidden {
+            if t.visibility == Visibility::Hidden && !include_hidden {
                 continue;
             }
             match t.kind {

@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use nexus_store::{DependentsProbe, EdgeRow, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{DependentsProbe, EdgeKind, EdgeRow, OnFailure, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 
 use crate::error::KernelResult;
 
@@ -100,7 +100,8 @@ impl Graph {
                 edges.push(EdgeRow {
                     task_id: d,
                     depends_on_id: dep.id,
-                    kind: String::new(),
+                    // This read does not name the kind, and the graph does not read it.
+                    kind: EdgeKind::After,
                 });
             }
             for t in std::iter::once(row).chain(rows) {
@@ -234,7 +235,7 @@ fn satisfies(dep: &TaskRow) -> bool {
     match dep.status {
         TaskStatus::Completed => true,
         TaskStatus::Skipped => false,
-        _ => dep.on_failure == "absorb" || dep.failure_resolution.as_deref() == Some(super::recover::ABANDONED),
+        _ => dep.on_failure == OnFailure::Absorb || dep.failure_resolution.as_deref() == Some(super::recover::ABANDONED),
     }
 }
 

@@ -1,7 +1,7 @@
 //! How a run ends (runs.md §1, §2, §6): quiescence, adjudication candidates, halts, a drained
 //! cancel, and the stop that cancels live rows.
 
-use nexus_store::{RunRow, RunStatus, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{OnFailure, RunRow, RunStatus, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
 use super::rows::{Graph, Prefetched};
@@ -23,7 +23,7 @@ struct EndView<'a> {
     id: i64,
     key: &'a str,
     status: TaskStatus,
-    on_failure: &'a str,
+    on_failure: OnFailure,
     resolved: bool,
 }
 
@@ -36,7 +36,7 @@ macro_rules! end_view_from {
                     id: t.id,
                     key: &t.key,
                     status: t.status,
-                    on_failure: &t.on_failure,
+                    on_failure: t.on_failure,
                     resolved: t.failure_resolution.is_some(),
                 }
             }
@@ -52,7 +52,7 @@ impl EndView<'_> {
             self.status,
             TaskStatus::Failed | TaskStatus::TimedOut | TaskStatus::Uncertain
         );
-        failed && !self.resolved && self.on_failure != "absorb"
+        failed && !self.resolved && self.on_failure != OnFailure::Absorb
     }
 }
 
@@ -80,7 +80,7 @@ fn run_end<'a>(run: &RunRow, rows: impl Iterator<Item = EndView<'a>> + Clone) ->
         RunStatus::Running => {
             let mut candidates = rows.clone().filter(|t| t.is_candidate());
             let first = candidates.clone().next();
-            let halt = candidates.find(|t| t.on_failure == "halt");
+            let halt = candidates.find(|t| t.on_failure == OnFailure::Halt);
             let deliverable_completed = run
                 .deliverable_task_id
                 .and_then(|id| rows.clone().find(|t| t.id == id))
@@ -256,7 +256,7 @@ mod tests {
             id,
             key: key.into(),
             status,
-            on_failure: on_failure.into(),
+            on_failure: OnFailure::parse(on_failure).unwrap(),
             failure_resolution: None,
         }
     }

@@ -17,7 +17,7 @@
 //! settling it, or a writer is changing the run, and the next pass looks again.
 
 use nexus_core::codes::task_error;
-use nexus_store::{Engine, TaskKind, TaskStatus};
+use nexus_store::{Engine, ExecutorStatus, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::Kernel;
@@ -43,6 +43,7 @@ impl Kernel {
                 match self.expire_one(run_id, task_id, now).await {
                     Ok(true) => settled += 1,
                     Ok(false) => {}
+                    Err(e) if e.is_corrupt_row() => self.hold_unreadable(run_id, None).await,
                     Err(e) => tracing::warn!(run_id, task_id, error = %e, "sweep: row skipped"),
                 }
             }
@@ -66,6 +67,7 @@ impl Kernel {
                 match self.revoked_one(run_id, task_id, now).await {
                     Ok(true) => changed += 1,
                     Ok(false) => {}
+                    Err(e) if e.is_corrupt_row() => self.hold_unreadable(run_id, None).await,
                     Err(e) => tracing::warn!(run_id, task_id, error = %e, "sweep: row skipped"),
                 }
             }
@@ -97,7 +99,7 @@ impl Kernel {
             Some(id) => self.store.executor_by_id(id).await?,
             None => None,
         };
-        let Some(addressee) = addressee.filter(|e| e.status == "revoked") else {
+        let Some(addressee) = addressee.filter(|e| e.status == ExecutorStatus::Revoked) else {
             tx.rollback().await?;
             return Ok(false);
         };

@@ -7,7 +7,7 @@
 //! absent option is omitted unless its member says it is served as `null`.
 
 use nexus_core::results::{self, Block};
-use nexus_store::{TaskKind, TaskRow, TaskStatus};
+use nexus_store::{EdgeKind, OnFailure, TaskKind, TaskRow, TaskStatus, Visibility};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
@@ -85,8 +85,8 @@ pub struct Trace {
     pub kind: TaskKind,
     pub status: TaskStatus,
     pub generation: i64,
-    pub on_failure: String,
-    pub visibility: String,
+    pub on_failure: OnFailure,
+    pub visibility: Visibility,
     /// The keys of the row's `after` dependencies.
     pub after: Vec<String>,
     pub created_at: String,
@@ -117,7 +117,7 @@ pub struct TaskError {
 /// One dependency of a row: its key, the edge's kind, whether it has settled.
 pub(crate) struct Dep {
     pub key: String,
-    pub edge: String,
+    pub edge: EdgeKind,
     pub settled: bool,
 }
 
@@ -138,9 +138,9 @@ impl Trace {
             kind: task.kind,
             status: task.status,
             generation: task.generation,
-            on_failure: task.on_failure.clone(),
-            visibility: task.visibility.clone(),
-            after: keys(&|d| d.edge == "after"),
+            on_failure: task.on_failure,
+            visibility: task.visibility,
+            after: keys(&|d| d.edge == EdgeKind::After),
             created_at: time::iso(task.created_at),
             started_at: task.started_at.map(time::iso),
             settled_at: task.settled_at.map(time::iso),

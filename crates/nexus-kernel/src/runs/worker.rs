@@ -112,9 +112,33 @@ impl Kernel {
         };
         match result {
             Ok(handed_off) => self.run_kernel_tools(handed_off).await,
+            Err(e) if e.is_corrupt_row() => self.hold_unreadable(job.run_id, Some(job.id)).await,
             Err(e) => {
                 tracing::warn!(error = %e, job = job.id, kind = %job.kind, "job failed; it runs again when its lease lapses")
             }
+        }
+    }
+
+    /// A run whose row (or a row its unit read) does not read stops in `needs_attention`
+    /// (`attention.reason = corrupt_row`) instead of running its job again and again, and the
+    /// job is dropped: nothing passes a call under words it cannot read. A person repairs the
+    /// row, then resolves the run's attention.
+    pub(crate) async fn hold_unreadable(&self, run_id: i64, job: Option<i64>) {
+        let held = async {
+            let mut tx = self.store.begin().await?;
+            let held = tx.hold_unreadable_run(run_id, "corrupt_row", self.now_ms()).await?;
+            tx.commit().await?;
+            if let Some(job) = job {
+                self.store.delete_job(job).await?;
+            }
+            Ok::<bool, nexus_store::StoreError>(held)
+        };
+        match held.await {
+            Ok(held) => {
+                tracing::error!(run_id, held, "a run's stored rows do not read; the run needs attention");
+                self.publish(vec![AfterCommit::RunEvents(run_id)]).await;
+            }
+            Err(e) => tracing::warn!(run_id, error = %e, "holding an unreadable run failed"),
         }
     }
 
@@ -142,6 +166,7 @@ impl Kernel {
         while let Some(job) = queue.pop_front() {
             match self.run_kernel_tool_job(job).await {
                 Ok(more) => queue.extend(more),
+                Err(e) if e.is_corrupt_row() => self.hold_unreadable(job.run_id, Some(job.job_id)).await,
                 Err(e) => tracing::warn!(error = %e, job = job.job_id, "kernel tool job failed"),
             }
         }

@@ -5,7 +5,7 @@
 //! (runs/resolution.rs); the answer content is this call's paired result.
 
 use nexus_core::steps::{ASK_OPTION_CHARS, ASK_OPTIONS_MAX};
-use nexus_store::{NewTask, RunRow, TaskKind, Tx};
+use nexus_store::{NewTask, OnFailure, Origin, RunRow, TaskKind, Tx, Visibility};
 use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, place_child, started};
@@ -94,9 +94,9 @@ pub(super) async fn run(
     };
     let new = NewTask {
         kind: TaskKind::Await,
-        origin: "kernel".into(),
-        on_failure: "halt".into(),
-        visibility: "collapsed".into(),
+        origin: Origin::Kernel,
+        on_failure: OnFailure::Halt,
+        visibility: Visibility::Collapsed,
         mainline: call.call.mainline,
         branch_of: call.call.branch_of.clone(),
         timeout_ms: Some(ASK_TIMEOUT_MS),

@@ -17,7 +17,7 @@
 //!   branch caller it carries no history.)
 
 use nexus_core::declaration::{self, callable_of};
-use nexus_store::{NewTask, RunRow, TaskKind, TaskStatus, Tx};
+use nexus_store::{EdgeKind, NewTask, OnFailure, Origin, RunRow, TaskKind, TaskStatus, Tx, Visibility};
 use serde_json::Value;
 
 use super::tool_call::{PARAMETER_INVALID, declaring_round, place_child, started};
@@ -238,9 +238,9 @@ pub(super) async fn run(
         "model",
         NewTask {
             kind: TaskKind::Model,
-            origin: "kernel".into(),
-            on_failure: "absorb".into(),
-            visibility: "hidden".into(),
+            origin: Origin::Kernel,
+            on_failure: OnFailure::Absorb,
+            visibility: Visibility::Hidden,
             mainline: false,
             branch_of: Some(call.call.key.clone()),
             frozen_context: Some(Frozen::Model(Box::new(frozen)).to_text()),
@@ -262,9 +262,9 @@ pub(super) async fn run(
         "delegation",
         NewTask {
             kind: TaskKind::Await,
-            origin: "kernel".into(),
-            on_failure: "absorb".into(),
-            visibility: "hidden".into(),
+            origin: Origin::Kernel,
+            on_failure: OnFailure::Absorb,
+            visibility: Visibility::Hidden,
             mainline: call.call.mainline,
             branch_of: call.call.branch_of.clone(),
             timeout_ms: Some(DELEGATION_TIMEOUT_MS),
@@ -308,9 +308,9 @@ pub(super) async fn run(
         "mail",
         NewTask {
             kind: TaskKind::Model,
-            origin: "kernel".into(),
-            on_failure: caller.on_failure.clone(),
-            visibility: caller.visibility.clone(),
+            origin: Origin::Kernel,
+            on_failure: caller.on_failure,
+            visibility: caller.visibility,
             mainline: caller.mainline,
             branch_of: caller.branch_of.clone(),
             frozen_context: Some(Frozen::Model(Box::new(mail_frozen)).to_text()),
@@ -321,9 +321,10 @@ pub(super) async fn run(
     )
     .await?;
     if mail.status == TaskStatus::Waiting {
-        tx.insert_edge_with_unit(mail.id, obligation.id, "after").await?;
+        tx.insert_edge_with_unit(mail.id, obligation.id, EdgeKind::After)
+            .await?;
         for w in &waiters {
-            tx.insert_edge_with_unit(mail.id, *w, "after").await?;
+            tx.insert_edge_with_unit(mail.id, *w, EdgeKind::After).await?;
         }
         if caller.mainline && run.deliverable_task_id.is_some_and(|d| waiters.contains(&d)) {
             run.deliverable_task_id = Some(mail.id);

@@ -7,7 +7,8 @@
 
 use nexus_core::bounds;
 use nexus_store::{
-    DeliveryMode, Engine, InputKind, InputState, MemberKind, NewConversation, NewInput, NewTask, RunRow, TaskKind, Tx,
+    DeliveryMode, Engine, InputKind, InputState, MemberKind, NewConversation, NewInput, NewTask, OnFailure, Origin,
+    RunRow, TaskKind, Tx, Visibility,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -68,9 +69,13 @@ fn word<'a>(
 fn reply_await(call: &GraphCall<'_>, child: Uuid, timeout: i64, delegation: bool) -> NewTask {
     NewTask {
         kind: TaskKind::Await,
-        origin: "kernel".into(),
-        on_failure: "absorb".into(),
-        visibility: if delegation { "hidden" } else { "collapsed" }.into(),
+        origin: Origin::Kernel,
+        on_failure: OnFailure::Absorb,
+        visibility: if delegation {
+            Visibility::Hidden
+        } else {
+            Visibility::Collapsed
+        },
         mainline: call.call.mainline,
         branch_of: call.call.branch_of.clone(),
         timeout_ms: Some(timeout),

@@ -12,7 +12,7 @@ use nexus_core::codes::task_error;
 use nexus_core::declaration::{self, callable_of};
 use nexus_core::nul::contains_nul;
 use nexus_core::{bounds, jcs};
-use nexus_store::{Engine, NewTask, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{EdgeKind, Engine, NewTask, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx, Visibility};
 use serde_json::{Value, json};
 
 use super::{GraphCall, KernelToolOutcome};
@@ -76,9 +76,9 @@ pub(super) async fn place_child(
             new.status = TaskStatus::Waiting;
             new.declaring_task_id = Some(call.id);
             new.created_at = now;
-            let origin = new.origin.clone();
+            let origin = new.origin;
             let row = tx.insert_task(new).await?;
-            tx.insert_edge_with_unit(row.id, call.id, "after").await?;
+            tx.insert_edge_with_unit(row.id, call.id, EdgeKind::After).await?;
             kernel
                 .emit(
                     &mut Unit::of(tx, run, now, effects),
@@ -96,7 +96,7 @@ pub(super) async fn place_child(
             .iter()
             .filter(|e| e.depends_on_id == call.id && e.task_id != child.id)
         {
-            tx.insert_edge_with_unit(e.task_id, child.id, &e.kind).await?;
+            tx.insert_edge_with_unit(e.task_id, child.id, e.kind).await?;
         }
     }
     Ok(child)
@@ -186,9 +186,9 @@ pub(super) async fn run(
     };
     let new = NewTask {
         kind: TaskKind::Tool,
-        origin: call.call.origin.clone(),
-        on_failure: call.call.on_failure.clone(),
-        visibility: "collapsed".into(),
+        origin: call.call.origin,
+        on_failure: call.call.on_failure,
+        visibility: Visibility::Collapsed,
         mainline: call.call.mainline,
         branch_of: call.call.branch_of.clone(),
         tool_name: Some(resolved.tool_name.clone()),

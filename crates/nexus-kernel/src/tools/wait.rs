@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, RunRow, TaskKind, Tx};
+use nexus_store::{NewTask, OnFailure, Origin, RunRow, TaskKind, Tx, Visibility};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -109,9 +109,9 @@ pub(super) async fn run(
     }
     let new = NewTask {
         kind: TaskKind::Await,
-        origin: "kernel".into(),
-        on_failure: "absorb".into(),
-        visibility: "collapsed".into(),
+        origin: Origin::Kernel,
+        on_failure: OnFailure::Absorb,
+        visibility: Visibility::Collapsed,
         mainline: call.call.mainline,
         branch_of: call.call.branch_of.clone(),
         timeout_ms: Some(timeout),

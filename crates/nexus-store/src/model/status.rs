@@ -1,8 +1,10 @@
-//! The words of a run's and a task's life: run statuses (runs.md §1), task statuses (runs.md
-//! §5) and task kinds. Each is an enum whose word ([`TaskStatus::as_str`], …) is exactly what
-//! the database column holds and what the API and the events serve; the tables' CHECK
-//! constraints name the same words. A word read back that no variant has is a corrupt row
-//! ([`crate::StoreError::Corrupt`]), never a panic.
+//! The stored words with a fixed set: run statuses (runs.md §1), task statuses (runs.md §5),
+//! task kinds, failure policies, visibilities, edge kinds and executor statuses. Each is an
+//! enum whose word ([`TaskStatus::as_str`], …) is exactly what the database column holds and
+//! what the API and the events serve; the tables' CHECK constraints name the same words. A word
+//! read back that no variant has is a corrupt row ([`crate::StoreError::Corrupt`]), never a
+//! panic. (The approval mode and a task's origin are the core's types,
+//! `nexus_core::approval::{Mode, Origin}`, read and bound the same way.)
 
 use std::fmt;
 
@@ -84,6 +86,12 @@ macro_rules! stored_words {
                 buf: &mut sqlx::postgres::PgArgumentBuffer,
             ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
                 <&str as sqlx::Encode<sqlx::Postgres>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl crate::postgres::Literal for $name {
+            fn literal(&self) -> String {
+                crate::postgres::Literal::literal(self.as_str())
             }
         }
     };
@@ -171,6 +179,85 @@ stored_words! {
     }
 }
 
+stored_words! {
+    /// A task's failure policy (runs.md §6). The default only lets rows derive `Default`;
+    /// every writer names the policy.
+    pub enum OnFailure {
+        #[default]
+        Propagate = "propagate",
+        Absorb = "absorb",
+        Halt = "halt",
+    }
+}
+
+/// The step grammar's policy (`nexus_core::steps`), stored: the one conversion.
+impl From<nexus_core::steps::OnFailure> for OnFailure {
+    fn from(p: nexus_core::steps::OnFailure) -> Self {
+        use nexus_core::steps::OnFailure as Step;
+        match p {
+            Step::Propagate => Self::Propagate,
+            Step::Absorb => Self::Absorb,
+            Step::Halt => Self::Halt,
+        }
+    }
+}
+
+stored_words! {
+    /// How a task shows in the run's views. The default only lets rows derive `Default`.
+    pub enum Visibility {
+        #[default]
+        Visible = "visible",
+        Collapsed = "collapsed",
+        Hidden = "hidden",
+    }
+}
+
+/// The step grammar's visibility (`nexus_core::steps`), stored: the one conversion.
+impl From<nexus_core::steps::Visibility> for Visibility {
+    fn from(v: nexus_core::steps::Visibility) -> Self {
+        use nexus_core::steps::Visibility as Step;
+        match v {
+            Step::Visible => Self::Visible,
+            Step::Collapsed => Self::Collapsed,
+            Step::Hidden => Self::Hidden,
+        }
+    }
+}
+
+stored_words! {
+    /// A `task_edges` row's kind: the dependent runs after, reads, or pairs with its
+    /// dependency. The default only lets rows derive `Default`.
+    pub enum EdgeKind {
+        #[default]
+        After = "after",
+        Reads = "reads",
+        Pairs = "pairs",
+    }
+}
+
+/// Edges sort by their stored word, as the statements that order by `kind` do.
+impl Ord for EdgeKind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for EdgeKind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+stored_words! {
+    /// An executor's status: a revoked executor keeps its row and takes no more work. The
+    /// default only lets rows derive `Default`.
+    pub enum ExecutorStatus {
+        #[default]
+        Active = "active",
+        Revoked = "revoked",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,6 +281,10 @@ mod tests {
         check(RunStatus::ALL, RunStatus::as_str, RunStatus::parse);
         check(TaskStatus::ALL, TaskStatus::as_str, TaskStatus::parse);
         check(TaskKind::ALL, TaskKind::as_str, TaskKind::parse);
+        check(OnFailure::ALL, OnFailure::as_str, OnFailure::parse);
+        check(Visibility::ALL, Visibility::as_str, Visibility::parse);
+        check(EdgeKind::ALL, EdgeKind::as_str, EdgeKind::parse);
+        check(ExecutorStatus::ALL, ExecutorStatus::as_str, ExecutorStatus::parse);
     }
 
     /// The settled statuses are exactly the six runs.md §5 names; the rest are open.

@@ -15,8 +15,8 @@ macro_rules! run_ops {
                 .bind(new.declaring_agent_id)
                 .bind(&new.status)
                 .bind(&new.hosting)
-                .bind(&new.approval_mode)
-                .bind(&new.approval_rules)
+                .bind(new.approval_mode.as_str())
+                .bind(new.approval_rules.as_deref())
                 .bind(new.default_runner_id)
                 .bind(new.revision)
                 .bind(new.created_at)
@@ -72,6 +72,41 @@ macro_rules! run_ops {
                 Some(r) => row::run(&r),
                 None => Err(StoreError::NotFound(format!("run {id}"))),
             }
+        }
+
+        /// [`crate::Tx::hold_unreadable_run`]: reads and writes the columns it needs only.
+        pub(crate) async fn hold_unreadable_run(c: &mut Conn, id: i64, reason: &str, at: i64) -> Result<bool> {
+            use $crate::row::Columns;
+            let Some(r) = query(sql::RUN_STATUS_WORD).bind(id).fetch_optional(&mut *c).await? else {
+                return Ok(false);
+            };
+            let from = r.text("status")?;
+            if !["pending", "running", "canceling"].contains(&from.as_str()) {
+                return Ok(false);
+            }
+            let attention = serde_json::json!({"reason": reason, "task_key": null}).to_string();
+            let Some(r) = query(sql::HOLD_UNREADABLE_RUN)
+                .bind(id)
+                .bind(attention)
+                .bind(&from)
+                .fetch_optional(&mut *c)
+                .await
+                .map_err(write_error)?
+            else {
+                return Ok(false);
+            };
+            let data = serde_json::json!({"from": from, "to": RunStatus::NeedsAttention, "reason": reason});
+            query(sql::APPEND_EVENT_AT_SQLITE)
+                .bind(id)
+                .bind(r.int("last_event_sequence")?)
+                .bind("run_status_changed")
+                .bind(at)
+                .bind(None::<String>)
+                .bind(data.to_string())
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(true)
         }
 
         pub(crate) async fn try_lock_run(c: &mut Conn, id: i64) -> Result<Option<RunRow>> {

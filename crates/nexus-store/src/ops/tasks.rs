@@ -48,7 +48,7 @@ macro_rules! task_ops {
                 .bind(new.run_id)
                 .bind(&new.key)
                 .bind(&new.kind)
-                .bind(&new.origin)
+                .bind(new.origin.as_str())
                 .bind(&digest)
                 .bind(new.created_at);
             let mut q = row::bind_task_mutable!(q, new);
@@ -298,8 +298,12 @@ macro_rules! task_ops {
 
         // ---- edges ----
 
-        pub(crate) async fn insert_edge(c: &mut Conn, task_id: i64, depends_on_id: i64, kind: &str) -> Result<bool> {
-            check_text(kind)?;
+        pub(crate) async fn insert_edge(
+            c: &mut Conn,
+            task_id: i64,
+            depends_on_id: i64,
+            kind: EdgeKind,
+        ) -> Result<bool> {
             let done = query(sql::INSERT_EDGE)
                 .bind(task_id)
                 .bind(depends_on_id)

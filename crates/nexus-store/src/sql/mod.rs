@@ -287,6 +287,14 @@ pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequen
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");
 
+/// A run's status word as stored, undecoded ([`crate::Tx::hold_unreadable_run`]).
+pub(crate) const RUN_STATUS_WORD: &str = "SELECT status FROM runs WHERE id = $1";
+
+/// A run whose row does not read moves to `needs_attention` from the status `$3` it was read
+/// at, with the attention `$2` and the sequence of the event that says so.
+pub(crate) const HOLD_UNREADABLE_RUN: &str = "UPDATE runs SET status = 'needs_attention', attention = $2, \
+     last_event_sequence = last_event_sequence + 1 WHERE id = $1 AND status = $3 RETURNING last_event_sequence";
+
 /// A task's frozen context, the body stored under its digest (`frozen_contexts`, migration 0014;
 /// `NULL` for a row without one), read beside the row `$t` (a table name or alias).
 macro_rules! frozen_body {

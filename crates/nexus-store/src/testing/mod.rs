@@ -110,6 +110,79 @@ impl TestStore {
     pub fn sqlite_path(&self) -> Option<std::path::PathBuf> {
         self.dir.as_ref().map(|d| d.path().join("nexus.db"))
     }
+
+    /// A PostgreSQL connection of its own to the test's schema (`None` for SQLite).
+    async fn raw_postgres(&self) -> Option<sqlx::PgConnection> {
+        use sqlx::Connection;
+        let (base, schema) = (self.base_url.as_ref()?, self.schema.as_ref()?);
+        let mut c = sqlx::PgConnection::connect(base).await.expect("connect");
+        let search_path = format!("SET search_path TO \"{schema}\"");
+        sqlx::query(sqlx::AssertSqlSafe(search_path))
+            .execute(&mut c)
+            .await
+            .expect("search_path");
+        Some(c)
+    }
+
+    /// A SQLite connection of its own to the test's file.
+    fn raw_sqlite(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.sqlite_path().expect("sqlite")).expect("open")
+    }
+
+    /// Runs `sql` on a connection of its own beside the store with the CHECK constraints of
+    /// `tables` off (SQLite: `PRAGMA ignore_check_constraints`; PostgreSQL: dropped, in the
+    /// test's own schema): writes no door can, to test what a corrupt row does.
+    pub async fn execute_unchecked(&self, tables: &[&str], sql: &str) {
+        let Some(mut c) = self.raw_postgres().await else {
+            let c = self.raw_sqlite();
+            c.execute_batch("PRAGMA ignore_check_constraints = ON").expect("pragma");
+            c.execute_batch(sql).expect("execute");
+            return;
+        };
+        let checks: Vec<(String, String)> = sqlx::query_as(
+            "SELECT t.relname::text, k.conname::text FROM pg_constraint k JOIN pg_class t ON t.oid = k.conrelid \
+             WHERE k.contype = 'c' AND t.relname = ANY($1) AND t.relnamespace = current_schema()::regnamespace",
+        )
+        .bind(tables.iter().map(|t| t.to_string()).collect::<Vec<_>>())
+        .fetch_all(&mut c)
+        .await
+        .expect("constraints");
+        for (table, name) in checks {
+            let drop = format!("ALTER TABLE {table} DROP CONSTRAINT \"{name}\"");
+            sqlx::query(sqlx::AssertSqlSafe(drop))
+                .execute(&mut c)
+                .await
+                .expect("drop");
+        }
+        sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&mut c)
+            .await
+            .expect("execute");
+    }
+
+    /// The first column of the first row `sql` answers, as text, read beside the store (for
+    /// a row the store itself refuses to read).
+    pub async fn query_text(&self, sql: &str) -> Option<String> {
+        match self.raw_postgres().await {
+            Some(mut c) => sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+                .fetch_optional(&mut c)
+                .await
+                .expect("query"),
+            None => self.raw_sqlite().query_row(sql, [], |r| r.get(0)).ok(),
+        }
+    }
+}
+
+/// A user-private runner named `laptop`, managed by `manager_id`.
+pub fn new_runner(account_id: i64, manager_id: i64, now: i64) -> crate::NewRunner {
+    crate::NewRunner {
+        public_id: uuid::Uuid::now_v7(),
+        account_id,
+        display_name: "laptop".into(),
+        assignment_scope: crate::AssignmentScope::UserPrivate,
+        manager_id,
+        now,
+    }
 }
 
 impl std::fmt::Debug for TestStore {
@@ -334,7 +407,7 @@ pub fn new_run(workspace_id: i64, member_id: i64, status: crate::RunStatus, now:
         declaring_agent_id: None,
         status,
         hosting: r#"{"kind":"standalone"}"#.into(),
-        approval_mode: "ask".into(),
+        approval_mode: crate::ApprovalMode::Ask,
         approval_rules: None,
         default_runner_id: None,
         revision: 1,

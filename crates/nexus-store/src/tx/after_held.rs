@@ -247,7 +247,7 @@ pub(super) fn task_insert_literals(new: &NewTask) -> Result<Vec<String>> {
         new.run_id.literal(),
         new.key.literal(),
         new.kind.literal(),
-        new.origin.literal(),
+        new.origin.as_str().literal(),
         digest.literal(),
         new.created_at.literal(),
     ];

@@ -39,10 +39,9 @@ impl Tx {
 
     /// Adds the edge `task_id` → `depends_on_id` with the unit of work, when the caller does
     /// not need to know whether it was already there ([`Tx::insert_edge`] tells).
-    pub async fn insert_edge_with_unit(&mut self, task_id: i64, depends_on_id: i64, kind: &str) -> Result<()> {
+    pub async fn insert_edge_with_unit(&mut self, task_id: i64, depends_on_id: i64, kind: EdgeKind) -> Result<()> {
         match self {
             Tx::Postgres(t) if !t.void => {
-                crate::check_text(kind)?;
                 t.deferred
                     .hold(crate::sql::INSERT_EDGE, &[&task_id, &depends_on_id, &kind]);
                 Ok(())

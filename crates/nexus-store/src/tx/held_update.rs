@@ -12,18 +12,6 @@
 use super::*;
 use crate::postgres::{Literal, Stmt};
 
-impl Literal for TaskStatus {
-    fn literal(&self) -> String {
-        self.as_str().literal()
-    }
-}
-
-impl Literal for TaskKind {
-    fn literal(&self) -> String {
-        self.as_str().literal()
-    }
-}
-
 /// The guarded update of `task` over `before` (`None`: no column changes): a template per set
 /// of changed columns (`postgres/prepared.rs`).
 fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>) -> Option<Stmt> {

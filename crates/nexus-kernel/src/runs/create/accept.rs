@@ -9,7 +9,8 @@ use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind};
 use nexus_core::steps::{Step, StepVerb, ToolRoute};
 use nexus_store::{
-    Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, TaskKind, TaskStatus, WorkspaceRow,
+    EdgeKind, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, Origin, TaskKind, TaskStatus,
+    WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -30,7 +31,7 @@ pub(super) struct Accepted {
     pub(super) step: Step,
     pub(super) task: NewTask,
     /// `(key, kind)` of extra dependencies (`after`, `reads`).
-    pub(super) extra_deps: Vec<(String, &'static str)>,
+    pub(super) extra_deps: Vec<(String, EdgeKind)>,
     pub(super) resolution_token: Option<String>,
 }
 
@@ -63,7 +64,7 @@ struct Envelope {
 struct Draft {
     path: String,
     task: NewTask,
-    extra_deps: Vec<(String, &'static str)>,
+    extra_deps: Vec<(String, EdgeKind)>,
     resolution_token: Option<String>,
 }
 
@@ -181,12 +182,12 @@ impl Kernel {
                     key: step.key.clone(),
                     status: TaskStatus::Waiting,
                     generation: 1,
-                    origin: "author".into(),
-                    on_failure: step.on_failure.as_str().into(),
-                    visibility: step.visibility.as_str().into(),
+                    origin: Origin::Author,
+                    on_failure: step.on_failure.into(),
+                    visibility: step.visibility.into(),
                     ..Default::default()
                 },
-                extra_deps: step.after.iter().map(|k| (k.clone(), "after")).collect(),
+                extra_deps: step.after.iter().map(|k| (k.clone(), EdgeKind::After)).collect(),
                 resolution_token: None,
             };
             match &step.verb {
@@ -277,7 +278,7 @@ impl Kernel {
             }
         };
         for k in results {
-            d.extra_deps.push((k.clone(), "reads"));
+            d.extra_deps.push((k.clone(), EdgeKind::Reads));
         }
         if let (Some(a), Some(model_ref)) = (assembly, model_ref) {
             let frozen = FrozenContext {

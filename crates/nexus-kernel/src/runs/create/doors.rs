@@ -7,7 +7,7 @@ use nexus_core::approval;
 use nexus_core::codes::Code;
 use nexus_core::declaration::ApprovalMode;
 use nexus_core::steps::{self, Step, StepsContext};
-use nexus_store::{Engine, MemberKind, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow};
+use nexus_store::{EdgeKind, Engine, MemberKind, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -53,7 +53,7 @@ impl Kernel {
                 other => other.into(),
             })?;
             if let Some(p) = prev {
-                tx.insert_edge_with_unit(row.id, p, "after").await?;
+                tx.insert_edge_with_unit(row.id, p, EdgeKind::After).await?;
             }
             for (key, kind) in &a.extra_deps {
                 let dep = ids
@@ -61,7 +61,7 @@ impl Kernel {
                     .copied()
                     .or_else(|| crate::runs::rows::follow(&existing, key).map(|t| t.id));
                 if let Some(dep) = dep {
-                    tx.insert_edge_with_unit(row.id, dep, kind).await?;
+                    tx.insert_edge_with_unit(row.id, dep, *kind).await?;
                 }
             }
             ids.insert(row.key.clone(), row.id);
@@ -206,6 +206,7 @@ impl Kernel {
             drop(tx);
             return idem.replay(&receipt);
         }
+        let (approval_mode, approval_rules) = crate::runs::gate::stored_approval(&approval_mode, &approval_rules)?;
         let mut run = tx
             .insert_run(NewRun {
                 public_id: time::new_id(),
@@ -215,8 +216,8 @@ impl Kernel {
                 declaring_agent_id: declaring_agent.map(|a| a.id),
                 status: RunStatus::Pending,
                 hosting: json!({"kind": "standalone"}).to_string(),
-                approval_mode: approval_mode.clone(),
-                approval_rules: (!approval_rules.is_null()).then(|| approval_rules.to_string()),
+                approval_mode,
+                approval_rules,
                 default_runner_id: default_runner.as_ref().map(|r| r.id),
                 revision: 0,
                 created_at: now,
@@ -431,7 +432,7 @@ impl Kernel {
                     declaring_agent: declaring_agent.as_ref(),
                     default_runner: default_runner.as_ref(),
                     workspace: &ws,
-                    approval_mode: &found.approval_mode,
+                    approval_mode: found.approval_mode.as_str(),
                     approval_rules,
                     run_public_id: Some(found.public_id),
                     graph: Some(&g),
@@ -503,7 +504,7 @@ pub(crate) fn run_body(run: &RunRow, names: &RunNames) -> Value {
         "answering_principal": names.answering,
         "declaring_agent": names.declaring_agent,
         "approval_mode": run.approval_mode,
-        "approval_rules": parse(&run.approval_rules),
+        "approval_rules": parse(&run.approval_rules.as_deref().map(str::to_string)),
         "default_runner_executor_public_id": names.default_runner,
         "deliverable_task_key": names.deliverable_task_key,
         "revision": run.revision,

@@ -3,7 +3,9 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, RoundFactsRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{
+    EdgeKind, NewTask, OnFailure, Origin, RoundFactsRow, StoreError, TaskKind, TaskRow, TaskStatus, Tx, Visibility,
+};
 use serde_json::{Value, json};
 
 use crate::Kernel;
@@ -108,6 +110,8 @@ impl Kernel {
             has_dependents,
             ref facts,
         } = *plan;
+        let fan_on_failure = OnFailure::parse(fan_on_failure)
+            .ok_or_else(|| StoreError::Corrupt(format!("a frozen fan_on_failure holds {fan_on_failure:?}")))?;
         let mut keys: Vec<String> = Vec::with_capacity(planned.len() + 1);
         let mut members: Vec<i64> = Vec::with_capacity(planned.len());
         let mut rows: Vec<TaskRow> = Vec::with_capacity(planned.len());
@@ -120,9 +124,9 @@ impl Kernel {
                     kind: TaskKind::Tool,
                     status: TaskStatus::Waiting,
                     generation: 1,
-                    origin: "model".into(),
-                    on_failure: fan_on_failure.to_string(),
-                    visibility: "collapsed".into(),
+                    origin: Origin::Model,
+                    on_failure: fan_on_failure,
+                    visibility: Visibility::Collapsed,
                     mainline: round.mainline,
                     branch_of: round.branch_of.clone(),
                     declaring_task_id: Some(round.id),
@@ -135,7 +139,7 @@ impl Kernel {
                     ..Default::default()
                 })
                 .await?;
-            tx.insert_edge_with_unit(row.id, round.id, "after").await?;
+            tx.insert_edge_with_unit(row.id, round.id, EdgeKind::After).await?;
             g.put(&row);
             g.add_edge(row.id, round.id);
             members.push(row.id);
@@ -150,9 +154,9 @@ impl Kernel {
                 kind: TaskKind::Model,
                 status: TaskStatus::Waiting,
                 generation: 1,
-                origin: "model".into(),
-                on_failure: round.on_failure.clone(),
-                visibility: round.visibility.clone(),
+                origin: Origin::Model,
+                on_failure: round.on_failure,
+                visibility: round.visibility,
                 mainline: round.mainline,
                 branch_of: round.branch_of.clone(),
                 declaring_task_id: Some(round.id),
@@ -164,7 +168,7 @@ impl Kernel {
             .await?;
         g.put(&continuation);
         for &m in &members {
-            tx.insert_edge_with_unit(continuation.id, m, "after").await?;
+            tx.insert_edge_with_unit(continuation.id, m, EdgeKind::After).await?;
             g.add_edge(continuation.id, m);
         }
         tx.put_round_facts(&RoundFactsRow {
@@ -184,7 +188,7 @@ impl Kernel {
             .iter()
             .filter(|e| e.depends_on_id == round.id && !members.contains(&e.task_id))
         {
-            if e.task_id != continuation.id && tx.insert_edge(e.task_id, continuation.id, &e.kind).await? {
+            if e.task_id != continuation.id && tx.insert_edge(e.task_id, continuation.id, e.kind).await? {
                 g.add_edge(e.task_id, continuation.id);
             }
         }
