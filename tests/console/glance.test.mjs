@@ -53,6 +53,7 @@ before(async () => {
   }
   n.script("long", long);
   b = await browser();
+  page = await signedIn(b, n, { width: 1400, height: 900 });
 });
 
 after(async () => {
@@ -68,15 +69,14 @@ test("/console without its slash serves a working page", async () => {
   p.on("response", (r) => { if (r.status() === 404) missing.push(r.url()); });
   await p.goto(`${n.base}/console#/signin?ws=${n.ws}`);
   await p.locator("#token").waitFor({ timeout: 10000 });
+  assert.equal(await p.locator("#nav").isVisible(), false, "no navigation before signing in");
   assert.notEqual(await p.evaluate(() => getComputedStyle(document.querySelector(".signin")).maxWidth), "none", "the stylesheet applies");
   assert.deepEqual(missing, [], "no asset answers 404");
-  page = p;
-  await shot("signin");
+  await docShot(p, OUT, "signin");
   await p.fill("#token", n.human);
   await p.click("button[type=submit]");
   await p.waitForSelector("#runs", { state: "attached" });
   await ctx.close();
-  page = await signedIn(b, n, { width: 1400, height: 900 });
 });
 
 test("the runs list shows each run's prompt, model, rounds, tools, tokens and duration", async () => {
@@ -164,7 +164,7 @@ test("tool_search shows the tools it found, and a deferred call's row comes befo
   const search = page.locator("details.tool").filter({ hasText: "found write_note" });
   await search.locator("summary").click();
   await search.locator("ul.found li").filter({ hasText: "write_note" }).filter({ hasText: "Write a note to the desk." }).waitFor();
-  await shot("transcript", { height: 1000 });
+  await shot("transcript", { height: 1220 });
   // The documented timeline: every phase of a finished run, the approved call opened.
   await page.goto(`${n.base}/console/#/runs/${ids.finder}?tab=timeline`);
   await page.waitForFunction(() => Number(document.querySelector("#timeline")?.dataset.rows) >= 6);
@@ -185,10 +185,13 @@ test("graph nodes read what they did, their status as colour", async () => {
   assert.match(text, /model scripted\/finder/);
   assert.doesNotMatch(text, /tool_task|model_task/);
   await page.locator(".legend .swatch").filter({ hasText: "completed" }).waitFor();
-  await shot("graph", { height: 1000 });
   await page.goto(`${n.base}/console/#/runs/${ids.fix}?tab=tasks`);
   await page.locator("tr.row-link").first().click();
-  await page.getByText("Sealed request").first().click();
+  const sealed = page.locator("summary").filter({ hasText: "Sealed request (sha256" });
+  await sealed.waitFor();
+  await page.waitForTimeout(600); // the row's body settles (it loads once more on the run's refresh)
+  await page.locator("summary").filter({ hasText: "Sealed request (sha256" }).click();
+  await page.locator("details[open] > pre").filter({ hasText: "entries" }).first().waitFor();
   await shot("tasks");
   await page.goto(`${n.base}/console/#/runs/${ids.fix}?tab=events`);
   await page.locator("#events tr").first().waitFor();
@@ -263,4 +266,9 @@ test(`a ${ROUNDS}-round run's timeline renders and stays responsive`, async () =
   await page.goto(`${n.base}/console/#/runs`);
   await page.locator(`tr[data-run="${held}"] [data-waiting="approval"]`).waitFor({ timeout: 15000 });
   await shot("runs");
+  // The documented graph: a held run, its statuses in their colours.
+  await page.goto(`${n.base}/console/#/runs/${held}?tab=graph`);
+  await page.locator("#graph svg").waitFor({ timeout: 20000 });
+  await page.locator(".legend .swatch").filter({ hasText: "needs_approval" }).waitFor();
+  await shot("graph");
 });

@@ -80,7 +80,9 @@ export function span(ms) {
 /** A run's duration: start to end, or to now while it runs. */
 export function duration(start, end) {
   if (!start) return "";
-  return span((end ? Date.parse(end) : Date.now()) - Date.parse(start));
+  const ms = (end ? Date.parse(end) : Date.now()) - Date.parse(start);
+  // Whole-second stamps cannot tell a quick run's length.
+  return end && ms < 1000 && !/\.\d/.test(start) ? "under 1 s" : span(ms);
 }
 
 function compact(n) { return n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n); }
