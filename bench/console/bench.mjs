@@ -8,7 +8,9 @@
 // context (cold cache, a signed-in tab): (1) loads /console/ and measures the bytes on the wire
 // (CDP encodedDataLength: compressed bodies plus headers) and the time from navigation start to
 // a runs list with its 50 rows drawn; (2) opens the 500-round run and measures the time to its
-// transcript and the longest main-thread task (PerformanceObserver "longtask") while it loads.
+// transcript and the longest main-thread task (PerformanceObserver "longtask") while it loads;
+// (3) opens the same run's Timeline tab and measures the time to its 998 bars and the longest
+// main-thread task.
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -54,6 +56,8 @@ try {
   for (let k = 1; k <= 3; k++) {
     const first = await firstLoad(b, n);
     const long = await runPage(b, n, run.public_id, k === 1 ? join(OUT, "run-500.png") : null);
+    const tl = await timelinePage(b, n, run.public_id);
+    console.log(`#${k} timeline: ${tl.rows} bars at ${tl.ms.toFixed(0)} ms, longest task ${tl.longest.toFixed(0)} ms`);
     console.log(`#${k} first load: ${(first.bytes / 1024).toFixed(1)} KB in ${first.requests} requests, runs list drawn at ${first.ms.toFixed(0)} ms (${first.rows} rows; DOMContentLoaded ${first.dcl.toFixed(0)} ms, runs API answered at ${first.api.toFixed(0)} ms after ${first.apiMs.toFixed(0)} ms) | 500-round run page: transcript at ${long.ms.toFixed(0)} ms, ${long.rows} rows drawn, longest task ${long.longest.toFixed(0)} ms, blocking ${long.blocking.toFixed(0)} ms | load ${load()}`);
   }
   await b.close();
@@ -119,4 +123,18 @@ async function runPage(b, n, id, screenshot) {
   if (screenshot) await page.screenshot({ path: screenshot });
   await ctx.close();
   return { ms, longest, blocking, rows };
+}
+
+async function timelinePage(b, n, id) {
+  const { ctx, page } = await context(b, n);
+  await page.goto(`${n.base}/console/#/runs/${id}?tab=timeline`);
+  await page.waitForFunction(() => Number(document.querySelector("#timeline")?.dataset.rows) >= 998, null, { timeout: 120000 });
+  const ms = await page.evaluate(() => performance.now());
+  await page.waitForTimeout(1000);
+  const { longest, rows } = await page.evaluate(() => ({
+    longest: Math.max(0, ...window.__long),
+    rows: Number(document.querySelector("#timeline").dataset.rows),
+  }));
+  await ctx.close();
+  return { ms, longest, rows };
 }

@@ -1,6 +1,6 @@
 // The console in a real browser (issue 26): sign in, see a run appear and finish live, open a
 // tool row with an image capture, approve a held call and watch the run continue, deny another.
-// Run by scripts/test after the Rust tests: `node --test tests/console/console.test.mjs`.
+// Run by scripts/test after the Rust tests: `node --test tests/console/*.test.mjs`.
 
 import { after, before, test } from "node:test";
 import assert from "node:assert/strict";

@@ -5,7 +5,8 @@
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, existsSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
-import { createServer as createHttpServer } from "node:http";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
+import { randomBytes } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
@@ -88,6 +89,27 @@ export class Nexus {
     const { run: r } = await this.call("POST", this.W("/runs"), { body: { run } });
     if (start) await this.startRun(r.public_id);
     return r.public_id;
+  }
+
+  /** Creates (and starts) a run from a whole `run` body. */
+  async runWith(run, { start = true } = {}) {
+    const { run: r } = await this.call("POST", this.W("/runs"), { body: { run } });
+    if (start) await this.startRun(r.public_id);
+    return r.public_id;
+  }
+
+  /** Opens the runner's push channel (a WebSocket upgrade, kept open until `close()`). */
+  channel() {
+    return new Promise((ok, fail) => {
+      const req = httpRequest(`${this.base}/agent_api/v1/executor/channel`, {
+        headers: { authorization: `Bearer ${this.runnerToken}`, connection: "Upgrade", upgrade: "websocket",
+          "sec-websocket-version": "13", "sec-websocket-key": randomBytes(16).toString("base64") },
+      });
+      req.on("upgrade", (_res, socket) => ok({ close: () => socket.destroy() }));
+      req.on("response", (res) => fail(new Error(`the channel answered ${res.statusCode}`)));
+      req.on("error", fail);
+      req.end();
+    });
   }
 
   async startRun(id) { await this.call("POST", this.W(`/runs/${id}/start`), { body: {} }); }
@@ -222,4 +244,21 @@ export async function signedIn(b, n, { width = 1280, height = 860 } = {}) {
   await page.click("button[type=submit]");
   await page.waitForSelector("#runs", { state: "attached" });
   return page;
+}
+
+/** Where the console's screenshots go: `NEXUS_CONSOLE_SHOTS=docs/console` writes the documented
+ *  pictures there (1400 px wide); unset, nothing is written outside the target dir. */
+export const SHOTS = process.env.NEXUS_CONSOLE_SHOTS ? resolve(ROOT, process.env.NEXUS_CONSOLE_SHOTS) : null;
+
+/** Takes the page's documented picture `name` (`SHOTS/name.png`) at 1400 × `height`, when
+ *  asked to; always a copy under `out` for the test's own record. */
+export async function docShot(page, out, name, { height = 900, hover = false } = {}) {
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 1400, height });
+  if (!hover) await page.mouse.move(1, 1);
+  await page.evaluate(() => document.getElementById("toast")?.replaceChildren());
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: join(out, `${name}.png`) });
+  if (SHOTS) { mkdirSync(SHOTS, { recursive: true }); await page.screenshot({ path: join(SHOTS, `${name}.png`) }); }
+  await page.setViewportSize(size);
 }

@@ -64,9 +64,30 @@ pub struct Conversation {
     pub archived_at: Option<String>,
     /// RFC 3339 creation time.
     pub created_at: String,
+    /// Turns and the last message at a glance: served on `GET W/conversations` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<ConversationSummary>,
     /// Members this SDK does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// A conversation at a glance (`summary` on `GET W/conversations`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ConversationSummary {
+    /// The conversation's turns.
+    #[serde(default)]
+    pub turn_count: i64,
+    /// RFC 3339: the newest turn's end, else its start (`None` before the first turn).
+    #[serde(default)]
+    pub last_activity_at: Option<String>,
+    /// The first non-blank line of the newest turn that has text (a reply still running or
+    /// failed has none).
+    #[serde(default)]
+    pub last_message: Option<String>,
+    /// That turn's role, `user` or `assistant`.
+    #[serde(default)]
+    pub last_role: Option<String>,
 }
 
 /// A child conversation's `parent`: `{public_id, spawn_task_key, label}`.

@@ -44,6 +44,10 @@ pub struct Event {
     pub kind: EventKind,
     /// RFC 3339 time of the change.
     pub at: String,
+    /// The same time in milliseconds since the Unix epoch (`at` is whole seconds; the
+    /// console's timeline needs the milliseconds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_ms: Option<i64>,
     /// The run.
     pub run_public_id: String,
     /// The task the event is about, when it is about one.

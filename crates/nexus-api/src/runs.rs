@@ -51,9 +51,72 @@ pub struct Run {
     /// RFC 3339 end time.
     #[serde(default)]
     pub ended_at: Option<String>,
+    /// What the run did and waits on, at a glance: served on `GET W/runs` only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<RunSummary>,
     /// Members this SDK does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,
+}
+
+/// A run at a glance (`summary` on `GET W/runs`), read for the whole page at once.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct RunSummary {
+    /// The first non-blank line of the first round's prompt (at most 240 characters read).
+    #[serde(default)]
+    pub prompt: Option<String>,
+    /// The first round's `provider/model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The hosting conversation's title, for a conversation turn's run.
+    #[serde(default)]
+    pub conversation_title: Option<String>,
+    /// The hosted turn's position in its conversation.
+    #[serde(default)]
+    pub turn_position: Option<i64>,
+    /// The run's model rounds.
+    #[serde(default)]
+    pub rounds: i64,
+    /// The run's tool tasks.
+    #[serde(default)]
+    pub tool_calls: i64,
+    /// Input tokens of every round, summed.
+    #[serde(default)]
+    pub input_tokens: i64,
+    /// Output tokens of every round, summed.
+    #[serde(default)]
+    pub output_tokens: i64,
+    /// What the run waits on now (empty when nothing is held, dispatched or awaited).
+    #[serde(default)]
+    pub waiting_on: Vec<Waiting>,
+    /// `started_at` in milliseconds since the Unix epoch (`started_at` is whole seconds).
+    #[serde(default)]
+    pub started_at_ms: Option<i64>,
+    /// `ended_at` in milliseconds since the Unix epoch.
+    #[serde(default)]
+    pub ended_at_ms: Option<i64>,
+}
+
+/// One kind of wait of a run and how many of its tasks wait so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Waiting {
+    /// `approval` (held calls), `runner` (dispatched, not yet committed) or `child` (an await
+    /// on a child conversation or an input).
+    pub on: WaitingOn,
+    /// How many tasks wait so.
+    pub count: i64,
+}
+
+/// What a run's task waits on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum WaitingOn {
+    /// A member's approval.
+    Approval,
+    /// A runner's claim and commit.
+    Runner,
+    /// A child conversation or an input.
+    Child,
 }
 
 /// A run's `attention`: `{reason, task_key}`.

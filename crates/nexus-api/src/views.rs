@@ -106,6 +106,12 @@ pub struct GraphNode {
     /// A tool node's name.
     #[serde(default)]
     pub tool_name: Option<String>,
+    /// A tool node's alias, when the call used one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_alias: Option<String>,
+    /// A model node's `provider/model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]
     pub rest: Map<String, Value>,

@@ -359,7 +359,9 @@ async fn task_reads_transcript_graph_and_events() {
             .collect();
         assert_eq!(keys, ["s1-model-1", "r1t0"]);
         let rows = page["tasks"].as_array().unwrap();
-        assert_eq!(members(&rows[0]), TRACE);
+        // A model row names its model (the console's lists and timeline label it by it).
+        assert_eq!(members(&rows[0]), [&TRACE[..], &["model"]].concat());
+        assert_eq!(rows[0]["model"], "scripted/reads");
         assert_eq!(members(&rows[1]), [&TRACE[..], &["tool_name"]].concat());
         let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
         let rest = w
@@ -448,9 +450,9 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(
             g["nodes"],
             json!([
-                {"id": "n0", "key": "s1-model-1", "kind": "model_task", "status": "completed", "mainline": true},
+                {"id": "n0", "key": "s1-model-1", "kind": "model_task", "status": "completed", "mainline": true, "model": "scripted/reads"},
                 {"id": "n1", "key": "r1t0", "kind": "tool_task", "status": "completed", "mainline": true, "tool_name": "runners_list"},
-                {"id": "n2", "key": "r1", "kind": "model_task", "status": "completed", "mainline": true},
+                {"id": "n2", "key": "r1", "kind": "model_task", "status": "completed", "mainline": true, "model": "scripted/reads"},
             ])
         );
         assert_eq!(

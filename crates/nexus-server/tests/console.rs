@@ -46,7 +46,10 @@ async fn the_index_is_served_with_a_same_origin_policy() {
                 .starts_with("text/html")
         );
         let body = String::from_utf8(r.bytes.clone()).unwrap();
-        assert!(body.contains(r#"<script type="module" src="js/app.js">"#), "{body}");
+        assert!(
+            body.contains(r#"<script type="module" src="/console/js/app.js">"#),
+            "{body}"
+        );
         assert!(
             !body.contains("http://") && !body.contains("https://"),
             "no other origin"

@@ -78,6 +78,9 @@ impl Engine for Store {
     async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
         dispatch!(self, put_announcement(executor_id, announcement, now))
     }
+    async fn mark_executor_seen(&self, executor_id: i64, now: i64) -> Result<()> {
+        dispatch!(self, mark_executor_seen(executor_id, now))
+    }
     async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
         dispatch!(self, insert_credential(new))
     }
@@ -156,6 +159,12 @@ impl Engine for Store {
     }
     async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>> {
         dispatch!(self, round_cache_facts(run_id))
+    }
+    async fn run_summaries(&self, run_ids: &[i64]) -> Result<Vec<RunSummaryRow>> {
+        dispatch!(self, run_summaries(run_ids))
+    }
+    async fn conversation_summaries(&self, conversation_ids: &[i64]) -> Result<Vec<ConversationSummaryRow>> {
+        dispatch!(self, conversation_summaries(conversation_ids))
     }
     async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
         dispatch!(self, job_by_id(job_id))

@@ -31,6 +31,7 @@ pub use ops::history::{
 };
 pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc};
 pub use ops::sealed::SNAPSHOT_DEPTH;
+pub use ops::summaries::{ConversationSummaryRow, RunSummaryRow, SUMMARY_PROMPT_CHARS};
 pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus};
 pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
@@ -178,6 +179,8 @@ pub trait Engine {
     async fn revoke_executor(&self, executor_id: i64, now: i64) -> Result<()>;
     /// Replaces the stored announcement whole and sets `last_seen_at = now`.
     async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()>;
+    /// Sets `last_seen_at = now` (the executor's push channel opened or closed).
+    async fn mark_executor_seen(&self, executor_id: i64, now: i64) -> Result<()>;
 
     // ---- credentials ----
     async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow>;
@@ -239,6 +242,10 @@ pub trait Engine {
     async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>>;
     /// The run's model rounds in creation order, with what the cache report reads.
     async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>>;
+    /// One summary per run of `run_ids` that has tasks (`GET W/runs`; one read for a page).
+    async fn run_summaries(&self, run_ids: &[i64]) -> Result<Vec<RunSummaryRow>>;
+    /// One summary per conversation of `conversation_ids` (`GET W/conversations`).
+    async fn conversation_summaries(&self, conversation_ids: &[i64]) -> Result<Vec<ConversationSummaryRow>>;
 
     // ---- jobs (storage-and-scale.md §5) ----
     async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>>;

@@ -300,6 +300,8 @@ impl Kernel {
         for row in &rows {
             out.push(self.conversation_json(&mut names, &ws, row).await?);
         }
+        let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
+        self.summarize_conversations(&mut out, &ids).await?;
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|r| r.id))
             .flatten();

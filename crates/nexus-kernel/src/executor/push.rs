@@ -105,10 +105,28 @@ impl Kernel {
     }
 
     /// Opens a push channel for an authenticated executor: the receiver of its frames from now
-    /// on, and the `hello` frame to send first.
-    pub fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, Subscription<Value>) {
+    /// on, and the `hello` frame to send first. The executor counts as seen now (discovery's
+    /// `last_seen_at` moves on every connect, not only on an announcement).
+    pub async fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, Subscription<Value>) {
         let rx = self.state.signals.subscribe_executor(principal.executor.public_id);
+        self.mark_seen(principal).await;
         (hello_frame(principal), rx)
+    }
+
+    /// The push channel closed: the executor was last seen now.
+    pub async fn channel_closed(&self, principal: &ExecutorPrincipal) {
+        self.mark_seen(principal).await;
+    }
+
+    /// `last_seen_at` is display only: a store failure is logged, and the channel goes on.
+    async fn mark_seen(&self, principal: &ExecutorPrincipal) {
+        if let Err(e) = self
+            .store
+            .mark_executor_seen(principal.executor.id, self.now_ms())
+            .await
+        {
+            tracing::warn!(error = %e, "could not record the executor as seen");
+        }
     }
 
     /// Whether an open channel's principal still authenticates: the executor active, at the

@@ -49,6 +49,7 @@ pub(crate) mod run_end;
 pub(crate) mod sealed;
 pub(crate) mod settle;
 pub mod stream;
+pub(crate) mod summary;
 pub(crate) mod sweep;
 pub(crate) mod unit;
 pub mod view;

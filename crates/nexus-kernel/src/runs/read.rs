@@ -70,6 +70,37 @@ fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
     }
 }
 
+/// The transcript's order: creation order, except that a row a tool call declared (the tool
+/// `tool_call` runs, say, created only once the call ran) follows its declaring call at once,
+/// not the continuation round created beside that call.
+fn transcript_order(tasks: &[TaskRow]) -> Vec<&TaskRow> {
+    let tools: std::collections::HashSet<i64> = tasks
+        .iter()
+        .filter(|t| t.kind == TaskKind::Tool)
+        .map(|t| t.id)
+        .collect();
+    let mut children: HashMap<i64, Vec<&TaskRow>> = HashMap::new();
+    for t in tasks {
+        if let Some(d) = t.declaring_task_id.filter(|d| tools.contains(d)) {
+            children.entry(d).or_default().push(t);
+        }
+    }
+    let mut out = Vec::with_capacity(tasks.len());
+    let mut stack: Vec<&TaskRow> = Vec::new();
+    for t in tasks.iter().rev() {
+        if !t.declaring_task_id.is_some_and(|d| tools.contains(&d)) {
+            stack.push(t);
+        }
+    }
+    while let Some(t) = stack.pop() {
+        out.push(t);
+        if let Some(kids) = children.get(&t.id) {
+            stack.extend(kids.iter().rev());
+        }
+    }
+    out
+}
+
 /// [`CallRef`] as a `Value`, for the transcript's entries.
 fn call_json(t: &TaskRow) -> Value {
     json!(CallRef::of(t))
@@ -171,6 +202,7 @@ impl Kernel {
         for r in &rows {
             runs.push(self.run_json_with(&mut names, ws_row.public_id, r).await?);
         }
+        self.summarize_runs(&mut runs, &rows).await?;
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|r| r.id))
             .flatten();
@@ -397,6 +429,9 @@ impl Kernel {
                     tool_name: t.tool_name.clone(),
                     tool_alias: t.tool_alias.clone(),
                 }),
+                model: (t.kind == TaskKind::Model)
+                    .then(|| RequestSurface::of(t).model)
+                    .filter(|m| !m.is_empty()),
             })
             .collect();
         let next = (page.len() as i64 == limit)
@@ -476,7 +511,7 @@ impl Kernel {
         let run = self.run_in(&ws_row, run).await?;
         let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
         let mut rows = Vec::new();
-        for t in &tasks {
+        for t in transcript_order(&tasks) {
             if t.visibility == Visibility::Hidden && !include_hidden {
                 continue;
             }
@@ -568,6 +603,11 @@ impl Kernel {
                 m.insert("status".into(), json!(t.status));
                 m.insert("mainline".into(), json!(t.mainline));
                 insert_opt(&mut m, "tool_name", t.tool_name.as_ref().map(|n| json!(n)));
+                insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|n| json!(n)));
+                if t.kind == TaskKind::Model {
+                    let model = RequestSurface::of(t).model;
+                    insert_opt(&mut m, "model", (!model.is_empty()).then(|| json!(model)));
+                }
                 Value::Object(m)
             })
             .collect();
@@ -608,6 +648,7 @@ impl Kernel {
         m.insert("sequence".into(), json!(e.sequence));
         m.insert("type".into(), json!(e.kind));
         m.insert("at".into(), json!(time::iso(e.at)));
+        m.insert("at_ms".into(), json!(e.at));
         m.insert("run_public_id".into(), json!(run_public_id.to_string()));
         insert_opt(&mut m, "task_key", e.task_key.as_ref().map(|k| json!(k)));
         m.insert("data".into(), parse(Some(&e.data)).unwrap_or_else(|| json!({})));

@@ -68,6 +68,9 @@ pub struct TraceRow {
     pub trace: Trace,
     #[serde(flatten)]
     pub names: Option<ToolNames>,
+    /// A model row's `provider/model` (what the console's lists and timeline label it by).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
 }
 
 /// A tool row's names: `tool_name` is served as `null` when the row has none.

@@ -3,7 +3,7 @@
 // event.
 
 import { api, follow, W } from "./api.js";
-import { act, h, status } from "./ui.js";
+import { act, h, shortId, status } from "./ui.js";
 
 export async function render(view, { arg: id, signal }) {
   const C = `${W()}/conversations/${id}`;
@@ -20,7 +20,7 @@ export async function render(view, { arg: id, signal }) {
   };
   text.addEventListener("keydown", (e) => { if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) send(); });
   view.replaceChildren(
-    h("div.bar", {}, h("h1.grow", {}, c.title || "Conversation"), live,
+    h("div.bar", {}, h("h1.grow", {}, c.title || "Conversation", h("span.sub.mono", { title: c.public_id }, shortId(c.public_id))), live,
       h("button.danger", { onclick: () => act(() => api(`${C}/cancellation`, { method: "POST", body: {} }), "Canceled the running turn") }, "Cancel turn")),
     c.parent ? h("p", {}, "Child of ", h("a", { href: `#/conversations/${c.parent.public_id}` }, c.parent.label || c.parent.public_id)) : "",
     turns,

@@ -17,14 +17,42 @@ export async function toolDetail(run, key, signal) {
       ["Target", t.target?.display_name],
       ["Effect", t.effect_profile ? effectBadges(t.effect_profile) : null],
       ["Approval", t.approval ? `${t.approval.origin === "mode" ? "granted by the run's approval mode" : `decided by a ${t.approval.origin}`} · ${t.approval.decided_at}` : null],
-      ["Waiting on", t.waiting_on ? JSON.stringify(t.waiting_on) : null],
+      ["Waiting on", waitingOn(t)],
     ]),
     errorOf(t),
     h("h3", {}, "Input"), json(t.tool_input),
     t.content !== undefined && h("h3", {}, "Output"),
-    t.content !== undefined && blocks(t.content, signal),
+    t.content !== undefined && (t.tool_name === "tool_search" && searchResults(t.content) || blocks(t.content, signal)),
     t.structured_content !== undefined && [h("h3", {}, "structured_content (data, not shown to the model as text)"), json(t.structured_content)],
     t.metadata !== undefined && [h("h3", {}, "metadata (data, never shown to the model)"), json(t.metadata)]);
+}
+
+/** `waiting_on` in words: a held call waits on an approver, a waiting row on the rows it
+ *  depends on (each a link to that row in the Tasks tab). */
+export function waitingOn(t) {
+  const w = t.waiting_on;
+  if (!w || !w.length) return null;
+  if (t.status === "needs_approval") return "a member's approval (Approve or Deny above, or on the Approvals page)";
+  return h("span", {}, `${w.length === 1 ? "the task" : `${w.length} tasks`} `,
+    w.map((k, i) => [i ? ", " : "", h("span.mono", {}, k)]), " to settle first");
+}
+
+/** `tool_search`'s result (`{tools: [{name, definition, skills}], truncated}` as text) as
+ *  the list of tools it found; `null` when the text is not that shape (then it shows as text). */
+export function searchResults(content) {
+  const text = content.find?.((b) => b.type === "text")?.text;
+  let found;
+  try { found = JSON.parse(text); } catch { return null; }
+  if (!found || !Array.isArray(found.tools)) return null;
+  const described = (d) => d?.function?.description ?? d?.description ?? "";
+  const routed = (d) => d?.route?.kind === "runner" ? `on a runner (${d.route.tool_name || ""})` : "";
+  return h("div.search-results", {},
+    h("p.muted", {}, found.tools.length ? `Found ${found.tools.length} tool${found.tools.length > 1 ? "s" : ""}${found.truncated ? " (more matched; the list was cut at the limit)" : ""}:` : "No tool matched."),
+    found.tools.length ? h("ul.found", {}, found.tools.map((x) => h("li", {},
+      h("strong.mono", {}, x.name), " ", h("span", {}, described(x.definition)),
+      routed(x.definition) ? h("span.muted", {}, ` — ${routed(x.definition)}`) : null,
+      x.skills?.length ? h("div.muted", {}, `skills: ${x.skills.map((k) => k.name).join(", ")}`) : null))) : null,
+    h("details", {}, h("summary.muted", {}, "As the model read it (JSON)"), json(found)));
 }
 
 function errorOf(t) {
@@ -71,7 +99,7 @@ export async function modelDetail(run, key, signal) {
       ["Status", status(t.status)],
       ["Generation", t.generation],
       ["Request bytes", t.request_bytes],
-      ["Usage", t.usage ? JSON.stringify(t.usage) : null],
+      ["Usage", t.usage ? `${t.usage.input_tokens ?? 0} in · ${t.usage.output_tokens ?? 0} out · ${t.usage.cache_read_input_tokens ?? 0} cache read · ${t.usage.cache_creation_input_tokens ?? 0} cache write` : null],
       ["Tools sent", round?.tools_sha256 ? `sha256 ${round.tools_sha256.slice(0, 16)}…, ${round.tools_changed ? "changed since the previous round" : "same as the previous round"}` : null],
     ]),
     errorOf(t),

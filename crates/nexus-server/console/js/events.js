@@ -12,8 +12,8 @@ export async function mount(el, run, signal) {
   const add = (e) => {
     if (seen.has(e.sequence)) return;
     seen.add(e.sequence);
-    tbody.append(h("tr", {}, h("td", {}, e.sequence), h("td.mono", {}, e.at?.slice(11, 23) || ""), h("td", {}, e.type),
-      h("td.mono", {}, e.task_key || ""), h("td.mono", {}, JSON.stringify(e.data))));
+    tbody.append(h("tr", {}, h("td", {}, e.sequence), h("td.mono.nowrap", { title: e.at }, e.at_ms !== undefined ? new Date(e.at_ms).toISOString().slice(11, 23) : e.at?.slice(11, 23) || ""), h("td", {}, e.type),
+      h("td.mono.nowrap", {}, e.task_key || ""), h("td.mono", {}, JSON.stringify(e.data))));
   };
   const page = async () => {
     const r = await api(`${R(run)}/events?after=${after}&limit=500`, { signal });

@@ -1,12 +1,12 @@
-// A run: its header (status, usage, stop), then Transcript, Graph, Tasks and Events tabs. The
+// A run: its header (status, usage, stop), then Transcript, Timeline, Graph, Tasks and Events tabs. The
 // page follows `GET R/events/stream`: a durable event refreshes what it changes (at most once a
 // second), a `model_delta` frame streams into the round it names.
 
 import { api, follow, R } from "./api.js";
-import { act, age, h, kv, status } from "./ui.js";
+import { act, age, duration, h, kv, status } from "./ui.js";
 import { Transcript } from "./transcript.js";
 
-const TABS = ["transcript", "graph", "tasks", "events"];
+const TABS = ["transcript", "timeline", "graph", "tasks", "events"];
 
 export async function render(view, { arg: run, query, signal }) {
   const tab = TABS.includes(query.get("tab")) ? query.get("tab") : "transcript";
@@ -58,6 +58,7 @@ function header(run, { run: r, usage }, live) {
       stoppable && h("button.danger", { id: "stop", onclick: () => { if (confirm("Stop this run? Live work is canceled.")) act(() => api(`${R(run)}/stop`, { method: "POST", body: {} }), "Stopping"); } }, "Stop")),
     kv([
       ["Attention", r.attention ? `${r.attention.reason} at ${r.attention.task_key}` : null],
+      ["Duration", r.started_at ? `${duration(r.started_at, r.ended_at)}${r.ended_at ? "" : " so far"}` : null],
       ["Approval", r.approval_mode],
       ["Created", `${r.created_at} (${age(r.created_at)})`],
       ["Ended", r.ended_at],

@@ -56,7 +56,7 @@ export class Transcript {
     }
     const name = r.tool_alias || r.tool_name;
     const summary = h("summary", {}, r.title || `Called ${name}`, " ", status(r.status),
-      r.output_preview && !r.title ? h("span.muted", {}, ` — ${r.output_preview.split("\n")[0].slice(0, 80)}`) : null);
+      r.output_preview && !r.title ? h("span.muted", {}, ` — ${previewLine(r)}`) : null);
     const d = this.details(r, summary, () => toolDetail(this.run, r.key, this.signal), "tool");
     if (r.is_error || ["failed", "timed_out", "uncertain"].includes(r.status)) d.classList.add("err");
     return d;
@@ -82,4 +82,15 @@ export class Transcript {
     });
     return d;
   }
+}
+
+/** A tool row's one-line preview: `tool_search` names the tools it found, others show their
+ *  output's first line. */
+export function previewLine(r) {
+  if (r.tool_name === "tool_search") {
+    const names = [...new Set([...r.output_preview.matchAll(/"name":\s*"([^"]+)"/g)].map((m) => m[1]))];
+    if (/^\{"tools":\[\]/.test(r.output_preview)) return "found no tool";
+    if (names.length) return `found ${names.join(", ")}`;
+  }
+  return r.output_preview.split("\n")[0].slice(0, 80);
 }

@@ -63,4 +63,42 @@ export async function act(fn, done) {
   try { const r = await fn(); if (done) toast(done); return r; } catch (e) { toast(String(e), true); return null; }
 }
 
-export function shortId(id) { return id ? id.slice(0, 8) : ""; }
+/** The id's last 8 characters: public ids are UUIDv7, whose first characters are the
+ *  creation time (runs of one minute share them) and whose last are random. */
+export function shortId(id) { return id ? `…${id.slice(-8)}` : ""; }
+
+/** A span of time in words: `850 ms`, `12.3 s`, `4 m 05 s`, `1 h 02 m`. */
+export function span(ms) {
+  if (ms === undefined || ms === null || Number.isNaN(ms)) return "";
+  if (ms < 1000) return `${Math.round(ms)} ms`;
+  const s = ms / 1000;
+  if (s < 60) return `${s.toFixed(1)} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} m ${String(Math.floor(s % 60)).padStart(2, "0")} s`;
+  return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} m`;
+}
+
+/** A run's duration: start to end, or to now while it runs. */
+export function duration(start, end) {
+  if (!start) return "";
+  const ms = (end ? Date.parse(end) : Date.now()) - Date.parse(start);
+  // Whole-second stamps cannot tell a quick run's length.
+  return end && ms < 1000 && !/\.\d/.test(start) ? "under 1 s" : span(ms);
+}
+
+function compact(n) { return n >= 10000 ? `${Math.round(n / 1000)}k` : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n); }
+
+/** Tokens as `1.2k in · 33 out` (empty when the run used none). */
+export function tokens(sum) {
+  if (!sum || (!sum.input_tokens && !sum.output_tokens)) return "";
+  return `${compact(sum.input_tokens || 0)} in · ${compact(sum.output_tokens || 0)} out`;
+}
+
+const WAITS = { approval: ["held for approval", "s-needs_approval"], runner: ["on a runner", "s-dispatched"], child: ["waiting on a child", "s-awaiting_input"] };
+
+/** What a run waits on (`summary.waiting_on`) as badges. */
+export function waitingBadges(list) {
+  return (list || []).map((w) => {
+    const [word, cls] = WAITS[w.on] || [w.on, ""];
+    return h("span.badge.wait", { class: cls, "data-waiting": w.on }, w.count > 1 ? `${word} (${w.count})` : word);
+  });
+}

@@ -40,8 +40,13 @@ pub async fn channel(
         .into_response())
 }
 
-async fn serve(kernel: Kernel, principal: ExecutorPrincipal, mut socket: WebSocket) {
-    let (hello, mut rx) = kernel.open_channel(&principal);
+async fn serve(kernel: Kernel, principal: ExecutorPrincipal, socket: WebSocket) {
+    relay(&kernel, &principal, socket).await;
+    kernel.channel_closed(&principal).await;
+}
+
+async fn relay(kernel: &Kernel, principal: &ExecutorPrincipal, mut socket: WebSocket) {
+    let (hello, mut rx) = kernel.open_channel(principal).await;
     if socket.send(Message::Text(hello.to_string().into())).await.is_err() {
         return;
     }
@@ -59,7 +64,7 @@ async fn serve(kernel: Kernel, principal: ExecutorPrincipal, mut socket: WebSock
                 Err(RecvError::Closed) => return,
             },
             _ = ping.tick() => {
-                if !kernel.channel_still_valid(&principal).await {
+                if !kernel.channel_still_valid(principal).await {
                     let _ = socket.send(Message::Close(None)).await;
                     return;
                 }

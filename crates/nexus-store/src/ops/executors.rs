@@ -118,6 +118,16 @@ macro_rules! executor_ops {
 
         // ---- announcements ----
 
+        pub(crate) async fn mark_executor_seen(c: &mut Conn, executor_id: i64, now: i64) -> Result<()> {
+            query(esql::MARK_EXECUTOR_SEEN)
+                .bind(now)
+                .bind(executor_id)
+                .execute(&mut *c)
+                .await
+                .map_err(write_error)?;
+            Ok(())
+        }
+
         pub(crate) async fn put_announcement(
             c: &mut Conn,
             executor_id: i64,
@@ -251,6 +261,9 @@ macro_rules! executor_methods {
         }
         async fn put_announcement(&self, executor_id: i64, announcement: &Announcement, now: i64) -> Result<()> {
             ops::put_announcement(&mut *self.write_conn().await?, executor_id, announcement, now).await
+        }
+        async fn mark_executor_seen(&self, executor_id: i64, now: i64) -> Result<()> {
+            ops::mark_executor_seen(&mut *self.write_conn().await?, executor_id, now).await
         }
         async fn insert_credential(&self, new: NewCredential) -> Result<CredentialRow> {
             ops::insert_credential(&mut *self.write_conn().await?, &new).await

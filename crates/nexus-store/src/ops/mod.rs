@@ -34,6 +34,7 @@ pub(crate) mod history;
 pub(crate) mod memory;
 pub(crate) mod runs;
 pub(crate) mod sealed;
+pub(crate) mod summaries;
 pub(crate) mod tasks;
 pub(crate) mod turns;
 pub(crate) mod uploads;
@@ -76,6 +77,10 @@ pub(crate) trait Dialect {
     const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str>;
     /// The ranked history search (`ops/history.rs`), over the dialect's full-text index.
     const SEARCH_HISTORY: &'static str;
+    /// The runs list's per-run summary (`ops/summaries.rs`): `$1` the ids, a JSON array.
+    const RUN_SUMMARIES: &'static str;
+    /// The conversations list's per-conversation summary, likewise.
+    const CONVERSATION_SUMMARIES: &'static str;
     /// The search's `$1`: the terms in the dialect's full-text query syntax.
     fn search_query(terms: &[history::SearchTerm]) -> String;
 }
@@ -93,6 +98,8 @@ impl Dialect for rusqlite::Connection {
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_SQLITE;
     const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str> = None;
     const SEARCH_HISTORY: &'static str = history::SEARCH_SQLITE;
+    const RUN_SUMMARIES: &'static str = summaries::RUN_SUMMARIES_SQLITE;
+    const CONVERSATION_SUMMARIES: &'static str = summaries::CONVERSATION_SUMMARIES_SQLITE;
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::fts5_query(terms)
     }
@@ -111,6 +118,8 @@ impl Dialect for sqlx::PgConnection {
     const LOCK_CONVERSATION: &'static str = conversations::LOCK_CONVERSATION_PG;
     const INSERT_SEALED_REQUEST_WITH_BODY: Option<&'static str> = Some(crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG);
     const SEARCH_HISTORY: &'static str = history::SEARCH_PG;
+    const RUN_SUMMARIES: &'static str = summaries::RUN_SUMMARIES_PG;
+    const CONVERSATION_SUMMARIES: &'static str = summaries::CONVERSATION_SUMMARIES_PG;
     fn search_query(terms: &[history::SearchTerm]) -> String {
         history::SearchTerm::tsquery(terms)
     }
@@ -138,6 +147,7 @@ macro_rules! engine_ops {
         $crate::ops::conversations::conversation_ops!();
         $crate::ops::turns::turn_ops!();
         $crate::ops::history::history_ops!();
+        $crate::ops::summaries::summary_ops!();
     };
 }
 pub(crate) use engine_ops;
@@ -156,6 +166,7 @@ macro_rules! engine_methods {
         $crate::ops::conversations::conversation_methods!();
         $crate::ops::turns::turn_methods!();
         $crate::ops::history::history_methods!();
+        $crate::ops::summaries::summary_methods!();
     };
 }
 pub(crate) use engine_methods;

@@ -126,6 +126,8 @@ pub(crate) const REVOKE_EXECUTOR: &str = "UPDATE executors SET status = 'revoked
 pub(crate) const PUT_ANNOUNCEMENT: &str = "UPDATE executors \
      SET served_tools = $1, environment = $2, served_documents = $3, last_seen_at = $4 \
      WHERE id = $5";
+/// `$1` now, `$2` the executor: its push channel opened or closed (`last_seen_at` only).
+pub(crate) const MARK_EXECUTOR_SEEN: &str = "UPDATE executors SET last_seen_at = $1 WHERE id = $2";
 
 pub(crate) const INSERT_CREDENTIAL: &str = "INSERT INTO credentials \
      (public_id, plane, member_id, executor_id, epoch, secret_sha256, expires_at, revoked_at, \
