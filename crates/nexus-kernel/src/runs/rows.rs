@@ -235,7 +235,9 @@ fn satisfies(dep: &TaskRow) -> bool {
     match dep.status {
         TaskStatus::Completed => true,
         TaskStatus::Skipped => false,
-        _ => dep.on_failure == OnFailure::Absorb || dep.failure_resolution.as_deref() == Some(super::recover::ABANDONED),
+        _ => {
+            dep.on_failure == OnFailure::Absorb || dep.failure_resolution.as_deref() == Some(super::recover::ABANDONED)
+        }
     }
 }
 
