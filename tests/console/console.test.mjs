@@ -103,7 +103,7 @@ test("a tool row opens to its image capture, structured content and metadata", a
   await tool.getByText('"renderer": "console-test"').waitFor();
   await tool.locator(".badge.b-kind").filter({ hasText: "read_only" }).waitFor();
   await shot("04-tool-capture");
-  // The README's picture (docs/console.png is a copy): a laptop-sized view down to the image.
+  // A laptop-sized view down to the image (the screenshots under docs/console/ are glance.test.mjs's).
   await page.setViewportSize({ width: 1200, height: 1000 });
   await page.screenshot({ path: join(OUT, "console.png") });
   await page.setViewportSize({ width: 1280, height: 860 });
