@@ -85,7 +85,7 @@ fn turn_outcome(run: &RunRow, rows: &[TaskRow]) -> (TurnStatus, Option<String>) 
     }
     let abandoned = rows
         .iter()
-        .filter(|t| t.failure_resolution.as_deref() == Some(crate::runs::recover::ABANDONED))
+        .filter(|t| t.failure_resolution.as_deref() == Some(crate::runs::rows::ABANDONED))
         .max_by_key(|t| t.id);
     let key = abandoned.or(tip).and_then(|t| t.error_key.clone());
     (TurnStatus::Failed, key)

@@ -28,7 +28,7 @@ use uuid::Uuid;
 
 use super::columns::RequestSurface;
 use super::read::object;
-use super::rows::Graph;
+use super::rows::{ABANDONED, Graph};
 use super::run_end::is_candidate;
 use super::unit::Unit;
 use super::{AfterCommit, refuse};
@@ -37,9 +37,6 @@ use crate::auth::MemberPrincipal;
 use crate::conversations::hosting::Hosting;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
-
-/// The `failure_resolution` of an abandoned failure.
-pub(crate) const ABANDONED: &str = "abandoned";
 
 /// The error key of a row settled by a branch cancel.
 const TASK_CANCELED: &str = "task_canceled";
