@@ -2,6 +2,7 @@
 //! C/inputs`, `DELETE C/inputs/{id}`. An input is stored `pending`; nothing consumes it yet
 //! (turns are issue 25's next part).
 
+use nexus_core::approval::Mode;
 use nexus_core::bounds;
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, DeclErrorKind};
@@ -110,13 +111,12 @@ pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
     };
     let approval_mode = match shell.get("approval_mode") {
         None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(
-            APPROVAL_ORDER
-                .into_iter()
-                .find(|w| w == s)
-                .ok_or_else(|| invalid("/input/approval_mode", "approval_mode is bypass, ask or rules"))?,
-        ),
-        Some(_) => return Err(invalid("/input/approval_mode", "approval_mode is bypass, ask or rules")),
+        given => {
+            let word = given
+                .and_then(Value::as_str)
+                .and_then(|s| APPROVAL_ORDER.into_iter().find(|w| *w == s));
+            Some(word.ok_or_else(|| invalid("/input/approval_mode", Mode::refusal(given)))?)
+        }
     };
     let delivery_mode = match shell.get("delivery_mode") {
         None | Some(Value::Null) => DeliveryMode::Queue,

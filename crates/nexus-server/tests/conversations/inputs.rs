@@ -49,10 +49,14 @@ async fn inputs_queue_with_their_refusals() {
             "invalid",
             "/input/tool_names",
         );
-        reason(
-            &input(&h, &agent, &conv, json!({"content": "x", "approval_mode": "never"})).await,
-            "invalid",
-            "/input/approval_mode",
+        let never = input(&h, &agent, &conv, json!({"content": "x", "approval_mode": "never"})).await;
+        reason(&never, "invalid", "/input/approval_mode");
+        // The message names the refused value and the words that would work.
+        assert_eq!(
+            never.json()["error"]["message"],
+            "approval_mode \"never\" is not one of bypass, ask, rules",
+            "{}",
+            never.json()
         );
 
         // The four delivery refusals, and the time grammar.
