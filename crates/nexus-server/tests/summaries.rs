@@ -21,24 +21,9 @@ async fn get_ok(h: &Harness, path: &str) -> Value {
 }
 
 async fn run(h: &Harness, mode: &str, prompt: &str) -> String {
-    let body = json!({"run": {"approval_mode": mode, "steps": [{"model": {
-        "prompt": prompt, "model": "scripted/glance", "kernel_tools": ["nexus.runners.list"]}}]}});
-    let r = h
-        .json(Method::POST, &format!("{}/runs", h.w()), Some(&h.agent_token()), &body)
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", String::from_utf8_lossy(&r.bytes));
-    let id = r.json()["run"]["public_id"].as_str().unwrap().to_string();
-    let r = h
-        .json(
-            Method::POST,
-            &format!("{}/start", h.r(&id)),
-            Some(&h.agent_token()),
-            &json!({}),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::OK);
-    h.kernel.work_until_idle(50).await.unwrap();
-    id
+    let steps = json!([{"model": {
+        "prompt": prompt, "model": "scripted/glance", "kernel_tools": ["nexus.runners.list"]}}]);
+    h.start_run(&h.agent_token(), mode, Value::Null, steps).await
 }
 
 fn summary_of(page: &Value, id: &str) -> Value {
