@@ -73,26 +73,12 @@ async fn model_run(h: &Harness, name: &str, mode: &str, rules: Option<Value>) ->
     id
 }
 
-async fn get_ok(h: &Harness, path: &str) -> Value {
-    let r = h.get(path, Some(&h.agent_token())).await;
-    assert_eq!(
-        r.status,
-        StatusCode::OK,
-        "{path}: {}",
-        String::from_utf8_lossy(&r.bytes)
-    );
-    r.json()
-}
-
 async fn task(h: &Harness, run: &str, key: &str) -> Value {
-    get_ok(h, &format!("{}/tasks/{key}", h.r(run))).await["task"].clone()
+    h.get_ok(&format!("{}/tasks/{key}", h.r(run))).await["task"].clone()
 }
 
 async fn run_status(h: &Harness, run: &str) -> String {
-    get_ok(h, &h.r(run)).await["run"]["status"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    h.get_ok(&h.r(run)).await["run"]["status"].as_str().unwrap().to_string()
 }
 
 async fn decide(h: &Harness, token: &str, run: &str, key: &str, verb: &str, body: Option<Value>) -> Reply {
@@ -105,7 +91,7 @@ async fn decide(h: &Harness, token: &str, run: &str, key: &str, verb: &str, body
 
 /// Every event of the run, through the HTTP page.
 async fn events(h: &Harness, run: &str) -> Vec<Value> {
-    get_ok(h, &format!("{}/events?limit=500", h.r(run))).await["events"]
+    h.get_ok(&format!("{}/events?limit=500", h.r(run))).await["events"]
         .as_array()
         .unwrap()
         .clone()
@@ -129,7 +115,7 @@ async fn statuses(h: &Harness, run: &str, key: &str) -> Vec<String> {
 
 /// The output of the continuation's one tool result (the pairing law's view).
 async fn continuation_reads(h: &Harness, run: &str) -> Value {
-    let req = get_ok(h, &format!("{}/tasks/r1/request", h.r(run))).await;
+    let req = h.get_ok(&format!("{}/tasks/r1/request", h.r(run))).await;
     let results: Vec<Value> = req["request"]["entries"]
         .as_array()
         .unwrap()
@@ -190,10 +176,7 @@ async fn bypass_grants_by_mode() {
             ["waiting>needs_approval", "needs_approval>running", "running>completed"]
         );
         // Nothing was held.
-        assert_eq!(
-            get_ok(&h, &format!("{}/approvals", h.w())).await["approvals"],
-            json!([])
-        );
+        assert_eq!(h.get_ok(&format!("{}/approvals", h.w())).await["approvals"], json!([]));
         assert!(!events(&h, &id).await.iter().any(|e| e["type"] == "attention_required"));
     }
 }
@@ -269,7 +252,7 @@ async fn ask_holds_lists_and_approve_completes_the_run() {
         );
 
         // The queue shows the held row with its frozen profile and deadline.
-        let list = get_ok(&h, &format!("{}/approvals", h.w())).await;
+        let list = h.get_ok(&format!("{}/approvals", h.w())).await;
         let approvals = list["approvals"].as_array().unwrap();
         assert_eq!(approvals.len(), 1, "{list}");
         let a = &approvals[0];
@@ -343,10 +326,7 @@ async fn ask_holds_lists_and_approve_completes_the_run() {
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
         let r = decide(&h, &h.human_token(), &id, "r1t0", "deny", Some(json!({}))).await;
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
-        assert_eq!(
-            get_ok(&h, &format!("{}/approvals", h.w())).await["approvals"],
-            json!([])
-        );
+        assert_eq!(h.get_ok(&format!("{}/approvals", h.w())).await["approvals"], json!([]));
 
         h.kernel.work_until_idle(50).await.unwrap();
         assert_eq!(task(&h, &id, "r1t0").await["status"], "completed");
@@ -464,10 +444,7 @@ async fn a_hold_expires_through_the_sweep() {
         assert_eq!(t["status"], "timed_out", "{t}");
         assert_eq!(t["error"]["key"], "approval_expired");
         assert!(t.get("approval").is_none());
-        assert_eq!(
-            get_ok(&h, &format!("{}/approvals", h.w())).await["approvals"],
-            json!([])
-        );
+        assert_eq!(h.get_ok(&format!("{}/approvals", h.w())).await["approvals"], json!([]));
         let r = decide(&h, &h.human_token(), &id, "r1t0", "approve", None).await;
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
 

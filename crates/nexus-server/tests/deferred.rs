@@ -35,14 +35,7 @@ async fn announce(h: &Harness) {
 }
 
 async fn get_ok(h: &Harness, path: &str) -> Value {
-    let r = h.get(path, Some(&h.human_token())).await;
-    assert_eq!(
-        r.status,
-        StatusCode::OK,
-        "{path}: {}",
-        String::from_utf8_lossy(&r.bytes)
-    );
-    r.json()
+    h.get_ok_as(&h.human_token(), path).await
 }
 
 /// Creates and starts (as the agent) a run of one model step importing the runner's tools,

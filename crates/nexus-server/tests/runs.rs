@@ -97,23 +97,12 @@ async fn run_to_idle(h: &Harness, run: Value) -> String {
     id
 }
 
-async fn get_ok(h: &Harness, path: &str) -> Value {
-    let r = h.get(path, Some(&h.agent_token())).await;
-    assert_eq!(
-        r.status,
-        StatusCode::OK,
-        "{path}: {}",
-        String::from_utf8_lossy(&r.bytes)
-    );
-    r.json()
-}
-
 async fn task(h: &Harness, run: &str, key: &str) -> Value {
-    get_ok(h, &format!("{}/tasks/{key}", h.r(run))).await["task"].clone()
+    h.get_ok(&format!("{}/tasks/{key}", h.r(run))).await["task"].clone()
 }
 
 async fn task_keys(h: &Harness, run: &str) -> Vec<String> {
-    get_ok(h, &format!("{}/tasks", h.r(run))).await["tasks"]
+    h.get_ok(&format!("{}/tasks", h.r(run))).await["tasks"]
         .as_array()
         .unwrap()
         .iter()
@@ -122,14 +111,11 @@ async fn task_keys(h: &Harness, run: &str) -> Vec<String> {
 }
 
 async fn request(h: &Harness, run: &str, key: &str) -> Value {
-    get_ok(h, &format!("{}/tasks/{key}/request", h.r(run))).await["request"].clone()
+    h.get_ok(&format!("{}/tasks/{key}/request", h.r(run))).await["request"].clone()
 }
 
 async fn run_status(h: &Harness, run: &str) -> String {
-    get_ok(h, &h.r(run)).await["run"]["status"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    h.get_ok(&h.r(run)).await["run"]["status"].as_str().unwrap().to_string()
 }
 
 /// A member with the given standing (None: none), and its member bearer.
@@ -201,7 +187,7 @@ async fn create_answers_201_with_run_and_receipt() {
             })
         );
         // The run reads back identically.
-        assert_eq!(get_ok(&h, &h.r(&id)).await["run"], body["run"]);
+        assert_eq!(h.get_ok(&h.r(&id)).await["run"], body["run"]);
         // A human's run has no declaring agent.
         let r = post_run(
             &h,
@@ -330,7 +316,7 @@ async fn create_refuses_by_door_standing_and_shell() {
         }
 
         // Nothing refused was written.
-        let runs_now = get_ok(&h, &runs).await;
+        let runs_now = h.get_ok(&runs).await;
         assert_eq!(runs_now["runs"], json!([]), "{}", h.dialect);
     }
 }
@@ -466,7 +452,7 @@ async fn create_replays_by_idempotency_key() {
         replay.as_object_mut().unwrap().remove("replayed");
         assert_eq!(replay, first.json(), "the original body, plus replayed");
         // Only one run exists.
-        assert_eq!(get_ok(&h, &path).await["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(h.get_ok(&path).await["runs"].as_array().unwrap().len(), 1);
         // The replay is served even after the state moved on: the original body.
         let id = first.json()["run"]["public_id"].as_str().unwrap().to_string();
         assert_eq!(start(&h, &id).await.status, StatusCode::OK);
@@ -737,7 +723,7 @@ async fn append_door_refusals_receipt_and_idempotency() {
         assert_eq!(r.headers.get("idempotency-replayed").unwrap(), "true");
         assert_eq!(r.json()["replayed"], true);
         assert_eq!(r.json()["receipt"], receipt["receipt"]);
-        let run = get_ok(&h, &h.r(&id)).await["run"].clone();
+        let run = h.get_ok(&h.r(&id)).await["run"].clone();
         assert_eq!(run["revision"], 2, "the replay wrote nothing");
         assert_eq!(run["deliverable_task_key"], "s2-tool-2");
         let r = h
@@ -825,11 +811,11 @@ async fn get_run_and_list_runs() {
             json!({"approval_mode": "ask", "steps": [model("quiet", json!({}))]}),
         )
         .await;
-        let run = get_ok(&h, &h.r(&done)).await["run"].clone();
+        let run = h.get_ok(&h.r(&done)).await["run"].clone();
         assert_eq!(run["public_id"], done);
         assert_eq!(run["status"], "completed");
         assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
-        let all = get_ok(&h, &format!("{}/runs", h.w())).await;
+        let all = h.get_ok(&format!("{}/runs", h.w())).await;
         let ids: Vec<&str> = all["runs"]
             .as_array()
             .unwrap()
@@ -838,17 +824,17 @@ async fn get_run_and_list_runs() {
             .collect();
         assert_eq!(ids, [done.as_str(), pending.as_str()]);
         assert!(all["pagination"].is_object());
-        let only = get_ok(&h, &format!("{}/runs?status=pending", h.w())).await;
+        let only = h.get_ok(&format!("{}/runs?status=pending", h.w())).await;
         assert_eq!(only["runs"].as_array().unwrap().len(), 1);
         assert_eq!(only["runs"][0]["public_id"], pending);
-        let page = get_ok(&h, &format!("{}/runs?limit=1", h.w())).await;
+        let page = h.get_ok(&format!("{}/runs?limit=1", h.w())).await;
         assert_eq!(page["runs"].as_array().unwrap().len(), 1);
         assert_eq!(page["runs"][0]["public_id"], done);
         let next = page["pagination"]["next_after"]
             .as_str()
             .expect("a next cursor")
             .to_string();
-        let rest = get_ok(&h, &format!("{}/runs?limit=1&after={next}", h.w())).await;
+        let rest = h.get_ok(&format!("{}/runs?limit=1&after={next}", h.w())).await;
         assert_eq!(rest["runs"][0]["public_id"], pending);
         let r = h
             .get(&format!("{}/runs?limit=many", h.w()), Some(&h.agent_token()))
@@ -863,18 +849,20 @@ async fn get_run_and_list_runs() {
             .await;
         refused(&r, StatusCode::BAD_REQUEST, "parameter_invalid");
         // Newest first (`order=desc`, the console's list): the cursor continues below.
-        let desc = get_ok(&h, &format!("{}/runs?order=desc&limit=1", h.w())).await;
+        let desc = h.get_ok(&format!("{}/runs?order=desc&limit=1", h.w())).await;
         assert_eq!(desc["runs"][0]["public_id"], pending);
         let next = desc["pagination"]["next_after"]
             .as_str()
             .expect("a next cursor")
             .to_string();
-        let older = get_ok(&h, &format!("{}/runs?order=desc&limit=1&after={next}", h.w())).await;
+        let older = h
+            .get_ok(&format!("{}/runs?order=desc&limit=1&after={next}", h.w()))
+            .await;
         assert_eq!(older["runs"][0]["public_id"], done);
-        let desc_done = get_ok(&h, &format!("{}/runs?order=desc&status=completed", h.w())).await;
+        let desc_done = h.get_ok(&format!("{}/runs?order=desc&status=completed", h.w())).await;
         assert_eq!(desc_done["runs"].as_array().unwrap().len(), 1);
         assert_eq!(desc_done["runs"][0]["public_id"], done);
-        let asc = get_ok(&h, &format!("{}/runs?order=asc", h.w())).await;
+        let asc = h.get_ok(&format!("{}/runs?order=asc", h.w())).await;
         assert_eq!(asc["runs"][0]["public_id"], done);
         let r = h
             .get(&format!("{}/runs?order=newest", h.w()), Some(&h.agent_token()))
@@ -923,7 +911,7 @@ async fn round_keys_tools_block_and_provider_bytes() {
             task_keys(&h, &id).await,
             ["s1-model-1", "r1t0", "r1t1", "r1", "r2t0", "r2"]
         );
-        assert_eq!(get_ok(&h, &h.r(&id)).await["run"]["deliverable_task_key"], "r2");
+        assert_eq!(h.get_ok(&h.r(&id)).await["run"]["deliverable_task_key"], "r2");
         let root = task(&h, &id, "s1-model-1").await;
         assert_eq!(
             root["tool_calls"],
@@ -1122,7 +1110,7 @@ async fn task_read_fields_with_an_alias() {
         // The continuation reads the model's own spelling; the list shows the alias.
         let r1 = request(&h, &id, "r1").await;
         assert_eq!(r1["entries"][2]["name"], "list_machines");
-        let listed = get_ok(&h, &format!("{}/tasks", h.r(&id))).await;
+        let listed = h.get_ok(&format!("{}/tasks", h.r(&id))).await;
         assert_eq!(listed["tasks"][1]["tool_alias"], "list_machines");
         assert_eq!(listed["tasks"][1]["tool_name"], "runners_list");
         // Model row fields.
@@ -1161,7 +1149,7 @@ async fn transcript_graph_and_event_pages() {
         )
         .await;
         assert_eq!(run_status(&h, &id).await, "completed", "{}", h.dialect);
-        let rows = get_ok(&h, &format!("{}/transcript", h.r(&id))).await["rows"].clone();
+        let rows = h.get_ok(&format!("{}/transcript", h.r(&id))).await["rows"].clone();
         let shape: Vec<(String, String)> = rows
             .as_array()
             .unwrap()
@@ -1185,7 +1173,7 @@ async fn transcript_graph_and_event_pages() {
         assert_eq!(rows[2]["tool_name"], "runners_list");
         assert_eq!(rows[2]["visibility"], "collapsed");
         assert_eq!(rows[3]["text"], "Seen.");
-        let all = get_ok(&h, &format!("{}/transcript?include_hidden=true", h.r(&id))).await["rows"].clone();
+        let all = h.get_ok(&format!("{}/transcript?include_hidden=true", h.r(&id))).await["rows"].clone();
         let hidden: Vec<&Value> = all.as_array().unwrap().iter().filter(|r| r["key"] == "quiet").collect();
         assert!(!hidden.is_empty(), "{all}");
         assert!(hidden.iter().all(|r| r["visibility"] == "hidden"));
@@ -1199,7 +1187,7 @@ async fn transcript_graph_and_event_pages() {
         refused(&r, StatusCode::BAD_REQUEST, "parameter_invalid");
 
         // The graph.
-        let g = get_ok(&h, &format!("{}/graph", h.r(&id))).await;
+        let g = h.get_ok(&format!("{}/graph", h.r(&id))).await;
         let nodes = g["nodes"].as_array().unwrap();
         let ids: Vec<&str> = nodes.iter().map(|n| n["id"].as_str().unwrap()).collect();
         assert_eq!(ids, ["n0", "n1", "n2", "n3"]);
@@ -1237,7 +1225,7 @@ async fn transcript_graph_and_event_pages() {
         assert!(mermaid.contains("classDef completed"), "{mermaid}");
 
         // Events: gapless from 1, next_after, limit, after.
-        let page = get_ok(&h, &format!("{}/events", h.r(&id))).await;
+        let page = h.get_ok(&format!("{}/events", h.r(&id))).await;
         let events = page["events"].as_array().unwrap().clone();
         assert!(events.len() > 8, "{}", events.len());
         for (i, e) in events.iter().enumerate() {
@@ -1255,7 +1243,7 @@ async fn transcript_graph_and_event_pages() {
         let last = events.last().unwrap();
         assert_eq!(last["type"], "run_status_changed");
         assert_eq!(last["data"]["to"], "completed");
-        let two = get_ok(&h, &format!("{}/events?after=2&limit=2", h.r(&id))).await;
+        let two = h.get_ok(&format!("{}/events?after=2&limit=2", h.r(&id))).await;
         let seqs: Vec<i64> = two["events"]
             .as_array()
             .unwrap()
@@ -1264,7 +1252,7 @@ async fn transcript_graph_and_event_pages() {
             .collect();
         assert_eq!(seqs, [3, 4]);
         assert_eq!(two["next_after"], 4);
-        let end = get_ok(&h, &format!("{}/events?after={}", h.r(&id), events.len())).await;
+        let end = h.get_ok(&format!("{}/events?after={}", h.r(&id), events.len())).await;
         assert_eq!(end["events"], json!([]));
         assert_eq!(end["next_after"], events.len() as i64);
         let r = h
@@ -1275,7 +1263,7 @@ async fn transcript_graph_and_event_pages() {
             .get(&format!("{}/events?after=-1", h.r(&id)), Some(&h.agent_token()))
             .await;
         refused(&r, StatusCode::BAD_REQUEST, "parameter_invalid");
-        let big = get_ok(&h, &format!("{}/events?limit=100000", h.r(&id))).await;
+        let big = h.get_ok(&format!("{}/events?limit=100000", h.r(&id))).await;
         assert_eq!(
             big["events"].as_array().unwrap().len(),
             events.len(),
@@ -1325,7 +1313,7 @@ async fn sse_feed_sends_durable_events_and_resumes() {
         // Live: start and drive; the open stream receives what commits.
         assert_eq!(start(&h, &id).await.status, StatusCode::OK);
         h.kernel.work_until_idle(50).await.unwrap();
-        let total = get_ok(&h, &format!("{}/events", h.r(&id))).await["events"]
+        let total = h.get_ok(&format!("{}/events", h.r(&id))).await["events"]
             .as_array()
             .unwrap()
             .len();

@@ -5,20 +5,9 @@
 
 mod common;
 
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use common::{Harness, harnesses_with_scripts, write_script};
 use serde_json::{Value, json};
-
-async fn get_ok(h: &Harness, path: &str) -> Value {
-    let r = h.get(path, Some(&h.agent_token())).await;
-    assert_eq!(
-        r.status,
-        StatusCode::OK,
-        "{path}: {}",
-        String::from_utf8_lossy(&r.bytes)
-    );
-    r.json()
-}
 
 async fn run(h: &Harness, mode: &str, prompt: &str) -> String {
     let steps = json!([{"model": {
@@ -59,7 +48,7 @@ async fn each_listed_run_carries_its_summary() {
             (r.json()["run"]["public_id"].as_str().unwrap().to_string(), ())
         };
         for order in ["asc", "desc"] {
-            let page = get_ok(&h, &format!("{}/runs?order={order}", h.w())).await;
+            let page = h.get_ok(&format!("{}/runs?order={order}", h.w())).await;
             let s = summary_of(&page, &done);
             assert_eq!(s["prompt"], "Count the runners.", "{}", h.dialect);
             assert_eq!(s["model"], "scripted/glance");
@@ -86,15 +75,15 @@ async fn each_listed_run_carries_its_summary() {
             assert_eq!(s["rounds"], 1);
         }
         // A page of one keeps its own summary.
-        let one = get_ok(&h, &format!("{}/runs?order=desc&limit=1", h.w())).await;
+        let one = h.get_ok(&format!("{}/runs?order=desc&limit=1", h.w())).await;
         assert_eq!(summary_of(&one, &pending)["prompt"], "later");
         // Events carry their milliseconds; graph nodes their model.
-        let events = get_ok(&h, &format!("{}/events", h.r(&done))).await;
+        let events = h.get_ok(&format!("{}/events", h.r(&done))).await;
         for e in events["events"].as_array().unwrap() {
             let ms = e["at_ms"].as_i64().expect("at_ms");
             assert_eq!(e["at"], nexus_kernel::time::iso(ms));
         }
-        let graph = get_ok(&h, &format!("{}/graph", h.r(&done))).await;
+        let graph = h.get_ok(&format!("{}/graph", h.r(&done))).await;
         let models: Vec<&Value> = graph["nodes"]
             .as_array()
             .unwrap()
@@ -152,7 +141,7 @@ async fn each_listed_conversation_carries_its_turns_and_last_message() {
             .unwrap()
             .to_string();
         h.kernel.work_until_idle(50).await.unwrap();
-        let page = get_ok(&h, &format!("{}/conversations", h.w())).await;
+        let page = h.get_ok(&format!("{}/conversations", h.w())).await;
         let of = |id: &str| {
             page["conversations"]
                 .as_array()

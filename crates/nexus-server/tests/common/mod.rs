@@ -82,6 +82,23 @@ impl Harness {
         Reply { status, headers, bytes }
     }
 
+    /// `GET path` as `token`, asserting `200`; its JSON body.
+    pub async fn get_ok_as(&self, token: &str, path: &str) -> Value {
+        let r = self.get(path, Some(token)).await;
+        assert_eq!(
+            r.status,
+            StatusCode::OK,
+            "{path}: {}",
+            String::from_utf8_lossy(&r.bytes)
+        );
+        r.json()
+    }
+
+    /// `GET path` as the bootstrap's agent, asserting `200`; its JSON body.
+    pub async fn get_ok(&self, path: &str) -> Value {
+        self.get_ok_as(&self.agent_token(), path).await
+    }
+
     pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
         self.send(Method::GET, path, token, None).await
     }
