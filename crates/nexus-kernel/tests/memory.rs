@@ -42,9 +42,14 @@ impl World {
         tools.extend_from_slice(extra);
         let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Use memory.", "model": format!("scripted/{script}"), "kernel_tools": tools}}]}});
-        let (status, body) = self.kernel.create_run(&self.agent, self.ws, &body, None).await.unwrap();
-        assert_eq!(status, 201, "{body}");
-        Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap()
+        let created = self
+            .kernel
+            .create_run(&self.agent, self.ws, &body, None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        Uuid::parse_str(&created.run.public_id).unwrap()
     }
 
     async fn start_and_drive(&self, id: Uuid) {

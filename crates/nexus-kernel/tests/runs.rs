@@ -7,6 +7,7 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
+use nexus_kernel::runs::Idempotent;
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -14,14 +15,15 @@ use uuid::Uuid;
 
 impl World {
     async fn create(&self, run: Value) -> (Uuid, Value) {
-        let (status, body) = self
+        let body = self
             .kernel
             .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
             .await
-            .unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
-        (id, body)
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
+        (id, serde_json::to_value(&body).unwrap())
     }
 
     async fn run_row(&self, id: Uuid) -> RunRow {
@@ -333,10 +335,10 @@ async fn append_refusals() {
         let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
         assert_eq!(e.code, Code::TipLive);
         let more = json!({"steps": [{"key": "peek", "tool": {"name": "read"}, "on_failure": "absorb"}], "expected_revision": 1});
-        let (status, body) = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
-        assert_eq!(status, 200);
-        assert_eq!(body["receipt"]["revision"], 2);
-        assert_eq!(body["receipt"]["deliverable_task_key"], "peek");
+        let appended = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
+        let appended = appended.fresh().expect("a fresh append");
+        assert_eq!(appended.receipt.revision, 2);
+        assert_eq!(appended.receipt.deliverable_task_key.as_deref(), Some("peek"));
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         // `read` is served by nobody: the row fails tool_not_served, absorbed; the run ends.
@@ -464,12 +466,18 @@ async fn create_refusals_and_idempotency() {
 
         // Idempotency: replay, mismatch, invalid key.
         let body = json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "bypass"}});
-        let (s1, b1) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
-        assert_eq!(s1, 201);
-        let (s2, b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
-        assert_eq!(s2, 200);
+        let b1 = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
+        let b1 = b1.fresh().expect("the first create applies");
+        let Idempotent::Replayed(b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap() else {
+            panic!("a repeated key replays");
+        };
         assert_eq!(b2["replayed"], true);
-        assert_eq!(b2["run"]["public_id"], b1["run"]["public_id"]);
+        assert_eq!(b2["run"]["public_id"], b1.run.public_id);
+        // The replay is the first answer's bytes with `replayed: true` added last.
+        let first = serde_json::to_string(&b1).unwrap();
+        assert!(!first.contains("replayed"), "{first}");
+        let replayed = format!("{},\"replayed\":true}}", &first[..first.len() - 1]);
+        assert_eq!(serde_json::to_string(&b2).unwrap(), replayed);
         let other = json!({"run": {"steps": [{"tool": {"name": "y"}}], "approval_mode": "bypass"}});
         let e = k.create_run(&w.agent, w.ws, &other, Some("key-1")).await.unwrap_err();
         assert_eq!(e.code, Code::IdempotencyEnvelopeMismatch);
@@ -479,14 +487,15 @@ async fn create_refusals_and_idempotency() {
         assert_eq!(e.code, Code::ParameterInvalid);
 
         // Append idempotency.
-        let run = Uuid::parse_str(b1["run"]["public_id"].as_str().unwrap()).unwrap();
+        let run = Uuid::parse_str(&b1.run.public_id).unwrap();
         let add = json!({"steps": [{"tool": {"name": "z"}}]});
-        let (s, a1) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
-        assert_eq!(s, 200);
-        let (s, a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
-        assert_eq!(s, 200);
+        let a1 = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
+        let a1 = a1.fresh().expect("the first append applies");
+        let Idempotent::Replayed(a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap() else {
+            panic!("a repeated key replays");
+        };
         assert_eq!(a2["replayed"], true);
-        assert_eq!(a2["receipt"], a1["receipt"]);
+        assert_eq!(a2["receipt"], serde_json::to_value(&a1.receipt).unwrap());
         assert_eq!(w.run_row(run).await.revision, 2);
 
         // Standing: another workspace is concealed.

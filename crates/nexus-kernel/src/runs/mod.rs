@@ -63,8 +63,10 @@ use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
+pub use approvals::Deny;
 pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
+pub use create::idempotency::Idempotent;
 pub use read::{RequestRead, RunsQuery};
 
 /// Job kinds (storage-and-scale.md §5).

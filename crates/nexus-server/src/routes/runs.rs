@@ -12,7 +12,8 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_kernel::runs::{RequestRead, RunsQuery};
+use nexus_kernel::runs::view::TaskReply;
+use nexus_kernel::runs::{Deny, Idempotent, RequestRead, RunsQuery};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -49,6 +50,22 @@ pub fn created(status: u16, body: Value) -> Response {
     response
 }
 
+/// A member door's answer under an optional `Idempotency-Key`: `fresh` (201 for a create, 200
+/// for an append) with the typed reply, or 200 with `Idempotency-Replayed: true` and the stored
+/// first answer.
+pub fn idempotent<T: serde::Serialize>(answer: Idempotent<T>, fresh: StatusCode) -> Response {
+    match answer {
+        Idempotent::Fresh(reply) => (fresh, Json(reply)).into_response(),
+        Idempotent::Replayed(stored) => {
+            let mut response = Json(stored).into_response();
+            response
+                .headers_mut()
+                .insert("idempotency-replayed", HeaderValue::from_static("true"));
+            response
+        }
+    }
+}
+
 /// Parses an integer query parameter; a non-integer is 400 `parameter_invalid`.
 pub fn int_param(raw: Option<&str>, name: &str) -> ApiResult<Option<i64>> {
     raw.map(|s| {
@@ -77,8 +94,8 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let ws = path_id(&ws)?;
     let key = idempotency_key(&headers)?;
-    let (status, body) = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
-    Ok(created(status, body))
+    let answer = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
+    Ok(idempotent(answer, StatusCode::CREATED))
 }
 
 pub async fn list(
@@ -140,11 +157,11 @@ pub async fn append(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, body) = state
+    let answer = state
         .kernel
         .append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref())
         .await?;
-    Ok(created(status, body))
+    Ok(idempotent(answer, StatusCode::OK))
 }
 
 pub async fn list_tasks(
@@ -297,13 +314,10 @@ pub async fn approve(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
-    OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+    OptionalJsonObject(_body): OptionalJsonObject,
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
-        state
-            .kernel
-            .approve(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
-            .await?,
+        state.kernel.approve(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
     ))
 }
 
@@ -312,11 +326,11 @@ pub async fn deny(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
-            .deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .deny(&p, path_id(&ws)?, path_id(&run)?, &key, Deny::parse(&body))
             .await?,
     ))
 }
@@ -327,7 +341,7 @@ pub async fn resolution(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -343,7 +357,7 @@ pub async fn retry(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -358,7 +372,7 @@ pub async fn abandon(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(_body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -373,7 +387,7 @@ pub async fn cancel(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(_body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
