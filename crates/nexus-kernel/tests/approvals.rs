@@ -216,7 +216,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             json!({"reason": "approval_required", "task_key": "r1t0"})
         );
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(run["run"]["status"], "running");
+        assert_eq!(run.run.status.as_str(), "running");
         let read = w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap();
         assert_eq!(read["task"]["timeout_ms"], DAY);
         assert_eq!(read["task"]["waiting_on"], json!(["approver"]));
@@ -395,7 +395,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         w.kernel.work_until_idle(50).await.unwrap();
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(run["run"]["status"], "completed");
+        assert_eq!(run.run.status.as_str(), "completed");
         // The run is over: nothing is adjudicable.
         let e = w
             .kernel

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::World;
 use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai, schema};
-use nexus_kernel::runs::RequestRead;
+use nexus_kernel::runs::{RequestRead, Stop};
 use nexus_providers::{InstanceConfig, Kind, Providers};
 use nexus_store::Engine;
 use nexus_store::testing::{TestStore, engines};
@@ -87,7 +87,7 @@ impl World {
     }
 
     async fn run_json(&self, id: Uuid) -> Value {
-        self.kernel.get_run(&self.agent, self.ws, id).await.unwrap()
+        serde_json::to_value(self.kernel.get_run(&self.agent, self.ws, id).await.unwrap()).unwrap()
     }
 
     async fn cache(&self, id: Uuid) -> Value {
@@ -565,10 +565,14 @@ async fn a_stop_aborts_a_streaming_call() {
         let kernel = w.kernel.clone();
         let worker = tokio::spawn(async move { kernel.work_until_idle(100).await });
         assert!(upstream.wait_for_requests(1, Duration::from_secs(10)).await);
-        let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
+        let stopped = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap();
         assert!(
             upstream.wait_for_abandoned(1, Duration::from_secs(10)).await,
-            "{stopped}"
+            "{stopped:?}"
         );
         worker.await.unwrap().unwrap();
         w.drive().await;

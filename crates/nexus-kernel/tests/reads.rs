@@ -298,7 +298,7 @@ async fn task_reads_transcript_graph_and_events() {
         }
 
         // The run and the list of runs.
-        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap()["run"].clone();
+        let run = serde_json::to_value(w.kernel.get_run(&w.agent, w.ws, id).await.unwrap()).unwrap()["run"].clone();
         assert_eq!(run["public_id"], id.to_string());
         assert_eq!(run["workspace_public_id"], w.ws.to_string());
         assert_eq!(run["status"], "completed");

@@ -7,7 +7,7 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
-use nexus_kernel::runs::Idempotent;
+use nexus_kernel::runs::{Idempotent, Stop};
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -98,7 +98,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(body["receipt"]["accepted_task_keys"], json!(["s1-model-1"]));
         assert_eq!(body["receipt"]["revision"], 1);
         let started = w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(started["run"]["status"], "running");
+        assert_eq!(started.run.status.as_str(), "running");
         w.drive().await;
 
         let tasks = w.tasks(id).await;
@@ -263,8 +263,12 @@ async fn stop_cancels_live_work() {
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
-        assert_eq!(stopped["run"]["status"], "canceled");
+        let stopped = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap();
+        assert_eq!(stopped.run.status.as_str(), "canceled");
         let t = w.task(id, "s1-model-1").await;
         assert_eq!(t.status, TaskStatus::Canceled);
         assert_eq!(t.error_key.as_deref(), Some("run_canceled"));
@@ -275,7 +279,11 @@ async fn stop_cancels_live_work() {
         // (on PostgreSQL the request went out with the seal's lock, and that unit rolled back).
         let sealed = w.kernel.store.sealed_request(t.id, t.generation).await.unwrap();
         assert_eq!(sealed, None);
-        let again = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap_err();
+        let again = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap_err();
         assert_eq!(again.code, Code::AlreadyTerminal);
         // A pending run is canceled at once.
         let (id2, _) = w
@@ -283,10 +291,10 @@ async fn stop_cancels_live_work() {
             .await;
         let stopped = w
             .kernel
-            .stop_run(&w.agent, w.ws, id2, &json!({"force": false}))
+            .stop_run(&w.agent, w.ws, id2, Stop::parse(&json!({"force": false})))
             .await
             .unwrap();
-        assert_eq!(stopped["run"]["status"], "canceled");
+        assert_eq!(stopped.run.status.as_str(), "canceled");
         let e = w.kernel.start_run(&w.agent, w.ws, id2).await.unwrap_err();
         assert_eq!(e.code, Code::NotStartable);
     }
@@ -690,10 +698,13 @@ async fn stop_during_a_model_call() {
             .await;
             let stopped = w
                 .kernel
-                .stop_run(&w.agent, w.ws, id, &json!({"force": force}))
+                .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({"force": force})))
                 .await
                 .unwrap();
-            assert_eq!(stopped["run"]["status"], if force { "canceled" } else { "canceling" });
+            assert_eq!(
+                stopped.run.status.as_str(),
+                if force { "canceled" } else { "canceling" }
+            );
             wait_for("the cancel", || async {
                 w.run_row(id).await.status == RunStatus::Canceled
             })

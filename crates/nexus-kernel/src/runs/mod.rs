@@ -66,8 +66,9 @@ use crate::error::{KernelError, KernelResult};
 pub use approvals::Deny;
 pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
+pub use create::Stop;
 pub use create::idempotency::Idempotent;
-pub use read::{RequestRead, RunsQuery};
+pub use read::{RequestRead, RunRead, RunsQuery};
 
 /// Job kinds (storage-and-scale.md §5).
 pub(crate) mod job_kind {

@@ -6,10 +6,12 @@
 
 use std::collections::HashMap;
 
+use nexus_api::runs::RunEnvelope;
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self};
 use nexus_store::{Engine, EventRow, RunRow, RunStatus, TaskKind, TaskRow, Tx, Visibility};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -39,6 +41,13 @@ use crate::{Kernel, time};
 
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
+
+/// `GET R`: the run and its model rounds' usage summed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRead {
+    pub run: nexus_api::runs::Run,
+    pub usage: nexus_providers::Usage,
+}
 
 /// `GET R/tasks/{k}/request`: the sealed record, or the exact provider body bytes.
 #[derive(Debug, Clone, PartialEq)]
@@ -195,12 +204,6 @@ pub(crate) struct Neighbours {
 }
 
 impl Kernel {
-    /// The run projection of runs.md §1.
-    pub(crate) async fn run_json(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
-        let mut names = Names::default();
-        self.run_json_with(&mut names, ws_public_id, run).await
-    }
-
     async fn run_json_with(&self, names: &mut Names, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
         to_value(&self.run_record_with(names, ws_public_id, run).await?)
     }
@@ -235,14 +238,24 @@ impl Kernel {
         Ok(run_record(run, record_names))
     }
 
+    /// The `{run}` answer of the run verbs (start, stop, the default runner).
+    pub(crate) async fn run_envelope(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<RunEnvelope> {
+        let mut names = Names::default();
+        Ok(RunEnvelope {
+            run: self.run_record_with(&mut names, ws_public_id, run).await?,
+        })
+    }
+
     /// `GET R` → `{run, usage}`: `usage` sums the token usage of the run's model rounds (beside
     /// the run, so the run object stays the one every other read serves).
-    pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
+    pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<RunRead> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
-        let view = self.run_json(ws_row.public_id, &run).await?;
-        let usage = to_value(&self.run_usage(run.id).await?)?;
-        Ok(object([("run", view), ("usage", usage)]))
+        let mut names = Names::default();
+        Ok(RunRead {
+            run: self.run_record_with(&mut names, ws_row.public_id, &run).await?,
+            usage: self.run_usage(run.id).await?,
+        })
     }
 
     /// `GET W/runs?status=&after=&limit=&order=` → `{runs, pagination}`: oldest first by

@@ -14,7 +14,7 @@
 use nexus_core::codes::Code;
 use nexus_core::nul::contains_nul;
 use nexus_core::results;
-use nexus_store::{Engine, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{Engine, RunRow, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
@@ -133,20 +133,10 @@ impl Kernel {
                 "this ask needs the resolution_token its step's receipt returned",
             ));
         }
-        let mut effects: Vec<AfterCommit> = Vec::new();
         if task.deadline_at.is_some_and(|d| d <= now) {
-            // The deadline wins: the content is discarded.
-            self.settle_with(
-                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                &mut task,
-                TaskStatus::TimedOut,
-                SettleError::new(AWAIT_TIMEOUT, None),
-            )
-            .await?;
-            tx.commit().await?;
-            self.publish(effects).await;
-            return Ok(TaskReply::of(self.task_view(&run, task.id).await?));
+            return self.time_out_await(tx, run, task, now).await;
         }
+        let mut effects: Vec<AfterCommit> = Vec::new();
         let linked = results::linked_uploads(&answer.blocks);
         if !linked.is_empty() {
             self.check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)
@@ -176,6 +166,28 @@ impl Kernel {
             self.bind_result_uploads(&mut tx, task.id, &linked).await?;
         }
         effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
+    }
+
+    /// The deadline wins over a late answer: the await settles `timed_out` (`await_timeout`)
+    /// and the content is discarded.
+    async fn time_out_await(
+        &self,
+        mut tx: nexus_store::Tx,
+        mut run: RunRow,
+        mut task: TaskRow,
+        now: i64,
+    ) -> KernelResult<TaskReply> {
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        self.settle_with(
+            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
+            &mut task,
+            TaskStatus::TimedOut,
+            SettleError::new(AWAIT_TIMEOUT, None),
+        )
+        .await?;
         tx.commit().await?;
         self.publish(effects).await;
         Ok(TaskReply::of(self.task_view(&run, task.id).await?))

@@ -12,8 +12,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use nexus_api::runs::RunEnvelope;
 use nexus_kernel::runs::view::TaskReply;
-use nexus_kernel::runs::{Deny, Idempotent, RequestRead, RunsQuery};
+use nexus_kernel::runs::{Deny, Idempotent, RequestRead, RunRead, RunsQuery, Stop};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -126,7 +127,7 @@ pub async fn get(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunRead>> {
     Ok(Json(state.kernel.get_run(&p, path_id(&ws)?, path_id(&run)?).await?))
 }
 
@@ -134,7 +135,7 @@ pub async fn start(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(state.kernel.start_run(&p, path_id(&ws)?, path_id(&run)?).await?))
 }
 
@@ -143,9 +144,12 @@ pub async fn stop(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(
-        state.kernel.stop_run(&p, path_id(&ws)?, path_id(&run)?, &body).await?,
+        state
+            .kernel
+            .stop_run(&p, path_id(&ws)?, path_id(&run)?, Stop::parse(&body))
+            .await?,
     ))
 }
 
@@ -402,7 +406,7 @@ pub async fn default_runner(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(
         state
             .kernel

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use nexus_api::runs::{Appended, Created, Receipt};
+use nexus_api::runs::{Appended, Created, Receipt, RunEnvelope};
 use nexus_core::approval;
 use nexus_core::codes::Code;
 use nexus_core::declaration::ApprovalMode;
@@ -19,13 +19,30 @@ use super::accept::{AcceptCtx, Accepted, Fault, invalid_steps};
 use super::idempotency::{FirstAnswer, Idempotency, Idempotent, replay_in};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::runs::read::object;
 use crate::runs::rows::Graph;
 use crate::runs::run_end::is_candidate;
 use crate::runs::unit::Unit;
 use crate::runs::view::{RunNames, run_record};
 use crate::runs::{AfterCommit, refuse};
 use crate::{Kernel, time};
+
+/// A `POST R/stop` body, parsed: `{force?: bool}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// Cancel the run's live rows at once (the default); `false` lets them drain.
+    pub force: bool,
+}
+
+impl Stop {
+    /// The body's grammar: `force` absent or `null` is `true`; anything but a boolean is 400.
+    pub fn parse(body: &Value) -> KernelResult<Stop> {
+        match body.get("force") {
+            None | Some(Value::Null) => Ok(Stop { force: true }),
+            Some(Value::Bool(b)) => Ok(Stop { force: *b }),
+            Some(_) => Err(refuse(Code::ParameterInvalid, "force must be a boolean")),
+        }
+    }
+}
 
 /// What a create writes once its shell is checked and its steps accepted.
 struct CreatePlan {
@@ -307,7 +324,12 @@ impl Kernel {
     }
 
     /// `POST R/start`: `pending → running`, then the ready rows start.
-    pub async fn start_run(&self, principal: &MemberPrincipal, workspace: Uuid, run: Uuid) -> KernelResult<Value> {
+    pub async fn start_run(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        run: Uuid,
+    ) -> KernelResult<RunEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
         let now = self.now_ms();
@@ -327,25 +349,22 @@ impl Kernel {
         self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+        self.run_envelope(ws.public_id, &run).await
     }
 
-    /// `POST R/stop` `{force?}` (default true): a pending run is canceled at once; a live one
-    /// passes through `canceling` until it drains.
+    /// `POST R/stop` `{force?}` ([`Stop::parse`]): a pending run is canceled at once; a live
+    /// one passes through `canceling` until it drains. A body that does not parse is refused
+    /// once the run is found.
     pub async fn stop_run(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
         run: Uuid,
-        body: &Value,
-    ) -> KernelResult<Value> {
+        body: KernelResult<Stop>,
+    ) -> KernelResult<RunEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
-        let force = match body.get("force") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(refuse(Code::ParameterInvalid, "force must be a boolean")),
-        };
+        let force = body?.force;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
@@ -359,7 +378,7 @@ impl Kernel {
         self.stop_in(&mut tx, &mut run, force, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+        self.run_envelope(ws.public_id, &run).await
     }
 
     /// The stop of runs.md §2 inside the caller's unit of work, on a locked run that has not
