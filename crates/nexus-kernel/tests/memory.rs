@@ -8,6 +8,7 @@ mod common;
 use common::{World, world};
 
 use nexus_kernel::MemberPrincipal;
+use nexus_kernel::declarations::AssemblyPreview;
 use nexus_kernel::memory::door::MemoryQuery;
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
@@ -370,8 +371,8 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
             .kernel
             .assembly_preview(
                 &w.agent,
-                &json!({"default_runner_executor_public_id": null,
-                        "configuration": {"kernel_tools": ["nexus.skill.load"]}}),
+                AssemblyPreview::parse(&json!({"default_runner_executor_public_id": null,
+                        "configuration": {"kernel_tools": ["nexus.skill.load"]}})),
             )
             .await
             .unwrap();
