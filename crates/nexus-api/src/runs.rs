@@ -289,8 +289,13 @@ pub struct Created {
     /// The receipt of its first envelope.
     pub receipt: Receipt,
     /// Whether this answer replays an earlier create with the same `Idempotency-Key`.
-    #[serde(default)]
+    // Served only on a replay: the first answer has no `replayed` member.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub replayed: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// The body of `POST R/tasks` (runs.md §3), with its optional `Idempotency-Key`.
@@ -355,7 +360,8 @@ pub struct Appended {
     /// The envelope's receipt.
     pub receipt: Receipt,
     /// Whether this answer replays an earlier append with the same `Idempotency-Key`.
-    #[serde(default)]
+    // Served only on a replay: the first answer has no `replayed` member.
+    #[serde(default, skip_serializing_if = "is_false")]
     pub replayed: bool,
 }
 

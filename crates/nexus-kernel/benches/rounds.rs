@@ -110,13 +110,14 @@ impl World {
                 "kernel_tools": ["nexus.tools.search"],
             }}],
         }});
-        let (status, body) = self
+        let body = self
             .kernel
             .create_run(&self.agent, self.ws, &body, None)
             .await
-            .expect("create_run");
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+            .expect("create_run")
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
         self.kernel
             .start_run(&self.agent, self.ws, id)
             .await

@@ -107,9 +107,13 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
     let mut runs = Vec::with_capacity(tasks);
     for k in 0..tasks {
         let body = inbox_bench::echo_run(k, row.public_id);
-        let (status, body) = kernel.create_run(&human, ws, &body, None).await.expect("create_run");
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+        let body = kernel
+            .create_run(&human, ws, &body, None)
+            .await
+            .expect("create_run")
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
         kernel.start_run(&human, ws, id).await.expect("start_run");
         runs.push(id);
     }

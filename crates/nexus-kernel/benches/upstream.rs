@@ -91,13 +91,14 @@ impl World {
         let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Search the tools, one query a round.", "model": model,
             "kernel_tools": ["nexus.tools.search"]}}]}});
-        let (status, created) = self
+        let created = self
             .kernel
             .create_run(&self.agent, self.ws, &body, None)
             .await
-            .expect("create");
-        assert_eq!(status, 201, "{created}");
-        let id = Uuid::parse_str(created["run"]["public_id"].as_str().expect("id")).expect("uuid");
+            .expect("create")
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&created.run.public_id).expect("uuid");
         self.kernel.start_run(&self.agent, self.ws, id).await.expect("start");
         let mut bounds = vec![Instant::now()];
         let mut passes = 0usize;

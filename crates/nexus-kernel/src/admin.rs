@@ -281,40 +281,32 @@ impl Kernel {
     /// the human; both members hold write standing. Fresh tokens every run.
     pub async fn bootstrap(&self) -> KernelResult<Value> {
         let (account, workspace) = self.default_account().await?;
-        let human = match self.store.member_by_handle(account.id, BOOTSTRAP_HUMAN).await? {
-            Some(h) => h,
-            None => {
-                let new = NewMember {
-                    public_id: time::new_id(),
-                    account_id: account.id,
-                    kind: MemberKind::Human,
-                    handle: BOOTSTRAP_HUMAN.into(),
-                    display_name: "Admin".into(),
-                    role: "admin".into(),
-                    steward_id: None,
-                    agent_executor_public_id: None,
-                    now: self.now_ms(),
-                };
-                self.store.create_member(new).await?.0
-            }
-        };
-        let agent = match self.store.member_by_handle(account.id, BOOTSTRAP_AGENT).await? {
-            Some(a) => a,
-            None => {
-                let new = NewMember {
-                    public_id: time::new_id(),
-                    account_id: account.id,
-                    kind: MemberKind::Agent,
-                    handle: BOOTSTRAP_AGENT.into(),
-                    display_name: "Agent".into(),
-                    role: "member".into(),
-                    steward_id: Some(human.id),
-                    agent_executor_public_id: Some(time::new_id()),
-                    now: self.now_ms(),
-                };
-                self.store.create_member(new).await?.0
-            }
-        };
+        let human = self
+            .bootstrap_member(NewMember {
+                public_id: time::new_id(),
+                account_id: account.id,
+                kind: MemberKind::Human,
+                handle: BOOTSTRAP_HUMAN.into(),
+                display_name: "Admin".into(),
+                role: "admin".into(),
+                steward_id: None,
+                agent_executor_public_id: None,
+                now: self.now_ms(),
+            })
+            .await?;
+        let agent = self
+            .bootstrap_member(NewMember {
+                public_id: time::new_id(),
+                account_id: account.id,
+                kind: MemberKind::Agent,
+                handle: BOOTSTRAP_AGENT.into(),
+                display_name: "Agent".into(),
+                role: "member".into(),
+                steward_id: Some(human.id),
+                agent_executor_public_id: Some(time::new_id()),
+                now: self.now_ms(),
+            })
+            .await?;
         let app = self.store.agent_application_of(agent.id).await?.ok_or_else(|| {
             KernelError::new(
                 Code::InternalError,
@@ -359,6 +351,14 @@ impl Kernel {
                 "transport_token": self.mint_transport_token(&runner).await?,
             },
         }))
+    }
+
+    /// The bootstrap member with `new`'s handle in its account, made from `new` the first time.
+    async fn bootstrap_member(&self, new: NewMember) -> KernelResult<MemberRow> {
+        match self.store.member_by_handle(new.account_id, &new.handle).await? {
+            Some(member) => Ok(member),
+            None => Ok(self.store.create_member(new).await?.0),
+        }
     }
 
     /// Whether `runner` is eligible for the principal `principal` (executor.md §1).

@@ -63,6 +63,80 @@ fn mentioned_runners(input: &AssemblyInput) -> Vec<Uuid> {
     ids
 }
 
+/// A `POST /agent_api/v1/tools/assembly` body, parsed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AssemblyPreview {
+    /// `default_runner_executor_public_id` (required; `null` is no runner).
+    pub default_runner: Option<Uuid>,
+    /// The candidate configuration document (free JSON, checked by the assembly); `None`
+    /// previews the stored profile.
+    pub configuration: Option<Value>,
+    /// `tool_names`, when given.
+    pub tool_names: Option<Vec<String>>,
+}
+
+impl AssemblyPreview {
+    /// The body's grammar, with the codes and messages the door has always answered.
+    pub fn parse(body: &Value) -> KernelResult<AssemblyPreview> {
+        let Some(selector) = body.get("default_runner_executor_public_id") else {
+            return Err(KernelError::new(
+                Code::ParameterMissing,
+                "default_runner_executor_public_id is required (a runner id, or null for none)",
+            ));
+        };
+        let default_runner = match selector {
+            Value::Null => None,
+            // The same grammar as every other runner id of a declaration: the hyphenated form
+            // (any case), not the simple, braced or URN forms `Uuid::parse_str` also takes.
+            Value::String(s) => Some(Uuid::parse_str(s).ok().filter(|_| s.len() == 36).ok_or_else(|| {
+                KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("default_runner_executor_public_id {s:?} is not a UUID"),
+                )
+            })?),
+            other => {
+                return Err(KernelError::new(
+                    Code::ParameterInvalid,
+                    format!("default_runner_executor_public_id must be a UUID string or null, got {other}"),
+                ));
+            }
+        };
+        let configuration = match body.get("configuration") {
+            None => None,
+            Some(c) if c.is_object() => Some(c.clone()),
+            Some(_) => {
+                return Err(KernelError::new(
+                    Code::ParameterMissing,
+                    "configuration must be an object",
+                ));
+            }
+        };
+        Ok(AssemblyPreview {
+            default_runner,
+            configuration,
+            tool_names: tool_names_of(body)?,
+        })
+    }
+}
+
+/// The preview's `tool_names`: absent or `null`, or an array of strings.
+fn tool_names_of(body: &Value) -> KernelResult<Option<Vec<String>>> {
+    match body.get("tool_names") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(names)) => names
+            .iter()
+            .map(|n| n.as_str().map(str::to_string))
+            .collect::<Option<Vec<_>>>()
+            .map(Some)
+            .ok_or_else(|| KernelError::validation("invalid", "/tool_names", "tool_names must be strings")),
+        Some(_) => Err(KernelError::validation(
+            "invalid",
+            "/tool_names",
+            "tool_names must be an array of strings",
+        )),
+    }
+}
+
 fn parse_stored(text: &str, fallback: Value) -> Value {
     serde_json::from_str(text).unwrap_or(fallback)
 }
@@ -111,65 +185,26 @@ impl Kernel {
     }
 
     /// `POST /agent_api/v1/tools/assembly`: runs the assembly on a candidate configuration
-    /// (or the stored profile) and a runner choice. Creates nothing.
-    pub async fn assembly_preview(&self, principal: &MemberPrincipal, body: &Value) -> KernelResult<Value> {
+    /// (or the stored profile) and a runner choice ([`AssemblyPreview::parse`]). Creates
+    /// nothing. A body that does not parse is refused once the caller is known to be an agent.
+    pub async fn assembly_preview(
+        &self,
+        principal: &MemberPrincipal,
+        body: KernelResult<AssemblyPreview>,
+    ) -> KernelResult<Value> {
         let agent = require_agent(principal)?;
-        let Some(selector) = body.get("default_runner_executor_public_id") else {
-            return Err(KernelError::new(
-                Code::ParameterMissing,
-                "default_runner_executor_public_id is required (a runner id, or null for none)",
-            ));
-        };
-        let selected = match selector {
-            Value::Null => None,
-            // The same grammar as every other runner id of a declaration: the hyphenated form
-            // (any case), not the simple, braced or URN forms `Uuid::parse_str` also takes.
-            Value::String(s) => Some(Uuid::parse_str(s).ok().filter(|_| s.len() == 36).ok_or_else(|| {
-                KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("default_runner_executor_public_id {s:?} is not a UUID"),
-                )
-            })?),
-            other => {
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("default_runner_executor_public_id must be a UUID string or null, got {other}"),
-                ));
-            }
-        };
-        let mut input = match body.get("configuration") {
+        let preview = body?;
+        let mut input = match &preview.configuration {
             None => {
                 let stored = crate::profile::configuration_read(agent.configuration.as_deref());
                 let mut input = AssemblyInput::from_configuration(&stored);
                 input.paths = declaration::AssemblyPaths::under("/profile/configuration", "tool_definitions");
                 input
             }
-            Some(c) if c.is_object() => AssemblyInput::from_configuration(c),
-            Some(_) => {
-                return Err(KernelError::new(
-                    Code::ParameterMissing,
-                    "configuration must be an object",
-                ));
-            }
+            Some(c) => AssemblyInput::from_configuration(c),
         };
-        input.default_runner_executor_public_id = selected;
-        input.tool_names = match body.get("tool_names") {
-            None | Some(Value::Null) => None,
-            Some(Value::Array(names)) => Some(
-                names
-                    .iter()
-                    .map(|n| n.as_str().map(str::to_string))
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| KernelError::validation("invalid", "/tool_names", "tool_names must be strings"))?,
-            ),
-            Some(_) => {
-                return Err(KernelError::validation(
-                    "invalid",
-                    "/tool_names",
-                    "tool_names must be an array of strings",
-                ));
-            }
-        };
+        input.default_runner_executor_public_id = preview.default_runner;
+        input.tool_names = preview.tool_names;
         self.gather_facts(agent, &mut input).await?;
         Ok(declaration::assemble(&input)?.to_response_json())
     }

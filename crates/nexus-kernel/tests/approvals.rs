@@ -10,6 +10,7 @@ use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
+use nexus_kernel::runs::Deny;
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -85,13 +86,14 @@ impl World {
     }
 
     async fn start(&self, who: &MemberPrincipal, run: Value) -> Uuid {
-        let (status, body) = self
+        let body = self
             .kernel
             .create_run(who, self.ws, &json!({ "run": run }), None)
             .await
-            .unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
         self.kernel.start_run(who, self.ws, id).await.unwrap();
         self.kernel.work_until_idle(50).await.unwrap();
         id
@@ -214,7 +216,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             json!({"reason": "approval_required", "task_key": "r1t0"})
         );
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(run["run"]["status"], "running");
+        assert_eq!(run.run.status.as_str(), "running");
         let read = w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap();
         assert_eq!(read["task"]["timeout_ms"], DAY);
         assert_eq!(read["task"]["waiting_on"], json!(["approver"]));
@@ -249,7 +251,8 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         assert_eq!(bad.code, Code::ParameterInvalid);
 
         // The human approves: released with the announced timeout.
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
         assert_eq!(out["task"]["approval"]["origin"], "human");
         assert_eq!(
@@ -281,17 +284,9 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         );
 
         // A second decision finds nothing held.
-        let again = w
-            .kernel
-            .approve(&w.human, w.ws, id, "r1t0", &json!({}))
-            .await
-            .unwrap_err();
+        let again = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(again.code, Code::NotAwaitingApproval);
-        let missing = w
-            .kernel
-            .approve(&w.human, w.ws, id, "nope", &json!({}))
-            .await
-            .unwrap_err();
+        let missing = w.kernel.approve(&w.human, w.ws, id, "nope").await.unwrap_err();
         assert_eq!(missing.code, Code::NotFound);
     }
 }
@@ -335,23 +330,15 @@ async fn standing_gates_the_verbs() {
             .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
             .await
             .unwrap();
-        let e = w
-            .kernel
-            .approve(&reader, w.ws, id, "r1t0", &json!({}))
-            .await
-            .unwrap_err();
+        let e = w.kernel.approve(&reader, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
         let e = w
             .kernel
-            .deny(&reader, w.ws, id, "r1t0", &json!({"reason": 3}))
+            .deny(&reader, w.ws, id, "r1t0", Deny::parse(&json!({"reason": 3})))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
-        let e = w
-            .kernel
-            .approve(&outsider, w.ws, id, "r1t0", &json!({}))
-            .await
-            .unwrap_err();
+        let e = w.kernel.approve(&outsider, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let e = w.kernel.list_approvals(&outsider, w.ws, None, None).await.unwrap_err();
         assert_eq!(e.code, Code::NotFound);
@@ -359,7 +346,8 @@ async fn standing_gates_the_verbs() {
         let q = w.kernel.list_approvals(&reader, w.ws, None, None).await.unwrap();
         assert_eq!(q["approvals"].as_array().unwrap().len(), 1);
         // The declaring agent is an approver too.
-        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["approval"]["origin"], "agent");
     }
 }
@@ -373,7 +361,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
             .await;
         let e = w
             .kernel
-            .deny(&w.human, w.ws, id, "r1t0", &json!({"reason": ["no"]}))
+            .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({"reason": ["no"]})))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::ParameterInvalid);
@@ -381,9 +369,10 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         let reason = format!("{}é and more", "x".repeat(255));
         let out = w
             .kernel
-            .deny(&w.human, w.ws, id, "r1t0", &json!({"reason": reason}))
+            .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({"reason": reason})))
             .await
             .unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "failed");
         assert_eq!(out["task"]["error"]["key"], "approval_denied");
         assert_eq!(out["task"]["error"]["detail"], "x".repeat(255));
@@ -406,9 +395,13 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         w.kernel.work_until_idle(50).await.unwrap();
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(run["run"]["status"], "completed");
+        assert_eq!(run.run.status.as_str(), "completed");
         // The run is over: nothing is adjudicable.
-        let e = w.kernel.deny(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap_err();
+        let e = w
+            .kernel
+            .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({})))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::NotAdjudicable);
     }
 }
@@ -445,11 +438,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
                 .unwrap()
         );
         tx.commit().await.unwrap();
-        let e = w
-            .kernel
-            .approve(&w.human, w.ws, id, "r1t1", &json!({}))
-            .await
-            .unwrap_err();
+        let e = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap_err();
         assert_eq!(e.code, Code::NotAwaitingApproval);
         let t1 = w.task(id, "r1t1").await;
         assert_eq!(t1.status, TaskStatus::TimedOut);
@@ -466,7 +455,11 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
             w.statuses(id, "r1t0").await,
             ["waiting>needs_approval", "needs_approval>timed_out"]
         );
-        let e = w.kernel.deny(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap_err();
+        let e = w
+            .kernel
+            .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({})))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::NotAwaitingApproval);
         assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 0);
         // The continuation reads both expiries.
@@ -590,10 +583,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             .await;
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!((t.status.as_str(), t.timeout_ms), ("needs_approval", Some(DAY)));
-        w.kernel
-            .approve(&w.human, w.ws, id, "s1-tool-1", &json!({}))
-            .await
-            .unwrap();
+        w.kernel.approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!((t.status.as_str(), t.timeout_ms), ("dispatched", Some(5000)));
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 5000));
@@ -611,11 +601,8 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!(t.status, TaskStatus::NeedsApproval);
         assert_eq!(t.addressed_executor_id, None);
-        let out = w
-            .kernel
-            .approve(&w.human, w.ws, id, "s1-tool-1", &json!({}))
-            .await
-            .unwrap();
+        let out = w.kernel.approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
     }
 }
@@ -638,7 +625,8 @@ async fn approve_addresses_again_and_compares_the_profile() {
         tools[0]["effect_profile"] = write_profile();
         w.announce(tools).await;
         let before = w.task(id, "r1t0").await;
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "needs_approval");
         assert_eq!(out["task"]["effect_profile"], write_profile());
         let after = w.task(id, "r1t0").await;
@@ -646,11 +634,13 @@ async fn approve_addresses_again_and_compares_the_profile() {
         assert_eq!(after.deadline_at, Some(after.await_started_at.unwrap() + DAY));
         assert!(after.approval.is_none());
         // Approved against the new profile, it is released.
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
         // The runner stops serving `read`: approving fails the row.
         w.announce(json!([])).await;
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t1", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "failed");
         assert_eq!(out["task"]["error"]["key"], "tool_not_served");
     }
@@ -707,7 +697,8 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
         // Held rows are addressed to the declaring agent, kernel tools included.
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
         assert_eq!(profile(&t), EffectProfile::READ.to_json());
-        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "running");
         assert!(out["task"].get("addressed_to").is_none());
         let t = w.task(id, "r1t0").await;
@@ -744,7 +735,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
                                                                     "kernel_tools": ["nexus.runners.list"]}}]}),
             )
             .await;
-        w.kernel.approve(&w.agent, w.ws, id, "r1t0", &json!({})).await.unwrap();
+        w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Running);
         let deadline = t.deadline_at.unwrap();
@@ -796,13 +787,14 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
             );
             let run = json!({"approval_mode": mode, "approval_rules": rules, "steps": [{"model": {
                 "prompt": "Go.", "model": "scripted/corrupt", "tools": [w.routed("read", "read")]}}]});
-            let (status, body) = w
+            let body = w
                 .kernel
                 .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
                 .await
-                .unwrap();
-            assert_eq!(status, 201, "{body}");
-            let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+                .unwrap()
+                .fresh()
+                .expect("a fresh create");
+            let id = Uuid::parse_str(&body.run.public_id).unwrap();
             w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
             let run_id = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id;
             w.ts.execute_unchecked(

@@ -40,9 +40,14 @@ impl World {
         let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Look back.", "model": format!("scripted/{name}"),
             "kernel_tools": ["nexus.conversation.search", "nexus.conversation.read"]}}]}});
-        let (status, body) = self.kernel.create_run(&self.agent, self.ws, &body, None).await.unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        let body = self
+            .kernel
+            .create_run(&self.agent, self.ws, &body, None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
         self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
         self.kernel.work_until_idle(400).await.unwrap();
         let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();

@@ -108,9 +108,14 @@ impl World {
             "route": {"kind": "runner", "runner_executor_public_id": self.runner.executor.public_id.to_string(), "tool_name": "shot"}});
         let body = json!({"run": {"approval_mode": "bypass", "steps": [
             {"key": "m", "model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}});
-        let (status, created) = self.kernel.create_run(&self.agent, self.ws, &body, None).await.unwrap();
-        assert_eq!(status, 201, "{created}");
-        let id = Uuid::parse_str(created["run"]["public_id"].as_str().unwrap()).unwrap();
+        let created = self
+            .kernel
+            .create_run(&self.agent, self.ws, &body, None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&created.run.public_id).unwrap();
         self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
         self.kernel.work_until_idle(50).await.unwrap();
         id

@@ -8,6 +8,7 @@ mod common;
 use common::{World, world};
 
 use nexus_kernel::MemberPrincipal;
+use nexus_kernel::declarations::AssemblyPreview;
 use nexus_kernel::memory::door::MemoryQuery;
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
@@ -42,9 +43,14 @@ impl World {
         tools.extend_from_slice(extra);
         let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Use memory.", "model": format!("scripted/{script}"), "kernel_tools": tools}}]}});
-        let (status, body) = self.kernel.create_run(&self.agent, self.ws, &body, None).await.unwrap();
-        assert_eq!(status, 201, "{body}");
-        Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap()
+        let created = self
+            .kernel
+            .create_run(&self.agent, self.ws, &body, None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        Uuid::parse_str(&created.run.public_id).unwrap()
     }
 
     async fn start_and_drive(&self, id: Uuid) {
@@ -365,8 +371,8 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
             .kernel
             .assembly_preview(
                 &w.agent,
-                &json!({"default_runner_executor_public_id": null,
-                        "configuration": {"kernel_tools": ["nexus.skill.load"]}}),
+                AssemblyPreview::parse(&json!({"default_runner_executor_public_id": null,
+                        "configuration": {"kernel_tools": ["nexus.skill.load"]}})),
             )
             .await
             .unwrap();

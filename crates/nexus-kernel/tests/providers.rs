@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::World;
 use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai, schema};
-use nexus_kernel::runs::RequestRead;
+use nexus_kernel::runs::{RequestRead, Stop};
 use nexus_providers::{InstanceConfig, Kind, Providers};
 use nexus_store::Engine;
 use nexus_store::testing::{TestStore, engines};
@@ -55,7 +55,7 @@ async fn world(ts: TestStore, upstream: &FakeUpstream, configure: impl Fn(&mut I
 impl World {
     /// A run of one model step on `model` declaring three kernel tools, started and driven.
     async fn kernel_tool_run(&self, model: &str) -> Uuid {
-        let (status, body) = self
+        let body = self
             .kernel
             .create_run(
                 &self.agent,
@@ -74,9 +74,10 @@ impl World {
                 None,
             )
             .await
-            .unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
         self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
         id
     }
@@ -86,7 +87,7 @@ impl World {
     }
 
     async fn run_json(&self, id: Uuid) -> Value {
-        self.kernel.get_run(&self.agent, self.ws, id).await.unwrap()
+        serde_json::to_value(self.kernel.get_run(&self.agent, self.ws, id).await.unwrap()).unwrap()
     }
 
     async fn cache(&self, id: Uuid) -> Value {
@@ -564,10 +565,14 @@ async fn a_stop_aborts_a_streaming_call() {
         let kernel = w.kernel.clone();
         let worker = tokio::spawn(async move { kernel.work_until_idle(100).await });
         assert!(upstream.wait_for_requests(1, Duration::from_secs(10)).await);
-        let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
+        let stopped = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap();
         assert!(
             upstream.wait_for_abandoned(1, Duration::from_secs(10)).await,
-            "{stopped}"
+            "{stopped:?}"
         );
         worker.await.unwrap().unwrap();
         w.drive().await;
@@ -613,7 +618,7 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
         let deferred = json!({"type": "function", "defer_loading": true,
             "function": {"name": "shot", "description": "Take a screenshot.", "parameters": {"type": "object"}},
             "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
-        let (status, body) = w
+        let body = w
             .kernel
             .create_run(
                 &w.agent,
@@ -627,9 +632,10 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
                 None,
             )
             .await
-            .unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         upstream.assert_no_mismatches();
@@ -702,7 +708,7 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
     let routed = json!({"type": "function",
         "function": {"name": "shot", "description": "shot on the runner", "parameters": {"type": "object"}},
         "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
-    let (status, body) = w
+    let body = w
         .kernel
         .create_run(
             &w.agent,
@@ -712,9 +718,10 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
             None,
         )
         .await
-        .unwrap();
-    assert_eq!(status, 201, "{body}");
-    let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
+        .unwrap()
+        .fresh()
+        .expect("a fresh create");
+    let id = Uuid::parse_str(&body.run.public_id).unwrap();
     w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
     w.drive().await;
     let run = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap();

@@ -7,6 +7,7 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
+use nexus_kernel::runs::{Idempotent, Stop};
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -14,14 +15,15 @@ use uuid::Uuid;
 
 impl World {
     async fn create(&self, run: Value) -> (Uuid, Value) {
-        let (status, body) = self
+        let body = self
             .kernel
             .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
             .await
-            .unwrap();
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().unwrap()).unwrap();
-        (id, body)
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
+        (id, serde_json::to_value(&body).unwrap())
     }
 
     async fn run_row(&self, id: Uuid) -> RunRow {
@@ -96,7 +98,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(body["receipt"]["accepted_task_keys"], json!(["s1-model-1"]));
         assert_eq!(body["receipt"]["revision"], 1);
         let started = w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        assert_eq!(started["run"]["status"], "running");
+        assert_eq!(started.run.status.as_str(), "running");
         w.drive().await;
 
         let tasks = w.tasks(id).await;
@@ -261,8 +263,12 @@ async fn stop_cancels_live_work() {
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        let stopped = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap();
-        assert_eq!(stopped["run"]["status"], "canceled");
+        let stopped = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap();
+        assert_eq!(stopped.run.status.as_str(), "canceled");
         let t = w.task(id, "s1-model-1").await;
         assert_eq!(t.status, TaskStatus::Canceled);
         assert_eq!(t.error_key.as_deref(), Some("run_canceled"));
@@ -273,7 +279,11 @@ async fn stop_cancels_live_work() {
         // (on PostgreSQL the request went out with the seal's lock, and that unit rolled back).
         let sealed = w.kernel.store.sealed_request(t.id, t.generation).await.unwrap();
         assert_eq!(sealed, None);
-        let again = w.kernel.stop_run(&w.agent, w.ws, id, &json!({})).await.unwrap_err();
+        let again = w
+            .kernel
+            .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
+            .await
+            .unwrap_err();
         assert_eq!(again.code, Code::AlreadyTerminal);
         // A pending run is canceled at once.
         let (id2, _) = w
@@ -281,10 +291,10 @@ async fn stop_cancels_live_work() {
             .await;
         let stopped = w
             .kernel
-            .stop_run(&w.agent, w.ws, id2, &json!({"force": false}))
+            .stop_run(&w.agent, w.ws, id2, Stop::parse(&json!({"force": false})))
             .await
             .unwrap();
-        assert_eq!(stopped["run"]["status"], "canceled");
+        assert_eq!(stopped.run.status.as_str(), "canceled");
         let e = w.kernel.start_run(&w.agent, w.ws, id2).await.unwrap_err();
         assert_eq!(e.code, Code::NotStartable);
     }
@@ -333,10 +343,10 @@ async fn append_refusals() {
         let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
         assert_eq!(e.code, Code::TipLive);
         let more = json!({"steps": [{"key": "peek", "tool": {"name": "read"}, "on_failure": "absorb"}], "expected_revision": 1});
-        let (status, body) = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
-        assert_eq!(status, 200);
-        assert_eq!(body["receipt"]["revision"], 2);
-        assert_eq!(body["receipt"]["deliverable_task_key"], "peek");
+        let appended = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
+        let appended = appended.fresh().expect("a fresh append");
+        assert_eq!(appended.receipt.revision, 2);
+        assert_eq!(appended.receipt.deliverable_task_key.as_deref(), Some("peek"));
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         // `read` is served by nobody: the row fails tool_not_served, absorbed; the run ends.
@@ -464,12 +474,18 @@ async fn create_refusals_and_idempotency() {
 
         // Idempotency: replay, mismatch, invalid key.
         let body = json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "bypass"}});
-        let (s1, b1) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
-        assert_eq!(s1, 201);
-        let (s2, b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
-        assert_eq!(s2, 200);
+        let b1 = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
+        let b1 = b1.fresh().expect("the first create applies");
+        let Idempotent::Replayed(b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap() else {
+            panic!("a repeated key replays");
+        };
         assert_eq!(b2["replayed"], true);
-        assert_eq!(b2["run"]["public_id"], b1["run"]["public_id"]);
+        assert_eq!(b2["run"]["public_id"], b1.run.public_id);
+        // The replay is the first answer's bytes with `replayed: true` added last.
+        let first = serde_json::to_string(&b1).unwrap();
+        assert!(!first.contains("replayed"), "{first}");
+        let replayed = format!("{},\"replayed\":true}}", &first[..first.len() - 1]);
+        assert_eq!(serde_json::to_string(&b2).unwrap(), replayed);
         let other = json!({"run": {"steps": [{"tool": {"name": "y"}}], "approval_mode": "bypass"}});
         let e = k.create_run(&w.agent, w.ws, &other, Some("key-1")).await.unwrap_err();
         assert_eq!(e.code, Code::IdempotencyEnvelopeMismatch);
@@ -479,14 +495,15 @@ async fn create_refusals_and_idempotency() {
         assert_eq!(e.code, Code::ParameterInvalid);
 
         // Append idempotency.
-        let run = Uuid::parse_str(b1["run"]["public_id"].as_str().unwrap()).unwrap();
+        let run = Uuid::parse_str(&b1.run.public_id).unwrap();
         let add = json!({"steps": [{"tool": {"name": "z"}}]});
-        let (s, a1) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
-        assert_eq!(s, 200);
-        let (s, a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
-        assert_eq!(s, 200);
+        let a1 = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
+        let a1 = a1.fresh().expect("the first append applies");
+        let Idempotent::Replayed(a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap() else {
+            panic!("a repeated key replays");
+        };
         assert_eq!(a2["replayed"], true);
-        assert_eq!(a2["receipt"], a1["receipt"]);
+        assert_eq!(a2["receipt"], serde_json::to_value(&a1.receipt).unwrap());
         assert_eq!(w.run_row(run).await.revision, 2);
 
         // Standing: another workspace is concealed.
@@ -681,10 +698,13 @@ async fn stop_during_a_model_call() {
             .await;
             let stopped = w
                 .kernel
-                .stop_run(&w.agent, w.ws, id, &json!({"force": force}))
+                .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({"force": force})))
                 .await
                 .unwrap();
-            assert_eq!(stopped["run"]["status"], if force { "canceled" } else { "canceling" });
+            assert_eq!(
+                stopped.run.status.as_str(),
+                if force { "canceled" } else { "canceling" }
+            );
             wait_for("the cancel", || async {
                 w.run_row(id).await.status == RunStatus::Canceled
             })

@@ -127,9 +127,13 @@ async fn dispatched_run(w: &World, kernel: &Kernel) -> (Uuid, i64) {
     let step = json!({"key": "t", "tool": {"name": "read", "input": {"path": "x"},
                       "route": {"kind": "runner", "runner_executor_public_id": w.runner_id.to_string()}}});
     let body = json!({"run": {"approval_mode": "bypass", "steps": [step]}});
-    let (status, created) = kernel.create_run(&w.human, w.ws, &body, None).await.unwrap();
-    assert_eq!(status, 201, "{created}");
-    let id = Uuid::parse_str(created["run"]["public_id"].as_str().unwrap()).unwrap();
+    let created = kernel
+        .create_run(&w.human, w.ws, &body, None)
+        .await
+        .unwrap()
+        .fresh()
+        .expect("a fresh create");
+    let id = Uuid::parse_str(&created.run.public_id).unwrap();
     kernel.start_run(&w.human, w.ws, id).await.unwrap();
     kernel.work_until_idle(10).await.unwrap();
     let run = w.ts.store.run_by_public_id(id).await.unwrap().unwrap();
@@ -337,9 +341,13 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
             {"key": "b", "tool": {"name": "read", "input": {"path": "b"}, "route": route}},
         ]);
         let body = json!({"run": {"approval_mode": "bypass", "steps": steps}});
-        let (status, created) = kernel.create_run(&w.human, w.ws, &body, None).await.unwrap();
-        assert_eq!(status, 201, "{dialect}: {created}");
-        let run = Uuid::parse_str(created["run"]["public_id"].as_str().unwrap()).unwrap();
+        let created = kernel
+            .create_run(&w.human, w.ws, &body, None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let run = Uuid::parse_str(&created.run.public_id).unwrap();
         kernel.start_run(&w.human, w.ws, run).await.unwrap();
         kernel.work_until_idle(10).await.unwrap();
         let status_of = |key: &'static str| {

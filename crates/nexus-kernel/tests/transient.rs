@@ -36,9 +36,14 @@ async fn a_model_reply_whose_unit_was_a_deadlock_victim_is_applied_again() {
         "approval_mode": "bypass",
         "steps": [{"model": {"prompt": "Say done.", "model": "scripted/slow"}}],
     }});
-    let (status, created) = w.kernel.create_run(&w.agent, w.ws, &body, None).await.unwrap();
-    assert_eq!(status, 201, "{created}");
-    let id = Uuid::parse_str(created["run"]["public_id"].as_str().unwrap()).unwrap();
+    let created = w
+        .kernel
+        .create_run(&w.agent, w.ws, &body, None)
+        .await
+        .unwrap()
+        .fresh()
+        .expect("a fresh create");
+    let id = Uuid::parse_str(&created.run.public_id).unwrap();
     w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
     let run = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
     let key = "s1-model-1";

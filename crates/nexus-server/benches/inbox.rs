@@ -249,9 +249,13 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
     for k in 0..tasks {
         let runner = runners[k % RUNNERS].0;
         let body = inbox_bench::echo_run(k, runner);
-        let (status, body) = kernel.create_run(&human, ws, &body, None).await.expect("create_run");
-        assert_eq!(status, 201, "{body}");
-        let id = Uuid::parse_str(body["run"]["public_id"].as_str().expect("public_id")).expect("uuid");
+        let body = kernel
+            .create_run(&human, ws, &body, None)
+            .await
+            .expect("create_run")
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
         kernel.start_run(&human, ws, id).await.expect("start_run");
     }
     let setup = setup_start.elapsed();

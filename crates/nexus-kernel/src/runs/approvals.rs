@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::gate::approval_fact;
-use super::read::object;
+use super::view::TaskReply;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::paging::{page_limit, parse_cursor};
@@ -49,35 +49,61 @@ fn parse_json(text: Option<&str>) -> Value {
     text.and_then(|t| serde_json::from_str(t).ok()).unwrap_or(Value::Null)
 }
 
+/// A `POST R/tasks/{key}/deny` body, parsed: `{reason?: string}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deny {
+    /// Carried as the row's `error.detail`, cut to [`REASON_BYTES`].
+    pub reason: Option<String>,
+}
+
+impl Deny {
+    /// The body's grammar. A refusal is answered after the caller's standing (approvals.md §5
+    /// check 1), so [`Kernel::deny`] takes this result as it is.
+    pub fn parse(body: &Value) -> KernelResult<Deny> {
+        match body.get("reason") {
+            None | Some(Value::Null) => Ok(Deny { reason: None }),
+            Some(Value::String(s)) => Ok(Deny {
+                reason: Some(s.clone()),
+            }),
+            Some(other) => Err(KernelError::new(
+                Code::ParameterInvalid,
+                format!("reason must be a string, got {other}"),
+            )),
+        }
+    }
+}
+
+/// Who decides a held row, and when.
+struct Decider {
+    origin: &'static str,
+    by: Uuid,
+    now: i64,
+}
+
 impl Kernel {
-    /// `POST R/tasks/{key}/approve` → `{task}`.
-    pub async fn approve(
+    /// `POST R/tasks/{key}/approve` → `{task}` (the body names nothing).
+    pub async fn approve(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
+        self.adjudicate(p, ws, run, key, Verb::Approve, None).await
+    }
+
+    /// `POST R/tasks/{key}/deny` with `{reason?: string}` ([`Deny::parse`]) → `{task}`.
+    pub async fn deny(
         &self,
         p: &MemberPrincipal,
         ws: Uuid,
         run: Uuid,
         key: &str,
-        body: &Value,
-    ) -> KernelResult<Value> {
-        let _ = body;
-        self.adjudicate(p, ws, run, key, Verb::Approve, None).await
-    }
-
-    /// `POST R/tasks/{key}/deny` with `{reason?: string}` → `{task}`.
-    pub async fn deny(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str, body: &Value) -> KernelResult<Value> {
-        let reason = match body.get("reason") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(other) => {
+        body: KernelResult<Deny>,
+    ) -> KernelResult<TaskReply> {
+        let body = match body {
+            Ok(body) => body,
+            Err(refused) => {
                 // Standing is checked first (approvals.md §5 check 1).
                 self.workspace_for(p, ws, true).await?;
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("reason must be a string, got {other}"),
-                ));
+                return Err(refused);
             }
         };
-        self.adjudicate(p, ws, run, key, Verb::Deny, reason).await
+        self.adjudicate(p, ws, run, key, Verb::Deny, body.reason).await
     }
 
     async fn adjudicate(
@@ -88,7 +114,7 @@ impl Kernel {
         key: &str,
         verb: Verb,
         reason: Option<String>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TaskReply> {
         // 1. Write standing (no standing at all conceals the workspace: 404).
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
         // 2. The key.
@@ -134,69 +160,61 @@ impl Kernel {
             MemberKind::Human => "human",
             MemberKind::Agent => "agent",
         };
-        let fact = approval_fact(origin, Some(p.member.public_id), now);
+        let decider = Decider {
+            origin,
+            by: p.member.public_id,
+            now,
+        };
+        let mut u = Unit::of(&mut tx, &mut run, now, &mut effects);
         match verb {
-            Verb::Deny => {
-                self.decided_event(
-                    &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                    &task,
-                    verb,
-                    origin,
-                    p.member.public_id,
-                )
-                .await?;
-                task.approval = Some(fact);
-                let detail = reason.map(|r| cut_bytes(&r, REASON_BYTES));
-                self.fail(
-                    &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                    &mut task,
-                    SettleError::new(task_error::APPROVAL_DENIED, detail),
-                )
-                .await?;
-            }
-            Verb::Approve => {
-                // 6. Addressing again, against the frozen target or name.
-                match self.address(&mut tx, &run, &task).await? {
-                    Err(detail) => {
-                        self.fail(
-                            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                            &mut task,
-                            SettleError::new(task_error::TOOL_NOT_SERVED, Some(detail)),
-                        )
-                        .await?;
-                    }
-                    Ok(addressing) => {
-                        // 7. The effect profile the approver saw must still hold.
-                        let frozen = parse_json(task.effect_profile.as_deref());
-                        if frozen != addressing.effect_profile {
-                            task.effect_profile = Some(addressing.effect_profile.to_string());
-                            self.hold(&mut tx, &mut run, &mut task, now, false, &mut effects)
-                                .await?;
-                        } else {
-                            // 8. Release.
-                            self.decided_event(
-                                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                                &task,
-                                verb,
-                                origin,
-                                p.member.public_id,
-                            )
-                            .await?;
-                            self.release(
-                                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                                &mut task,
-                                &addressing,
-                                fact,
-                            )
-                            .await?;
-                        }
-                    }
-                }
-            }
+            Verb::Deny => self.decide_deny(&mut u, &mut task, &decider, reason).await?,
+            Verb::Approve => self.decide_approve(&mut u, &mut task, &decider).await?,
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
+    }
+
+    /// A deny: the decision's event, then the row fails `approval_denied` with the reason.
+    async fn decide_deny(
+        &self,
+        u: &mut Unit<'_>,
+        task: &mut TaskRow,
+        d: &Decider,
+        reason: Option<String>,
+    ) -> KernelResult<()> {
+        self.decided_event(u, task, Verb::Deny, d.origin, d.by).await?;
+        task.approval = Some(approval_fact(d.origin, Some(d.by), d.now));
+        let detail = reason.map(|r| cut_bytes(&r, REASON_BYTES));
+        self.fail(u, task, SettleError::new(task_error::APPROVAL_DENIED, detail))
+            .await?;
+        Ok(())
+    }
+
+    /// An approval: addressing again (6), the effect profile the approver saw (7), release (8).
+    async fn decide_approve(&self, u: &mut Unit<'_>, task: &mut TaskRow, d: &Decider) -> KernelResult<()> {
+        // 6. Addressing again, against the frozen target or name.
+        let addressing = match self.address(&mut *u.tx, &*u.run, task).await? {
+            Err(detail) => {
+                self.fail(u, task, SettleError::new(task_error::TOOL_NOT_SERVED, Some(detail)))
+                    .await?;
+                return Ok(());
+            }
+            Ok(addressing) => addressing,
+        };
+        // 7. The effect profile the approver saw must still hold.
+        let frozen = parse_json(task.effect_profile.as_deref());
+        if frozen != addressing.effect_profile {
+            task.effect_profile = Some(addressing.effect_profile.to_string());
+            self.hold(&mut *u.tx, &mut *u.run, task, d.now, false, &mut *u.effects)
+                .await?;
+            return Ok(());
+        }
+        // 8. Release.
+        self.decided_event(u, task, Verb::Approve, d.origin, d.by).await?;
+        let fact = approval_fact(d.origin, Some(d.by), d.now);
+        self.release(u, task, &addressing, fact).await?;
+        Ok(())
     }
 
     async fn decided_event(

@@ -13,7 +13,6 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::AfterCommit;
-use super::read::object;
 use super::refuse;
 use super::unit::Unit;
 use crate::Kernel;
@@ -57,7 +56,7 @@ impl Kernel {
         ws: Uuid,
         run: Uuid,
         body: &Value,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<nexus_api::runs::RunEnvelope> {
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
         let found = self.run_in(&ws_row, run).await?;
         let selected = parse_selector(body)?;
@@ -111,7 +110,7 @@ impl Kernel {
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws_row.public_id, &run).await?)]))
+        self.run_envelope(ws_row.public_id, &run).await
     }
 }
 

@@ -110,6 +110,42 @@ fn announced_profile(entry: &Value) -> (Value, Option<i64>) {
     (profile, entry.get("timeout_ms").and_then(Value::as_i64))
 }
 
+/// A tool row being addressed: its tool name and input, read once.
+struct Call<'a> {
+    task: &'a TaskRow,
+    tool_name: String,
+    input: Value,
+}
+
+impl<'a> Call<'a> {
+    fn of(task: &'a TaskRow) -> Call<'a> {
+        Call {
+            task,
+            tool_name: task.tool_name.clone().unwrap_or_default(),
+            input: parse_json(task.tool_input.as_deref()),
+        }
+    }
+
+    /// A `skill` call's document name (`""` when absent).
+    fn document(&self) -> &str {
+        self.input.get("name").and_then(Value::as_str).unwrap_or("")
+    }
+}
+
+/// An executor address serving the call under its announced entry.
+fn executor_addressing(executor: &ExecutorRow, role: &'static str, entry: &Value) -> Addressing {
+    let (effect_profile, announced_timeout_ms) = announced_profile(entry);
+    Addressing {
+        addressee: Addressee::Executor {
+            id: executor.id,
+            public_id: executor.public_id,
+            role,
+        },
+        effect_profile,
+        announced_timeout_ms,
+    }
+}
+
 fn kernel_addressing(tool: &registry::KernelTool) -> Addressing {
     Addressing {
         addressee: Addressee::Kernel,
@@ -235,103 +271,15 @@ impl Kernel {
         run: &RunRow,
         task: &TaskRow,
     ) -> KernelResult<Result<Addressing, String>> {
-        let tool_name = task.tool_name.clone().unwrap_or_default();
-        let input = parse_json(task.tool_input.as_deref());
+        let call = Call::of(task);
         // 1. A frozen runner target.
         if let Some(target) = task.target_executor_id {
-            let Some(runner) = self.store.executor_by_id(target).await? else {
-                return Ok(Err(format!("runner {target} no longer exists")));
-            };
-            let answering = self.store.member_by_id(run.answering_member_id).await?;
-            let eligible = match &answering {
-                Some(m) => self.runner_eligible_for(&runner, m).await?,
-                None => false,
-            };
-            if runner.kind != ExecutorKind::Runner || !eligible {
-                return Ok(Err(format!(
-                    "runner {} is not eligible for this run any more",
-                    runner.public_id
-                )));
-            }
-            let Some(entry) = served_entry(&runner, &tool_name) else {
-                return Ok(Err(format!(
-                    "runner {} no longer serves `{tool_name}`",
-                    runner.public_id
-                )));
-            };
-            if tool_name == "skill" {
-                let doc = input.get("name").and_then(Value::as_str).unwrap_or("");
-                let frozen = self.frozen_of(tx, task).await?;
-                let callable = task.tool_alias.as_deref().unwrap_or(&tool_name);
-                let in_catalog = frozen.skills.iter().any(|s| {
-                    s.get("callable").and_then(Value::as_str) == Some(callable)
-                        && s.get("name").and_then(Value::as_str) == Some(doc)
-                });
-                if !in_catalog {
-                    // Answered by the kernel with `skill_unknown` (kernel-tools.md §9).
-                    let tool = registry::resolve_wire("skill").expect("skill is a kernel tool");
-                    return Ok(Ok(kernel_addressing(tool)));
-                }
-                if !announces_document(&runner, doc) {
-                    return Ok(Err(format!(
-                        "runner {} no longer announces the skill `{doc}`",
-                        runner.public_id
-                    )));
-                }
-            }
-            let (effect_profile, announced_timeout_ms) = announced_profile(&entry);
-            return Ok(Ok(Addressing {
-                addressee: Addressee::Executor {
-                    id: runner.id,
-                    public_id: runner.public_id,
-                    role: "runner",
-                },
-                effect_profile,
-                announced_timeout_ms,
-            }));
+            return self.address_runner(tx, run, &call, target).await;
         }
-        if let Some(tool) = registry::resolve_wire(&tool_name) {
+        if let Some(tool) = registry::resolve_wire(&call.tool_name) {
             // 2. The skill tool: the frozen catalog entry's source.
             if tool.canonical == "nexus.skill.load" {
-                let doc = input.get("name").and_then(Value::as_str).unwrap_or("");
-                let frozen = self.frozen_of(tx, task).await?;
-                let callable = task.tool_alias.as_deref().unwrap_or(&tool_name);
-                let entry = frozen.skills.iter().find(|s| {
-                    s.get("callable").and_then(Value::as_str) == Some(callable)
-                        && s.get("name").and_then(Value::as_str) == Some(doc)
-                });
-                let source = entry.and_then(|e| e.get("source")).and_then(Value::as_str);
-                if source == Some("agent_application") {
-                    let id = entry
-                        .and_then(|e| e.get("executor_public_id"))
-                        .and_then(Value::as_str)
-                        .and_then(|s| Uuid::parse_str(s).ok());
-                    let app = match id {
-                        Some(id) => self.store.executor_by_public_id(id).await?,
-                        None => None,
-                    };
-                    let Some(app) = app.filter(|a| Self::agent_address_eligible(run, a)) else {
-                        return Ok(Err(format!("the skill source of `{doc}` is no longer eligible")));
-                    };
-                    let Some(served) = served_entry(&app, "skill") else {
-                        return Ok(Err(format!("{} no longer serves `skill`", app.public_id)));
-                    };
-                    if !announces_document(&app, doc) {
-                        return Ok(Err(format!("{} no longer announces the skill `{doc}`", app.public_id)));
-                    }
-                    let (effect_profile, announced_timeout_ms) = announced_profile(&served);
-                    return Ok(Ok(Addressing {
-                        addressee: Addressee::Executor {
-                            id: app.id,
-                            public_id: app.public_id,
-                            role: "agent_application",
-                        },
-                        effect_profile,
-                        announced_timeout_ms,
-                    }));
-                }
-                // Memory sources and unknown documents are the kernel's.
-                return Ok(Ok(kernel_addressing(tool)));
+                return self.address_skill(tx, run, &call, tool).await;
             }
             // 3. Any other kernel name.
             return Ok(Ok(kernel_addressing(tool)));
@@ -340,21 +288,108 @@ impl Kernel {
         if let Some(agent) = run.declaring_agent_id
             && let Some(app) = self.store.agent_application_of(agent).await?
             && Self::agent_address_eligible(run, &app)
-            && let Some(entry) = served_entry(&app, &tool_name)
+            && let Some(entry) = served_entry(&app, &call.tool_name)
         {
-            let (effect_profile, announced_timeout_ms) = announced_profile(&entry);
-            return Ok(Ok(Addressing {
-                addressee: Addressee::Executor {
-                    id: app.id,
-                    public_id: app.public_id,
-                    role: "agent_application",
-                },
-                effect_profile,
-                announced_timeout_ms,
-            }));
+            return Ok(Ok(executor_addressing(&app, "agent_application", &entry)));
         }
         // 5. Nobody serves it.
-        Ok(Err(format!("no executor serves `{tool_name}` for this run")))
+        Ok(Err(format!("no executor serves `{}` for this run", call.tool_name)))
+    }
+
+    /// Step 1 of [`Kernel::address`]: the frozen runner target, still eligible and serving
+    /// the tool (and, for `skill`, announcing the document; a document not in the frozen
+    /// catalog is the kernel's to refuse).
+    async fn address_runner(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        call: &Call<'_>,
+        target: i64,
+    ) -> KernelResult<Result<Addressing, String>> {
+        let tool_name = &call.tool_name;
+        let Some(runner) = self.store.executor_by_id(target).await? else {
+            return Ok(Err(format!("runner {target} no longer exists")));
+        };
+        let answering = self.store.member_by_id(run.answering_member_id).await?;
+        let eligible = match &answering {
+            Some(m) => self.runner_eligible_for(&runner, m).await?,
+            None => false,
+        };
+        if runner.kind != ExecutorKind::Runner || !eligible {
+            return Ok(Err(format!(
+                "runner {} is not eligible for this run any more",
+                runner.public_id
+            )));
+        }
+        let Some(entry) = served_entry(&runner, tool_name) else {
+            return Ok(Err(format!(
+                "runner {} no longer serves `{tool_name}`",
+                runner.public_id
+            )));
+        };
+        if tool_name == "skill" {
+            let doc = call.document();
+            if self.catalog_skill(tx, call).await?.is_none() {
+                // Answered by the kernel with `skill_unknown` (kernel-tools.md §9).
+                let tool = registry::resolve_wire("skill").expect("skill is a kernel tool");
+                return Ok(Ok(kernel_addressing(tool)));
+            }
+            if !announces_document(&runner, doc) {
+                return Ok(Err(format!(
+                    "runner {} no longer announces the skill `{doc}`",
+                    runner.public_id
+                )));
+            }
+        }
+        Ok(Ok(executor_addressing(&runner, "runner", &entry)))
+    }
+
+    /// Step 2 of [`Kernel::address`]: a skill whose frozen catalog entry names an
+    /// agent_application source goes to that address while it is eligible, serves `skill` and
+    /// announces the document; memory sources and unknown documents are the kernel's.
+    async fn address_skill(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        call: &Call<'_>,
+        tool: &'static registry::KernelTool,
+    ) -> KernelResult<Result<Addressing, String>> {
+        let doc = call.document();
+        let entry = self.catalog_skill(tx, call).await?;
+        let source = entry.as_ref().and_then(|e| e.get("source")).and_then(Value::as_str);
+        if source != Some("agent_application") {
+            return Ok(Ok(kernel_addressing(tool)));
+        }
+        let id = entry
+            .as_ref()
+            .and_then(|e| e.get("executor_public_id"))
+            .and_then(Value::as_str)
+            .and_then(|s| Uuid::parse_str(s).ok());
+        let app = match id {
+            Some(id) => self.store.executor_by_public_id(id).await?,
+            None => None,
+        };
+        let Some(app) = app.filter(|a| Self::agent_address_eligible(run, a)) else {
+            return Ok(Err(format!("the skill source of `{doc}` is no longer eligible")));
+        };
+        let Some(served) = served_entry(&app, "skill") else {
+            return Ok(Err(format!("{} no longer serves `skill`", app.public_id)));
+        };
+        if !announces_document(&app, doc) {
+            return Ok(Err(format!("{} no longer announces the skill `{doc}`", app.public_id)));
+        }
+        Ok(Ok(executor_addressing(&app, "agent_application", &served)))
+    }
+
+    /// The frozen skill catalog's entry for the call's callable and document, if any.
+    async fn catalog_skill(&self, tx: &mut Tx, call: &Call<'_>) -> KernelResult<Option<Value>> {
+        let doc = call.document();
+        let frozen = self.frozen_of(tx, call.task).await?;
+        let callable = call.task.tool_alias.as_deref().unwrap_or(&call.tool_name);
+        Ok(frozen.skills.into_iter().find(|s| {
+            s.get("callable").and_then(Value::as_str) == Some(callable)
+                && s.get("name").and_then(Value::as_str) == Some(doc)
+        }))
     }
 
     /// The declaring agent's agent_application address, for holds and tokenless asks

@@ -63,9 +63,12 @@ use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
+pub use approvals::Deny;
 pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
-pub use read::{RequestRead, RunsQuery};
+pub use create::Stop;
+pub use create::idempotency::Idempotent;
+pub use read::{RequestRead, RunRead, RunsQuery};
 
 /// Job kinds (storage-and-scale.md §5).
 pub(crate) mod job_kind {

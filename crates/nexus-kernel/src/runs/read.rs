@@ -6,16 +6,18 @@
 
 use std::collections::HashMap;
 
+use nexus_api::runs::RunEnvelope;
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self};
 use nexus_store::{Engine, EventRow, RunRow, RunStatus, TaskKind, TaskRow, Tx, Visibility};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::columns::Frozen;
 use super::render::blocks_of;
-use super::view::{AddressedTo, Target, parse};
+use super::view::{AddressedTo, RunNames, Target, parse, run_record};
 
 /// The query of `GET W/runs` (runs.md §2).
 #[derive(Debug, Default, Clone, Copy)]
@@ -40,6 +42,13 @@ use crate::{Kernel, time};
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
 
+/// `GET R`: the run and its model rounds' usage summed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRead {
+    pub run: nexus_api::runs::Run,
+    pub usage: nexus_providers::Usage,
+}
+
 /// `GET R/tasks/{k}/request`: the sealed record, or the exact provider body bytes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum RequestRead {
@@ -51,10 +60,6 @@ pub enum RequestRead {
 
 fn not_found(what: &str) -> KernelError {
     KernelError::new(Code::NotFound, format!("no such {what}"))
-}
-
-fn iso_opt(ms: Option<i64>) -> Value {
-    ms.map_or(Value::Null, |m| Value::String(time::iso(m)))
 }
 
 /// A JSON object of `entries`, in order, each value moved in as it is. `json!` would copy an
@@ -101,9 +106,94 @@ fn transcript_order(tasks: &[TaskRow]) -> Vec<&TaskRow> {
     out
 }
 
+/// A model row's transcript rows: the root round's prompt as the user's, then the reply with
+/// the calls it declared.
+fn model_rows(t: &TaskRow, tasks: &[TaskRow], rows: &mut Vec<Value>) {
+    let root = t
+        .declaring_task_id
+        .and_then(|d| tasks.iter().find(|x| x.id == d))
+        .is_none_or(|d| d.kind != TaskKind::Model);
+    let prompt = root.then(|| FrozenContext::of(t).prompt).filter(|p| !p.is_empty());
+    let base = |role: &str| {
+        let mut m = Map::new();
+        m.insert("key".into(), json!(t.key));
+        m.insert("kind".into(), json!(t.kind));
+        m.insert("role".into(), json!(role));
+        m.insert("mainline".into(), json!(t.mainline));
+        insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
+        m.insert("status".into(), json!(t.status));
+        m
+    };
+    if let Some(prompt) = prompt {
+        let mut m = base("user");
+        m.insert("text".into(), json!(prompt));
+        m.insert("visibility".into(), json!(t.visibility));
+        rows.push(Value::Object(m));
+    }
+    let mut m = base("assistant");
+    let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
+        t.status
+            .is_settled()
+            .then(|| results::text_projection(&blocks_of(t)))
+            .filter(|s| !s.is_empty())
+    });
+    insert_opt(&mut m, "text", text.map(Value::String));
+    let calls: Vec<Value> = tasks
+        .iter()
+        .filter(|c| c.kind == TaskKind::Tool && c.declaring_task_id == Some(t.id))
+        .map(call_json)
+        .collect();
+    if !calls.is_empty() {
+        m.insert("tool_calls".into(), Value::Array(calls));
+    }
+    m.insert("visibility".into(), json!(t.visibility));
+    rows.push(Value::Object(m));
+}
+
+/// A tool row's transcript row: its names, status and output preview.
+fn tool_row(t: &TaskRow) -> Value {
+    let mut m = Map::new();
+    m.insert("key".into(), json!(t.key));
+    m.insert("kind".into(), json!(t.kind));
+    m.insert("role".into(), json!("tool"));
+    m.insert("mainline".into(), json!(t.mainline));
+    insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
+    m.insert("status".into(), json!(t.status));
+    m.insert("tool_name".into(), json!(t.tool_name));
+    insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
+    insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
+    if t.status.is_settled() {
+        let output = results::text_projection(&blocks_of(t));
+        m.insert("output_preview".into(), json!(preview(&output)));
+        if t.is_error {
+            m.insert("is_error".into(), json!(true));
+        }
+    }
+    m.insert("visibility".into(), json!(t.visibility));
+    Value::Object(m)
+}
+
 /// [`CallRef`] as a `Value`, for the transcript's entries.
 fn call_json(t: &TaskRow) -> Value {
     json!(CallRef::of(t))
+}
+
+/// An await row's members of the task read: its frozen wait or ask.
+fn await_detail(task: &TaskRow) -> KindDetail {
+    let frozen = Frozen::of(task);
+    KindDetail::Await(Box::new(AwaitDetail {
+        wait: match &frozen {
+            Some(Frozen::Wait(w)) => Some(json!(w)),
+            _ => None,
+        },
+        ask: match &frozen {
+            Some(Frozen::Ask(ask)) => Some(AskDetail {
+                options: json!(ask.options),
+                multi: Value::Bool(ask.multi),
+            }),
+            _ => None,
+        },
+    }))
 }
 
 /// A committed row's dependency edges and the rows they name
@@ -114,17 +204,18 @@ pub(crate) struct Neighbours {
 }
 
 impl Kernel {
-    /// The run projection of runs.md §1.
-    pub(crate) async fn run_json(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
-        let mut names = Names::default();
-        self.run_json_with(&mut names, ws_public_id, run).await
+    async fn run_json_with(&self, names: &mut Names, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
+        to_value(&self.run_record_with(names, ws_public_id, run).await?)
     }
 
-    async fn run_json_with(&self, names: &mut Names, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
-        let id_str = |u: Option<Uuid>| u.map_or(Value::Null, |u| Value::String(u.to_string()));
-        let created_by = self.member_public(names, run.created_by_id).await?;
-        let answering = self.member_public(names, run.answering_member_id).await?;
-        let declaring = match run.declaring_agent_id {
+    /// The run record of runs.md §1, its public names read through `names`.
+    pub(crate) async fn run_record_with(
+        &self,
+        names: &mut Names,
+        ws_public_id: Uuid,
+        run: &RunRow,
+    ) -> KernelResult<nexus_api::runs::Run> {
+        let declaring_agent = match run.declaring_agent_id {
             Some(a) => self.member_public(names, a).await?,
             None => None,
         };
@@ -132,38 +223,39 @@ impl Kernel {
             Some(e) => self.executor_public(names, e).await?.map(|(u, _)| u),
             None => None,
         };
-        let deliverable = match run.deliverable_task_id {
+        let deliverable_task_key = match run.deliverable_task_id {
             Some(t) => self.task_key_of(names, t).await?,
             None => None,
         };
-        Ok(json!({
-            "public_id": run.public_id.to_string(),
-            "workspace_public_id": ws_public_id.to_string(),
-            "hosting": parse(Some(&run.hosting)).unwrap_or_else(|| json!({"kind": "standalone"})),
-            "status": run.status,
-            "created_by": id_str(created_by),
-            "answering_principal": id_str(answering),
-            "declaring_agent": id_str(declaring),
-            "approval_mode": run.approval_mode,
-            "approval_rules": parse(run.approval_rules.as_deref()).unwrap_or(Value::Null),
-            "default_runner_executor_public_id": id_str(default_runner),
-            "deliverable_task_key": deliverable.map_or(Value::Null, Value::String),
-            "revision": run.revision,
-            "attention": parse(run.attention.as_deref()).unwrap_or(Value::Null),
-            "created_at": time::iso(run.created_at),
-            "started_at": iso_opt(run.started_at),
-            "ended_at": iso_opt(run.ended_at),
-        }))
+        let record_names = RunNames {
+            workspace_public_id: ws_public_id,
+            created_by: self.member_public(names, run.created_by_id).await?,
+            answering: self.member_public(names, run.answering_member_id).await?,
+            declaring_agent,
+            default_runner,
+            deliverable_task_key,
+        };
+        Ok(run_record(run, record_names))
+    }
+
+    /// The `{run}` answer of the run verbs (start, stop, the default runner).
+    pub(crate) async fn run_envelope(&self, ws_public_id: Uuid, run: &RunRow) -> KernelResult<RunEnvelope> {
+        let mut names = Names::default();
+        Ok(RunEnvelope {
+            run: self.run_record_with(&mut names, ws_public_id, run).await?,
+        })
     }
 
     /// `GET R` → `{run, usage}`: `usage` sums the token usage of the run's model rounds (beside
     /// the run, so the run object stays the one every other read serves).
-    pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
+    pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<RunRead> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
-        let view = self.run_json(ws_row.public_id, &run).await?;
-        let usage = to_value(&self.run_usage(run.id).await?)?;
-        Ok(object([("run", view), ("usage", usage)]))
+        let mut names = Names::default();
+        Ok(RunRead {
+            run: self.run_record_with(&mut names, ws_row.public_id, &run).await?,
+            usage: self.run_usage(run.id).await?,
+        })
     }
 
     /// `GET W/runs?status=&after=&limit=&order=` → `{runs, pagination}`: oldest first by
@@ -225,6 +317,77 @@ impl Kernel {
         out
     }
 
+    /// A model row's members of the task read: its frozen context, surface, declared calls and
+    /// sealed request size.
+    async fn model_detail(&self, task: &TaskRow, tasks: &[TaskRow]) -> KernelResult<KindDetail> {
+        let frozen = FrozenContext::of(task);
+        let surface = RequestSurface::of(task);
+        let calls: Vec<CallRef> = tasks
+            .iter()
+            .filter(|t| t.kind == TaskKind::Tool && t.declaring_task_id == Some(task.id))
+            .map(CallRef::of)
+            .collect();
+        let sealed = self.store.sealed_request(task.id, task.generation).await?;
+        Ok(KindDetail::Model(Box::new(ModelDetail {
+            mainline: task.mainline,
+            branch_of: task.branch_of.clone(),
+            model: Some(surface.model).filter(|m| !m.is_empty()),
+            tool_calls: Some(calls).filter(|c| !c.is_empty()),
+            usage: parse(task.usage.as_deref()),
+            prompt: frozen.prompt,
+            instructions: surface.instructions,
+            tool_definitions: frozen.tool_definitions,
+            environment: if frozen.environment.is_object() {
+                frozen.environment
+            } else {
+                Value::Object(Map::new())
+            },
+            skills: frozen.skills,
+            request_bytes: sealed.map(|s| s.request_bytes),
+        })))
+    }
+
+    /// A tool row's members of the task read: names, input, its addressing and approval.
+    async fn tool_detail(&self, names: &mut Names, task: &TaskRow) -> KernelResult<KindDetail> {
+        let declaring_task_key = match task.declaring_task_id {
+            Some(d) => self.task_key_of(names, d).await?,
+            None => None,
+        };
+        let target = match task.target_executor_id {
+            Some(t) => self.executor_public(names, t).await?.map(|(id, name)| Target {
+                executor_public_id: id,
+                display_name: name,
+            }),
+            None => None,
+        };
+        let addressed_to = match task.addressed_executor_id {
+            Some(a) => self.executor_public(names, a).await?.map(|(id, _)| AddressedTo {
+                role: task.addressed_role.clone(),
+                executor_public_id: id,
+            }),
+            None => None,
+        };
+        let claimed_by = match task.claimant_id {
+            Some(c) => self.executor_public(names, c).await?.map(|(id, _)| id),
+            None => None,
+        };
+        Ok(KindDetail::Tool(Box::new(ToolDetail {
+            names: ToolNames {
+                tool_name: task.tool_name.clone(),
+                tool_alias: task.tool_alias.clone(),
+            },
+            tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| Value::Object(Map::new())),
+            tool_call_id: task.tool_call_id.clone(),
+            declaring_task_key,
+            target,
+            addressed_to,
+            claimed_by,
+            approval: parse(task.approval.as_deref()),
+            effect_profile: parse(task.effect_profile.as_deref()),
+            model_context: Frozen::model_context_of(task).filter(|v| !v.is_null()),
+        })))
+    }
+
     /// The full task read of runs.md §9.
     async fn task_view_of(
         &self,
@@ -234,88 +397,9 @@ impl Kernel {
         deps: &[Dep],
     ) -> KernelResult<TaskView> {
         let detail = match task.kind {
-            TaskKind::Model => {
-                let frozen = FrozenContext::of(task);
-                let surface = RequestSurface::of(task);
-                let calls: Vec<CallRef> = tasks
-                    .iter()
-                    .filter(|t| t.kind == TaskKind::Tool && t.declaring_task_id == Some(task.id))
-                    .map(CallRef::of)
-                    .collect();
-                let sealed = self.store.sealed_request(task.id, task.generation).await?;
-                Some(KindDetail::Model(Box::new(ModelDetail {
-                    mainline: task.mainline,
-                    branch_of: task.branch_of.clone(),
-                    model: Some(surface.model).filter(|m| !m.is_empty()),
-                    tool_calls: Some(calls).filter(|c| !c.is_empty()),
-                    usage: parse(task.usage.as_deref()),
-                    prompt: frozen.prompt,
-                    instructions: surface.instructions,
-                    tool_definitions: frozen.tool_definitions,
-                    environment: if frozen.environment.is_object() {
-                        frozen.environment
-                    } else {
-                        Value::Object(Map::new())
-                    },
-                    skills: frozen.skills,
-                    request_bytes: sealed.map(|s| s.request_bytes),
-                })))
-            }
-            TaskKind::Tool => {
-                let declaring_task_key = match task.declaring_task_id {
-                    Some(d) => self.task_key_of(names, d).await?,
-                    None => None,
-                };
-                let target = match task.target_executor_id {
-                    Some(t) => self.executor_public(names, t).await?.map(|(id, name)| Target {
-                        executor_public_id: id,
-                        display_name: name,
-                    }),
-                    None => None,
-                };
-                let addressed_to = match task.addressed_executor_id {
-                    Some(a) => self.executor_public(names, a).await?.map(|(id, _)| AddressedTo {
-                        role: task.addressed_role.clone(),
-                        executor_public_id: id,
-                    }),
-                    None => None,
-                };
-                let claimed_by = match task.claimant_id {
-                    Some(c) => self.executor_public(names, c).await?.map(|(id, _)| id),
-                    None => None,
-                };
-                Some(KindDetail::Tool(Box::new(ToolDetail {
-                    names: ToolNames {
-                        tool_name: task.tool_name.clone(),
-                        tool_alias: task.tool_alias.clone(),
-                    },
-                    tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| Value::Object(Map::new())),
-                    tool_call_id: task.tool_call_id.clone(),
-                    declaring_task_key,
-                    target,
-                    addressed_to,
-                    claimed_by,
-                    approval: parse(task.approval.as_deref()),
-                    effect_profile: parse(task.effect_profile.as_deref()),
-                    model_context: Frozen::model_context_of(task).filter(|v| !v.is_null()),
-                })))
-            }
-            TaskKind::Await => {
-                let frozen = Frozen::of(task);
-                Some(KindDetail::Await(Box::new(AwaitDetail {
-                    wait: match &frozen {
-                        Some(Frozen::Wait(w)) => Some(json!(w)),
-                        _ => None,
-                    },
-                    ask: match &frozen {
-                        Some(Frozen::Ask(ask)) => Some(AskDetail {
-                            options: json!(ask.options),
-                            multi: Value::Bool(ask.multi),
-                        }),
-                        _ => None,
-                    },
-                })))
-            }
+            TaskKind::Model => Some(self.model_detail(task, tasks).await?),
+            TaskKind::Tool => Some(self.tool_detail(names, task).await?),
+            TaskKind::Await => Some(await_detail(task)),
         };
         let clock = task.status.is_parked() && task.deadline_at.is_some();
         let tool = task.kind == TaskKind::Tool;
@@ -516,68 +600,8 @@ impl Kernel {
                 continue;
             }
             match t.kind {
-                TaskKind::Model => {
-                    let root = t
-                        .declaring_task_id
-                        .and_then(|d| tasks.iter().find(|x| x.id == d))
-                        .is_none_or(|d| d.kind != TaskKind::Model);
-                    let prompt = root.then(|| FrozenContext::of(t).prompt).filter(|p| !p.is_empty());
-                    let base = |role: &str| {
-                        let mut m = Map::new();
-                        m.insert("key".into(), json!(t.key));
-                        m.insert("kind".into(), json!(t.kind));
-                        m.insert("role".into(), json!(role));
-                        m.insert("mainline".into(), json!(t.mainline));
-                        insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
-                        m.insert("status".into(), json!(t.status));
-                        m
-                    };
-                    if let Some(prompt) = prompt {
-                        let mut m = base("user");
-                        m.insert("text".into(), json!(prompt));
-                        m.insert("visibility".into(), json!(t.visibility));
-                        rows.push(Value::Object(m));
-                    }
-                    let mut m = base("assistant");
-                    let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
-                        t.status
-                            .is_settled()
-                            .then(|| results::text_projection(&blocks_of(t)))
-                            .filter(|s| !s.is_empty())
-                    });
-                    insert_opt(&mut m, "text", text.map(Value::String));
-                    let calls: Vec<Value> = tasks
-                        .iter()
-                        .filter(|c| c.kind == TaskKind::Tool && c.declaring_task_id == Some(t.id))
-                        .map(call_json)
-                        .collect();
-                    if !calls.is_empty() {
-                        m.insert("tool_calls".into(), Value::Array(calls));
-                    }
-                    m.insert("visibility".into(), json!(t.visibility));
-                    rows.push(Value::Object(m));
-                }
-                TaskKind::Tool => {
-                    let mut m = Map::new();
-                    m.insert("key".into(), json!(t.key));
-                    m.insert("kind".into(), json!(t.kind));
-                    m.insert("role".into(), json!("tool"));
-                    m.insert("mainline".into(), json!(t.mainline));
-                    insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
-                    m.insert("status".into(), json!(t.status));
-                    m.insert("tool_name".into(), json!(t.tool_name));
-                    insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
-                    insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
-                    if t.status.is_settled() {
-                        let output = results::text_projection(&blocks_of(t));
-                        m.insert("output_preview".into(), json!(preview(&output)));
-                        if t.is_error {
-                            m.insert("is_error".into(), json!(true));
-                        }
-                    }
-                    m.insert("visibility".into(), json!(t.visibility));
-                    rows.push(Value::Object(m));
-                }
+                TaskKind::Model => model_rows(t, &tasks, &mut rows),
+                TaskKind::Tool => rows.push(tool_row(t)),
                 TaskKind::Await => {}
             }
         }

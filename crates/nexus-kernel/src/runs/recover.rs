@@ -27,10 +27,10 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::columns::RequestSurface;
-use super::read::object;
 use super::rows::{ABANDONED, Graph};
 use super::run_end::is_candidate;
 use super::unit::Unit;
+use super::view::TaskReply;
 use super::{AfterCommit, refuse};
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
@@ -108,7 +108,7 @@ impl Kernel {
         run: Uuid,
         key: &str,
         body: &Value,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TaskReply> {
         let (mut tx, mut run, mut task) = self.adjudicated_row(p, ws, run, key).await?;
         let now = self.now_ms();
         if !is_candidate(&task) || !adjudicable(&run) {
@@ -146,11 +146,11 @@ impl Kernel {
         self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
     }
 
     /// `POST R/tasks/{key}/abandon` `{}` → 200 `{task}`.
-    pub async fn abandon_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
+    pub async fn abandon_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
         let (mut tx, mut run, task) = self.adjudicated_row(p, ws, run, key).await?;
         let now = self.now_ms();
         if !is_candidate(&task) || !adjudicable(&run) {
@@ -183,11 +183,11 @@ impl Kernel {
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
     }
 
     /// `POST R/tasks/{key}/cancel` `{}` → 200 `{task}` (the branch's root round).
-    pub async fn cancel_branch(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
+    pub async fn cancel_branch(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
         let (mut tx, mut run, root) = self.adjudicated_row(p, ws, run, key).await?;
         let now = self.now_ms();
         let mut g = Graph::load(&mut tx, run.id).await?;
@@ -246,7 +246,7 @@ impl Kernel {
         );
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, root.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, root.id).await?))
     }
 
     /// The verbs' first checks: write standing (403), the run and the key (404 `not_found`).

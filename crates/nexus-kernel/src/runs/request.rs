@@ -185,6 +185,68 @@ impl Kernel {
         Ok(Some((sealed, replay)))
     }
 
+    /// A continuation's seed: its predecessor's sealed entries, the predecessor's round
+    /// replayed, then the steers bound to a hosted turn (after the paired results, runs.md §12).
+    async fn continued_seed(
+        &self,
+        round: &TaskRow,
+        prev: &TaskRow,
+        rows: &Rows<'_>,
+        judge: &UploadJudge,
+        steers: &[String],
+    ) -> KernelResult<Seed> {
+        let sealed = self.entries_of(prev).await?.ok_or_else(|| {
+            KernelError::new(
+                nexus_core::codes::Code::InternalError,
+                format!(
+                    "round {} continues {}, which has no sealed request",
+                    round.key, prev.key
+                ),
+            )
+        })?;
+        let mut more = replay_round(rows, prev, judge);
+        more.extend(steers.iter().map(|text| Entry::User {
+            parts: vec![Part::text(text.clone())],
+        }));
+        Ok(Seed::of(sealed, more))
+    }
+
+    /// A round that continues no round: a mainline round starts from the latest settled
+    /// mainline round before it (or, for a conversation turn's seed round, the previous turn's
+    /// final round and its reply, runs.md §12); then its prompt entry.
+    async fn first_seed(
+        &self,
+        round: &TaskRow,
+        rows: &Rows<'_>,
+        frozen: &FrozenContext,
+        judge: &UploadJudge,
+    ) -> KernelResult<Seed> {
+        let mut seed = Seed::default();
+        if round.mainline {
+            let predecessor = rows
+                .tasks
+                .iter()
+                .filter(|t| {
+                    t.kind == TaskKind::Model
+                        && t.mainline
+                        && t.id != round.id
+                        && matches!(t.status, TaskStatus::Completed | TaskStatus::Failed)
+                })
+                .max_by_key(|t| t.id);
+            if let Some(pred) = predecessor
+                && let Some(sealed) = self.entries_of(pred).await?
+            {
+                seed = Seed::of(sealed, replay_round(rows, pred, judge));
+            } else if let Some(history) = frozen.history
+                && let Some((sealed, replay)) = self.turn_history(history, judge).await?
+            {
+                seed = Seed::of(sealed, replay);
+            }
+        }
+        seed.entries.push(prompt_entry(rows, frozen));
+        Ok(seed)
+    }
+
     /// Builds the neutral request of `round` (its current generation; `neighbourhood` is its
     /// [`nexus_store::Engine::task_neighbourhood`]).
     pub(crate) async fn build_request(
@@ -231,64 +293,11 @@ impl Kernel {
             round_id: prev.id,
             record: round_record(&rows, prev),
         });
-        let mut prior = None;
-        let mut anchor = None;
-        let entries = match previous {
-            Some(prev) => {
-                let sealed = self.entries_of(prev).await?.ok_or_else(|| {
-                    KernelError::new(
-                        nexus_core::codes::Code::InternalError,
-                        format!(
-                            "round {} continues {}, which has no sealed request",
-                            round.key, prev.key
-                        ),
-                    )
-                })?;
-                prior = sealed.continued();
-                anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
-                let mut entries = sealed.entries;
-                entries.extend(replay_round(&rows, prev, &judge));
-                // Steers bound to a hosted turn enter after the paired results (runs.md §12).
-                entries.extend(steers.iter().map(|text| Entry::User {
-                    parts: vec![Part::text(text.clone())],
-                }));
-                entries
-            }
-            None => {
-                let mut entries = Vec::new();
-                if round.mainline {
-                    let predecessor = rows
-                        .tasks
-                        .iter()
-                        .filter(|t| {
-                            t.kind == TaskKind::Model
-                                && t.mainline
-                                && t.id != round.id
-                                && matches!(t.status, TaskStatus::Completed | TaskStatus::Failed)
-                        })
-                        .max_by_key(|t| t.id);
-                    if let Some(pred) = predecessor
-                        && let Some(sealed) = self.entries_of(pred).await?
-                    {
-                        prior = sealed.continued();
-                        anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
-                        entries = sealed.entries;
-                        entries.extend(replay_round(&rows, pred, &judge));
-                    } else if let Some(history) = frozen.history {
-                        // A conversation turn's seed round: the previous turn's final round
-                        // and its reply (runs.md §12).
-                        if let Some((sealed, replay)) = self.turn_history(history, &judge).await? {
-                            prior = sealed.continued();
-                            anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
-                            entries = sealed.entries;
-                            entries.extend(replay);
-                        }
-                    }
-                }
-                entries.push(prompt_entry(&rows, &frozen));
-                entries
-            }
+        let seed = match previous {
+            Some(prev) => self.continued_seed(round, prev, &rows, &judge, steers).await?,
+            None => self.first_seed(round, &rows, &frozen, &judge).await?,
         };
+        let Seed { entries, prior, anchor } = seed;
 
         let request = ModelRequest {
             provider,
@@ -314,6 +323,25 @@ impl Kernel {
             prior,
             anchor,
         })
+    }
+}
+
+/// The entries a round's request starts from, and the sealed round they continue.
+#[derive(Default)]
+struct Seed {
+    entries: Vec<Entry>,
+    prior: Option<Continues>,
+    anchor: Option<(SealedAnchor, usize)>,
+}
+
+impl Seed {
+    /// A sealed round's entries, then `more`.
+    fn of(sealed: SealedEntries, more: impl IntoIterator<Item = Entry>) -> Seed {
+        let prior = sealed.continued();
+        let anchor = sealed.anchor.map(|a| (a, sealed.entries.len()));
+        let mut entries = sealed.entries;
+        entries.extend(more);
+        Seed { entries, prior, anchor }
     }
 }
 

@@ -14,18 +14,18 @@
 use nexus_core::codes::Code;
 use nexus_core::nul::contains_nul;
 use nexus_core::results;
-use nexus_store::{Engine, TaskKind, TaskStatus};
+use nexus_store::{Engine, RunRow, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::columns::Frozen;
-use super::read::object;
+use super::view::TaskReply;
 use super::{AfterCommit, refuse};
 use crate::Kernel;
 use crate::auth::MemberPrincipal;
-use crate::error::KernelResult;
+use crate::error::{KernelError, KernelResult};
 use crate::executor::commit::{blocks_of, outcome_of, token_of};
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
@@ -34,6 +34,36 @@ use crate::runs::unit::Unit;
 const AWAIT_FAILED: &str = "await_failed";
 /// The error key of an await whose deadline passed.
 const AWAIT_TIMEOUT: &str = "await_timeout";
+
+/// A resolution body, parsed: `{resolution_token?, content?, outcome?}`.
+struct Answer {
+    /// `outcome: failed`.
+    failed: bool,
+    /// The `resolution_token` given (empty when absent).
+    token: String,
+    /// The content (absent is an empty answer; `null` is not content, the schema says so).
+    blocks: Vec<results::Block>,
+}
+
+impl Answer {
+    fn parse(body: &Value) -> KernelResult<Answer> {
+        Ok(Answer {
+            failed: outcome_of(body)?,
+            token: token_of(body, "resolution_token")?.to_string(),
+            blocks: body.get("content").map(blocks_of).transpose()?.unwrap_or_default(),
+        })
+    }
+}
+
+/// Whether `given` is the token whose SHA-256 the ask keeps (compared in constant time).
+fn token_matches(given: &str, expected: &str) -> bool {
+    let digest = hex::encode(Sha256::digest(given.as_bytes()));
+    !given.is_empty() && bool::from(digest.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+fn unstorable(message: &str) -> KernelError {
+    refuse(Code::ResultUnstorable, message.to_string())
+}
 
 impl Kernel {
     /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}` → 200
@@ -45,7 +75,7 @@ impl Kernel {
         run: Uuid,
         key: &str,
         body: &Value,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TaskReply> {
         // 1. Write standing.
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
         // 2. The key.
@@ -62,25 +92,30 @@ impl Kernel {
         }
         // 4. The body's grammar, before the row's state: a malformed answer is refused even
         // when the await has settled.
-        let failed = outcome_of(body)?;
-        let given = token_of(body, "resolution_token")?;
-        // Absent is an empty answer; `null` is not content (the schema says so).
-        let blocks = body.get("content").map(blocks_of).transpose()?.unwrap_or_default();
-
+        let answer = Answer::parse(body)?;
         // 5. The settle engine.
+        self.settle_answer(p, run_row.id, found.id, key, answer).await
+    }
+
+    /// The settle engine's checks under the run lock, then the await's settle.
+    async fn settle_answer(
+        &self,
+        p: &MemberPrincipal,
+        run_id: i64,
+        task_id: i64,
+        key: &str,
+        answer: Answer,
+    ) -> KernelResult<TaskReply> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let mut run = tx.lock_run(run_row.id).await?;
-        let Some(mut task) = tx.task_by_id(found.id).await? else {
+        let mut run = tx.lock_run(run_id).await?;
+        let Some(mut task) = tx.task_by_id(task_id).await? else {
             tx.rollback().await?;
             return Err(refuse(Code::NotFound, format!("no task {key:?} in this run")));
         };
         if run.status.is_terminal() || task.status.is_settled() {
             tx.rollback().await?;
-            return Ok(object([
-                ("task", self.task_view(&run, task.id).await?.into_value()?),
-                ("idle", Value::Bool(true)),
-            ]));
+            return Ok(TaskReply::idle(self.task_view(&run, task.id).await?));
         }
         if task.status == TaskStatus::Waiting {
             tx.rollback().await?;
@@ -89,62 +124,35 @@ impl Kernel {
                 format!("{key:?} has not opened yet: it still waits for its dependencies"),
             ));
         }
-        if let Some(expected) = task.resolution_token_sha256.as_deref() {
-            let digest = hex::encode(Sha256::digest(given.as_bytes()));
-            if given.is_empty() || !bool::from(digest.as_bytes().ct_eq(expected.as_bytes())) {
-                tx.rollback().await?;
-                return Err(refuse(
-                    Code::StaleClaim,
-                    "this ask needs the resolution_token its step's receipt returned",
-                ));
-            }
+        if let Some(expected) = task.resolution_token_sha256.as_deref()
+            && !token_matches(&answer.token, expected)
+        {
+            tx.rollback().await?;
+            return Err(refuse(
+                Code::StaleClaim,
+                "this ask needs the resolution_token its step's receipt returned",
+            ));
+        }
+        if task.deadline_at.is_some_and(|d| d <= now) {
+            return self.time_out_await(tx, run, task, now).await;
         }
         let mut effects: Vec<AfterCommit> = Vec::new();
-        if task.deadline_at.is_some_and(|d| d <= now) {
-            // The deadline wins: the content is discarded.
-            self.settle_with(
-                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                &mut task,
-                TaskStatus::TimedOut,
-                SettleError::new(AWAIT_TIMEOUT, None),
-            )
-            .await?;
-            tx.commit().await?;
-            self.publish(effects).await;
-            return Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]));
-        }
-        let linked = results::linked_uploads(&blocks);
+        let linked = results::linked_uploads(&answer.blocks);
         if !linked.is_empty() {
             self.check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)
                 .await?;
         }
-        let stored = results::blocks_to_json(&blocks);
-        if contains_nul(&stored) {
+        let Some(to) = answer_into(&mut task, &answer) else {
             tx.rollback().await?;
-            return Err(refuse(
-                Code::ResultUnstorable,
+            return Err(unstorable(
                 "the answer holds U+0000, which cannot be stored; the ask stays open: answer again without it",
             ));
-        }
-        task.content = Some(stored.to_string());
-        task.is_error = false;
-        let to = if failed {
-            let first = results::text_projection(&blocks);
-            let first = first.lines().next().unwrap_or("").to_string();
-            task.error_key = Some(AWAIT_FAILED.into());
-            task.error_detail = (!first.is_empty()).then_some(first);
-            TaskStatus::Failed
-        } else {
-            task.error_key = None;
-            task.error_detail = None;
-            TaskStatus::Completed
         };
         let moved = match self.transition(&mut tx, &mut run, &mut task, to, now).await {
             Ok(m) => m,
             Err(e) if e.reason.as_deref() == Some("unsupported_text") => {
                 drop(tx);
-                return Err(refuse(
-                    Code::ResultUnstorable,
+                return Err(unstorable(
                     "the answer cannot be stored; the ask stays open: answer again",
                 ));
             }
@@ -152,10 +160,7 @@ impl Kernel {
         };
         if !moved {
             tx.rollback().await?;
-            return Ok(object([
-                ("task", self.task_view(&run, task.id).await?.into_value()?),
-                ("idle", Value::Bool(true)),
-            ]));
+            return Ok(TaskReply::idle(self.task_view(&run, task.id).await?));
         }
         if !linked.is_empty() {
             self.bind_result_uploads(&mut tx, task.id, &linked).await?;
@@ -163,6 +168,51 @@ impl Kernel {
         effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
+    }
+
+    /// The deadline wins over a late answer: the await settles `timed_out` (`await_timeout`)
+    /// and the content is discarded.
+    async fn time_out_await(
+        &self,
+        mut tx: nexus_store::Tx,
+        mut run: RunRow,
+        mut task: TaskRow,
+        now: i64,
+    ) -> KernelResult<TaskReply> {
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        self.settle_with(
+            &mut Unit::of(&mut tx, &mut run, now, &mut effects),
+            &mut task,
+            TaskStatus::TimedOut,
+            SettleError::new(AWAIT_TIMEOUT, None),
+        )
+        .await?;
+        tx.commit().await?;
+        self.publish(effects).await;
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
+    }
+}
+
+/// Writes the answer into the await's row and names the status it settles into: `failed`
+/// (`await_failed`, the first text line as detail) or `completed`. `None` when the content
+/// holds U+0000, which cannot be stored.
+fn answer_into(task: &mut TaskRow, answer: &Answer) -> Option<TaskStatus> {
+    let stored = results::blocks_to_json(&answer.blocks);
+    if contains_nul(&stored) {
+        return None;
+    }
+    task.content = Some(stored.to_string());
+    task.is_error = false;
+    if answer.failed {
+        let first = results::text_projection(&answer.blocks);
+        let first = first.lines().next().unwrap_or("").to_string();
+        task.error_key = Some(AWAIT_FAILED.into());
+        task.error_detail = (!first.is_empty()).then_some(first);
+        Some(TaskStatus::Failed)
+    } else {
+        task.error_key = None;
+        task.error_detail = None;
+        Some(TaskStatus::Completed)
     }
 }

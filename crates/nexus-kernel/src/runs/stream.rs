@@ -155,7 +155,7 @@ mod tests {
     async fn a_long_backlog_resumed_mid_page_is_read_to_its_end() {
         for ts in engines().await {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
-            let (_, made) = kernel
+            let made = kernel
                 .create_run(
                     &agent,
                     ws,
@@ -164,7 +164,7 @@ mod tests {
                 )
                 .await
                 .unwrap();
-            let run = uuid::Uuid::parse_str(made["run"]["public_id"].as_str().unwrap()).unwrap();
+            let run = uuid::Uuid::parse_str(&made.fresh().unwrap().run.public_id).unwrap();
             let run_id = kernel.store.run_by_public_id(run).await.unwrap().unwrap().id;
             let mut tx = kernel.store.begin().await.unwrap();
             for _ in 0..1_100 {

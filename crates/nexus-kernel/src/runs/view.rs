@@ -7,7 +7,7 @@
 //! absent option is omitted unless its member says it is served as `null`.
 
 use nexus_core::results::{self, Block};
-use nexus_store::{EdgeKind, OnFailure, TaskKind, TaskRow, TaskStatus, Visibility};
+use nexus_store::{EdgeKind, OnFailure, RunRow, TaskKind, TaskRow, TaskStatus, Visibility};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
@@ -23,6 +23,41 @@ const OUTPUT_PREVIEW_CHARS: usize = 200;
 /// A stored JSON column read back (`None` when absent or not JSON).
 pub(crate) fn parse(text: Option<&str>) -> Option<Value> {
     text.and_then(|t| serde_json::from_str(t).ok())
+}
+
+/// The public names a run record shows, read beside its row.
+pub(crate) struct RunNames {
+    pub workspace_public_id: Uuid,
+    pub created_by: Option<Uuid>,
+    pub answering: Option<Uuid>,
+    pub declaring_agent: Option<Uuid>,
+    pub default_runner: Option<Uuid>,
+    pub deliverable_task_key: Option<String>,
+}
+
+/// The run record every run route serves (runs.md §1): the one projection of a run row.
+pub(crate) fn run_record(run: &RunRow, names: RunNames) -> nexus_api::runs::Run {
+    let id = |u: Option<Uuid>| u.map(|u| u.to_string());
+    nexus_api::runs::Run {
+        public_id: run.public_id.to_string(),
+        workspace_public_id: names.workspace_public_id.to_string(),
+        status: nexus_api::common::RunStatus::from(run.status.as_str()),
+        approval_mode: nexus_api::common::ApprovalMode::from(run.approval_mode),
+        approval_rules: parse(run.approval_rules.as_deref()),
+        hosting: parse(Some(&run.hosting)).unwrap_or_else(|| serde_json::json!({"kind": "standalone"})),
+        created_by: id(names.created_by),
+        answering_principal: id(names.answering),
+        declaring_agent: id(names.declaring_agent),
+        default_runner_executor_public_id: id(names.default_runner),
+        deliverable_task_key: names.deliverable_task_key,
+        revision: run.revision,
+        attention: run.attention.as_deref().and_then(|a| serde_json::from_str(a).ok()),
+        created_at: time::iso(run.created_at),
+        started_at: run.started_at.map(time::iso),
+        ended_at: run.ended_at.map(time::iso),
+        summary: None,
+        rest: serde_json::Map::new(),
+    }
 }
 
 /// The addressee of an inbox row.
@@ -59,6 +94,27 @@ pub struct TaskView {
     pub title: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Value>,
+}
+
+/// The `{task}` answer of the member verbs on one row (approve, deny, resolve, retry, abandon,
+/// cancel), with `idle: true` when the verb found the row already settled.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskReply {
+    pub task: TaskView,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub idle: bool,
+}
+
+impl TaskReply {
+    /// The row as the verb left it.
+    pub(crate) fn of(task: TaskView) -> TaskReply {
+        TaskReply { task, idle: false }
+    }
+
+    /// The row as it already stood: the verb changed nothing.
+    pub(crate) fn idle(task: TaskView) -> TaskReply {
+        TaskReply { task, idle: true }
+    }
 }
 
 /// A row of `GET R/tasks`: the trace, and a tool row's names.

@@ -3,6 +3,7 @@
 
 use axum::Json;
 use axum::extract::State;
+use nexus_kernel::declarations::AssemblyPreview;
 use serde_json::Value;
 
 use crate::AppState;
@@ -15,5 +16,6 @@ pub async fn preview(
     Member(principal): Member,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.assembly_preview(&principal, &body).await?))
+    let preview = AssemblyPreview::parse(&body);
+    Ok(Json(state.kernel.assembly_preview(&principal, preview).await?))
 }

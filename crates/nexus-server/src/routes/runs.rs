@@ -12,7 +12,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_kernel::runs::{RequestRead, RunsQuery};
+use nexus_api::runs::RunEnvelope;
+use nexus_kernel::runs::view::TaskReply;
+use nexus_kernel::runs::{Deny, Idempotent, RequestRead, RunRead, RunsQuery, Stop};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -49,6 +51,22 @@ pub fn created(status: u16, body: Value) -> Response {
     response
 }
 
+/// A member door's answer under an optional `Idempotency-Key`: `fresh` (201 for a create, 200
+/// for an append) with the typed reply, or 200 with `Idempotency-Replayed: true` and the stored
+/// first answer.
+pub fn idempotent<T: serde::Serialize>(answer: Idempotent<T>, fresh: StatusCode) -> Response {
+    match answer {
+        Idempotent::Fresh(reply) => (fresh, Json(reply)).into_response(),
+        Idempotent::Replayed(stored) => {
+            let mut response = Json(stored).into_response();
+            response
+                .headers_mut()
+                .insert("idempotency-replayed", HeaderValue::from_static("true"));
+            response
+        }
+    }
+}
+
 /// Parses an integer query parameter; a non-integer is 400 `parameter_invalid`.
 pub fn int_param(raw: Option<&str>, name: &str) -> ApiResult<Option<i64>> {
     raw.map(|s| {
@@ -77,8 +95,8 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let ws = path_id(&ws)?;
     let key = idempotency_key(&headers)?;
-    let (status, body) = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
-    Ok(created(status, body))
+    let answer = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
+    Ok(idempotent(answer, StatusCode::CREATED))
 }
 
 pub async fn list(
@@ -109,7 +127,7 @@ pub async fn get(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunRead>> {
     Ok(Json(state.kernel.get_run(&p, path_id(&ws)?, path_id(&run)?).await?))
 }
 
@@ -117,7 +135,7 @@ pub async fn start(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(state.kernel.start_run(&p, path_id(&ws)?, path_id(&run)?).await?))
 }
 
@@ -126,9 +144,12 @@ pub async fn stop(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(
-        state.kernel.stop_run(&p, path_id(&ws)?, path_id(&run)?, &body).await?,
+        state
+            .kernel
+            .stop_run(&p, path_id(&ws)?, path_id(&run)?, Stop::parse(&body))
+            .await?,
     ))
 }
 
@@ -140,11 +161,11 @@ pub async fn append(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
     let key = idempotency_key(&headers)?;
-    let (status, body) = state
+    let answer = state
         .kernel
         .append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref())
         .await?;
-    Ok(created(status, body))
+    Ok(idempotent(answer, StatusCode::OK))
 }
 
 pub async fn list_tasks(
@@ -297,13 +318,10 @@ pub async fn approve(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
-    OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+    OptionalJsonObject(_body): OptionalJsonObject,
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
-        state
-            .kernel
-            .approve(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
-            .await?,
+        state.kernel.approve(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
     ))
 }
 
@@ -312,11 +330,11 @@ pub async fn deny(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
-            .deny(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .deny(&p, path_id(&ws)?, path_id(&run)?, &key, Deny::parse(&body))
             .await?,
     ))
 }
@@ -327,7 +345,7 @@ pub async fn resolution(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -343,7 +361,7 @@ pub async fn retry(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -358,7 +376,7 @@ pub async fn abandon(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(_body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -373,7 +391,7 @@ pub async fn cancel(
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
     OptionalJsonObject(_body): OptionalJsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state
             .kernel
@@ -388,7 +406,7 @@ pub async fn default_runner(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunEnvelope>> {
     Ok(Json(
         state
             .kernel

@@ -210,6 +210,19 @@ impl Kernel {
         }
     }
 
+    /// A model step's `provider/model` (given, or the declaring agent's default): present and
+    /// resolvable, else a fault at `{path}.model`.
+    fn check_model_ref(&self, model_ref: Option<&str>, path: &str, faults: &mut Vec<Fault>) {
+        let Some(r) = model_ref else {
+            faults.push(Fault::new("model_required", format!("{path}.model")));
+            return;
+        };
+        let catalog = self.providers.catalog();
+        if let Err(e) = catalog.resolve(r, &|var| std::env::var_os(var).is_some()) {
+            faults.push(Fault::new(e.as_str(), format!("{path}.model")).detail(catalog.explain(r, e)));
+        }
+    }
+
     /// A model step: the model resolves, the declaration assembles, the context freezes.
     async fn accept_model(
         &self,
@@ -220,16 +233,14 @@ impl Kernel {
         faults: &mut Vec<Fault>,
     ) -> KernelResult<()> {
         let StepVerb::Model {
-            prompt,
             model,
-            instructions,
             tools,
             kernel_tools,
             runner_executor_public_ids,
             runner_tool_names,
             attachments,
             results,
-            fan_on_failure,
+            ..
         } = &step.verb
         else {
             return Ok(());
@@ -241,15 +252,7 @@ impl Kernel {
                 .and_then(Value::as_str)
                 .map(str::to_string)
         });
-        match &model_ref {
-            None => faults.push(Fault::new("model_required", format!("{path}.model"))),
-            Some(r) => {
-                let catalog = self.providers.catalog();
-                if let Err(e) = catalog.resolve(r, &|var| std::env::var_os(var).is_some()) {
-                    faults.push(Fault::new(e.as_str(), format!("{path}.model")).detail(catalog.explain(r, e)));
-                }
-            }
-        }
+        self.check_model_ref(model_ref.as_deref(), path, faults);
         if !attachments.is_empty() {
             faults.push(Fault::new("invalid_attachments", format!("{path}.model.attachments")));
         }
@@ -281,39 +284,51 @@ impl Kernel {
             d.extra_deps.push((k.clone(), EdgeKind::Reads));
         }
         if let (Some(a), Some(model_ref)) = (assembly, model_ref) {
-            let frozen = FrozenContext {
-                prompt: prompt.clone(),
-                results: results.clone(),
-                attachments: attachments.clone(),
-                tool_definitions: a.tool_definitions,
-                environment: a.environment,
-                skills: a.skills,
-                memory: json!({
-                    "workspace_public_id": ctx.workspace.public_id,
-                    "conversation_public_id": null,
-                    "user_public_id": env.user_public_id,
-                }),
-                approval_mode: ctx.approval_mode.to_string(),
-                approval_rules: ctx.approval_rules.clone(),
-                fan_on_failure: fan_on_failure.as_str().to_string(),
-                history: None,
-            };
-            let surface = RequestSurface {
-                model: model_ref,
-                reasoning_effort: model.as_ref().and_then(|m| m.reasoning_effort.clone()),
-                max_output_tokens: model.as_ref().and_then(|m| m.max_output_tokens),
-                instructions: instructions.clone().or_else(|| {
-                    env.profile
-                        .get("instructions")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                }),
-            };
-            d.task.frozen_context = Some(Frozen::Model(Box::new(frozen)).to_text());
-            d.task.request_surface = Some(serde_json::to_string(&surface).expect("surface serializes"));
+            freeze_model(ctx, env, step, a, model_ref, d);
         }
         d.task.kind = TaskKind::Model;
         d.task.mainline = true;
+        Ok(())
+    }
+
+    /// A tool step's `model_defaults`: the model resolves and the declaration assembles; the
+    /// assembly, with the model, freezes as the row's context.
+    async fn accept_tool_defaults(
+        &self,
+        ctx: &AcceptCtx<'_>,
+        defaults: &Value,
+        d: &mut Draft,
+        faults: &mut Vec<Fault>,
+    ) -> KernelResult<()> {
+        let path = &d.path;
+        let base = pointer_of(&format!("{path}.tool.model_defaults"));
+        let field = |k: &str| defaults.get(k).cloned().unwrap_or(Value::Null);
+        let mut input = AssemblyInput {
+            entries: field("tools"),
+            kernel_tools: field("kernel_tools"),
+            runner_executor_public_ids: field("runner_executor_public_ids"),
+            runner_tool_names: field("runner_tool_names"),
+            default_runner_executor_public_id: ctx.default_runner.map(|r| r.public_id),
+            paths: AssemblyPaths::under(&base, "tools"),
+            ..Default::default()
+        };
+        self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input)
+            .await?;
+        let catalog = self.providers.catalog();
+        if let Some(m) = defaults.get("model").and_then(Value::as_str)
+            && let Err(e) = catalog.resolve(m, &|v| std::env::var_os(v).is_some())
+        {
+            let fault = Fault::new(e.as_str(), format!("{path}.tool.model_defaults.model"));
+            faults.push(fault.detail(catalog.explain(m, e)));
+        }
+        match declaration::assemble_owned(input) {
+            Ok(a) => {
+                let mut ctx_json = a.to_response_json();
+                ctx_json["model"] = defaults.get("model").cloned().unwrap_or(Value::Null);
+                d.task.frozen_context = Some(Frozen::ToolDefaults(ctx_json).to_text());
+            }
+            Err(e) => faults.push(Fault::new(e.reason, dotted(&e.path)).detail(e.message)),
+        }
         Ok(())
     }
 
@@ -355,51 +370,76 @@ impl Kernel {
         if let Some(id) = target {
             match self.eligible_runner(id, ctx.answering).await? {
                 None => faults.push(Fault::new("runner_not_eligible", format!("{path}.tool.route"))),
-                Some(runner) => {
-                    let served: Value = serde_json::from_str(&runner.served_tools).unwrap_or(Value::Array(vec![]));
-                    let serves = served
-                        .as_array()
-                        .is_some_and(|a| a.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)));
-                    if serves {
-                        d.task.target_executor_id = Some(runner.id);
-                    } else {
-                        faults.push(Fault::new("tool_not_served", format!("{path}.tool.name")));
-                    }
-                }
+                Some(runner) if serves_tool(&runner, name) => d.task.target_executor_id = Some(runner.id),
+                Some(_) => faults.push(Fault::new("tool_not_served", format!("{path}.tool.name"))),
             }
         }
         if let Some(defaults) = model_defaults {
-            let base = pointer_of(&format!("{path}.tool.model_defaults"));
-            let field = |k: &str| defaults.get(k).cloned().unwrap_or(Value::Null);
-            let mut input = AssemblyInput {
-                entries: field("tools"),
-                kernel_tools: field("kernel_tools"),
-                runner_executor_public_ids: field("runner_executor_public_ids"),
-                runner_tool_names: field("runner_tool_names"),
-                default_runner_executor_public_id: ctx.default_runner.map(|r| r.public_id),
-                paths: AssemblyPaths::under(&base, "tools"),
-                ..Default::default()
-            };
-            self.gather_facts_in(ctx.answering, Some(ctx.workspace), &mut input)
-                .await?;
-            let catalog = self.providers.catalog();
-            if let Some(m) = defaults.get("model").and_then(Value::as_str)
-                && let Err(e) = catalog.resolve(m, &|v| std::env::var_os(v).is_some())
-            {
-                let fault = Fault::new(e.as_str(), format!("{path}.tool.model_defaults.model"));
-                faults.push(fault.detail(catalog.explain(m, e)));
-            }
-            match declaration::assemble_owned(input) {
-                Ok(a) => {
-                    let mut ctx_json = a.to_response_json();
-                    ctx_json["model"] = defaults.get("model").cloned().unwrap_or(Value::Null);
-                    d.task.frozen_context = Some(Frozen::ToolDefaults(ctx_json).to_text());
-                }
-                Err(e) => faults.push(Fault::new(e.reason, dotted(&e.path)).detail(e.message)),
-            }
+            self.accept_tool_defaults(ctx, defaults, d, faults).await?;
         }
         Ok(())
     }
+}
+
+/// Whether the runner's announced tools name `name`.
+fn serves_tool(runner: &ExecutorRow, name: &str) -> bool {
+    let served: Value = serde_json::from_str(&runner.served_tools).unwrap_or(Value::Array(vec![]));
+    served
+        .as_array()
+        .is_some_and(|a| a.iter().any(|t| t.get("name").and_then(Value::as_str) == Some(name)))
+}
+
+/// An accepted model step's frozen context and request surface, written into its draft row.
+fn freeze_model(
+    ctx: &AcceptCtx<'_>,
+    env: &Envelope,
+    step: &Step,
+    a: declaration::Assembly,
+    model_ref: String,
+    d: &mut Draft,
+) {
+    let StepVerb::Model {
+        prompt,
+        model,
+        instructions,
+        attachments,
+        results,
+        fan_on_failure,
+        ..
+    } = &step.verb
+    else {
+        return;
+    };
+    let frozen = FrozenContext {
+        prompt: prompt.clone(),
+        results: results.clone(),
+        attachments: attachments.clone(),
+        tool_definitions: a.tool_definitions,
+        environment: a.environment,
+        skills: a.skills,
+        memory: json!({
+            "workspace_public_id": ctx.workspace.public_id,
+            "conversation_public_id": null,
+            "user_public_id": env.user_public_id,
+        }),
+        approval_mode: ctx.approval_mode.to_string(),
+        approval_rules: ctx.approval_rules.clone(),
+        fan_on_failure: fan_on_failure.as_str().to_string(),
+        history: None,
+    };
+    let surface = RequestSurface {
+        model: model_ref,
+        reasoning_effort: model.as_ref().and_then(|m| m.reasoning_effort.clone()),
+        max_output_tokens: model.as_ref().and_then(|m| m.max_output_tokens),
+        instructions: instructions.clone().or_else(|| {
+            env.profile
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        }),
+    };
+    d.task.frozen_context = Some(Frozen::Model(Box::new(frozen)).to_text());
+    d.task.request_surface = Some(serde_json::to_string(&surface).expect("surface serializes"));
 }
 
 /// An ask step: the question freezes and a resolution token is minted (only its hash is kept).

@@ -3,24 +3,109 @@
 
 use std::collections::{HashMap, HashSet};
 
+use nexus_api::runs::{Appended, Created, Receipt, RunEnvelope};
 use nexus_core::approval;
 use nexus_core::codes::Code;
 use nexus_core::declaration::ApprovalMode;
 use nexus_core::steps::{self, Step, StepsContext};
-use nexus_store::{EdgeKind, Engine, MemberKind, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow};
+use nexus_store::{
+    EdgeKind, Engine, ExecutorRow, MemberKind, MemberRow, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow,
+    WorkspaceRow,
+};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::accept::{AcceptCtx, Accepted, Fault, invalid_steps};
-use super::idempotency::Idempotency;
+use super::idempotency::{FirstAnswer, Idempotency, Idempotent, replay_in};
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::runs::read::object;
 use crate::runs::rows::Graph;
 use crate::runs::run_end::is_candidate;
 use crate::runs::unit::Unit;
+use crate::runs::view::{RunNames, run_record};
 use crate::runs::{AfterCommit, refuse};
 use crate::{Kernel, time};
+
+/// A `POST R/stop` body, parsed: `{force?: bool}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stop {
+    /// Cancel the run's live rows at once (the default); `false` lets them drain.
+    pub force: bool,
+}
+
+impl Stop {
+    /// The body's grammar: `force` absent or `null` is `true`; anything but a boolean is 400.
+    pub fn parse(body: &Value) -> KernelResult<Stop> {
+        match body.get("force") {
+            None | Some(Value::Null) => Ok(Stop { force: true }),
+            Some(Value::Bool(b)) => Ok(Stop { force: *b }),
+            Some(_) => Err(refuse(Code::ParameterInvalid, "force must be a boolean")),
+        }
+    }
+}
+
+/// What a create writes once its shell is checked and its steps accepted.
+struct CreatePlan {
+    approval_mode: String,
+    approval_rules: Value,
+    default_runner: Option<ExecutorRow>,
+    accepted: Vec<Accepted>,
+}
+
+/// What an append writes once its steps are accepted: the rows and the run's next revision.
+struct AppendPlan {
+    accepted: Vec<Accepted>,
+    revision: i64,
+}
+
+/// The members a run's appended steps are accepted for.
+struct RunParties {
+    answering: MemberRow,
+    declaring_agent: Option<MemberRow>,
+    default_runner: Option<ExecutorRow>,
+}
+
+const CREATE_ROUTE: &str = "POST /workspaces/{workspace}/runs";
+const APPEND_ROUTE: &str = "POST /workspaces/{workspace}/runs/{run}/tasks";
+
+fn raw_graph_field(path: String) -> KernelError {
+    refuse(
+        Code::EdgeAuthoringRefused,
+        format!("{path} is a raw graph field: edges come only from written order, after and results"),
+    )
+    .with_path(path)
+}
+
+/// A create shell's approval mode (its word) and rules (`null` when it has none).
+fn shell_approval(shell: &Value) -> KernelResult<(String, Value)> {
+    let given = shell.get("approval_mode");
+    let approval_mode = match given.and_then(Value::as_str).and_then(ApprovalMode::from_word) {
+        Some(mode) => mode.as_str().to_string(),
+        None => return Err(refuse(Code::InvalidApprovalMode, ApprovalMode::refusal(given))),
+    };
+    let approval_rules = match shell.get("approval_rules") {
+        None | Some(Value::Null) => Value::Null,
+        Some(rules) => {
+            approval::parse_rules(rules).map_err(|e| {
+                refuse(Code::InvalidApprovalRules, format!("approval_rules: {}", e.reason))
+                    .with_reason(e.reason)
+                    .with_path(format!("/run/approval_rules{}", e.path))
+            })?;
+            rules.clone()
+        }
+    };
+    Ok((approval_mode, approval_rules))
+}
+
+/// The step grammar's refusals as the doors answer them.
+fn steps_refused(e: steps::StepsError) -> KernelError {
+    invalid_steps(
+        e.steps
+            .into_iter()
+            .map(|s| Fault::new(s.code.to_string(), s.path))
+            .collect(),
+    )
+}
 
 impl Kernel {
     /// Inserts accepted steps, their edges (written order, `after`, `results`) and the
@@ -33,7 +118,7 @@ impl Kernel {
         revision: i64,
         now: i64,
         effects: &mut Vec<AfterCommit>,
-    ) -> KernelResult<(Value, Vec<i64>)> {
+    ) -> KernelResult<(Receipt, Vec<i64>)> {
         let existing = Graph::load(tx, run.id).await?;
         let mut ids: HashMap<String, i64> = HashMap::new();
         let mut prev: Option<i64> = run.deliverable_task_id;
@@ -76,7 +161,6 @@ impl Kernel {
         run.deliverable_task_id = prev;
         run.revision = revision;
         tx.update_run(run).await?;
-        let deliverable_key = keys.last().cloned();
         self.emit(
             &mut Unit::of(tx, run, now, effects),
             "tasks_appended",
@@ -84,84 +168,44 @@ impl Kernel {
             json!({"keys": keys, "origin": "author", "revision": revision}),
         )
         .await?;
-        let receipt = json!({
-            "accepted_task_keys": keys,
-            "steps": steps_json,
-            "deliverable_task_key": deliverable_key,
-            "revision": revision,
-            "resolution_tokens": tokens,
-        });
+        let receipt = Receipt {
+            deliverable_task_key: keys.last().cloned(),
+            accepted_task_keys: keys,
+            steps: Value::Array(steps_json),
+            revision,
+            resolution_tokens: tokens,
+            rest: serde_json::Map::new(),
+        };
         Ok((receipt, new_ids))
     }
 
-    /// `POST W/runs` (runs.md §2): 201 `{run, receipt}`, or 200 with `replayed: true`.
+    /// `POST W/runs` (runs.md §2): the run and its first receipt, or the replay of an earlier
+    /// create with the same key.
     pub async fn create_run(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
         body: &Value,
         idempotency_key: Option<&str>,
-    ) -> KernelResult<(u16, Value)> {
+    ) -> KernelResult<Idempotent<Created>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let Some(shell) = body.get("run").filter(|r| r.is_object()) else {
             return Err(refuse(Code::ParameterMissing, "the body needs a `run` object"));
         };
-        let idem = match idempotency_key {
-            Some(k) => Some(Idempotency::new(
-                principal.member.public_id,
-                "POST /workspaces/{workspace}/runs",
-                &[workspace],
-                k,
-                body,
-            )?),
-            None => None,
-        };
-        if let Some(idem) = &idem
-            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await?
-        {
-            return idem.replay(&receipt);
+        let member = principal.member.public_id;
+        let idem = Idempotency::of_door(member, CREATE_ROUTE, &[workspace], idempotency_key, body)?;
+        if let Some(replay) = self.stored_replay(idem.as_ref()).await? {
+            return Ok(Idempotent::Replayed(replay));
         }
-        if let Err(path) = steps::check_edge_authoring(shell) {
-            return Err(refuse(
-                Code::EdgeAuthoringRefused,
-                format!("{path} is a raw graph field: edges come only from written order, after and results"),
-            )
-            .with_path(path));
-        }
-        let given = shell.get("approval_mode");
-        let approval_mode = match given.and_then(Value::as_str).and_then(ApprovalMode::from_word) {
-            Some(mode) => mode.as_str().to_string(),
-            None => return Err(refuse(Code::InvalidApprovalMode, ApprovalMode::refusal(given))),
-        };
-        let approval_rules = match shell.get("approval_rules") {
-            None | Some(Value::Null) => Value::Null,
-            Some(rules) => {
-                approval::parse_rules(rules).map_err(|e| {
-                    refuse(Code::InvalidApprovalRules, format!("approval_rules: {}", e.reason))
-                        .with_reason(e.reason)
-                        .with_path(format!("/run/approval_rules{}", e.path))
-                })?;
-                rules.clone()
-            }
-        };
-        let member = &principal.member;
-        let default_runner = match shell.get("default_runner_executor_public_id") {
-            None | Some(Value::Null) => None,
-            Some(v) => {
-                let not_eligible = || {
-                    refuse(
-                        Code::RunnerNotEligible,
-                        "the default runner is not eligible for this run",
-                    )
-                    .with_path("run.default_runner_executor_public_id")
-                };
-                let id = v
-                    .as_str()
-                    .and_then(|s| Uuid::parse_str(s).ok())
-                    .ok_or_else(not_eligible)?;
-                Some(self.eligible_runner(id, member).await?.ok_or_else(not_eligible)?)
-            }
-        };
+        let plan = self.plan_create(&principal.member, &ws, shell).await?;
+        self.write_create(&principal.member, &ws, plan, idem.as_ref()).await
+    }
+
+    /// A create shell's checks (runs.md §2 order) and its steps' acceptance.
+    async fn plan_create(&self, member: &MemberRow, ws: &WorkspaceRow, shell: &Value) -> KernelResult<CreatePlan> {
+        steps::check_edge_authoring(shell).map_err(raw_graph_field)?;
+        let (approval_mode, approval_rules) = shell_approval(shell)?;
+        let default_runner = self.shell_default_runner(shell, member).await?;
         let no_keys = |_: &str| false;
         let parsed = steps::parse_steps(
             shell.get("steps").unwrap_or(&Value::Null),
@@ -170,15 +214,7 @@ impl Kernel {
                 existing_keys: &no_keys,
             },
         )
-        .map_err(|e| {
-            invalid_steps(
-                e.prefixed("run.")
-                    .steps
-                    .into_iter()
-                    .map(|s| Fault::new(s.code.to_string(), s.path))
-                    .collect(),
-            )
-        })?;
+        .map_err(|e| steps_refused(e.prefixed("run.")))?;
         check_duplicates(&parsed, None)?;
         let declaring_agent = (member.kind == MemberKind::Agent).then_some(member);
         let accepted = self
@@ -189,7 +225,7 @@ impl Kernel {
                     answering: member,
                     declaring_agent,
                     default_runner: default_runner.as_ref(),
-                    workspace: &ws,
+                    workspace: ws,
                     approval_mode: &approval_mode,
                     approval_rules: approval_rules.clone(),
                     run_public_id: None,
@@ -197,16 +233,51 @@ impl Kernel {
                 },
             )
             .await?;
+        Ok(CreatePlan {
+            approval_mode,
+            approval_rules,
+            default_runner,
+            accepted,
+        })
+    }
 
+    /// The shell's `default_runner_executor_public_id`, when given: an eligible runner or 422.
+    async fn shell_default_runner(&self, shell: &Value, member: &MemberRow) -> KernelResult<Option<ExecutorRow>> {
+        let v = match shell.get("default_runner_executor_public_id") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(v) => v,
+        };
+        let not_eligible = || {
+            refuse(
+                Code::RunnerNotEligible,
+                "the default runner is not eligible for this run",
+            )
+            .with_path("run.default_runner_executor_public_id")
+        };
+        let id = v
+            .as_str()
+            .and_then(|s| Uuid::parse_str(s).ok())
+            .ok_or_else(not_eligible)?;
+        Ok(Some(self.eligible_runner(id, member).await?.ok_or_else(not_eligible)?))
+    }
+
+    /// Writes the planned run and its first envelope, keeps the receipt, commits.
+    async fn write_create(
+        &self,
+        member: &MemberRow,
+        ws: &WorkspaceRow,
+        plan: CreatePlan,
+        idem: Option<&Idempotency>,
+    ) -> KernelResult<Idempotent<Created>> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        if let Some(idem) = &idem
-            && let Some(receipt) = tx.idempotency_get(&idem.scope_hash, now).await?
-        {
+        if let Some(replay) = replay_in(&mut tx, idem, now).await? {
             drop(tx);
-            return idem.replay(&receipt);
+            return Ok(Idempotent::Replayed(replay));
         }
-        let (approval_mode, approval_rules) = crate::runs::gate::stored_approval(&approval_mode, &approval_rules)?;
+        let declaring_agent = (member.kind == MemberKind::Agent).then_some(member);
+        let (approval_mode, approval_rules) =
+            crate::runs::gate::stored_approval(&plan.approval_mode, &plan.approval_rules)?;
         let mut run = tx
             .insert_run(NewRun {
                 public_id: time::new_id(),
@@ -218,7 +289,7 @@ impl Kernel {
                 hosting: json!({"kind": "standalone"}).to_string(),
                 approval_mode,
                 approval_rules,
-                default_runner_id: default_runner.as_ref().map(|r| r.id),
+                default_runner_id: plan.default_runner.as_ref().map(|r| r.id),
                 revision: 0,
                 created_at: now,
                 started_at: None,
@@ -226,33 +297,39 @@ impl Kernel {
             .await?;
         let mut effects = Vec::new();
         let (receipt, _) = self
-            .insert_envelope(&mut tx, &mut run, accepted, 1, now, &mut effects)
+            .insert_envelope(&mut tx, &mut run, plan.accepted, 1, now, &mut effects)
             .await?;
-        let deliverable_key = receipt["deliverable_task_key"].as_str().map(str::to_string);
-        let run_json = run_body(
-            &run,
-            &RunNames {
-                workspace_public_id: ws.public_id,
-                created_by: member.public_id,
-                answering: member.public_id,
-                declaring_agent: declaring_agent.map(|a| a.public_id),
-                default_runner: default_runner.as_ref().map(|r| r.public_id),
-                deliverable_task_key: deliverable_key,
-            },
-        );
-        let response = object([("run", run_json), ("receipt", receipt)]);
-        if let Some(idem) = &idem
-            && let Some(replay) = self.put_receipt(&mut tx, idem, 201, &response, now).await?
+        let names = RunNames {
+            workspace_public_id: ws.public_id,
+            created_by: Some(member.public_id),
+            answering: Some(member.public_id),
+            declaring_agent: declaring_agent.map(|a| a.public_id),
+            default_runner: plan.default_runner.as_ref().map(|r| r.public_id),
+            deliverable_task_key: receipt.deliverable_task_key.clone(),
+        };
+        let reply = Created {
+            run: run_record(&run, names),
+            receipt,
+            replayed: false,
+        };
+        if let Some(replay) = self
+            .keep_receipt(&mut tx, idem, FirstAnswer::Created, &reply, now)
+            .await?
         {
-            return Ok(replay);
+            return Ok(Idempotent::Replayed(replay));
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok((201, response))
+        Ok(Idempotent::Fresh(reply))
     }
 
     /// `POST R/start`: `pending → running`, then the ready rows start.
-    pub async fn start_run(&self, principal: &MemberPrincipal, workspace: Uuid, run: Uuid) -> KernelResult<Value> {
+    pub async fn start_run(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        run: Uuid,
+    ) -> KernelResult<RunEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
         let now = self.now_ms();
@@ -272,25 +349,22 @@ impl Kernel {
         self.check_run_end(&mut tx, &mut run, &g, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+        self.run_envelope(ws.public_id, &run).await
     }
 
-    /// `POST R/stop` `{force?}` (default true): a pending run is canceled at once; a live one
-    /// passes through `canceling` until it drains.
+    /// `POST R/stop` `{force?}` ([`Stop::parse`]): a pending run is canceled at once; a live
+    /// one passes through `canceling` until it drains. A body that does not parse is refused
+    /// once the run is found.
     pub async fn stop_run(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
         run: Uuid,
-        body: &Value,
-    ) -> KernelResult<Value> {
+        body: KernelResult<Stop>,
+    ) -> KernelResult<RunEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
-        let force = match body.get("force") {
-            None | Some(Value::Null) => true,
-            Some(Value::Bool(b)) => *b,
-            Some(_) => return Err(refuse(Code::ParameterInvalid, "force must be a boolean")),
-        };
+        let force = body?.force;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         let mut run = tx.lock_run(found.id).await?;
@@ -304,7 +378,7 @@ impl Kernel {
         self.stop_in(&mut tx, &mut run, force, now, &mut effects).await?;
         tx.commit().await?;
         self.publish(effects).await;
-        Ok(object([("run", self.run_json(ws.public_id, &run).await?)]))
+        self.run_envelope(ws.public_id, &run).await
     }
 
     /// The stop of runs.md §2 inside the caller's unit of work, on a locked run that has not
@@ -346,8 +420,8 @@ impl Kernel {
         Ok(())
     }
 
-    /// `POST R/tasks` `{steps, expected_revision?}` (runs.md §3): 200 `{receipt}`, or 200 with
-    /// `replayed: true`.
+    /// `POST R/tasks` `{steps, expected_revision?}` (runs.md §3): the receipt, or the replay of
+    /// an earlier append with the same key.
     pub async fn append(
         &self,
         principal: &MemberPrincipal,
@@ -355,38 +429,29 @@ impl Kernel {
         run: Uuid,
         body: &Value,
         idempotency_key: Option<&str>,
-    ) -> KernelResult<(u16, Value)> {
+    ) -> KernelResult<Idempotent<Appended>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let found = self.run_in(&ws, run).await?;
-        let idem = match idempotency_key {
-            Some(k) => Some(Idempotency::new(
-                principal.member.public_id,
-                "POST /workspaces/{workspace}/runs/{run}/tasks",
-                &[workspace, run],
-                k,
-                body,
-            )?),
-            None => None,
-        };
-        if let Some(idem) = &idem
-            && let Some(receipt) = self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await?
-        {
-            return idem.replay(&receipt);
+        let member = principal.member.public_id;
+        let idem = Idempotency::of_door(member, APPEND_ROUTE, &[workspace, run], idempotency_key, body)?;
+        if let Some(replay) = self.stored_replay(idem.as_ref()).await? {
+            return Ok(Idempotent::Replayed(replay));
         }
         if !body.is_object() {
             return Err(refuse(Code::ParameterMissing, "the body needs `steps`"));
         }
+        let plan = self.plan_append(&ws, &found, body).await?;
+        self.write_append(&found, plan, body, idem.as_ref()).await
+    }
+
+    /// The append door's checks (runs.md §3 table order) and its steps' acceptance, on the
+    /// run as last read (the write checks the door again under the run's lock).
+    async fn plan_append(&self, ws: &WorkspaceRow, found: &RunRow, body: &Value) -> KernelResult<AppendPlan> {
         let tasks = self.all_tasks(found.id).await?;
         let edges = self.store.edges_of_run(found.id).await?;
         let g = Graph::new(tasks, &edges);
-        door_checks(&found, &g, body)?;
-        if let Err(path) = steps::check_append_edge_authoring(body) {
-            return Err(refuse(
-                Code::EdgeAuthoringRefused,
-                format!("{path} is a raw graph field: edges come only from written order, after and results"),
-            )
-            .with_path(path));
-        }
+        door_checks(found, &g, body)?;
+        steps::check_append_edge_authoring(body).map_err(raw_graph_field)?;
         let revision = found.revision + 1;
         let existing = |k: &str| g.by_key(k).is_some();
         let parsed = steps::parse_steps(
@@ -396,28 +461,9 @@ impl Kernel {
                 existing_keys: &existing,
             },
         )
-        .map_err(|e| {
-            invalid_steps(
-                e.steps
-                    .into_iter()
-                    .map(|s| Fault::new(s.code.to_string(), s.path))
-                    .collect(),
-            )
-        })?;
+        .map_err(steps_refused)?;
         check_duplicates(&parsed, Some(&g))?;
-        let answering = self
-            .store
-            .member_by_id(found.answering_member_id)
-            .await?
-            .ok_or_else(|| refuse(Code::NotFound, "the run's answering member is gone"))?;
-        let declaring_agent = match found.declaring_agent_id {
-            Some(id) => self.store.member_by_id(id).await?,
-            None => None,
-        };
-        let default_runner = match found.default_runner_id {
-            Some(id) => self.store.executor_by_id(id).await?,
-            None => None,
-        };
+        let parties = self.run_parties(found).await?;
         let approval_rules: Value = found
             .approval_rules
             .as_deref()
@@ -428,10 +474,10 @@ impl Kernel {
                 parsed,
                 &AcceptCtx {
                     prefix: "",
-                    answering: &answering,
-                    declaring_agent: declaring_agent.as_ref(),
-                    default_runner: default_runner.as_ref(),
-                    workspace: &ws,
+                    answering: &parties.answering,
+                    declaring_agent: parties.declaring_agent.as_ref(),
+                    default_runner: parties.default_runner.as_ref(),
+                    workspace: ws,
                     approval_mode: found.approval_mode.as_str(),
                     approval_rules,
                     run_public_id: Some(found.public_id),
@@ -439,33 +485,64 @@ impl Kernel {
                 },
             )
             .await?;
+        Ok(AppendPlan { accepted, revision })
+    }
 
+    /// The run's answering member, declaring agent and default runner.
+    async fn run_parties(&self, run: &RunRow) -> KernelResult<RunParties> {
+        let answering = self
+            .store
+            .member_by_id(run.answering_member_id)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "the run's answering member is gone"))?;
+        let declaring_agent = match run.declaring_agent_id {
+            Some(id) => self.store.member_by_id(id).await?,
+            None => None,
+        };
+        let default_runner = match run.default_runner_id {
+            Some(id) => self.store.executor_by_id(id).await?,
+            None => None,
+        };
+        Ok(RunParties {
+            answering,
+            declaring_agent,
+            default_runner,
+        })
+    }
+
+    /// Under the run's lock: the door again, then the envelope, the receipt, and the rows whose
+    /// dependencies already settled start now.
+    async fn write_append(
+        &self,
+        found: &RunRow,
+        plan: AppendPlan,
+        body: &Value,
+        idem: Option<&Idempotency>,
+    ) -> KernelResult<Idempotent<Appended>> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        if let Some(idem) = &idem
-            && let Some(receipt) = tx.idempotency_get(&idem.scope_hash, now).await?
-        {
+        if let Some(replay) = replay_in(&mut tx, idem, now).await? {
             drop(tx);
-            return idem.replay(&receipt);
+            return Ok(Idempotent::Replayed(replay));
         }
         let mut run = tx.lock_run(found.id).await?;
         let g = Graph::load(&mut tx, run.id).await?;
         door_checks(&run, &g, body)?;
-        if run.revision + 1 != revision {
+        if run.revision + 1 != plan.revision {
             return Err(stale_revision(run.revision));
         }
-        check_duplicates_keys(accepted.iter().map(|a| a.step.key.as_str()), &g)?;
+        check_duplicates_keys(plan.accepted.iter().map(|a| a.step.key.as_str()), &g)?;
         let mut effects = Vec::new();
         let (receipt, new_ids) = self
-            .insert_envelope(&mut tx, &mut run, accepted, revision, now, &mut effects)
+            .insert_envelope(&mut tx, &mut run, plan.accepted, plan.revision, now, &mut effects)
             .await?;
-        let response = json!({"receipt": receipt});
-        if let Some(idem) = &idem
-            && let Some(replay) = self.put_receipt(&mut tx, idem, 200, &response, now).await?
-        {
-            return Ok(replay);
+        let reply = Appended {
+            receipt,
+            replayed: false,
+        };
+        if let Some(replay) = self.keep_receipt(&mut tx, idem, FirstAnswer::Done, &reply, now).await? {
+            return Ok(Idempotent::Replayed(replay));
         }
-        // Rows whose dependencies already settled start now.
         if run.status == RunStatus::Running {
             let mut g = Graph::load(&mut tx, run.id).await?;
             self.schedule_ids(&mut tx, &mut run, &mut g, new_ids, now, &mut effects)
@@ -474,45 +551,8 @@ impl Kernel {
         }
         tx.commit().await?;
         self.publish(effects).await;
-        Ok((200, response))
+        Ok(Idempotent::Fresh(reply))
     }
-}
-
-/// The public names a run projection shows.
-pub(crate) struct RunNames {
-    pub workspace_public_id: Uuid,
-    pub created_by: Uuid,
-    pub answering: Uuid,
-    pub declaring_agent: Option<Uuid>,
-    pub default_runner: Option<Uuid>,
-    pub deliverable_task_key: Option<String>,
-}
-
-/// The run projection (runs.md §1).
-pub(crate) fn run_body(run: &RunRow, names: &RunNames) -> Value {
-    let parse = |s: &Option<String>| {
-        s.as_deref()
-            .and_then(|s| serde_json::from_str::<Value>(s).ok())
-            .unwrap_or(Value::Null)
-    };
-    json!({
-        "public_id": run.public_id,
-        "workspace_public_id": names.workspace_public_id,
-        "hosting": parse(&Some(run.hosting.clone())),
-        "status": run.status,
-        "created_by": names.created_by,
-        "answering_principal": names.answering,
-        "declaring_agent": names.declaring_agent,
-        "approval_mode": run.approval_mode,
-        "approval_rules": parse(&run.approval_rules.as_deref().map(str::to_string)),
-        "default_runner_executor_public_id": names.default_runner,
-        "deliverable_task_key": names.deliverable_task_key,
-        "revision": run.revision,
-        "attention": parse(&run.attention),
-        "created_at": time::iso(run.created_at),
-        "started_at": run.started_at.map(time::iso),
-        "ended_at": run.ended_at.map(time::iso),
-    })
 }
 
 fn stale_revision(current: i64) -> KernelError {

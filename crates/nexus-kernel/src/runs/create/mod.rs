@@ -3,4 +3,6 @@
 
 mod accept;
 mod doors;
+
+pub use doors::Stop;
 pub(crate) mod idempotency;
