@@ -14,7 +14,7 @@ pub struct MemoryEntry {
     /// The content's length in bytes.
     pub byte_size: u64,
     /// A skill document's description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The version a conditional write or delete names.
     pub lock_version: i64,
@@ -34,7 +34,7 @@ pub struct MemoryDocument {
     /// The UTF-8 text.
     pub content: String,
     /// A skill document's description.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// The version a conditional write or delete names.
     pub lock_version: i64,

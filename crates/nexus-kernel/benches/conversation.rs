@@ -15,6 +15,7 @@
 
 use std::time::{Duration, Instant};
 
+use nexus_kernel::conversations::{CreateConversationRequest, CreateInputRequest};
 use nexus_kernel::{Kernel, MemberPrincipal};
 use nexus_store::testing;
 use serde_json::json;
@@ -70,11 +71,14 @@ async fn main() {
         )
         .await
         .expect("profile");
-    let (_, made) = kernel
-        .create_conversation(&agent, ws, &json!({"conversation": {"title": "Bench"}}), None)
+    let request = CreateConversationRequest::parse(&json!({"conversation": {"title": "Bench"}})).expect("body");
+    let made = kernel
+        .create_conversation(&agent, ws, request, None)
         .await
-        .expect("conversation");
-    let c = Uuid::parse_str(made["conversation"]["public_id"].as_str().expect("id")).expect("uuid");
+        .expect("conversation")
+        .new_one()
+        .expect("a new conversation");
+    let c = Uuid::parse_str(&made.conversation.public_id).expect("uuid");
 
     let mut times = Vec::with_capacity(turns);
     for i in 1..=turns {
@@ -84,7 +88,7 @@ async fn main() {
                 &agent,
                 ws,
                 c,
-                &json!({"input": {"content": format!("Question {i}")}}),
+                CreateInputRequest::parse(&json!({"input": {"content": format!("Question {i}")}})).expect("body"),
                 None,
             )
             .await
@@ -106,8 +110,8 @@ async fn main() {
         .list_turns(&agent, ws, c, Some(2 * turns as i64 - 2), Some(2))
         .await
         .expect("turns");
-    let reply = last["turns"][1]["content"].as_str().unwrap_or_default().to_string();
-    assert_eq!(reply, format!("Turn {turns}: here is what I found."), "{last}");
+    let reply = last.turns[1].content.clone().unwrap_or_default();
+    assert_eq!(reply, format!("Turn {turns}: here is what I found."), "{last:?}");
 
     let window = |from: usize| {
         let mut w: Vec<Duration> = times[from - 1..(from + 9).min(turns)].to_vec();

@@ -7,6 +7,7 @@ mod common;
 
 use common::{World, text_of, world};
 
+use nexus_kernel::conversations::CreateConversationRequest;
 use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
 use nexus_store::testing::{self, engines};
 use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
@@ -16,13 +17,14 @@ use uuid::Uuid;
 impl World {
     /// A conversation titled `title` holding `texts` as alternating user and assistant turns.
     async fn conversation_with(&self, title: &str, texts: &[&str]) -> (Uuid, Vec<Uuid>) {
-        let (status, made) = self
+        let request = CreateConversationRequest::parse(&json!({"conversation": {"title": title}})).unwrap();
+        let made = self
             .kernel
-            .create_conversation(&self.agent, self.ws, &json!({"conversation": {"title": title}}), None)
+            .create_conversation(&self.agent, self.ws, request, None)
             .await
             .unwrap();
-        assert_eq!(status, 201);
-        let id = Uuid::parse_str(made["conversation"]["public_id"].as_str().unwrap()).unwrap();
+        let made = made.new_one().expect("a new conversation");
+        let id = Uuid::parse_str(&made.conversation.public_id).unwrap();
         let row = self.kernel.store.conversation_by_public_id(id).await.unwrap().unwrap();
         let turns = testing::seed_turns(&self.kernel.store, row.id, texts, row.created_at).await;
         (id, turns.iter().map(|t| t.public_id).collect())
@@ -135,7 +137,7 @@ async fn the_tools_search_and_read_the_workspace_history_as_the_routes_do() {
             )
             .await
             .unwrap();
-        assert_eq!(found, route, "{d}");
+        assert_eq!(found, serde_json::to_value(route).unwrap(), "{d}");
         let hit = &found["matches"][0];
         assert_eq!(hit["conversation_public_id"], conv.to_string(), "{d}");
         assert_eq!(hit["title"], "Release train");
@@ -159,7 +161,7 @@ async fn the_tools_search_and_read_the_workspace_history_as_the_routes_do() {
             )
             .await
             .unwrap();
-        assert_eq!(window, route, "{d}");
+        assert_eq!(window, serde_json::to_value(route).unwrap(), "{d}");
         let positions: Vec<i64> = window["turns"]
             .as_array()
             .unwrap()

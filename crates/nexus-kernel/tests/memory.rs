@@ -9,7 +9,7 @@ use common::{World, world};
 
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::declarations::AssemblyPreview;
-use nexus_kernel::memory::door::MemoryQuery;
+use nexus_kernel::memory::door::{MemoryQuery, PutDocumentRequest};
 use nexus_store::testing::engines;
 use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
@@ -100,7 +100,9 @@ impl World {
     }
 
     async fn put(&self, who: &MemberPrincipal, body: Value) -> Value {
-        self.kernel.memory_put_document(who, self.ws, &body).await.unwrap()
+        let request = PutDocumentRequest::parse(&body).unwrap();
+        let reply = self.kernel.memory_put_document(who, self.ws, request).await.unwrap();
+        serde_json::to_value(reply).unwrap()
     }
 }
 
@@ -160,8 +162,8 @@ async fn memory_write_then_read_in_consecutive_rounds() {
             .memory_read_document(&w.human, w.ws, &doc_at("workspace/notes/deploy.md"))
             .await
             .unwrap();
-        assert_eq!(doc["document"]["content"], "step one\nstep two\n");
-        assert_eq!(doc["document"]["lock_version"], 1);
+        assert_eq!(doc.document.content, "step one\nstep two\n");
+        assert_eq!(doc.document.lock_version, 1);
     }
 }
 
@@ -293,7 +295,7 @@ async fn every_word_of_the_memory_tools() {
             .memory_read_document(&w.human, w.ws, &doc_at("user/me.md"))
             .await
             .unwrap();
-        assert_eq!(mine["document"]["content"], "mine", "on {}", w.dialect);
+        assert_eq!(mine.document.content, "mine", "on {}", w.dialect);
     }
 }
 
@@ -337,7 +339,11 @@ async fn scope_bounds_refuse_with_memory_full_and_ls_leaves_lines_out() {
         // The door refuses the 65th person document with 422 memory_full too.
         let err = w
             .kernel
-            .memory_put_document(&w.agent, w.ws, &json!({"path": "user/extra", "content": "x"}))
+            .memory_put_document(
+                &w.agent,
+                w.ws,
+                PutDocumentRequest::parse(&json!({"path": "user/extra", "content": "x"})).unwrap(),
+            )
             .await
             .unwrap_err();
         assert_eq!(err.reason.as_deref(), Some("memory_full"));

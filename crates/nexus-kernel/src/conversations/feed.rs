@@ -3,9 +3,10 @@
 //! `conversation_archived`; the turn and spawn events come with turns). The live stream
 //! (`GET C/events/stream`) is `stream.rs`.
 
+use nexus_api::conversations::{ConversationEvent, ConversationEventPage};
 use nexus_core::codes::Code;
 use nexus_store::{ConversationEventRow, Engine};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::refuse;
@@ -16,15 +17,17 @@ use crate::{Kernel, MemberPrincipal, time};
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
 
-/// An event as the feed serves it: `{sequence, type, at, conversation_public_id, data}`.
-pub(super) fn event_json(conversation: Uuid, e: &ConversationEventRow) -> Value {
-    json!({
-        "sequence": e.sequence,
-        "type": e.kind,
-        "at": time::iso(e.at),
-        "conversation_public_id": conversation,
-        "data": serde_json::from_str::<Value>(&e.data).unwrap_or_else(|_| json!({})),
-    })
+/// An event as the feed serves it: `{sequence, type, at, conversation_public_id, data}`
+/// (`data` is the stored JSON of the event's type; unreadable data reads as `{}`).
+pub(super) fn event_of(conversation: Uuid, e: &ConversationEventRow) -> ConversationEvent {
+    ConversationEvent {
+        sequence: e.sequence,
+        kind: e.kind.as_str().into(),
+        at: time::iso(e.at),
+        conversation_public_id: Some(conversation.to_string()),
+        data: serde_json::from_str::<Value>(&e.data).unwrap_or_else(|_| json!({})),
+        rest: Map::new(),
+    }
 }
 
 impl Kernel {
@@ -38,7 +41,7 @@ impl Kernel {
         c: Uuid,
         after: Option<i64>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ConversationEventPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let after = after.unwrap_or(0);
@@ -48,7 +51,10 @@ impl Kernel {
         let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
         let rows = self.store.conversation_events(conversation.id, after, limit).await?;
         let next = rows.last().map_or(after, |e| e.sequence);
-        let events: Vec<Value> = rows.iter().map(|e| event_json(conversation.public_id, e)).collect();
-        Ok(json!({"events": events, "next_after": next}))
+        let events = rows.iter().map(|e| event_of(conversation.public_id, e)).collect();
+        Ok(ConversationEventPage {
+            events,
+            next_after: next,
+        })
     }
 }

@@ -2,6 +2,8 @@
 //! C/inputs`, `DELETE C/inputs/{id}`. An input is stored `pending`; nothing consumes it yet
 //! (turns are issue 25's next part).
 
+use nexus_api::common::ApprovalMode;
+use nexus_api::inputs::{Input, InputEnvelope, InputPage};
 use nexus_core::approval::Mode;
 use nexus_core::bounds;
 use nexus_core::codes::Code;
@@ -10,13 +12,13 @@ use nexus_store::{
     ConversationRow, DeliveryMode, Engine, InputInsert, InputKind, InputRow, MemberKind, MemberRow, NewInput,
     WorkspaceRow,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{opt_string, refuse, replay_in, uuid_of};
+use super::{Created, opt_string, page_after, refuse, replay_in, uuid_of};
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
-use crate::paging::{page_limit, pagination, parse_cursor};
+use crate::paging::{page_limit, parse_cursor};
 use crate::runs::AfterCommit;
 use crate::{Kernel, MemberPrincipal, time};
 
@@ -24,6 +26,7 @@ use crate::{Kernel, MemberPrincipal, time};
 const APPROVAL_ORDER: [&str; 3] = ["bypass", "ask", "rules"];
 
 /// The grammar-checked body of `POST C/inputs`, before the kernel's checks.
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct InputBody {
     pub(crate) content: Option<String>,
     pub(crate) attachments: Vec<Uuid>,
@@ -57,13 +60,24 @@ fn deliver_in_ms(word: &str) -> Option<i64> {
     digits.parse::<i64>().ok()?.checked_mul(scale)
 }
 
-/// The body's grammar and the four delivery refusals (runs.md §12), in this order:
-/// `validation_failed` for a member's shape, `deliver_at_ambiguous`, `deliver_at_not_steerable`,
-/// `validation_failed` for the time's grammar, `deliver_at_in_past`, `deliver_at_too_far`.
-pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
-    let content = opt_string(shell, "content", "/input/content")?;
-    let attachments = match shell.get("attachments") {
-        None | Some(Value::Null) => Vec::new(),
+/// When a scheduled input is delivered, as given: at a time (epoch ms) or after a span (ms).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Schedule {
+    At(i64),
+    In(i64),
+}
+
+/// The grammar-checked body of `POST C/inputs` before its schedule is read against the clock.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct InputShape {
+    body: InputBody,
+    schedule: Option<Schedule>,
+}
+
+/// `attachments`: absent, or an array of upload ids.
+fn attachments_of(shell: &Value) -> KernelResult<Vec<Uuid>> {
+    match shell.get("attachments") {
+        None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .enumerate()
@@ -76,55 +90,68 @@ pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
                     )
                 })
             })
-            .collect::<KernelResult<Vec<_>>>()?,
-        Some(_) => {
-            return Err(invalid(
-                "/input/attachments",
-                "attachments must be an array of upload ids",
-            ));
-        }
-    };
-    if content.is_none() && attachments.is_empty() {
-        return Err(KernelError::validation(
-            "content_required",
-            "/input/content",
-            "content is required unless there are attachments",
-        ));
+            .collect(),
+        Some(_) => Err(invalid(
+            "/input/attachments",
+            "attachments must be an array of upload ids",
+        )),
     }
-    let to = opt_string(shell, "to", "/input/to")?;
+}
+
+/// `model`: absent, or `provider/model`.
+fn model_of(shell: &Value) -> KernelResult<Option<String>> {
     let model = opt_string(shell, "model", "/input/model")?;
     if let Some(m) = &model
         && nexus_providers::ModelRef::parse(m).is_none()
     {
         return Err(invalid("/input/model", format!("model {m:?} is not provider/model")));
     }
-    let tool_names = match shell.get("tool_names") {
-        None | Some(Value::Null) => None,
-        Some(Value::Array(names)) => Some(
+    Ok(model)
+}
+
+/// `tool_names`: absent, or an array of strings without U+0000.
+fn tool_names_of(shell: &Value) -> KernelResult<Option<Vec<String>>> {
+    match shell.get("tool_names") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(names)) => Ok(Some(
             names
                 .iter()
                 .map(|n| n.as_str().filter(|s| !s.contains('\0')).map(str::to_string))
                 .collect::<Option<Vec<_>>>()
                 .ok_or_else(|| invalid("/input/tool_names", "tool_names must be strings"))?,
-        ),
-        Some(_) => return Err(invalid("/input/tool_names", "tool_names must be an array of strings")),
-    };
-    let approval_mode = match shell.get("approval_mode") {
-        None | Some(Value::Null) => None,
+        )),
+        Some(_) => Err(invalid("/input/tool_names", "tool_names must be an array of strings")),
+    }
+}
+
+/// `approval_mode`: absent, or one of the approval words.
+fn approval_mode_of(shell: &Value) -> KernelResult<Option<&'static str>> {
+    match shell.get("approval_mode") {
+        None | Some(Value::Null) => Ok(None),
         given => {
             let word = given
                 .and_then(Value::as_str)
                 .and_then(|s| APPROVAL_ORDER.into_iter().find(|w| *w == s));
-            Some(word.ok_or_else(|| invalid("/input/approval_mode", Mode::refusal(given)))?)
+            Ok(Some(word.ok_or_else(|| {
+                invalid("/input/approval_mode", Mode::refusal(given))
+            })?))
         }
-    };
-    let delivery_mode = match shell.get("delivery_mode") {
-        None | Some(Value::Null) => DeliveryMode::Queue,
-        Some(Value::String(s)) => {
-            DeliveryMode::parse(s).ok_or_else(|| invalid("/input/delivery_mode", "delivery_mode is queue or steer"))?
-        }
-        Some(_) => return Err(invalid("/input/delivery_mode", "delivery_mode is queue or steer")),
-    };
+    }
+}
+
+/// `delivery_mode`: absent (queue), `queue` or `steer`.
+fn delivery_mode_of(shell: &Value) -> KernelResult<DeliveryMode> {
+    let refusal = || invalid("/input/delivery_mode", "delivery_mode is queue or steer");
+    match shell.get("delivery_mode") {
+        None | Some(Value::Null) => Ok(DeliveryMode::Queue),
+        Some(Value::String(s)) => DeliveryMode::parse(s).ok_or_else(refusal),
+        Some(_) => Err(refusal()),
+    }
+}
+
+/// `deliver_at` or `deliver_in`, in this order: `deliver_at_ambiguous` (both),
+/// `deliver_at_not_steerable` (with `steer`), `validation_failed` for the grammar.
+fn schedule_of(shell: &Value, mode: DeliveryMode) -> KernelResult<Option<Schedule>> {
     let at = opt_string(shell, "deliver_at", "/input/deliver_at")?;
     let within = opt_string(shell, "deliver_in", "/input/deliver_in")?;
     if at.is_some() && within.is_some() {
@@ -133,43 +160,109 @@ pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
             "give deliver_at or deliver_in, not both",
         ));
     }
-    if (at.is_some() || within.is_some()) && delivery_mode == DeliveryMode::Steer {
+    if (at.is_some() || within.is_some()) && mode == DeliveryMode::Steer {
         return Err(refuse(Code::DeliverAtNotSteerable, "a scheduled input cannot steer"));
     }
-    let deliver_at = match (at, within) {
-        (Some(at), _) => Some(
+    match (at, within) {
+        (Some(at), _) => Ok(Some(Schedule::At(
             chrono::DateTime::parse_from_rfc3339(&at)
                 .map_err(|_| invalid("/input/deliver_at", "deliver_at is an RFC 3339 time with an offset"))?
                 .timestamp_millis(),
-        ),
-        (None, Some(within)) => Some(
-            deliver_in_ms(&within)
-                .and_then(|ms| now.checked_add(ms))
-                .ok_or_else(|| invalid("/input/deliver_in", "deliver_in matches ^[0-9]+(s|m|h|d)$"))?,
-        ),
-        (None, None) => None,
-    };
-    if let Some(at) = deliver_at {
-        if at < now - bounds::DELIVER_AT_PAST_MS {
-            return Err(refuse(
-                Code::DeliverAtInPast,
-                "deliver_at is more than 2 minutes in the past",
+        ))),
+        (None, Some(within)) => Ok(Some(Schedule::In(
+            deliver_in_ms(&within).ok_or_else(deliver_in_invalid)?,
+        ))),
+        (None, None) => Ok(None),
+    }
+}
+
+fn deliver_in_invalid() -> KernelError {
+    invalid("/input/deliver_in", "deliver_in matches ^[0-9]+(s|m|h|d)$")
+}
+
+impl InputShape {
+    /// The body's grammar, member by member (422 `validation_failed` with the member's
+    /// pointer), and the schedule's ([`schedule_of`]).
+    pub(crate) fn parse(shell: &Value) -> KernelResult<InputShape> {
+        let content = opt_string(shell, "content", "/input/content")?;
+        let attachments = attachments_of(shell)?;
+        if content.is_none() && attachments.is_empty() {
+            return Err(KernelError::validation(
+                "content_required",
+                "/input/content",
+                "content is required unless there are attachments",
             ));
         }
-        if at > now.saturating_add(bounds::DELIVER_AT_AHEAD_MS) {
-            return Err(refuse(Code::DeliverAtTooFar, "deliver_at is more than 10 years ahead"));
-        }
+        let to = opt_string(shell, "to", "/input/to")?;
+        let model = model_of(shell)?;
+        let tool_names = tool_names_of(shell)?;
+        let approval_mode = approval_mode_of(shell)?;
+        let delivery_mode = delivery_mode_of(shell)?;
+        let schedule = schedule_of(shell, delivery_mode)?;
+        let body = InputBody {
+            content,
+            attachments,
+            to,
+            model,
+            tool_names,
+            approval_mode,
+            delivery_mode,
+            deliver_at: None,
+        };
+        Ok(InputShape { body, schedule })
     }
-    Ok(InputBody {
-        content,
-        attachments,
-        to,
-        model,
-        tool_names,
-        approval_mode,
-        delivery_mode,
-        deliver_at,
-    })
+
+    /// The body with its delivery time read against `now`: 422 `deliver_at_in_past` (more
+    /// than 2 minutes ago), 422 `deliver_at_too_far` (more than 10 years ahead).
+    pub(crate) fn at(self, now: i64) -> KernelResult<InputBody> {
+        let InputShape { mut body, schedule } = self;
+        body.deliver_at = match schedule {
+            None => None,
+            Some(Schedule::At(at)) => Some(at),
+            Some(Schedule::In(ms)) => Some(now.checked_add(ms).ok_or_else(deliver_in_invalid)?),
+        };
+        if let Some(at) = body.deliver_at {
+            if at < now - bounds::DELIVER_AT_PAST_MS {
+                return Err(refuse(
+                    Code::DeliverAtInPast,
+                    "deliver_at is more than 2 minutes in the past",
+                ));
+            }
+            if at > now.saturating_add(bounds::DELIVER_AT_AHEAD_MS) {
+                return Err(refuse(Code::DeliverAtTooFar, "deliver_at is more than 10 years ahead"));
+            }
+        }
+        Ok(body)
+    }
+}
+
+/// The body's grammar and the four delivery refusals (runs.md §12), in this order:
+/// `validation_failed` for a member's shape, `deliver_at_ambiguous`, `deliver_at_not_steerable`,
+/// `validation_failed` for the time's grammar, `deliver_at_in_past`, `deliver_at_too_far`.
+pub(crate) fn parse_input(shell: &Value, now: i64) -> KernelResult<InputBody> {
+    InputShape::parse(shell)?.at(now)
+}
+
+/// The body of `POST C/inputs`: `{input: {…}}` ([`parse_input`] has the members' grammar).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateInputRequest {
+    /// The body as sent: an `Idempotency-Key` is bound to its digest.
+    envelope: Value,
+    shape: InputShape,
+}
+
+impl CreateInputRequest {
+    /// 400 `parameter_missing` without an `input` object, then the members' grammar; the
+    /// delivery time is read against the clock when applied.
+    pub fn parse(body: &Value) -> KernelResult<CreateInputRequest> {
+        let Some(shell) = body.get("input").filter(|i| i.is_object()) else {
+            return Err(refuse(Code::ParameterMissing, "the body needs an `input` object"));
+        };
+        Ok(CreateInputRequest {
+            shape: InputShape::parse(shell)?,
+            envelope: body.clone(),
+        })
+    }
 }
 
 impl Kernel {
@@ -284,75 +377,38 @@ impl Kernel {
     }
 
     /// The public shape of an input.
-    async fn input_json(&self, names: &mut Names, row: &InputRow) -> KernelResult<Value> {
+    async fn input_of(&self, names: &mut Names, row: &InputRow) -> KernelResult<Input> {
         let creator = match row.created_by_id {
             Some(id) => self.member_public(names, id).await?,
             None => None,
         };
-        let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
-        Ok(json!({
-            "public_id": row.public_id,
-            "kind": row.kind.as_str(),
-            "state": row.state.as_str(),
-            "delivery_mode": row.delivery_mode.as_str(),
-            "content": row.content,
-            "attachments": parse(&row.attachments),
-            "model": row.model,
-            "tool_names": row.tool_names.as_deref().map(parse),
-            "approval_mode": row.approval_mode,
-            "deliver_at": row.deliver_at.map(time::iso),
-            "created_by_public_id": creator,
-            "created_at": time::iso(row.created_at),
-        }))
+        Ok(Input {
+            public_id: row.public_id.to_string(),
+            kind: row.kind.as_str().into(),
+            state: row.state.as_str().into(),
+            delivery_mode: row.delivery_mode.as_str().into(),
+            content: row.content.clone(),
+            attachments: serde_json::from_str(&row.attachments).unwrap_or(Value::Null),
+            model: row.model.clone(),
+            tool_names: row.tool_names.as_deref().and_then(|s| serde_json::from_str(s).ok()),
+            approval_mode: row.approval_mode.as_deref().map(ApprovalMode::from),
+            deliver_at: row.deliver_at.map(time::iso),
+            created_by_public_id: creator.map(|id| id.to_string()),
+            created_at: time::iso(row.created_at),
+            rest: Map::new(),
+        })
     }
 
-    /// `POST C/inputs` (runs.md §12): 201 `{input}` (state `pending`; `input_accepted` on the
-    /// feed), or 200 with
-    /// `replayed: true`. Refusals in order: 400 `parameter_missing` (no `input` object), the
-    /// key's grammar, 409 `idempotency_envelope_mismatch`, the body's grammar and delivery
-    /// ([`parse_input`]), the answerer's checks, 422 `invalid_attachments`, then under the
-    /// conversation's lock 409 `conversation_archived` and 409 `input_queue_full`.
-    pub async fn create_input(
-        &self,
+    /// The input row to insert (`steer_turn`: the running turn a steer binds to).
+    fn new_input(
         principal: &MemberPrincipal,
-        workspace: Uuid,
-        c: Uuid,
-        body: &Value,
-        idempotency_key: Option<&str>,
-    ) -> KernelResult<(u16, Value)> {
-        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
-        let conversation = self.conversation_in(&ws, c).await?;
-        let Some(shell) = body.get("input").filter(|i| i.is_object()) else {
-            return Err(refuse(Code::ParameterMissing, "the body needs an `input` object"));
-        };
-        let route = "POST /workspaces/{workspace}/conversations/{conversation}/inputs";
-        let idem = match self
-            .idempotency_open(principal, route, &[workspace, c], idempotency_key, body)
-            .await?
-        {
-            Ok(idem) => idem,
-            Err(replay) => return Ok(replay),
-        };
-        let input = parse_input(shell, self.now_ms())?;
-        self.check_against_answerer(&ws, &conversation, &input).await?;
-        let upload_ids = self.attachment_uploads(principal, &input.attachments).await?;
-
-        // The response's names are read now: inside the unit of work a pool read would wait
-        // for a second connection while this one holds the conversation's lock.
-        let mut names = Names::default();
-        self.member_public(&mut names, principal.member.id).await?;
-        let now = self.now_ms();
-        let mut tx = self.store.begin().await?;
-        if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
-            return Ok(replay);
-        }
-        // A steer sent while a reply runs binds to that turn; otherwise it simply queues.
-        let running = tx
-            .lock_conversation(conversation.id)
-            .await?
-            .and_then(|c| c.running_turn_id);
-        let steer_turn = running.filter(|_| input.delivery_mode == DeliveryMode::Steer);
-        let new = NewInput {
+        conversation: &ConversationRow,
+        input: InputBody,
+        upload_ids: Vec<i64>,
+        steer_turn: Option<i64>,
+        now: i64,
+    ) -> NewInput {
+        NewInput {
             public_id: time::new_id(),
             conversation_id: conversation.id,
             kind: InputKind::User,
@@ -373,11 +429,32 @@ impl Kernel {
             turn_id: steer_turn,
             wake: None,
             mail_key: None,
-        };
+        }
+    }
+
+    /// Queues the input under the conversation's lock: 409 `conversation_archived` (its
+    /// archive mark is read under that lock), 409 `input_queue_full`; appends
+    /// `input_accepted` to the feed and refreshes the wake clock.
+    async fn queue_input(
+        &self,
+        tx: &mut nexus_store::Tx,
+        principal: &MemberPrincipal,
+        conversation: &ConversationRow,
+        input: InputBody,
+        upload_ids: Vec<i64>,
+        now: i64,
+    ) -> KernelResult<InputRow> {
+        // A steer sent while a reply runs binds to that turn; otherwise it simply queues.
+        let running = tx
+            .lock_conversation(conversation.id)
+            .await?
+            .and_then(|c| c.running_turn_id);
+        let steer_turn = running.filter(|_| input.delivery_mode == DeliveryMode::Steer);
+        let new = Self::new_input(principal, conversation, input, upload_ids, steer_turn, now);
         // The insert locks the conversation row; its archive mark is read under that lock.
         let inserted = tx.insert_input(new, bounds::PENDING_INPUTS as i64).await?;
         let archived = tx
-            .conversation_by_public_id(c)
+            .conversation_by_public_id(conversation.public_id)
             .await?
             .is_none_or(|row| row.archived_at.is_some());
         if archived {
@@ -399,7 +476,52 @@ impl Kernel {
         tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
             .await?;
         tx.refresh_wake(conversation.id).await?;
-        let response = json!({"input": self.input_json(&mut names, &row).await?});
+        Ok(row)
+    }
+
+    /// `POST C/inputs` (runs.md §12): `{input}` as created (state `pending`;
+    /// `input_accepted` on the feed), or the replay of a repeated `Idempotency-Key`. Refusals
+    /// in order: the body's ([`CreateInputRequest::parse`]), the key's grammar, 409
+    /// `idempotency_envelope_mismatch`, the delivery time, the answerer's checks, 422
+    /// `invalid_attachments`, then under the conversation's lock 409 `conversation_archived`
+    /// and 409 `input_queue_full`.
+    pub async fn create_input(
+        &self,
+        principal: &MemberPrincipal,
+        workspace: Uuid,
+        c: Uuid,
+        request: CreateInputRequest,
+        idempotency_key: Option<&str>,
+    ) -> KernelResult<Created<InputEnvelope>> {
+        let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let conversation = self.conversation_in(&ws, c).await?;
+        let route = "POST /workspaces/{workspace}/conversations/{conversation}/inputs";
+        let idem = match self
+            .idempotency_open(principal, route, &[workspace, c], idempotency_key, &request.envelope)
+            .await?
+        {
+            Ok(idem) => idem,
+            Err(replay) => return Ok(Created::Replayed(replay)),
+        };
+        let input = request.shape.at(self.now_ms())?;
+        self.check_against_answerer(&ws, &conversation, &input).await?;
+        let upload_ids = self.attachment_uploads(principal, &input.attachments).await?;
+
+        // The response's names are read now: inside the unit of work a pool read would wait
+        // for a second connection while this one holds the conversation's lock.
+        let mut names = Names::default();
+        self.member_public(&mut names, principal.member.id).await?;
+        let now = self.now_ms();
+        let mut tx = self.store.begin().await?;
+        if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
+            return Ok(Created::Replayed(replay));
+        }
+        let row = self
+            .queue_input(&mut tx, principal, &conversation, input, upload_ids, now)
+            .await?;
+        let response = InputEnvelope {
+            input: self.input_of(&mut names, &row).await?,
+        };
         let created = self.commit_created(tx, idem.as_ref(), response, now).await?;
         self.publish(vec![
             AfterCommit::ConversationEvents(conversation.id),
@@ -417,7 +539,7 @@ impl Kernel {
         c: Uuid,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<InputPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let after = parse_cursor(after)?;
@@ -426,12 +548,15 @@ impl Kernel {
         let mut names = Names::default();
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            out.push(self.input_json(&mut names, row).await?);
+            out.push(self.input_of(&mut names, row).await?);
         }
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|r| r.id))
             .flatten();
-        Ok(json!({"inputs": out, "pagination": pagination(next)}))
+        Ok(InputPage {
+            inputs: out,
+            pagination: page_after(next),
+        })
     }
 
     /// `DELETE C/inputs/{id}`: a `pending` input becomes `canceled`; `{input}`. 404
@@ -442,7 +567,7 @@ impl Kernel {
         workspace: Uuid,
         c: Uuid,
         input: Uuid,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<InputEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let mut tx = self.store.begin().await?;
@@ -460,6 +585,8 @@ impl Kernel {
             .ok_or_else(|| refuse(Code::NotFound, "no such input"))?;
         tx.commit().await?;
         let mut names = Names::default();
-        Ok(json!({"input": self.input_json(&mut names, &row).await?}))
+        Ok(InputEnvelope {
+            input: self.input_of(&mut names, &row).await?,
+        })
     }
 }

@@ -13,19 +13,82 @@ pub mod stream;
 mod timeline;
 mod turns;
 
+use nexus_api::common::Pagination;
+use nexus_api::conversations::{
+    Conversation, ConversationEnvelope, ConversationPage, ConversationParent, ConversationSummary,
+};
 use nexus_core::codes::Code;
 use nexus_store::{
-    ArchivedFilter, ConversationRow, Engine, ExecutorKind, ExecutorRow, MemberRow, NewConversation, Standing,
-    WorkspaceRow,
+    ArchivedFilter, ConversationRow, ConversationSummaryRow, Engine, ExecutorKind, ExecutorRow, MemberRow,
+    NewConversation, Standing, WorkspaceRow,
 };
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
-use crate::paging::{page_limit, pagination, parse_cursor};
+use crate::paging::{page_limit, parse_cursor};
 use crate::runs::create::idempotency::Idempotency;
 use crate::{Kernel, MemberPrincipal, time};
+
+pub use inputs::CreateInputRequest;
+pub use requests::{CreateConversationRequest, DefaultRunnerRequest};
+
+mod requests;
+
+/// The answer of a create route that takes an `Idempotency-Key`: the resource as created, or
+/// the stored answer of an earlier create with the same key and body, replayed as stored with
+/// `replayed: true` (the server answers 201 and 200 respectively).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Created<T> {
+    /// Created by this call.
+    New(T),
+    /// The stored answer of the earlier create.
+    Replayed(Value),
+}
+
+impl<T> Created<T> {
+    /// The resource when this call created it (`None`: a replay).
+    pub fn new_one(self) -> Option<T> {
+        match self {
+            Created::New(t) => Some(t),
+            Created::Replayed(_) => None,
+        }
+    }
+}
+
+/// `GET C/children`: `{conversations}`, the direct children (one page, without `pagination`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConversationChildren {
+    /// The children, oldest first.
+    pub conversations: Vec<Conversation>,
+}
+
+/// A reference given in a body to something the kernel looks up later: a UUID, or a value
+/// that is not one (refused by the lookup's own code, in its turn).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Named {
+    Id(Uuid),
+    NotAnId,
+}
+
+impl Named {
+    /// Absent or null → `None`; a UUID string → `Id`; anything else → `NotAnId`.
+    pub(crate) fn of(v: Option<&Value>) -> Option<Named> {
+        match v {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(uuid_of(v).map_or(Named::NotAnId, Named::Id)),
+        }
+    }
+
+    fn id(self) -> Option<Uuid> {
+        match self {
+            Named::Id(id) => Some(id),
+            Named::NotAnId => None,
+        }
+    }
+}
 
 fn refuse(code: Code, message: impl Into<String>) -> KernelError {
     KernelError::new(code, message)
@@ -60,17 +123,20 @@ fn opt_string(shell: &Value, key: &str, pointer: &str) -> KernelResult<Option<St
 
 /// The replay of a receipt stored since the key was first checked (a concurrent twin won),
 /// read inside the unit of work.
-async fn replay_in(
-    tx: &mut nexus_store::Tx,
-    idem: Option<&Idempotency>,
-    now: i64,
-) -> KernelResult<Option<(u16, Value)>> {
+async fn replay_in(tx: &mut nexus_store::Tx, idem: Option<&Idempotency>, now: i64) -> KernelResult<Option<Value>> {
     match idem {
         Some(idem) => match tx.idempotency_get(&idem.scope_hash, now).await? {
-            Some(receipt) => Ok(Some(idem.replay(&receipt)?)),
+            Some(receipt) => Ok(Some(idem.replay(&receipt)?.1)),
             None => Ok(None),
         },
         None => Ok(None),
+    }
+}
+
+/// The `pagination` member of a page whose last id is `next` when it was full.
+fn page_after(next: Option<i64>) -> Pagination {
+    Pagination {
+        next_after: next.map(|n| n.to_string()),
     }
 }
 
@@ -79,23 +145,47 @@ fn uuid_of(v: &Value) -> Option<Uuid> {
     v.as_str().and_then(|s| Uuid::parse_str(s).ok())
 }
 
+/// A conversation at a glance: its turns and the first line of its last message.
+fn summary_of(s: &ConversationSummaryRow) -> ConversationSummary {
+    ConversationSummary {
+        turn_count: s.turn_count,
+        last_activity_at: s.last_activity_at.map(time::iso),
+        last_message: s.last_text.as_deref().and_then(crate::runs::summary::first_line),
+        last_role: s.last_role.clone(),
+    }
+}
+
 impl Kernel {
-    /// Keeps the receipt of a created resource beside it and commits: 201 `response`, or the
-    /// replay of a concurrent twin's receipt (this unit of work then rolls back).
-    async fn commit_created(
+    /// Sets `summary` on each conversation of a page (`ids` their row ids, in order), read
+    /// for the whole page at once.
+    async fn summarize_conversations(&self, page: &mut [Conversation], ids: &[i64]) -> KernelResult<()> {
+        let rows = self.store.conversation_summaries(ids).await?;
+        let by_id: std::collections::HashMap<i64, &ConversationSummaryRow> =
+            rows.iter().map(|r| (r.conversation_id, r)).collect();
+        let empty = ConversationSummaryRow::default();
+        for (conversation, id) in page.iter_mut().zip(ids) {
+            conversation.summary = Some(summary_of(by_id.get(id).copied().unwrap_or(&empty)));
+        }
+        Ok(())
+    }
+
+    /// Keeps the receipt of a created resource beside it and commits: the new `response`, or
+    /// the replay of a concurrent twin's receipt (this unit of work then rolls back).
+    async fn commit_created<T: Serialize>(
         &self,
         mut tx: nexus_store::Tx,
         idem: Option<&Idempotency>,
-        response: Value,
+        response: T,
         now: i64,
-    ) -> KernelResult<(u16, Value)> {
-        if let Some(idem) = idem
-            && let Some(replay) = self.put_receipt(&mut tx, idem, 201, &response, now).await?
-        {
-            return Ok(replay);
+    ) -> KernelResult<Created<T>> {
+        if let Some(idem) = idem {
+            let stored = serde_json::to_value(&response).expect("a created reply serializes");
+            if let Some((_, replay)) = self.put_receipt(&mut tx, idem, 201, &stored, now).await? {
+                return Ok(Created::Replayed(replay));
+            }
         }
         tx.commit().await?;
-        Ok((201, response))
+        Ok(Created::New(response))
     }
 
     /// The conversation `c` of workspace `ws`, or 404 `not_found`.
@@ -110,7 +200,7 @@ impl Kernel {
     /// The answerer a conversation may have: a member of the workspace's account with write
     /// standing in the workspace. Anything else (an unknown id, a malformed one, a member
     /// without standing) is 422 `answerer_not_eligible`.
-    async fn eligible_answerer(&self, ws: &WorkspaceRow, id: &Value) -> KernelResult<MemberRow> {
+    async fn eligible_answerer(&self, ws: &WorkspaceRow, id: Named) -> KernelResult<MemberRow> {
         let not_eligible = || {
             refuse(
                 Code::AnswererNotEligible,
@@ -118,7 +208,7 @@ impl Kernel {
             )
             .with_path("/conversation/answering_user_public_id")
         };
-        let id = uuid_of(id).ok_or_else(not_eligible)?;
+        let id = id.id().ok_or_else(not_eligible)?;
         let member = self.store.member_by_public_id(id).await?.ok_or_else(not_eligible)?;
         let standing = self.store.standing(ws.id, member.id).await?;
         if member.account_id != ws.account_id || standing < Some(Standing::Write) {
@@ -140,13 +230,13 @@ impl Kernel {
         Ok(Some((runner, eligible)))
     }
 
-    /// The public shape of a conversation.
-    async fn conversation_json(
+    /// The public shape of a conversation (no `summary`: the listing adds it).
+    async fn conversation_of(
         &self,
         names: &mut Names,
         ws: &WorkspaceRow,
         row: &ConversationRow,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<Conversation> {
         let answerer = self.member_public(names, row.answering_member_id).await?;
         let creator = self.member_public(names, row.created_by_id).await?;
         let runner = match row.default_runner_id {
@@ -160,22 +250,41 @@ impl Kernel {
                     None => None,
                 };
                 let parent = self.store_conversation_public(parent_id).await?;
-                json!({"public_id": parent, "spawn_task_key": spawn_task_key, "label": row.label})
+                Some(ConversationParent {
+                    public_id: parent.map(|p| p.to_string()).unwrap_or_default(),
+                    spawn_task_key,
+                    label: row.label.clone(),
+                    rest: Map::new(),
+                })
             }
-            None => Value::Null,
+            None => None,
         };
-        Ok(json!({
-            "public_id": row.public_id,
-            "workspace_public_id": ws.public_id,
-            "title": row.title,
-            "answering_user_public_id": answerer,
-            "created_by_public_id": creator,
-            "default_runner_executor_public_id": runner,
-            "parent": parent,
-            "archived": row.archived_at.is_some(),
-            "archived_at": row.archived_at.map(time::iso),
-            "created_at": time::iso(row.created_at),
-        }))
+        Ok(Conversation {
+            public_id: row.public_id.to_string(),
+            workspace_public_id: ws.public_id.to_string(),
+            title: row.title.clone(),
+            answering_user_public_id: answerer.map(|id| id.to_string()),
+            created_by_public_id: creator.map(|id| id.to_string()),
+            default_runner_executor_public_id: runner.map(|id| id.to_string()),
+            parent,
+            archived: row.archived_at.is_some(),
+            archived_at: row.archived_at.map(time::iso),
+            created_at: time::iso(row.created_at),
+            summary: None,
+            rest: Map::new(),
+        })
+    }
+
+    /// `{conversation}`: the envelope of read, archive and default runner.
+    async fn conversation_envelope(
+        &self,
+        ws: &WorkspaceRow,
+        row: &ConversationRow,
+    ) -> KernelResult<ConversationEnvelope> {
+        let mut names = Names::default();
+        Ok(ConversationEnvelope {
+            conversation: self.conversation_of(&mut names, ws, row).await?,
+        })
     }
 
     /// A parent conversation's public id (children are few; no cache).
@@ -183,72 +292,76 @@ impl Kernel {
         Ok(self.store.conversation_by_id(id).await?.map(|c| c.public_id))
     }
 
-    /// A create route's `Idempotency-Key`, bound to its scope and body: `Err` holds the
-    /// replay of a stored receipt (or the refusal of a different body).
+    /// A create route's `Idempotency-Key`, bound to its scope and body (`envelope`): `Err`
+    /// holds the replay of a stored receipt (or the refusal of a different body).
     async fn idempotency_open(
         &self,
         principal: &MemberPrincipal,
         route: &str,
         ids: &[Uuid],
         key: Option<&str>,
-        body: &Value,
-    ) -> KernelResult<Result<Option<Idempotency>, (u16, Value)>> {
+        envelope: &Value,
+    ) -> KernelResult<Result<Option<Idempotency>, Value>> {
         let Some(key) = key else {
             return Ok(Ok(None));
         };
-        let idem = Idempotency::new(principal.member.public_id, route, ids, key, body)?;
+        let idem = Idempotency::new(principal.member.public_id, route, ids, key, envelope)?;
         match self.store.idempotency_get(&idem.scope_hash, self.now_ms()).await? {
-            Some(receipt) => Ok(Err(idem.replay(&receipt)?)),
+            Some(receipt) => Ok(Err(idem.replay(&receipt)?.1)),
             None => Ok(Ok(Some(idem))),
         }
     }
 
-    /// `POST W/conversations` (runs.md §12): 201 `{conversation}`, or 200 with
-    /// `replayed: true` for a repeated `Idempotency-Key`. Refusals in order: 400
-    /// `parameter_missing` (no `conversation` object), the key's grammar, 409
-    /// `idempotency_envelope_mismatch`, 422 `validation_failed` (title), 422
+    /// The default runner a create names, when eligible for the answerer (else 422
+    /// `runner_not_eligible`).
+    async fn named_default_runner(
+        &self,
+        named: Option<Named>,
+        answerer: &MemberRow,
+    ) -> KernelResult<Option<ExecutorRow>> {
+        let Some(named) = named else {
+            return Ok(None);
+        };
+        let not_eligible = || {
+            refuse(
+                Code::RunnerNotEligible,
+                "the default runner is not eligible for the conversation's answerer",
+            )
+            .with_path("/conversation/default_runner_executor_public_id")
+        };
+        let id = named.id().ok_or_else(not_eligible)?;
+        match self.runner_for(id, answerer).await? {
+            Some((runner, true)) => Ok(Some(runner)),
+            _ => Err(not_eligible()),
+        }
+    }
+
+    /// `POST W/conversations` (runs.md §12): `{conversation}` as created, or the replay of a
+    /// repeated `Idempotency-Key`. Refusals in order: the body's
+    /// ([`CreateConversationRequest::parse`]: 400 `parameter_missing`, 422
+    /// `validation_failed`), the key's grammar, 409 `idempotency_envelope_mismatch`, 422
     /// `answerer_not_eligible`, 422 `runner_not_eligible`.
     pub async fn create_conversation(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        body: &Value,
+        request: CreateConversationRequest,
         idempotency_key: Option<&str>,
-    ) -> KernelResult<(u16, Value)> {
+    ) -> KernelResult<Created<ConversationEnvelope>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
-        let Some(shell) = body.get("conversation").filter(|c| c.is_object()) else {
-            return Err(refuse(Code::ParameterMissing, "the body needs a `conversation` object"));
-        };
         let route = "POST /workspaces/{workspace}/conversations";
         let idem = match self
-            .idempotency_open(principal, route, &[workspace], idempotency_key, body)
+            .idempotency_open(principal, route, &[workspace], idempotency_key, &request.envelope)
             .await?
         {
             Ok(idem) => idem,
-            Err(replay) => return Ok(replay),
+            Err(replay) => return Ok(Created::Replayed(replay)),
         };
-        let title = opt_string(shell, "title", "/conversation/title")?;
-        let answerer = match shell.get("answering_user_public_id") {
-            None | Some(Value::Null) => principal.member.clone(),
+        let answerer = match request.answerer {
+            None => principal.member.clone(),
             Some(id) => self.eligible_answerer(&ws, id).await?,
         };
-        let runner = match shell.get("default_runner_executor_public_id") {
-            None | Some(Value::Null) => None,
-            Some(v) => {
-                let not_eligible = || {
-                    refuse(
-                        Code::RunnerNotEligible,
-                        "the default runner is not eligible for the conversation's answerer",
-                    )
-                    .with_path("/conversation/default_runner_executor_public_id")
-                };
-                let id = uuid_of(v).ok_or_else(not_eligible)?;
-                match self.runner_for(id, &answerer).await? {
-                    Some((runner, true)) => Some(runner),
-                    _ => return Err(not_eligible()),
-                }
-            }
-        };
+        let runner = self.named_default_runner(request.runner, &answerer).await?;
         // The response's names are read now, not through the pool inside the unit of work.
         let mut names = Names::default();
         self.member_public(&mut names, answerer.id).await?;
@@ -259,7 +372,7 @@ impl Kernel {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
-            return Ok(replay);
+            return Ok(Created::Replayed(replay));
         }
         let row = tx
             .insert_conversation(NewConversation {
@@ -268,7 +381,7 @@ impl Kernel {
                 created_by_id: principal.member.id,
                 answering_member_id: answerer.id,
                 default_runner_id: runner.as_ref().map(|r| r.id),
-                title,
+                title: request.title,
                 parent_id: None,
                 spawn_task_id: None,
                 label: None,
@@ -276,12 +389,14 @@ impl Kernel {
                 created_at: now,
             })
             .await?;
-        let response = json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?});
+        let response = ConversationEnvelope {
+            conversation: self.conversation_of(&mut names, &ws, &row).await?,
+        };
         self.commit_created(tx, idem.as_ref(), response, now).await
     }
 
     /// `GET W/conversations?archived=&after=&limit=`: the workspace's top-level conversations,
-    /// oldest first, with the paging member.
+    /// oldest first, each with its `summary`, and the paging member.
     pub async fn list_conversations(
         &self,
         principal: &MemberPrincipal,
@@ -289,7 +404,7 @@ impl Kernel {
         archived: Option<&str>,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ConversationPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let filter = archived_filter(archived)?;
         let after = parse_cursor(after)?;
@@ -298,14 +413,17 @@ impl Kernel {
         let mut names = Names::default();
         let mut out = Vec::with_capacity(rows.len());
         for row in &rows {
-            out.push(self.conversation_json(&mut names, &ws, row).await?);
+            out.push(self.conversation_of(&mut names, &ws, row).await?);
         }
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         self.summarize_conversations(&mut out, &ids).await?;
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|r| r.id))
             .flatten();
-        Ok(json!({"conversations": out, "pagination": pagination(next)}))
+        Ok(ConversationPage {
+            conversations: out,
+            pagination: page_after(next),
+        })
     }
 
     /// `GET C`: `{conversation}`.
@@ -314,11 +432,10 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ConversationEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let row = self.conversation_in(&ws, c).await?;
-        let mut names = Names::default();
-        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+        self.conversation_envelope(&ws, &row).await
     }
 
     /// `GET C/children`: `{conversations}`, the direct children, oldest first.
@@ -327,16 +444,16 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ConversationChildren> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let row = self.conversation_in(&ws, c).await?;
         let rows = self.store.conversation_children(row.id).await?;
         let mut names = Names::default();
         let mut out = Vec::with_capacity(rows.len());
         for child in &rows {
-            out.push(self.conversation_json(&mut names, &ws, child).await?);
+            out.push(self.conversation_of(&mut names, &ws, child).await?);
         }
-        Ok(json!({"conversations": out}))
+        Ok(ConversationChildren { conversations: out })
     }
 
     /// `POST C/archive` (`archive: true`) and `POST C/unarchive`: the conversation and its
@@ -349,7 +466,7 @@ impl Kernel {
         workspace: Uuid,
         c: Uuid,
         archive: bool,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ConversationEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let row = self.conversation_in(&ws, c).await?;
         if row.parent_id.is_some() {
@@ -381,63 +498,42 @@ impl Kernel {
             crate::runs::AfterCommit::WakeJobs,
         ])
         .await;
-        let mut names = Names::default();
-        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+        self.conversation_envelope(&ws, &row).await
     }
 
-    /// `PUT C/default_runner` `{default_runner: {executor_public_id: id | null}}`: affects
-    /// later turns only. 404 `runner_not_found` (no such runner in the account), 422
-    /// `runner_not_eligible` (not eligible for the answerer). `{conversation}`.
+    /// The runner a default-runner change names: 404 `runner_not_found` (no such runner in the
+    /// account), 422 `runner_not_eligible` (not eligible for the conversation's answerer).
+    async fn eligible_default_runner(&self, row: &ConversationRow, id: Uuid) -> KernelResult<i64> {
+        let answerer = self
+            .store
+            .member_by_id(row.answering_member_id)
+            .await?
+            .ok_or_else(|| refuse(Code::NotFound, "the conversation's answerer is gone"))?;
+        match self.runner_for(id, &answerer).await? {
+            None => Err(refuse(Code::RunnerNotFound, "no such runner")),
+            Some((_, false)) => Err(refuse(
+                Code::RunnerNotEligible,
+                "the runner is not eligible for the conversation's answerer",
+            )),
+            Some((runner, true)) => Ok(runner.id),
+        }
+    }
+
+    /// `PUT C/default_runner` ([`DefaultRunnerRequest`]): affects later turns only. 404
+    /// `runner_not_found` (no such runner in the account), 422 `runner_not_eligible` (not
+    /// eligible for the answerer). `{conversation}`.
     pub async fn put_conversation_default_runner(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-        body: &Value,
-    ) -> KernelResult<Value> {
+        request: DefaultRunnerRequest,
+    ) -> KernelResult<ConversationEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let row = self.conversation_in(&ws, c).await?;
-        let Some(selector) = body
-            .get("default_runner")
-            .filter(|d| d.is_object())
-            .and_then(|d| d.get("executor_public_id"))
-        else {
-            return Err(refuse(
-                Code::ParameterMissing,
-                "the body needs {default_runner: {executor_public_id: id | null}}",
-            ));
-        };
-        let runner_id = match selector {
-            Value::Null => None,
-            Value::String(s) => {
-                let id = Uuid::parse_str(s).map_err(|_| {
-                    refuse(
-                        Code::ParameterInvalid,
-                        format!("executor_public_id {s:?} is not a UUID"),
-                    )
-                })?;
-                let answerer = self
-                    .store
-                    .member_by_id(row.answering_member_id)
-                    .await?
-                    .ok_or_else(|| refuse(Code::NotFound, "the conversation's answerer is gone"))?;
-                match self.runner_for(id, &answerer).await? {
-                    None => return Err(refuse(Code::RunnerNotFound, "no such runner")),
-                    Some((_, false)) => {
-                        return Err(refuse(
-                            Code::RunnerNotEligible,
-                            "the runner is not eligible for the conversation's answerer",
-                        ));
-                    }
-                    Some((runner, true)) => Some(runner.id),
-                }
-            }
-            other => {
-                return Err(refuse(
-                    Code::ParameterInvalid,
-                    format!("executor_public_id must be a UUID string or null, got {other}"),
-                ));
-            }
+        let runner_id = match request.runner {
+            Some(id) => Some(self.eligible_default_runner(&row, id).await?),
+            None => None,
         };
         let mut tx = self.store.begin().await?;
         tx.set_conversation_default_runner(row.id, runner_id).await?;
@@ -446,7 +542,6 @@ impl Kernel {
             .await?
             .ok_or_else(|| refuse(Code::NotFound, "no such conversation"))?;
         tx.commit().await?;
-        let mut names = Names::default();
-        Ok(json!({"conversation": self.conversation_json(&mut names, &ws, &row).await?}))
+        self.conversation_envelope(&ws, &row).await
     }
 }

@@ -7,12 +7,12 @@
 
 use std::collections::VecDeque;
 
+use nexus_api::conversations::ConversationEvent;
 use nexus_core::codes::Code;
 use nexus_store::{ConversationEventRow, Engine};
-use serde_json::Value;
 use uuid::Uuid;
 
-use super::feed::event_json;
+use super::feed::event_of;
 use super::refuse;
 use crate::error::KernelResult;
 use crate::signals::{RecvError, Subscription};
@@ -27,7 +27,7 @@ pub struct ConversationFeedItem {
     pub sequence: i64,
     pub kind: String,
     /// The event as `GET C/events` serves it.
-    pub json: Value,
+    pub event: ConversationEvent,
 }
 
 /// One conversation's feed from a cursor on.
@@ -101,7 +101,7 @@ impl ConversationStream {
                 self.last = row.sequence;
                 return Some(ConversationFeedItem {
                     sequence: row.sequence,
-                    json: event_json(self.conversation_public_id, &row),
+                    event: event_of(self.conversation_public_id, &row),
                     kind: row.kind,
                 });
             }
@@ -142,11 +142,10 @@ mod tests {
     async fn a_lagging_or_long_feed_is_read_again_from_the_store() {
         for ts in engines().await {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
-            let (_, made) = kernel
-                .create_conversation(&agent, ws, &json!({"conversation": {}}), None)
-                .await
-                .unwrap();
-            let c = uuid::Uuid::parse_str(made["conversation"]["public_id"].as_str().unwrap()).unwrap();
+            let request = crate::conversations::CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
+            let made = kernel.create_conversation(&agent, ws, request, None).await.unwrap();
+            let made = made.new_one().expect("a new conversation");
+            let c = uuid::Uuid::parse_str(&made.conversation.public_id).unwrap();
             let mut following = kernel.conversation_event_stream(&agent, ws, c, 0).await.unwrap();
             let id = following.conversation_id;
 
@@ -165,8 +164,8 @@ mod tests {
                 for want in 1..=n {
                     let item = stream.next().await.expect("an event");
                     assert_eq!(item.sequence, want, "on {}", ts.dialect);
-                    assert_eq!(item.json["sequence"], want);
-                    assert_eq!(item.json["conversation_public_id"], c.to_string());
+                    assert_eq!(item.event.sequence, want);
+                    assert_eq!(item.event.conversation_public_id, Some(c.to_string()));
                 }
                 assert_eq!(stream.last_sequence(), n);
             }

@@ -2,9 +2,10 @@
 //! `POST C/cancellation` (the running turn's run stops, and so do the children that turn
 //! spawned with `lifetime: turn`). The `cancel` kernel tool stops a turn the same way.
 
+use nexus_api::turns::{Cancellation, Turn, TurnPage};
 use nexus_core::codes::Code;
 use nexus_store::{ConversationRow, Engine, RunStatus, TurnRow, Tx};
-use serde_json::{Value, json};
+use serde_json::{Map, json};
 use uuid::Uuid;
 
 use super::hosting::ReplyRoute;
@@ -19,22 +20,23 @@ const TURNS_DEFAULT: i64 = 50;
 
 impl Kernel {
     /// The public shape of a turn.
-    pub(crate) async fn turn_json(&self, turn: &TurnRow) -> KernelResult<Value> {
+    async fn turn_of(&self, turn: &TurnRow) -> KernelResult<Turn> {
         let run = match turn.run_id {
-            Some(id) => self.store.run_by_id(id).await?.map(|r| r.public_id),
+            Some(id) => self.store.run_by_id(id).await?.map(|r| r.public_id.to_string()),
             None => None,
         };
-        Ok(json!({
-            "public_id": turn.public_id,
-            "position": turn.position,
-            "role": turn.role.as_str(),
-            "run_public_id": run,
-            "status": turn.status.as_str(),
-            "content": turn.content,
-            "error": turn.error_key.as_ref().map(|k| json!({"key": k})),
-            "created_at": time::iso(turn.created_at),
-            "ended_at": turn.ended_at.map(time::iso),
-        }))
+        Ok(Turn {
+            public_id: turn.public_id.to_string(),
+            position: turn.position,
+            role: turn.role.as_str().into(),
+            run_public_id: run,
+            status: turn.status.as_str().into(),
+            content: turn.content.clone(),
+            error: turn.error_key.as_ref().map(|k| json!({"key": k})),
+            created_at: time::iso(turn.created_at),
+            ended_at: turn.ended_at.map(time::iso),
+            rest: Map::new(),
+        })
     }
 
     /// `GET C/turns?after=&limit=` → `{turns, pagination}`: turns by ascending position after
@@ -47,7 +49,7 @@ impl Kernel {
         c: Uuid,
         after: Option<i64>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TurnPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let after = after.unwrap_or(0);
@@ -58,12 +60,16 @@ impl Kernel {
         let rows = self.store.turns_page(conversation.id, after, limit, false).await?;
         let mut turns = Vec::with_capacity(rows.len());
         for t in &rows {
-            turns.push(self.turn_json(t).await?);
+            turns.push(self.turn_of(t).await?);
         }
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|t| t.position))
             .flatten();
-        Ok(json!({"turns": turns, "pagination": {"next_after": next}}))
+        // Unlike the id cursors of the other listings, the position goes out as a number.
+        Ok(TurnPage {
+            turns,
+            pagination: json!({"next_after": next}),
+        })
     }
 
     /// `POST C/cancellation` → `{conversation_public_id, canceled_turn_public_id | null}`:
@@ -73,14 +79,14 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<Cancellation> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let canceled = self.cancel_running_turn(&conversation).await?;
-        Ok(json!({
-            "conversation_public_id": conversation.public_id,
-            "canceled_turn_public_id": canceled,
-        }))
+        Ok(Cancellation {
+            conversation_public_id: conversation.public_id.to_string(),
+            canceled_turn_public_id: canceled.map(|id| id.to_string()),
+        })
     }
 
     /// Stops the conversation's running turn, if any, in one unit of work; returns the turn's

@@ -285,29 +285,7 @@ impl Kernel {
     ) -> KernelResult<()> {
         let seed = match plan.seed {
             Ok(seed) => seed,
-            Err(key) => {
-                let turn = tx
-                    .insert_turn(NewTurn {
-                        public_id: time::new_id(),
-                        conversation_id: conversation.id,
-                        role: TurnRole::Assistant,
-                        status: TurnStatus::Failed,
-                        input_id: None,
-                        run_id: None,
-                        content: None,
-                        error_key: Some(key.clone()),
-                        created_at: now,
-                    })
-                    .await?;
-                let data = json!({"turn_public_id": turn.public_id, "status": "failed", "error": {"key": key}});
-                tx.append_conversation_event(conversation.id, "turn_ended", now, &data.to_string())
-                    .await?;
-                // A spawned child that cannot answer still answers its parent, with the reason.
-                let reason = format!("{key}: the child's turn could not start");
-                return self
-                    .deliver_first_reply(tx, conversation.id, Some(&reason), TurnStatus::Failed, now, effects)
-                    .await;
-            }
+            Err(key) => return self.fail_assistant_turn(tx, conversation, key, now, effects).await,
         };
         let turn_public_id = time::new_id();
         let hosting = Hosting {
@@ -350,6 +328,62 @@ impl Kernel {
                 created_at: now,
             })
             .await?;
+        self.seed_hosted_run(tx, &mut run, seed, now, effects).await?;
+        tx.set_running_turn(conversation.id, Some(turn.id)).await?;
+        let data = json!({
+            "turn_public_id": turn.public_id,
+            "role": "assistant",
+            "position": turn.position,
+            "run_public_id": run.public_id,
+        });
+        tx.append_conversation_event(conversation.id, "turn_started", now, &data.to_string())
+            .await?;
+        effects.push(AfterCommit::RunEvents(run.id));
+        Ok(())
+    }
+
+    /// A turn that fails at birth (`key` says why): a `failed` assistant turn and its
+    /// `turn_ended` event, and a spawned child's first reply to its parent with the reason.
+    async fn fail_assistant_turn(
+        &self,
+        tx: &mut Tx,
+        conversation: &ConversationRow,
+        key: String,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
+        let turn = tx
+            .insert_turn(NewTurn {
+                public_id: time::new_id(),
+                conversation_id: conversation.id,
+                role: TurnRole::Assistant,
+                status: TurnStatus::Failed,
+                input_id: None,
+                run_id: None,
+                content: None,
+                error_key: Some(key.clone()),
+                created_at: now,
+            })
+            .await?;
+        let data = json!({"turn_public_id": turn.public_id, "status": "failed", "error": {"key": key}});
+        tx.append_conversation_event(conversation.id, "turn_ended", now, &data.to_string())
+            .await?;
+        // A spawned child that cannot answer still answers its parent, with the reason.
+        let reason = format!("{key}: the child's turn could not start");
+        self.deliver_first_reply(tx, conversation.id, Some(&reason), TurnStatus::Failed, now, effects)
+            .await
+    }
+
+    /// The hosted run's seed round: its mainline model task (the run's deliverable), the
+    /// `tasks_appended` event, and the first scheduling pass.
+    async fn seed_hosted_run(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        seed: SeedRound,
+        now: i64,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<()> {
         let task = tx
             .insert_task(NewTask {
                 run_id: run.id,
@@ -369,27 +403,16 @@ impl Kernel {
             .await?;
         run.deliverable_task_id = Some(task.id);
         run.revision = 1;
-        tx.update_run(&run).await?;
+        tx.update_run(run).await?;
         self.emit(
-            &mut Unit::of(tx, &mut run, now, effects),
+            &mut Unit::of(tx, run, now, effects),
             "tasks_appended",
             None,
             json!({"keys": [SEED_ROUND], "origin": "kernel"}),
         )
         .await?;
         let mut g = Graph::load(tx, run.id).await?;
-        self.schedule_all(tx, &mut run, &mut g, now, effects).await?;
-        tx.set_running_turn(conversation.id, Some(turn.id)).await?;
-        let data = json!({
-            "turn_public_id": turn.public_id,
-            "role": "assistant",
-            "position": turn.position,
-            "run_public_id": run.public_id,
-        });
-        tx.append_conversation_event(conversation.id, "turn_started", now, &data.to_string())
-            .await?;
-        effects.push(AfterCommit::RunEvents(run.id));
-        Ok(())
+        self.schedule_all(tx, run, &mut g, now, effects).await
     }
 
     /// Ends the assistant turn a hosted run answered, in the run's ending unit of work: the

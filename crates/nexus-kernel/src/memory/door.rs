@@ -15,6 +15,8 @@
 //! - `expected_lock_version` (0 = no document yet) is optional; a mismatch is 409
 //!   `stale_object`; without it the write is last-writer-wins.
 
+use nexus_api::common::Timestamp;
+use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry};
 use nexus_core::codes::Code;
 use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
 use serde_json::{Map, Value, json};
@@ -26,29 +28,27 @@ use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
 /// The read shape: `{path, content, description?, lock_version, updated_at}`.
-fn document_json(doc: &MemoryDocRow) -> Value {
-    let mut m = Map::new();
-    m.insert("path".into(), json!(doc.path));
-    m.insert("content".into(), json!(doc.content));
-    if let Some(d) = &doc.description {
-        m.insert("description".into(), json!(d));
+fn document_of(doc: MemoryDocRow) -> MemoryDocument {
+    MemoryDocument {
+        updated_at: Some(Timestamp::Text(crate::time::iso(doc.updated_at))),
+        path: doc.path,
+        content: doc.content,
+        description: doc.description,
+        lock_version: doc.lock_version,
+        rest: Map::new(),
     }
-    m.insert("lock_version".into(), json!(doc.lock_version));
-    m.insert("updated_at".into(), json!(crate::time::iso(doc.updated_at)));
-    Value::Object(m)
 }
 
 /// The list shape: `{path, byte_size, description?, lock_version, updated_at}`.
-fn summary_json(doc: &MemoryDocRow) -> Value {
-    let mut m = Map::new();
-    m.insert("path".into(), json!(doc.path));
-    m.insert("byte_size".into(), json!(doc.byte_size));
-    if let Some(d) = &doc.description {
-        m.insert("description".into(), json!(d));
+fn entry_of(doc: MemoryDocRow) -> MemoryEntry {
+    MemoryEntry {
+        updated_at: Some(Timestamp::Text(crate::time::iso(doc.updated_at))),
+        path: doc.path,
+        byte_size: u64::try_from(doc.byte_size).unwrap_or(0),
+        description: doc.description,
+        lock_version: doc.lock_version,
+        rest: Map::new(),
     }
-    m.insert("lock_version".into(), json!(doc.lock_version));
-    m.insert("updated_at".into(), json!(crate::time::iso(doc.updated_at)));
-    Value::Object(m)
 }
 
 fn path_invalid(pointer: &str, message: String) -> KernelError {
@@ -119,6 +119,103 @@ fn expected_version(value: Option<&Value>) -> KernelResult<Option<i64>> {
     }
 }
 
+/// The checked body of `PUT W/memory/doc` (`{path, content, description?,
+/// expected_lock_version?, conversation_public_id?}`): parsed before the write, with the
+/// door's codes (400 `parameter_missing` / `parameter_invalid`, 422 `memory_path_invalid`).
+#[derive(Debug, Clone)]
+pub struct PutDocumentRequest {
+    path: MemPath,
+    content: String,
+    description: Option<String>,
+    expected: Option<i64>,
+    conversation: Option<Uuid>,
+}
+
+/// An optional string member of the put body: absent or null → `None`; else a string, or 400
+/// `parameter_invalid` naming what it must be.
+fn body_string<'a>(body: &'a Value, key: &str, what: &str) -> KernelResult<Option<&'a str>> {
+    match body.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(other) => Err(KernelError::new(
+            Code::ParameterInvalid,
+            format!("{key} must be {what}, got {other}"),
+        )),
+    }
+}
+
+impl PutDocumentRequest {
+    /// Parses the body's members in order: path, content, description,
+    /// expected_lock_version, conversation_public_id.
+    pub fn parse(body: &Value) -> KernelResult<PutDocumentRequest> {
+        let path = required_path(body_string(body, "path", "a string")?, "/path")?;
+        let content = body_string(body, "content", "a string")?.ok_or_else(|| {
+            KernelError::new(
+                Code::ParameterMissing,
+                "`content` is required: the document's UTF-8 text",
+            )
+        })?;
+        let content = content.to_string();
+        let description = body_string(body, "description", "a string")?.map(str::to_string);
+        let expected = expected_version(body.get("expected_lock_version"))?;
+        let conversation = conversation_param(body_string(body, "conversation_public_id", "a UUID string")?)?;
+        Ok(PutDocumentRequest {
+            path,
+            content,
+            description,
+            expected,
+            conversation,
+        })
+    }
+
+    /// The bounds of the content and description, and the skill grammar of a document under
+    /// the reserved `skills/` prefix (422 `validation_failed`).
+    fn check(&self) -> KernelResult<()> {
+        let (path, content, description) = (&self.path, &self.content, self.description.as_deref());
+        if content.len() > DOCUMENT_BYTES {
+            return Err(KernelError::validation(
+                "memory_document_too_large",
+                "/content",
+                format!(
+                    "the document is {} bytes, over the {DOCUMENT_BYTES}-byte bound",
+                    content.len()
+                ),
+            ));
+        }
+        if !path.is_reserved() {
+            // The description bound of every document (errors-and-auth.md §5); the spec lists
+            // no reason of its own for a plain document, so it is the size word.
+            if description.is_some_and(|d| d.len() > DESCRIPTION_BYTES) {
+                return Err(KernelError::validation(
+                    "memory_document_too_large",
+                    "/description",
+                    format!("a description is at most {DESCRIPTION_BYTES} bytes"),
+                ));
+            }
+            return Ok(());
+        }
+        if path.skill_name().filter(|n| super::valid_skill_name(n)).is_none() {
+            return Err(KernelError::validation(
+                "skill_name_invalid",
+                "/path",
+                format!(
+                    "{:?} is under the reserved skills/ prefix, which holds only <scope>/skills/<name> with a skill name \
+                     (lowercase letters and digits with single hyphens, at most 64 characters)",
+                    path.full
+                ),
+            ));
+        }
+        if !description.is_some_and(|d| !d.trim().is_empty() && d.len() <= DESCRIPTION_BYTES) {
+            return Err(KernelError::validation(
+                "skill_description_required",
+                "/description",
+                format!("a skill document needs a non-blank description of at most {DESCRIPTION_BYTES} bytes"),
+            ));
+        }
+        Ok(())
+    }
+}
+
 fn stale(path: &str, current: i64) -> KernelError {
     KernelError::new(
         Code::StaleObject,
@@ -161,7 +258,7 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         query: &MemoryQuery<'_>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<DocumentList> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let owners = self
             .door_owners(principal, &ws, conversation_param(query.conversation_public_id)?)
@@ -181,7 +278,9 @@ impl Kernel {
                 docs.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
             }
         }
-        Ok(json!({"documents": docs.iter().map(summary_json).collect::<Vec<_>>()}))
+        Ok(DocumentList {
+            documents: docs.into_iter().map(entry_of).collect(),
+        })
     }
 
     /// `GET W/memory/doc?path=&conversation_public_id=`: `{document}`, or 404 `not_found`.
@@ -190,7 +289,7 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         query: &MemoryQuery<'_>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<DocumentEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let path = required_path(query.path, "/path")?;
         let owners = self
@@ -202,119 +301,44 @@ impl Kernel {
             .memory_document(path.scope, owner, &path.full)
             .await?
             .ok_or_else(|| KernelError::new(Code::NotFound, format!("no document at {:?}", path.full)))?;
-        Ok(json!({"document": document_json(&doc)}))
+        Ok(DocumentEnvelope {
+            document: document_of(doc),
+        })
     }
 
-    /// `PUT W/memory/doc {path, content, description?, expected_lock_version?,
-    /// conversation_public_id?}`: creates or replaces the document whole; `{document}` in the
-    /// read shape.
+    /// `PUT W/memory/doc`: creates or replaces the document whole; `{document}` in the read
+    /// shape. Refusals after the body's ([`PutDocumentRequest::parse`]): the caller's standing,
+    /// the conversation, the scope's owner, the bounds and skill grammar, then 409
+    /// `stale_object` and 422 `memory_full` from the write.
     pub async fn memory_put_document(
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        body: &Value,
-    ) -> KernelResult<Value> {
+        request: PutDocumentRequest,
+    ) -> KernelResult<DocumentEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
-        let path = match body.get("path") {
-            None | Some(Value::Null) => required_path(None, "/path")?,
-            Some(Value::String(s)) => required_path(Some(s), "/path")?,
-            Some(other) => {
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("path must be a string, got {other}"),
-                ));
-            }
-        };
-        let content = match body.get("content") {
-            Some(Value::String(s)) => s.as_str(),
-            None | Some(Value::Null) => {
-                return Err(KernelError::new(
-                    Code::ParameterMissing,
-                    "`content` is required: the document's UTF-8 text",
-                ));
-            }
-            Some(other) => {
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("content must be a string, got {other}"),
-                ));
-            }
-        };
-        let description = match body.get("description") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(other) => {
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("description must be a string, got {other}"),
-                ));
-            }
-        };
-        let expected = expected_version(body.get("expected_lock_version"))?;
-        let conversation = match body.get("conversation_public_id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => conversation_param(Some(s))?,
-            Some(other) => {
-                return Err(KernelError::new(
-                    Code::ParameterInvalid,
-                    format!("conversation_public_id must be a UUID string, got {other}"),
-                ));
-            }
-        };
-        let owners = self.door_owners(principal, &ws, conversation).await?;
-        let owner = owner_of(&owners, path.scope, &path.full)?;
-        if content.len() > DOCUMENT_BYTES {
-            return Err(KernelError::validation(
-                "memory_document_too_large",
-                "/content",
-                format!(
-                    "the document is {} bytes, over the {DOCUMENT_BYTES}-byte bound",
-                    content.len()
-                ),
-            ));
-        }
-        if path.is_reserved() {
-            let name = path.skill_name().filter(|n| super::valid_skill_name(n));
-            if name.is_none() {
-                return Err(KernelError::validation(
-                    "skill_name_invalid",
-                    "/path",
-                    format!(
-                        "{:?} is under the reserved skills/ prefix, which holds only <scope>/skills/<name> with a skill name \
-                         (lowercase letters and digits with single hyphens, at most 64 characters)",
-                        path.full
-                    ),
-                ));
-            }
-            let ok = description
-                .as_deref()
-                .is_some_and(|d| !d.trim().is_empty() && d.len() <= DESCRIPTION_BYTES);
-            if !ok {
-                return Err(KernelError::validation(
-                    "skill_description_required",
-                    "/description",
-                    format!("a skill document needs a non-blank description of at most {DESCRIPTION_BYTES} bytes"),
-                ));
-            }
-        } else if description.as_deref().is_some_and(|d| d.len() > DESCRIPTION_BYTES) {
-            // The description bound of every document (errors-and-auth.md §5); the spec lists
-            // no reason of its own for a plain document, so it is the size word.
-            return Err(KernelError::validation(
-                "memory_document_too_large",
-                "/description",
-                format!("a description is at most {DESCRIPTION_BYTES} bytes"),
-            ));
-        }
+        let owners = self.door_owners(principal, &ws, request.conversation).await?;
+        let owner = owner_of(&owners, request.path.scope, &request.path.full)?;
+        request.check()?;
+        let PutDocumentRequest {
+            path,
+            content,
+            description,
+            expected,
+            ..
+        } = request;
         let new = NewMemoryDoc {
             scope: path.scope,
             owner_id: owner,
             path: path.full.clone(),
-            content: content.to_string(),
+            content,
             description,
             now: self.now_ms(),
         };
         match self.store.memory_put(new, expected, scope_bound(path.scope)).await? {
-            MemoryPut::Written { row, .. } => Ok(json!({"document": document_json(&row)})),
+            MemoryPut::Written { row, .. } => Ok(DocumentEnvelope {
+                document: document_of(row),
+            }),
             MemoryPut::Stale { current } => Err(stale(&path.full, current)),
             MemoryPut::Full { bound } => Err(KernelError::validation(
                 "memory_full",
@@ -334,7 +358,7 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         query: &MemoryQuery<'_>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<DeletedEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let path = required_path(query.path, "/path")?;
         let expected = match query.expected_lock_version {
@@ -355,7 +379,12 @@ impl Kernel {
             .memory_delete(path.scope, owner, &path.full, expected)
             .await?
         {
-            MemoryDelete::Deleted(row) => Ok(json!({"document": {"path": row.path, "lock_version": row.lock_version}})),
+            MemoryDelete::Deleted(row) => Ok(DeletedEnvelope {
+                document: MemoryDeleted {
+                    path: row.path,
+                    lock_version: row.lock_version,
+                },
+            }),
             MemoryDelete::NotFound => Err(KernelError::new(
                 Code::NotFound,
                 format!("no document at {:?}", path.full),

@@ -5,11 +5,11 @@
 
 use std::collections::HashMap;
 
-use nexus_store::{ConversationSummaryRow, Engine, RunRow, RunSummaryRow};
+use nexus_store::{Engine, RunRow, RunSummaryRow};
 use serde_json::{Map, Value, json};
 
+use crate::Kernel;
 use crate::error::KernelResult;
-use crate::{Kernel, time};
 
 /// The first non-blank line of `text`, trimmed.
 pub(crate) fn first_line(text: &str) -> Option<String> {
@@ -38,15 +38,6 @@ fn run_summary_json(s: &RunSummaryRow) -> Value {
     m.insert("output_tokens".into(), json!(s.output_tokens));
     m.insert("waiting_on".into(), Value::Array(waiting));
     Value::Object(m)
-}
-
-fn conversation_summary_json(s: &ConversationSummaryRow) -> Value {
-    json!({
-        "turn_count": s.turn_count,
-        "last_activity_at": s.last_activity_at.map(time::iso),
-        "last_message": s.last_text.as_deref().and_then(first_line),
-        "last_role": s.last_role,
-    })
 }
 
 /// Sets `summary` on each of `items` (run objects, in the order of `ids`).
@@ -86,20 +77,6 @@ impl Kernel {
                 m.insert("ended_at_ms".into(), json!(row.ended_at));
             }
         }
-        Ok(())
-    }
-
-    /// Sets `summary` on each conversation of a page.
-    pub(crate) async fn summarize_conversations(&self, items: &mut [Value], ids: &[i64]) -> KernelResult<()> {
-        let rows = self.store.conversation_summaries(ids).await?;
-        let empty = ConversationSummaryRow::default();
-        attach(
-            items,
-            ids,
-            &rows,
-            |r| r.conversation_id,
-            |r| conversation_summary_json(r.unwrap_or(&empty)),
-        );
         Ok(())
     }
 }

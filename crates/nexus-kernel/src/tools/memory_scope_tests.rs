@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::{KernelToolOutcome, ToolContext, dispatch_stored};
+use crate::conversations::CreateConversationRequest;
 use crate::memory::door::MemoryQuery;
 use crate::{Kernel, MemberPrincipal};
 
@@ -37,13 +38,14 @@ async fn hosted(ts: nexus_store::testing::TestStore) -> Hosted {
 impl Hosted {
     /// A new conversation of workspace `ws`, as its public id.
     async fn conversation(&self, ws: Uuid) -> Uuid {
-        let (status, body) = self
+        let request = CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
+        let made = self
             .kernel
-            .create_conversation(&self.agent, ws, &json!({"conversation": {}}), None)
+            .create_conversation(&self.agent, ws, request, None)
             .await
             .unwrap();
-        assert_eq!(status, 201, "{body}");
-        Uuid::parse_str(body["conversation"]["public_id"].as_str().unwrap()).unwrap()
+        let made = made.new_one().expect("a new conversation");
+        Uuid::parse_str(&made.conversation.public_id).unwrap()
     }
 
     /// The frozen memory bindings of a round hosted by `conversation` (`None`: standalone).
@@ -159,7 +161,7 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
             )
             .await
             .unwrap();
-        assert_eq!(doc["document"]["content"], "one\nTWO\n", "{d}");
+        assert_eq!(doc.document.content, "one\nTWO\n", "{d}");
 
         let gone = h
             .call(&m1, "memory_delete", json!({"path": "conversation/notes/plan.md"}))

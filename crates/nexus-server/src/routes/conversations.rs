@@ -7,13 +7,18 @@
 use crate::extract::{Path, Query};
 use axum::Json;
 use axum::extract::State;
-use axum::http::HeaderMap;
-use axum::response::Response;
-use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
-use serde::Deserialize;
-use serde_json::Value;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use nexus_api::conversations::{ConversationEnvelope, ConversationEventPage, ConversationPage};
+use nexus_api::inputs::{InputEnvelope, InputPage};
+use nexus_api::turns::{Cancellation, TurnPage};
+use nexus_kernel::conversations::history::{HistoryQuery, ReadPage, SearchPage, SearchQuery};
+use nexus_kernel::conversations::{
+    ConversationChildren, CreateConversationRequest, CreateInputRequest, Created, DefaultRunnerRequest,
+};
+use serde::{Deserialize, Serialize};
 
-use super::runs::{created, idempotency_key, int_param, path_id};
+use super::runs::{idempotency_key, int_param, path_id};
 use crate::AppState;
 use crate::auth::Member;
 use crate::body::JsonObject;
@@ -45,6 +50,21 @@ pub struct ListQuery {
     pub limit: Option<String>,
 }
 
+/// A create's answer: 201 with the new resource, or 200 with the stored answer of an earlier
+/// create with the same `Idempotency-Key` and the `Idempotency-Replayed: true` header.
+pub fn created_reply<T: Serialize>(created: Created<T>) -> Response {
+    match created {
+        Created::New(body) => (StatusCode::CREATED, Json(body)).into_response(),
+        Created::Replayed(body) => {
+            let mut response = (StatusCode::OK, Json(body)).into_response();
+            response
+                .headers_mut()
+                .insert("idempotency-replayed", HeaderValue::from_static("true"));
+            response
+        }
+    }
+}
+
 pub async fn create(
     State(state): State<AppState>,
     Member(p): Member,
@@ -54,8 +74,12 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let ws = path_id(&ws)?;
     let key = idempotency_key(&headers)?;
-    let (status, body) = state.kernel.create_conversation(&p, ws, &body, key.as_deref()).await?;
-    Ok(created(status, body))
+    let request = CreateConversationRequest::parse(&body)?;
+    let reply = state
+        .kernel
+        .create_conversation(&p, ws, request, key.as_deref())
+        .await?;
+    Ok(created_reply(reply))
 }
 
 pub async fn list(
@@ -63,7 +87,7 @@ pub async fn list(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationPage>> {
     let limit = int_param(q.limit.as_deref(), "limit")?;
     Ok(Json(
         state
@@ -77,7 +101,7 @@ pub async fn read(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationEnvelope>> {
     Ok(Json(
         state.kernel.read_conversation(&p, path_id(&ws)?, path_id(&c)?).await?,
     ))
@@ -87,7 +111,7 @@ pub async fn children(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationChildren>> {
     Ok(Json(
         state
             .kernel
@@ -100,7 +124,7 @@ pub async fn archive(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationEnvelope>> {
     Ok(Json(
         state
             .kernel
@@ -113,7 +137,7 @@ pub async fn unarchive(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationEnvelope>> {
     Ok(Json(
         state
             .kernel
@@ -127,12 +151,11 @@ pub async fn default_runner(
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationEnvelope>> {
+    let (ws, c) = (path_id(&ws)?, path_id(&c)?);
+    let request = DefaultRunnerRequest::parse(&body)?;
     Ok(Json(
-        state
-            .kernel
-            .put_conversation_default_runner(&p, path_id(&ws)?, path_id(&c)?, &body)
-            .await?,
+        state.kernel.put_conversation_default_runner(&p, ws, c, request).await?,
     ))
 }
 
@@ -143,12 +166,11 @@ pub async fn create_input(
     headers: HeaderMap,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Response> {
+    let (ws, c) = (path_id(&ws)?, path_id(&c)?);
     let key = idempotency_key(&headers)?;
-    let (status, body) = state
-        .kernel
-        .create_input(&p, path_id(&ws)?, path_id(&c)?, &body, key.as_deref())
-        .await?;
-    Ok(created(status, body))
+    let request = CreateInputRequest::parse(&body)?;
+    let reply = state.kernel.create_input(&p, ws, c, request, key.as_deref()).await?;
+    Ok(created_reply(reply))
 }
 
 pub async fn list_inputs(
@@ -156,7 +178,7 @@ pub async fn list_inputs(
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<InputPage>> {
     let limit = int_param(q.limit.as_deref(), "limit")?;
     Ok(Json(
         state
@@ -170,7 +192,7 @@ pub async fn delete_input(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c, input)): Path<(String, String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<InputEnvelope>> {
     Ok(Json(
         state
             .kernel
@@ -184,7 +206,7 @@ pub async fn events(
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ConversationEventPage>> {
     let after = int_param(q.after.as_deref(), "after")?;
     let limit = int_param(q.limit.as_deref(), "limit")?;
     Ok(Json(
@@ -200,7 +222,7 @@ pub async fn turns(
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TurnPage>> {
     let after = int_param(q.after.as_deref(), "after")?;
     let limit = int_param(q.limit.as_deref(), "limit")?;
     Ok(Json(
@@ -215,7 +237,7 @@ pub async fn cancellation(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Cancellation>> {
     Ok(Json(
         state
             .kernel
@@ -229,7 +251,7 @@ pub async fn search(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<SearchParams>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<SearchPage>> {
     let q = SearchQuery {
         query: q.query.as_deref(),
         archived: q.archived.as_deref(),
@@ -245,7 +267,7 @@ pub async fn history(
     Member(p): Member,
     Path((ws, c)): Path<(String, String)>,
     Query(q): Query<HistoryParams>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ReadPage>> {
     let q = HistoryQuery {
         around_turn_id: q.around_turn_id.as_deref(),
         after_position: q.after_position.as_deref(),

@@ -7,10 +7,9 @@
 use crate::extract::{Path, Query};
 use axum::Json;
 use axum::extract::State;
+use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList};
+use nexus_kernel::memory::door::{MemoryQuery, PutDocumentRequest};
 use serde::Deserialize;
-use serde_json::Value;
-
-use nexus_kernel::memory::door::MemoryQuery;
 
 use super::runs::path_id;
 use crate::AppState;
@@ -47,7 +46,7 @@ pub async fn list(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<ListQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DocumentList>> {
     let query = MemoryQuery {
         prefix: q.prefix.as_deref(),
         conversation_public_id: q.conversation_public_id.as_deref(),
@@ -61,7 +60,7 @@ pub async fn read(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<DocQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DocumentEnvelope>> {
     Ok(Json(
         state
             .kernel
@@ -75,8 +74,10 @@ pub async fn put(
     Member(p): Member,
     Path(ws): Path<String>,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.memory_put_document(&p, path_id(&ws)?, &body).await?))
+) -> ApiResult<Json<DocumentEnvelope>> {
+    let ws = path_id(&ws)?;
+    let request = PutDocumentRequest::parse(&body)?;
+    Ok(Json(state.kernel.memory_put_document(&p, ws, request).await?))
 }
 
 pub async fn delete(
@@ -84,7 +85,7 @@ pub async fn delete(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(q): Query<DocQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<DeletedEnvelope>> {
     Ok(Json(
         state
             .kernel

@@ -108,7 +108,7 @@ impl Feed for ConversationStream {
             Event::default()
                 .id(item.sequence.to_string())
                 .event(item.kind)
-                .data(item.json.to_string()),
+                .data(serde_json::to_string(&item.event).unwrap_or_default()),
         )
     }
 }

@@ -15,6 +15,8 @@ mod search;
 #[cfg(test)]
 pub(crate) use read::ReadCursor;
 pub(crate) use read::{ReadAsk, read, read_cursor};
+pub use read::{ReadConversation, ReadPage, ReadPagination, ReadTurn};
 pub(crate) use reader::{HistoryRefusal, json};
 pub use routes::{HistoryQuery, SearchQuery};
+pub use search::{Match, SearchPage, SearchPagination};
 pub(crate) use search::{SearchAsk, archived_word, search};

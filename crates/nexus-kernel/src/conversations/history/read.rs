@@ -57,7 +57,7 @@ pub(crate) fn read_cursor(
 
 /// One turn of a read page: `prompt` for a user turn, `content` for an assistant's reply.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ReadTurn {
+pub struct ReadTurn {
     pub public_id: Uuid,
     pub position: i64,
     pub role: &'static str,
@@ -70,13 +70,13 @@ pub(crate) struct ReadTurn {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ReadConversation {
+pub struct ReadConversation {
     pub public_id: Uuid,
     pub title: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ReadPagination {
+pub struct ReadPagination {
     pub before_position: i64,
     pub after_position: i64,
     pub has_older: bool,
@@ -85,7 +85,7 @@ pub(crate) struct ReadPagination {
 
 /// `{conversation, turns, pagination, truncated}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct ReadPage {
+pub struct ReadPage {
     pub conversation: ReadConversation,
     pub turns: Vec<ReadTurn>,
     pub pagination: ReadPagination,

@@ -5,9 +5,9 @@ use nexus_core::bounds;
 use nexus_core::codes::Code;
 use uuid::Uuid;
 
-use super::read::{ReadAsk, read, read_cursor};
-use super::reader::{HistoryRefusal, json};
-use super::search::{SearchAsk, archived_word, search};
+use super::read::{ReadAsk, ReadPage, read, read_cursor};
+use super::reader::HistoryRefusal;
+use super::search::{SearchAsk, SearchPage, archived_word, search};
 use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, MemberPrincipal};
 
@@ -49,7 +49,7 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         q: &SearchQuery<'_>,
-    ) -> KernelResult<serde_json::Value> {
+    ) -> KernelResult<SearchPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let Some(query) = q.query else {
             return Err(KernelError::new(
@@ -74,10 +74,9 @@ impl Kernel {
             limit: route_int(q.limit, "limit")?.unwrap_or(bounds::HISTORY_SEARCH_DEFAULT_LIMIT as i64),
             after: q.after.map(String::from),
         };
-        let page = search(&mut &self.store, ws.id, &ask)
+        search(&mut &self.store, ws.id, &ask)
             .await?
-            .map_err(HistoryRefusal::into_error)?;
-        Ok(json(&page))
+            .map_err(HistoryRefusal::into_error)
     }
 
     /// `GET C/history`: a window of the conversation's turns (kernel-tools.md §10), as
@@ -89,7 +88,7 @@ impl Kernel {
         workspace: Uuid,
         c: Uuid,
         q: &HistoryQuery<'_>,
-    ) -> KernelResult<serde_json::Value> {
+    ) -> KernelResult<ReadPage> {
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
         let cursor = read_cursor(
             q.around_turn_id.map(String::from),
@@ -102,9 +101,8 @@ impl Kernel {
             cursor,
             limit: route_int(q.limit, "limit")?.unwrap_or(bounds::HISTORY_READ_DEFAULT_LIMIT as i64),
         };
-        let page = read(&mut &self.store, ws.id, &ask)
+        read(&mut &self.store, ws.id, &ask)
             .await?
-            .map_err(HistoryRefusal::into_error)?;
-        Ok(json(&page))
+            .map_err(HistoryRefusal::into_error)
     }
 }

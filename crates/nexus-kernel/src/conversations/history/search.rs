@@ -33,7 +33,7 @@ pub(crate) fn archived_word(word: Option<&str>) -> Refused<ArchivedFilter> {
 
 /// One match of a search page.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct Match {
+pub struct Match {
     pub conversation_public_id: Uuid,
     pub title: Option<String>,
     pub turn_public_id: Option<Uuid>,
@@ -44,13 +44,13 @@ pub(crate) struct Match {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct SearchPagination {
+pub struct SearchPagination {
     pub next_after: Option<String>,
 }
 
 /// `{matches, pagination: {next_after}}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub(crate) struct SearchPage {
+pub struct SearchPage {
     pub matches: Vec<Match>,
     pub pagination: SearchPagination,
 }
