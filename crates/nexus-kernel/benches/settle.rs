@@ -32,6 +32,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use nexus_kernel::executor::announce::validate;
+use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::{ExecutorPrincipal, Kernel};
 use nexus_store::testing::{self, TestStore, inbox_bench};
 use nexus_store::{AssignmentScope, TaskStatus};
@@ -90,7 +92,10 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
         .await
         .expect("authenticate the runner");
     kernel
-        .announce(&runner, &inbox_bench::echo_announcement())
+        .announce(
+            &runner,
+            &validate(&inbox_bench::echo_announcement()).expect("a valid announcement"),
+        )
         .await
         .expect("announce");
     // The announcement changed the executor row: authenticate again, as the next request would.
@@ -126,7 +131,8 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
 async fn settle_one(kernel: &Kernel, runner: &ExecutorPrincipal, run: Uuid) {
     let claim = kernel.claim(runner, run, "t").await.expect("claim");
     let token = claim.claim.claim_token;
-    let body = json!({"claim_token": token, "content": "ok"});
+    // The body's parse is measured with the commit, as the route runs it.
+    let body = CommitRequest::parse(&json!({"claim_token": token, "content": "ok"})).expect("a commit body");
     let done = kernel.commit(runner, run, "t", &body).await.expect("commit");
     assert_eq!(done.task.trace.status, TaskStatus::Completed, "{done:?}");
 }

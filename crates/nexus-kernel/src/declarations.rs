@@ -143,7 +143,11 @@ fn parse_stored(text: &str, fallback: Value) -> Value {
 
 impl Kernel {
     /// `PUT /agent_api/v1/profile/configuration`: validates and stores a whole replacement.
-    pub async fn put_configuration(&self, principal: &MemberPrincipal, body: &Value) -> KernelResult<Value> {
+    pub async fn put_configuration(
+        &self,
+        principal: &MemberPrincipal,
+        body: &Value,
+    ) -> KernelResult<crate::profile::ProfileReply> {
         let agent = require_agent(principal)?;
         let Some(configuration) = body.get("configuration").filter(|c| c.is_object()) else {
             return Err(KernelError::new(

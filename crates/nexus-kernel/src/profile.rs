@@ -1,8 +1,11 @@
 //! Self-reads: the member profile (declarations.md §12.2) and the executor description
 //! (executor.md §2); and who else is in a workspace (`GET W/members`, runs.md §12).
 
+use nexus_api::executors::{ExecutorDescription, ExecutorRecord};
+use nexus_api::profile::{MemberList, ProfileCredential, ProfileMember, WorkspaceMember};
 use nexus_core::codes::Code;
 use nexus_store::{Engine, MemberKind, MemberRow};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
@@ -11,14 +14,30 @@ use crate::error::{KernelError, KernelResult};
 use crate::{Kernel, time};
 
 /// A member as the profile and the workspace's member list read it.
-fn member_json(m: &MemberRow) -> Value {
-    json!({
-        "public_id": m.public_id,
-        "handle": m.handle,
-        "kind": m.kind.as_str(),
-        "role": m.role,
-        "display_name": m.display_name,
-    })
+fn profile_member(m: &MemberRow) -> ProfileMember {
+    ProfileMember {
+        public_id: m.public_id.to_string(),
+        handle: m.handle.clone(),
+        kind: m.kind.as_str().into(),
+        role: m.role.clone(),
+        display_name: m.display_name.clone(),
+        rest: Map::new(),
+    }
+}
+
+/// `GET /agent_api/v1/profile` (and the answer of `PUT …/profile/configuration`):
+/// `{member, credential, configuration?, measured_at}`. The wire type is
+/// `nexus_api::profile::Profile`; the configuration stays the agent's stored document, read
+/// with every field present ([`configuration_read`]), which that type's optional members would
+/// omit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileReply {
+    pub member: ProfileMember,
+    pub credential: ProfileCredential,
+    /// Agents only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<Value>,
+    pub measured_at: String,
 }
 
 /// A configuration field's name and its unset value.
@@ -55,19 +74,18 @@ pub fn configuration_read(stored: Option<&str>) -> Value {
 
 impl Kernel {
     /// `GET /agent_api/v1/profile`.
-    pub async fn profile(&self, principal: &MemberPrincipal) -> KernelResult<Value> {
+    pub async fn profile(&self, principal: &MemberPrincipal) -> KernelResult<ProfileReply> {
         let m = &principal.member;
-        let mut body = Map::new();
-        body.insert("member".into(), member_json(m));
-        body.insert(
-            "credential".into(),
-            json!({ "plane": "member", "expires_at": principal.credential.expires_at.map(time::iso) }),
-        );
-        if m.kind == MemberKind::Agent {
-            body.insert("configuration".into(), configuration_read(m.configuration.as_deref()));
-        }
-        body.insert("measured_at".into(), json!(time::iso(self.now_ms())));
-        Ok(Value::Object(body))
+        Ok(ProfileReply {
+            member: profile_member(m),
+            credential: ProfileCredential {
+                plane: "member".to_string(),
+                expires_at: principal.credential.expires_at.map(time::iso),
+                rest: Map::new(),
+            },
+            configuration: (m.kind == MemberKind::Agent).then(|| configuration_read(m.configuration.as_deref())),
+            measured_at: time::iso(self.now_ms()),
+        })
     }
 
     /// `GET W/members?kind=agent|human`: `{members: [{public_id, handle, kind, role,
@@ -78,7 +96,7 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         kind: Option<&str>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<MemberList> {
         let kind = kind
             .map(|k| {
                 MemberKind::parse(k).ok_or_else(|| {
@@ -90,34 +108,34 @@ impl Kernel {
             })
             .transpose()?;
         let (ws, _) = self.workspace_for(principal, workspace, false).await?;
-        let members: Vec<Value> = self
+        let members = self
             .store
             .workspace_members(ws.id)
             .await?
             .into_iter()
             .filter(|(m, _)| kind.is_none_or(|k| m.kind == k))
-            .map(|(m, standing)| {
-                let mut out = member_json(&m);
-                out["standing"] = json!(standing.as_str());
-                out
+            .map(|(m, standing)| WorkspaceMember {
+                member: profile_member(&m),
+                standing: standing.as_str().to_string(),
             })
             .collect();
-        Ok(json!({ "members": members }))
+        Ok(MemberList { members })
     }
 
     /// `GET /agent_api/v1/executor`.
-    pub fn executor_description(&self, principal: &ExecutorPrincipal) -> Value {
+    pub fn executor_description(&self, principal: &ExecutorPrincipal) -> ExecutorDescription {
         let e = &principal.executor;
-        json!({
-            "executor": {
-                "public_id": e.public_id,
-                "kind": e.kind.as_str(),
-                "status": e.status,
-                "display_name": e.display_name,
-                "credential_epoch": e.credential_epoch,
+        ExecutorDescription {
+            executor: ExecutorRecord {
+                public_id: e.public_id.to_string(),
+                kind: e.kind.as_str().into(),
+                status: e.status.as_str().to_string(),
+                display_name: e.display_name.clone(),
+                credential_epoch: e.credential_epoch,
+                rest: Map::new(),
             },
-            "measured_at": time::iso(self.now_ms()),
-        })
+            measured_at: time::iso(self.now_ms()),
+        }
     }
 }
 

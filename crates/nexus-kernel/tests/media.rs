@@ -5,6 +5,7 @@
 //! and the resource_link JSON of non-media links.
 
 use nexus_core::registry::EffectProfile;
+use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::uploads::Creator;
 use nexus_kernel::{ExecutorPrincipal, Kernel, MemberPrincipal};
 use nexus_providers::{Entry, Part};
@@ -82,8 +83,8 @@ impl World {
         self.kernel
             .create_upload(Creator::Executor(&self.runner), name, w)
             .await
-            .unwrap()["upload"]
-            .clone()
+            .map(|created| serde_json::to_value(created.upload).unwrap())
+            .unwrap()
     }
 
     async fn tasks(&self, run: Uuid) -> Vec<TaskRow> {
@@ -135,15 +136,10 @@ impl World {
 
     /// Commits the claimed tool row with `content`, then drives the engine.
     async fn commit(&self, run: Uuid, claim: &(String, String), content: Value) -> Value {
-        let out = self
-            .kernel
-            .commit(
-                &self.runner,
-                run,
-                &claim.0,
-                &json!({"claim_token": claim.1, "content": content}),
-            )
-            .await;
+        let out = match CommitRequest::parse(&json!({"claim_token": claim.1, "content": content})) {
+            Ok(body) => self.kernel.commit(&self.runner, run, &claim.0, &body).await,
+            Err(refused) => Err(refused),
+        };
         self.kernel.work_until_idle(50).await.unwrap();
         out.map(|reply| serde_json::to_value(reply.task).unwrap())
             .unwrap_or_else(|e| json!({"error": e.code.as_str()}))
@@ -273,8 +269,8 @@ async fn a_foreign_link_refuses_the_commit_and_the_park_stands() {
             .kernel
             .create_upload(Creator::Member(&w.agent), "m.png", other)
             .await
-            .unwrap()["upload"]
-            .clone();
+            .map(|created| serde_json::to_value(created.upload).unwrap())
+            .unwrap();
         let refused = w
             .commit(run, &claim, json!([link(&member_upload, "theirs", None)]))
             .await;

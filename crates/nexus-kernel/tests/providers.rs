@@ -703,8 +703,8 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         .kernel
         .create_upload(nexus_kernel::uploads::Creator::Executor(&runner), "screen.png", writer)
         .await
-        .unwrap()["upload"]
-        .clone();
+        .map(|created| serde_json::to_value(created.upload).unwrap())
+        .unwrap();
     let routed = json!({"type": "function",
         "function": {"name": "shot", "description": "shot on the runner", "parameters": {"type": "object"}},
         "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
@@ -742,7 +742,10 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
             &runner,
             id,
             &tool.key,
-            &json!({"claim_token": claimed.claim.claim_token, "content": [{"type": "text", "text": "Here."}, link]}),
+            &nexus_kernel::executor::commit::CommitRequest::parse(
+                &json!({"claim_token": claimed.claim.claim_token, "content": [{"type": "text", "text": "Here."}, link]}),
+            )
+            .unwrap(),
         )
         .await
         .unwrap();

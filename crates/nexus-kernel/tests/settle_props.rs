@@ -6,6 +6,8 @@
 
 use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
+use nexus_kernel::executor::claim::Extend;
+use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::{ExecutorPrincipal, Kernel, KernelResult, MemberPrincipal};
 use nexus_store::testing::{TestStore, engines};
 use nexus_store::{Announcement, Engine, RunStatus, Store, TaskStatus};
@@ -203,7 +205,7 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                     _ => Uuid::now_v7().to_string(),
                 };
                 let body = json!({"claim_token": token, "timeout_ms": ms});
-                let r = kernel.extend_at(&w.runner, run, "t", &body, now).await;
+                let r = kernel.extend_at(&w.runner, run, "t", &Extend::parse(&body), now).await;
                 let accepted = *current && park.token.is_some();
                 let expected = if park.settled.is_some() || park.token.is_none() || park.deadline <= now {
                     Some(Code::NotExtendable)
@@ -240,10 +242,11 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                 if let Some(t) = &token {
                     body["claim_token"] = json!(t);
                 }
-                let r = kernel
-                    .commit_at(&w.runner, run, "t", &body, now)
-                    .await
-                    .map(|reply| serde_json::to_value(reply).unwrap());
+                let r = match CommitRequest::parse(&body) {
+                    Ok(request) => kernel.commit_at(&w.runner, run, "t", &request, now).await,
+                    Err(refused) => Err(refused),
+                }
+                .map(|reply| serde_json::to_value(reply).unwrap());
                 let accepted = *current && park.token.is_some();
                 // The payload's grammar is the commit's first door (executor.md §9): a refused
                 // payload is answered before the row's state, and changes nothing.
@@ -368,7 +371,12 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
                 let claimed = kernel.claim(&runner, run, key).await.unwrap();
                 let token = claimed.claim.claim_token;
                 kernel
-                    .commit(&runner, run, key, &json!({"claim_token": token, "content": key}))
+                    .commit(
+                        &runner,
+                        run,
+                        key,
+                        &commit_body(json!({"claim_token": token, "content": key})),
+                    )
                     .await
                     .map(|reply| serde_json::to_value(reply).unwrap())
                     .unwrap()
@@ -386,4 +394,9 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         let row = w.ts.store.run_by_public_id(run).await.unwrap().unwrap();
         assert_eq!(row.status, RunStatus::Completed, "{dialect}");
     }
+}
+
+/// A commit body the test knows to be well formed.
+fn commit_body(body: Value) -> CommitRequest {
+    CommitRequest::parse(&body).expect("a well-formed commit body")
 }

@@ -4,8 +4,12 @@
 //! The twelve checks run in the spec's order and the first failure wins. Each check runs over
 //! the whole list before the next begins, so kernel classification (check 3) refuses a
 //! reserved name at `tools[1].name` even when `tools[0].name` is malformed (check 4): the
-//! classification is "before format" across the announcement, not per entry.
+//! classification is "before format" across the announcement, not per entry. The server
+//! calls [`validate`] (parse) and then [`Kernel::announce`] (apply).
 
+use std::collections::HashSet;
+
+use nexus_api::executors::{AnnouncedDocument, AnnouncedTool, ExecutorDescription};
 use nexus_core::codes::Code;
 use nexus_core::registry::{effect::EffectProfile, reserved_family_of};
 use nexus_core::{bounds, jcs};
@@ -16,17 +20,21 @@ use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 
-/// The validated, reduced announcement, ready to store.
+/// The validated, reduced announcement, ready to store. Only [`validate`] builds one, so a
+/// value of this type has passed the twelve checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Validated {
     /// Entries sorted by name, each reduced to `name, effect_profile, timeout_ms?,
     /// description?, input_schema?`.
-    pub served_tools: Value,
+    pub served_tools: Vec<AnnouncedTool>,
     /// The environment object (`{}` when absent).
-    pub environment: Value,
+    pub environment: Map<String, Value>,
     /// Documents sorted by name, each reduced to `{name, description}` (`[]` when absent).
-    pub served_documents: Value,
+    pub served_documents: Vec<AnnouncedDocument>,
 }
+
+/// A tool entry of the body, by position.
+type Entries<'a> = Vec<&'a Map<String, Value>>;
 
 fn invalid(path: impl Into<String>, detail: impl Into<String>) -> KernelError {
     let detail = detail.into();
@@ -60,21 +68,42 @@ pub fn is_skill_name(name: &str) -> bool {
 }
 
 /// A positive integer (`1000` or `1000.0`), as an integer.
-fn positive_integer(v: &Value) -> Option<i64> {
+fn positive_integer(v: &Value) -> Option<u64> {
     if let Some(n) = v.as_u64() {
-        return (n >= 1 && n <= i64::MAX as u64).then_some(n as i64);
+        return (n >= 1 && n <= i64::MAX as u64).then_some(n);
     }
     let f = v.as_f64()?;
-    (f >= 1.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0).then_some(f as i64)
+    (f >= 1.0 && f.fract() == 0.0 && f <= 9_007_199_254_740_992.0).then_some(f as u64)
 }
 
 fn non_blank(v: &Value) -> bool {
     v.as_str().is_some_and(|s| !s.trim().is_empty())
 }
 
+/// The `name` of an entry whose name check passed.
+fn name_of(entry: &Map<String, Value>) -> &str {
+    entry.get("name").and_then(Value::as_str).unwrap_or_default()
+}
+
 /// Runs the twelve checks of executor.md §4 in order over `body` and returns the stored form.
 pub fn validate(body: &Value) -> KernelResult<Validated> {
-    // 1. `tools` present.
+    let (tools, entries) = tool_entries(body)?;
+    check_tool_names(&entries)?;
+    let profiles = effect_profiles(&entries)?;
+    let timeouts = timeouts(&entries)?;
+    check_tool_texts(&entries)?;
+    let environment = environment_of(body)?;
+    let documents = documents_of(body)?;
+    check_list_bounds(tools, body.get("documents"))?;
+    Ok(Validated {
+        served_tools: reduce_tools(&entries, profiles, timeouts),
+        environment,
+        served_documents: reduce_documents(&documents),
+    })
+}
+
+/// Checks 1–2: `tools` is present and a list of objects.
+fn tool_entries(body: &Value) -> KernelResult<(&Value, Entries<'_>)> {
     let Some(tools) = body.get("tools") else {
         return Err(KernelError::new(
             Code::ParameterMissing,
@@ -82,21 +111,25 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
         )
         .with_path("tools"));
     };
-    // 2. A list of objects.
     let Some(list) = tools.as_array() else {
         return Err(invalid("tools", "tools must be a list of tool entries"));
     };
-    let mut entries: Vec<&Map<String, Value>> = Vec::with_capacity(list.len());
+    let mut entries = Vec::with_capacity(list.len());
     for (i, entry) in list.iter().enumerate() {
         match entry.as_object() {
             Some(obj) => entries.push(obj),
             None => return Err(invalid(format!("tools[{i}]"), "each tool entry must be an object")),
         }
     }
-    // 3. Kernel classification, before format: a reserved name in either spelling.
+    Ok((tools, entries))
+}
+
+/// Checks 3–5: kernel classification (a reserved name in either spelling) before the name
+/// grammar, then unique names.
+fn check_tool_names(entries: &Entries<'_>) -> KernelResult<()> {
     for (i, entry) in entries.iter().enumerate() {
         if let Some(family) = entry.get("name").and_then(Value::as_str).and_then(reserved_family_of) {
-            let name = entry["name"].as_str().unwrap_or_default();
+            let name = name_of(entry);
             return Err(KernelError::new(
                 Code::ReservedNamespace,
                 format!("{name:?} belongs to the kernel-reserved namespace {family}: no executor may serve it"),
@@ -105,7 +138,6 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             .with_detail(family));
         }
     }
-    // 4. Name grammar.
     for (i, entry) in entries.iter().enumerate() {
         match entry.get("name").and_then(Value::as_str) {
             Some(name) if is_served_name(name) => {}
@@ -123,10 +155,9 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             }
         }
     }
-    // 5. Unique names.
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for (i, entry) in entries.iter().enumerate() {
-        let name = entry["name"].as_str().unwrap_or_default();
+        let name = name_of(entry);
         if !seen.insert(name) {
             return Err(invalid(
                 format!("tools[{i}].name"),
@@ -134,7 +165,11 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             ));
         }
     }
-    // 6. Effect profiles.
+    Ok(())
+}
+
+/// Check 6: every entry has a valid effect profile.
+fn effect_profiles(entries: &Entries<'_>) -> KernelResult<Vec<EffectProfile>> {
     let mut profiles = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         let path = format!("tools[{i}].effect_profile");
@@ -146,7 +181,11 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             Err(e) => return Err(invalid(path, e.to_string())),
         }
     }
-    // 7. timeout_ms.
+    Ok(profiles)
+}
+
+/// Check 7: `timeout_ms`, when present, is a positive integer.
+fn timeouts(entries: &Entries<'_>) -> KernelResult<Vec<Option<u64>>> {
     let mut timeouts = Vec::with_capacity(entries.len());
     for (i, entry) in entries.iter().enumerate() {
         match entry.get("timeout_ms") {
@@ -162,7 +201,11 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             },
         }
     }
-    // 8. description.
+    Ok(timeouts)
+}
+
+/// Checks 8–9: a description is a non-blank string; an input schema is an object schema.
+fn check_tool_texts(entries: &Entries<'_>) -> KernelResult<()> {
     for (i, entry) in entries.iter().enumerate() {
         if let Some(d) = entry.get("description")
             && !non_blank(d)
@@ -173,7 +216,6 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             ));
         }
     }
-    // 9. input_schema.
     for (i, entry) in entries.iter().enumerate() {
         if let Some(s) = entry.get("input_schema")
             && s.get("type").and_then(Value::as_str) != Some("object")
@@ -184,10 +226,14 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             ));
         }
     }
-    // 10. environment.
-    let environment = match body.get("environment") {
-        None => Value::Object(Map::new()),
-        Some(env @ Value::Object(_)) => {
+    Ok(())
+}
+
+/// Check 10: the environment is an object within its bound (`{}` when absent).
+fn environment_of(body: &Value) -> KernelResult<Map<String, Value>> {
+    match body.get("environment") {
+        None => Ok(Map::new()),
+        Some(env @ Value::Object(map)) => {
             if jcs::len(env) > bounds::EXECUTOR_ENVIRONMENT {
                 return Err(KernelError::validation(
                     "executor_environment_bound",
@@ -198,12 +244,16 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
                     ),
                 ));
             }
-            env.clone()
+            Ok(map.clone())
         }
-        Some(_) => return Err(invalid("environment", "environment must be an object")),
-    };
-    // 11. documents.
-    let documents: Vec<&Map<String, Value>> = match body.get("documents") {
+        Some(_) => Err(invalid("environment", "environment must be an object")),
+    }
+}
+
+/// Check 11: the documents are a list of objects with a skill name, unique, and a non-blank
+/// description within its bound (`[]` when absent).
+fn documents_of(body: &Value) -> KernelResult<Entries<'_>> {
+    let documents = match body.get("documents") {
         None => Vec::new(),
         Some(Value::Array(docs)) => {
             let mut out = Vec::with_capacity(docs.len());
@@ -217,6 +267,12 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
         }
         Some(_) => return Err(invalid("documents", "documents must be a list of {name, description}")),
     };
+    check_documents(&documents)?;
+    Ok(documents)
+}
+
+/// Check 11's members: names (grammar, then uniqueness), then descriptions.
+fn check_documents(documents: &Entries<'_>) -> KernelResult<()> {
     for (i, d) in documents.iter().enumerate() {
         match d.get("name").and_then(Value::as_str) {
             Some(name) if is_skill_name(name) => {}
@@ -228,9 +284,9 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             }
         }
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = HashSet::new();
     for (i, d) in documents.iter().enumerate() {
-        let name = d["name"].as_str().unwrap_or_default();
+        let name = name_of(d);
         if !seen.insert(name) {
             return Err(invalid(
                 format!("documents[{i}].name"),
@@ -253,8 +309,12 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             ));
         }
     }
-    // 12. List bounds (canonical JSON of each list as sent).
-    for (key, value) in [("tools", Some(tools)), ("documents", body.get("documents"))] {
+    Ok(())
+}
+
+/// Check 12: each list within the envelope bound (canonical JSON of the list as sent).
+fn check_list_bounds(tools: &Value, documents: Option<&Value>) -> KernelResult<()> {
+    for (key, value) in [("tools", Some(tools)), ("documents", documents)] {
         if let Some(v) = value
             && jcs::len(v) > bounds::ENVELOPE
         {
@@ -265,56 +325,57 @@ pub fn validate(body: &Value) -> KernelResult<Validated> {
             ));
         }
     }
+    Ok(())
+}
 
-    // The stored form: sorted by name, reduced, unknown keys dropped.
-    let mut reduced: Vec<(String, Value)> = entries
+/// The stored tools: sorted by name, reduced to the five members, unknown keys dropped.
+fn reduce_tools(entries: &Entries<'_>, profiles: Vec<EffectProfile>, timeouts: Vec<Option<u64>>) -> Vec<AnnouncedTool> {
+    let mut tools: Vec<AnnouncedTool> = entries
         .iter()
         .zip(profiles)
         .zip(timeouts)
-        .map(|((entry, profile), timeout)| {
-            let name = entry["name"].as_str().unwrap_or_default().to_string();
-            let mut out = Map::new();
-            out.insert("name".into(), Value::String(name.clone()));
-            out.insert("effect_profile".into(), profile.to_json());
-            if let Some(t) = timeout {
-                out.insert("timeout_ms".into(), Value::from(t));
-            }
-            for key in ["description", "input_schema"] {
-                if let Some(v) = entry.get(key) {
-                    out.insert(key.into(), v.clone());
-                }
-            }
-            (name, Value::Object(out))
+        .map(|((entry, profile), timeout)| AnnouncedTool {
+            name: name_of(entry).to_string(),
+            effect_profile: profile,
+            timeout_ms: timeout,
+            description: entry.get("description").and_then(Value::as_str).map(str::to_string),
+            input_schema: entry.get("input_schema").cloned(),
         })
         .collect();
-    reduced.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut docs: Vec<(String, Value)> = documents
+    tools.sort_by(|a, b| a.name.cmp(&b.name));
+    tools
+}
+
+/// The stored documents: sorted by name, reduced to `{name, description}`.
+fn reduce_documents(documents: &Entries<'_>) -> Vec<AnnouncedDocument> {
+    let mut docs: Vec<AnnouncedDocument> = documents
         .iter()
-        .map(|d| {
-            let name = d["name"].as_str().unwrap_or_default().to_string();
-            let mut out = Map::new();
-            out.insert("name".into(), Value::String(name.clone()));
-            out.insert("description".into(), d["description"].clone());
-            (name, Value::Object(out))
+        .map(|d| AnnouncedDocument {
+            name: name_of(d).to_string(),
+            description: d
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
         })
         .collect();
-    docs.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Validated {
-        served_tools: Value::Array(reduced.into_iter().map(|(_, v)| v).collect()),
-        environment,
-        served_documents: Value::Array(docs.into_iter().map(|(_, v)| v).collect()),
-    })
+    docs.sort_by(|a, b| a.name.cmp(&b.name));
+    docs
+}
+
+/// The stored text of a validated list or object.
+fn stored_text(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).expect("an announcement's typed parts always serialize")
 }
 
 impl Kernel {
-    /// `PUT X/announcement`: validates, stores whole (updating `last_seen_at`) and answers
-    /// the `GET X` body.
-    pub async fn announce(&self, principal: &ExecutorPrincipal, body: &Value) -> KernelResult<Value> {
-        let v = validate(body)?;
+    /// `PUT X/announcement`: stores a validated announcement whole (updating `last_seen_at`)
+    /// and answers the `GET X` body.
+    pub async fn announce(&self, principal: &ExecutorPrincipal, v: &Validated) -> KernelResult<ExecutorDescription> {
         let announcement = Announcement {
-            served_tools: v.served_tools.to_string(),
-            environment: v.environment.to_string(),
-            served_documents: v.served_documents.to_string(),
+            served_tools: stored_text(&v.served_tools),
+            environment: stored_text(&v.environment),
+            served_documents: stored_text(&v.served_documents),
         };
         self.store
             .put_announcement(principal.executor.id, &announcement, self.now_ms())
@@ -380,16 +441,16 @@ mod tests {
         ], "documents": [{"name": "z", "description": "Z", "body": "x"}, {"name": "a", "description": "A"}]}))
         .unwrap();
         assert_eq!(
-            v.served_tools.to_string(),
+            stored_text(&v.served_tools),
             json!([
                 {"name": "a", "effect_profile": read(), "description": " Reads. "},
                 {"name": "b", "effect_profile": read(), "timeout_ms": 5000, "input_schema": {"type": "object", "z": 1, "a": 2}},
             ])
             .to_string()
         );
-        assert_eq!(v.environment, json!({}));
+        assert!(v.environment.is_empty());
         assert_eq!(
-            v.served_documents,
+            serde_json::to_value(&v.served_documents).unwrap(),
             json!([{"name": "a", "description": "A"}, {"name": "z", "description": "Z"}])
         );
     }

@@ -13,6 +13,7 @@
 //! claim committed by a node that died before answering, or whose answer the network lost, is
 //! not orphaned until its deadline. Any other claim of a claimed row is still `already_claimed`.
 
+use nexus_api::inbox::{ClaimState, ClaimStatusReply};
 use nexus_core::codes::Code;
 use nexus_store::{
     Engine, ExecutorKind, ExecutorRow, ExecutorStatus, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow,
@@ -31,6 +32,35 @@ use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
 use crate::runs::unit::Unit;
 use crate::{Kernel, time};
+
+/// The body of `POST X/inbox/{run}/{task}/extend`, read by [`Extend::parse`]. Reading never
+/// refuses: the spec checks the row and the claimant before the body's `timeout_ms`
+/// (executor.md §8), so a bad member is kept as absent and refused in that order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Extend {
+    /// The presented token (`""` when absent or not a string).
+    pub claim_token: String,
+    /// The extension asked for, when it is a positive integer.
+    pub timeout_ms: Option<i64>,
+}
+
+impl Extend {
+    /// Reads `{claim_token, timeout_ms}`.
+    pub fn parse(body: &Value) -> Extend {
+        let timeout = body.get("timeout_ms");
+        Extend {
+            claim_token: body
+                .get("claim_token")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            timeout_ms: timeout
+                .filter(|v| v.is_i64() || v.is_u64())
+                .and_then(Value::as_i64)
+                .filter(|ms| *ms > 0),
+        }
+    }
+}
 
 /// The longest extension (executor.md §8): one hour, or the announced `timeout_ms` if shorter.
 pub const EXTENSION_MAX_MS: i64 = 3_600_000;
@@ -383,7 +413,13 @@ impl Kernel {
 
     /// `GET X/inbox/{run}/{task}/claim` with `Claim-Token` → `{claim: {active}}`. No side
     /// effects. A missing or blank token is the route's 400 `parameter_missing`.
-    pub async fn claim_status(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, token: &str) -> KernelResult<Value> {
+    pub async fn claim_status(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        token: &str,
+    ) -> KernelResult<ClaimStatusReply> {
         if token.trim().is_empty() {
             return Err(refuse(Code::ParameterMissing, "the Claim-Token header is required"));
         }
@@ -396,11 +432,15 @@ impl Kernel {
         if !is_claimant(&task, &p.executor, token) {
             return Err(refuse(Code::NotClaimant, "the caller does not hold this claim"));
         }
-        Ok(json!({"claim": {"active": task.status == TaskStatus::Dispatched}}))
+        Ok(ClaimStatusReply {
+            claim: ClaimState {
+                active: task.status == TaskStatus::Dispatched,
+            },
+        })
     }
 
     /// `POST X/inbox/{run}/{task}/extend` at the process clock.
-    pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<ClaimReply> {
+    pub async fn extend(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Extend) -> KernelResult<ClaimReply> {
         self.extend_at(p, run, key, body, self.now_ms()).await
     }
 
@@ -412,7 +452,7 @@ impl Kernel {
         p: &ExecutorPrincipal,
         run: Uuid,
         key: &str,
-        body: &Value,
+        body: &Extend,
         now: i64,
     ) -> KernelResult<ClaimReply> {
         let Opened {
@@ -430,11 +470,7 @@ impl Kernel {
                 return Err(e);
             }
         };
-        let token = body
-            .get("claim_token")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let token = body.claim_token.clone();
         let budget = task.timeout_ms.unwrap_or(crate::runs::gate::DEFAULT_TOOL_TIMEOUT_MS);
         let mut next = task.clone();
         next.deadline_at = Some(now + ms);
@@ -488,7 +524,7 @@ impl Kernel {
         run: &RunRow,
         task: &TaskRow,
         executor: &ExecutorRow,
-        body: &Value,
+        body: &Extend,
         now: i64,
     ) -> KernelResult<i64> {
         // 1. A claimed, dispatched park on a live run, before its deadline.
@@ -502,15 +538,12 @@ impl Kernel {
             return Err(refuse(Code::NotExtendable, "the row is not an active claim"));
         }
         // 2. The claimant with the current token.
-        let token = body.get("claim_token").and_then(Value::as_str).unwrap_or("");
-        if !is_claimant(task, executor, token) {
+        if !is_claimant(task, executor, &body.claim_token) {
             return Err(refuse(Code::NotClaimant, "the caller does not hold this claim"));
         }
         // 3. A positive integer.
         let ms = body
-            .get("timeout_ms")
-            .and_then(Value::as_i64)
-            .filter(|ms| *ms > 0 && body.get("timeout_ms").is_some_and(|v| v.is_i64() || v.is_u64()))
+            .timeout_ms
             .ok_or_else(|| refuse(Code::InvalidTimeoutMs, "timeout_ms must be a positive integer"))?;
         // 4. At most min(announced timeout_ms, one hour).
         let announced = served_entry(executor, task.tool_name.as_deref().unwrap_or(""))

@@ -16,7 +16,7 @@ use nexus_core::codes::{Code, task_error};
 use nexus_core::nul::contains_nul;
 use nexus_core::results::{self, Block};
 use nexus_core::{bounds, jcs};
-use nexus_store::{RunRow, TaskRow, TaskStatus, Tx};
+use nexus_store::{ExecutorRow, RunRow, TaskRow, TaskStatus, Tx};
 use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
@@ -48,9 +48,32 @@ pub struct CommitReply {
     pub idle: bool,
 }
 
+/// A commit body, its grammar checked (door 1): the request of [`Kernel::commit`], built by
+/// [`CommitRequest::parse`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitRequest {
+    /// `claim_token`, `""` when absent or `null`.
+    pub token: String,
+    /// `outcome: failed`.
+    pub failed: bool,
+    /// The result.
+    pub payload: Payload,
+}
+
+impl CommitRequest {
+    /// Door 1, which needs no row: the outcome word, the token's type and the payload, refused
+    /// in that order.
+    pub fn parse(body: &Value) -> KernelResult<CommitRequest> {
+        let failed = outcome_of(body)?;
+        let token = token_of(body, "claim_token")?.to_string();
+        let payload = validate_payload(body)?;
+        Ok(CommitRequest { token, failed, payload })
+    }
+}
+
 /// A validated commit payload.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Payload {
+pub struct Payload {
     pub blocks: Vec<Block>,
     /// `Some(v)` when the key was present (`v` may be `null` or `false`).
     pub structured: Option<Value>,
@@ -220,7 +243,13 @@ impl Kernel {
     }
 
     /// `POST X/inbox/{run}/{task}/commit` at the process clock.
-    pub async fn commit(&self, p: &ExecutorPrincipal, run: Uuid, key: &str, body: &Value) -> KernelResult<CommitReply> {
+    pub async fn commit(
+        &self,
+        p: &ExecutorPrincipal,
+        run: Uuid,
+        key: &str,
+        body: &CommitRequest,
+    ) -> KernelResult<CommitReply> {
         self.commit_at(p, run, key, body, self.now_ms()).await
     }
 
@@ -230,16 +259,12 @@ impl Kernel {
         p: &ExecutorPrincipal,
         run: Uuid,
         key: &str,
-        body: &Value,
+        body: &CommitRequest,
         now: i64,
     ) -> KernelResult<CommitReply> {
-        // Door 1: the body's grammar, which needs no row: the outcome word, the token's type
-        // and the payload. It is worked out before the unit of work opens, so that holds the
-        // store's write gate (SQLite) only for the row's statements.
-        let failed = outcome_of(body)?;
-        let token = token_of(body, "claim_token")?;
-        let payload = validate_payload(body)?;
-        // Door 2: the row.
+        // Door 1, the body's grammar, was [`CommitRequest::parse`]: it is worked out before the
+        // unit of work opens, so that holds the store's write gate (SQLite) only for the row's
+        // statements. Door 2: the row.
         let super::claim::Opened {
             mut tx,
             found,
@@ -247,10 +272,10 @@ impl Kernel {
             mut task,
         } = self.open_door(p, run, key).await?;
         let presented = Presented {
-            token,
-            failed,
+            token: &body.token,
+            failed: body.failed,
             creator_standing: super::claim::creator_has_standing(&found),
-            payload,
+            payload: &body.payload,
         };
         match self.commit_in(&mut tx, &mut run, &mut task, p, presented, now).await {
             Ok(Step::Idle) => {
@@ -284,6 +309,7 @@ impl Kernel {
         }
     }
 
+    /// Doors 3–5 and the settle engine's steps 1–8, in the spec's order.
     async fn commit_in(
         &self,
         tx: &mut Tx,
@@ -293,15 +319,62 @@ impl Kernel {
         presented: Presented<'_>,
         now: i64,
     ) -> KernelResult<Step> {
-        let Presented {
-            token,
-            failed,
-            creator_standing,
-            payload,
-        } = presented;
-        let executor = &p.executor;
-        // Door 3: addressed here; approvals are decided, not committed.
-        if task.addressed_executor_id != Some(executor.id) {
+        let ask = self.commit_doors(tx, run, task, p, presented.creator_standing).await?;
+        // Settle 1: already terminal → idle.
+        if run.status.is_terminal() || task.status.is_settled() {
+            return Ok(Step::Idle);
+        }
+        let expect_token = expected_token(task, &p.executor, ask, presented.token)?;
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        // Settle 4: the deadline wins.
+        if deadline_passed(task, now) {
+            let unit = &mut Unit::of(tx, run, now, &mut effects);
+            let expired = self.expire_park(unit, task, expect_token).await?;
+            return Ok(if expired { Step::Settled(effects) } else { Step::Idle });
+        }
+        let payload = presented.payload;
+        // Settle 5: the payload's links (its grammar was door 1; the park stands).
+        let links = results::linked_uploads(&payload.blocks);
+        // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
+        self.check_result_uploads(tx, Committer::Executor(p.executor.id), &links)
+            .await?;
+        // Settle 6: unstorable bytes close a tool park; an await stays open.
+        if payload.unstorable() {
+            if ask {
+                return Err(unstorable());
+            }
+            let error = SettleError {
+                key: task_error::RESULT_UNSTORABLE.to_string(),
+                detail: Some(UNSUPPORTED_TEXT.to_string()),
+            };
+            let (unit, next) = (&mut Unit::of(tx, run, now, &mut effects), task.clone());
+            let closed = self
+                .settle_park(unit, task, next, TaskStatus::Failed, Some(error), expect_token)
+                .await?;
+            return Ok(if closed { Step::Unstorable(effects) } else { Step::Idle });
+        }
+        // Settle 7–8: failed or completed.
+        let (next, to, error) = settlement(task, payload, presented.failed, ask);
+        let unit = &mut Unit::of(tx, run, now, &mut effects);
+        if !self.settle_park(unit, task, next, to, error, expect_token).await? {
+            return Ok(Step::Idle);
+        }
+        self.bind_result_uploads(tx, task.id, &links).await?;
+        Ok(Step::Settled(effects))
+    }
+
+    /// Doors 3–5: addressed here (approvals are decided, not committed), an ask's executor
+    /// eligible (a claimant only needs to be active), the run's creator keeping write standing.
+    /// Whether the row is an ask.
+    async fn commit_doors(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        task: &TaskRow,
+        p: &ExecutorPrincipal,
+        creator_standing: bool,
+    ) -> KernelResult<bool> {
+        if task.addressed_executor_id != Some(p.executor.id) {
             return Err(refuse(
                 Code::NotAddressedHere,
                 "the row is not addressed to this executor",
@@ -315,121 +388,66 @@ impl Kernel {
             ));
         }
         let ask = kind == "ask";
-        // Door 4: an ask's executor must be eligible (a claimant only needs to be active).
         if ask && !self.executor_eligible(tx, run, p).await? {
             return Err(refuse(Code::NotEligible, "this executor is not eligible for the run"));
         }
-        // Door 5: the run's creator keeps write standing.
         if !creator_standing {
             return Err(super::claim::no_standing());
         }
-
-        // Settle 1: already terminal → idle.
-        if run.status.is_terminal() || task.status.is_settled() {
-            return Ok(Step::Idle);
-        }
-        // Settle 2: never started.
-        let parked = if ask {
-            TaskStatus::AwaitingInput
-        } else {
-            TaskStatus::Dispatched
-        };
-        if task.status != parked {
-            return Err(refuse(
-                Code::TaskNotRunning,
-                format!("the row is {}: it was never started", task.status),
-            ));
-        }
-        // Settle 3: the token (a tokenless ask is accepted by address).
-        let expect_token = if ask {
-            None
-        } else {
-            if !is_claimant(task, executor, token) {
-                return Err(refuse(
-                    Code::StaleClaim,
-                    "the claim token is not the row's current token",
-                ));
-            }
-            Some(token)
-        };
-        let mut effects: Vec<AfterCommit> = Vec::new();
-        // Settle 4: the deadline wins.
-        if deadline_passed(task, now) {
-            return Ok(
-                if self
-                    .expire_park(&mut Unit::of(tx, run, now, &mut effects), task, expect_token)
-                    .await?
-                {
-                    Step::Settled(effects)
-                } else {
-                    Step::Idle
-                },
-            );
-        }
-        // Settle 5: the payload's links (its grammar was door 1; the park stands).
-        let links = results::linked_uploads(&payload.blocks);
-        // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
-        self.check_result_uploads(tx, Committer::Executor(executor.id), &links)
-            .await?;
-        // Settle 6: unstorable bytes close a tool park; an await stays open.
-        if payload.unstorable() {
-            if ask {
-                return Err(unstorable());
-            }
-            let next = task.clone();
-            let error = SettleError {
-                key: task_error::RESULT_UNSTORABLE.to_string(),
-                detail: Some(UNSUPPORTED_TEXT.to_string()),
-            };
-            return Ok(
-                if self
-                    .settle_park(
-                        &mut Unit::of(tx, run, now, &mut effects),
-                        task,
-                        next,
-                        TaskStatus::Failed,
-                        Some(error),
-                        expect_token,
-                    )
-                    .await?
-                {
-                    Step::Unstorable(effects)
-                } else {
-                    Step::Idle
-                },
-            );
-        }
-        // Settle 7–8: failed or completed.
-        let mut next = task.clone();
-        payload.write(&mut next);
-        let (to, error) = if failed {
-            let key = if ask { "await_failed" } else { task_error::TOOL_FAILED };
-            (
-                TaskStatus::Failed,
-                Some(SettleError {
-                    key: key.to_string(),
-                    detail: payload.first_text(),
-                }),
-            )
-        } else {
-            (TaskStatus::Completed, None)
-        };
-        if !self
-            .settle_park(
-                &mut Unit::of(tx, run, now, &mut effects),
-                task,
-                next,
-                to,
-                error,
-                expect_token,
-            )
-            .await?
-        {
-            return Ok(Step::Idle);
-        }
-        self.bind_result_uploads(tx, task.id, &links).await?;
-        Ok(Step::Settled(effects))
+        Ok(ask)
     }
+}
+
+/// Settle 2–3: the row is at its park (else it was never started), and a tool row's token is
+/// the current one (a tokenless ask is accepted by address). The token the settle expects.
+fn expected_token<'t>(
+    task: &TaskRow,
+    executor: &ExecutorRow,
+    ask: bool,
+    token: &'t str,
+) -> KernelResult<Option<&'t str>> {
+    let parked = if ask {
+        TaskStatus::AwaitingInput
+    } else {
+        TaskStatus::Dispatched
+    };
+    if task.status != parked {
+        return Err(refuse(
+            Code::TaskNotRunning,
+            format!("the row is {}: it was never started", task.status),
+        ));
+    }
+    if ask {
+        return Ok(None);
+    }
+    if !is_claimant(task, executor, token) {
+        return Err(refuse(
+            Code::StaleClaim,
+            "the claim token is not the row's current token",
+        ));
+    }
+    Ok(Some(token))
+}
+
+/// Settle 7–8: the row with the result written, and its settled status (`failed` with the
+/// first text block as the error's detail, or `completed`).
+fn settlement(
+    task: &TaskRow,
+    payload: &Payload,
+    failed: bool,
+    ask: bool,
+) -> (TaskRow, TaskStatus, Option<SettleError>) {
+    let mut next = task.clone();
+    payload.write(&mut next);
+    if !failed {
+        return (next, TaskStatus::Completed, None);
+    }
+    let key = if ask { "await_failed" } else { task_error::TOOL_FAILED };
+    let error = SettleError {
+        key: key.to_string(),
+        detail: payload.first_text(),
+    };
+    (next, TaskStatus::Failed, Some(error))
 }
 
 /// A commit request, with what could be worked out before the row lock.
@@ -441,7 +459,7 @@ struct Presented<'a> {
     /// The run's creator keeps write standing (door 5).
     creator_standing: bool,
     /// The payload, its grammar checked (door 1).
-    payload: Payload,
+    payload: &'a Payload,
 }
 
 /// What the settle engine decided.

@@ -122,6 +122,27 @@ pub struct ClaimGrant {
     pub deadline_at: String,
 }
 
+/// Where an inbox row's tool members are read from.
+struct RowAt<'a> {
+    run: &'a RunRow,
+    task: &'a TaskRow,
+    /// `tool_call` or `approval`.
+    kind: &'static str,
+    ws_public: Uuid,
+    /// The hosting conversation's id, or null.
+    conversation: &'a Value,
+}
+
+/// The members of an `ask` row: its frozen prompt, options and `multi`.
+fn ask_detail(task: &TaskRow) -> RowDetail {
+    let ask = Frozen::ask_of(task);
+    RowDetail::Ask {
+        prompt: json!(ask.as_ref().map_or("", |a| a.prompt.as_str())),
+        options: ask.as_ref().and_then(|a| a.options.as_ref()).map(|o| json!(o)),
+        multi: ask.as_ref().map(|a| Value::Bool(a.multi)),
+    }
+}
+
 impl Kernel {
     /// The memory scope of the round that declared `task` (`{workspace_public_id,
     /// conversation_public_id, user_public_id}`), else one built from the run.
@@ -182,52 +203,16 @@ impl Kernel {
         };
         let detail = match kind {
             "tool_call" | "approval" => {
-                let target = match task.target_executor_id {
-                    Some(t) => self
-                        .executor_public(l, t)
-                        .await?
-                        .map(|(executor_public_id, display_name)| Target {
-                            executor_public_id,
-                            display_name,
-                        }),
-                    None => None,
+                let at = RowAt {
+                    run,
+                    task,
+                    kind,
+                    ws_public,
+                    conversation: &conversation,
                 };
-                let effect_profile = if kind == "approval" {
-                    parse(task.effect_profile.as_deref()).filter(|p| !p.is_null())
-                } else {
-                    None
-                };
-                let (mut scope, mut model_context) = (None, None);
-                if kind == "tool_call" {
-                    // A kernel-named row dispatched externally (in v1: `skill` loads).
-                    if task
-                        .tool_name
-                        .as_deref()
-                        .is_some_and(|n| nexus_core::registry::resolve_wire(n).is_some())
-                    {
-                        scope = Some(self.scope_of(l, run, task, ws_public, &conversation).await?);
-                    }
-                    model_context = Frozen::model_context_of(task).filter(|v| !v.is_null());
-                }
-                RowDetail::Tool {
-                    tool_name: task.tool_name.clone(),
-                    tool_alias: task.tool_alias.clone(),
-                    target,
-                    tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
-                    tool_call_id: task.tool_call_id.clone(),
-                    effect_profile,
-                    scope,
-                    model_context,
-                }
+                self.tool_detail(l, at).await?
             }
-            _ => {
-                let ask = Frozen::ask_of(task);
-                RowDetail::Ask {
-                    prompt: json!(ask.as_ref().map_or("", |a| a.prompt.as_str())),
-                    options: ask.as_ref().and_then(|a| a.options.as_ref()).map(|o| json!(o)),
-                    multi: ask.as_ref().map(|a| Value::Bool(a.multi)),
-                }
-            }
+            _ => ask_detail(task),
         };
         Ok(InboxRow {
             kind,
@@ -242,6 +227,55 @@ impl Kernel {
             conversation_public_id: conversation,
             parent_public_id: parent,
             detail,
+        })
+    }
+
+    /// The members of a `tool_call` or `approval` row: the target runner, the frozen input, an
+    /// approval's effect profile, and a kernel-named row's memory scope and model context.
+    async fn tool_detail(&self, l: &mut Names, at: RowAt<'_>) -> KernelResult<RowDetail> {
+        let RowAt {
+            run,
+            task,
+            kind,
+            ws_public,
+            conversation,
+        } = at;
+        let target = match task.target_executor_id {
+            Some(t) => self
+                .executor_public(l, t)
+                .await?
+                .map(|(executor_public_id, display_name)| Target {
+                    executor_public_id,
+                    display_name,
+                }),
+            None => None,
+        };
+        let effect_profile = if kind == "approval" {
+            parse(task.effect_profile.as_deref()).filter(|p| !p.is_null())
+        } else {
+            None
+        };
+        let (mut scope, mut model_context) = (None, None);
+        if kind == "tool_call" {
+            // A kernel-named row dispatched externally (in v1: `skill` loads).
+            if task
+                .tool_name
+                .as_deref()
+                .is_some_and(|n| nexus_core::registry::resolve_wire(n).is_some())
+            {
+                scope = Some(self.scope_of(l, run, task, ws_public, conversation).await?);
+            }
+            model_context = Frozen::model_context_of(task).filter(|v| !v.is_null());
+        }
+        Ok(RowDetail::Tool {
+            tool_name: task.tool_name.clone(),
+            tool_alias: task.tool_alias.clone(),
+            target,
+            tool_input: parse(task.tool_input.as_deref()).unwrap_or_else(|| json!({})),
+            tool_call_id: task.tool_call_id.clone(),
+            effect_profile,
+            scope,
+            model_context,
         })
     }
 

@@ -1,7 +1,7 @@
 //! The executor plane (executor.md, issue 5).
 //!
 //! `announce.rs` (`PUT X/announcement`, §4), `discovery.rs` (member-plane `GET /executors`, §3),
-//! `push.rs` (the frames behind `GET X/channel`, §10, and the `push_work` / `push_cancel`
+//! `frames.rs` (the frames of `GET X/channel`, §10), `push.rs` (the frames' sources and the `push_work` / `push_cancel`
 //! hand-offs to the signals seam), `progress.rs` (`POST X/progress`, §11; its cadence clock in
 //! `cadence.rs`), and the inbox: `inbox.rs`, `claim.rs` (claim, claim status, extend),
 //! `commit.rs` and `settle.rs` (the single settle). The channels themselves are the signals
@@ -16,6 +16,7 @@ pub mod cadence;
 pub mod claim;
 pub mod commit;
 pub mod discovery;
+pub mod frames;
 pub mod inbox;
 pub mod progress;
 pub mod push;

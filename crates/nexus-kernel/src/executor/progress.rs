@@ -14,6 +14,7 @@ use std::time::Instant;
 use nexus_core::codes::Code;
 use nexus_core::{bounds, jcs};
 use nexus_store::{Engine, TaskStatus};
+use serde::Serialize;
 use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
@@ -40,13 +41,30 @@ pub enum ProgressOutcome {
 }
 
 impl ProgressOutcome {
-    /// The 202 body.
-    pub fn to_json(self) -> Value {
+    /// The 202 body's `reason` (`None` when relayed).
+    pub fn reason(self) -> Option<&'static str> {
         match self {
-            ProgressOutcome::Relayed => serde_json::json!({"relayed": true}),
-            ProgressOutcome::DroppedSettled => serde_json::json!({"relayed": false, "reason": "settled"}),
-            ProgressOutcome::DroppedCadence => serde_json::json!({"relayed": false, "reason": "cadence"}),
+            ProgressOutcome::Relayed => None,
+            ProgressOutcome::DroppedSettled => Some("settled"),
+            ProgressOutcome::DroppedCadence => Some("cadence"),
         }
+    }
+}
+
+/// The 202 body: `{relayed: true}` or `{relayed: false, reason}`.
+impl Serialize for ProgressOutcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Body {
+            relayed: bool,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            reason: Option<&'static str>,
+        }
+        Body {
+            relayed: *self == ProgressOutcome::Relayed,
+            reason: self.reason(),
+        }
+        .serialize(s)
     }
 }
 
@@ -54,17 +72,33 @@ fn invalid(path: &str, message: &str) -> KernelError {
     KernelError::new(Code::InvalidFrame, format!("invalid progress frame: {message}")).with_path(path)
 }
 
-/// The frame's checked fields.
-struct Frame<'a> {
-    run: Uuid,
+/// A checked progress frame, the request of [`Kernel::progress`]: built by [`parse`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frame {
+    pub run: Uuid,
+    pub task_key: String,
+    pub claim_token: String,
+    pub text_tail: Option<String>,
+    pub structured: Option<Value>,
+}
+
+/// The relayed `executor_progress` frame: the sent frame stamped with its sender, tool and
+/// time.
+#[derive(Serialize)]
+struct Relayed<'a> {
+    run_public_id: Uuid,
     task_key: &'a str,
-    claim_token: &'a str,
+    executor_public_id: Uuid,
+    tool_name: Option<&'a str>,
+    at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
     text_tail: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     structured: Option<&'a Value>,
 }
 
 /// Checks `{frame: {run_public_id, task_key, claim_token, text_tail?, structured?}}`.
-fn parse(body: &Value) -> KernelResult<Frame<'_>> {
+pub fn parse(body: &Value) -> KernelResult<Frame> {
     let Some(frame) = body.get("frame") else {
         return Err(invalid("frame", "the body needs a frame object"));
     };
@@ -86,23 +120,22 @@ fn parse(body: &Value) -> KernelResult<Frame<'_>> {
         string("claim_token").ok_or_else(|| invalid("frame.claim_token", "claim_token must be a string"))?;
     let text_tail = match obj.get("text_tail") {
         None => None,
-        Some(Value::String(s)) => Some(s.as_str()),
+        Some(Value::String(s)) => Some(s.clone()),
         Some(_) => return Err(invalid("frame.text_tail", "text_tail must be a string")),
     };
     Ok(Frame {
         run,
-        task_key,
-        claim_token,
+        task_key: task_key.to_string(),
+        claim_token: claim_token.to_string(),
         text_tail,
-        structured: obj.get("structured"),
+        structured: obj.get("structured").cloned(),
     })
 }
 
 impl Kernel {
-    /// `POST X/progress`: 202 with the outcome, or a refusal (`invalid_frame`,
-    /// `frame_too_large`, `not_found`, `not_claimant`).
-    pub async fn progress(&self, principal: &ExecutorPrincipal, body: &Value) -> KernelResult<ProgressOutcome> {
-        let frame = parse(body)?;
+    /// `POST X/progress`: 202 with the outcome, or a refusal (`not_found`, `not_claimant`;
+    /// [`parse`] refuses `invalid_frame` and `frame_too_large`).
+    pub async fn progress(&self, principal: &ExecutorPrincipal, frame: &Frame) -> KernelResult<ProgressOutcome> {
         let executor = &principal.executor;
         let not_found = || KernelError::new(Code::NotFound, "no such task in this executor's account");
         let run = self.store.run_by_public_id(frame.run).await?.ok_or_else(not_found)?;
@@ -113,7 +146,7 @@ impl Kernel {
             .ok_or_else(not_found)?;
         let task = self
             .store
-            .task_by_key(run.id, frame.task_key)
+            .task_by_key(run.id, &frame.task_key)
             .await?
             .ok_or_else(not_found)?;
         if task.status.is_settled() || run.status.is_terminal() {
@@ -132,31 +165,19 @@ impl Kernel {
         if !self.state.progress_cadence.take_slot(task.id, Instant::now()) {
             return Ok(ProgressOutcome::DroppedCadence);
         }
-        let mut out = Map::new();
-        out.insert("run_public_id".into(), Value::String(run.public_id.to_string()));
-        out.insert("task_key".into(), Value::String(task.key.clone()));
-        out.insert(
-            "executor_public_id".into(),
-            Value::String(executor.public_id.to_string()),
-        );
-        out.insert(
-            "tool_name".into(),
-            task.tool_name.clone().map(Value::String).unwrap_or(Value::Null),
-        );
-        out.insert("at".into(), Value::from(self.now_ms()));
-        if let Some(t) = frame.text_tail {
-            out.insert("text_tail".into(), Value::String(t.to_string()));
-        }
-        if let Some(s) = frame.structured {
-            out.insert("structured".into(), s.clone());
-        }
-        self.state.signals.relay_ephemeral(
-            run.id,
-            Ephemeral {
-                kind: EVENT,
-                data: Value::Object(out),
-            },
-        );
+        let relayed = Relayed {
+            run_public_id: run.public_id,
+            task_key: &task.key,
+            executor_public_id: executor.public_id,
+            tool_name: task.tool_name.as_deref(),
+            at: self.now_ms(),
+            text_tail: frame.text_tail.as_deref(),
+            structured: frame.structured.as_ref(),
+        };
+        let data = serde_json::to_value(relayed).expect("a progress frame always serializes");
+        self.state
+            .signals
+            .relay_ephemeral(run.id, Ephemeral { kind: EVENT, data });
         Ok(ProgressOutcome::Relayed)
     }
 
@@ -170,6 +191,20 @@ impl Kernel {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_outcome_serializes_as_the_202_body() {
+        let body = |o| serde_json::to_string(&o).unwrap();
+        assert_eq!(body(ProgressOutcome::Relayed), r#"{"relayed":true}"#);
+        assert_eq!(
+            body(ProgressOutcome::DroppedSettled),
+            r#"{"relayed":false,"reason":"settled"}"#
+        );
+        assert_eq!(
+            body(ProgressOutcome::DroppedCadence),
+            r#"{"relayed":false,"reason":"cadence"}"#
+        );
+    }
 
     #[test]
     fn frame_grammar() {

@@ -3,12 +3,12 @@
 //! after commits, as `work_available` and `work_canceled`.
 //!
 //! Publication is best effort and failures are swallowed: an executor with no open channel
-//! simply misses the frame, and polling the HTTP inbox is always sufficient. Frames are JSON
-//! text, never an executable payload.
+//! simply misses the frame, and polling the HTTP inbox is always sufficient. Frames are typed
+//! (`frames.rs`) and sent as JSON text, never an executable payload.
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
+use nexus_api::inbox::RowKind;
 use uuid::Uuid;
 
 use nexus_store::{Engine, ExecutorStatus, TaskRow, TaskStatus};
@@ -16,27 +16,34 @@ use nexus_store::{Engine, ExecutorStatus, TaskRow, TaskStatus};
 use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::KernelResult;
+use crate::executor::frames::PushFrame;
 use crate::executor::inbox::inbox_kind;
 use crate::runs::AfterCommit;
 use crate::signals::Subscription;
 
 /// `{"type":"work_available","kind","run_public_id","task_key"}`.
-pub fn work_available_frame(kind: &str, run: Uuid, task_key: &str) -> Value {
-    json!({"type": "work_available", "kind": kind, "run_public_id": run, "task_key": task_key})
+pub fn work_available_frame(kind: &str, run: Uuid, task_key: &str) -> PushFrame {
+    PushFrame::WorkAvailable {
+        kind: RowKind::from(kind),
+        run_public_id: run,
+        task_key: task_key.to_string(),
+    }
 }
 
 /// `{"type":"work_canceled","run_public_id","task_key"}`.
-pub fn work_canceled_frame(run: Uuid, task_key: &str) -> Value {
-    json!({"type": "work_canceled", "run_public_id": run, "task_key": task_key})
+pub fn work_canceled_frame(run: Uuid, task_key: &str) -> PushFrame {
+    PushFrame::WorkCanceled {
+        run_public_id: run,
+        task_key: task_key.to_string(),
+    }
 }
 
 /// `{"type":"hello","executor_public_id","credential_epoch"}`: the first frame on a channel.
-pub fn hello_frame(principal: &ExecutorPrincipal) -> Value {
-    json!({
-        "type": "hello",
-        "executor_public_id": principal.executor.public_id,
-        "credential_epoch": principal.executor.credential_epoch,
-    })
+pub fn hello_frame(principal: &ExecutorPrincipal) -> PushFrame {
+    PushFrame::Hello {
+        executor_public_id: principal.executor.public_id,
+        credential_epoch: principal.executor.credential_epoch,
+    }
 }
 
 /// The executor holding `task` in its inbox, if any: the claimant of a claimed `dispatched`
@@ -107,7 +114,7 @@ impl Kernel {
     /// Opens a push channel for an authenticated executor: the receiver of its frames from now
     /// on, and the `hello` frame to send first. The executor counts as seen now (discovery's
     /// `last_seen_at` moves on every connect, not only on an announcement).
-    pub async fn open_channel(&self, principal: &ExecutorPrincipal) -> (Value, Subscription<Value>) {
+    pub async fn open_channel(&self, principal: &ExecutorPrincipal) -> (PushFrame, Subscription<PushFrame>) {
         let rx = self.state.signals.subscribe_executor(principal.executor.public_id);
         self.mark_seen(principal).await;
         (hello_frame(principal), rx)

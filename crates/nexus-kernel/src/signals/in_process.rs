@@ -19,11 +19,11 @@ use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
 use nexus_store::{ConversationEventRow, Engine, EventRow, Store};
-use serde_json::Value;
 use tokio::sync::{Notify, broadcast};
 use uuid::Uuid;
 
 use super::{Abort, Ephemeral, Subscription};
+use crate::executor::frames::PushFrame;
 
 /// Events buffered per run or conversation feed before a slow subscriber starts lagging (it
 /// re-reads the store).
@@ -50,7 +50,7 @@ pub struct InProcessSignals {
     /// Woken after a commit that inserted a job.
     jobs: Notify,
     /// Per-executor push channels, by public id.
-    executors: Channels<Uuid>,
+    executors: Channels<Uuid, PushFrame>,
     /// Per-run progress relays, by internal run id.
     progress: Channels<i64, Ephemeral>,
     /// In-flight model calls by task id: a stop aborts them.
@@ -146,11 +146,11 @@ impl InProcessSignals {
         self.jobs.notified().await
     }
 
-    pub(super) fn push_to_executor(&self, executor: Uuid, frame: Value) {
+    pub(super) fn push_to_executor(&self, executor: Uuid, frame: PushFrame) {
         self.executors.send(executor, frame);
     }
 
-    pub(super) fn subscribe_executor(&self, executor: Uuid) -> Subscription<Value> {
+    pub(super) fn subscribe_executor(&self, executor: Uuid) -> Subscription<PushFrame> {
         self.executors.subscribe(executor)
     }
 
@@ -306,7 +306,7 @@ impl<R> Feed<R> {
 }
 
 /// Broadcast channels of frames (`F`) by key, each created by its first subscriber.
-struct Channels<K, F = Value> {
+struct Channels<K, F> {
     senders: Mutex<HashMap<K, broadcast::Sender<F>>>,
     buffer: usize,
 }
@@ -356,7 +356,7 @@ mod tests {
 
     #[test]
     fn frames_reach_open_channels_only() {
-        let hub = Channels::<Uuid>::new(EXECUTOR_CHANNEL_BUFFER);
+        let hub = Channels::<Uuid, PushFrame>::new(EXECUTOR_CHANNEL_BUFFER);
         let a = Uuid::now_v7();
         let run = Uuid::now_v7();
         hub.send(a, work_available_frame("tool_call", run, "k")); // nobody listening: dropped
@@ -366,11 +366,8 @@ mod tests {
         hub.send(a, work_available_frame("tool_call", run, "k"));
         hub.send(a, work_canceled_frame(run, "k"));
         let f = rx.try_recv().unwrap();
-        assert_eq!(
-            f.to_string(),
-            format!(r#"{{"type":"work_available","kind":"tool_call","run_public_id":"{run}","task_key":"k"}}"#)
-        );
-        assert_eq!(rx.try_recv().unwrap()["type"], "work_canceled");
+        assert_eq!(f, work_available_frame("tool_call", run, "k"));
+        assert_eq!(rx.try_recv().unwrap(), work_canceled_frame(run, "k"));
         drop(rx);
         assert!(!hub.is_connected(a));
         hub.send(a, work_canceled_frame(run, "k"));

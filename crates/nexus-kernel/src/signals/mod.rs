@@ -34,8 +34,9 @@ mod in_process;
 mod pg;
 
 use nexus_store::{ConversationEventRow, EventRow, Store};
-use serde_json::Value;
 use uuid::Uuid;
+
+use crate::executor::frames::PushFrame;
 
 pub use handles::{Abort, Ephemeral, RecvError, Subscription, TryRecvError};
 pub use in_process::InProcessSignals;
@@ -121,7 +122,7 @@ impl Signals {
     /// After a commit: sends `frame` (`work_available`, `work_canceled`) to every open push
     /// channel of executor `executor` (public id). Best effort: with no channel open it is
     /// dropped, and polling the inbox is always sufficient.
-    pub fn push_to_executor(&self, executor: Uuid, frame: Value) {
+    pub fn push_to_executor(&self, executor: Uuid, frame: PushFrame) {
         match self {
             Signals::InProcess(s) => s.push_to_executor(executor, frame),
             Signals::Postgres(s) => s.push_to_executor(executor, frame),
@@ -129,7 +130,7 @@ impl Signals {
     }
 
     /// The frames pushed to `executor` from now on (its push channel).
-    pub fn subscribe_executor(&self, executor: Uuid) -> Subscription<Value> {
+    pub fn subscribe_executor(&self, executor: Uuid) -> Subscription<PushFrame> {
         match self {
             Signals::InProcess(s) => s.subscribe_executor(executor),
             Signals::Postgres(s) => s.local().subscribe_executor(executor),

@@ -35,11 +35,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nexus_store::{Engine, NOTICE_PAYLOAD_MAX, Store, TaskStatus};
-use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 
 use super::{Ephemeral, InProcessSignals};
+use crate::executor::frames::PushFrame;
 
 /// The most notices one statement sends.
 const SEND_BATCH: usize = 512;
@@ -114,8 +114,8 @@ impl PgSignals {
         self.local.wake_jobs();
     }
 
-    pub(super) fn push_to_executor(&self, executor: Uuid, frame: Value) {
-        self.notice('w', format_args!("{executor}|{frame}"));
+    pub(super) fn push_to_executor(&self, executor: Uuid, frame: PushFrame) {
+        self.notice('w', format_args!("{executor}|{}", frame.to_text()));
         self.local.push_to_executor(executor, frame);
     }
 
@@ -239,7 +239,7 @@ async fn deliver(store: &Store, local: &Arc<InProcessSignals>, node: &str, paylo
             let Some((executor, frame)) = rest.split_once('|') else {
                 return;
             };
-            if let (Ok(executor), Ok(frame)) = (executor.parse(), serde_json::from_str(frame)) {
+            if let (Ok(executor), Some(frame)) = (executor.parse(), PushFrame::from_text(frame)) {
                 local.push_to_executor(executor, frame);
             }
         }

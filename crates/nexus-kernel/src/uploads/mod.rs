@@ -19,10 +19,11 @@ pub mod media;
 pub mod reap;
 pub mod state;
 
+use nexus_api::uploads::{Upload, UploadEnvelope};
 use nexus_core::codes::Code;
 use nexus_core::results::UPLOAD_URI_PREFIX;
 use nexus_store::{Engine, NewUpload, TaskStatus, Tx, UploadRow};
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
@@ -97,14 +98,21 @@ fn unknown_result_upload(id: &Uuid) -> KernelError {
 }
 
 /// The public descriptor (uploads.md §1).
-pub fn descriptor(u: &UploadRow) -> Value {
-    json!({
-        "public_id": u.public_id.to_string(),
-        "filename": u.filename,
-        "content_type": u.content_type,
-        "byte_size": u.byte_size,
-        "created_at": time::iso(u.created_at),
-    })
+pub fn descriptor(u: &UploadRow) -> Upload {
+    Upload {
+        public_id: u.public_id.to_string(),
+        filename: u.filename.clone(),
+        content_type: u.content_type.clone(),
+        // A stored size is never negative (the store's CHECK and the writer both hold it).
+        byte_size: u64::try_from(u.byte_size).unwrap_or_default(),
+        created_at: time::iso(u.created_at),
+        rest: Map::new(),
+    }
+}
+
+/// The `{upload}` answer of ingest and of the descriptor reads.
+pub fn envelope(u: &UploadRow) -> UploadEnvelope {
+    UploadEnvelope { upload: descriptor(u) }
 }
 
 /// Whether `text` names `nexus://uploads/<id>` anywhere inside a JSON string.
@@ -133,7 +141,7 @@ impl Kernel {
         creator: Creator<'_>,
         filename: &str,
         writer: UploadWriter,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<UploadEnvelope> {
         let UploadWriter { staging, sniffer } = writer;
         let detected = sniffer.finish();
         let staged = staging.finish().await.map_err(io_error)?;
@@ -164,25 +172,25 @@ impl Kernel {
             })
             .await?;
         tx.commit().await?;
-        Ok(json!({ "upload": descriptor(&row) }))
+        Ok(envelope(&row))
     }
 
     /// `GET /uploads/{id}`: only the creating member reads the descriptor.
-    pub async fn get_upload(&self, p: &MemberPrincipal, id: Uuid) -> KernelResult<Value> {
+    pub async fn get_upload(&self, p: &MemberPrincipal, id: Uuid) -> KernelResult<UploadEnvelope> {
         let u = self.store.upload_by_public_id(id).await?.ok_or_else(not_found)?;
         if u.creator_member_id != Some(p.member.id) {
             return Err(not_found());
         }
-        Ok(json!({ "upload": descriptor(&u) }))
+        Ok(envelope(&u))
     }
 
     /// `GET /executor/uploads/{id}`: an executor reads the descriptor of its own capture.
-    pub async fn get_capture(&self, e: &ExecutorPrincipal, id: Uuid) -> KernelResult<Value> {
+    pub async fn get_capture(&self, e: &ExecutorPrincipal, id: Uuid) -> KernelResult<UploadEnvelope> {
         let u = self.store.upload_by_public_id(id).await?.ok_or_else(not_found)?;
         if u.creator_executor_id != Some(e.executor.id) {
             return Err(not_found());
         }
-        Ok(json!({ "upload": descriptor(&u) }))
+        Ok(envelope(&u))
     }
 
     /// `GET /uploads/{id}/bytes`: the creator, or a member with standing in a workspace whose

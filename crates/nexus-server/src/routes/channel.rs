@@ -47,7 +47,7 @@ async fn serve(kernel: Kernel, principal: ExecutorPrincipal, socket: WebSocket) 
 
 async fn relay(kernel: &Kernel, principal: &ExecutorPrincipal, mut socket: WebSocket) {
     let (hello, mut rx) = kernel.open_channel(principal).await;
-    if socket.send(Message::Text(hello.to_string().into())).await.is_err() {
+    if socket.send(Message::Text(hello.to_text().into())).await.is_err() {
         return;
     }
     let mut ping = tokio::time::interval_at(tokio::time::Instant::now() + PING_INTERVAL, PING_INTERVAL);
@@ -55,7 +55,7 @@ async fn relay(kernel: &Kernel, principal: &ExecutorPrincipal, mut socket: WebSo
         tokio::select! {
             frame = rx.recv() => match frame {
                 Ok(frame) => {
-                    if socket.send(Message::Text(frame.to_string().into())).await.is_err() {
+                    if socket.send(Message::Text(frame.to_text().into())).await.is_err() {
                         return;
                     }
                 }

@@ -7,7 +7,9 @@ use crate::extract::{Path, Query};
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
-use serde_json::Value;
+use nexus_api::executors::{ExecutorDescription, ExecutorEnvelope, ExecutorList};
+use nexus_kernel::executor::announce::validate;
+use nexus_kernel::executor::{ProgressOutcome, progress};
 
 use crate::AppState;
 use crate::auth::{Executor, Member};
@@ -15,7 +17,7 @@ use crate::body::JsonObject;
 use crate::error::ApiResult;
 use crate::routes::runs::path_id;
 
-pub async fn describe(State(state): State<AppState>, Executor(principal): Executor) -> Json<Value> {
+pub async fn describe(State(state): State<AppState>, Executor(principal): Executor) -> Json<ExecutorDescription> {
     Json(state.kernel.executor_description(&principal))
 }
 
@@ -24,8 +26,9 @@ pub async fn announce(
     State(state): State<AppState>,
     Executor(principal): Executor,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
-    Ok(Json(state.kernel.announce(&principal, &body).await?))
+) -> ApiResult<Json<ExecutorDescription>> {
+    let announcement = validate(&body)?;
+    Ok(Json(state.kernel.announce(&principal, &announcement).await?))
 }
 
 /// `POST X/progress`: 202, relayed or dropped.
@@ -33,9 +36,10 @@ pub async fn progress(
     State(state): State<AppState>,
     Executor(principal): Executor,
     JsonObject(body): JsonObject,
-) -> ApiResult<(StatusCode, Json<Value>)> {
-    let outcome = state.kernel.progress(&principal, &body).await?;
-    Ok((StatusCode::ACCEPTED, Json(outcome.to_json())))
+) -> ApiResult<(StatusCode, Json<ProgressOutcome>)> {
+    let frame = progress::parse(&body)?;
+    let outcome = state.kernel.progress(&principal, &frame).await?;
+    Ok((StatusCode::ACCEPTED, Json(outcome)))
 }
 
 /// `GET /agent_api/v1/executors?kind=runner`.
@@ -43,13 +47,17 @@ pub async fn list(
     State(state): State<AppState>,
     Member(p): Member,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ExecutorList>> {
     Ok(Json(
         state.kernel.list_runners(&p, q.get("kind").map(String::as_str)).await?,
     ))
 }
 
 /// `GET /agent_api/v1/executors/{id}`: a malformed id is a 404 like an unknown one.
-pub async fn get(State(state): State<AppState>, Member(p): Member, Path(id): Path<String>) -> ApiResult<Json<Value>> {
+pub async fn get(
+    State(state): State<AppState>,
+    Member(p): Member,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ExecutorEnvelope>> {
     Ok(Json(state.kernel.get_runner(&p, path_id(&id)?).await?))
 }

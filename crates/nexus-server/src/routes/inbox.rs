@@ -13,7 +13,8 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use nexus_core::codes::Code;
 use nexus_kernel::KernelError;
-use nexus_kernel::executor::commit::CommitReply;
+use nexus_kernel::executor::claim::Extend;
+use nexus_kernel::executor::commit::{CommitReply, CommitRequest};
 use nexus_kernel::executor::inbox::{ClaimReply, InboxPage};
 
 use crate::AppState;
@@ -115,7 +116,8 @@ pub async fn extend(
     Path((run, key)): Path<(String, String)>,
     JsonObject(body): JsonObject,
 ) -> InboxResult<Json<ClaimReply>> {
-    Ok(Json(state.kernel.extend(&p, path_id(&run)?, &key, &body).await?))
+    let extend = Extend::parse(&body);
+    Ok(Json(state.kernel.extend(&p, path_id(&run)?, &key, &extend).await?))
 }
 
 /// `POST X/inbox/{run}/{task}/commit` with the flat result envelope.
@@ -125,5 +127,7 @@ pub async fn commit(
     Path((run, key)): Path<(String, String)>,
     JsonObject(body): JsonObject,
 ) -> InboxResult<Json<CommitReply>> {
-    Ok(Json(state.kernel.commit(&p, path_id(&run)?, &key, &body).await?))
+    let run = path_id(&run)?;
+    let commit = CommitRequest::parse(&body)?;
+    Ok(Json(state.kernel.commit(&p, run, &key, &commit).await?))
 }

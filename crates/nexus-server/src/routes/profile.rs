@@ -5,7 +5,8 @@ use std::collections::HashMap;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use serde_json::Value;
+use nexus_api::profile::MemberList;
+use nexus_kernel::profile::ProfileReply;
 
 use super::runs::path_id;
 use crate::AppState;
@@ -13,7 +14,7 @@ use crate::auth::Member;
 use crate::body::JsonObject;
 use crate::error::ApiResult;
 
-pub async fn read(State(state): State<AppState>, Member(principal): Member) -> ApiResult<Json<Value>> {
+pub async fn read(State(state): State<AppState>, Member(principal): Member) -> ApiResult<Json<ProfileReply>> {
     Ok(Json(state.kernel.profile(&principal).await?))
 }
 
@@ -23,7 +24,7 @@ pub async fn members(
     Member(principal): Member,
     Path(ws): Path<String>,
     Query(q): Query<HashMap<String, String>>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<MemberList>> {
     let kind = q.get("kind").map(String::as_str);
     Ok(Json(
         state.kernel.workspace_members(&principal, path_id(&ws)?, kind).await?,
@@ -34,6 +35,6 @@ pub async fn put_configuration(
     State(state): State<AppState>,
     Member(principal): Member,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ProfileReply>> {
     Ok(Json(state.kernel.put_configuration(&principal, &body).await?))
 }

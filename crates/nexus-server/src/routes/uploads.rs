@@ -11,6 +11,7 @@ use axum::extract::multipart::{MultipartError, MultipartRejection};
 use axum::extract::{Multipart, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use nexus_api::uploads::UploadEnvelope;
 use nexus_core::bounds;
 use nexus_core::codes::Code;
 use nexus_kernel::Kernel;
@@ -125,7 +126,7 @@ pub async fn get(
     State(state): State<AppState>,
     Member(p): Member,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<UploadEnvelope>> {
     Ok(Json(state.kernel.get_upload(&p, path_id(&id)?).await?))
 }
 
@@ -145,7 +146,7 @@ pub async fn get_capture(
     State(state): State<AppState>,
     Executor(e): Executor,
     Path(id): Path<String>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<UploadEnvelope>> {
     Ok(Json(state.kernel.get_capture(&e, path_id(&id)?).await?))
 }
 
@@ -161,7 +162,7 @@ pub async fn claim_attachment(
     headers: HeaderMap,
 ) -> ApiResult<Response> {
     let read = claim_read(&state.kernel, &e, &run, &task, &upload, &headers).await?;
-    let mut response = Json(serde_json::json!({"upload": nexus_kernel::uploads::descriptor(&read)})).into_response();
+    let mut response = Json(nexus_kernel::uploads::envelope(&read)).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
