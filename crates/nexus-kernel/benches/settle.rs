@@ -32,7 +32,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use nexus_kernel::executor::announce::validate;
+use nexus_kernel::executor::announce;
 use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::{ExecutorPrincipal, Kernel};
 use nexus_store::testing::{self, TestStore, inbox_bench};
@@ -94,7 +94,7 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
     kernel
         .announce(
             &runner,
-            &validate(&inbox_bench::echo_announcement()).expect("a valid announcement"),
+            &announce::parse(&inbox_bench::echo_announcement()).expect("a valid announcement"),
         )
         .await
         .expect("announce");

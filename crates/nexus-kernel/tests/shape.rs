@@ -16,9 +16,6 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions still over the bound: (crate, file under `src/`, function, lines today).
 const LONG_ALLOWED: &[(&str, &str, &str, usize)] = &[
-    ("nexus-kernel", "executor/announce.rs", "validate", 232),
-    ("nexus-kernel", "executor/commit.rs", "commit_in", 146),
-    ("nexus-kernel", "executor/inbox.rs", "inbox_row", 87),
     ("nexus-kernel", "runs/round/apply.rs", "apply_unit", 179),
     ("nexus-kernel", "runs/round/apply.rs", "plan_calls", 85),
     ("nexus-kernel", "runs/round/expand.rs", "expand", 131),

@@ -5,7 +5,7 @@
 //! the whole list before the next begins, so kernel classification (check 3) refuses a
 //! reserved name at `tools[1].name` even when `tools[0].name` is malformed (check 4): the
 //! classification is "before format" across the announcement, not per entry. The server
-//! calls [`validate`] (parse) and then [`Kernel::announce`] (apply).
+//! calls [`parse`] and then [`Kernel::announce`] (apply).
 
 use std::collections::HashSet;
 
@@ -20,7 +20,7 @@ use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 
-/// The validated, reduced announcement, ready to store. Only [`validate`] builds one, so a
+/// The validated, reduced announcement, ready to store. Only [`parse`] builds one, so a
 /// value of this type has passed the twelve checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Validated {
@@ -86,7 +86,7 @@ fn name_of(entry: &Map<String, Value>) -> &str {
 }
 
 /// Runs the twelve checks of executor.md §4 in order over `body` and returns the stored form.
-pub fn validate(body: &Value) -> KernelResult<Validated> {
+pub fn parse(body: &Value) -> KernelResult<Validated> {
     let (tools, entries) = tool_entries(body)?;
     check_tool_names(&entries)?;
     let profiles = effect_profiles(&entries)?;
@@ -394,7 +394,7 @@ mod tests {
     }
 
     fn err(body: Value) -> KernelError {
-        validate(&body).unwrap_err()
+        parse(&body).unwrap_err()
     }
 
     #[test]
@@ -421,7 +421,7 @@ mod tests {
             (Code::ReservedNamespace, Some("nexus.runners"))
         );
         // Memory wire names and `skill` pass the gate; a dotted memory canonical fails format.
-        let ok = validate(&json!({"tools": [{"name": "memory_read", "effect_profile": read()},
+        let ok = parse(&json!({"tools": [{"name": "memory_read", "effect_profile": read()},
                                              {"name": "skill", "effect_profile": read()}]}));
         assert!(ok.is_ok());
         let e = err(json!({"tools": [{"name": "nexus.memory.read", "effect_profile": read()}]}));
@@ -433,7 +433,7 @@ mod tests {
 
     #[test]
     fn reduces_and_sorts() {
-        let v = validate(&json!({"tools": [
+        let v = parse(&json!({"tools": [
             {"name": "b", "effect_profile": {"reconciliation": "none", "kind": "read_only", "destructive": false,
                                              "effect_scope": "closed", "idempotency": "intrinsic"},
              "timeout_ms": 5000.0, "extra": 1, "input_schema": {"type": "object", "z": 1, "a": 2}},

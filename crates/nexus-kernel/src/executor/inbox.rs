@@ -134,7 +134,7 @@ struct RowAt<'a> {
 }
 
 /// The members of an `ask` row: its frozen prompt, options and `multi`.
-fn ask_detail(task: &TaskRow) -> RowDetail {
+fn inbox_ask_detail(task: &TaskRow) -> RowDetail {
     let ask = Frozen::ask_of(task);
     RowDetail::Ask {
         prompt: json!(ask.as_ref().map_or("", |a| a.prompt.as_str())),
@@ -210,9 +210,9 @@ impl Kernel {
                     ws_public,
                     conversation: &conversation,
                 };
-                self.tool_detail(l, at).await?
+                self.inbox_tool_detail(l, at).await?
             }
-            _ => ask_detail(task),
+            _ => inbox_ask_detail(task),
         };
         Ok(InboxRow {
             kind,
@@ -232,7 +232,7 @@ impl Kernel {
 
     /// The members of a `tool_call` or `approval` row: the target runner, the frozen input, an
     /// approval's effect profile, and a kernel-named row's memory scope and model context.
-    async fn tool_detail(&self, l: &mut Names, at: RowAt<'_>) -> KernelResult<RowDetail> {
+    async fn inbox_tool_detail(&self, l: &mut Names, at: RowAt<'_>) -> KernelResult<RowDetail> {
         let RowAt {
             run,
             task,

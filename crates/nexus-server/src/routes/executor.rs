@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
 use nexus_api::executors::{ExecutorDescription, ExecutorEnvelope, ExecutorList};
-use nexus_kernel::executor::announce::validate;
+use nexus_kernel::executor::announce;
 use nexus_kernel::executor::{ProgressOutcome, progress};
 
 use crate::AppState;
@@ -27,7 +27,7 @@ pub async fn announce(
     Executor(principal): Executor,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<ExecutorDescription>> {
-    let announcement = validate(&body)?;
+    let announcement = announce::parse(&body)?;
     Ok(Json(state.kernel.announce(&principal, &announcement).await?))
 }
 
