@@ -315,9 +315,8 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     ///
-    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is
-    /// held with the unit's writes (`tx/reserved.rs`: a used key then fails the unit's next
-    /// statement instead); else, with writes held, it goes out at the end of their simple
+    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is held
+    /// with the unit's writes; else, with writes held, it goes out at the end of their simple
     /// query (`tx/after_held.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
         if let Tx::Postgres(t) = self
@@ -705,6 +704,6 @@ mod history;
 mod known;
 mod locked;
 mod reserved;
-pub use locked::{EvaluationLock, SealingLock};
+pub use locked::{LockReads, Locked, RunLock};
 mod sequences;
 mod turns;

@@ -307,38 +307,45 @@ async fn every_row_type_round_trips() {
             Err(StoreError::Conflict(_))
         ));
         drop(tx);
-        // The seal's lock inserts the request with the lock on PostgreSQL (bytes, quotes and
-        // backslashes as given; a generation sealed already is `Conflict`); on SQLite it
-        // inserts nothing.
-        let pg = ts.dialect == "postgres";
-        let mut tx = s.begin().await.unwrap();
-        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &sealed).await;
-        if pg {
-            assert!(matches!(lock, Err(StoreError::Conflict(_))), "{lock:?}");
-        } else {
-            assert!(lock.unwrap().sealed.is_none());
-        }
-        drop(tx);
+        // The seal's lock stores the request of a sealable round (the run `running`, the task
+        // `waiting` in the request's generation) on both engines, bytes, quotes and
+        // backslashes as given; a generation sealed already is `Conflict`; a round that is not
+        // sealable stores nothing.
+        let live = run_in(s, &f, RunStatus::Running).await;
+        let w = task_in(s, tool_task(live.id, "sealable", TaskStatus::Waiting)).await;
         let odd = NewSealedRequest {
-            generation: 11,
+            task_id: w.id,
+            generation: 1,
             record: r#"{"it's":"a \\ record"}"#.into(),
             body_sha256: "0a".repeat(32),
             body: vec![0, b'\'', b'\\', 0x5c, 255, b'x'],
             ..sealed.clone()
         };
-        let mut tx = s.begin().await.unwrap();
-        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &odd).await.unwrap();
-        assert_eq!((lock.run.id, lock.task.map(|t| t.id)), (run.id, Some(t.id)));
-        let inserted = match lock.sealed {
-            Some(row) => row,
-            None => {
-                assert!(!pg);
-                tx.insert_sealed_request(odd.clone()).await.unwrap()
-            }
+        let seal = |new| RunLock {
+            run_id: live.id,
+            with: LockReads::Seal(new),
         };
+        let stale = NewSealedRequest {
+            generation: 2,
+            ..odd.clone()
+        };
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock(seal(&stale)).await.unwrap();
+        assert_eq!((lock.task.map(|t| t.id), lock.sealed), (Some(w.id), None));
         tx.commit().await.unwrap();
+        assert_eq!(s.sealed_request(w.id, 2).await.unwrap(), None);
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock(seal(&odd)).await.unwrap();
+        assert_eq!((lock.run.id, lock.task.map(|t| t.id)), (live.id, Some(w.id)));
+        let inserted = lock.sealed.expect("a sealable round's request is stored");
+        tx.commit().await.unwrap();
+        let mut tx = s.begin().await.unwrap();
+        let again = tx.lock(seal(&odd)).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+        assert!(tx.is_void(), "a conflict voids the unit");
+        drop(tx);
         assert_eq!((inserted.record_depth, inserted.body_depth), (Some(0), Some(0)));
-        let read = s.sealed_request(t.id, 11).await.unwrap().unwrap();
+        let read = s.sealed_request(w.id, 1).await.unwrap().unwrap();
         assert_eq!(
             read,
             SealedRequestRow {
@@ -847,12 +854,24 @@ async fn a_hundred_rounds_store_one_frozen_context() {
             // The run lock with the row read under it (PostgreSQL: one simple query).
             let mut tx = s.begin().await.unwrap();
             forget();
-            let (_, locked) = tx.lock_run_with_task(run.id, last).await.unwrap();
+            let Locked { task: locked, .. } = tx
+                .lock(RunLock {
+                    run_id: run.id,
+                    with: LockReads::Task(last),
+                })
+                .await
+                .unwrap();
             assert!(same(&locked.expect("the round under the lock")));
             drop(tx);
             let mut tx = s.begin().await.unwrap();
             forget();
-            let (_, locked) = tx.lock_run_with_round(run.id, last).await.unwrap();
+            let Locked { round: locked, .. } = tx
+                .lock(RunLock {
+                    run_id: run.id,
+                    with: LockReads::Round(last),
+                })
+                .await
+                .unwrap();
             assert!(same(&locked.expect("the round under the lock").task));
             drop(tx);
             let mut tx = s.begin().await.unwrap();
@@ -1190,7 +1209,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
 }
 
 /// A unit's first statement may take the run lock and read a row under it at once
-/// (`lock_run_with_task`, `lock_run_with_round`: one round trip on PostgreSQL); the rows are
+/// (`Tx::lock`: one round trip on PostgreSQL); the rows are
 /// those the separate reads return. Appends under the lock travel with the commit on
 /// PostgreSQL (`tx/deferred.rs`): their text arrives byte for byte, quotes and backslashes
 /// included, a run row read inside the unit has the unit's sequence, and a dropped unit leaves
@@ -1205,28 +1224,59 @@ async fn the_lock_with_its_row_and_appends_under_it() {
         let t = task_in(s, tool_task(run.id, key, TaskStatus::Waiting)).await;
 
         let mut tx = s.begin().await.unwrap();
-        let (locked, task) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked { run: locked, task, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(locked, s.run_by_id(run.id).await.unwrap().unwrap());
         assert_eq!(task, s.task_by_id(t.id).await.unwrap());
         let round = tx.round_for_reply(t.id).await.unwrap();
         drop(tx);
         let mut tx = s.begin().await.unwrap();
-        let (_, first) = tx.lock_run_with_round(run.id, t.id).await.unwrap();
+        let Locked { round: first, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Round(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(first, round, "{}", ts.dialect);
-        let (_, again) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked { task: again, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(again, task, "the same read on a begun unit");
         drop(tx);
 
         // Appends, dropped: nothing stays.
         let mut tx = s.begin().await.unwrap();
-        tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        tx.lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
         tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
         drop(tx);
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
 
         // Committed: every byte, every sequence.
         let mut tx = s.begin().await.unwrap();
-        let (locked, _) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked {
+            run: locked, task: _, ..
+        } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(locked.last_event_sequence, 0);
         let data = json!({"q": "it's", "b": "back\\slash \\' E'x' $1 ;COMMIT", "u": "é ✓ \n\t"});
         let e1 = tx.append_event(run.id, "k'ind\\", Some(key), &data, NOW).await.unwrap();
@@ -1239,12 +1289,22 @@ async fn the_lock_with_its_row_and_appends_under_it() {
 
         // No such row under the lock: `None`; no such run: `NotFound`.
         let mut tx = s.begin().await.unwrap();
-        let (_, none) = tx.lock_run_with_task(run.id, t.id + 999).await.unwrap();
+        let Locked { task: none, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id + 999),
+            })
+            .await
+            .unwrap();
         assert!(none.is_none());
         drop(tx);
         let mut tx = s.begin().await.unwrap();
         assert!(matches!(
-            tx.lock_run_with_task(run.id + 999, t.id).await,
+            tx.lock(RunLock {
+                run_id: run.id + 999,
+                with: LockReads::Task(t.id)
+            })
+            .await,
             Err(StoreError::NotFound(_))
         ));
     });
@@ -1950,23 +2010,17 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
                 record_base,
                 body_base,
             };
-            // The seal's lock (`lock_run_with_task_sealing`): on PostgreSQL it inserts the
-            // request in its round trip when no base must be read (none, or each base's depth
-            // carried and a delta below the snapshot depth), else the insert follows it.
+            // The seal's lock stores the request (on PostgreSQL in its round trip when no base
+            // must be read: none, or each base's depth carried and a delta below the snapshot
+            // depth; else the insert follows it).
             let mut tx = s.begin().await.unwrap();
-            let lock = tx.lock_run_with_task_sealing(run.id, t.id, &new).await.unwrap();
+            let lock = RunLock {
+                run_id: run.id,
+                with: LockReads::Seal(&new),
+            };
+            let lock = tx.lock(lock).await.unwrap();
             assert_eq!(lock.task.as_ref().map(|t| t.id), Some(t.id));
-            let below_snapshot = |d: Option<i64>| d.is_some_and(|d| d + 1 < nexus_store::SNAPSHOT_DEPTH);
-            let without_reads = match &prev {
-                None => true,
-                Some(p) => carried && below_snapshot(p.depths.0) && below_snapshot(p.depths.1),
-            };
-            let pg = ts.dialect == "postgres";
-            assert_eq!(lock.sealed.is_some(), pg && without_reads, "round {i}");
-            let row = match lock.sealed {
-                Some(row) => row,
-                None => tx.insert_sealed_request(new).await.unwrap(),
-            };
+            let row = lock.sealed.expect("a sealable round's request is stored");
             tx.commit().await.unwrap();
             let read = s.sealed_request(t.id, 1).await.unwrap().unwrap();
             assert_eq!(read.record, whole_record, "{} round {i}", ts.dialect);
@@ -2005,7 +2059,13 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     // Under the lock the held update's answer is the row's: true, then false for a status the
     // row does not have (no statement either way until the commit).
     let mut tx = s.begin().await.unwrap();
-    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: before, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let before = before.expect("the task");
     let mut next = before.clone();
     next.status = TaskStatus::Completed;
@@ -2033,7 +2093,13 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     // A row moved behind the lock's back.
     let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
     let mut tx = s.begin().await.unwrap();
-    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: before, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let before = before.expect("the task");
     move_without_the_lock(s, &before).await;
     let mut next = before.clone();
@@ -2063,7 +2129,13 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
 
     let mut tx = s.begin().await.unwrap();
-    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: read, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let mut mine = read.expect("the task");
     // The caller changes a column on its copy first, then moves the status over that copy.
     mine.content = Some("result".into());
@@ -2109,7 +2181,13 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     // update sent at once would have answered false instead).
     let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
     let mut tx = s.begin().await.unwrap();
-    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: read, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let read = read.expect("the task");
     move_without_the_lock(s, &read).await;
     let mut next = read.clone();
@@ -2497,11 +2575,11 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
     });
 }
 
-/// Rows inserted under ids reserved with a read after held writes: on PostgreSQL each insert
-/// is held (a used key is accepted by the insert and fails the unit's next statement, which
-/// voids it), its row is built as the plain insert's and stored as built, and the ids ascend
-/// in insert order; an insert made before the ids came uses the identity and cancels the
-/// request, so nothing is taken later. On SQLite the reservation does nothing.
+/// Rows inserted under ids a key probe took after held writes: on PostgreSQL each insert is
+/// held (a used key is accepted by the insert and fails the unit's next statement, which voids
+/// it), its row is built as the plain insert's and stored as built, and the ids ascend in insert
+/// order; an insert made before the probe, or past its ids, uses the identity. On SQLite every
+/// insert runs at once.
 #[tokio::test]
 async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
     each_engine!(|ts| {
@@ -2526,7 +2604,6 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
             .await
             .unwrap();
-        tx.reserve_ids(3, 1);
         let keys = ["second".to_string(), "third".to_string()];
         assert!(tx.used_task_keys(run.id, &keys).await.unwrap().is_empty());
         let second = tx.insert_task(framed.clone()).await.unwrap();
@@ -2572,7 +2649,6 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
             .await
             .unwrap();
-        tx.reserve_ids(1, 0);
         tx.used_task_keys(run.id, &keys).await.unwrap();
         let dup = tx.insert_task(framed.clone()).await;
         if pg {
@@ -2589,11 +2665,10 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         assert!(edges.iter().all(|e| e.kind == EdgeKind::After), "{edges:?}");
         read.rollback().await.unwrap();
 
-        // Asked for, then an insert before any read: the identity's id, and the request is
-        // dropped (the next read takes no ids: the following insert's id is the next one).
+        // An insert before any probe uses the identity; a probe takes ids for as many rows as
+        // it names keys, and an insert past them uses the identity again.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.reserve_ids(4, 2);
         let early = tx
             .insert_task(tool_task(run.id, "early", TaskStatus::Waiting))
             .await
@@ -2606,8 +2681,14 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
             .insert_task(tool_task(run.id, "late", TaskStatus::Waiting))
             .await
             .unwrap();
+        let later = tx
+            .insert_task(tool_task(run.id, "later", TaskStatus::Waiting))
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         assert_eq!(s.task_by_id(late.id).await.unwrap(), Some(late.clone()));
+        assert_eq!(s.task_by_id(later.id).await.unwrap(), Some(later.clone()));
+        assert!(later.id > late.id);
         if pg {
             // The failed unit's reserved id is a gap; nothing after it.
             assert!(early.id > third.id);

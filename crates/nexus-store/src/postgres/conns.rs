@@ -379,6 +379,29 @@ impl Transaction {
         Ok(())
     }
 
+    /// Rolls the transaction back and continues on another pooled connection, lazy again
+    /// (`BEGIN` goes out with its next statement). The old connection is released first (its
+    /// rollback frees its slot); if no other is to be had, the transaction is left without a
+    /// connection and the caller's unit must be void (it sends nothing more).
+    pub(crate) async fn reopen(&mut self) -> Result<(), sqlx::Error> {
+        let conns = Conns {
+            inner: self.conn.pool.clone(),
+        };
+        let detached = Conn {
+            conn: None,
+            permit: None,
+            pool: conns.inner.clone(),
+            faults: 0,
+            rollback: false,
+            prepared: PreparedSet::default(),
+            discard: false,
+        };
+        drop(std::mem::replace(&mut self.conn, detached));
+        self.begun = false;
+        self.conn = conns.acquire().await?;
+        Ok(())
+    }
+
     pub(crate) async fn rollback(mut self) -> Result<(), sqlx::Error> {
         if self.begun {
             sqlx::raw_sql("ROLLBACK").execute(&mut *self.conn).await?;

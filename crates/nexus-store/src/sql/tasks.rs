@@ -134,7 +134,7 @@ pub(crate) const TASK_FROZEN_HEAD_PG: &str =
     "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks WHERE id = $1";
 
 /// The head (as [`TASK_FROZEN_HEAD_PG`]) of the row that declared task `$1`, when `$1` is a
-/// `tool_search` call: read with the lock of the call's evaluation (`Tx::lock_run_with_task_and_search_head`).
+/// `tool_search` call: read with the lock of the call's evaluation (`Tx::lock` of a `LockReads::Evaluation`).
 pub(crate) const SEARCH_HEAD_PG: &str = "SELECT d.id, d.kind, d.declaring_task_id, d.frozen_digest FROM tasks t \
      JOIN tasks d ON d.id = t.declaring_task_id WHERE t.id = $1 AND t.tool_name = 'tool_search'";
 

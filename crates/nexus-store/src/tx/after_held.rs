@@ -95,6 +95,7 @@ impl Tx {
                 let Some(slots) = crate::ops::tasks::key_probe_slots(keys) else {
                     return Ok(Vec::new());
                 };
+                t.ids_for_probe(keys.len());
                 let mut literals = vec![run_id.literal()];
                 literals.extend(slots.iter().map(|k| k.literal()));
                 let rows = t
@@ -115,8 +116,8 @@ impl Tx {
     /// Inserts a job (unlocked, 0 attempts) and returns its id ([`Tx::insert_job_with_unit`]
     /// when the caller does not need it).
     ///
-    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is held
-    /// with the unit's writes (`tx/reserved.rs`).
+    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is held
+    /// with the unit's writes.
     pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
         if let Tx::Postgres(t) = self
             && let Some(id) = t.take_reserved_id(true)

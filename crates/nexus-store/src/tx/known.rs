@@ -2,9 +2,8 @@
 //! over one of them is held (`tx/held_update.rs`) instead of sent at once.
 //!
 //! Every writer of a task holds its run's lock (storage-and-scale.md §3, "Lock order"). A row
-//! the unit read under that lock (the lock's own read: `Tx::lock_run_with_task`,
-//! `Tx::lock_run_with_round`, `Tx::open_door`), inserted under it, or last wrote under it, is
-//! therefore the stored row until the unit writes it again. Every task write of a unit goes
+//! the unit read under that lock (the lock's own read: `Tx::lock`, `Tx::open_door`), inserted
+//! under it, or last wrote under it, is therefore the stored row until the unit writes it again. Every task write of a unit goes
 //! through `Tx::insert_task` or the updates below (`update_task`, `update_task_claimed`,
 //! `update_task_over`), which keep this record current. A kernel caller's own copy of a row
 //! may carry columns it already changed (a settle sets the content, then moves the status);

@@ -10,7 +10,7 @@ use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
-use nexus_store::{Engine, JobRow, RoundForReply, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobRow, LockReads, Locked, RoundForReply, RunLock, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
@@ -161,7 +161,15 @@ impl Kernel {
         let Reply { reply, frozen, planned } = *reply;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let (mut run, current) = tx.lock_run_with_round(task.run_id, task.id).await?;
+        let lock = RunLock {
+            run_id: task.run_id,
+            with: LockReads::Round(task.id),
+        };
+        let Locked {
+            mut run,
+            round: current,
+            ..
+        } = tx.lock(lock).await?;
         tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
             .await?;
         let mut effects = Vec::new();
@@ -274,10 +282,6 @@ impl Kernel {
 
         self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
             .await?;
-        // The expansion's rows (the fan and the continuation), and the jobs of the calls it
-        // starts (at most one a call), under ids taken with the key probe: the rows' keys are
-        // checked under the run lock, so their inserts can be held.
-        tx.reserve_ids(planned.len() + 1, planned.len());
         let (n, key_floor) = self
             .round_number(&mut tx, run.id, planned.len(), view.key_floor, full.as_ref())
             .await?;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nexus_providers::{DeltaSink, EncodedRequest, ModelReply, Provider, ProviderError};
-use nexus_store::{Engine, JobRow, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobRow, LockReads, Locked, RunLock, TaskRow, TaskStatus};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -183,7 +183,13 @@ impl Kernel {
     ) -> KernelResult<()> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
+        let lock = RunLock {
+            run_id: task.run_id,
+            with: LockReads::Task(task.id),
+        };
+        let Locked {
+            mut run, task: current, ..
+        } = tx.lock(lock).await?;
         if let Some(attempts) = attempts {
             tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
                 .await?;
