@@ -524,8 +524,13 @@ async fn every_row_type_round_trips() {
             tx.sealed_request(t.id, 3).await.unwrap().unwrap().attempts,
             r#"[{"at":1}]"#
         );
-        assert!(tx.delete_job(job_id).await.unwrap());
-        assert!(!tx.delete_job(job_id).await.unwrap());
+        tx.delete_job(job_id).await.unwrap();
+        tx.delete_job(job_id).await.unwrap();
+        assert_eq!(
+            tx.job_by_id(job_id).await.unwrap(),
+            None,
+            "a gone job deletes without error"
+        );
         tx.commit().await.unwrap();
         assert_eq!(s.job_by_id(job_id).await.unwrap(), None);
     });
@@ -2044,9 +2049,9 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
 }
 
 /// PostgreSQL holds a task update made under the run's lock over a row the unit read
-/// (`tx/held_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
+/// (`tx/buffered_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
 /// unit's next statement or its `COMMIT`. A writer that broke the lock order (it moved the row
-/// without the run's lock) makes the held update change nothing, and then the unit fails at
+/// without the run's lock) makes the buffered update change nothing, and then the unit fails at
 /// its commit instead of keeping a write the caller was told happened.
 #[tokio::test]
 async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
@@ -2056,7 +2061,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     let run = run_in(s, &f, RunStatus::Running).await;
     let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
 
-    // Under the lock the held update's answer is the row's: true, then false for a status the
+    // Under the lock the buffered update's answer is the row's: true, then false for a status the
     // row does not have (no statement either way until the commit).
     let mut tx = s.begin().await.unwrap();
     let Locked { task: before, .. } = tx
@@ -2080,7 +2085,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
             .await
             .unwrap()
     );
-    // A read in the unit sees it (the held update goes out first).
+    // A read in the unit sees it (the buffered update goes out first).
     let read = tx.task_by_id(t.id).await.unwrap().unwrap();
     assert_eq!(
         (read.status, read.content.as_deref()),
@@ -2111,7 +2116,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     );
     assert!(
         tx.commit().await.is_err(),
-        "the held update changed no row: the unit fails"
+        "the buffered update changed no row: the unit fails"
     );
     assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
 }
@@ -2199,7 +2204,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     );
     assert!(
         tx.commit().await.is_err(),
-        "the held update changed no row: the unit fails"
+        "the buffered update changed no row: the unit fails"
     );
     assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
 
@@ -2236,8 +2241,8 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
 }
 
 /// A reply's probe of the task keys it is about to use, and the insert of a job whose id the
-/// caller needs, right after held writes: on PostgreSQL in the same simple query as the writes
-/// (`tx/after_held.rs`), with the same answers as on their own.
+/// caller needs, right after buffered writes: on PostgreSQL in the same simple query as the writes
+/// (`tx/after_buffered.rs`), with the same answers as on their own.
 #[tokio::test]
 async fn the_used_keys_and_a_job_after_held_writes() {
     each_engine!(|ts| {
@@ -2248,11 +2253,11 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::After).await.unwrap();
         // Unsorted, repeated, unknown, and one the text guard refuses (in use nowhere).
         let keys: Vec<String> = ["b", "z", "a", "b", "a\0"].map(String::from).to_vec();
         assert_eq!(tx.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::Reads).await.unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2268,7 +2273,7 @@ async fn the_used_keys_and_a_job_after_held_writes() {
             .job_by_id(job_id)
             .await
             .unwrap()
-            .expect("the job inserted after held writes");
+            .expect("the job inserted after buffered writes");
         assert_eq!(
             (stored.task_id, stored.attempts, stored.locked_by),
             (Some(b.id), 0, None)
@@ -2276,12 +2281,12 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         assert_eq!(plain.edges_from(b.id).await.unwrap().len(), 2);
         plain.rollback().await.unwrap();
 
-        // A held write the database refuses (an edge to no row) fails the statement it travels
+        // A buffered write the database refuses (an edge to no row) fails the statement it travels
         // with, or itself where writes run at once: the unit is void and keeps nothing.
         for probe_keys in [true, false] {
             let mut tx = s.begin().await.unwrap();
             tx.lock_run(run.id).await.unwrap();
-            let held = tx.insert_edge_with_unit(a.id, i64::MAX, EdgeKind::After).await;
+            let held = tx.put_edge(a.id, i64::MAX, EdgeKind::After).await;
             let after = if probe_keys {
                 tx.used_task_keys(run.id, &keys).await.map(|_| ())
             } else {
@@ -2311,9 +2316,9 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), Some(vec![]));
-        tx.insert_edge_with_unit(c.id, a.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(c.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::After).await.unwrap();
         let edge = |task_id: i64, kind: EdgeKind| EdgeRow {
             task_id,
             depends_on_id: a.id,
@@ -2327,9 +2332,9 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
                 edge(c.id, EdgeKind::After)
             ])
         );
-        // The dependencies of a row, read right after a held edge (on PostgreSQL in the same
-        // simple query as the edge's insert: `tx/after_held.rs`).
-        tx.insert_edge_with_unit(c.id, b.id, EdgeKind::After).await.unwrap();
+        // The dependencies of a row, read right after a buffered edge (on PostgreSQL in the same
+        // simple query as the edge's insert: `tx/after_buffered.rs`).
+        tx.put_edge(c.id, b.id, EdgeKind::After).await.unwrap();
         let from_c = vec![
             edge(c.id, EdgeKind::After),
             EdgeRow {
@@ -2340,22 +2345,22 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         ];
         assert_eq!(tx.edges_from(c.id).await.unwrap(), from_c);
         // A kernel-held wait in the run: the caller reads the whole run instead (again after a
-        // held write).
+        // buffered write).
         tx.insert_task(NewTask {
             kind: TaskKind::Await,
             ..tool_task(run.id, "w", TaskStatus::Running)
         })
         .await
         .unwrap();
-        tx.insert_edge_with_unit(b.id, c.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, c.id, EdgeKind::After).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), None);
         tx.commit().await.unwrap();
 
-        // A held write the database refuses (an edge to no row) fails the read it travels
+        // A buffered write the database refuses (an edge to no row) fails the read it travels
         // with, or itself where writes run at once: the unit is void and keeps nothing.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        let held = tx.insert_edge_with_unit(c.id, i64::MAX, EdgeKind::After).await;
+        let held = tx.put_edge(c.id, i64::MAX, EdgeKind::After).await;
         let read = tx.edges_from(c.id).await;
         assert!(held.is_err() || read.is_err(), "{}: {held:?} {read:?}", ts.dialect);
         assert!(tx.is_void());
@@ -2429,9 +2434,7 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
         // Not a `tool_search` call: no head. The claimed job's evaluation commits.
         let (mut tx, lock) = s.take_kernel_job(second, run.id, other.id).await.unwrap().unwrap();
         assert!(lock.search_head.is_none());
-        tx.insert_edge_with_unit(other.id, round.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(other.id, round.id, EdgeKind::After).await.unwrap();
         tx.commit().await.unwrap();
         assert!(s.job_by_id(second).await.unwrap().is_none());
         // A claim that found no job left no lock behind.
@@ -2452,12 +2455,12 @@ async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> 
         generation: 1,
         available_at: NOW,
     };
-    tx.insert_job_with_unit(job).await.unwrap();
+    tx.put_job(job).await.unwrap();
     tx.probe_dependents(run_id, id, expected).await.unwrap()
 }
 
 /// A settle's probe of its dependents with what the settle reads next: on PostgreSQL, after
-/// held writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
+/// buffered writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
 /// dependents are expected, and otherwise the run's end-of-run read as
 /// [`Tx::tasks_if_quiescent`] would answer it when the row has no dependent (and the run no
 /// kernel-held await); on SQLite neither is read.
@@ -2493,7 +2496,7 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
         assert_eq!(probe.quiescence, pg.then_some(None));
         tx.rollback().await.unwrap();
-        // Dependents (one on two rows, one on this row alone, their edges held until the
+        // Dependents (one on two rows, one on this row alone, their edges buffered until the
         // probe): the end-of-run read is not made (the cascade may change what it would
         // answer); each dependent's rows are, as the plain read answers them.
         let framed = NewTask {
@@ -2502,10 +2505,10 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         };
         let lone = task_in(s, framed).await;
         let mut tx = s.begin().await.unwrap();
-        tx.insert_edge_with_unit(open.id, a.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::Reads).await.unwrap();
-        tx.insert_edge_with_unit(lone.id, b.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, b.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, b.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(lone.id, b.id, EdgeKind::After).await.unwrap();
         let probe = probe_after_held(&mut tx, run.id, b.id, true).await;
         assert_eq!(probe.edges.map(|e| e.len()), Some(3));
         assert_eq!(probe.quiescence, None);
@@ -2550,9 +2553,7 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::After).await.unwrap();
         let inserted = tx.insert_task(new.clone()).await.unwrap();
         assert_eq!(inserted.key, "second");
         assert_eq!(inserted.frozen_context, new.frozen_context);
@@ -2564,9 +2565,7 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
 
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::Reads).await.unwrap();
         assert!(matches!(tx.insert_task(new).await, Err(StoreError::Conflict(_))));
         if ts.dialect == "postgres" {
             assert!(matches!(tx.task_by_id(first.id).await, Err(StoreError::TxAborted)));
@@ -2575,7 +2574,7 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
     });
 }
 
-/// Rows inserted under ids a key probe took after held writes: on PostgreSQL each insert is
+/// Rows inserted under ids a key probe took after buffered writes: on PostgreSQL each insert is
 /// held (a used key is accepted by the insert and fails the unit's next statement, which voids
 /// it), its row is built as the plain insert's and stored as built, and the ids ascend in insert
 /// order; an insert made before the probe, or past its ids, uses the identity. On SQLite every
@@ -2601,17 +2600,13 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::After).await.unwrap();
         let keys = ["second".to_string(), "third".to_string()];
         assert!(tx.used_task_keys(run.id, &keys).await.unwrap().is_empty());
         let second = tx.insert_task(framed.clone()).await.unwrap();
         let third = tx.insert_task(third).await.unwrap();
         // The edge needs both rows: held after them, it goes out in the same query.
-        tx.insert_edge_with_unit(third.id, second.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(third.id, second.id, EdgeKind::After).await.unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2646,9 +2641,7 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         // the writes go out; nothing of it is stored. SQLite answers `Conflict` at once.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::Reads).await.unwrap();
         tx.used_task_keys(run.id, &keys).await.unwrap();
         let dup = tx.insert_task(framed.clone()).await;
         if pg {
@@ -2673,9 +2666,7 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
             .insert_task(tool_task(run.id, "early", TaskStatus::Waiting))
             .await
             .unwrap();
-        tx.insert_edge_with_unit(early.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(early.id, first.id, EdgeKind::After).await.unwrap();
         tx.used_task_keys(run.id, &["late".to_string()]).await.unwrap();
         let late = tx
             .insert_task(tool_task(run.id, "late", TaskStatus::Waiting))

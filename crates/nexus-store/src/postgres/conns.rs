@@ -333,7 +333,7 @@ impl Transaction {
     }
 
     /// Sends `stmts` and then `reads` in one simple query (led by `BEGIN` when it was not
-    /// sent): a unit's held writes and the reads that follow them, in one round trip. Each
+    /// sent): a unit's buffered writes and the reads that follow them, in one round trip. Each
     /// read's rows, in order.
     pub(crate) async fn reads_after(
         &mut self,

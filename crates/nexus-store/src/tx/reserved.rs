@@ -1,5 +1,5 @@
 //! PostgreSQL: task and job ids a unit of work takes ahead of its inserts, so that the inserts
-//! are held with its writes (`tx/held.rs`) rather than sent one round trip each. Private to
+//! are buffered with its writes (`tx/buffered.rs`) rather than sent one round trip each. Private to
 //! the engine: the kernel names no id it has not been given, on either engine.
 //!
 //! A task insert returns the row's id, and the next write (an edge to the row, a row that
@@ -9,10 +9,10 @@
 //!
 //! The rule: a unit's key probe ([`Tx::used_task_keys`]) is the unit looking for free keys to
 //! insert rows under, after checking them under the run's lock. The first such probe of a unit
-//! that goes out after held writes also takes as many task ids, and as many job ids, as it
+//! that goes out after buffered writes also takes as many task ids, and as many job ids, as it
 //! names keys (a window of candidate keys: at least the rows the unit then inserts). Each later
 //! insert takes the next id of its kind, builds its answer from what it was given (no column of
-//! either is defaulted or computed by the database) and is held like any write; an insert made
+//! either is defaulted or computed by the database) and is buffered like any write; an insert made
 //! before the ids came uses none, and drops the request.
 //!
 //! The ids come from the tables' identities, in the unit, under the run's lock, so a run's
@@ -31,7 +31,7 @@ use sqlx::postgres::PgRow;
 pub(crate) struct ReservedIds {
     /// The unit has asked for ids (once a unit).
     asked: bool,
-    /// How many task and job ids the unit's next read after held writes takes.
+    /// How many task and job ids the unit's next read after buffered writes takes.
     wanted: (usize, usize),
     /// Reserved task ids not yet used, ascending.
     tasks: VecDeque<i64>,
@@ -78,7 +78,7 @@ impl ReservedIds {
 }
 
 impl PgTx {
-    /// A key probe of `keys` is about to go out after held writes: the unit is looking for
+    /// A key probe of `keys` is about to go out after buffered writes: the unit is looking for
     /// keys to insert rows under, so the probe also takes as many task ids and as many job ids
     /// as it names keys, once a unit (the rule in the module's header).
     pub(super) fn ids_for_probe(&mut self, keys: usize) {
@@ -90,7 +90,7 @@ impl PgTx {
     }
 
     /// The statement that takes the ids the unit asked for, to send with its next read after
-    /// held writes (`None`: none asked for).
+    /// buffered writes (`None`: none asked for).
     pub(super) fn ids_request(&mut self) -> Option<Stmt> {
         self.ids.as_mut()?.request()
     }
@@ -114,16 +114,16 @@ impl PgTx {
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_TASK_WITH_ID_PG`])
     /// and returns its row.
-    pub(super) fn hold_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
-        let mut literals = after_held::task_insert_literals(&new)?;
+    pub(super) fn buffer_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
+        let mut literals = after_buffered::task_insert_literals(&new)?;
         literals.push(id.to_string());
         self.deferred
-            .hold_statement(Stmt::new(crate::sql::INSERT_TASK_WITH_ID_PG, literals));
+            .buffer_statement(Stmt::new(crate::sql::INSERT_TASK_WITH_ID_PG, literals));
         Ok(new.into_row(id))
     }
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_JOB_WITH_ID`]).
-    pub(super) fn hold_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
+    pub(super) fn buffer_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
         crate::check_text(&new.kind)?;
         let literals: [&dyn Literal; 6] = [
             &new.kind,
@@ -133,7 +133,7 @@ impl PgTx {
             &new.available_at,
             &id,
         ];
-        self.deferred.hold(crate::sql::INSERT_JOB_WITH_ID, &literals);
+        self.deferred.buffer(crate::sql::INSERT_JOB_WITH_ID, &literals);
         Ok(())
     }
 }

@@ -170,8 +170,7 @@ impl Kernel {
             round: current,
             ..
         } = tx.lock(lock).await?;
-        tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
-            .await?;
+        tx.put_sealed_attempts(task.id, task.generation, attempts).await?;
         let mut effects = Vec::new();
         let Some(RoundForReply {
             task: mut round,
@@ -180,7 +179,7 @@ impl Kernel {
             running_awaits,
         }) = current.filter(|r| r.task.generation == task.generation && r.task.status == TaskStatus::Running)
         else {
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(Vec::new());
         };
@@ -201,7 +200,7 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &round, now).await?;
             }
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
@@ -237,7 +236,7 @@ impl Kernel {
             self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
                 .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
@@ -275,7 +274,7 @@ impl Kernel {
             )
             .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
@@ -329,7 +328,7 @@ impl Kernel {
             self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects, None)
                 .await?;
         }
-        tx.delete_job_with_unit(job.id).await?;
+        tx.delete_job(job.id).await?;
         tx.commit().await?;
         Ok(self.publish_handing_off(effects).await)
     }

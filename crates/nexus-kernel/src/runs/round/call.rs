@@ -138,7 +138,7 @@ impl Kernel {
             match result {
                 Err(e) if e.is_retryable() && attempts.len() < max => {
                     let mut tx = self.store.begin().await?;
-                    tx.set_sealed_attempts_with_unit(
+                    tx.put_sealed_attempts(
                         task.id,
                         task.generation,
                         &serde_json::to_string(&attempts).expect("attempts serialize"),
@@ -191,8 +191,7 @@ impl Kernel {
             mut run, task: current, ..
         } = tx.lock(lock).await?;
         if let Some(attempts) = attempts {
-            tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
-                .await?;
+            tx.put_sealed_attempts(task.id, task.generation, attempts).await?;
         }
         let mut effects = Vec::new();
         if let Some(mut current) = current
@@ -211,7 +210,7 @@ impl Kernel {
         {
             effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
         }
-        tx.delete_job_with_unit(job.id).await?;
+        tx.delete_job(job.id).await?;
         tx.commit().await?;
         self.publish(effects).await;
         Ok(())

@@ -235,7 +235,7 @@ impl Kernel {
         } = tx.lock(lock).await?;
         let Some(mut current) = current.filter(|c| c.generation == task.generation && c.status == TaskStatus::Waiting)
         else {
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(None);
         };
@@ -256,7 +256,7 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
             }
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(None);
