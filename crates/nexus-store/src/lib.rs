@@ -37,7 +37,7 @@ pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
-pub use tx::{EvaluationLock, PgTx, SealingLock, SqliteTx, Tx};
+pub use tx::{LockReads, Locked, PgTx, RunLock, SqliteTx, Tx};
 
 mod tx;
 
@@ -457,24 +457,23 @@ impl Store {
 
     /// A `kernel_tool` job's claim, then its evaluation's unit (storage-and-scale.md §5: the
     /// job row is deleted, and the delete committed, before the evaluation starts): deletes job
-    /// `job_id`, opens a unit and takes [`Tx::lock_run_with_task_and_search_head`] of
+    /// `job_id`, opens a unit and takes the [`Tx::lock`] of a [`LockReads::Evaluation`] of
     /// (`run_id`, `task_id`). `None` when the job was gone (another worker claimed it). On
     /// PostgreSQL the delete, its commit and the unit's first statement go out in one round
     /// trip.
-    pub async fn take_kernel_job(
-        &self,
-        job_id: i64,
-        run_id: i64,
-        task_id: i64,
-    ) -> Result<Option<(Tx, EvaluationLock)>> {
+    pub async fn take_kernel_job(&self, job_id: i64, run_id: i64, task_id: i64) -> Result<Option<(Tx, Locked)>> {
         match self {
             Store::Sqlite(_) => {
                 if !self.delete_job(job_id).await? {
                     return Ok(None);
                 }
                 let mut tx = self.begin().await?;
-                let lock = tx.lock_run_with_task_and_search_head(run_id, task_id).await?;
-                Ok(Some((tx, lock)))
+                let lock = RunLock {
+                    run_id,
+                    with: LockReads::Evaluation(task_id),
+                };
+                let locked = tx.lock(lock).await?;
+                Ok(Some((tx, locked)))
             }
             Store::Postgres(_) => {
                 let mut tx = self.begin().await?;

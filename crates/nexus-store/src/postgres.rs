@@ -280,7 +280,7 @@ pub(crate) mod ops {
     }
 
     /// A lazy unit's first statement when it locks a run and reads a row under the lock
-    /// ([`crate::Tx::lock_run_with_task`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
+    /// ([`crate::Tx::lock`]): `BEGIN`, the lock and `then` (one parameter, `$1`:
     /// `then_id`) in one simple query, one round trip; `then` reads the database as it stands
     /// after the lock (`READ COMMITTED`: each statement reads it as it stands when it starts).
     /// `also` goes out last in the same query; its first row, if any.

@@ -1,18 +1,32 @@
 //! The unit of work: one transaction on either engine, through which the kernel writes run
-//! state so that each change and its event commit together (storage-and-scale.md §3).
+//! state so that each change and its event commit together (storage-and-scale.md §3). Its
+//! contract, the same on both engines, is all here; how an engine keeps it is its own business.
 //!
-//! Lock order: the run row first ([`Tx::lock_run`]), then task rows by ascending id. On
-//! PostgreSQL the run lock is `SELECT … FOR UPDATE`; on SQLite the transaction is
-//! `BEGIN IMMEDIATE`, which already holds the database write lock.
-//!
-//! A [`Tx`] dropped without [`Tx::commit`] rolls back: neither its changes nor its events
-//! exist. A statement that fails in the database (a unique or foreign key violation:
-//! `Conflict`, `NotFound`; or `Database`) voids the unit of work on both engines, as PostgreSQL
-//! aborts the transaction: every later call and the commit answer [`StoreError::TxAborted`];
-//! drop it and begin again. The store's own answers do not void it: `NotFound` for a missing
-//! run found by a read (`lock_run`, `update_run`, `append_event`), the text guard, a bad
-//! argument (`Config`), and the two designed non-failures — [`Tx::idempotency_put`]'s
-//! `Conflict` for a taken scope and [`Tx::insert_edge`]'s `false` for an existing edge.
+//! - **Begin and lock.** [`crate::Store::begin`] opens it; [`Tx::lock`] takes a run's lock and
+//!   reads what a typed request names under it ([`RunLock`], [`LockReads`]). Lock order: the
+//!   run row first, then task rows by ascending id. (PostgreSQL: `SELECT … FOR UPDATE`; SQLite:
+//!   `BEGIN IMMEDIATE` already holds the database write lock.)
+//! - **Reads** see the database as the unit's own writes left it.
+//! - **Buffered writes** (`put_*`, `delete_*`, [`Tx::update_run`]) answer `Result<()>` and may
+//!   be sent later: before the unit's next read, or with its commit. A buffered write's failure
+//!   is therefore answered by that read or the commit (SQLite sends each at once, and answers
+//!   it there; PostgreSQL sends them with the next statement, `tx/buffered.rs`).
+//! - **Answering writes** (`insert_*` returning a row or an id, `update_task*` returning
+//!   whether a row matched) answer on the call.
+//! - **Ids.** The kernel names no id it was not given: an insert answers its row's id. A run's
+//!   rows take ascending ids in the order the unit inserts them, on any node. (PostgreSQL may
+//!   take ids ahead of a unit's inserts, `tx/reserved.rs`; that is private to it.)
+//! - **Failure voids the unit.** A statement that fails in the database (a unique or foreign
+//!   key violation: `Conflict`, `NotFound`; or `Database`) voids the unit on both engines, as
+//!   PostgreSQL aborts the transaction: every later call and the commit answer
+//!   [`StoreError::TxAborted`]; drop it and begin again. A key already used (a task key in its
+//!   run, a sealed generation) is [`StoreError::Conflict`], whichever call answers it. The
+//!   store's own answers do not void it: `NotFound` for a missing run found by a read
+//!   ([`Tx::lock`], `update_run`, `append_event`), the text guard, a bad argument (`Config`),
+//!   and the two designed non-failures — [`Tx::idempotency_put`]'s `Conflict` for a taken
+//!   scope and [`Tx::insert_edge`]'s `false` for an existing edge.
+//! - **End.** [`Tx::commit`] commits every change and event, or answers why not; a `Tx`
+//!   dropped without it rolls back: neither its changes nor its events exist.
 
 use serde_json::Value;
 
@@ -86,7 +100,7 @@ impl PgTx {
     /// Whether the next statement is the unit's first, with nothing held before it: then
     /// `BEGIN` goes out with it (`postgres/conns.rs`, [`Tx::lock_run`], [`Tx::open_door`]).
     fn first_statement(&self) -> bool {
-        !self.void && !self.tx.begun() && !self.deferred.has_held()
+        !self.void && !self.tx.begun() && !self.deferred.has_buffered()
     }
 }
 
@@ -128,7 +142,7 @@ macro_rules! tx_dispatch {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
-                let held = t.deferred.take_held();
+                let held = t.deferred.take_buffered();
                 let tx = &mut t.tx;
                 let result = Box::pin(async move {
                     tx.ensure_begun().await?;
@@ -241,9 +255,9 @@ impl Tx {
             && !t.void
             && t.deferred.holds(run.id)
         {
-            // Under the lock the row is there: the update is held (`tx/deferred.rs`).
+            // Under the lock the row is there: the update is buffered (`tx/deferred.rs`).
             crate::row::check_run_row_text(run)?;
-            t.deferred.hold_run_update(
+            t.deferred.buffer_run_update(
                 run.id,
                 &[
                     &run.id,
@@ -315,20 +329,19 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     ///
-    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is
-    /// held with the unit's writes (`tx/reserved.rs`: a used key then fails the unit's next
-    /// statement instead); else, with writes held, it goes out at the end of their simple
-    /// query (`tx/after_held.rs`).
+    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is buffered
+    /// with the unit's writes; else, with writes buffered, it goes out at the end of their simple
+    /// query (`tx/after_buffered.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
         if let Tx::Postgres(t) = self
             && let Some(id) = t.take_reserved_id(false)
         {
-            let row = t.hold_task_insert(id, new)?;
+            let row = t.buffer_task_insert(id, new)?;
             t.remember(&row);
             return Ok(row);
         }
         let after_held = match self {
-            Tx::Postgres(t) => t.insert_task_after_held(&new).await,
+            Tx::Postgres(t) => t.insert_task_after_buffered(&new).await,
             Tx::Sqlite(_) => None,
         };
         let row = match after_held {
@@ -467,12 +480,6 @@ impl Tx {
     }
 
     // ---- jobs ----
-
-    /// Deletes the job; false when it was already gone (a kernel tool job is deleted in the
-    /// transaction that starts its evaluation: at most once).
-    pub async fn delete_job(&mut self, job_id: i64) -> Result<bool> {
-        tx_dispatch!(self, delete_job(job_id))
-    }
 
     pub async fn job_by_id(&mut self, job_id: i64) -> Result<Option<JobRow>> {
         tx_dispatch!(self, job_by_id(job_id))
@@ -621,10 +628,10 @@ impl Tx {
     /// Writes (or replaces) a round's facts.
     pub async fn put_round_facts(&mut self, facts: &RoundFactsRow) -> Result<()> {
         match self {
-            // Held until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
+            // Buffered until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
             Tx::Postgres(t) if !t.void => {
                 crate::check_text(&facts.history)?;
-                t.deferred.hold(
+                t.deferred.buffer(
                     crate::sql::PUT_ROUND_FACTS,
                     &[&facts.task_id, &facts.chain_rounds, &facts.key_floor, &facts.history],
                 );
@@ -697,14 +704,14 @@ impl Tx {
     }
 }
 
-mod after_held;
+mod after_buffered;
+mod buffered;
+mod buffered_update;
 mod deferred;
-mod held;
-mod held_update;
 mod history;
 mod known;
 mod locked;
 mod reserved;
-pub use locked::{EvaluationLock, SealingLock};
+pub use locked::{LockReads, Locked, RunLock};
 mod sequences;
 mod turns;

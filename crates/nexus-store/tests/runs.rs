@@ -307,38 +307,45 @@ async fn every_row_type_round_trips() {
             Err(StoreError::Conflict(_))
         ));
         drop(tx);
-        // The seal's lock inserts the request with the lock on PostgreSQL (bytes, quotes and
-        // backslashes as given; a generation sealed already is `Conflict`); on SQLite it
-        // inserts nothing.
-        let pg = ts.dialect == "postgres";
-        let mut tx = s.begin().await.unwrap();
-        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &sealed).await;
-        if pg {
-            assert!(matches!(lock, Err(StoreError::Conflict(_))), "{lock:?}");
-        } else {
-            assert!(lock.unwrap().sealed.is_none());
-        }
-        drop(tx);
+        // The seal's lock stores the request of a sealable round (the run `running`, the task
+        // `waiting` in the request's generation) on both engines, bytes, quotes and
+        // backslashes as given; a generation sealed already is `Conflict`; a round that is not
+        // sealable stores nothing.
+        let live = run_in(s, &f, RunStatus::Running).await;
+        let w = task_in(s, tool_task(live.id, "sealable", TaskStatus::Waiting)).await;
         let odd = NewSealedRequest {
-            generation: 11,
+            task_id: w.id,
+            generation: 1,
             record: r#"{"it's":"a \\ record"}"#.into(),
             body_sha256: "0a".repeat(32),
             body: vec![0, b'\'', b'\\', 0x5c, 255, b'x'],
             ..sealed.clone()
         };
-        let mut tx = s.begin().await.unwrap();
-        let lock = tx.lock_run_with_task_sealing(run.id, t.id, &odd).await.unwrap();
-        assert_eq!((lock.run.id, lock.task.map(|t| t.id)), (run.id, Some(t.id)));
-        let inserted = match lock.sealed {
-            Some(row) => row,
-            None => {
-                assert!(!pg);
-                tx.insert_sealed_request(odd.clone()).await.unwrap()
-            }
+        let seal = |new| RunLock {
+            run_id: live.id,
+            with: LockReads::Seal(new),
         };
+        let stale = NewSealedRequest {
+            generation: 2,
+            ..odd.clone()
+        };
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock(seal(&stale)).await.unwrap();
+        assert_eq!((lock.task.map(|t| t.id), lock.sealed), (Some(w.id), None));
         tx.commit().await.unwrap();
+        assert_eq!(s.sealed_request(w.id, 2).await.unwrap(), None);
+        let mut tx = s.begin().await.unwrap();
+        let lock = tx.lock(seal(&odd)).await.unwrap();
+        assert_eq!((lock.run.id, lock.task.map(|t| t.id)), (live.id, Some(w.id)));
+        let inserted = lock.sealed.expect("a sealable round's request is stored");
+        tx.commit().await.unwrap();
+        let mut tx = s.begin().await.unwrap();
+        let again = tx.lock(seal(&odd)).await;
+        assert!(matches!(again, Err(StoreError::Conflict(_))), "{again:?}");
+        assert!(tx.is_void(), "a conflict voids the unit");
+        drop(tx);
         assert_eq!((inserted.record_depth, inserted.body_depth), (Some(0), Some(0)));
-        let read = s.sealed_request(t.id, 11).await.unwrap().unwrap();
+        let read = s.sealed_request(w.id, 1).await.unwrap().unwrap();
         assert_eq!(
             read,
             SealedRequestRow {
@@ -517,8 +524,13 @@ async fn every_row_type_round_trips() {
             tx.sealed_request(t.id, 3).await.unwrap().unwrap().attempts,
             r#"[{"at":1}]"#
         );
-        assert!(tx.delete_job(job_id).await.unwrap());
-        assert!(!tx.delete_job(job_id).await.unwrap());
+        tx.delete_job(job_id).await.unwrap();
+        tx.delete_job(job_id).await.unwrap();
+        assert_eq!(
+            tx.job_by_id(job_id).await.unwrap(),
+            None,
+            "a gone job deletes without error"
+        );
         tx.commit().await.unwrap();
         assert_eq!(s.job_by_id(job_id).await.unwrap(), None);
     });
@@ -847,12 +859,24 @@ async fn a_hundred_rounds_store_one_frozen_context() {
             // The run lock with the row read under it (PostgreSQL: one simple query).
             let mut tx = s.begin().await.unwrap();
             forget();
-            let (_, locked) = tx.lock_run_with_task(run.id, last).await.unwrap();
+            let Locked { task: locked, .. } = tx
+                .lock(RunLock {
+                    run_id: run.id,
+                    with: LockReads::Task(last),
+                })
+                .await
+                .unwrap();
             assert!(same(&locked.expect("the round under the lock")));
             drop(tx);
             let mut tx = s.begin().await.unwrap();
             forget();
-            let (_, locked) = tx.lock_run_with_round(run.id, last).await.unwrap();
+            let Locked { round: locked, .. } = tx
+                .lock(RunLock {
+                    run_id: run.id,
+                    with: LockReads::Round(last),
+                })
+                .await
+                .unwrap();
             assert!(same(&locked.expect("the round under the lock").task));
             drop(tx);
             let mut tx = s.begin().await.unwrap();
@@ -1190,7 +1214,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
 }
 
 /// A unit's first statement may take the run lock and read a row under it at once
-/// (`lock_run_with_task`, `lock_run_with_round`: one round trip on PostgreSQL); the rows are
+/// (`Tx::lock`: one round trip on PostgreSQL); the rows are
 /// those the separate reads return. Appends under the lock travel with the commit on
 /// PostgreSQL (`tx/deferred.rs`): their text arrives byte for byte, quotes and backslashes
 /// included, a run row read inside the unit has the unit's sequence, and a dropped unit leaves
@@ -1205,28 +1229,59 @@ async fn the_lock_with_its_row_and_appends_under_it() {
         let t = task_in(s, tool_task(run.id, key, TaskStatus::Waiting)).await;
 
         let mut tx = s.begin().await.unwrap();
-        let (locked, task) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked { run: locked, task, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(locked, s.run_by_id(run.id).await.unwrap().unwrap());
         assert_eq!(task, s.task_by_id(t.id).await.unwrap());
         let round = tx.round_for_reply(t.id).await.unwrap();
         drop(tx);
         let mut tx = s.begin().await.unwrap();
-        let (_, first) = tx.lock_run_with_round(run.id, t.id).await.unwrap();
+        let Locked { round: first, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Round(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(first, round, "{}", ts.dialect);
-        let (_, again) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked { task: again, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(again, task, "the same read on a begun unit");
         drop(tx);
 
         // Appends, dropped: nothing stays.
         let mut tx = s.begin().await.unwrap();
-        tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        tx.lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
         tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
         drop(tx);
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
 
         // Committed: every byte, every sequence.
         let mut tx = s.begin().await.unwrap();
-        let (locked, _) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+        let Locked {
+            run: locked, task: _, ..
+        } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id),
+            })
+            .await
+            .unwrap();
         assert_eq!(locked.last_event_sequence, 0);
         let data = json!({"q": "it's", "b": "back\\slash \\' E'x' $1 ;COMMIT", "u": "é ✓ \n\t"});
         let e1 = tx.append_event(run.id, "k'ind\\", Some(key), &data, NOW).await.unwrap();
@@ -1239,12 +1294,22 @@ async fn the_lock_with_its_row_and_appends_under_it() {
 
         // No such row under the lock: `None`; no such run: `NotFound`.
         let mut tx = s.begin().await.unwrap();
-        let (_, none) = tx.lock_run_with_task(run.id, t.id + 999).await.unwrap();
+        let Locked { task: none, .. } = tx
+            .lock(RunLock {
+                run_id: run.id,
+                with: LockReads::Task(t.id + 999),
+            })
+            .await
+            .unwrap();
         assert!(none.is_none());
         drop(tx);
         let mut tx = s.begin().await.unwrap();
         assert!(matches!(
-            tx.lock_run_with_task(run.id + 999, t.id).await,
+            tx.lock(RunLock {
+                run_id: run.id + 999,
+                with: LockReads::Task(t.id)
+            })
+            .await,
             Err(StoreError::NotFound(_))
         ));
     });
@@ -1950,23 +2015,17 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
                 record_base,
                 body_base,
             };
-            // The seal's lock (`lock_run_with_task_sealing`): on PostgreSQL it inserts the
-            // request in its round trip when no base must be read (none, or each base's depth
-            // carried and a delta below the snapshot depth), else the insert follows it.
+            // The seal's lock stores the request (on PostgreSQL in its round trip when no base
+            // must be read: none, or each base's depth carried and a delta below the snapshot
+            // depth; else the insert follows it).
             let mut tx = s.begin().await.unwrap();
-            let lock = tx.lock_run_with_task_sealing(run.id, t.id, &new).await.unwrap();
+            let lock = RunLock {
+                run_id: run.id,
+                with: LockReads::Seal(&new),
+            };
+            let lock = tx.lock(lock).await.unwrap();
             assert_eq!(lock.task.as_ref().map(|t| t.id), Some(t.id));
-            let below_snapshot = |d: Option<i64>| d.is_some_and(|d| d + 1 < nexus_store::SNAPSHOT_DEPTH);
-            let without_reads = match &prev {
-                None => true,
-                Some(p) => carried && below_snapshot(p.depths.0) && below_snapshot(p.depths.1),
-            };
-            let pg = ts.dialect == "postgres";
-            assert_eq!(lock.sealed.is_some(), pg && without_reads, "round {i}");
-            let row = match lock.sealed {
-                Some(row) => row,
-                None => tx.insert_sealed_request(new).await.unwrap(),
-            };
+            let row = lock.sealed.expect("a sealable round's request is stored");
             tx.commit().await.unwrap();
             let read = s.sealed_request(t.id, 1).await.unwrap().unwrap();
             assert_eq!(read.record, whole_record, "{} round {i}", ts.dialect);
@@ -1990,9 +2049,9 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
 }
 
 /// PostgreSQL holds a task update made under the run's lock over a row the unit read
-/// (`tx/held_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
+/// (`tx/buffered_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
 /// unit's next statement or its `COMMIT`. A writer that broke the lock order (it moved the row
-/// without the run's lock) makes the held update change nothing, and then the unit fails at
+/// without the run's lock) makes the buffered update change nothing, and then the unit fails at
 /// its commit instead of keeping a write the caller was told happened.
 #[tokio::test]
 async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
@@ -2002,10 +2061,16 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     let run = run_in(s, &f, RunStatus::Running).await;
     let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
 
-    // Under the lock the held update's answer is the row's: true, then false for a status the
+    // Under the lock the buffered update's answer is the row's: true, then false for a status the
     // row does not have (no statement either way until the commit).
     let mut tx = s.begin().await.unwrap();
-    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: before, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let before = before.expect("the task");
     let mut next = before.clone();
     next.status = TaskStatus::Completed;
@@ -2020,7 +2085,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
             .await
             .unwrap()
     );
-    // A read in the unit sees it (the held update goes out first).
+    // A read in the unit sees it (the buffered update goes out first).
     let read = tx.task_by_id(t.id).await.unwrap().unwrap();
     assert_eq!(
         (read.status, read.content.as_deref()),
@@ -2033,7 +2098,13 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     // A row moved behind the lock's back.
     let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
     let mut tx = s.begin().await.unwrap();
-    let (_, before) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: before, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let before = before.expect("the task");
     move_without_the_lock(s, &before).await;
     let mut next = before.clone();
@@ -2045,7 +2116,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     );
     assert!(
         tx.commit().await.is_err(),
-        "the held update changed no row: the unit fails"
+        "the buffered update changed no row: the unit fails"
     );
     assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
 }
@@ -2063,7 +2134,13 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let t = task_in(s, tool_task(run.id, "a", TaskStatus::Dispatched)).await;
 
     let mut tx = s.begin().await.unwrap();
-    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: read, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let mut mine = read.expect("the task");
     // The caller changes a column on its copy first, then moves the status over that copy.
     mine.content = Some("result".into());
@@ -2109,7 +2186,13 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     // update sent at once would have answered false instead).
     let t = task_in(s, tool_task(run.id, "b", TaskStatus::Dispatched)).await;
     let mut tx = s.begin().await.unwrap();
-    let (_, read) = tx.lock_run_with_task(run.id, t.id).await.unwrap();
+    let Locked { task: read, .. } = tx
+        .lock(RunLock {
+            run_id: run.id,
+            with: LockReads::Task(t.id),
+        })
+        .await
+        .unwrap();
     let read = read.expect("the task");
     move_without_the_lock(s, &read).await;
     let mut next = read.clone();
@@ -2121,7 +2204,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     );
     assert!(
         tx.commit().await.is_err(),
-        "the held update changed no row: the unit fails"
+        "the buffered update changed no row: the unit fails"
     );
     assert_eq!(s.task_by_id(t.id).await.unwrap().unwrap().status, TaskStatus::Failed);
 
@@ -2158,8 +2241,8 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
 }
 
 /// A reply's probe of the task keys it is about to use, and the insert of a job whose id the
-/// caller needs, right after held writes: on PostgreSQL in the same simple query as the writes
-/// (`tx/after_held.rs`), with the same answers as on their own.
+/// caller needs, right after buffered writes: on PostgreSQL in the same simple query as the writes
+/// (`tx/after_buffered.rs`), with the same answers as on their own.
 #[tokio::test]
 async fn the_used_keys_and_a_job_after_held_writes() {
     each_engine!(|ts| {
@@ -2170,11 +2253,11 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::After).await.unwrap();
         // Unsorted, repeated, unknown, and one the text guard refuses (in use nowhere).
         let keys: Vec<String> = ["b", "z", "a", "b", "a\0"].map(String::from).to_vec();
         assert_eq!(tx.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::Reads).await.unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2190,7 +2273,7 @@ async fn the_used_keys_and_a_job_after_held_writes() {
             .job_by_id(job_id)
             .await
             .unwrap()
-            .expect("the job inserted after held writes");
+            .expect("the job inserted after buffered writes");
         assert_eq!(
             (stored.task_id, stored.attempts, stored.locked_by),
             (Some(b.id), 0, None)
@@ -2198,12 +2281,12 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         assert_eq!(plain.edges_from(b.id).await.unwrap().len(), 2);
         plain.rollback().await.unwrap();
 
-        // A held write the database refuses (an edge to no row) fails the statement it travels
+        // A buffered write the database refuses (an edge to no row) fails the statement it travels
         // with, or itself where writes run at once: the unit is void and keeps nothing.
         for probe_keys in [true, false] {
             let mut tx = s.begin().await.unwrap();
             tx.lock_run(run.id).await.unwrap();
-            let held = tx.insert_edge_with_unit(a.id, i64::MAX, EdgeKind::After).await;
+            let held = tx.put_edge(a.id, i64::MAX, EdgeKind::After).await;
             let after = if probe_keys {
                 tx.used_task_keys(run.id, &keys).await.map(|_| ())
             } else {
@@ -2233,9 +2316,9 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), Some(vec![]));
-        tx.insert_edge_with_unit(c.id, a.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::Reads).await.unwrap();
-        tx.insert_edge_with_unit(b.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(c.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(b.id, a.id, EdgeKind::After).await.unwrap();
         let edge = |task_id: i64, kind: EdgeKind| EdgeRow {
             task_id,
             depends_on_id: a.id,
@@ -2249,9 +2332,9 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
                 edge(c.id, EdgeKind::After)
             ])
         );
-        // The dependencies of a row, read right after a held edge (on PostgreSQL in the same
-        // simple query as the edge's insert: `tx/after_held.rs`).
-        tx.insert_edge_with_unit(c.id, b.id, EdgeKind::After).await.unwrap();
+        // The dependencies of a row, read right after a buffered edge (on PostgreSQL in the same
+        // simple query as the edge's insert: `tx/after_buffered.rs`).
+        tx.put_edge(c.id, b.id, EdgeKind::After).await.unwrap();
         let from_c = vec![
             edge(c.id, EdgeKind::After),
             EdgeRow {
@@ -2262,22 +2345,22 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
         ];
         assert_eq!(tx.edges_from(c.id).await.unwrap(), from_c);
         // A kernel-held wait in the run: the caller reads the whole run instead (again after a
-        // held write).
+        // buffered write).
         tx.insert_task(NewTask {
             kind: TaskKind::Await,
             ..tool_task(run.id, "w", TaskStatus::Running)
         })
         .await
         .unwrap();
-        tx.insert_edge_with_unit(b.id, c.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(b.id, c.id, EdgeKind::After).await.unwrap();
         assert_eq!(tx.edges_into_unless_awaiting(run.id, a.id).await.unwrap(), None);
         tx.commit().await.unwrap();
 
-        // A held write the database refuses (an edge to no row) fails the read it travels
+        // A buffered write the database refuses (an edge to no row) fails the read it travels
         // with, or itself where writes run at once: the unit is void and keeps nothing.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        let held = tx.insert_edge_with_unit(c.id, i64::MAX, EdgeKind::After).await;
+        let held = tx.put_edge(c.id, i64::MAX, EdgeKind::After).await;
         let read = tx.edges_from(c.id).await;
         assert!(held.is_err() || read.is_err(), "{}: {held:?} {read:?}", ts.dialect);
         assert!(tx.is_void());
@@ -2351,9 +2434,7 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
         // Not a `tool_search` call: no head. The claimed job's evaluation commits.
         let (mut tx, lock) = s.take_kernel_job(second, run.id, other.id).await.unwrap().unwrap();
         assert!(lock.search_head.is_none());
-        tx.insert_edge_with_unit(other.id, round.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(other.id, round.id, EdgeKind::After).await.unwrap();
         tx.commit().await.unwrap();
         assert!(s.job_by_id(second).await.unwrap().is_none());
         // A claim that found no job left no lock behind.
@@ -2374,12 +2455,12 @@ async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> 
         generation: 1,
         available_at: NOW,
     };
-    tx.insert_job_with_unit(job).await.unwrap();
+    tx.put_job(job).await.unwrap();
     tx.probe_dependents(run_id, id, expected).await.unwrap()
 }
 
 /// A settle's probe of its dependents with what the settle reads next: on PostgreSQL, after
-/// held writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
+/// buffered writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
 /// dependents are expected, and otherwise the run's end-of-run read as
 /// [`Tx::tasks_if_quiescent`] would answer it when the row has no dependent (and the run no
 /// kernel-held await); on SQLite neither is read.
@@ -2415,7 +2496,7 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
         assert_eq!(probe.quiescence, pg.then_some(None));
         tx.rollback().await.unwrap();
-        // Dependents (one on two rows, one on this row alone, their edges held until the
+        // Dependents (one on two rows, one on this row alone, their edges buffered until the
         // probe): the end-of-run read is not made (the cascade may change what it would
         // answer); each dependent's rows are, as the plain read answers them.
         let framed = NewTask {
@@ -2424,10 +2505,10 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         };
         let lone = task_in(s, framed).await;
         let mut tx = s.begin().await.unwrap();
-        tx.insert_edge_with_unit(open.id, a.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::After).await.unwrap();
-        tx.insert_edge_with_unit(open.id, b.id, EdgeKind::Reads).await.unwrap();
-        tx.insert_edge_with_unit(lone.id, b.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, a.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, b.id, EdgeKind::After).await.unwrap();
+        tx.put_edge(open.id, b.id, EdgeKind::Reads).await.unwrap();
+        tx.put_edge(lone.id, b.id, EdgeKind::After).await.unwrap();
         let probe = probe_after_held(&mut tx, run.id, b.id, true).await;
         assert_eq!(probe.edges.map(|e| e.len()), Some(3));
         assert_eq!(probe.quiescence, None);
@@ -2472,9 +2553,7 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::After).await.unwrap();
         let inserted = tx.insert_task(new.clone()).await.unwrap();
         assert_eq!(inserted.key, "second");
         assert_eq!(inserted.frozen_context, new.frozen_context);
@@ -2486,9 +2565,7 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
 
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
-            .await
-            .unwrap();
+        tx.put_edge(first.id, first.id, EdgeKind::Reads).await.unwrap();
         assert!(matches!(tx.insert_task(new).await, Err(StoreError::Conflict(_))));
         if ts.dialect == "postgres" {
             assert!(matches!(tx.task_by_id(first.id).await, Err(StoreError::TxAborted)));
@@ -2497,11 +2574,11 @@ async fn a_task_inserted_after_held_writes_is_the_plain_inserts_row() {
     });
 }
 
-/// Rows inserted under ids reserved with a read after held writes: on PostgreSQL each insert
-/// is held (a used key is accepted by the insert and fails the unit's next statement, which
-/// voids it), its row is built as the plain insert's and stored as built, and the ids ascend
-/// in insert order; an insert made before the ids came uses the identity and cancels the
-/// request, so nothing is taken later. On SQLite the reservation does nothing.
+/// Rows inserted under ids a key probe took after buffered writes: on PostgreSQL each insert is
+/// held (a used key is accepted by the insert and fails the unit's next statement, which voids
+/// it), its row is built as the plain insert's and stored as built, and the ids ascend in insert
+/// order; an insert made before the probe, or past its ids, uses the identity. On SQLite every
+/// insert runs at once.
 #[tokio::test]
 async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
     each_engine!(|ts| {
@@ -2523,18 +2600,13 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         };
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
-        tx.reserve_ids(3, 1);
+        tx.put_edge(first.id, first.id, EdgeKind::After).await.unwrap();
         let keys = ["second".to_string(), "third".to_string()];
         assert!(tx.used_task_keys(run.id, &keys).await.unwrap().is_empty());
         let second = tx.insert_task(framed.clone()).await.unwrap();
         let third = tx.insert_task(third).await.unwrap();
         // The edge needs both rows: held after them, it goes out in the same query.
-        tx.insert_edge_with_unit(third.id, second.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(third.id, second.id, EdgeKind::After).await.unwrap();
         let job = NewJob {
             kind: "kernel_tool".into(),
             run_id: run.id,
@@ -2569,10 +2641,7 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         // the writes go out; nothing of it is stored. SQLite answers `Conflict` at once.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.insert_edge_with_unit(first.id, first.id, EdgeKind::Reads)
-            .await
-            .unwrap();
-        tx.reserve_ids(1, 0);
+        tx.put_edge(first.id, first.id, EdgeKind::Reads).await.unwrap();
         tx.used_task_keys(run.id, &keys).await.unwrap();
         let dup = tx.insert_task(framed.clone()).await;
         if pg {
@@ -2589,25 +2658,28 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         assert!(edges.iter().all(|e| e.kind == EdgeKind::After), "{edges:?}");
         read.rollback().await.unwrap();
 
-        // Asked for, then an insert before any read: the identity's id, and the request is
-        // dropped (the next read takes no ids: the following insert's id is the next one).
+        // An insert before any probe uses the identity; a probe takes ids for as many rows as
+        // it names keys, and an insert past them uses the identity again.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(run.id).await.unwrap();
-        tx.reserve_ids(4, 2);
         let early = tx
             .insert_task(tool_task(run.id, "early", TaskStatus::Waiting))
             .await
             .unwrap();
-        tx.insert_edge_with_unit(early.id, first.id, EdgeKind::After)
-            .await
-            .unwrap();
+        tx.put_edge(early.id, first.id, EdgeKind::After).await.unwrap();
         tx.used_task_keys(run.id, &["late".to_string()]).await.unwrap();
         let late = tx
             .insert_task(tool_task(run.id, "late", TaskStatus::Waiting))
             .await
             .unwrap();
+        let later = tx
+            .insert_task(tool_task(run.id, "later", TaskStatus::Waiting))
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         assert_eq!(s.task_by_id(late.id).await.unwrap(), Some(late.clone()));
+        assert_eq!(s.task_by_id(later.id).await.unwrap(), Some(later.clone()));
+        assert!(later.id > late.id);
         if pg {
             // The failed unit's reserved id is a gap; nothing after it.
             assert!(early.id > third.id);

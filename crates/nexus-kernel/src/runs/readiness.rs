@@ -178,7 +178,7 @@ impl Kernel {
     ) -> KernelResult<()> {
         match t.kind {
             TaskKind::Model => {
-                tx.insert_job_with_unit(NewJob {
+                tx.put_job(NewJob {
                     kind: job_kind::MODEL_CALL.into(),
                     run_id: run.id,
                     task_id: Some(t.id),
@@ -201,7 +201,7 @@ impl Kernel {
     /// Opens an await: a tokened `ask` is `dispatched` to the token holder; a tokenless
     /// (model-issued) `ask` is `awaiting_input` for anyone with write standing, with
     /// `attention_required {reason: awaiting_human}` and `work_available {kind: ask}` to the
-    /// declaring agent's address; a `wait` (or a delegation obligation) is held by the kernel
+    /// declaring agent's address; a `wait` (or a delegation obligation) is buffered by the kernel
     /// (`running`) until its target settles.
     async fn open_await(
         &self,

@@ -321,10 +321,9 @@ pub(super) async fn run(
     )
     .await?;
     if mail.status == TaskStatus::Waiting {
-        tx.insert_edge_with_unit(mail.id, obligation.id, EdgeKind::After)
-            .await?;
+        tx.put_edge(mail.id, obligation.id, EdgeKind::After).await?;
         for w in &waiters {
-            tx.insert_edge_with_unit(mail.id, *w, EdgeKind::After).await?;
+            tx.put_edge(mail.id, *w, EdgeKind::After).await?;
         }
         if caller.mainline && run.deliverable_task_id.is_some_and(|d| waiters.contains(&d)) {
             run.deliverable_task_id = Some(mail.id);

@@ -41,7 +41,7 @@ mod tool_search;
 mod wait;
 
 use nexus_core::results;
-use nexus_store::{EvaluationLock, TaskKind, TaskStatus};
+use nexus_store::{LockReads, Locked, RunLock, TaskKind, TaskStatus};
 use serde_json::Value;
 
 pub use handler::KernelToolOutcome;
@@ -138,14 +138,20 @@ impl Kernel {
             },
             None => {
                 let mut tx = self.store.begin().await?;
-                let lock = tx.lock_run_with_task_and_search_head(run_id, task_id).await?;
+                let lock = tx
+                    .lock(RunLock {
+                        run_id,
+                        with: LockReads::Evaluation(task_id),
+                    })
+                    .await?;
                 (tx, lock)
             }
         };
-        let EvaluationLock {
+        let Locked {
             mut run,
             task,
             search_head,
+            ..
         } = lock;
         let Some(mut task) = task.filter(|t| {
             t.run_id == run_id

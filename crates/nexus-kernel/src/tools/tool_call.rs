@@ -78,7 +78,7 @@ pub(super) async fn place_child(
             new.created_at = now;
             let origin = new.origin;
             let row = tx.insert_task(new).await?;
-            tx.insert_edge_with_unit(row.id, call.id, EdgeKind::After).await?;
+            tx.put_edge(row.id, call.id, EdgeKind::After).await?;
             kernel
                 .emit(
                     &mut Unit::of(tx, run, now, effects),
@@ -96,7 +96,7 @@ pub(super) async fn place_child(
             .iter()
             .filter(|e| e.depends_on_id == call.id && e.task_id != child.id)
         {
-            tx.insert_edge_with_unit(e.task_id, child.id, e.kind).await?;
+            tx.put_edge(e.task_id, child.id, e.kind).await?;
         }
     }
     Ok(child)

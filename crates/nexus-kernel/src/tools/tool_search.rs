@@ -80,7 +80,7 @@ impl SearchCache {
     /// the rows up to the model round (never their frozen bytes) and, only on a miss or for a
     /// round without a stored digest, the round's `frozen_context`. The kernel's whole
     /// per-call path for `tool_search`. `known`: a head already read in `tx` after its lock
-    /// (`Tx::lock_run_with_task_and_search_head`), used instead of reading it again.
+    /// (`Tx::lock` of a `LockReads::Evaluation`), used instead of reading it again.
     pub async fn tool_search_declared(
         &self,
         tx: &mut Tx,

@@ -333,7 +333,7 @@ impl Transaction {
     }
 
     /// Sends `stmts` and then `reads` in one simple query (led by `BEGIN` when it was not
-    /// sent): a unit's held writes and the reads that follow them, in one round trip. Each
+    /// sent): a unit's buffered writes and the reads that follow them, in one round trip. Each
     /// read's rows, in order.
     pub(crate) async fn reads_after(
         &mut self,
@@ -376,6 +376,29 @@ impl Transaction {
         };
         self.simple(stmts, head, Some("COMMIT")).await?;
         self.conn.rollback_on_drop(false);
+        Ok(())
+    }
+
+    /// Rolls the transaction back and continues on another pooled connection, lazy again
+    /// (`BEGIN` goes out with its next statement). The old connection is released first (its
+    /// rollback frees its slot); if no other is to be had, the transaction is left without a
+    /// connection and the caller's unit must be void (it sends nothing more).
+    pub(crate) async fn reopen(&mut self) -> Result<(), sqlx::Error> {
+        let conns = Conns {
+            inner: self.conn.pool.clone(),
+        };
+        let detached = Conn {
+            conn: None,
+            permit: None,
+            pool: conns.inner.clone(),
+            faults: 0,
+            rollback: false,
+            prepared: PreparedSet::default(),
+            discard: false,
+        };
+        drop(std::mem::replace(&mut self.conn, detached));
+        self.begun = false;
+        self.conn = conns.acquire().await?;
         Ok(())
     }
 

@@ -1,4 +1,4 @@
-//! The statements a unit of work sends in a simple query (its opening, its held writes, its
+//! The statements a unit of work sends in a simple query (its opening, its buffered writes, its
 //! `COMMIT`), prepared once per connection and then run with `EXECUTE`.
 //!
 //! A simple query carries no parameters, so these statements used to go out with their values

@@ -344,7 +344,7 @@ macro_rules! run_account_facts {
     };
 }
 
-/// SQLite, inside a unit of work (the write lock is held): an executor door's one read. Run `$1`
+/// SQLite, inside a unit of work (the write lock is buffered): an executor door's one read. Run `$1`
 /// by public id (columns prefixed `r_`), its workspace's public id when that workspace belongs
 /// to the account `$2` (`NULL` otherwise), its creator's standing there, and its task keyed `$3`
 /// (`NULL`s when there is none): [`RUN_IN_ACCOUNT`] and the task by key in one.
@@ -396,7 +396,7 @@ pub(crate) const RUNS_OF_WORKSPACE_DESC: &str =
 pub(crate) const RUNS_OF_WORKSPACE_DESC_STATUS: &str =
     run_select!("WHERE workspace_id = $1 AND id < $2 AND status = $4 ORDER BY id DESC LIMIT CAST($3 AS BIGINT)");
 
-/// SQLite (the write lock is held): the event takes the run's next sequence as the run row
+/// SQLite (the write lock is buffered): the event takes the run's next sequence as the run row
 /// holds it (the unit of work has not appended to this run yet). The unit writes the run row's
 /// sequence once, with its update of the run or before it commits (tx.rs; migration 0012).
 pub(crate) const APPEND_EVENT_SQLITE: &str = "INSERT INTO events (run_id, sequence, type, at, task_key, data) \

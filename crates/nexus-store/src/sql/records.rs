@@ -6,11 +6,11 @@
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, locked_by, \
      locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0) RETURNING id";
 
-/// [`INSERT_JOB`] without the answer: held with the unit of work (`tx/held.rs`).
-pub(crate) const INSERT_JOB_HELD: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, \
+/// [`INSERT_JOB`] without the answer: buffered with the unit of work (`tx/buffered.rs`).
+pub(crate) const INSERT_JOB_BUFFERED: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, \
      locked_by, locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0)";
 
-/// [`INSERT_JOB_HELD`] under a reserved id (`$6`, from [`crate::sql::RESERVE_IDS`]).
+/// [`INSERT_JOB_BUFFERED`] under a reserved id (`$6`, from [`crate::sql::RESERVE_IDS`]).
 pub(crate) const INSERT_JOB_WITH_ID: &str = "INSERT INTO jobs (id, kind, run_id, task_id, generation, available_at, \
      locked_by, locked_until, attempts) OVERRIDING SYSTEM VALUE VALUES ($6, $1, $2, $3, $4, $5, NULL, NULL, 0)";
 

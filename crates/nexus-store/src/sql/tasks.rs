@@ -88,7 +88,7 @@ pub(crate) const INSERT_TASK_WITH_BODY_PG: &str = insert_task!(
      CAST($45 AS TEXT) WHERE $5 IS NOT NULL ON CONFLICT (digest) DO NOTHING) "
 );
 
-/// [`INSERT_TASK_WITH_BODY_PG`] under a reserved id (`$46`), held with the unit's writes
+/// [`INSERT_TASK_WITH_BODY_PG`] under a reserved id (`$46`), buffered with the unit's writes
 /// (`tx/reserved.rs`): the caller builds the row, so nothing is returned.
 pub(crate) const INSERT_TASK_WITH_ID_PG: &str = insert_task!(@id
     "WITH body AS (INSERT INTO frozen_contexts (digest, body) SELECT CAST($5 AS TEXT), \
@@ -134,7 +134,7 @@ pub(crate) const TASK_FROZEN_HEAD_PG: &str =
     "SELECT id, kind, declaring_task_id, frozen_digest FROM tasks WHERE id = $1";
 
 /// The head (as [`TASK_FROZEN_HEAD_PG`]) of the row that declared task `$1`, when `$1` is a
-/// `tool_search` call: read with the lock of the call's evaluation (`Tx::lock_run_with_task_and_search_head`).
+/// `tool_search` call: read with the lock of the call's evaluation (`Tx::lock` of a `LockReads::Evaluation`).
 pub(crate) const SEARCH_HEAD_PG: &str = "SELECT d.id, d.kind, d.declaring_task_id, d.frozen_digest FROM tasks t \
      JOIN tasks d ON d.id = t.declaring_task_id WHERE t.id = $1 AND t.tool_name = 'tool_search'";
 
@@ -178,7 +178,7 @@ macro_rules! tasks_of_quiescent_run {
 pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = tasks_of_quiescent_run!();
 
 /// [`TASKS_OF_QUIESCENT_RUN`] of run `$1` when no row depends on task `$2`: a settle's
-/// end-of-run read sent with its probe of the row's dependents (`tx/after_held.rs`). With a
+/// end-of-run read sent with its probe of the row's dependents (`tx/after_buffered.rs`). With a
 /// dependent it answers nothing (a cascade may change the statuses: the settle reads again).
 pub(crate) const TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED: &str = concat!(
     tasks_of_quiescent_run!(),
@@ -321,7 +321,7 @@ pub(crate) const TASK_AND_DEPS: &str = task_select!(
 
 /// The rows depending on task `$1`, each with the rows it depends on, by dependent (`of_task`)
 /// and id: [`TASK_AND_DEPS`] of every dependent in one statement (PostgreSQL, after a settle's
-/// held writes: `crate::Tx::probe_dependents`).
+/// buffered writes: `crate::Tx::probe_dependents`).
 pub(crate) const DEPENDENTS_AND_THEIR_DEPS_PG: &str = concat!(
     "SELECT x.of_task AS of_task, ",
     task_columns_t!(),

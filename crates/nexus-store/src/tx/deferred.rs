@@ -1,4 +1,4 @@
-//! PostgreSQL: a unit of work's event appends, held until its `COMMIT` and sent with it.
+//! PostgreSQL: a unit of work's event appends, buffered until its `COMMIT` and sent with it.
 //!
 //! Under the run row's lock (`Tx::lock_run`, `Tx::try_lock_run`, `Tx::open_door`, a run this
 //! unit inserted, or a run an earlier append locked), no other transaction moves the run's
@@ -11,7 +11,7 @@
 //! A unit dropped without its commit drops the appends with it, as a rollback would.
 //!
 //! Writes whose answer the unit does not wait on (the run row's update under the lock, a
-//! round's facts, a job deleted with the unit) are held too ([`Deferred::hold`]): they go out
+//! round's facts, a job deleted with the unit) are buffered too ([`Deferred::buffer`]): they go out
 //! in one simple query for all of them just before the unit's next statement (so whatever it
 //! reads sees them), or else with the `COMMIT`, in the same round trip.
 
@@ -28,7 +28,7 @@ pub(crate) struct Deferred {
     locked: Vec<(i64, i64)>,
     /// The appends to send with the `COMMIT`, in order.
     events: Vec<EventRow>,
-    /// Held writes, in order.
+    /// Buffered writes, in order.
     held: Vec<Stmt>,
     /// The held run updates still in `held` (run id, index), the latest per run: at the
     /// `COMMIT` each also writes its run's sequence, instead of a statement of its own.
@@ -59,31 +59,31 @@ impl Deferred {
 
     /// Holds `statement` (parameters `$1`, `$2`, … given by `values`, text already checked by
     /// the text guard) until the unit's next statement or its `COMMIT`.
-    pub(crate) fn hold(&mut self, statement: &'static str, values: &[&dyn Literal]) {
+    pub(crate) fn buffer(&mut self, statement: &'static str, values: &[&dyn Literal]) {
         self.held
             .push(Stmt::new(statement, values.iter().map(|v| v.literal()).collect()));
     }
 
     /// Holds the run's update ([`crate::sql::UPDATE_RUN`], `values` its parameters): at the
     /// `COMMIT` it also writes the run's sequence when the unit appended to the run.
-    pub(crate) fn hold_run_update(&mut self, run_id: i64, values: &[&dyn Literal]) {
+    pub(crate) fn buffer_run_update(&mut self, run_id: i64, values: &[&dyn Literal]) {
         self.run_updates.retain(|(id, _)| *id != run_id);
         self.run_updates.push((run_id, self.held.len()));
-        self.hold(crate::sql::UPDATE_RUN, values);
+        self.buffer(crate::sql::UPDATE_RUN, values);
     }
 
     /// Holds a statement built with its values.
-    pub(crate) fn hold_statement(&mut self, statement: Stmt) {
+    pub(crate) fn buffer_statement(&mut self, statement: Stmt) {
         self.held.push(statement);
     }
 
-    /// Whether writes are held.
-    pub(crate) fn has_held(&self) -> bool {
+    /// Whether writes are buffered.
+    pub(crate) fn has_buffered(&self) -> bool {
         !self.held.is_empty()
     }
 
-    /// The held writes, taken out (`None`: none held).
-    pub(crate) fn take_held(&mut self) -> Option<Vec<Stmt>> {
+    /// The buffered writes, taken out (`None`: none held).
+    pub(crate) fn take_buffered(&mut self) -> Option<Vec<Stmt>> {
         if self.held.is_empty() {
             return None;
         }
@@ -133,7 +133,7 @@ impl Deferred {
         Ok(Some(row))
     }
 
-    /// The statements that end the unit, before its `COMMIT`: the held writes, the kept appends
+    /// The statements that end the unit, before its `COMMIT`: the buffered writes, the kept appends
     /// and the runs' sequences; `None` when nothing was kept (a plain `COMMIT`).
     pub(crate) fn commit_statements(&mut self) -> Option<Vec<Stmt>> {
         if self.events.is_empty() && self.held.is_empty() {
@@ -148,7 +148,7 @@ impl Deferred {
             if !self.events.iter().any(|e| e.run_id == *run_id) {
                 continue;
             }
-            // A held update of the run writes the sequence with the rest of the row.
+            // A buffered update of the run writes the sequence with the rest of the row.
             let held_update = self.run_updates.iter().find(|(id, _)| id == run_id).map(|&(_, i)| i);
             if let Some(i) = held_update
                 && let Some(Stmt::Template { literals, .. }) = stmts.get(i)
@@ -239,7 +239,7 @@ mod tests {
         let ints: Vec<i64> = (3..=8).collect();
         let mut row: Vec<&dyn Literal> = vec![&2i64, &"completed"];
         row.extend(ints.iter().map(|n| n as &dyn Literal));
-        d.hold_run_update(2, &row);
+        d.buffer_run_update(2, &row);
         let stmts = d.commit_statements().unwrap();
         let texts = texts(&stmts);
         assert_eq!(texts.len(), 3);
@@ -263,8 +263,8 @@ mod tests {
         let mut d = Deferred::default();
         locked(&mut d, 1, 10);
         let ints: Vec<i64> = (1..=8).collect();
-        d.hold_run_update(1, &ints.iter().map(|n| n as &dyn Literal).collect::<Vec<_>>());
-        assert!(d.take_held().is_some());
+        d.buffer_run_update(1, &ints.iter().map(|n| n as &dyn Literal).collect::<Vec<_>>());
+        assert!(d.take_buffered().is_some());
         d.append(1, "task_claimed", None, &serde_json::json!({}), 5).unwrap();
         let stmts = d.commit_statements().unwrap();
         assert_eq!(stmts.len(), 2);

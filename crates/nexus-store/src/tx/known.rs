@@ -1,10 +1,9 @@
 //! PostgreSQL: the task rows a unit of work knows as they are stored, so that a task update
-//! over one of them is held (`tx/held_update.rs`) instead of sent at once.
+//! over one of them is buffered (`tx/buffered_update.rs`) instead of sent at once.
 //!
 //! Every writer of a task holds its run's lock (storage-and-scale.md §3, "Lock order"). A row
-//! the unit read under that lock (the lock's own read: `Tx::lock_run_with_task`,
-//! `Tx::lock_run_with_round`, `Tx::open_door`), inserted under it, or last wrote under it, is
-//! therefore the stored row until the unit writes it again. Every task write of a unit goes
+//! the unit read under that lock (the lock's own read: `Tx::lock`, `Tx::open_door`), inserted
+//! under it, or last wrote under it, is therefore the stored row until the unit writes it again. Every task write of a unit goes
 //! through `Tx::insert_task` or the updates below (`update_task`, `update_task_claimed`,
 //! `update_task_over`), which keep this record current. A kernel caller's own copy of a row
 //! may carry columns it already changed (a settle sets the content, then moves the status);
@@ -41,7 +40,7 @@ impl PgTx {
 
     /// [`Tx::update_task`] (with its claim token) of a row the unit knows, held; `None`: not
     /// known, or not under its run's lock: send the update now.
-    pub(super) fn hold_known_update(
+    pub(super) fn buffer_known_update(
         &mut self,
         task: &TaskRow,
         expect_generation: i64,
@@ -54,7 +53,7 @@ impl PgTx {
         }
         // Taken out while the update is decided on it (no copy), then kept again or replaced.
         let before = self.known.swap_remove(at);
-        let held = self.hold_task_update(&before, task, expect_statuses, expect_claim_token);
+        let held = self.buffer_task_update(&before, task, expect_statuses, expect_claim_token);
         match held {
             Some(Ok(true)) => self.remember(task),
             _ => self.known.push(before),
@@ -103,7 +102,7 @@ impl Tx {
         expect_claim_token: Option<&str>,
     ) -> Result<bool> {
         if let Tx::Postgres(t) = self
-            && let Some(held) = t.hold_known_update(task, expect_generation, expect_statuses, expect_claim_token)
+            && let Some(held) = t.buffer_known_update(task, expect_generation, expect_statuses, expect_claim_token)
         {
             return held;
         }
@@ -129,7 +128,7 @@ impl Tx {
     /// row this unit of work read and has not changed since: `before`, whose generation is the
     /// expected one. SQLite checks the conditions on `before` instead of reading the row again;
     /// so does PostgreSQL when the unit holds the run's lock, and then holds the `UPDATE` until
-    /// the unit's next statement or its `COMMIT` (`tx/held_update.rs`); otherwise it runs the
+    /// the unit's next statement or its `COMMIT` (`tx/buffered_update.rs`); otherwise it runs the
     /// conditional `UPDATE` at once.
     pub async fn update_task_over(
         &mut self,
@@ -141,10 +140,10 @@ impl Tx {
         if let Tx::Postgres(t) = self {
             // The unit's own record of the row, when it has one, over the caller's copy (whose
             // generation is still the one the caller expects).
-            let held = match t.hold_known_update(task, before.generation, expect_statuses, expect_claim_token) {
+            let held = match t.buffer_known_update(task, before.generation, expect_statuses, expect_claim_token) {
                 Some(held) => Some(held),
                 None => {
-                    let held = t.hold_task_update(before, task, expect_statuses, expect_claim_token);
+                    let held = t.buffer_task_update(before, task, expect_statuses, expect_claim_token);
                     if matches!(held, Some(Ok(true))) {
                         t.remember(task);
                     }

@@ -1,14 +1,19 @@
 //! PostgreSQL: task and job ids a unit of work takes ahead of its inserts, so that the inserts
-//! are held with its writes (`tx/held.rs`) rather than sent one round trip each.
+//! are buffered with its writes (`tx/buffered.rs`) rather than sent one round trip each. Private to
+//! the engine: the kernel names no id it has not been given, on either engine.
 //!
 //! A task insert returns the row's id, and the next write (an edge to the row, a row that
 //! depends on it) needs it; a job insert returns the id a hand-off claims the job by. So each
-//! such insert went out on its own: a reply's expansion of one kernel tool call spent three
-//! round trips on its two rows and the call's job. When the kernel knows about how many rows
-//! and jobs a unit will insert, it asks for their ids first ([`Tx::reserve_ids`]); the request
-//! rides with the unit's next read after held writes (the expansion's key probe), and each
-//! later insert takes the next id of its kind, builds its answer from what it was given (no
-//! column of either is defaulted or computed by the database) and is held like any write.
+//! such insert would go out on its own: a reply's expansion of one kernel tool call would spend
+//! three round trips on its two rows and the call's job.
+//!
+//! The rule: a unit's key probe ([`Tx::used_task_keys`]) is the unit looking for free keys to
+//! insert rows under, after checking them under the run's lock. The first such probe of a unit
+//! that goes out after buffered writes also takes as many task ids, and as many job ids, as it
+//! names keys (a window of candidate keys: at least the rows the unit then inserts). Each later
+//! insert takes the next id of its kind, builds its answer from what it was given (no column of
+//! either is defaulted or computed by the database) and is buffered like any write; an insert made
+//! before the ids came uses none, and drops the request.
 //!
 //! The ids come from the tables' identities, in the unit, under the run's lock, so a run's
 //! rows keep ascending ids in the order they were inserted, on any node. An id the unit does
@@ -24,7 +29,9 @@ use sqlx::postgres::PgRow;
 /// The ids a unit asked for and the ones it holds unused.
 #[derive(Debug, Default)]
 pub(crate) struct ReservedIds {
-    /// How many task and job ids the unit's next read after held writes takes.
+    /// The unit has asked for ids (once a unit).
+    asked: bool,
+    /// How many task and job ids the unit's next read after buffered writes takes.
     wanted: (usize, usize),
     /// Reserved task ids not yet used, ascending.
     tasks: VecDeque<i64>,
@@ -70,26 +77,20 @@ impl ReservedIds {
     }
 }
 
-impl Tx {
-    /// Asks for `tasks` task ids and `jobs` job ids for the unit's next inserts. On PostgreSQL
-    /// they come with the unit's next read after held writes, and each [`Tx::insert_task`] or
-    /// [`Tx::insert_job`] after that takes one of its kind: the insert is held with the unit's
-    /// writes, like [`Tx::insert_edge_with_unit`], instead of taking a round trip of its own.
-    /// So a failure of such an insert (a key the run already uses) fails the unit's next
-    /// statement and voids the unit, as a held write's does, rather than answering `Conflict`
-    /// from the insert: ask only for rows whose keys the unit has checked under the run's
-    /// lock. An insert made before the ids came uses none and drops the request. On SQLite,
-    /// nothing (every insert runs at once).
-    pub fn reserve_ids(&mut self, tasks: usize, jobs: usize) {
-        if let Tx::Postgres(t) = self {
-            t.ids.get_or_insert_with(Box::default).wanted = (tasks, jobs);
+impl PgTx {
+    /// A key probe of `keys` is about to go out after buffered writes: the unit is looking for
+    /// keys to insert rows under, so the probe also takes as many task ids and as many job ids
+    /// as it names keys, once a unit (the rule in the module's header).
+    pub(super) fn ids_for_probe(&mut self, keys: usize) {
+        let ids = self.ids.get_or_insert_with(Box::default);
+        if !ids.asked {
+            ids.asked = true;
+            ids.wanted = (keys, keys);
         }
     }
-}
 
-impl PgTx {
     /// The statement that takes the ids the unit asked for, to send with its next read after
-    /// held writes (`None`: none asked for).
+    /// buffered writes (`None`: none asked for).
     pub(super) fn ids_request(&mut self) -> Option<Stmt> {
         self.ids.as_mut()?.request()
     }
@@ -113,16 +114,16 @@ impl PgTx {
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_TASK_WITH_ID_PG`])
     /// and returns its row.
-    pub(super) fn hold_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
-        let mut literals = after_held::task_insert_literals(&new)?;
+    pub(super) fn buffer_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
+        let mut literals = after_buffered::task_insert_literals(&new)?;
         literals.push(id.to_string());
         self.deferred
-            .hold_statement(Stmt::new(crate::sql::INSERT_TASK_WITH_ID_PG, literals));
+            .buffer_statement(Stmt::new(crate::sql::INSERT_TASK_WITH_ID_PG, literals));
         Ok(new.into_row(id))
     }
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_JOB_WITH_ID`]).
-    pub(super) fn hold_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
+    pub(super) fn buffer_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
         crate::check_text(&new.kind)?;
         let literals: [&dyn Literal; 6] = [
             &new.kind,
@@ -132,7 +133,7 @@ impl PgTx {
             &new.available_at,
             &id,
         ];
-        self.deferred.hold(crate::sql::INSERT_JOB_WITH_ID, &literals);
+        self.deferred.buffer(crate::sql::INSERT_JOB_WITH_ID, &literals);
         Ok(())
     }
 }

@@ -138,7 +138,7 @@ impl Kernel {
                 other => other.into(),
             })?;
             if let Some(p) = prev {
-                tx.insert_edge_with_unit(row.id, p, EdgeKind::After).await?;
+                tx.put_edge(row.id, p, EdgeKind::After).await?;
             }
             for (key, kind) in &a.extra_deps {
                 let dep = ids
@@ -146,7 +146,7 @@ impl Kernel {
                     .copied()
                     .or_else(|| crate::runs::rows::follow(&existing, key).map(|t| t.id));
                 if let Some(dep) = dep {
-                    tx.insert_edge_with_unit(row.id, dep, *kind).await?;
+                    tx.put_edge(row.id, dep, *kind).await?;
                 }
             }
             ids.insert(row.key.clone(), row.id);

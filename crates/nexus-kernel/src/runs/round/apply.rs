@@ -10,7 +10,7 @@ use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
-use nexus_store::{Engine, JobRow, RoundForReply, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobRow, LockReads, Locked, RoundForReply, RunLock, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
@@ -161,9 +161,16 @@ impl Kernel {
         let Reply { reply, frozen, planned } = *reply;
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let (mut run, current) = tx.lock_run_with_round(task.run_id, task.id).await?;
-        tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
-            .await?;
+        let lock = RunLock {
+            run_id: task.run_id,
+            with: LockReads::Round(task.id),
+        };
+        let Locked {
+            mut run,
+            round: current,
+            ..
+        } = tx.lock(lock).await?;
+        tx.put_sealed_attempts(task.id, task.generation, attempts).await?;
         let mut effects = Vec::new();
         let Some(RoundForReply {
             task: mut round,
@@ -172,7 +179,7 @@ impl Kernel {
             running_awaits,
         }) = current.filter(|r| r.task.generation == task.generation && r.task.status == TaskStatus::Running)
         else {
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(Vec::new());
         };
@@ -193,7 +200,7 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &round, now).await?;
             }
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
@@ -229,7 +236,7 @@ impl Kernel {
             self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
                 .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
@@ -267,17 +274,13 @@ impl Kernel {
             )
             .await?;
             effects.extend(self.after_settle(&mut tx, &mut run, &round, now).await?);
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(self.publish_handing_off(effects).await);
         }
 
         self.transition(&mut tx, &mut run, &mut round, TaskStatus::Completed, now)
             .await?;
-        // The expansion's rows (the fan and the continuation), and the jobs of the calls it
-        // starts (at most one a call), under ids taken with the key probe: the rows' keys are
-        // checked under the run lock, so their inserts can be held.
-        tx.reserve_ids(planned.len() + 1, planned.len());
         let (n, key_floor) = self
             .round_number(&mut tx, run.id, planned.len(), view.key_floor, full.as_ref())
             .await?;
@@ -325,7 +328,7 @@ impl Kernel {
             self.end_if_quiescent(&mut tx, &mut run, &g, now, &mut effects, None)
                 .await?;
         }
-        tx.delete_job_with_unit(job.id).await?;
+        tx.delete_job(job.id).await?;
         tx.commit().await?;
         Ok(self.publish_handing_off(effects).await)
     }

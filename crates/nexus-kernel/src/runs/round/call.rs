@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nexus_providers::{DeltaSink, EncodedRequest, ModelReply, Provider, ProviderError};
-use nexus_store::{Engine, JobRow, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobRow, LockReads, Locked, RunLock, TaskRow, TaskStatus};
 use rand::Rng;
 use serde_json::{Value, json};
 
@@ -138,7 +138,7 @@ impl Kernel {
             match result {
                 Err(e) if e.is_retryable() && attempts.len() < max => {
                     let mut tx = self.store.begin().await?;
-                    tx.set_sealed_attempts_with_unit(
+                    tx.put_sealed_attempts(
                         task.id,
                         task.generation,
                         &serde_json::to_string(&attempts).expect("attempts serialize"),
@@ -183,10 +183,15 @@ impl Kernel {
     ) -> KernelResult<()> {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
-        let (mut run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
+        let lock = RunLock {
+            run_id: task.run_id,
+            with: LockReads::Task(task.id),
+        };
+        let Locked {
+            mut run, task: current, ..
+        } = tx.lock(lock).await?;
         if let Some(attempts) = attempts {
-            tx.set_sealed_attempts_with_unit(task.id, task.generation, attempts)
-                .await?;
+            tx.put_sealed_attempts(task.id, task.generation, attempts).await?;
         }
         let mut effects = Vec::new();
         if let Some(mut current) = current
@@ -205,7 +210,7 @@ impl Kernel {
         {
             effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
         }
-        tx.delete_job_with_unit(job.id).await?;
+        tx.delete_job(job.id).await?;
         tx.commit().await?;
         self.publish(effects).await;
         Ok(())

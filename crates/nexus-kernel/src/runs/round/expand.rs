@@ -139,7 +139,7 @@ impl Kernel {
                     ..Default::default()
                 })
                 .await?;
-            tx.insert_edge_with_unit(row.id, round.id, EdgeKind::After).await?;
+            tx.put_edge(row.id, round.id, EdgeKind::After).await?;
             g.put(&row);
             g.add_edge(row.id, round.id);
             members.push(row.id);
@@ -168,7 +168,7 @@ impl Kernel {
             .await?;
         g.put(&continuation);
         for &m in &members {
-            tx.insert_edge_with_unit(continuation.id, m, EdgeKind::After).await?;
+            tx.put_edge(continuation.id, m, EdgeKind::After).await?;
             g.add_edge(continuation.id, m);
         }
         tx.put_round_facts(&RoundFactsRow {

@@ -1,10 +1,10 @@
 //! The seal (providers.md §4): the job's entry point, the request built and encoded, and one
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
-use nexus_providers::{EncodedRequest, Provider};
+use nexus_providers::{EncodedRequest, ModelRequest, Provider};
 use nexus_store::{
-    Engine, JobRow, NewSealedRequest, RunRow, RunStatus, SealedBase, SealedRequestRow, StoreError, TaskKind, TaskRow,
-    TaskStatus, Tx,
+    Engine, JobRow, LockReads, Locked, NewSealedRequest, RunLock, RunStatus, SealedBase, SealedRequestRow, TaskKind,
+    TaskRow, TaskStatus,
 };
 use serde_json::Value;
 
@@ -136,62 +136,111 @@ impl Kernel {
                 return Ok(None);
             }
         };
+        let (new_sealed, record_prefix) = self.sealed_request(task, &request, &enc, anchor.as_ref());
+        let hosted = turn.as_ref().map(|turn| Hosted {
+            turn,
+            steers: &steers,
+            history: request.entries.len() as i64 - 1,
+        });
+        let Some(sealed) = self.seal_unit(job, task, &new_sealed, hosted).await? else {
+            return Ok(None);
+        };
+        // The continuation's request starts from these entries.
+        let next_anchor = SealedAnchor {
+            sealed_id: sealed.id,
+            record_prefix,
+            body_sha256: new_sealed.body_sha256,
+            body: std::sync::Arc::new(enc.body.clone()),
+            record_depth: sealed.record_depth,
+            body_depth: sealed.body_depth,
+        };
+        self.remember_sealed(task, request.entries, enc.chain, next_anchor);
+        self.publish(vec![AfterCommit::RunEvents(task.run_id)]).await;
+        Ok(Some((enc, prev)))
+    }
+
+    /// The sealed request of `enc`, stored against the round this one continues (`anchor`):
+    /// only what is new is written, except at the snapshot depth, where the whole bytes go out
+    /// (the store would otherwise rebuild them from the chain behind the base). With it, the
+    /// length of the record's prefix the next round may share.
+    fn sealed_request(
+        &self,
+        task: &TaskRow,
+        request: &ModelRequest,
+        enc: &EncodedRequest,
+        anchor: Option<&(SealedAnchor, usize)>,
+    ) -> (NewSealedRequest, usize) {
         let surface = RequestSurface::of(task);
-        // Stored against the round this one continues: only what is new is written, except at
-        // the snapshot depth, where the whole bytes go out (the store would otherwise rebuild
-        // them from the chain behind the base).
-        let whole_record = anchor.as_ref().is_some_and(|(a, _)| at_snapshot(a.record_depth));
-        let whole_body = anchor.as_ref().is_some_and(|(a, _)| at_snapshot(a.body_depth));
+        let whole_record = anchor.is_some_and(|(a, _)| at_snapshot(a.record_depth));
+        let whole_body = anchor.is_some_and(|(a, _)| at_snapshot(a.body_depth));
         let (record, record_prefix) = SealedRecord::text_after(
-            &request,
+            request,
             &surface,
-            &enc,
+            enc,
             anchor
-                .as_ref()
                 .filter(|_| !whole_record)
                 .map(|(a, shared)| (*shared, a.record_prefix)),
         );
         let body_keep = anchor
-            .as_ref()
             .filter(|_| !whole_body)
             .map(|(a, _)| common_prefix(&a.body, &enc.body));
-        let body_sha256 = enc.body_sha256_hex();
-        let now = self.now_ms();
-        let new_sealed = NewSealedRequest {
+        let new = NewSealedRequest {
             task_id: task.id,
             generation: task.generation,
             record,
-            body_sha256: body_sha256.clone(),
+            body_sha256: enc.body_sha256_hex(),
             request_bytes: enc.body.len() as i64,
             tools_sha256: enc.tools_sha256_hex(),
             body: enc.body[body_keep.unwrap_or(0)..].to_vec(),
             attempts: "[]".into(),
-            created_at: now,
-            record_base: anchor.as_ref().filter(|_| !whole_record).map(|(a, _)| SealedBase {
+            created_at: self.now_ms(),
+            record_base: anchor.filter(|_| !whole_record).map(|(a, _)| SealedBase {
                 id: Some(a.sealed_id),
                 sha256: None,
                 keep: a.record_prefix as i64,
                 depth: a.record_depth,
             }),
-            body_base: anchor.as_ref().zip(body_keep).map(|((a, _), keep)| SealedBase {
+            body_base: anchor.zip(body_keep).map(|((a, _), keep)| SealedBase {
                 id: None,
                 sha256: Some(a.body_sha256.clone()),
                 keep: keep as i64,
                 depth: a.body_depth,
             }),
         };
-        let (mut tx, mut run, current, sealed) = self.begin_seal(task, &new_sealed).await?;
-        let Some(mut current) = current else {
-            tx.delete_job_with_unit(job.id).await?;
+        (new, record_prefix)
+    }
+
+    /// The seal's unit: the run locked, the request stored when the round is sealable
+    /// ([`LockReads::Seal`]), the hosted turn's steers consumed, and the round moved to
+    /// `running`. `None` when the round is no longer sealable (the job is settled here, and a
+    /// round of a stopping run canceled).
+    async fn seal_unit(
+        &self,
+        job: &JobRow,
+        task: &TaskRow,
+        new: &NewSealedRequest,
+        hosted: Option<Hosted<'_>>,
+    ) -> KernelResult<Option<SealedRequestRow>> {
+        let now = new.created_at;
+        let mut tx = self.store.begin().await?;
+        let lock = RunLock {
+            run_id: task.run_id,
+            with: LockReads::Seal(new),
+        };
+        let Locked {
+            mut run,
+            task: current,
+            sealed,
+            ..
+        } = tx.lock(lock).await?;
+        let Some(mut current) = current.filter(|c| c.generation == task.generation && c.status == TaskStatus::Waiting)
+        else {
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             return Ok(None);
         };
-        if current.generation != task.generation || current.status != TaskStatus::Waiting {
-            tx.delete_job_with_unit(job.id).await?;
-            tx.commit().await?;
-            return Ok(None);
-        }
-        if run.status != RunStatus::Running {
+        let Some(sealed) = sealed else {
+            // The round is sealable but for its run, which is no longer running.
             let mut effects = Vec::new();
             if (run.status == RunStatus::Canceling || run.status.is_terminal())
                 && self
@@ -207,74 +256,33 @@ impl Kernel {
             {
                 effects = self.after_settle(&mut tx, &mut run, &current, now).await?;
             }
-            tx.delete_job_with_unit(job.id).await?;
+            tx.delete_job(job.id).await?;
             tx.commit().await?;
             self.publish(effects).await;
             return Ok(None);
-        }
-        if let Some(turn) = &turn {
-            for steer in &steers {
-                tx.consume_input(steer.id, turn.id).await?;
+        };
+        if let Some(hosted) = hosted {
+            for steer in hosted.steers {
+                tx.consume_input(steer.id, hosted.turn.id).await?;
             }
             if task.declaring_task_id.is_none() {
                 // The seed round: how much history preceded its prompt.
-                tx.set_replay_from(run.id, request.entries.len() as i64 - 1).await?;
+                tx.set_replay_from(run.id, hosted.history).await?;
             }
         }
-        let sealed = match sealed {
-            Some(sealed) => sealed,
-            None => tx.insert_sealed_request(new_sealed).await?,
-        };
         self.transition(&mut tx, &mut run, &mut current, TaskStatus::Running, now)
             .await?;
         tx.commit().await?;
-        // The continuation's request starts from these entries.
-        let next_anchor = SealedAnchor {
-            sealed_id: sealed.id,
-            record_prefix,
-            body_sha256,
-            body: std::sync::Arc::new(enc.body.clone()),
-            record_depth: sealed.record_depth,
-            body_depth: sealed.body_depth,
-        };
-        self.remember_sealed(task, request.entries, enc.chain, next_anchor);
-        self.publish(vec![AfterCommit::RunEvents(run.id)]).await;
-        Ok(Some((enc, prev)))
+        Ok(Some(sealed))
     }
 }
 
-impl Kernel {
-    /// The seal's unit, its run lock and the round as it stands under it, with the sealed
-    /// request when the store inserted it with the lock (PostgreSQL: one round trip,
-    /// [`nexus_store::Tx::lock_run_with_task_sealing`]). A round that is no longer sealable
-    /// gets a unit without the insert: the first is rolled back, and the lock taken again.
-    async fn begin_seal(
-        &self,
-        task: &TaskRow,
-        new: &NewSealedRequest,
-    ) -> KernelResult<(Tx, RunRow, Option<TaskRow>, Option<SealedRequestRow>)> {
-        let mut tx = self.store.begin().await?;
-        match tx.lock_run_with_task_sealing(task.run_id, task.id, new).await {
-            Ok(lock) => {
-                let sealable = lock.run.status == RunStatus::Running
-                    && lock
-                        .task
-                        .as_ref()
-                        .is_some_and(|t| t.generation == task.generation && t.status == TaskStatus::Waiting);
-                if sealable || lock.sealed.is_none() {
-                    return Ok((tx, lock.run, lock.task, lock.sealed));
-                }
-                tx.rollback().await?;
-            }
-            // Sealed already, by another unit (`Conflict`), or no row to seal (`NotFound`): the
-            // plain lock below reads the round as it stands.
-            Err(StoreError::Conflict(_) | StoreError::NotFound(_)) => drop(tx),
-            Err(e) => return Err(e.into()),
-        }
-        let mut tx = self.store.begin().await?;
-        let (run, current) = tx.lock_run_with_task(task.run_id, task.id).await?;
-        Ok((tx, run, current, None))
-    }
+/// A hosted turn's part in its round's seal: the turn, the steers the round takes, and how
+/// much history preceded the prompt (written for the turn's seed round).
+struct Hosted<'a> {
+    turn: &'a nexus_store::TurnRow,
+    steers: &'a [nexus_store::InputRow],
+    history: i64,
 }
 
 /// Whether a delta on a base stored at `depth` would be stored whole

@@ -1,14 +1,14 @@
-//! Statements that usually come right after held writes (`tx/held.rs`, `tx/held_update.rs`)
+//! Statements that usually come right after buffered writes (`tx/buffered.rs`, `tx/buffered_update.rs`)
 //! and whose answer the caller waits on: a settle's probe of its dependents (with what the
 //! settle reads next: the dependents' rows when some are expected, else the run's end-of-run
 //! read) and the dependencies of the rows it readies, a reply's probe of the task keys it is about to use, and the inserts of a task or a
-//! job whose id the caller needs. On PostgreSQL, when writes are held, the statement goes
+//! job whose id the caller needs. On PostgreSQL, when writes are buffered, the statement goes
 //! out as a prepared template (`postgres/prepared.rs`) at the end of the simple query that
 //! sends them, so the writes take no round trip of their own; with nothing held it is an
 //! ordinary statement. On SQLite every write has already run.
 //!
 //! Each statement here is one more text whose `$n` PostgreSQL types from its context (the
-//! template test in `held_update.rs` prepares every one on the schema).
+//! template test in `buffered_update.rs` prepares every one on the schema).
 
 use super::*;
 use crate::postgres::{Literal, Stmt};
@@ -18,7 +18,7 @@ use sqlx::postgres::PgRow;
 impl Tx {
     /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
     /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement. A
-    /// settle asks through [`Tx::probe_dependents`], which sends it after held writes.
+    /// settle asks through [`Tx::probe_dependents`], which sends it after buffered writes.
     pub async fn edges_into_unless_awaiting(
         &mut self,
         run_id: i64,
@@ -32,7 +32,7 @@ impl Tx {
     /// to depend on `depends_on_id`; otherwise the run's end-of-run read
     /// ([`Tx::tasks_if_quiescent`] as the run stands after the unit's writes so far), which
     /// answers only when no row depends on it and the run holds no kernel-held await. On
-    /// PostgreSQL with writes held, the two go out with them in one round trip; otherwise only
+    /// PostgreSQL with writes buffered, the two go out with them in one round trip; otherwise only
     /// the edges are read.
     pub async fn probe_dependents(
         &mut self,
@@ -41,7 +41,7 @@ impl Tx {
         dependents_expected: bool,
     ) -> Result<DependentsProbe> {
         match self {
-            Tx::Postgres(t) if t.holds_writes() => {
+            Tx::Postgres(t) if t.buffers_writes() => {
                 let literals = vec![run_id.to_string(), depends_on_id.to_string()];
                 let next = if dependents_expected {
                     let id = vec![depends_on_id.to_string()];
@@ -50,7 +50,7 @@ impl Tx {
                     Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals.clone())
                 };
                 let reads = vec![Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals), next];
-                let mut sets = t.reads_after_held(reads, StoreError::from).await?.into_iter();
+                let mut sets = t.reads_after_buffered(reads, StoreError::from).await?.into_iter();
                 let edges = sets.next().unwrap_or_default();
                 let edges = edges.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
                 let edges = crate::row::edges_unless_awaiting(edges);
@@ -79,9 +79,9 @@ impl Tx {
     /// The edges out of `task_id` (its dependencies), by (task_id, depends_on_id, kind).
     pub async fn edges_from(&mut self, task_id: i64) -> Result<Vec<EdgeRow>> {
         match self {
-            Tx::Postgres(t) if t.holds_writes() => {
+            Tx::Postgres(t) if t.buffers_writes() => {
                 let read = Stmt::new(crate::sql::EDGES_FROM, vec![task_id.to_string()]);
-                let rows = t.read_after_held(read, StoreError::from).await?;
+                let rows = t.read_after_buffered(read, StoreError::from).await?;
                 rows.iter().map(crate::row::edge).collect()
             }
             _ => tx_dispatch!(self, edges_from(task_id)),
@@ -91,14 +91,15 @@ impl Tx {
     /// The keys among `keys` that name a task of the run (sorted, without repeats).
     pub async fn used_task_keys(&mut self, run_id: i64, keys: &[String]) -> Result<Vec<String>> {
         match self {
-            Tx::Postgres(t) if t.holds_writes() && keys.len() <= crate::sql::KEY_PROBE_SLOTS => {
+            Tx::Postgres(t) if t.buffers_writes() && keys.len() <= crate::sql::KEY_PROBE_SLOTS => {
                 let Some(slots) = crate::ops::tasks::key_probe_slots(keys) else {
                     return Ok(Vec::new());
                 };
+                t.ids_for_probe(keys.len());
                 let mut literals = vec![run_id.literal()];
                 literals.extend(slots.iter().map(|k| k.literal()));
                 let rows = t
-                    .read_after_held(Stmt::new(crate::sql::USED_TASK_KEYS, literals), StoreError::from)
+                    .read_after_buffered(Stmt::new(crate::sql::USED_TASK_KEYS, literals), StoreError::from)
                     .await?;
                 let mut used = rows
                     .iter()
@@ -112,20 +113,20 @@ impl Tx {
         }
     }
 
-    /// Inserts a job (unlocked, 0 attempts) and returns its id ([`Tx::insert_job_with_unit`]
+    /// Inserts a job (unlocked, 0 attempts) and returns its id ([`Tx::put_job`]
     /// when the caller does not need it).
     ///
-    /// On PostgreSQL under an id the unit reserved ([`Tx::reserve_ids`]), the insert is held
-    /// with the unit's writes (`tx/reserved.rs`).
+    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is buffered
+    /// with the unit's writes.
     pub async fn insert_job(&mut self, new: NewJob) -> Result<i64> {
         if let Tx::Postgres(t) = self
             && let Some(id) = t.take_reserved_id(true)
         {
-            t.hold_job_insert(id, &new)?;
+            t.buffer_job_insert(id, &new)?;
             return Ok(id);
         }
         match self {
-            Tx::Postgres(t) if t.holds_writes() => {
+            Tx::Postgres(t) if t.buffers_writes() => {
                 crate::check_text(&new.kind)?;
                 let literals = [
                     new.kind.literal(),
@@ -135,7 +136,7 @@ impl Tx {
                     new.available_at.literal(),
                 ];
                 let insert = Stmt::new(crate::sql::INSERT_JOB, literals.to_vec());
-                let rows = t.read_after_held(insert, crate::write_error).await?;
+                let rows = t.read_after_buffered(insert, crate::write_error).await?;
                 let id = match rows.first() {
                     Some(r) => r.try_get::<i64, _>(0),
                     None => Err(sqlx::Error::RowNotFound),
@@ -169,20 +170,20 @@ impl PgTx {
         Ok(out)
     }
 
-    /// [`Tx::insert_task`] at the end of the held writes' simple query (`None`: nothing is held,
+    /// [`Tx::insert_task`] at the end of the buffered writes' simple query (`None`: nothing is buffered,
     /// the caller sends the insert as an ordinary statement). As the engine's insert does, the
     /// text guard runs first and the frozen context's body is kept before the unit commits.
-    pub(super) async fn insert_task_after_held(&mut self, new: &NewTask) -> Option<Result<TaskRow>> {
-        if !self.holds_writes() {
+    pub(super) async fn insert_task_after_buffered(&mut self, new: &NewTask) -> Option<Result<TaskRow>> {
+        if !self.buffers_writes() {
             return None;
         }
-        Some(self.insert_task_with_held(new).await)
+        Some(self.insert_task_with_buffered(new).await)
     }
 
-    async fn insert_task_with_held(&mut self, new: &NewTask) -> Result<TaskRow> {
+    async fn insert_task_with_buffered(&mut self, new: &NewTask) -> Result<TaskRow> {
         let literals = task_insert_literals(new)?;
         let insert = Stmt::new(crate::sql::INSERT_TASK_WITH_BODY_PG, literals);
-        let rows = self.read_after_held(insert, crate::write_error).await?;
+        let rows = self.read_after_buffered(insert, crate::write_error).await?;
         let row = match rows.first() {
             Some(r) => crate::row::task(r),
             None => Err(sqlx::Error::RowNotFound.into()),
@@ -193,27 +194,27 @@ impl PgTx {
         Ok(task)
     }
 
-    /// Whether writes are held for the unit's next statement (and the unit is not void).
-    fn holds_writes(&self) -> bool {
-        !self.void && self.deferred.has_held()
+    /// Whether writes are buffered for the unit's next statement (and the unit is not void).
+    fn buffers_writes(&self) -> bool {
+        !self.void && self.deferred.has_buffered()
     }
 
-    /// Sends the held writes and then `read` in one simple query; `read`'s rows. A failure
-    /// (the read's or a held write's) voids the unit, as any statement's does.
+    /// Sends the buffered writes and then `read` in one simple query; `read`'s rows. A failure
+    /// (the read's or a buffered write's) voids the unit, as any statement's does.
     /// `classify` names the failure (`write_error` when `read` is a write).
-    async fn read_after_held(&mut self, read: Stmt, classify: fn(sqlx::Error) -> StoreError) -> Result<Vec<PgRow>> {
-        let mut sets = self.reads_after_held(vec![read], classify).await?;
+    async fn read_after_buffered(&mut self, read: Stmt, classify: fn(sqlx::Error) -> StoreError) -> Result<Vec<PgRow>> {
+        let mut sets = self.reads_after_buffered(vec![read], classify).await?;
         Ok(sets.pop().unwrap_or_default())
     }
 
-    /// [`PgTx::read_after_held`] for several statements: each one's rows, in order.
+    /// [`PgTx::read_after_buffered`] for several statements: each one's rows, in order.
     /// The task and job ids the unit asked for ride with them (`tx/reserved.rs`).
-    async fn reads_after_held(
+    async fn reads_after_buffered(
         &mut self,
         mut reads: Vec<Stmt>,
         classify: fn(sqlx::Error) -> StoreError,
     ) -> Result<Vec<Vec<PgRow>>> {
-        let held = self.deferred.take_held().unwrap_or_default();
+        let held = self.deferred.take_buffered().unwrap_or_default();
         let reserving = self.ids_request().map(|r| reads.push(r)).is_some();
         let result = Box::pin(self.tx.reads_after(held, reads)).await.map_err(classify);
         let mut sets = self.void_on(result)?;

@@ -1,4 +1,4 @@
-//! PostgreSQL: a task update over a row the unit read under its run's lock, held until the
+//! PostgreSQL: a task update over a row the unit read under its run's lock, buffered until the
 //! unit's next statement or its `COMMIT` (`tx/deferred.rs`) instead of sent at once.
 //!
 //! Every writer of a task holds its run's lock (storage-and-scale.md §3, "Lock order"), so a
@@ -38,7 +38,7 @@ fn statement(before: &TaskRow, task: &TaskRow, expect_claim_token: Option<&str>)
     Some(Stmt::new(template(&columns, expect_claim_token.is_some()), literals))
 }
 
-/// The held update's text writing `columns` (`$1`, … in order), then the row's id, expected
+/// The buffered update's text writing `columns` (`$1`, … in order), then the row's id, expected
 /// generation and status, and, `with_token`, its claim token. It fails (a division by zero) when
 /// no row matched.
 fn template(columns: &[&str], with_token: bool) -> String {
@@ -66,7 +66,7 @@ fn template(columns: &[&str], with_token: bool) -> String {
 impl PgTx {
     /// [`Tx::update_task_over`] held, when the unit holds `before`'s run lock (`None`: send the
     /// update now). The text guard and the expected statuses are checked as the statement would.
-    pub(super) fn hold_task_update(
+    pub(super) fn buffer_task_update(
         &mut self,
         before: &TaskRow,
         task: &TaskRow,
@@ -86,7 +86,7 @@ impl PgTx {
             return Some(Ok(false));
         }
         if let Some(sql) = statement(before, task, expect_claim_token) {
-            self.deferred.hold_statement(sql);
+            self.deferred.buffer_statement(sql);
         }
         Some(Ok(true))
     }
@@ -165,7 +165,7 @@ mod tests {
             crate::sql::DOOR_RUN_PG,
             crate::sql::TASK_BY_RUN_PUBLIC_ID_AND_KEY_PG,
             crate::sql::DOOR_ANSWERER_PG,
-            crate::sql::INSERT_JOB_HELD,
+            crate::sql::INSERT_JOB_BUFFERED,
             crate::sql::DELETE_JOB,
             crate::sql::TAKE_JOB,
             crate::sql::SEARCH_HEAD_PG,
