@@ -16,6 +16,7 @@
 //!   `stale_object`; without it the write is last-writer-wins.
 
 use nexus_core::codes::Code;
+use nexus_core::results::ToolWord;
 use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -52,7 +53,7 @@ fn summary_json(doc: &MemoryDocRow) -> Value {
 }
 
 fn path_invalid(pointer: &str, message: String) -> KernelError {
-    KernelError::validation("memory_path_invalid", pointer, message)
+    KernelError::validation(ToolWord::MemoryPathInvalid.as_str(), pointer, message)
 }
 
 /// The query of the door's routes: `?prefix=` (list), `?path=` (read, delete),
@@ -265,7 +266,7 @@ impl Kernel {
         let owner = owner_of(&owners, path.scope, &path.full)?;
         if content.len() > DOCUMENT_BYTES {
             return Err(KernelError::validation(
-                "memory_document_too_large",
+                ToolWord::MemoryDocumentTooLarge.as_str(),
                 "/content",
                 format!(
                     "the document is {} bytes, over the {DOCUMENT_BYTES}-byte bound",
@@ -277,7 +278,7 @@ impl Kernel {
             let name = path.skill_name().filter(|n| super::valid_skill_name(n));
             if name.is_none() {
                 return Err(KernelError::validation(
-                    "skill_name_invalid",
+                    ToolWord::SkillNameInvalid.as_str(),
                     "/path",
                     format!(
                         "{:?} is under the reserved skills/ prefix, which holds only <scope>/skills/<name> with a skill name \
@@ -291,7 +292,7 @@ impl Kernel {
                 .is_some_and(|d| !d.trim().is_empty() && d.len() <= DESCRIPTION_BYTES);
             if !ok {
                 return Err(KernelError::validation(
-                    "skill_description_required",
+                    ToolWord::SkillDescriptionRequired.as_str(),
                     "/description",
                     format!("a skill document needs a non-blank description of at most {DESCRIPTION_BYTES} bytes"),
                 ));
@@ -300,7 +301,7 @@ impl Kernel {
             // The description bound of every document (errors-and-auth.md §5); the spec lists
             // no reason of its own for a plain document, so it is the size word.
             return Err(KernelError::validation(
-                "memory_document_too_large",
+                ToolWord::MemoryDocumentTooLarge.as_str(),
                 "/description",
                 format!("a description is at most {DESCRIPTION_BYTES} bytes"),
             ));
@@ -317,7 +318,7 @@ impl Kernel {
             MemoryPut::Written { row, .. } => Ok(json!({"document": document_json(&row)})),
             MemoryPut::Stale { current } => Err(stale(&path.full, current)),
             MemoryPut::Full { bound } => Err(KernelError::validation(
-                "memory_full",
+                ToolWord::MemoryFull.as_str(),
                 "/path",
                 format!(
                     "the {}/ scope already holds its bound of {bound} documents; delete one first",

@@ -6,11 +6,25 @@ use serde_json::Value;
 
 use super::KernelToolOutcome;
 use crate::error::KernelResult;
-use crate::memory::{self, Owners, arg};
+use crate::memory::{self, MemPath, Owners, Refusal, arg};
+
+/// `memory_delete {path}`: a document path of an available scope, outside `skills/`.
+#[derive(Debug)]
+struct DeleteInput {
+    path: MemPath,
+    owner: i64,
+}
+
+impl DeleteInput {
+    fn parse(input: &Value, owners: &Owners) -> Result<Self, Refusal> {
+        let (path, owner) = memory::doc_path(input, owners)?;
+        memory::refuse_reserved(&path)?;
+        Ok(Self { path, owner })
+    }
+}
 
 pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
-    let (path, owner) = arg!(memory::doc_path(input, owners));
-    arg!(memory::refuse_reserved(&path));
+    let DeleteInput { path, owner } = arg!(DeleteInput::parse(input, owners));
     Ok(match tx.memory_delete(path.scope, owner, &path.full, None).await? {
         MemoryDelete::Deleted(row) => {
             KernelToolOutcome::text(format!("Deleted {} ({} bytes).", path.full, row.byte_size))

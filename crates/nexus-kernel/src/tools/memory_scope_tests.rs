@@ -8,7 +8,7 @@ use nexus_store::testing::engines;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{KernelToolOutcome, ToolContext, dispatch_stored};
+use super::{KernelTool, KernelToolOutcome, ToolContext, dispatch_stored};
 use crate::memory::door::MemoryQuery;
 use crate::{Kernel, MemberPrincipal};
 
@@ -61,10 +61,17 @@ impl Hosted {
             callable: wire,
         };
         let mut tx = self.kernel.store.begin().await.unwrap();
-        let out = dispatch_stored(&mut tx, wire, &input, &ctx, memory, self.kernel.now_ms())
-            .await
-            .unwrap()
-            .expect("a memory tool");
+        let out = dispatch_stored(
+            &mut tx,
+            KernelTool::from_wire(wire).expect("a kernel tool"),
+            &input,
+            &ctx,
+            memory,
+            self.kernel.now_ms(),
+        )
+        .await
+        .unwrap()
+        .expect("a memory tool");
         tx.commit().await.unwrap();
         out
     }

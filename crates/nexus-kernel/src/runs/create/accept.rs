@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use base64::Engine as _;
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind};
+use nexus_core::results::ToolWord;
 use nexus_core::steps::{Step, StepVerb, ToolRoute};
 use nexus_store::{
     EdgeKind, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, Origin, TaskKind, TaskStatus,
@@ -354,7 +355,10 @@ impl Kernel {
         };
         if let Some(id) = target {
             match self.eligible_runner(id, ctx.answering).await? {
-                None => faults.push(Fault::new("runner_not_eligible", format!("{path}.tool.route"))),
+                None => faults.push(Fault::new(
+                    Code::RunnerNotEligible.as_str(),
+                    format!("{path}.tool.route"),
+                )),
                 Some(runner) => {
                     let served: Value = serde_json::from_str(&runner.served_tools).unwrap_or(Value::Array(vec![]));
                     let serves = served
@@ -449,9 +453,12 @@ fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, 
         .is_some_and(|r| Uuid::parse_str(r).ok() != ctx.run_public_id || ctx.run_public_id.is_none());
     let exists = env.deps.contains_key(target) || ctx.graph.is_some_and(|g| g.by_key(target).is_some());
     if other_run || !exists {
-        faults.push(Fault::new("wait_target_not_found", format!("{path}.wait.task")));
+        faults.push(Fault::new(
+            ToolWord::WaitTargetNotFound.as_str(),
+            format!("{path}.wait.task"),
+        ));
     } else if *target == step.key || ancestors_of(&step.key, &env.deps, ctx.graph).contains(target) {
-        faults.push(Fault::new("wait_cycle", format!("{path}.wait.task")));
+        faults.push(Fault::new(ToolWord::WaitCycle.as_str(), format!("{path}.wait.task")));
     }
     d.task.frozen_context = Some(
         Frozen::Wait(WaitContext {
