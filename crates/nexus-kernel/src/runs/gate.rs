@@ -27,6 +27,7 @@ use super::{AfterCommit, FrozenContext, KernelToolJob};
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
+use crate::tools::KernelTool;
 use crate::{Kernel, time};
 
 /// The approval hold's budget (approvals.md §4).
@@ -259,7 +260,7 @@ impl Kernel {
                     runner.public_id
                 )));
             };
-            if tool_name == "skill" {
+            if KernelTool::from_wire(&tool_name) == Some(KernelTool::Skill) {
                 let doc = input.get("name").and_then(Value::as_str).unwrap_or("");
                 let frozen = self.frozen_of(tx, task).await?;
                 let callable = task.tool_alias.as_deref().unwrap_or(&tool_name);
@@ -269,7 +270,7 @@ impl Kernel {
                 });
                 if !in_catalog {
                     // Answered by the kernel with `skill_unknown` (kernel-tools.md §9).
-                    let tool = registry::resolve_wire("skill").expect("skill is a kernel tool");
+                    let tool = registry::resolve_wire(KernelTool::Skill.wire()).expect("skill is a kernel tool");
                     return Ok(Ok(kernel_addressing(tool)));
                 }
                 if !announces_document(&runner, doc) {

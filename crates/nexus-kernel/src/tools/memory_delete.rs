@@ -32,3 +32,36 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelRe
         MemoryDelete::NotFound | MemoryDelete::Stale { .. } => memory::not_found(&path),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::memory_scope_tests::{WORKSPACE_ONLY, refusal_word as word};
+
+    #[test]
+    fn parse_refuses_reserved_and_unavailable_paths() {
+        assert_eq!(
+            DeleteInput::parse(&json!({"path": "workspace/a"}), &WORKSPACE_ONLY)
+                .unwrap()
+                .owner,
+            7
+        );
+        assert_eq!(
+            word(DeleteInput::parse(
+                &json!({"path": "workspace/skills/s"}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_reserved_prefix"
+        );
+        assert_eq!(
+            word(DeleteInput::parse(&json!({"path": "conversation/a"}), &WORKSPACE_ONLY)),
+            "memory_path_invalid"
+        );
+        assert_eq!(
+            word(DeleteInput::parse(&json!({"path": 3}), &WORKSPACE_ONLY)),
+            "parameter_invalid"
+        );
+    }
+}

@@ -108,3 +108,43 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -
         },
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::memory_scope_tests::{WORKSPACE_ONLY, refusal_word as word};
+
+    #[test]
+    fn parse_refuses_an_empty_old_text() {
+        let e = EditInput::parse(
+            &json!({"path": "workspace/a", "old_text": "a", "new_text": ""}),
+            &WORKSPACE_ONLY,
+        )
+        .unwrap();
+        assert_eq!((e.old_text.as_str(), e.new_text.as_str()), ("a", ""));
+        assert_eq!(
+            word(EditInput::parse(
+                &json!({"path": "workspace/a", "old_text": "", "new_text": "b"}),
+                &WORKSPACE_ONLY
+            )),
+            "parameter_invalid"
+        );
+        // The reserved prefix is refused before the texts are read.
+        assert_eq!(
+            word(EditInput::parse(
+                &json!({"path": "workspace/skills/s"}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_reserved_prefix"
+        );
+        assert_eq!(
+            word(EditInput::parse(
+                &json!({"path": "workspace/a", "old_text": "a"}),
+                &WORKSPACE_ONLY
+            )),
+            "parameter_invalid"
+        );
+    }
+}

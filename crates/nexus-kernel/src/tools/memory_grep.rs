@@ -111,4 +111,31 @@ mod tests {
         assert!(big.content.as_str().unwrap().starts_with("memory_pattern_invalid: "));
         assert!(compile("ABC", true).unwrap().is_match("abc"));
     }
+
+    #[test]
+    fn parse_compiles_before_reading_the_path() {
+        let owners = crate::tools::memory_scope_tests::WORKSPACE_ONLY;
+        let word = |v: serde_json::Value| {
+            let out = GrepInput::parse(&v, &owners).unwrap_err();
+            out.content.as_str().unwrap().split(':').next().unwrap().to_string()
+        };
+        let g = GrepInput::parse(&serde_json::json!({"pattern": "a", "path": ""}), &owners).unwrap();
+        assert_eq!((g.limit, g.covered.named()), (memory::GREP_DEFAULT_LIMIT, None));
+        assert_eq!(
+            word(serde_json::json!({"pattern": "(", "path": "team/x"})),
+            "memory_pattern_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "path": "user/"})),
+            "memory_path_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "limit": 1001})),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "ignore_case": "yes"})),
+            "parameter_invalid"
+        );
+    }
 }

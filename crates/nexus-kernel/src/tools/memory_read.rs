@@ -101,4 +101,25 @@ mod tests {
         assert!(past.is_error && text(&past).starts_with("parameter_invalid: "));
         assert!(!read_lines("p", "", 1, 1).is_error);
     }
+
+    use crate::tools::memory_scope_tests::WORKSPACE_ONLY;
+
+    #[test]
+    fn parse_defaults_and_checks_the_path_first() {
+        let r = ReadInput::parse(
+            &serde_json::json!({"path": "workspace/a", "offset": null}),
+            &WORKSPACE_ONLY,
+        )
+        .unwrap();
+        assert_eq!((r.owner, r.offset, r.limit), (7, 1, memory::READ_DEFAULT_LIMIT));
+        // An unavailable scope is named before a bad offset.
+        let out = ReadInput::parse(&serde_json::json!({"path": "user/a", "offset": 0}), &WORKSPACE_ONLY).unwrap_err();
+        assert!(text(&out).starts_with("memory_path_invalid: "));
+        let out = ReadInput::parse(
+            &serde_json::json!({"path": "workspace/a", "offset": 0}),
+            &WORKSPACE_ONLY,
+        )
+        .unwrap_err();
+        assert!(text(&out).starts_with("parameter_invalid: `offset` must be an integer of at least 1, got 0"));
+    }
 }

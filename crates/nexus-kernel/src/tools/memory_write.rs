@@ -65,3 +65,44 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -
         ),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::memory_scope_tests::{WORKSPACE_ONLY, refusal_word as word};
+
+    #[test]
+    fn parse_refuses_in_order() {
+        let w = WriteInput::parse(&json!({"path": "workspace/a", "content": "x"}), &WORKSPACE_ONLY).unwrap();
+        assert_eq!((w.path.full.as_str(), w.content.as_str()), ("workspace/a", "x"));
+        // A missing `content` is refused, not written as an empty document.
+        assert_eq!(
+            word(WriteInput::parse(&json!({"path": "workspace/a"}), &WORKSPACE_ONLY)),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/skills/x", "content": 1}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_reserved_prefix"
+        );
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/a", "content": "a\u{0}"}),
+                &WORKSPACE_ONLY
+            )),
+            "parameter_invalid"
+        );
+        let big = "x".repeat(memory::DOCUMENT_BYTES + 1);
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/a", "content": big}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_document_too_large"
+        );
+    }
+}

@@ -17,7 +17,7 @@ use nexus_store::{EdgeKind, Engine, NewTask, RunStatus, TaskKind, TaskRow, TaskS
 use serde_json::{Value, json};
 
 use super::params::{self, Nulls, Params};
-use super::{GraphCall, KernelToolOutcome, ToolContext};
+use super::{GraphCall, KernelTool, KernelToolOutcome, ToolContext};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
@@ -143,7 +143,7 @@ impl ToolCallInput {
 /// declaration).
 fn refuse_name(name: &str, ctx: &ToolContext<'_>, resolved: &declaration::ResolvedCall) -> Option<KernelToolOutcome> {
     let declared = ctx.tool_definitions.iter().any(|e| callable_of(e) == Some(name));
-    if name == ctx.callable || (declared && resolved.tool_name == "tool_call") {
+    if name == ctx.callable || (declared && resolved.tool_name == KernelTool::ToolCall.wire()) {
         return Some(KernelToolOutcome::error(
             ToolWord::RecursiveToolCall,
             &format!("{name:?} is this wrapper itself; call a deferred tool by its own name instead"),
