@@ -14,6 +14,9 @@ use uuid::Uuid;
 
 use crate::{bounds, jcs};
 
+mod word;
+pub use word::ToolWord;
+
 /// The only URI scheme the kernel resolves in a `resource_link`.
 pub const UPLOAD_URI_PREFIX: &str = "nexus://uploads/";
 

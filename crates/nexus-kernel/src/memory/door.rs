@@ -18,6 +18,7 @@
 use nexus_api::common::Timestamp;
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry};
 use nexus_core::codes::Code;
+use nexus_core::results::ToolWord;
 use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
@@ -52,7 +53,7 @@ fn entry_of(doc: MemoryDocRow) -> MemoryEntry {
 }
 
 fn path_invalid(pointer: &str, message: String) -> KernelError {
-    KernelError::validation("memory_path_invalid", pointer, message)
+    KernelError::validation(ToolWord::MemoryPathInvalid.as_str(), pointer, message)
 }
 
 /// The query of the door's routes: `?prefix=` (list), `?path=` (read, delete),
@@ -174,7 +175,7 @@ impl PutDocumentRequest {
         let (path, content, description) = (&self.path, &self.content, self.description.as_deref());
         if content.len() > DOCUMENT_BYTES {
             return Err(KernelError::validation(
-                "memory_document_too_large",
+                ToolWord::MemoryDocumentTooLarge.as_str(),
                 "/content",
                 format!(
                     "the document is {} bytes, over the {DOCUMENT_BYTES}-byte bound",
@@ -187,7 +188,7 @@ impl PutDocumentRequest {
             // no reason of its own for a plain document, so it is the size word.
             if description.is_some_and(|d| d.len() > DESCRIPTION_BYTES) {
                 return Err(KernelError::validation(
-                    "memory_document_too_large",
+                    ToolWord::MemoryDocumentTooLarge.as_str(),
                     "/description",
                     format!("a description is at most {DESCRIPTION_BYTES} bytes"),
                 ));
@@ -196,7 +197,7 @@ impl PutDocumentRequest {
         }
         if path.skill_name().filter(|n| super::valid_skill_name(n)).is_none() {
             return Err(KernelError::validation(
-                "skill_name_invalid",
+                ToolWord::SkillNameInvalid.as_str(),
                 "/path",
                 format!(
                     "{:?} is under the reserved skills/ prefix, which holds only <scope>/skills/<name> with a skill name \
@@ -207,7 +208,7 @@ impl PutDocumentRequest {
         }
         if !description.is_some_and(|d| !d.trim().is_empty() && d.len() <= DESCRIPTION_BYTES) {
             return Err(KernelError::validation(
-                "skill_description_required",
+                ToolWord::SkillDescriptionRequired.as_str(),
                 "/description",
                 format!("a skill document needs a non-blank description of at most {DESCRIPTION_BYTES} bytes"),
             ));
@@ -341,7 +342,7 @@ impl Kernel {
             }),
             MemoryPut::Stale { current } => Err(stale(&path.full, current)),
             MemoryPut::Full { bound } => Err(KernelError::validation(
-                "memory_full",
+                ToolWord::MemoryFull.as_str(),
                 "/path",
                 format!(
                     "the {}/ scope already holds its bound of {bound} documents; delete one first",

@@ -313,71 +313,26 @@ pub(crate) use arg;
 
 // ---- the model verbs' parameters (kernel-tools.md §0: `parameter_invalid`) -----------------
 
+use nexus_core::results::ToolWord;
+
 use crate::tools::KernelToolOutcome;
+use crate::tools::params::str_arg;
 
 /// A parameter check's refusal: the tool's error result (boxed: it is large).
 pub(crate) type Refusal = Box<KernelToolOutcome>;
 
 /// The refusal `<word>: <sentence>`.
-pub(crate) fn refusal(word: &str, sentence: &str) -> Refusal {
+pub(crate) fn refusal(word: ToolWord, sentence: &str) -> Refusal {
     Box::new(KernelToolOutcome::error(word, sentence))
-}
-
-/// A string parameter: `Ok(None)` when absent (or null) and not required.
-pub(crate) fn str_arg<'a>(input: &'a Value, key: &str, required: bool) -> Result<Option<&'a str>, Refusal> {
-    match input.get(key) {
-        Some(Value::String(s)) => Ok(Some(s)),
-        None | Some(Value::Null) if !required => Ok(None),
-        None | Some(Value::Null) => Err(refusal(
-            "parameter_invalid",
-            &format!("`{key}` is required; pass it as a string"),
-        )),
-        Some(other) => Err(refusal(
-            "parameter_invalid",
-            &format!("`{key}` must be a string, got {other}; pass it as a string"),
-        )),
-    }
-}
-
-/// An integer parameter in `min..=max`, or `default` when absent.
-pub(crate) fn int_arg(input: &Value, key: &str, default: i64, min: i64, max: i64) -> Result<i64, Refusal> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(v) => match v.as_i64() {
-            Some(n) if (min..=max).contains(&n) => Ok(n),
-            _ => Err(refusal(
-                "parameter_invalid",
-                &if max == i64::MAX {
-                    format!("`{key}` must be an integer of at least {min}, got {v}; pass such an integer or omit it")
-                } else {
-                    format!(
-                        "`{key}` must be an integer from {min} to {max}, got {v}; pass one in that range or omit it"
-                    )
-                },
-            )),
-        },
-    }
-}
-
-/// A boolean parameter, or `default` when absent.
-pub(crate) fn bool_arg(input: &Value, key: &str, default: bool) -> Result<bool, Refusal> {
-    match input.get(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(refusal(
-            "parameter_invalid",
-            &format!("`{key}` must be true or false, got {other}; pass a boolean or omit it"),
-        )),
-    }
 }
 
 /// The `path` parameter as a document path in an available scope, with its owner.
 pub(crate) fn doc_path(input: &Value, owners: &Owners) -> Result<(MemPath, i64), Refusal> {
-    let raw = str_arg(input, "path", true)?.unwrap_or_default();
-    let path = parse_path(raw).map_err(|s| refusal("memory_path_invalid", &s))?;
+    let raw = str_arg(input, "path", true).map_err(Box::new)?.unwrap_or_default();
+    let path = parse_path(raw).map_err(|s| refusal(ToolWord::MemoryPathInvalid, &s))?;
     let owner = owners
         .of(path.scope)
-        .ok_or_else(|| refusal("memory_path_invalid", &unavailable(path.scope, raw)))?;
+        .ok_or_else(|| refusal(ToolWord::MemoryPathInvalid, &unavailable(path.scope, raw)))?;
     Ok((path, owner))
 }
 
@@ -385,7 +340,7 @@ pub(crate) fn doc_path(input: &Value, owners: &Owners) -> Result<(MemPath, i64),
 pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), Refusal> {
     if path.is_reserved() {
         return Err(refusal(
-            "memory_reserved_prefix",
+            ToolWord::MemoryReservedPrefix,
             &format!(
                 "{:?} is under the reserved {}/skills/ prefix, which holds skill documents managed by people; write outside skills/, for example {}/notes/…",
                 path.full,
@@ -401,13 +356,13 @@ pub(crate) fn refuse_reserved(path: &MemPath) -> Result<(), Refusal> {
 pub(crate) fn check_body(path: &str, content: &str) -> Result<(), Refusal> {
     if content.contains('\0') {
         return Err(refusal(
-            "parameter_invalid",
+            ToolWord::ParameterInvalid,
             &format!("the content for {path:?} contains U+0000, which cannot be stored; remove it"),
         ));
     }
     if content.len() > DOCUMENT_BYTES {
         return Err(refusal(
-            "memory_document_too_large",
+            ToolWord::MemoryDocumentTooLarge,
             &format!(
                 "the document {path:?} would be {} bytes, over the {DOCUMENT_BYTES}-byte bound; shorten it or split it across several documents",
                 content.len()
@@ -429,7 +384,7 @@ pub(crate) fn full_sentence(path: &MemPath, bound: i64) -> String {
 /// The `memory_not_found` result.
 pub(crate) fn not_found(path: &MemPath) -> KernelToolOutcome {
     KernelToolOutcome::error(
-        "memory_not_found",
+        ToolWord::MemoryNotFound,
         &format!(
             "no document exists at {:?}; check the path with memory_ls or memory_grep, or create it with memory_write",
             path.full

@@ -27,6 +27,7 @@ use super::{AfterCommit, FrozenContext, KernelToolJob};
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
+use crate::tools::KernelTool;
 use crate::{Kernel, time};
 
 /// The approval hold's budget (approvals.md §4).
@@ -327,11 +328,11 @@ impl Kernel {
                 runner.public_id
             )));
         };
-        if tool_name == "skill" {
+        if KernelTool::from_wire(tool_name) == Some(KernelTool::Skill) {
             let doc = call.document();
             if self.catalog_skill(tx, call).await?.is_none() {
                 // Answered by the kernel with `skill_unknown` (kernel-tools.md §9).
-                let tool = registry::resolve_wire("skill").expect("skill is a kernel tool");
+                let tool = registry::resolve_wire(KernelTool::Skill.wire()).expect("skill is a kernel tool");
                 return Ok(Ok(kernel_addressing(tool)));
             }
             if !announces_document(&runner, doc) {
@@ -372,7 +373,7 @@ impl Kernel {
         let Some(app) = app.filter(|a| Self::agent_address_eligible(run, a)) else {
             return Ok(Err(format!("the skill source of `{doc}` is no longer eligible")));
         };
-        let Some(served) = served_entry(&app, "skill") else {
+        let Some(served) = served_entry(&app, KernelTool::Skill.wire()) else {
             return Ok(Err(format!("{} no longer serves `skill`", app.public_id)));
         };
         if !announces_document(&app, doc) {

@@ -1,47 +1,33 @@
 //! `cancel` (`nexus.conversation.cancel`, kernel-tools.md §7): stops the target's running turn
 //! exactly as `POST C/cancellation` does, in the evaluation's unit of work.
 
-use nexus_store::{RunRow, Tx};
-
-use super::{GraphCall, KernelToolOutcome, params};
+use super::reach::{To, reach_below};
+use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
-use crate::runs::AfterCommit;
+use crate::runs::unit::Unit;
 
-pub(super) async fn run(
-    kernel: &Kernel,
-    tx: &mut Tx,
-    run: &RunRow,
-    call: &GraphCall<'_>,
-    effects: &mut Vec<AfterCommit>,
-) -> KernelResult<KernelToolOutcome> {
-    let to = match params::object("cancel", call.input)
-        .and_then(|obj| params::only("cancel", obj, &["to"]).map(|()| obj))
-        .and_then(|obj| params::required_text("cancel", obj, "to"))
-    {
-        Ok(to) => to.to_string(),
+/// `cancel {to}`.
+pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>) -> KernelResult<KernelToolOutcome> {
+    let To { to } = match To::parse("cancel", call.input) {
+        Ok(input) => input,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(caller) = kernel.hosting_conversation(run).await? else {
-        return Ok(params::unknown_conversation("cancel", &to));
+    let repair = "cancel only conversations you started";
+    let target = match reach_below(kernel, u.tx, u.run, "cancel", &to, repair).await? {
+        Ok(target) => target,
+        Err(refusal) => return Ok(refusal),
     };
-    let Some(target) = kernel.conversation_target(tx, &caller, &to).await? else {
-        return Ok(params::unknown_conversation("cancel", &to));
-    };
-    if kernel.is_ancestor_or_self(tx, &caller, &target).await? {
-        return Ok(KernelToolOutcome::error(
-            "ancestor_conversation",
-            &format!("{to:?} is your own conversation or one of its ancestors; cancel only conversations you started"),
-        ));
-    }
-    Ok(match kernel.cancel_turn_in(tx, target.id, call.now, effects).await? {
-        Some(turn) => KernelToolOutcome::text(format!(
-            "Canceled the running turn {turn} of conversation {}.",
-            target.public_id
-        )),
-        None => KernelToolOutcome::text(format!(
-            "Conversation {} was idle; nothing to cancel.",
-            target.public_id
-        )),
-    })
+    Ok(
+        match kernel.cancel_turn_in(u.tx, target.id, call.now, u.effects).await? {
+            Some(turn) => KernelToolOutcome::text(format!(
+                "Canceled the running turn {turn} of conversation {}.",
+                target.public_id
+            )),
+            None => KernelToolOutcome::text(format!(
+                "Conversation {} was idle; nothing to cancel.",
+                target.public_id
+            )),
+        },
+    )
 }

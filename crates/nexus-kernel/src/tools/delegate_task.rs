@@ -17,16 +17,18 @@
 //!   branch caller it carries no history.)
 
 use nexus_core::declaration::{self, callable_of};
-use nexus_store::{EdgeKind, NewTask, OnFailure, Origin, RunRow, TaskKind, TaskStatus, Tx, Visibility};
+use nexus_core::results::ToolWord;
+use nexus_store::{EdgeKind, NewTask, OnFailure, Origin, RunRow, TaskKind, TaskRow, TaskStatus, Visibility};
 use serde_json::Value;
 
-use super::tool_call::{PARAMETER_INVALID, declaring_round, place_child, started};
+use super::params::{self, Nulls, Params};
+use super::tool_call::{declaring_round, place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, FrozenContext, RequestSurface};
+use crate::runs::{FrozenContext, RequestSurface};
 
 /// Branches within branches (kernel-tools.md §2 check 8).
 pub(crate) const MAX_DEPTH: usize = 8;
@@ -39,188 +41,132 @@ pub(crate) const MAIL_PROMPT: &str =
 const KEYS: [&str; 6] = ["prompt", "model", "lifetime", "wake", "wait", "tools"];
 const IMPORTS: [&str; 3] = ["kernel_tools", "runner_executor_public_ids", "runner_tool_names"];
 
-/// `delegate_task {prompt, model?, lifetime?, wake?, wait?, tools?}`.
-pub(super) async fn run(
-    kernel: &Kernel,
-    tx: &mut Tx,
-    run: &mut RunRow,
-    call: &GraphCall<'_>,
-    effects: &mut Vec<AfterCommit>,
-) -> KernelResult<KernelToolOutcome> {
-    let Some(input) = call.input.as_object() else {
-        return Ok(KernelToolOutcome::error(
-            PARAMETER_INVALID,
-            "the input must be an object with `prompt`",
-        ));
-    };
-    // 1. Import fields.
-    if let Some(k) = IMPORTS.iter().find(|k| input.contains_key(**k)) {
-        return Ok(KernelToolOutcome::error(
-            "context_not_authorable",
-            &format!(
-                "`{k}` cannot be set for a branch: it inherits your tools and environment; narrow it with `tools` instead"
-            ),
-        ));
-    }
-    // 2. Unknown keys.
-    if let Some(k) = input.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Ok(KernelToolOutcome::error(
-            PARAMETER_INVALID,
-            &format!("{k:?} is not a parameter of delegate_task; remove it"),
-        ));
-    }
-    // 3. The brief.
-    let Some(prompt) = input
-        .get("prompt")
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
-    else {
-        return Ok(KernelToolOutcome::error(
-            "prompt_required",
-            "`prompt` must be a non-blank string: the complete brief for the branch",
-        ));
-    };
-    // 4. wait.
-    let wait = match input.get("wait") {
-        None => false,
-        Some(Value::Bool(b)) => *b,
-        Some(other) => {
-            return Ok(KernelToolOutcome::error(
-                "invalid_wait",
+/// `delegate_task {prompt, model?, lifetime?, wake?, wait?, tools?}`, checked in the order of
+/// kernel-tools.md §2 (first failure wins) up to the checks that need the store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct DelegateInput {
+    prompt: String,
+    /// `None`: the caller's own model (absent or `null`).
+    model: Option<String>,
+    wait: bool,
+    /// Callables of the caller's frozen declaration; `None`: all of them.
+    tools: Option<Vec<String>>,
+}
+
+impl DelegateInput {
+    /// Checks 1–6, and the shape of `model` (check 7 resolves it); `declared` is the caller's
+    /// frozen declaration.
+    fn parse(input: &Value, declared: &[Value]) -> Result<Self, KernelToolOutcome> {
+        let p = Params::object_or("delegate_task", input, "the input must be an object with `prompt`")?;
+        if let Some(k) = IMPORTS.iter().find(|k| p.has(k)) {
+            return Err(KernelToolOutcome::error(
+                ToolWord::ContextNotAuthorable,
+                &format!(
+                    "`{k}` cannot be set for a branch: it inherits your tools and environment; narrow it with `tools` instead"
+                ),
+            ));
+        }
+        if let Some(k) = p.unknown_key(&KEYS) {
+            return Err(params::invalid(&format!(
+                "{k:?} is not a parameter of delegate_task; remove it"
+            )));
+        }
+        let Ok(Some(prompt)) = p.typed("prompt", Nulls::Refused, params::non_blank) else {
+            return Err(KernelToolOutcome::error(
+                ToolWord::PromptRequired,
+                "`prompt` must be a non-blank string: the complete brief for the branch",
+            ));
+        };
+        let wait = p.typed("wait", Nulls::Refused, Value::as_bool).map_err(|other| {
+            KernelToolOutcome::error(
+                ToolWord::InvalidWait,
                 &format!("`wait` must be true or false, got {other}"),
-            ));
+            )
+        })?;
+        p.typed("lifetime", Nulls::Refused, params::word_in(&["turn", "conversation"]))
+            .map_err(|other| {
+                KernelToolOutcome::error(
+                    ToolWord::InvalidLifetime,
+                    &format!("`lifetime` must be \"turn\" or \"conversation\", got {other}"),
+                )
+            })?;
+        p.typed("wake", Nulls::Refused, params::word_in(&["auto", "passive"]))
+            .map_err(|other| {
+                KernelToolOutcome::error(
+                    ToolWord::InvalidWake,
+                    &format!("`wake` must be \"auto\" or \"passive\", got {other}"),
+                )
+            })?;
+        let tools = p
+            .typed("tools", Nulls::Refused, params::strings)
+            .map_err(|other| params::invalid(&format!("`tools` must be an array of your tool names, got {other}")))?;
+        if let Some(missing) = tools
+            .iter()
+            .flatten()
+            .find(|n| !declared.iter().any(|e| callable_of(e) == Some(n.as_str())))
+        {
+            return Err(not_declared(missing));
         }
-    };
-    // 5. lifetime, wake.
-    match input.get("lifetime") {
-        None => {}
-        Some(Value::String(s)) if s == "turn" || s == "conversation" => {}
-        Some(other) => {
-            return Ok(KernelToolOutcome::error(
-                "invalid_lifetime",
-                &format!("`lifetime` must be \"turn\" or \"conversation\", got {other}"),
-            ));
-        }
+        let model = p.typed("model", Nulls::Absent, Value::as_str).map_err(|other| {
+            KernelToolOutcome::error(
+                ToolWord::ModelNotAuthorized,
+                &format!("`model` must be a provider/model string, got {other}; omit it to use your own model"),
+            )
+        })?;
+        Ok(Self {
+            prompt: prompt.to_string(),
+            model: model.map(str::to_string),
+            wait: wait.unwrap_or(false),
+            tools,
+        })
     }
-    match input.get("wake") {
-        None => {}
-        Some(Value::String(s)) if s == "auto" || s == "passive" => {}
-        Some(other) => {
-            return Ok(KernelToolOutcome::error(
-                "invalid_wake",
-                &format!("`wake` must be \"auto\" or \"passive\", got {other}"),
-            ));
-        }
-    }
-    // 6. tools: a subset of the caller's callables.
-    let defs = call.ctx.tool_definitions;
-    let names: Option<Vec<String>> = match input.get("tools") {
-        None => None,
-        Some(Value::Array(items)) if items.iter().all(Value::is_string) => {
-            let names: Vec<String> = items.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
-            if let Some(missing) = names
-                .iter()
-                .find(|n| !defs.iter().any(|e| callable_of(e) == Some(n.as_str())))
-            {
-                return Ok(KernelToolOutcome::error(
-                    "tool_not_declared",
-                    &format!("{missing:?} is not one of your tools; list only names of tools you have"),
-                ));
-            }
-            Some(names)
-        }
-        Some(other) => {
-            return Ok(KernelToolOutcome::error(
-                PARAMETER_INVALID,
-                &format!("`tools` must be an array of your tool names, got {other}"),
-            ));
-        }
+}
+
+/// `tool_not_declared` naming the first name the caller does not have.
+fn not_declared(name: &str) -> KernelToolOutcome {
+    KernelToolOutcome::error(
+        ToolWord::ToolNotDeclared,
+        &format!("{name:?} is not one of your tools; list only names of tools you have"),
+    )
+}
+
+/// `delegate_task`: parse, check what needs the store (the declaring round, the model, the
+/// depth), then place the branch and, in the background, its delivery.
+pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>) -> KernelResult<KernelToolOutcome> {
+    let input = match DelegateInput::parse(call.input, call.ctx.tool_definitions) {
+        Ok(input) => input,
+        Err(refusal) => return Ok(refusal),
     };
-    let Some(caller) = declaring_round(tx, call.call).await? else {
+    let Some(caller) = declaring_round(u.tx, call.call).await? else {
         return Ok(KernelToolOutcome::error(
-            "tool_call_refused",
+            ToolWord::ToolCallRefused,
             "this call has no declaring model round to delegate from",
         ));
     };
     let caller_surface = RequestSurface::of(&caller);
-    // 7. model.
-    let model = match input.get("model") {
-        None | Some(Value::Null) => caller_surface.model.clone(),
-        Some(Value::String(m)) => {
+    let model = match input.model.clone() {
+        None => caller_surface.model.clone(),
+        Some(m)
             if kernel
                 .providers
                 .catalog()
-                .resolve(m, &|var| std::env::var_os(var).is_some())
-                .is_err()
-            {
-                return Ok(KernelToolOutcome::error(
-                    "model_not_authorized",
-                    &format!("{m:?} is not a model this account may run; omit `model` to use your own"),
-                ));
-            }
-            m.clone()
-        }
-        Some(other) => {
+                .resolve(&m, &|var| std::env::var_os(var).is_some())
+                .is_err() =>
+        {
             return Ok(KernelToolOutcome::error(
-                "model_not_authorized",
-                &format!("`model` must be a provider/model string, got {other}; omit it to use your own model"),
+                ToolWord::ModelNotAuthorized,
+                &format!("{m:?} is not a model this account may run; omit `model` to use your own"),
             ));
         }
+        Some(m) => m,
     };
-    // 8. depth.
-    let mut depth = 1usize;
-    let mut at = caller.branch_of.clone();
-    while let Some(k) = at {
-        depth += 1;
-        if depth > MAX_DEPTH + 1 {
-            break;
-        }
-        at = tx.task_by_key(run.id, &k).await?.and_then(|t| t.branch_of);
+    if let Some(refusal) = refuse_depth(u, &caller).await? {
+        return Ok(refusal);
     }
-    if depth > MAX_DEPTH {
-        return Ok(KernelToolOutcome::error(
-            "delegation_too_deep",
-            &format!(
-                "this branch would be {depth} levels deep and at most {MAX_DEPTH} are allowed; do the work here instead of delegating"
-            ),
-        ));
-    }
-
-    // Effect: the branch root.
     let parent = FrozenContext::of(&caller);
-    let tool_definitions = match declaration::narrow(&parent.tool_definitions, names.as_deref()) {
-        Ok(d) => d,
-        Err(e) => {
-            let name = e.detail.clone().unwrap_or_default();
-            return Ok(KernelToolOutcome::error(
-                "tool_not_declared",
-                &format!("{name:?} is not one of your tools; list only names of tools you have"),
-            ));
-        }
-    };
-    let kept: Vec<&str> = tool_definitions.iter().filter_map(callable_of).collect();
-    let skills: Vec<Value> = parent
-        .skills
-        .iter()
-        .filter(|s| {
-            s.get("callable")
-                .and_then(Value::as_str)
-                .is_none_or(|c| kept.contains(&c))
-        })
-        .cloned()
-        .collect();
-    let frozen = FrozenContext {
-        prompt: prompt.to_string(),
-        results: Vec::new(),
-        attachments: Vec::new(),
-        tool_definitions,
-        environment: parent.environment.clone(),
-        skills,
-        memory: parent.memory.clone(),
-        approval_mode: parent.approval_mode.clone(),
-        approval_rules: parent.approval_rules.clone(),
-        fan_on_failure: parent.fan_on_failure.clone(),
-        history: None,
+    let frozen = match branch_context(&parent, &input) {
+        Ok(frozen) => frozen,
+        Err(refusal) => return Ok(refusal),
     };
     let surface = RequestSurface {
         reasoning_effort: if model == caller_surface.model {
@@ -233,104 +179,172 @@ pub(super) async fn run(
     };
     let branch = place_child(
         kernel,
-        &mut Unit::of(tx, run, call.now, effects),
+        u,
         call.call,
         "model",
-        NewTask {
-            kind: TaskKind::Model,
-            origin: Origin::Kernel,
-            on_failure: OnFailure::Absorb,
-            visibility: Visibility::Hidden,
-            mainline: false,
-            branch_of: Some(call.call.key.clone()),
-            frozen_context: Some(Frozen::Model(Box::new(frozen)).to_text()),
-            request_surface: Some(serde_json::to_string(&surface).expect("surface serializes")),
-            ..Default::default()
-        },
-        wait,
+        branch_row(call.call, &frozen, &surface),
+        input.wait,
     )
     .await?;
-    if wait {
+    if input.wait {
         return Ok(started(&branch.key));
     }
+    let delegation = Delegation {
+        call,
+        caller: &caller,
+        parent: &parent,
+        branch: &branch,
+    };
+    deliver_in_background(kernel, u, &delegation).await?;
+    Ok(KernelToolOutcome::text(background_sentence(u.run, &branch.key)))
+}
 
-    // Background delivery: the obligation, then the mail continuation.
-    let obligation = place_child(
-        kernel,
-        &mut Unit::of(tx, run, call.now, effects),
-        call.call,
-        "delegation",
-        NewTask {
-            kind: TaskKind::Await,
-            origin: Origin::Kernel,
-            on_failure: OnFailure::Absorb,
-            visibility: Visibility::Hidden,
-            mainline: call.call.mainline,
-            branch_of: call.call.branch_of.clone(),
-            timeout_ms: Some(DELEGATION_TIMEOUT_MS),
-            frozen_context: Some(
-                Frozen::Wait(WaitContext {
-                    task: branch.key.clone(),
-                    run_public_id: None,
-                    timeout_ms: DELEGATION_TIMEOUT_MS,
-                    delegation: true,
-                })
-                .to_text(),
+/// `delegation_too_deep` when the branch would be more than [`MAX_DEPTH`] levels deep.
+async fn refuse_depth(u: &mut Unit<'_>, caller: &TaskRow) -> KernelResult<Option<KernelToolOutcome>> {
+    let mut depth = 1usize;
+    let mut at = caller.branch_of.clone();
+    while let Some(k) = at {
+        depth += 1;
+        if depth > MAX_DEPTH + 1 {
+            break;
+        }
+        at = u.tx.task_by_key(u.run.id, &k).await?.and_then(|t| t.branch_of);
+    }
+    Ok((depth > MAX_DEPTH).then(|| {
+        KernelToolOutcome::error(
+            ToolWord::DelegationTooDeep,
+            &format!(
+                "this branch would be {depth} levels deep and at most {MAX_DEPTH} are allowed; do the work here instead of delegating"
             ),
-            ..Default::default()
-        },
-        false,
-    )
-    .await?;
+        )
+    }))
+}
+
+/// The branch's frozen context: the caller's, narrowed by `tools` (declarations.md §9), with
+/// the brief as its prompt and the skills of the callables kept.
+fn branch_context(parent: &FrozenContext, input: &DelegateInput) -> Result<FrozenContext, KernelToolOutcome> {
+    let tool_definitions = declaration::narrow(&parent.tool_definitions, input.tools.as_deref())
+        .map_err(|e| not_declared(&e.detail.clone().unwrap_or_default()))?;
+    let kept: Vec<&str> = tool_definitions.iter().filter_map(callable_of).collect();
+    let skills: Vec<Value> = parent
+        .skills
+        .iter()
+        .filter(|s| {
+            s.get("callable")
+                .and_then(Value::as_str)
+                .is_none_or(|c| kept.contains(&c))
+        })
+        .cloned()
+        .collect();
+    Ok(FrozenContext {
+        prompt: input.prompt.clone(),
+        results: Vec::new(),
+        attachments: Vec::new(),
+        tool_definitions,
+        skills,
+        history: None,
+        ..parent.clone()
+    })
+}
+
+/// The branch root `<call>-model-1`.
+fn branch_row(call: &TaskRow, frozen: &FrozenContext, surface: &RequestSurface) -> NewTask {
+    NewTask {
+        kind: TaskKind::Model,
+        origin: Origin::Kernel,
+        on_failure: OnFailure::Absorb,
+        visibility: Visibility::Hidden,
+        mainline: false,
+        branch_of: Some(call.key.clone()),
+        frozen_context: Some(Frozen::Model(Box::new(frozen.clone())).to_text()),
+        request_surface: Some(serde_json::to_string(surface).expect("surface serializes")),
+        ..Default::default()
+    }
+}
+
+/// A background delegation's parts: the call, its declaring round, that round's frozen
+/// context and the branch placed.
+struct Delegation<'d> {
+    call: &'d GraphCall<'d>,
+    caller: &'d TaskRow,
+    parent: &'d FrozenContext,
+    branch: &'d TaskRow,
+}
+
+/// Background delivery: the obligation `<call>-delegation-1`, then (on a standalone run) the
+/// mail continuation `<call>-mail-1` after it and the caller's chain.
+async fn deliver_in_background(kernel: &Kernel, u: &mut Unit<'_>, d: &Delegation<'_>) -> KernelResult<()> {
+    let obligation = place_child(kernel, u, d.call.call, "delegation", obligation_row(d), false).await?;
     // A conversation-hosted run hears the result as kernel mail of its conversation, queued
     // when the obligation completes (conversations/replies.rs); no continuation reads it here.
-    if crate::conversations::hosting::Hosting::of(&run.hosting).is_some() {
-        return Ok(KernelToolOutcome::text(background_sentence(run, &branch.key)));
+    if crate::conversations::hosting::Hosting::of(&u.run.hosting).is_some() {
+        return Ok(());
     }
-    let mail_frozen = FrozenContext {
-        prompt: MAIL_PROMPT.to_string(),
-        results: vec![branch.key.clone()],
-        attachments: Vec::new(),
-        ..parent.clone()
-    };
     // The caller's chain: every row already waiting on the call (its continuation).
-    let waiters: Vec<i64> = tx
-        .edges_of_run(run.id)
-        .await?
-        .iter()
-        .filter(|e| e.depends_on_id == call.call.id && e.task_id != branch.id && e.task_id != obligation.id)
-        .map(|e| e.task_id)
-        .collect();
-    let mail = place_child(
-        kernel,
-        &mut Unit::of(tx, run, call.now, effects),
-        call.call,
-        "mail",
-        NewTask {
-            kind: TaskKind::Model,
-            origin: Origin::Kernel,
-            on_failure: caller.on_failure,
-            visibility: caller.visibility,
-            mainline: caller.mainline,
-            branch_of: caller.branch_of.clone(),
-            frozen_context: Some(Frozen::Model(Box::new(mail_frozen)).to_text()),
-            request_surface: caller.request_surface.clone(),
-            ..Default::default()
-        },
-        false,
-    )
-    .await?;
+    let waiters: Vec<i64> =
+        u.tx.edges_of_run(u.run.id)
+            .await?
+            .iter()
+            .filter(|e| e.depends_on_id == d.call.call.id && e.task_id != d.branch.id && e.task_id != obligation.id)
+            .map(|e| e.task_id)
+            .collect();
+    let mail = place_child(kernel, u, d.call.call, "mail", mail_row(d), false).await?;
     if mail.status == TaskStatus::Waiting {
+        let Unit { tx, run, .. } = u;
         tx.put_edge(mail.id, obligation.id, EdgeKind::After).await?;
         for w in &waiters {
             tx.put_edge(mail.id, *w, EdgeKind::After).await?;
         }
-        if caller.mainline && run.deliverable_task_id.is_some_and(|d| waiters.contains(&d)) {
+        if d.caller.mainline && run.deliverable_task_id.is_some_and(|t| waiters.contains(&t)) {
             run.deliverable_task_id = Some(mail.id);
             tx.update_run(run).await?;
         }
     }
-    Ok(KernelToolOutcome::text(background_sentence(run, &branch.key)))
+    Ok(())
+}
+
+/// The hidden kernel-held await that observes the branch.
+fn obligation_row(d: &Delegation<'_>) -> NewTask {
+    NewTask {
+        kind: TaskKind::Await,
+        origin: Origin::Kernel,
+        on_failure: OnFailure::Absorb,
+        visibility: Visibility::Hidden,
+        mainline: d.call.call.mainline,
+        branch_of: d.call.call.branch_of.clone(),
+        timeout_ms: Some(DELEGATION_TIMEOUT_MS),
+        frozen_context: Some(
+            Frozen::Wait(WaitContext {
+                task: d.branch.key.clone(),
+                run_public_id: None,
+                timeout_ms: DELEGATION_TIMEOUT_MS,
+                delegation: true,
+            })
+            .to_text(),
+        ),
+        ..Default::default()
+    }
+}
+
+/// The kernel-authored continuation that reads the branch's result, in the caller's place.
+fn mail_row(d: &Delegation<'_>) -> NewTask {
+    let mail_frozen = FrozenContext {
+        prompt: MAIL_PROMPT.to_string(),
+        results: vec![d.branch.key.clone()],
+        attachments: Vec::new(),
+        ..d.parent.clone()
+    };
+    NewTask {
+        kind: TaskKind::Model,
+        origin: Origin::Kernel,
+        on_failure: d.caller.on_failure,
+        visibility: d.caller.visibility,
+        mainline: d.caller.mainline,
+        branch_of: d.caller.branch_of.clone(),
+        frozen_context: Some(Frozen::Model(Box::new(mail_frozen)).to_text()),
+        request_surface: d.caller.request_surface.clone(),
+        ..Default::default()
+    }
 }
 
 /// The call's result when the branch runs in the background.
@@ -339,4 +353,51 @@ fn background_sentence(run: &RunRow, branch: &str) -> String {
         "The branch started in the background; its final message will be delivered to you when it is ready. Call wait with this reference to block on it.\nTask reference: run_public_id=\"{}\", task=\"{branch}\"",
         run.public_id
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn declared() -> Vec<Value> {
+        vec![json!({"type":"function","function":{"name":"read_file","parameters":{"type":"object"}}})]
+    }
+
+    fn said(input: Value) -> String {
+        let out = DelegateInput::parse(&input, &declared()).unwrap_err();
+        out.content.as_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn parse_checks_in_the_spec_order() {
+        let ok = DelegateInput::parse(
+            &json!({"prompt": "go", "tools": ["read_file"], "model": null}),
+            &declared(),
+        )
+        .unwrap();
+        assert_eq!(
+            (ok.model, ok.wait, ok.tools),
+            (None, false, Some(vec!["read_file".to_string()]))
+        );
+        // An import field wins over an unknown key and a missing prompt.
+        assert!(said(json!({"kernel_tools": [], "zz": 1})).starts_with("context_not_authorable: `kernel_tools`"));
+        assert!(said(json!({"prompt": "go", "zz": 1})).starts_with("parameter_invalid: \"zz\" is not a parameter"));
+        assert!(said(json!({"prompt": " "})).starts_with("prompt_required: "));
+        // `null` is not absent for `wait`, `lifetime`, `wake` and `tools`.
+        assert_eq!(
+            said(json!({"prompt": "go", "wait": null})),
+            "invalid_wait: `wait` must be true or false, got null"
+        );
+        assert!(said(json!({"prompt": "go", "lifetime": "forever"})).starts_with("invalid_lifetime: "));
+        assert!(said(json!({"prompt": "go", "wake": null})).starts_with("invalid_wake: "));
+        assert!(said(json!({"prompt": "go", "tools": [1]})).starts_with("parameter_invalid: `tools` must be an array"));
+        assert_eq!(
+            said(json!({"prompt": "go", "tools": ["read_file", "deploy"]})),
+            "tool_not_declared: \"deploy\" is not one of your tools; list only names of tools you have"
+        );
+        assert!(said(json!({"prompt": "go", "model": 5})).starts_with("model_not_authorized: `model` must be"));
+        assert!(said(json!("go")).starts_with("parameter_invalid: the input must be an object"));
+    }
 }

@@ -3,6 +3,7 @@
 //! (`tools/mod.rs`) and the memory verbs' parameter checks (`memory/`) all name these, so this
 //! file names none of them.
 
+use nexus_core::results::ToolWord;
 use serde_json::Value;
 
 /// What a kernel tool answers. The row settles `completed` with these fields (kernel-tools.md
@@ -36,7 +37,7 @@ impl KernelToolOutcome {
     }
 
     /// An error result: `<word>: <sentence>`.
-    pub fn error(word: &str, sentence: &str) -> Self {
+    pub fn error(word: ToolWord, sentence: &str) -> Self {
         Self {
             content: Value::String(format!("{word}: {sentence}")),
             is_error: true,

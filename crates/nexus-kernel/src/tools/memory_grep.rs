@@ -3,25 +3,49 @@
 //! line order, at most `limit` (1–1,000, default 100), with a final line when matches were
 //! left out.
 
+use nexus_core::results::ToolWord;
 use nexus_store::Tx;
 use serde_json::Value;
 
 use super::KernelToolOutcome;
+use super::memory_ls::Covered;
+use super::params::{bool_arg, int_arg, str_arg};
 use crate::error::KernelResult;
-use crate::memory::{self, Owners, arg};
+use crate::memory::{self, Owners, Refusal, arg};
+
+/// `memory_grep {pattern, path?, ignore_case=false, limit=100}`, the pattern compiled.
+#[derive(Debug)]
+struct GrepInput {
+    pattern: String,
+    re: regex::Regex,
+    limit: i64,
+    covered: Covered,
+}
+
+impl GrepInput {
+    fn parse(input: &Value, owners: &Owners) -> Result<Self, Refusal> {
+        let pattern = str_arg(input, "pattern", true).map_err(Box::new)?.unwrap_or_default();
+        let ignore_case = bool_arg(input, "ignore_case", false).map_err(Box::new)?;
+        let limit = int_arg(input, "limit", memory::GREP_DEFAULT_LIMIT, 1, memory::GREP_MAX_LIMIT).map_err(Box::new)?;
+        let re = compile(pattern, ignore_case)?;
+        Ok(Self {
+            pattern: pattern.to_string(),
+            re,
+            limit,
+            covered: Covered::parse(input, owners)?,
+        })
+    }
+}
 
 pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
-    let pattern = arg!(memory::str_arg(input, "pattern", true)).unwrap_or_default();
-    let ignore_case = arg!(memory::bool_arg(input, "ignore_case", false));
-    let limit = arg!(memory::int_arg(
-        input,
-        "limit",
-        memory::GREP_DEFAULT_LIMIT,
-        1,
-        memory::GREP_MAX_LIMIT
-    ));
-    let re = arg!(compile(pattern, ignore_case));
-    let (docs, prefix) = arg!(super::memory_ls::covered(tx, input, owners, true).await?);
+    let GrepInput {
+        pattern,
+        re,
+        limit,
+        covered,
+    } = arg!(GrepInput::parse(input, owners));
+    let docs = covered.documents(tx, owners, true).await?;
+    let prefix = covered.named();
     let limit = usize::try_from(limit).unwrap_or(100);
     let mut lines: Vec<String> = Vec::new();
     let mut bytes = 0usize;
@@ -63,7 +87,7 @@ pub(crate) fn compile(pattern: &str, ignore_case: bool) -> Result<regex::Regex, 
         .map_err(|e| {
             let why = e.to_string().split_whitespace().collect::<Vec<_>>().join(" ");
             memory::refusal(
-                "memory_pattern_invalid",
+                ToolWord::MemoryPatternInvalid,
                 &format!(
                     "the pattern {:?} is not usable ({why}); fix it in Rust regex syntax or make it smaller",
                     memory::head(pattern, 200)
@@ -86,5 +110,32 @@ mod tests {
         let big = compile(r"\w{1000}\w{1000}", false).unwrap_err();
         assert!(big.content.as_str().unwrap().starts_with("memory_pattern_invalid: "));
         assert!(compile("ABC", true).unwrap().is_match("abc"));
+    }
+
+    #[test]
+    fn parse_compiles_before_reading_the_path() {
+        let owners = crate::tools::memory_scope_tests::WORKSPACE_ONLY;
+        let word = |v: serde_json::Value| {
+            let out = GrepInput::parse(&v, &owners).unwrap_err();
+            out.content.as_str().unwrap().split(':').next().unwrap().to_string()
+        };
+        let g = GrepInput::parse(&serde_json::json!({"pattern": "a", "path": ""}), &owners).unwrap();
+        assert_eq!((g.limit, g.covered.named()), (memory::GREP_DEFAULT_LIMIT, None));
+        assert_eq!(
+            word(serde_json::json!({"pattern": "(", "path": "team/x"})),
+            "memory_pattern_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "path": "user/"})),
+            "memory_path_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "limit": 1001})),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(serde_json::json!({"pattern": "a", "ignore_case": "yes"})),
+            "parameter_invalid"
+        );
     }
 }

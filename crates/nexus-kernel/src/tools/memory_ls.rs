@@ -2,55 +2,88 @@
 //! every available scope), sorted by path: `<path>\t<bytes>`, plus `\t<description>` for skill
 //! documents; at most 500 lines, then a line stating how many were left out.
 
-use nexus_store::{MemoryDocRow, Tx};
+use nexus_core::results::ToolWord;
+use nexus_store::{MemoryDocRow, MemoryScope, Tx};
 use serde_json::Value;
 
 use super::KernelToolOutcome;
+use super::params::str_arg;
 use crate::error::KernelResult;
-use crate::memory::{self, Owners, arg};
+use crate::memory::{self, MemPrefix, Owners, Refusal, arg};
 
-/// The documents a listing or search covers, sorted by path, and the prefix named (for the
-/// sentences). `Err` is the tool's error result.
-pub(crate) async fn covered(
-    tx: &mut Tx,
-    input: &Value,
-    owners: &Owners,
-    with_content: bool,
-) -> KernelResult<Result<(Vec<MemoryDocRow>, Option<String>), memory::Refusal>> {
-    let raw = match memory::str_arg(input, "path", false) {
-        Ok(raw) => raw.filter(|r| !r.is_empty()),
-        Err(o) => return Ok(Err(o)),
-    };
-    let mut docs = Vec::new();
-    match raw {
-        Some(raw) => {
-            let prefix = match memory::parse_prefix(raw) {
-                Ok(p) => p,
-                Err(s) => return Ok(Err(memory::refusal("memory_path_invalid", &s))),
-            };
-            let Some(owner) = owners.of(prefix.scope) else {
-                return Ok(Err(memory::refusal(
-                    "memory_path_invalid",
-                    &memory::unavailable(prefix.scope, raw),
-                )));
-            };
-            docs = tx.memory_documents(prefix.scope, owner, with_content).await?;
-            docs.retain(|d| d.path.starts_with(&prefix.prefix));
-            Ok(Ok((docs, Some(raw.to_string()))))
+/// The `path` prefix a listing or search covers (`memory_ls {path?}`, `memory_grep`'s `path`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Covered {
+    /// `None`: every available scope.
+    prefix: Option<CoveredPrefix>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CoveredPrefix {
+    prefix: MemPrefix,
+    owner: i64,
+    /// The prefix as named (for the sentences).
+    raw: String,
+}
+
+impl Covered {
+    /// An absent, null or empty `path` covers every available scope; any other must be a
+    /// prefix of an available scope (`memory_path_invalid`).
+    pub(crate) fn parse(input: &Value, owners: &Owners) -> Result<Self, Refusal> {
+        let raw = str_arg(input, "path", false)
+            .map_err(Box::new)?
+            .filter(|r| !r.is_empty());
+        let Some(raw) = raw else {
+            return Ok(Self { prefix: None });
+        };
+        let prefix = memory::parse_prefix(raw).map_err(|s| memory::refusal(ToolWord::MemoryPathInvalid, &s))?;
+        let Some(owner) = owners.of(prefix.scope) else {
+            return Err(memory::refusal(
+                ToolWord::MemoryPathInvalid,
+                &memory::unavailable(prefix.scope, raw),
+            ));
+        };
+        Ok(Self {
+            prefix: Some(CoveredPrefix {
+                prefix,
+                owner,
+                raw: raw.to_string(),
+            }),
+        })
+    }
+
+    /// The prefix as named, if any.
+    pub(crate) fn named(&self) -> Option<&str> {
+        self.prefix.as_ref().map(|p| p.raw.as_str())
+    }
+
+    /// The documents covered, sorted by path.
+    pub(crate) async fn documents(
+        &self,
+        tx: &mut Tx,
+        owners: &Owners,
+        with_content: bool,
+    ) -> KernelResult<Vec<MemoryDocRow>> {
+        let scopes: Vec<(MemoryScope, i64)> = match &self.prefix {
+            Some(p) => vec![(p.prefix.scope, p.owner)],
+            None => owners.available(),
+        };
+        let mut docs = Vec::new();
+        for (scope, owner) in scopes {
+            docs.extend(tx.memory_documents(scope, owner, with_content).await?);
         }
-        None => {
-            for (scope, owner) in owners.available() {
-                docs.extend(tx.memory_documents(scope, owner, with_content).await?);
-            }
-            docs.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-            Ok(Ok((docs, None)))
+        match &self.prefix {
+            Some(p) => docs.retain(|d| d.path.starts_with(&p.prefix.prefix)),
+            None => docs.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes())),
         }
+        Ok(docs)
     }
 }
 
 pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
-    let (docs, prefix) = arg!(covered(tx, input, owners, false).await?);
-    Ok(listing(&docs, prefix.as_deref()))
+    let covered = arg!(Covered::parse(input, owners));
+    let docs = covered.documents(tx, owners, false).await?;
+    Ok(listing(&docs, covered.named()))
 }
 
 /// The listing text.

@@ -1,17 +1,45 @@
 //! `memory_read` (`nexus.memory.read`, kernel-tools.md §8): the lines from `offset`
 //! (1-indexed), at most `limit` of them, verbatim; a last line when more remain.
 
+use nexus_core::results::ToolWord;
 use nexus_store::Tx;
 use serde_json::Value;
 
 use super::KernelToolOutcome;
+use super::params::int_arg;
 use crate::error::KernelResult;
-use crate::memory::{self, Owners, arg};
+use crate::memory::{self, MemPath, Owners, Refusal, arg};
+
+/// `memory_read {path, offset=1, limit=2000}`.
+#[derive(Debug)]
+struct ReadInput {
+    path: MemPath,
+    owner: i64,
+    offset: i64,
+    limit: i64,
+}
+
+impl ReadInput {
+    fn parse(input: &Value, owners: &Owners) -> Result<Self, Refusal> {
+        let (path, owner) = memory::doc_path(input, owners)?;
+        let offset = int_arg(input, "offset", 1, 1, i64::MAX).map_err(Box::new)?;
+        let limit = int_arg(input, "limit", memory::READ_DEFAULT_LIMIT, 1, i64::MAX).map_err(Box::new)?;
+        Ok(Self {
+            path,
+            owner,
+            offset,
+            limit,
+        })
+    }
+}
 
 pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners) -> KernelResult<KernelToolOutcome> {
-    let (path, owner) = arg!(memory::doc_path(input, owners));
-    let offset = arg!(memory::int_arg(input, "offset", 1, 1, i64::MAX));
-    let limit = arg!(memory::int_arg(input, "limit", memory::READ_DEFAULT_LIMIT, 1, i64::MAX));
+    let ReadInput {
+        path,
+        owner,
+        offset,
+        limit,
+    } = arg!(ReadInput::parse(input, owners));
     let Some(doc) = tx.memory_document(path.scope, owner, &path.full).await? else {
         return Ok(memory::not_found(&path));
     };
@@ -28,7 +56,7 @@ pub(crate) fn read_lines(path: &str, content: &str, offset: i64, limit: i64) -> 
     let start = usize::try_from(offset - 1).unwrap_or(usize::MAX);
     if start >= total {
         return KernelToolOutcome::error(
-            "parameter_invalid",
+            ToolWord::ParameterInvalid,
             &format!(
                 "`offset` {offset} is past the end of {path:?}, which has {total} lines; pass an offset from 1 to {total}"
             ),
@@ -72,5 +100,26 @@ mod tests {
         let past = read_lines("p", doc, 4, 1);
         assert!(past.is_error && text(&past).starts_with("parameter_invalid: "));
         assert!(!read_lines("p", "", 1, 1).is_error);
+    }
+
+    use crate::tools::memory_scope_tests::WORKSPACE_ONLY;
+
+    #[test]
+    fn parse_defaults_and_checks_the_path_first() {
+        let r = ReadInput::parse(
+            &serde_json::json!({"path": "workspace/a", "offset": null}),
+            &WORKSPACE_ONLY,
+        )
+        .unwrap();
+        assert_eq!((r.owner, r.offset, r.limit), (7, 1, memory::READ_DEFAULT_LIMIT));
+        // An unavailable scope is named before a bad offset.
+        let out = ReadInput::parse(&serde_json::json!({"path": "user/a", "offset": 0}), &WORKSPACE_ONLY).unwrap_err();
+        assert!(text(&out).starts_with("memory_path_invalid: "));
+        let out = ReadInput::parse(
+            &serde_json::json!({"path": "workspace/a", "offset": 0}),
+            &WORKSPACE_ONLY,
+        )
+        .unwrap_err();
+        assert!(text(&out).starts_with("parameter_invalid: `offset` must be an integer of at least 1, got 0"));
     }
 }

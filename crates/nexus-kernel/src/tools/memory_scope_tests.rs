@@ -1,17 +1,32 @@
 //! The memory tools' `conversation/` scope (kernel-tools.md §8) on both engines, driven at the
 //! kernel-function level: [`dispatch_stored`] with a round's frozen memory bindings, as the
 //! evaluation of a `kernel_tool` job calls it. Only the turn engine freezes a non-null
-//! `conversation_public_id` into a model round, so the bindings are built here directly.
+//! `conversation_public_id` into a model round, so the bindings are built here directly. The
+//! fixtures the memory parsers' unit tests share are here too.
 
 use nexus_store::Engine;
 use nexus_store::testing::engines;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use super::{KernelToolOutcome, ToolContext, dispatch_stored};
+use super::{KernelTool, KernelToolOutcome, ToolContext, dispatch_stored};
 use crate::conversations::CreateConversationRequest;
 use crate::memory::door::MemoryQuery;
+use crate::memory::{Owners, Refusal};
 use crate::{Kernel, MemberPrincipal};
+
+/// Owners with only a workspace scope, for the memory parsers' unit tests.
+pub(super) const WORKSPACE_ONLY: Owners = Owners {
+    user: None,
+    workspace: Some(7),
+    conversation: None,
+};
+
+/// The word of a memory parser's refusal.
+pub(super) fn refusal_word(r: Result<impl std::fmt::Debug, Refusal>) -> String {
+    let text = r.expect_err("refused").content.as_str().unwrap().to_string();
+    text.split(':').next().unwrap().to_string()
+}
 
 struct Hosted {
     _ts: nexus_store::testing::TestStore,
@@ -63,10 +78,17 @@ impl Hosted {
             callable: wire,
         };
         let mut tx = self.kernel.store.begin().await.unwrap();
-        let out = dispatch_stored(&mut tx, wire, &input, &ctx, memory, self.kernel.now_ms())
-            .await
-            .unwrap()
-            .expect("a memory tool");
+        let out = dispatch_stored(
+            &mut tx,
+            KernelTool::from_wire(wire).expect("a kernel tool"),
+            &input,
+            &ctx,
+            memory,
+            self.kernel.now_ms(),
+        )
+        .await
+        .unwrap()
+        .expect("a memory tool");
         tx.commit().await.unwrap();
         out
     }

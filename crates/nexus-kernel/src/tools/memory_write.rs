@@ -4,15 +4,37 @@
 use nexus_store::{MemoryPut, NewMemoryDoc, Tx};
 use serde_json::Value;
 
+use nexus_core::results::ToolWord;
+
 use super::KernelToolOutcome;
+use super::params::str_arg;
 use crate::error::KernelResult;
-use crate::memory::{self, Owners, arg};
+use crate::memory::{self, MemPath, Owners, Refusal, arg};
+
+/// `memory_write {path, content}`: a writable document path and a storable body.
+#[derive(Debug)]
+struct WriteInput {
+    path: MemPath,
+    owner: i64,
+    content: String,
+}
+
+impl WriteInput {
+    fn parse(input: &Value, owners: &Owners) -> Result<Self, Refusal> {
+        let (path, owner) = memory::doc_path(input, owners)?;
+        memory::refuse_reserved(&path)?;
+        let content = str_arg(input, "content", true).map_err(Box::new)?.unwrap_or_default();
+        memory::check_body(&path.full, content)?;
+        Ok(Self {
+            path,
+            owner,
+            content: content.to_string(),
+        })
+    }
+}
 
 pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -> KernelResult<KernelToolOutcome> {
-    let (path, owner) = arg!(memory::doc_path(input, owners));
-    arg!(memory::refuse_reserved(&path));
-    let content = arg!(memory::str_arg(input, "content", true)).unwrap_or_default();
-    arg!(memory::check_body(&path.full, content));
+    let WriteInput { path, owner, content } = arg!(WriteInput::parse(input, owners));
     // A replace keeps a description the door set.
     let description = tx
         .memory_document(path.scope, owner, &path.full)
@@ -22,7 +44,7 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -
         scope: path.scope,
         owner_id: owner,
         path: path.full.clone(),
-        content: content.to_string(),
+        content,
         description,
         now,
     };
@@ -33,11 +55,54 @@ pub(crate) async fn run(tx: &mut Tx, input: &Value, owners: &Owners, now: i64) -
             path.full,
             row.byte_size
         )),
-        MemoryPut::Full { bound } => KernelToolOutcome::error("memory_full", &memory::full_sentence(&path, bound)),
+        MemoryPut::Full { bound } => {
+            KernelToolOutcome::error(ToolWord::MemoryFull, &memory::full_sentence(&path, bound))
+        }
         // No version was expected and writers of the scope are serialized: unreachable.
         MemoryPut::Stale { .. } => KernelToolOutcome::error(
-            "internal_error",
+            ToolWord::InternalError,
             &format!("{:?} changed during the write; write it again", path.full),
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tools::memory_scope_tests::{WORKSPACE_ONLY, refusal_word as word};
+
+    #[test]
+    fn parse_refuses_in_order() {
+        let w = WriteInput::parse(&json!({"path": "workspace/a", "content": "x"}), &WORKSPACE_ONLY).unwrap();
+        assert_eq!((w.path.full.as_str(), w.content.as_str()), ("workspace/a", "x"));
+        // A missing `content` is refused, not written as an empty document.
+        assert_eq!(
+            word(WriteInput::parse(&json!({"path": "workspace/a"}), &WORKSPACE_ONLY)),
+            "parameter_invalid"
+        );
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/skills/x", "content": 1}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_reserved_prefix"
+        );
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/a", "content": "a\u{0}"}),
+                &WORKSPACE_ONLY
+            )),
+            "parameter_invalid"
+        );
+        let big = "x".repeat(memory::DOCUMENT_BYTES + 1);
+        assert_eq!(
+            word(WriteInput::parse(
+                &json!({"path": "workspace/a", "content": big}),
+                &WORKSPACE_ONLY
+            )),
+            "memory_document_too_large"
+        );
+    }
 }

@@ -1,11 +1,12 @@
-//! Kernel tool handlers (kernel-tools.md): one file per wire name, dispatched by
-//! [`dispatch`]. A handler is a function of the row's input and the calling execution's frozen
-//! context; [`Kernel::evaluate_kernel_tool`] settles the row with its outcome (a trusted
-//! settle, no token) and runs the scheduling consequences.
+//! Kernel tool handlers (kernel-tools.md): one file per wire name, each a command that parses
+//! the row's input into its own type (the shared checks are `params.rs`'s), then applies it.
+//! [`KernelTool`] (`table.rs`) is the one table of wire names; [`Kernel::evaluate_kernel_tool`]
+//! answers the row through [`KernelTool`]'s handler and settles the row with its outcome (a
+//! trusted settle, no token), then runs the scheduling consequences.
 //!
 //! Every registered kernel tool has a handler ([`IMPLEMENTED`]): the graph tools
 //! (`delegate_task`, `wait`, `ask`, `tool_call`, and the conversation family `spawn`, `send`,
-//! `status`, `cancel`) act in the evaluation's transaction; the memory family and
+//! `status`, `cancel`) act in the evaluation's unit of work; the memory family and
 //! memory-sourced `skill` run through [`dispatch_stored`]; `session_search` and `session_read`
 //! read the workspace's conversation history in the evaluation's transaction
 //! (`conversations/history/`); the rest are pure functions of the input and the frozen context
@@ -27,7 +28,8 @@ mod memory_read;
 #[cfg(test)]
 mod memory_scope_tests;
 mod memory_write;
-mod params;
+pub(crate) mod params;
+mod reach;
 mod runners_list;
 mod search_cache;
 mod send;
@@ -36,47 +38,25 @@ mod session_search;
 mod skill;
 mod spawn;
 mod status;
+mod table;
 mod tool_call;
 mod tool_search;
 mod wait;
 
-use nexus_core::results;
-use nexus_store::{LockReads, Locked, RunLock, TaskKind, TaskStatus};
+use nexus_core::results::{self, ToolWord};
+use nexus_store::{FrozenHead, LockReads, Locked, RunLock, RunRow, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::Value;
 
 pub use handler::KernelToolOutcome;
 pub(crate) use handler::{GraphCall, ToolContext};
 pub use search_cache::SearchCache;
+pub use table::{IMPLEMENTED, KernelTool};
 
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::runs::{AfterCommit, KernelToolJob};
-
-/// The wire names this version evaluates in-kernel: every registered kernel tool
-/// (registry.md §3: every registered name is live).
-pub const IMPLEMENTED: [&str; 19] = [
-    "ask",
-    "cancel",
-    "delegate_task",
-    "memory_delete",
-    "memory_edit",
-    "memory_grep",
-    "memory_ls",
-    "memory_read",
-    "memory_write",
-    "runners_list",
-    "send",
-    "session_read",
-    "session_search",
-    "skill",
-    "spawn",
-    "status",
-    "tool_call",
-    "tool_search",
-    "wait",
-];
+use crate::runs::{AfterCommit, FrozenContext, KernelToolJob};
 
 /// Runs a handler that reads or writes the store inside the evaluation's transaction: the
 /// memory family over the round's frozen memory bindings (declarations.md §8), and `skill`
@@ -84,38 +64,75 @@ pub const IMPLEMENTED: [&str; 19] = [
 /// (for `skill`: not a memory source, so [`dispatch`] answers).
 pub(crate) async fn dispatch_stored(
     tx: &mut nexus_store::Tx,
-    wire: &str,
+    tool: KernelTool,
     input: &Value,
     ctx: &ToolContext<'_>,
     memory: &Value,
     now: i64,
 ) -> KernelResult<Option<KernelToolOutcome>> {
-    if wire == "skill" {
+    if tool == KernelTool::Skill {
         return skill::run_from_memory(tx, input, ctx, memory).await;
     }
-    if !wire.starts_with("memory_") {
+    if !tool.is_memory() {
         return Ok(None);
     }
     let owners = crate::memory::Owners::of_frozen(tx, memory).await?;
-    Ok(Some(match wire {
-        "memory_read" => memory_read::run(tx, input, &owners).await?,
-        "memory_write" => memory_write::run(tx, input, &owners, now).await?,
-        "memory_edit" => memory_edit::run(tx, input, &owners, now).await?,
-        "memory_ls" => memory_ls::run(tx, input, &owners).await?,
-        "memory_grep" => memory_grep::run(tx, input, &owners).await?,
-        "memory_delete" => memory_delete::run(tx, input, &owners).await?,
+    Ok(Some(match tool {
+        KernelTool::MemoryRead => memory_read::run(tx, input, &owners).await?,
+        KernelTool::MemoryWrite => memory_write::run(tx, input, &owners, now).await?,
+        KernelTool::MemoryEdit => memory_edit::run(tx, input, &owners, now).await?,
+        KernelTool::MemoryLs => memory_ls::run(tx, input, &owners).await?,
+        KernelTool::MemoryGrep => memory_grep::run(tx, input, &owners).await?,
+        KernelTool::MemoryDelete => memory_delete::run(tx, input, &owners).await?,
         _ => return Ok(None),
     }))
 }
 
-/// Runs the handler of a kernel tool by its wire name. `None`: no handler in this version.
-pub(crate) fn dispatch(wire: &str, input: &Value, ctx: &ToolContext<'_>) -> Option<KernelToolOutcome> {
-    match wire {
-        "runners_list" => Some(runners_list::run(input, ctx)),
-        "skill" => Some(skill::run(input, ctx)),
-        "tool_search" => Some(tool_search::run(input, ctx)),
+/// Runs the handler of a kernel tool that is a pure function of its input and the frozen
+/// context. `None`: the tool needs the store (its handler runs in the evaluation).
+pub(crate) fn dispatch(tool: KernelTool, input: &Value, ctx: &ToolContext<'_>) -> Option<KernelToolOutcome> {
+    match tool {
+        KernelTool::RunnersList => Some(runners_list::run(input, ctx)),
+        KernelTool::Skill => Some(skill::run(input, ctx)),
+        KernelTool::ToolSearch => Some(tool_search::run(input, ctx)),
         _ => None,
     }
+}
+
+/// The row being evaluated and what the evaluation reads of it: the parts every step names.
+struct Evaluation<'e> {
+    tool: KernelTool,
+    task: &'e TaskRow,
+    input: &'e Value,
+    /// The head read with the run's lock, for `tool_search`.
+    search_head: Option<FrozenHead>,
+    now: i64,
+}
+
+impl Evaluation<'_> {
+    /// Past the row's deadline nothing is placed and the row times out (executor.md §13).
+    fn past_deadline(&self) -> bool {
+        self.task.deadline_at.is_some_and(|d| d <= self.now)
+    }
+}
+
+/// The row's stored input (an unreadable one reads as `{}`).
+fn stored_input(task: &TaskRow) -> Value {
+    task.tool_input
+        .as_deref()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_else(|| Value::Object(Default::default()))
+}
+
+/// The locked row, when it is still the `running` kernel tool row of `generation` on a live run.
+fn live_row(lock_task: Option<TaskRow>, run: &RunRow, run_id: i64, generation: i64) -> Option<TaskRow> {
+    lock_task.filter(|t| {
+        t.run_id == run_id
+            && t.kind == TaskKind::Tool
+            && t.generation == generation
+            && t.status == TaskStatus::Running
+            && !run.status.is_terminal()
+    })
 }
 
 impl Kernel {
@@ -131,11 +148,58 @@ impl Kernel {
         generation: i64,
         taking_job: Option<i64>,
     ) -> KernelResult<Vec<KernelToolJob>> {
-        let (mut tx, lock) = match taking_job {
-            Some(job_id) => match self.store.take_kernel_job(job_id, run_id, task_id).await? {
-                Some(taken) => taken,
-                None => return Ok(Vec::new()),
-            },
+        let Some((mut tx, lock)) = self.lock_kernel_row(run_id, task_id, taking_job).await? else {
+            return Ok(Vec::new());
+        };
+        let Locked {
+            mut run,
+            task,
+            search_head,
+            ..
+        } = lock;
+        let Some(mut task) = live_row(task, &run, run_id, generation) else {
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        };
+        let wire = task.tool_name.clone().unwrap_or_default();
+        let input = stored_input(&task);
+        let mut effects: Vec<AfterCommit> = Vec::new();
+        let answered = match KernelTool::from_wire(&wire) {
+            Some(tool) => {
+                let e = Evaluation {
+                    tool,
+                    task: &task,
+                    input: &input,
+                    search_head,
+                    now: self.now_ms(),
+                };
+                self.answer(&mut tx, &mut run, &e, &mut effects)
+                    .await?
+                    .map(|outcome| (outcome, e.now, e.past_deadline()))
+            }
+            None => None,
+        };
+        let Some((outcome, now, late)) = answered else {
+            tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
+            tx.rollback().await?;
+            return Ok(Vec::new());
+        };
+        let mut u = Unit::of(&mut tx, &mut run, now, &mut effects);
+        self.settle_kernel_row(&mut u, &mut task, outcome, late).await?;
+        tx.commit().await?;
+        Ok(self.publish_handing_off(effects).await)
+    }
+
+    /// Opens the evaluation's transaction with the run, the row and (for `tool_search`) its
+    /// declaring head locked and read. `None`: another worker took the job.
+    async fn lock_kernel_row(
+        &self,
+        run_id: i64,
+        task_id: i64,
+        taking_job: Option<i64>,
+    ) -> KernelResult<Option<(Tx, Locked)>> {
+        Ok(match taking_job {
+            Some(job_id) => self.store.take_kernel_job(job_id, run_id, task_id).await?,
             None => {
                 let mut tx = self.store.begin().await?;
                 let lock = tx
@@ -144,133 +208,123 @@ impl Kernel {
                         with: LockReads::Evaluation(task_id),
                     })
                     .await?;
-                (tx, lock)
+                Some((tx, lock))
             }
-        };
-        let Locked {
-            mut run,
-            task,
-            search_head,
-            ..
-        } = lock;
-        let Some(mut task) = task.filter(|t| {
-            t.run_id == run_id
-                && t.kind == TaskKind::Tool
-                && t.generation == generation
-                && t.status == TaskStatus::Running
-        }) else {
-            tx.rollback().await?;
-            return Ok(Vec::new());
-        };
-        if run.status.is_terminal() {
-            tx.rollback().await?;
-            return Ok(Vec::new());
-        }
-        let wire = task.tool_name.clone().unwrap_or_default();
-        let input: Value = task
-            .tool_input
-            .as_deref()
-            .and_then(|t| serde_json::from_str(t).ok())
-            .unwrap_or_else(|| Value::Object(Default::default()));
+        })
+    }
+
+    /// The tool's outcome. `None`: no handler answers (past the deadline, only the tools that
+    /// place nothing answer, and the deadline then wins in [`Self::settle_kernel_row`]).
+    async fn answer(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        e: &Evaluation<'_>,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<Option<KernelToolOutcome>> {
         // `tool_search` keys the kernel's cached index on the declaring round's stored frozen
         // digest (or, on rows without one, its bytes) and reads and parses the frozen context
         // only on a miss (search_cache.rs).
-        let searched = if wire == "tool_search" {
-            Some(
-                self.state
-                    .search_cache
-                    .tool_search_declared(&mut tx, &input, task.declaring_task_id, search_head)
-                    .await?,
-            )
-        } else {
-            None
-        };
-        let frozen = match searched {
-            Some(_) => crate::runs::FrozenContext::default(),
-            None => self.frozen_of(&mut tx, &task).await?,
-        };
-        let callable = task.tool_alias.clone().unwrap_or_else(|| wire.clone());
+        if e.tool == KernelTool::ToolSearch {
+            let found = self
+                .state
+                .search_cache
+                .tool_search_declared(tx, e.input, e.task.declaring_task_id, e.search_head.clone())
+                .await?;
+            return Ok(Some(found));
+        }
+        let frozen = self.frozen_of(tx, e.task).await?;
+        let callable = e.task.tool_alias.clone().unwrap_or_else(|| e.tool.wire().to_string());
         let ctx = ToolContext {
             tool_definitions: &frozen.tool_definitions,
             environment: &frozen.environment,
             skills: &frozen.skills,
             callable: &callable,
         };
-        let now = self.now_ms();
-        let mut effects: Vec<AfterCommit> = Vec::new();
-        // The graph tools place children in this transaction (kernel-tools.md §0); past the
-        // deadline nothing is placed and the row times out below.
-        let graph = if task.deadline_at.is_some_and(|d| d <= now) {
-            None
-        } else {
-            let call = GraphCall {
-                call: &task,
-                input: &input,
-                ctx: &ctx,
-                now,
-            };
-            match wire.as_str() {
-                "delegate_task" => Some(delegate_task::run(self, &mut tx, &mut run, &call, &mut effects).await?),
-                "wait" => Some(wait::run(self, &mut tx, &mut run, &call, &mut effects).await?),
-                "ask" => Some(ask::run(self, &mut tx, &mut run, &call, &mut effects).await?),
-                "tool_call" => Some(tool_call::run(self, &mut tx, &mut run, &call, &mut effects).await?),
-                "spawn" => Some(spawn::run(self, &mut tx, &mut run, &call, &mut effects).await?),
-                "status" => Some(status::run(self, &mut tx, &run, &call).await?),
-                "cancel" => Some(cancel::run(self, &mut tx, &run, &call, &mut effects).await?),
-                "send" => Some(send::run(self, &mut tx, &run, &call, &mut effects).await?),
-                "session_search" => Some(session_search::run(&mut tx, &run, &input).await?),
-                "session_read" => Some(session_read::run(&mut tx, &run, &input).await?),
-                w @ ("skill" | "memory_read" | "memory_write" | "memory_edit" | "memory_ls" | "memory_grep"
-                | "memory_delete") => dispatch_stored(&mut tx, w, &input, &ctx, &frozen.memory, now).await?,
-                _ => None,
-            }
-        };
-        let Some(outcome) = graph.or(searched).or_else(|| dispatch(&wire, &input, &ctx)) else {
-            tracing::warn!(run_id, task_id, tool = %wire, "no kernel handler; the row times out at its deadline");
-            tx.rollback().await?;
-            return Ok(Vec::new());
-        };
-        if task.deadline_at.is_some_and(|d| d <= now) {
-            // The deadline wins (executor.md §13).
-            self.settle_with(
-                &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                &mut task,
-                TaskStatus::TimedOut,
-                SettleError::new(nexus_core::codes::task_error::TOOL_TIMEOUT, None),
-            )
-            .await?;
-        } else {
-            let blocks = match results::normalize_content(&outcome.content) {
-                Ok(b) => b,
-                Err(e) => vec![results::Block::Text(format!("internal_error: {e}"))],
-            };
-            task.content = Some(results::blocks_to_json(&blocks).to_string());
-            task.is_error = outcome.is_error;
-            task.structured_present = outcome.structured_content.is_some();
-            task.structured_content = outcome.structured_content.as_ref().map(Value::to_string);
-            task.pairs_with = outcome.pairs_with.clone();
-            task.error_key = None;
-            task.error_detail = None;
-            if self
-                .transition(&mut tx, &mut run, &mut task, TaskStatus::Completed, now)
-                .await?
-            {
-                effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
-            }
+        if e.past_deadline() {
+            return Ok(dispatch(e.tool, e.input, &ctx));
         }
-        tx.commit().await?;
-        Ok(self.publish_handing_off(effects).await)
+        let placed = self.answer_in_unit(tx, run, e, &ctx, &frozen, effects).await?;
+        Ok(placed.or_else(|| dispatch(e.tool, e.input, &ctx)))
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+    /// The handlers that read or write in the evaluation's unit of work (kernel-tools.md §0:
+    /// the graph tools place children in it). `None`: the tool is a pure one.
+    async fn answer_in_unit(
+        &self,
+        tx: &mut Tx,
+        run: &mut RunRow,
+        e: &Evaluation<'_>,
+        ctx: &ToolContext<'_>,
+        frozen: &FrozenContext,
+        effects: &mut Vec<AfterCommit>,
+    ) -> KernelResult<Option<KernelToolOutcome>> {
+        let call = GraphCall {
+            call: e.task,
+            input: e.input,
+            ctx,
+            now: e.now,
+        };
+        let u = &mut Unit::of(tx, run, e.now, effects);
+        Ok(Some(match e.tool {
+            KernelTool::DelegateTask => delegate_task::run(self, u, &call).await?,
+            KernelTool::Wait => wait::run(self, u, &call).await?,
+            KernelTool::Ask => ask::run(self, u, &call).await?,
+            KernelTool::ToolCall => tool_call::run(self, u, &call).await?,
+            KernelTool::Spawn => spawn::run(self, u, &call).await?,
+            KernelTool::Status => status::run(self, u, &call).await?,
+            KernelTool::Cancel => cancel::run(self, u, &call).await?,
+            KernelTool::Send => send::run(self, u, &call).await?,
+            KernelTool::SessionSearch => session_search::run(u.tx, u.run, e.input).await?,
+            KernelTool::SessionRead => session_read::run(u.tx, u.run, e.input).await?,
+            KernelTool::Skill
+            | KernelTool::MemoryRead
+            | KernelTool::MemoryWrite
+            | KernelTool::MemoryEdit
+            | KernelTool::MemoryLs
+            | KernelTool::MemoryGrep
+            | KernelTool::MemoryDelete => {
+                return dispatch_stored(u.tx, e.tool, e.input, ctx, &frozen.memory, e.now).await;
+            }
+            KernelTool::RunnersList | KernelTool::ToolSearch => return Ok(None),
+        }))
+    }
 
-    #[test]
-    fn every_registered_kernel_tool_has_a_handler() {
-        let mut wires: Vec<&str> = nexus_core::registry::entries().iter().map(|t| t.wire).collect();
-        wires.sort_unstable();
-        assert_eq!(wires, IMPLEMENTED);
+    /// Settles the row: `timed_out` / `tool_timeout` past its deadline (the deadline wins,
+    /// executor.md §13), else `completed` with the outcome; then the scheduling consequences.
+    async fn settle_kernel_row(
+        &self,
+        u: &mut Unit<'_>,
+        task: &mut TaskRow,
+        outcome: KernelToolOutcome,
+        late: bool,
+    ) -> KernelResult<()> {
+        if late {
+            return self
+                .settle_with(
+                    u,
+                    task,
+                    TaskStatus::TimedOut,
+                    SettleError::new(nexus_core::codes::task_error::TOOL_TIMEOUT, None),
+                )
+                .await
+                .map(|_| ());
+        }
+        let blocks = match results::normalize_content(&outcome.content) {
+            Ok(b) => b,
+            Err(e) => vec![results::Block::Text(format!("{}: {e}", ToolWord::InternalError))],
+        };
+        task.content = Some(results::blocks_to_json(&blocks).to_string());
+        task.is_error = outcome.is_error;
+        task.structured_present = outcome.structured_content.is_some();
+        task.structured_content = outcome.structured_content.as_ref().map(Value::to_string);
+        task.pairs_with = outcome.pairs_with;
+        task.error_key = None;
+        task.error_detail = None;
+        let Unit { tx, run, now, effects } = u;
+        if self.transition(tx, run, task, TaskStatus::Completed, *now).await? {
+            effects.extend(self.after_settle(tx, run, task, *now).await?);
+        }
+        Ok(())
     }
 }

@@ -3,17 +3,23 @@
 
 use serde_json::{Map, Value, json};
 
+use super::params::{self, Params};
 use super::{KernelToolOutcome, ToolContext};
+
+/// `runners_list {}`: any key is refused (an input that is no object has none).
+fn parse(input: &Value) -> Result<(), KernelToolOutcome> {
+    match Params::lenient("runners_list", input).unknown_key(&[]) {
+        Some(key) => Err(params::invalid(&format!(
+            "`{key}` is not a parameter of runners_list, which takes no arguments; call it with {{}}"
+        ))),
+        None => Ok(()),
+    }
+}
 
 /// Runs `runners_list` over the frozen environment.
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
-    if let Some(obj) = input.as_object()
-        && let Some(key) = obj.keys().next()
-    {
-        return KernelToolOutcome::error(
-            "parameter_invalid",
-            &format!("`{key}` is not a parameter of runners_list, which takes no arguments; call it with {{}}"),
-        );
+    if let Err(refusal) = parse(input) {
+        return refusal;
     }
     let env = ctx.environment;
     let current = match env.get("default_runner_executor_public_id") {
@@ -99,5 +105,7 @@ mod tests {
         let out = run(&json!({"x": 1}), &ctx(&env));
         assert!(out.is_error);
         assert!(out.content.as_str().unwrap().starts_with("parameter_invalid: `x`"));
+        // An input that is not an object has no keys to refuse.
+        assert!(parse(&json!("x")).is_ok() && parse(&json!({})).is_ok());
     }
 }

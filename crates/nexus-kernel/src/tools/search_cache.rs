@@ -230,42 +230,49 @@ impl SearchCache {
         }
         let index: Index = Arc::new(build(frozen));
         if frozen.len() <= MAX_FROZEN_BYTES {
-            let mut inner = self.lock();
-            inner.clock += 1;
-            let now = inner.clock;
-            // Another call may have inserted the same bytes meanwhile.
-            if let Some(slot) = inner.slots.iter_mut().find(|s| same(s) && *s.frozen == *frozen) {
-                slot.used = now;
-                slot.tag(digest);
-                slot.remember(row);
-            } else {
-                while inner.slots.len() >= MAX_ENTRIES || inner.bytes + frozen.len() > MAX_FROZEN_BYTES {
-                    let Some(oldest) = inner
-                        .slots
-                        .iter()
-                        .enumerate()
-                        .min_by_key(|(_, s)| s.used)
-                        .map(|(i, _)| i)
-                    else {
-                        break;
-                    };
-                    let gone = inner.slots.swap_remove(oldest);
-                    inner.bytes -= gone.frozen.len();
-                }
-                inner.bytes += frozen.len();
-                let mut slot = Slot {
-                    frozen: frozen.into(),
-                    digest: digest.map(Arc::from),
-                    fingerprint: fp,
-                    index: index.clone(),
-                    used: now,
-                    rows: Vec::new(),
-                };
-                slot.remember(row);
-                inner.slots.push(slot);
-            }
+            self.keep(row, digest, frozen, fp, &index);
         }
         (index, Found::Built)
+    }
+
+    /// Keeps a built index (`fp`: the fingerprint of `frozen`), evicting the least recently
+    /// used slots past the bounds; a slot another call inserted for the same bytes meanwhile
+    /// is tagged and reused instead.
+    fn keep(&self, row: Option<i64>, digest: Option<&str>, frozen: &str, fp: u64, index: &Index) {
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let now = inner.clock;
+        let same = |s: &Slot| s.fingerprint == fp && s.frozen.len() == frozen.len();
+        if let Some(slot) = inner.slots.iter_mut().find(|s| same(s) && *s.frozen == *frozen) {
+            slot.used = now;
+            slot.tag(digest);
+            slot.remember(row);
+            return;
+        }
+        while inner.slots.len() >= MAX_ENTRIES || inner.bytes + frozen.len() > MAX_FROZEN_BYTES {
+            let Some(oldest) = inner
+                .slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, s)| s.used)
+                .map(|(i, _)| i)
+            else {
+                break;
+            };
+            let gone = inner.slots.swap_remove(oldest);
+            inner.bytes -= gone.frozen.len();
+        }
+        inner.bytes += frozen.len();
+        let mut slot = Slot {
+            frozen: frozen.into(),
+            digest: digest.map(Arc::from),
+            fingerprint: fp,
+            index: index.clone(),
+            used: now,
+            rows: Vec::new(),
+        };
+        slot.remember(row);
+        inner.slots.push(slot);
     }
 }
 

@@ -6,13 +6,17 @@
 
 use nexus_core::bounds;
 use nexus_core::codes::Code;
-use nexus_store::{DeliveryMode, InputInsert, InputKind, InputState, NewInput, RunRow, Tx};
-use serde_json::{Value, json};
+use nexus_core::results::ToolWord;
+use nexus_store::{ConversationRow, DeliveryMode, Engine, InputInsert, InputKind, InputRow, InputState, NewInput};
+use serde_json::{Map, Value, json};
 
-use super::{GraphCall, KernelToolOutcome, params};
-use crate::conversations::inputs::parse_input;
+use super::params::Params;
+use super::reach::reach_below;
+use super::{GraphCall, KernelToolOutcome};
+use crate::conversations::inputs::{InputBody, parse_input};
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
+use crate::runs::unit::Unit;
 use crate::{Kernel, time};
 
 const PARAMS: &[&str] = &[
@@ -26,85 +30,131 @@ const PARAMS: &[&str] = &[
     "model",
 ];
 
-/// The error word of an input refusal (the HTTP code's word, or `parameter_invalid`).
-fn refusal_word(code: Code) -> &'static str {
-    match code {
-        Code::DeliverAtAmbiguous => "deliver_at_ambiguous",
-        Code::DeliverAtInPast => "deliver_at_in_past",
-        Code::DeliverAtTooFar => "deliver_at_too_far",
-        Code::DeliverAtNotSteerable => "deliver_at_not_steerable",
-        _ => super::tool_call::PARAMETER_INVALID,
+/// The parameters `POST C/inputs` checks (`parse_input`), passed through as given.
+const INPUT_KEYS: [&str; 3] = ["deliver_in", "deliver_at", "model"];
+
+/// `send {to, message, agent?, steer?, deliver_in?, deliver_at?, wake?, model?}`, typed where
+/// the tool checks it; the delivery timing and the model keep their JSON for `parse_input`.
+#[derive(Debug, Clone, PartialEq)]
+struct SendInput {
+    to: String,
+    message: String,
+    agent: Option<String>,
+    steer: bool,
+    passive: bool,
+    timing: Map<String, Value>,
+}
+
+impl SendInput {
+    fn parse(input: &Value) -> Result<Self, KernelToolOutcome> {
+        let p = Params::object("send", input)?;
+        p.only(PARAMS)?;
+        let to = p.required_text("to")?.to_string();
+        let message = p.required_text("message")?.to_string();
+        let steer = p.optional("steer", "a boolean", Value::as_bool)?;
+        let agent = p.optional("agent", "a string", Value::as_str)?;
+        let wake = p.optional("wake", "auto or passive", super::params::word_in(&["auto", "passive"]))?;
+        let timing = INPUT_KEYS
+            .iter()
+            .filter_map(|k| p.get(k).map(|v| (k.to_string(), v.clone())))
+            .collect();
+        Ok(Self {
+            to,
+            message,
+            agent: agent.map(str::to_string),
+            steer: steer.unwrap_or(false),
+            passive: wake == Some("passive"),
+            timing,
+        })
+    }
+
+    /// The body `POST C/inputs` would take for this message.
+    fn shell(&self) -> Value {
+        let mut shell = json!({"content": self.message, "delivery_mode": if self.steer { "steer" } else { "queue" }});
+        for (k, v) in &self.timing {
+            shell[k] = v.clone();
+        }
+        shell
     }
 }
 
-pub(super) async fn run(
-    kernel: &Kernel,
-    tx: &mut Tx,
-    run: &RunRow,
-    call: &GraphCall<'_>,
-    effects: &mut Vec<AfterCommit>,
-) -> KernelResult<KernelToolOutcome> {
-    let checked = (|| {
-        let obj = params::object("send", call.input)?;
-        params::only("send", obj, PARAMS)?;
-        let to = params::required_text("send", obj, "to")?.to_string();
-        let message = params::required_text("send", obj, "message")?.to_string();
-        params::optional("send", obj, "steer", "a boolean", Value::is_boolean)?;
-        params::optional("send", obj, "agent", "a string", Value::is_string)?;
-        params::optional("send", obj, "wake", "auto or passive", |v| {
-            matches!(v.as_str(), Some("auto" | "passive"))
-        })?;
-        Ok::<_, KernelToolOutcome>((obj, to, message))
-    })();
-    let (obj, to, message) = match checked {
-        Ok(v) => v,
+/// The error word of an input refusal (the HTTP code's word, or `parameter_invalid`).
+fn refusal_word(code: Code) -> ToolWord {
+    match code {
+        Code::DeliverAtAmbiguous => ToolWord::DeliverAtAmbiguous,
+        Code::DeliverAtInPast => ToolWord::DeliverAtInPast,
+        Code::DeliverAtTooFar => ToolWord::DeliverAtTooFar,
+        Code::DeliverAtNotSteerable => ToolWord::DeliverAtNotSteerable,
+        _ => ToolWord::ParameterInvalid,
+    }
+}
+
+pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>) -> KernelResult<KernelToolOutcome> {
+    let input = match SendInput::parse(call.input) {
+        Ok(input) => input,
         Err(refusal) => return Ok(refusal),
     };
-    let Some(caller) = kernel.hosting_conversation(run).await? else {
-        return Ok(params::unknown_conversation("send", &to));
+    let repair = "send only to conversations you reach below you";
+    let target = match reach_below(kernel, u.tx, u.run, "send", &input.to, repair).await? {
+        Ok(target) => target,
+        Err(refusal) => return Ok(refusal),
     };
-    let Some(target) = kernel.conversation_target(tx, &caller, &to).await? else {
-        return Ok(params::unknown_conversation("send", &to));
-    };
-    if kernel.is_ancestor_or_self(tx, &caller, &target).await? {
-        return Ok(KernelToolOutcome::error(
-            "ancestor_conversation",
-            &format!(
-                "{to:?} is your own conversation or one of its ancestors; send only to conversations you reach below you"
-            ),
-        ));
+    if let Some(refusal) = refuse_target(kernel, &input, &target).await? {
+        return Ok(refusal);
     }
-    if let Some(agent) = obj.get("agent").and_then(Value::as_str) {
-        let answerer = nexus_store::Engine::member_by_id(&kernel.store, target.answering_member_id).await?;
-        if !answerer.is_some_and(|a| a.public_id.to_string() == agent || a.handle == agent) {
-            return Ok(KernelToolOutcome::error(
-                "answerer_not_eligible",
-                &format!("{agent:?} is not the answerer of {to:?}; omit agent to reach its answerer"),
-            ));
-        }
-    }
-    if target.archived_at.is_some() {
-        return Ok(KernelToolOutcome::error(
-            "conversation_archived",
-            &format!("{to:?} is archived; it takes no input until it is unarchived"),
-        ));
-    }
-    let steer = obj.get("steer").and_then(Value::as_bool).unwrap_or(false);
-    let mut shell = json!({"content": message, "delivery_mode": if steer { "steer" } else { "queue" }});
-    for k in ["deliver_in", "deliver_at", "model"] {
-        if let Some(v) = obj.get(k) {
-            shell[k] = v.clone();
-        }
-    }
-    let parsed = match parse_input(&shell, call.now) {
+    let parsed = match parse_input(&input.shell(), call.now) {
         Ok(p) => p,
         Err(e) => return Ok(KernelToolOutcome::error(refusal_word(e.code), &e.message)),
     };
+    let row = match queue(u, call, &input, &target, parsed).await? {
+        Ok(row) => row,
+        Err(refusal) => return Ok(refusal),
+    };
+    Ok(KernelToolOutcome::json_text(&json!({
+        "input_public_id": row.public_id,
+        "conversation_public_id": target.public_id,
+        "state": row.state.as_str(),
+    })))
+}
+
+/// `answerer_not_eligible` when `agent` is not the target's answerer; `conversation_archived`.
+async fn refuse_target(
+    kernel: &Kernel,
+    input: &SendInput,
+    target: &ConversationRow,
+) -> KernelResult<Option<KernelToolOutcome>> {
+    let to = &input.to;
+    if let Some(agent) = &input.agent {
+        let answerer = kernel.store.member_by_id(target.answering_member_id).await?;
+        if !answerer.is_some_and(|a| a.public_id.to_string() == *agent || a.handle == *agent) {
+            return Ok(Some(KernelToolOutcome::error(
+                ToolWord::AnswererNotEligible,
+                &format!("{agent:?} is not the answerer of {to:?}; omit agent to reach its answerer"),
+            )));
+        }
+    }
+    if target.archived_at.is_some() {
+        return Ok(Some(KernelToolOutcome::error(
+            ToolWord::ConversationArchived,
+            &format!("{to:?} is archived; it takes no input until it is unarchived"),
+        )));
+    }
+    Ok(None)
+}
+
+/// Queues the input (found again on re-evaluation by its mail key). `Err`: `input_queue_full`.
+async fn queue(
+    u: &mut Unit<'_>,
+    call: &GraphCall<'_>,
+    input: &SendInput,
+    target: &ConversationRow,
+    parsed: InputBody,
+) -> KernelResult<Result<InputRow, KernelToolOutcome>> {
+    let Unit { tx, run, effects, .. } = u;
     let locked = tx.lock_conversation(target.id).await?;
     let steer_turn = locked
         .and_then(|c| c.running_turn_id)
         .filter(|_| parsed.delivery_mode == DeliveryMode::Steer);
-    let wake = obj.get("wake").and_then(Value::as_str).unwrap_or("auto");
     let new = NewInput {
         public_id: time::new_id(),
         conversation_id: target.id,
@@ -125,10 +175,10 @@ pub(super) async fn run(
             InputState::Pending
         },
         turn_id: steer_turn,
-        wake: (wake == "passive").then(|| "passive".to_string()),
+        wake: input.passive.then(|| "passive".to_string()),
         mail_key: Some(format!("send:{}:{}", run.public_id, call.call.key)),
     };
-    let row = match tx.insert_input(new, bounds::PENDING_INPUTS as i64).await? {
+    Ok(match tx.insert_input(new, bounds::PENDING_INPUTS as i64).await? {
         InputInsert::Inserted(row) => {
             let data = json!({"input_public_id": row.public_id, "delivery_mode": row.delivery_mode.as_str()});
             tx.append_conversation_event(target.id, "input_accepted", call.now, &data.to_string())
@@ -136,19 +186,40 @@ pub(super) async fn run(
             tx.refresh_wake(target.id).await?;
             effects.push(AfterCommit::ConversationEvents(target.id));
             effects.push(AfterCommit::WakeJobs);
-            row
+            Ok(row)
         }
-        InputInsert::Existing(row) => row,
-        InputInsert::Full { bound } => {
-            return Ok(KernelToolOutcome::error(
-                "input_queue_full",
-                &format!("{to:?} already holds {bound} pending inputs; wait for it to catch up"),
-            ));
-        }
-    };
-    Ok(KernelToolOutcome::json_text(&json!({
-        "input_public_id": row.public_id,
-        "conversation_public_id": target.public_id,
-        "state": row.state.as_str(),
-    })))
+        InputInsert::Existing(row) => Ok(row),
+        InputInsert::Full { bound } => Err(KernelToolOutcome::error(
+            ToolWord::InputQueueFull,
+            &format!(
+                "{:?} already holds {bound} pending inputs; wait for it to catch up",
+                input.to
+            ),
+        )),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_keeps_the_timing_for_the_input_grammar() {
+        let input = SendInput::parse(&json!({"to": "kid", "message": "hi", "wake": "passive",
+            "deliver_in": 5, "model": "m/x"}))
+        .unwrap();
+        assert!(input.passive && !input.steer && input.agent.is_none());
+        assert_eq!(
+            input.shell(),
+            json!({"content": "hi", "delivery_mode": "queue", "deliver_in": 5, "model": "m/x"})
+        );
+        // `wake: null` is a value of the wrong type, not an absent `wake`.
+        let out = SendInput::parse(&json!({"to": "kid", "message": "hi", "wake": null})).unwrap_err();
+        assert_eq!(
+            out.content.as_str().unwrap(),
+            "parameter_invalid: `wake` of send must be auto or passive, got null"
+        );
+        let out = SendInput::parse(&json!({"to": "kid", "message": " "})).unwrap_err();
+        assert!(out.content.as_str().unwrap().contains("`message` of send is blank"));
+    }
 }

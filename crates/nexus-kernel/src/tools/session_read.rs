@@ -6,7 +6,8 @@ use nexus_core::bounds;
 use nexus_store::{RunRow, Tx};
 use serde_json::Value;
 
-use super::{KernelToolOutcome, params};
+use super::KernelToolOutcome;
+use super::params::{self, Params};
 use crate::conversations::history::{self, ReadAsk};
 use crate::error::KernelResult;
 
@@ -32,32 +33,19 @@ pub(crate) async fn run(tx: &mut Tx, run: &RunRow, input: &Value) -> KernelResul
 
 /// The parameters, typed; the grammar's ranges are `history::read`'s.
 fn parse(input: &Value) -> Result<ReadAsk, KernelToolOutcome> {
-    let obj = params::object(TOOL, input)?;
-    params::only(TOOL, obj, PARAMS)?;
-    let session_id = params::required_text(TOOL, obj, "session_id")?;
-    params::optional(TOOL, obj, "around_turn_id", "a turn id string", Value::is_string)?;
-    for cursor in ["after_position", "before_position"] {
-        params::optional(TOOL, obj, cursor, "an integer ≥ 0", |v| {
-            params::int_in(v, 0, i64::MAX)
-        })?;
-    }
+    let p = Params::object(TOOL, input)?;
+    p.only(PARAMS)?;
+    let session_id = p.required_text("session_id")?;
+    let around = p.optional("around_turn_id", "a turn id string", Value::as_str)?;
+    let after = p.optional("after_position", "an integer ≥ 0", params::int_in(0, i64::MAX))?;
+    let before = p.optional("before_position", "an integer ≥ 0", params::int_in(0, i64::MAX))?;
     let max = bounds::HISTORY_READ_MAX_LIMIT as i64;
-    params::optional(TOOL, obj, "limit", &format!("an integer from 1 to {max}"), |v| {
-        params::int_in(v, 1, max)
-    })?;
-    let cursor = history::read_cursor(
-        obj.get("around_turn_id").and_then(Value::as_str).map(String::from),
-        obj.get("after_position").and_then(Value::as_i64),
-        obj.get("before_position").and_then(Value::as_i64),
-    )
-    .map_err(params::history_refusal)?;
+    let limit = p.optional("limit", &format!("an integer from 1 to {max}"), params::int_in(1, max))?;
+    let cursor = history::read_cursor(around.map(String::from), after, before).map_err(params::history_refusal)?;
     Ok(ReadAsk {
         session_id: session_id.to_string(),
         cursor,
-        limit: obj
-            .get("limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(bounds::HISTORY_READ_DEFAULT_LIMIT as i64),
+        limit: limit.unwrap_or(bounds::HISTORY_READ_DEFAULT_LIMIT as i64),
     })
 }
 

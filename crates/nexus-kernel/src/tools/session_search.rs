@@ -6,7 +6,8 @@ use nexus_core::bounds;
 use nexus_store::{RunRow, Tx};
 use serde_json::Value;
 
-use super::{KernelToolOutcome, params};
+use super::KernelToolOutcome;
+use super::params::{self, Params};
 use crate::conversations::history::{self, SearchAsk};
 use crate::error::KernelResult;
 
@@ -26,27 +27,21 @@ pub(crate) async fn run(tx: &mut Tx, run: &RunRow, input: &Value) -> KernelResul
 
 /// The parameters, typed; the grammar's ranges are `history::search`'s.
 fn parse(input: &Value) -> Result<SearchAsk, KernelToolOutcome> {
-    let obj = params::object(TOOL, input)?;
-    params::only(TOOL, obj, PARAMS)?;
-    let query = params::required_text(TOOL, obj, "query")?;
-    params::optional(TOOL, obj, "archived", "exclude, include or only", Value::is_string)?;
-    let archived =
-        history::archived_word(obj.get("archived").and_then(Value::as_str)).map_err(params::history_refusal)?;
-    params::optional(TOOL, obj, "include_auxiliary", "a boolean", Value::is_boolean)?;
+    let p = Params::object(TOOL, input)?;
+    p.only(PARAMS)?;
+    let query = p.required_text("query")?;
+    let archived = p.optional("archived", "exclude, include or only", Value::as_str)?;
+    let archived = history::archived_word(archived).map_err(params::history_refusal)?;
+    let include_auxiliary = p.optional("include_auxiliary", "a boolean", Value::as_bool)?;
     let max = bounds::HISTORY_SEARCH_MAX_LIMIT as i64;
-    params::optional(TOOL, obj, "limit", &format!("an integer from 1 to {max}"), |v| {
-        params::int_in(v, 1, max)
-    })?;
-    params::optional(TOOL, obj, "after", "a cursor string", Value::is_string)?;
+    let limit = p.optional("limit", &format!("an integer from 1 to {max}"), params::int_in(1, max))?;
+    let after = p.optional("after", "a cursor string", Value::as_str)?;
     Ok(SearchAsk {
         query: query.to_string(),
         archived,
-        include_auxiliary: obj.get("include_auxiliary").and_then(Value::as_bool).unwrap_or(false),
-        limit: obj
-            .get("limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(bounds::HISTORY_SEARCH_DEFAULT_LIMIT as i64),
-        after: obj.get("after").and_then(Value::as_str).map(String::from),
+        include_auxiliary: include_auxiliary.unwrap_or(false),
+        limit: limit.unwrap_or(bounds::HISTORY_SEARCH_DEFAULT_LIMIT as i64),
+        after: after.map(String::from),
     })
 }
 

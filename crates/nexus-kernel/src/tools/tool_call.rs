@@ -11,18 +11,17 @@
 use nexus_core::codes::task_error;
 use nexus_core::declaration::{self, callable_of};
 use nexus_core::nul::contains_nul;
+use nexus_core::results::ToolWord;
 use nexus_core::{bounds, jcs};
-use nexus_store::{EdgeKind, Engine, NewTask, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx, Visibility};
+use nexus_store::{EdgeKind, Engine, NewTask, RunStatus, TaskKind, TaskRow, TaskStatus, Tx, Visibility};
 use serde_json::{Value, json};
 
-use super::{GraphCall, KernelToolOutcome};
+use super::params::{self, Nulls, Params};
+use super::{GraphCall, KernelTool, KernelToolOutcome, ToolContext};
 use crate::Kernel;
 use crate::error::KernelResult;
-use crate::runs::AfterCommit;
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-
-pub(super) const PARAMETER_INVALID: &str = "parameter_invalid";
 
 /// The internal "started" output of a paired call (replaced, for the model, by the child's
 /// outcome).
@@ -112,70 +111,96 @@ pub(super) async fn declaring_round(tx: &mut Tx, task: &TaskRow) -> KernelResult
     }
 }
 
-/// `tool_call {name, input}`.
-pub(super) async fn run(
-    kernel: &Kernel,
-    tx: &mut Tx,
-    run: &mut RunRow,
-    call: &GraphCall<'_>,
-    effects: &mut Vec<AfterCommit>,
-) -> KernelResult<KernelToolOutcome> {
-    let (Some(name), Some(input)) = (
-        call.input.get("name").and_then(Value::as_str),
-        call.input.get("input").filter(|v| v.is_object()),
-    ) else {
-        let sentence = if call.input.get("name").and_then(Value::as_str).is_none() {
-            "`name` must be the exact tool name (a string) from the tool_search result; pass it with `input`, the tool's arguments as an object"
-        } else {
-            "`input` must be an object holding the tool's arguments (use {} for none)"
+/// `tool_call {name, input}` (unknown keys are ignored).
+#[derive(Debug, Clone, PartialEq)]
+struct ToolCallInput {
+    name: String,
+    /// An object: the called tool's arguments.
+    input: Value,
+}
+
+impl ToolCallInput {
+    fn parse(input: &Value) -> Result<Self, KernelToolOutcome> {
+        let p = Params::lenient("tool_call", input);
+        let Ok(Some(name)) = p.typed("name", Nulls::Refused, Value::as_str) else {
+            return Err(params::invalid(
+                "`name` must be the exact tool name (a string) from the tool_search result; pass it with `input`, the tool's arguments as an object",
+            ));
         };
-        return Ok(KernelToolOutcome::error(PARAMETER_INVALID, sentence));
-    };
-    let defs = call.ctx.tool_definitions;
-    let declared = defs.iter().any(|e| callable_of(e) == Some(name));
-    let resolver = declaration::Resolver::new(defs);
-    let resolved = resolver.resolve(name, input);
-    if name == call.ctx.callable || (declared && resolved.tool_name == "tool_call") {
-        return Ok(KernelToolOutcome::error(
-            "recursive_tool_call",
+        let Some(args) = p.get("input").filter(|v| v.is_object()) else {
+            return Err(params::invalid(
+                "`input` must be an object holding the tool's arguments (use {} for none)",
+            ));
+        };
+        Ok(Self {
+            name: name.to_string(),
+            input: args.clone(),
+        })
+    }
+}
+
+/// `recursive_tool_call` (the wrapper itself) or `unknown_tool` (no callable of the frozen
+/// declaration).
+fn refuse_name(name: &str, ctx: &ToolContext<'_>, resolved: &declaration::ResolvedCall) -> Option<KernelToolOutcome> {
+    let declared = ctx.tool_definitions.iter().any(|e| callable_of(e) == Some(name));
+    if name == ctx.callable || (declared && resolved.tool_name == KernelTool::ToolCall.wire()) {
+        return Some(KernelToolOutcome::error(
+            ToolWord::RecursiveToolCall,
             &format!("{name:?} is this wrapper itself; call a deferred tool by its own name instead"),
         ));
     }
     if !declared || resolved.entry.is_none() {
-        return Ok(KernelToolOutcome::error(
-            task_error::UNKNOWN_TOOL,
+        return Some(KernelToolOutcome::error(
+            ToolWord::UnknownTool,
             &format!(
                 "{name:?} is not one of your tools; use the exact name of a tool you have, as tool_search returns it"
             ),
         ));
     }
-    if run.status != RunStatus::Running {
+    None
+}
+
+/// The input bounds (executor.md birth failures): a faulty input is replaced by `{}` and the
+/// child fails at birth with the key and detail returned.
+fn birth_check(tool_input: Value) -> (Value, Option<SettleError>) {
+    if contains_nul(&tool_input) {
+        return (json!({}), Some(SettleError::new(task_error::INVALID_TOOL_INPUT, None)));
+    }
+    let size = jcs::to_string(&tool_input).len();
+    if size > bounds::TOOL_INPUT {
+        let detail = format!(
+            "the input is {size} bytes of canonical JSON; the bound is {} bytes",
+            bounds::TOOL_INPUT
+        );
+        return (
+            json!({}),
+            Some(SettleError::new(task_error::TOOL_INPUT_TOO_LARGE, Some(detail))),
+        );
+    }
+    (tool_input, None)
+}
+
+/// `tool_call`: parse, check the name against the frozen declaration, place the child.
+pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>) -> KernelResult<KernelToolOutcome> {
+    let ToolCallInput { name, input } = match ToolCallInput::parse(call.input) {
+        Ok(input) => input,
+        Err(refusal) => return Ok(refusal),
+    };
+    let resolver = declaration::Resolver::new(call.ctx.tool_definitions);
+    let resolved = resolver.resolve(&name, &input);
+    if let Some(refusal) = refuse_name(&name, call.ctx, &resolved) {
+        return Ok(refusal);
+    }
+    if u.run.status != RunStatus::Running {
         return Ok(KernelToolOutcome::error(
-            "tool_call_refused",
+            ToolWord::ToolCallRefused,
             &format!(
                 "the call to {name:?} could not be appended (run_not_appendable): the run is {}",
-                run.status
+                u.run.status
             ),
         ));
     }
-    let mut birth: Option<(&'static str, Option<String>)> = None;
-    let mut tool_input = resolved.tool_input.clone();
-    if contains_nul(&tool_input) {
-        birth = Some((task_error::INVALID_TOOL_INPUT, None));
-        tool_input = json!({});
-    } else {
-        let size = jcs::to_string(&tool_input).len();
-        if size > bounds::TOOL_INPUT {
-            birth = Some((
-                task_error::TOOL_INPUT_TOO_LARGE,
-                Some(format!(
-                    "the input is {size} bytes of canonical JSON; the bound is {} bytes",
-                    bounds::TOOL_INPUT
-                )),
-            ));
-            tool_input = json!({});
-        }
-    }
+    let (tool_input, birth) = birth_check(resolved.tool_input.clone());
     let target_executor_id = match &resolved.route {
         Some(route) => kernel
             .store
@@ -197,30 +222,48 @@ pub(super) async fn run(
         target_executor_id,
         ..Default::default()
     };
-    let mut child = place_child(
-        kernel,
-        &mut Unit::of(tx, run, call.now, effects),
-        call.call,
-        "tool",
-        new,
-        true,
-    )
-    .await?;
-    if let Some((key, detail)) = birth
+    let mut child = place_child(kernel, u, call.call, "tool", new, true).await?;
+    if let Some(error) = birth
         && child.status == TaskStatus::Waiting
     {
         // Failed at birth, in the same transaction; the call's settle cascades to the
         // continuation, which reads the failure.
         kernel
-            .settle_with_error(
-                tx,
-                run,
-                &mut child,
-                TaskStatus::Failed,
-                SettleError::new(key, detail),
-                call.now,
-            )
+            .settle_with_error(u.tx, u.run, &mut child, TaskStatus::Failed, error, call.now)
             .await?;
     }
     Ok(started(&child.key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_names_the_first_fault() {
+        let ok = ToolCallInput::parse(&json!({"name": "deploy", "input": {"env": "prod"}, "x": 1})).unwrap();
+        assert_eq!((ok.name.as_str(), &ok.input), ("deploy", &json!({"env": "prod"})));
+        let said = |v: Value| {
+            ToolCallInput::parse(&v)
+                .unwrap_err()
+                .content
+                .as_str()
+                .unwrap()
+                .to_string()
+        };
+        // Both missing: the name is named first.
+        assert!(said(json!({})).starts_with("parameter_invalid: `name` must be the exact tool name"));
+        assert!(said(json!({"name": 1, "input": {}})).contains("`name` must be"));
+        assert!(said(json!({"name": "a", "input": []})).starts_with("parameter_invalid: `input` must be an object"));
+        assert!(said(json!({"name": "a"})).contains("`input` must be an object"));
+    }
+
+    #[test]
+    fn birth_check_replaces_a_faulty_input() {
+        let (input, error) = birth_check(json!({"a": "x\u{0}"}));
+        assert_eq!(input, json!({}));
+        assert_eq!(error.map(|e| e.key).as_deref(), Some(task_error::INVALID_TOOL_INPUT));
+        let (input, error) = birth_check(json!({"a": 1}));
+        assert_eq!((input, error.is_none()), (json!({"a": 1}), true));
+    }
 }

@@ -6,6 +6,7 @@ use nexus_core::search::SearchIndex;
 use nexus_store::{FrozenHead, TaskKind, Tx};
 use serde_json::Value;
 
+use super::params::{self, Nulls, Params};
 use super::search_cache::SearchCache;
 use super::{KernelToolOutcome, ToolContext};
 use crate::error::KernelResult;
@@ -13,55 +14,53 @@ use crate::runs::FrozenContext;
 
 const QUERY_BYTES: usize = 1_024;
 const LIMIT_DEFAULT: usize = 5;
-const LIMIT_MAX: u64 = 20;
+const LIMIT_MAX: i64 = 20;
 
-fn parse_input(input: &Value) -> Result<(String, usize), Box<KernelToolOutcome>> {
-    let query = match input.get("query") {
-        None => {
-            return Err(Box::new(KernelToolOutcome::error(
-                "parameter_invalid",
-                "`query` is required; pass the words to look for or a tool's exact name",
-            )));
-        }
-        Some(Value::String(s)) => s,
-        Some(other) => {
-            return Err(Box::new(KernelToolOutcome::error(
-                "parameter_invalid",
-                &format!("`query` must be a string, got {other}; pass the words to look for"),
-            )));
-        }
-    };
-    let trimmed = query.trim();
-    if trimmed.is_empty() {
-        return Err(Box::new(KernelToolOutcome::error(
-            "parameter_invalid",
-            "`query` is blank; pass at least one word to look for",
-        )));
-    }
-    if query.len() > QUERY_BYTES {
-        return Err(Box::new(KernelToolOutcome::error(
-            "parameter_invalid",
-            &format!(
-                "`query` is {} bytes, more than the {QUERY_BYTES}-byte bound; pass a shorter query",
-                query.len()
-            ),
-        )));
-    }
-    let limit = match input.get("limit") {
-        None => LIMIT_DEFAULT,
-        Some(v) => match v.as_u64() {
-            Some(n) if (1..=LIMIT_MAX).contains(&n) => n as usize,
-            _ => {
-                return Err(Box::new(KernelToolOutcome::error(
-                    "parameter_invalid",
-                    &format!(
-                        "`limit` must be an integer from 1 to {LIMIT_MAX}, got {v}; pass a value in range or omit it"
-                    ),
+/// `tool_search {query, limit=5}` (unknown keys are ignored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct SearchInput {
+    /// Trimmed.
+    query: String,
+    limit: usize,
+}
+
+impl SearchInput {
+    fn parse(input: &Value) -> Result<Self, KernelToolOutcome> {
+        let p = Params::lenient("tool_search", input);
+        let query = match p.typed("query", Nulls::Refused, Value::as_str) {
+            Ok(Some(query)) => query,
+            Ok(None) => {
+                return Err(params::invalid(
+                    "`query` is required; pass the words to look for or a tool's exact name",
+                ));
+            }
+            Err(other) => {
+                return Err(params::invalid(&format!(
+                    "`query` must be a string, got {other}; pass the words to look for"
                 )));
             }
-        },
-    };
-    Ok((trimmed.to_string(), limit))
+        };
+        if query.trim().is_empty() {
+            return Err(params::invalid("`query` is blank; pass at least one word to look for"));
+        }
+        if query.len() > QUERY_BYTES {
+            return Err(params::invalid(&format!(
+                "`query` is {} bytes, more than the {QUERY_BYTES}-byte bound; pass a shorter query",
+                query.len()
+            )));
+        }
+        let limit = p
+            .typed("limit", Nulls::Refused, params::int_in(1, LIMIT_MAX))
+            .map_err(|v| {
+                params::invalid(&format!(
+                    "`limit` must be an integer from 1 to {LIMIT_MAX}, got {v}; pass a value in range or omit it"
+                ))
+            })?;
+        Ok(Self {
+            query: query.trim().to_string(),
+            limit: limit.map_or(LIMIT_DEFAULT, |n| n as usize),
+        })
+    }
 }
 
 /// The cache's `tool_search` entry points live here, beside the handler, so the cache (state
@@ -95,9 +94,9 @@ impl SearchCache {
 /// Runs `tool_search` over a parsed frozen declaration and skills, building the index for this
 /// call (the kernel's evaluation goes through [`run_frozen`] and its cache instead).
 pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
-    let (query, limit) = match parse_input(input) {
+    let SearchInput { query, limit } = match SearchInput::parse(input) {
         Ok(q) => q,
-        Err(e) => return *e,
+        Err(e) => return e,
     };
     let index = SearchIndex::new(ctx.tool_definitions, ctx.skills);
     KernelToolOutcome::text(index.search_text(&query, limit))
@@ -107,9 +106,9 @@ pub(crate) fn run(input: &Value, ctx: &ToolContext<'_>) -> KernelToolOutcome {
 /// declaring round or no frozen context, so nothing to search), through the kernel's index
 /// cache: the bytes are parsed only on a miss.
 pub(crate) fn run_frozen(cache: &SearchCache, input: &Value, round: Option<(i64, &str)>) -> KernelToolOutcome {
-    let (query, limit) = match parse_input(input) {
+    let SearchInput { query, limit } = match SearchInput::parse(input) {
         Ok(q) => q,
-        Err(e) => return *e,
+        Err(e) => return e,
     };
     let Some((row, frozen)) = round else {
         return KernelToolOutcome::text(SearchIndex::new(&[], &[]).search_text(&query, limit));
@@ -129,9 +128,9 @@ pub(crate) async fn run_declared(
     declaring: Option<i64>,
     known: Option<FrozenHead>,
 ) -> KernelResult<KernelToolOutcome> {
-    let (query, limit) = match parse_input(input) {
+    let SearchInput { query, limit } = match SearchInput::parse(input) {
         Ok(q) => q,
-        Err(e) => return Ok(*e),
+        Err(e) => return Ok(e),
     };
     let index = match declaring_head(tx, declaring, known).await? {
         None => None,
@@ -254,6 +253,22 @@ mod tests {
     }
 
     #[test]
+    fn parse_trims_and_defaults() {
+        let q = SearchInput::parse(&json!({"query": "  mac read ", "other": 1})).unwrap();
+        assert_eq!((q.query.as_str(), q.limit), ("mac read", LIMIT_DEFAULT));
+        // The bound is on the query as given, spaces included.
+        let padded = format!("{}a", " ".repeat(QUERY_BYTES));
+        assert!(SearchInput::parse(&json!({"query": padded})).is_err());
+        let out = SearchInput::parse(&json!({"query": null})).unwrap_err();
+        assert!(
+            out.content
+                .as_str()
+                .unwrap()
+                .starts_with("parameter_invalid: `query` must be a string, got null")
+        );
+    }
+
+    #[test]
     fn bad_input_is_parameter_invalid() {
         let d = decl();
         let env = json!({});
@@ -269,6 +284,8 @@ mod tests {
             json!({"query": 3}),
             json!({"query": "a", "limit": 0}),
             json!({"query": "a", "limit": 21}),
+            json!({"query": "a", "limit": null}),
+            json!({"query": "a".repeat(QUERY_BYTES + 1)}),
         ] {
             let out = run(&input, &ctx);
             assert!(out.is_error);

@@ -5,15 +5,16 @@
 
 use std::collections::HashSet;
 
-use nexus_store::{NewTask, OnFailure, Origin, RunRow, TaskKind, Tx, Visibility};
+use nexus_core::results::ToolWord;
+use nexus_store::{NewTask, OnFailure, Origin, TaskKind, TaskRow, Visibility};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::tool_call::{PARAMETER_INVALID, place_child, started};
+use super::params::{self, Nulls, Params};
+use super::tool_call::{place_child, started};
 use super::{GraphCall, KernelToolOutcome};
 use crate::Kernel;
 use crate::error::KernelResult;
-use crate::runs::AfterCommit;
 use crate::runs::columns::{Frozen, WaitContext};
 use crate::runs::rows::{Graph, follow};
 use crate::runs::unit::Unit;
@@ -22,120 +23,127 @@ use crate::runs::unit::Unit;
 pub(crate) const WAIT_DEFAULT_MS: i64 = 3_600_000;
 pub(crate) const WAIT_MAX_MS: i64 = 86_400_000;
 
-const NOT_FOUND: &str = "wait_target_not_found";
+/// `wait {task, run_public_id?, timeout_ms?}` (unknown keys are ignored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WaitInput {
+    task: String,
+    run_public_id: Option<Uuid>,
+    /// Clamped to [`WAIT_MAX_MS`].
+    timeout_ms: i64,
+}
 
-/// `wait {task, run_public_id?, timeout_ms?}`.
-pub(super) async fn run(
-    kernel: &Kernel,
-    tx: &mut Tx,
-    run: &mut RunRow,
-    call: &GraphCall<'_>,
-    effects: &mut Vec<AfterCommit>,
-) -> KernelResult<KernelToolOutcome> {
-    let input = call.input;
-    let Some(target) = input
-        .get("task")
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
-    else {
-        return Ok(KernelToolOutcome::error(
-            PARAMETER_INVALID,
-            "`task` must be a non-blank task key, such as the task value of a task reference",
-        ));
-    };
-    let run_public_id = match input.get("run_public_id") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => match Uuid::parse_str(s) {
-            Ok(id) => Some(id),
-            Err(_) => {
-                return Ok(KernelToolOutcome::error(
-                    PARAMETER_INVALID,
-                    &format!("`run_public_id` must be a run UUID from a task reference, got {s:?}"),
+impl WaitInput {
+    fn parse(input: &Value) -> Result<Self, KernelToolOutcome> {
+        let p = Params::lenient("wait", input);
+        let task = match p.typed("task", Nulls::Refused, params::non_blank) {
+            Ok(Some(task)) => task.to_string(),
+            _ => {
+                return Err(params::invalid(
+                    "`task` must be a non-blank task key, such as the task value of a task reference",
                 ));
             }
-        },
-        Some(other) => {
-            return Ok(KernelToolOutcome::error(
-                PARAMETER_INVALID,
-                &format!("`run_public_id` must be a run UUID string, got {other}"),
-            ));
-        }
-    };
-    let timeout = match input.get("timeout_ms") {
-        None | Some(Value::Null) => WAIT_DEFAULT_MS,
-        Some(v) => match v.as_i64().filter(|n| *n >= 1) {
-            Some(n) => n.min(WAIT_MAX_MS),
-            None => {
-                return Ok(KernelToolOutcome::error(
-                    PARAMETER_INVALID,
-                    &format!("`timeout_ms` must be an integer of at least 1 (milliseconds), got {v}"),
-                ));
+        };
+        let run_public_id = match p.typed("run_public_id", Nulls::Absent, Value::as_str) {
+            Ok(None) => None,
+            Ok(Some(s)) => Some(Uuid::parse_str(s).map_err(|_| {
+                params::invalid(&format!(
+                    "`run_public_id` must be a run UUID from a task reference, got {s:?}"
+                ))
+            })?),
+            Err(other) => {
+                return Err(params::invalid(&format!(
+                    "`run_public_id` must be a run UUID string, got {other}"
+                )));
             }
-        },
-    };
-    // A standalone run may name only itself.
-    if run_public_id.is_some_and(|r| r != run.public_id) {
-        return Ok(KernelToolOutcome::error(
-            NOT_FOUND,
-            &format!(
-                "run {} is not this run; a standalone run can wait only on its own tasks (omit run_public_id)",
-                run_public_id.expect("checked")
-            ),
-        ));
+        };
+        let timeout_ms = p
+            .typed("timeout_ms", Nulls::Absent, params::int_in(1, i64::MAX))
+            .map_err(|v| {
+                params::invalid(&format!(
+                    "`timeout_ms` must be an integer of at least 1 (milliseconds), got {v}"
+                ))
+            })?
+            .map_or(WAIT_DEFAULT_MS, |n| n.min(WAIT_MAX_MS));
+        Ok(Self {
+            task,
+            run_public_id,
+            timeout_ms,
+        })
     }
-    let g = Graph::load(tx, run.id).await?;
-    let Some(named) = g.by_key(target) else {
-        return Ok(KernelToolOutcome::error(
-            NOT_FOUND,
-            &format!("there is no task {target:?} in this run; pass the task value of a task reference"),
-        ));
+}
+
+/// `wait`: parse, check the target, place the await.
+pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>) -> KernelResult<KernelToolOutcome> {
+    let input = match WaitInput::parse(call.input) {
+        Ok(input) => input,
+        Err(refusal) => return Ok(refusal),
     };
-    // This call, its round, an ancestor round of the chain, or work that waits on this call.
+    if let Some(refusal) = refuse_target(u, call.call, &input).await? {
+        return Ok(refusal);
+    }
+    let child = place_child(kernel, u, call.call, "wait", await_row(call.call, &input), true).await?;
+    Ok(started(&child.key))
+}
+
+/// `wait_target_not_found` (another run, or no such task) or `wait_cycle` (this call, its own
+/// round, an ancestor round of the chain, or work that waits on this call).
+async fn refuse_target(u: &mut Unit<'_>, call: &TaskRow, input: &WaitInput) -> KernelResult<Option<KernelToolOutcome>> {
+    let target = input.task.as_str();
+    // A standalone run may name only itself.
+    if let Some(other) = input.run_public_id.filter(|r| *r != u.run.public_id) {
+        return Ok(Some(KernelToolOutcome::error(
+            ToolWord::WaitTargetNotFound,
+            &format!(
+                "run {other} is not this run; a standalone run can wait only on its own tasks (omit run_public_id)"
+            ),
+        )));
+    }
+    let g = Graph::load(u.tx, u.run.id).await?;
+    let Some(named) = g.by_key(target) else {
+        return Ok(Some(KernelToolOutcome::error(
+            ToolWord::WaitTargetNotFound,
+            &format!("there is no task {target:?} in this run; pass the task value of a task reference"),
+        )));
+    };
     let followed = follow(&g, target).unwrap_or(named);
-    let ancestors = g.ancestors(call.call.id);
-    let descendants = descendants(&g, call.call.id);
-    let cycle = named.id == call.call.id
-        || followed.id == call.call.id
+    let ancestors = g.ancestors(call.id);
+    let descendants = descendants(&g, call.id);
+    let cycle = named.id == call.id
+        || followed.id == call.id
         || (named.kind == TaskKind::Model && ancestors.contains(&named.id))
         || descendants.contains(&followed.id)
         || descendants.contains(&named.id);
-    if cycle {
-        return Ok(KernelToolOutcome::error(
-            "wait_cycle",
+    Ok(cycle.then(|| {
+        KernelToolOutcome::error(
+            ToolWord::WaitCycle,
             &format!(
                 "{target:?} is this call, its own round or work that waits for this call, so it can never settle first; wait on background work instead"
             ),
-        ));
-    }
-    let new = NewTask {
+        )
+    }))
+}
+
+/// The kernel-held await `<call>-wait-1` following the target.
+fn await_row(call: &TaskRow, input: &WaitInput) -> NewTask {
+    NewTask {
         kind: TaskKind::Await,
         origin: Origin::Kernel,
         on_failure: OnFailure::Absorb,
         visibility: Visibility::Collapsed,
-        mainline: call.call.mainline,
-        branch_of: call.call.branch_of.clone(),
-        timeout_ms: Some(timeout),
+        mainline: call.mainline,
+        branch_of: call.branch_of.clone(),
+        timeout_ms: Some(input.timeout_ms),
         frozen_context: Some(
             Frozen::Wait(WaitContext {
-                task: target.to_string(),
-                run_public_id: run_public_id.map(|u| u.to_string()),
-                timeout_ms: timeout,
+                task: input.task.clone(),
+                run_public_id: input.run_public_id.map(|u| u.to_string()),
+                timeout_ms: input.timeout_ms,
                 delegation: false,
             })
             .to_text(),
         ),
         ..Default::default()
-    };
-    let child = place_child(
-        kernel,
-        &mut Unit::of(tx, run, call.now, effects),
-        call.call,
-        "wait",
-        new,
-        true,
-    )
-    .await?;
-    Ok(started(&child.key))
+    }
 }
 
 /// Every row that depends, transitively, on `id`.
@@ -148,4 +156,42 @@ fn descendants(g: &Graph, id: i64) -> HashSet<i64> {
         }
     }
     seen
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn parse_clamps_the_timeout_and_reads_null_as_absent() {
+        let w = WaitInput::parse(&json!({"task": "t1", "timeout_ms": WAIT_MAX_MS + 1, "extra": 1})).unwrap();
+        assert_eq!(
+            (w.task.as_str(), w.run_public_id, w.timeout_ms),
+            ("t1", None, WAIT_MAX_MS)
+        );
+        let w = WaitInput::parse(&json!({"task": "t1", "run_public_id": null, "timeout_ms": null})).unwrap();
+        assert_eq!(w.timeout_ms, WAIT_DEFAULT_MS);
+        for (bad, said) in [
+            (json!({"task": " "}), "`task` must be a non-blank task key"),
+            (
+                json!({"task": "t", "run_public_id": "nope"}),
+                "run UUID from a task reference, got \"nope\"",
+            ),
+            (json!({"task": "t", "run_public_id": 7}), "run UUID string, got 7"),
+            (
+                json!({"task": "t", "timeout_ms": 0}),
+                "at least 1 (milliseconds), got 0",
+            ),
+            (json!({"task": "t", "timeout_ms": 1.5}), "got 1.5"),
+        ] {
+            let out = WaitInput::parse(&bad).unwrap_err();
+            let text = out.content.as_str().unwrap();
+            assert!(
+                text.starts_with("parameter_invalid: ") && text.contains(said),
+                "{bad}: {text}"
+            );
+        }
+    }
 }

@@ -7,6 +7,7 @@ use std::collections::{HashMap, HashSet};
 use base64::Engine as _;
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind};
+use nexus_core::results::ToolWord;
 use nexus_core::steps::{Step, StepVerb, ToolRoute};
 use nexus_store::{
     EdgeKind, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, Origin, TaskKind, TaskStatus,
@@ -369,7 +370,7 @@ impl Kernel {
         };
         if let Some(id) = target {
             match self.eligible_runner(id, ctx.answering).await? {
-                None => faults.push(Fault::new("runner_not_eligible", format!("{path}.tool.route"))),
+                None => faults.push(Fault::new(Code::RunnerNotEligible.as_str(), format!("{path}.tool.route"))),
                 Some(runner) if serves_tool(&runner, name) => d.task.target_executor_id = Some(runner.id),
                 Some(_) => faults.push(Fault::new("tool_not_served", format!("{path}.tool.name"))),
             }
@@ -489,9 +490,12 @@ fn accept_wait(ctx: &AcceptCtx<'_>, env: &Envelope, step: &Step, d: &mut Draft, 
         .is_some_and(|r| Uuid::parse_str(r).ok() != ctx.run_public_id || ctx.run_public_id.is_none());
     let exists = env.deps.contains_key(target) || ctx.graph.is_some_and(|g| g.by_key(target).is_some());
     if other_run || !exists {
-        faults.push(Fault::new("wait_target_not_found", format!("{path}.wait.task")));
+        faults.push(Fault::new(
+            ToolWord::WaitTargetNotFound.as_str(),
+            format!("{path}.wait.task"),
+        ));
     } else if *target == step.key || ancestors_of(&step.key, &env.deps, ctx.graph).contains(target) {
-        faults.push(Fault::new("wait_cycle", format!("{path}.wait.task")));
+        faults.push(Fault::new(ToolWord::WaitCycle.as_str(), format!("{path}.wait.task")));
     }
     d.task.frozen_context = Some(
         Frozen::Wait(WaitContext {
