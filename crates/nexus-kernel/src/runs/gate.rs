@@ -45,8 +45,7 @@ pub(crate) enum Addressee {
     Executor {
         id: i64,
         public_id: Uuid,
-        /// `runner` or `agent_application`.
-        role: &'static str,
+        role: ExecutorKind,
     },
 }
 
@@ -284,7 +283,7 @@ impl Kernel {
                 addressee: Addressee::Executor {
                     id: runner.id,
                     public_id: runner.public_id,
-                    role: "runner",
+                    role: ExecutorKind::Runner,
                 },
                 effect_profile,
                 announced_timeout_ms,
@@ -324,7 +323,7 @@ impl Kernel {
                         addressee: Addressee::Executor {
                             id: app.id,
                             public_id: app.public_id,
-                            role: "agent_application",
+                            role: ExecutorKind::AgentApplication,
                         },
                         effect_profile,
                         announced_timeout_ms,
@@ -347,7 +346,7 @@ impl Kernel {
                 addressee: Addressee::Executor {
                     id: app.id,
                     public_id: app.public_id,
-                    role: "agent_application",
+                    role: ExecutorKind::AgentApplication,
                 },
                 effect_profile,
                 announced_timeout_ms,
@@ -438,7 +437,7 @@ impl Kernel {
     ) -> KernelResult<bool> {
         let address = self.declaring_address(run).await?;
         task.addressed_executor_id = address.as_ref().map(|a| a.id);
-        task.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+        task.addressed_role = address.as_ref().map(|_| ExecutorKind::AgentApplication);
         authored_timeout(task);
         task.await_started_at = Some(now);
         task.timeout_ms = Some(HOLD_TIMEOUT_MS);
@@ -455,7 +454,7 @@ impl Kernel {
         let data = json!({"reason": "approval_required", "task_key": task.key});
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "attention_required",
+            nexus_store::EventKind::AttentionRequired,
             Some(&task.key),
             data,
         )
@@ -538,7 +537,7 @@ impl Kernel {
                     .or(addressing.announced_timeout_ms)
                     .unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
                 task.addressed_executor_id = Some(*id);
-                task.addressed_role = Some((*role).to_string());
+                task.addressed_role = Some(*role);
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));

@@ -139,7 +139,7 @@ impl Kernel {
         Ok(json!({
             "public_id": run.public_id.to_string(),
             "workspace_public_id": ws_public_id.to_string(),
-            "hosting": parse(Some(&run.hosting)).unwrap_or_else(|| json!({"kind": "standalone"})),
+            "hosting": run.hosting,
             "status": run.status,
             "created_by": id_str(created_by),
             "answering_principal": id_str(answering),
@@ -275,7 +275,7 @@ impl Kernel {
                 };
                 let addressed_to = match task.addressed_executor_id {
                     Some(a) => self.executor_public(names, a).await?.map(|(id, _)| AddressedTo {
-                        role: task.addressed_role.clone(),
+                        role: task.addressed_role.map(|r| r.as_str().to_string()),
                         executor_public_id: id,
                     }),
                     None => None,

@@ -148,7 +148,10 @@ impl Trace {
             started_at: task.started_at.map(time::iso),
             settled_at: task.settled_at.map(time::iso),
             waiting_on,
-            failure_resolution: task.failure_resolution.clone().filter(|_| settled),
+            failure_resolution: task
+                .failure_resolution
+                .filter(|_| settled)
+                .map(|r| r.as_str().to_string()),
             error: task.error_key.as_ref().filter(|_| settled).map(|key| TaskError {
                 key: key.clone(),
                 detail: task.error_detail.clone(),

@@ -332,8 +332,13 @@ pub(super) async fn run(
     .await?;
     tx.refresh_wake(child.id).await?;
     let data = json!({"conversation_public_id": child.public_id, "label": label, "spawn_task_key": call.call.key});
-    tx.append_conversation_event(parent.id, "child_spawned", call.now, &data.to_string())
-        .await?;
+    tx.append_conversation_event(
+        parent.id,
+        nexus_store::ConversationEventKind::ChildSpawned,
+        call.now,
+        &data.to_string(),
+    )
+    .await?;
     effects.push(AfterCommit::ConversationEvents(parent.id));
     effects.push(AfterCommit::WakeJobs);
     Ok(outcome)

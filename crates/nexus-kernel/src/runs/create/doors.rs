@@ -79,7 +79,7 @@ impl Kernel {
         let deliverable_key = keys.last().cloned();
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "tasks_appended",
+            nexus_store::EventKind::TasksAppended,
             None,
             json!({"keys": keys, "origin": "author", "revision": revision}),
         )
@@ -215,7 +215,7 @@ impl Kernel {
                 answering_member_id: member.id,
                 declaring_agent_id: declaring_agent.map(|a| a.id),
                 status: RunStatus::Pending,
-                hosting: json!({"kind": "standalone"}).to_string(),
+                hosting: nexus_store::Hosting::Standalone,
                 approval_mode,
                 approval_rules,
                 default_runner_id: default_runner.as_ref().map(|r| r.id),
@@ -498,7 +498,7 @@ pub(crate) fn run_body(run: &RunRow, names: &RunNames) -> Value {
     json!({
         "public_id": run.public_id,
         "workspace_public_id": names.workspace_public_id,
-        "hosting": parse(&Some(run.hosting.clone())),
+        "hosting": run.hosting,
         "status": run.status,
         "created_by": names.created_by,
         "answering_principal": names.answering,
