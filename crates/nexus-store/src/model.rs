@@ -509,7 +509,7 @@ impl From<&TaskRow> for TaskEndRow {
             key: t.key.clone(),
             status: t.status,
             on_failure: t.on_failure,
-            failure_resolution: t.failure_resolution.clone(),
+            failure_resolution: t.failure_resolution,
         }
     }
 }
