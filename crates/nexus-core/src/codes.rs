@@ -117,6 +117,7 @@ codes! {
     InvalidTimeoutMs = 422, "invalid_timeout_ms", "timeout_ms must be a positive integer.";
     RateLimited = 429, "rate_limited", "Too many requests; honour Retry-After.";
     InternalError = 500, "internal_error", "An unexpected server error.";
+    CorruptRow = 500, "corrupt_row", "A stored row this request needs does not read; an operator must repair it, and a retry meets it again.";
     Unavailable = 503, "unavailable", "The store cannot be reached.";
 }
 

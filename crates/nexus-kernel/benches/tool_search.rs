@@ -209,7 +209,7 @@ async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
             answering_member_id: agent.member.id,
             declaring_agent_id: None,
             status: RunStatus::Pending,
-            hosting: json!({"kind": "standalone"}).to_string(),
+            hosting: nexus_store::Hosting::Standalone,
             approval_mode: nexus_store::ApprovalMode::Bypass,
             approval_rules: None,
             default_runner_id: None,

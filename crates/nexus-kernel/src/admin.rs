@@ -4,7 +4,7 @@
 use nexus_core::codes::Code;
 use nexus_store::{
     AccountRow, AssignmentScope, CredentialRow, Engine, ExecutorKind, ExecutorRow, ExecutorStatus, MemberKind,
-    MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
+    MemberRole, MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -148,7 +148,7 @@ impl Kernel {
                 kind: spec.kind,
                 handle: spec.handle.clone(),
                 display_name: spec.display_name.unwrap_or_else(|| spec.handle.clone()),
-                role: "member".into(),
+                role: MemberRole::Member,
                 steward_id: steward.map(|s| s.id),
                 agent_executor_public_id: (spec.kind == MemberKind::Agent).then(time::new_id),
                 now: self.now_ms(),
@@ -288,7 +288,7 @@ impl Kernel {
                 kind: MemberKind::Human,
                 handle: BOOTSTRAP_HUMAN.into(),
                 display_name: "Admin".into(),
-                role: "admin".into(),
+                role: MemberRole::Admin,
                 steward_id: None,
                 agent_executor_public_id: None,
                 now: self.now_ms(),
@@ -301,7 +301,7 @@ impl Kernel {
                 kind: MemberKind::Agent,
                 handle: BOOTSTRAP_AGENT.into(),
                 display_name: "Agent".into(),
-                role: "member".into(),
+                role: MemberRole::Member,
                 steward_id: Some(human.id),
                 agent_executor_public_id: Some(time::new_id()),
                 now: self.now_ms(),

@@ -82,14 +82,11 @@ impl std::fmt::Display for KernelError {
 
 impl std::error::Error for KernelError {}
 
-/// The message of the internal error a corrupt stored row gives ([`KernelError::is_corrupt_row`]).
-const CORRUPT_ROW: &str = "An unexpected server error: a stored row does not read.";
-
 impl KernelError {
     /// A store read met a word no variant has, or a rule list that does not parse
     /// ([`StoreError::Corrupt`]): a run whose row it is stops in `needs_attention`.
     pub fn is_corrupt_row(&self) -> bool {
-        self.code == Code::InternalError && self.message == CORRUPT_ROW
+        self.code == Code::CorruptRow
     }
 }
 
@@ -98,7 +95,7 @@ impl From<StoreError> for KernelError {
         match err {
             StoreError::Corrupt(what) => {
                 tracing::error!(what, "corrupt stored row");
-                Self::new(Code::InternalError, CORRUPT_ROW)
+                Self::of(Code::CorruptRow)
             }
             StoreError::Conflict(what) => {
                 Self::new(Code::ValidationFailed, format!("conflict: {what}")).with_reason("conflict")

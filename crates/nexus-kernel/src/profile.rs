@@ -19,7 +19,7 @@ fn profile_member(m: &MemberRow) -> ProfileMember {
         public_id: m.public_id.to_string(),
         handle: m.handle.clone(),
         kind: m.kind.as_str().into(),
-        role: m.role.clone(),
+        role: m.role.to_string(),
         display_name: m.display_name.clone(),
         rest: Map::new(),
     }

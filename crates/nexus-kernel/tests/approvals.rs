@@ -119,7 +119,7 @@ impl World {
         self.events(id)
             .await
             .iter()
-            .filter(|e| e.kind == "task_status_changed" && e.task_key.as_deref() == Some(key))
+            .filter(|e| e.kind.as_str() == "task_status_changed" && e.task_key.as_deref() == Some(key))
             .map(|e| {
                 let d: Value = serde_json::from_str(&e.data).unwrap();
                 format!("{}>{}", d["from"].as_str().unwrap(), d["to"].as_str().unwrap())
@@ -167,7 +167,7 @@ async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
         assert_eq!(t.status, TaskStatus::Dispatched, "{:?}", t.error_key);
         assert_eq!(t.origin, nexus_store::Origin::Model);
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.runner).await));
-        assert_eq!(t.addressed_role.as_deref(), Some("runner"));
+        assert_eq!(t.addressed_role, Some(nexus_store::ExecutorKind::Runner));
         assert_eq!(approval(&t)["origin"], "mode");
         assert!(approval(&t)["decided_at"].as_str().unwrap().ends_with('Z'));
         assert_eq!(profile(&t), EffectProfile::READ.to_json());
@@ -205,11 +205,14 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         assert_eq!(t.timeout_ms, Some(DAY));
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + DAY));
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
-        assert_eq!(t.addressed_role.as_deref(), Some("agent_application"));
+        assert_eq!(t.addressed_role, Some(nexus_store::ExecutorKind::AgentApplication));
         assert_eq!(profile(&t), write_profile());
         assert!(t.approval.is_none());
         let events = w.events(id).await;
-        let attention: Vec<&EventRow> = events.iter().filter(|e| e.kind == "attention_required").collect();
+        let attention: Vec<&EventRow> = events
+            .iter()
+            .filter(|e| e.kind.as_str() == "attention_required")
+            .collect();
         assert_eq!(attention.len(), 1);
         assert_eq!(
             serde_json::from_str::<Value>(&attention[0].data).unwrap(),
@@ -271,7 +274,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             .events(id)
             .await
             .iter()
-            .filter(|e| e.kind == "approval_decided")
+            .filter(|e| e.kind.as_str() == "approval_decided")
             .map(|e| serde_json::from_str(&e.data).unwrap())
             .collect();
         assert_eq!(
@@ -385,7 +388,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
             .events(id)
             .await
             .into_iter()
-            .find(|e| e.kind == "approval_decided")
+            .find(|e| e.kind.as_str() == "approval_decided")
             .unwrap();
         assert_eq!(
             serde_json::from_str::<Value>(&decided.data).unwrap()["decision"],
@@ -824,7 +827,7 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
                 .unwrap()
                 .pop()
                 .unwrap();
-            assert_eq!(last.kind, "run_status_changed", "{d}");
+            assert_eq!(last.kind, nexus_store::EventKind::RunStatusChanged, "{d}");
             let data: Value = serde_json::from_str(&last.data).unwrap();
             assert_eq!(
                 (data["to"].as_str(), data["reason"].as_str()),
@@ -832,5 +835,57 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
                 "{d}"
             );
         }
+    }
+}
+
+/// A round whose stored row holds a word no variant has (here `tasks.failure_resolution`,
+/// which no CHECK guards) stops its run in `needs_attention` (`corrupt_row`) on both engines:
+/// the job that reads it is dropped instead of failing forever, and no model call is made.
+#[tokio::test]
+async fn a_round_whose_stored_words_do_not_read_stops_its_run() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let d = w.dialect;
+        w.script("unread", &[json!({"text": "Done."})]);
+        let run = json!({"approval_mode": "bypass", "steps": [{"model": {
+            "prompt": "Go.", "model": "scripted/unread"}}]});
+        let body = w
+            .kernel
+            .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
+            .await
+            .unwrap()
+            .fresh()
+            .expect("a fresh create");
+        let id = Uuid::parse_str(&body.run.public_id).unwrap();
+        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        let run_id = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id;
+        w.ts.execute_unchecked(
+            &["tasks"],
+            &format!("UPDATE tasks SET failure_resolution = 'bogus' WHERE run_id = {run_id}"),
+        )
+        .await;
+
+        w.kernel.work_until_idle(50).await.unwrap();
+        let status =
+            w.ts.query_text(&format!("SELECT status FROM runs WHERE id = {run_id}"))
+                .await;
+        assert_eq!(status.as_deref(), Some("needs_attention"), "{d}");
+        let last = w
+            .kernel
+            .store
+            .events_after(run_id, 0, 1000)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        assert_eq!(last.kind, nexus_store::EventKind::RunStatusChanged, "{d}");
+        let data: Value = serde_json::from_str(&last.data).unwrap();
+        assert_eq!(data["reason"], "corrupt_row", "{d}");
+        let reply =
+            w.ts.query_text(&format!(
+                "SELECT reply FROM tasks WHERE run_id = {run_id} AND key = 'r1'"
+            ))
+            .await;
+        assert_eq!(reply, None, "no model reply was applied on {d}");
     }
 }

@@ -690,7 +690,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
             .events(id)
             .await
             .iter()
-            .filter(|e| e.kind == "attention_required")
+            .filter(|e| e.kind.as_str() == "attention_required")
             .map(|e| serde_json::from_str(&e.data).unwrap())
             .collect();
         assert_eq!(

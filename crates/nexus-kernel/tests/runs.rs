@@ -162,7 +162,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         }
         let appended: Vec<Value> = events
             .iter()
-            .filter(|e| e.kind == "tasks_appended")
+            .filter(|e| e.kind.as_str() == "tasks_appended")
             .map(|e| serde_json::from_str(&e.data).unwrap())
             .collect();
         assert_eq!(
@@ -173,7 +173,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert!(
             events
                 .iter()
-                .any(|e| e.kind == "run_status_changed" && e.data.contains("\"completed\""))
+                .any(|e| e.kind.as_str() == "run_status_changed" && e.data.contains("\"completed\""))
         );
     }
 }

@@ -155,7 +155,7 @@ async fn settles(store: &Store, run_id: i64) -> Vec<(i64, String)> {
     let events = store.events_after(run_id, 0, 10_000).await.unwrap();
     events
         .iter()
-        .filter(|e| e.kind == "task_status_changed" && e.task_key.as_deref() == Some("t"))
+        .filter(|e| e.kind.as_str() == "task_status_changed" && e.task_key.as_deref() == Some("t"))
         .filter_map(|e| {
             let d: Value = serde_json::from_str(&e.data).unwrap();
             let to = d["to"].as_str()?.to_string();

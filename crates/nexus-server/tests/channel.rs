@@ -347,7 +347,7 @@ async fn progress_frames_are_relayed_thinned_and_refused_by_code() {
 
         // Progress is never persisted: no event was written for any frame.
         let events = h.kernel.store.events_after(run_id, 0, 1000).await.unwrap();
-        assert!(events.iter().all(|e| !e.kind.contains("progress")));
+        assert!(events.iter().all(|e| !e.kind.as_str().contains("progress")));
 
         // A settled row: 202 and dropped (even with a stale token).
         settle(&h, &run, key).await;

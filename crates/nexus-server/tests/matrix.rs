@@ -349,7 +349,7 @@ async fn bearers(h: &Harness) -> Bearers {
         kind,
         handle: handle.into(),
         display_name: handle.into(),
-        role: "member".into(),
+        role: nexus_store::MemberRole::Member,
         steward_id,
         agent_executor_public_id: (kind == MemberKind::Agent).then(Uuid::now_v7),
         now,

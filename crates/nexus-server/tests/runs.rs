@@ -1397,3 +1397,40 @@ async fn sse_feed_sends_durable_events_and_resumes() {
         refused(&r, StatusCode::UNAUTHORIZED, "unauthorized");
     }
 }
+
+// ---- a damaged row ---------------------------------------------------------------------------
+
+/// A run whose stored row does not read (here an approval mode no variant has, written past
+/// the CHECK constraint) answers the reads that need it with `500 corrupt_row`, a code the
+/// document lists, on both engines: never a default mode, never an unlisted `internal_error`.
+#[tokio::test]
+async fn a_run_whose_stored_row_does_not_read_answers_corrupt_row() {
+    let dir = tempfile::tempdir().unwrap();
+    quiet(dir.path());
+    for h in harnesses_with_scripts(dir.path()).await {
+        let d = h.dialect;
+        let (id, _) = create(
+            &h,
+            json!({"approval_mode": "ask", "steps": [model("quiet", json!({}))]}),
+        )
+        .await;
+        h._store
+            .execute_unchecked(
+                &["runs"],
+                &format!("UPDATE runs SET approval_mode = 'bogus' WHERE public_id = '{id}'"),
+            )
+            .await;
+        for path in [h.r(&id), format!("{}/runs", h.w())] {
+            let r = h.get(&path, Some(&h.agent_token())).await;
+            let e = refused(&r, StatusCode::INTERNAL_SERVER_ERROR, "corrupt_row");
+            assert_eq!(e["message"], nexus_core::codes::Code::CorruptRow.doc(), "{path} on {d}");
+        }
+        h._store
+            .execute_unchecked(
+                &["runs"],
+                &format!("UPDATE runs SET approval_mode = 'ask' WHERE public_id = '{id}'"),
+            )
+            .await;
+        assert_eq!(h.get_ok(&h.r(&id)).await["run"]["approval_mode"], "ask", "{d}");
+    }
+}

@@ -6,7 +6,10 @@ pub use nexus_core::approval::{ApprovalRules, Mode as ApprovalMode, Origin};
 use uuid::Uuid;
 
 mod status;
-pub use status::{EdgeKind, ExecutorStatus, OnFailure, RunStatus, TaskKind, TaskStatus, Visibility};
+pub use status::{
+    ConversationEventKind, EdgeKind, EventKind, ExecutorKind, ExecutorStatus, FailureResolution, MemberRole, OnFailure,
+    RunStatus, TaskKind, TaskStatus, Visibility,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberKind {
@@ -25,28 +28,6 @@ impl MemberKind {
         match s {
             "human" => Some(Self::Human),
             "agent" => Some(Self::Agent),
-            _ => None,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExecutorKind {
-    AgentApplication,
-    Runner,
-}
-
-impl ExecutorKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExecutorKind::AgentApplication => "agent_application",
-            ExecutorKind::Runner => "runner",
-        }
-    }
-    pub fn parse(s: &str) -> Option<Self> {
-        match s {
-            "agent_application" => Some(Self::AgentApplication),
-            "runner" => Some(Self::Runner),
             _ => None,
         }
     }
@@ -144,8 +125,7 @@ pub struct MemberRow {
     /// Unique per account.
     pub handle: String,
     pub display_name: String,
-    /// `admin` or `member`.
-    pub role: String,
+    pub role: MemberRole,
     /// For an agent: its controlling human.
     pub steward_id: Option<i64>,
     /// The agent profile configuration as stored JSON text (agents only).
@@ -200,7 +180,7 @@ pub struct NewMember {
     pub kind: MemberKind,
     pub handle: String,
     pub display_name: String,
-    pub role: String,
+    pub role: MemberRole,
     pub steward_id: Option<i64>,
     /// For an agent: the public id of the agent_application executor created with it.
     pub agent_executor_public_id: Option<Uuid>,
@@ -278,8 +258,7 @@ pub struct RunRow {
     pub answering_member_id: i64,
     pub declaring_agent_id: Option<i64>,
     pub status: RunStatus,
-    /// JSON: `{"kind":"standalone"}` or `{"kind":"conversation",…}`.
-    pub hosting: String,
+    pub hosting: Hosting,
     pub approval_mode: ApprovalMode,
     /// The run's rules (stored as their JSON text), when it has any.
     pub approval_rules: Option<ApprovalRules>,
@@ -298,6 +277,34 @@ pub struct RunRow {
     pub ended_at: Option<i64>,
 }
 
+/// What hosts a run (runs.md §1 `hosting`): nothing, or a conversation's turn. Stored as its
+/// JSON (`{"kind":"standalone"}`, `{"kind":"conversation","conversation_public_id":…,
+/// "turn_public_id":…}`) and served as stored; a column that does not read as one of these is a
+/// corrupt row, never "standalone".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Hosting {
+    #[default]
+    Standalone,
+    Conversation {
+        conversation_public_id: Uuid,
+        turn_public_id: Uuid,
+    },
+}
+
+impl Hosting {
+    /// The stored column text.
+    pub fn to_text(&self) -> String {
+        // A unit variant or two UUIDs: serializing cannot fail.
+        serde_json::to_string(self).expect("a hosting serializes")
+    }
+
+    /// The hosting a stored column holds; `None` for any other text.
+    pub fn parse(text: &str) -> Option<Self> {
+        serde_json::from_str(text).ok()
+    }
+}
+
 /// A new run. `deliverable_task_id` and `attention` start null, `last_event_sequence` 0.
 #[derive(Debug, Clone)]
 pub struct NewRun {
@@ -307,7 +314,7 @@ pub struct NewRun {
     pub answering_member_id: i64,
     pub declaring_agent_id: Option<i64>,
     pub status: RunStatus,
-    pub hosting: String,
+    pub hosting: Hosting,
     pub approval_mode: ApprovalMode,
     pub approval_rules: Option<ApprovalRules>,
     pub default_runner_id: Option<i64>,
@@ -330,8 +337,8 @@ pub struct TaskRow {
     pub generation: i64,
     pub origin: Origin,
     pub on_failure: OnFailure,
-    /// `abandoned`, `canceled`, … (not a status).
-    pub failure_resolution: Option<String>,
+    /// How a failure was accepted (not a status).
+    pub failure_resolution: Option<FailureResolution>,
     pub visibility: Visibility,
     pub mainline: bool,
     /// The `delegate_task` call key a branch round belongs to.
@@ -346,7 +353,7 @@ pub struct TaskRow {
     pub tool_call_id: Option<String>,
     pub target_executor_id: Option<i64>,
     pub addressed_executor_id: Option<i64>,
-    pub addressed_role: Option<String>,
+    pub addressed_role: Option<ExecutorKind>,
     /// JSON: the five-key effect profile.
     pub effect_profile: Option<String>,
     pub timeout_ms: Option<i64>,
@@ -408,7 +415,7 @@ pub struct NewTask {
     pub generation: i64,
     pub origin: Origin,
     pub on_failure: OnFailure,
-    pub failure_resolution: Option<String>,
+    pub failure_resolution: Option<FailureResolution>,
     pub visibility: Visibility,
     pub mainline: bool,
     pub branch_of: Option<String>,
@@ -420,7 +427,7 @@ pub struct NewTask {
     pub tool_call_id: Option<String>,
     pub target_executor_id: Option<i64>,
     pub addressed_executor_id: Option<i64>,
-    pub addressed_role: Option<String>,
+    pub addressed_role: Option<ExecutorKind>,
     pub effect_profile: Option<String>,
     pub timeout_ms: Option<i64>,
     pub await_started_at: Option<i64>,
@@ -477,7 +484,7 @@ pub struct TaskEndRow {
     pub key: String,
     pub status: TaskStatus,
     pub on_failure: OnFailure,
-    pub failure_resolution: Option<String>,
+    pub failure_resolution: Option<FailureResolution>,
 }
 
 /// What a settle's probe of its dependents answers ([`crate::Tx::probe_dependents`]).
@@ -502,7 +509,7 @@ impl From<&TaskRow> for TaskEndRow {
             key: t.key.clone(),
             status: t.status,
             on_failure: t.on_failure,
-            failure_resolution: t.failure_resolution.clone(),
+            failure_resolution: t.failure_resolution,
         }
     }
 }
@@ -521,8 +528,8 @@ pub struct EventRow {
     pub run_id: i64,
     /// 1, 2, 3, … per run, without gaps.
     pub sequence: i64,
-    /// The event type (`run_status_changed`, …); the column is `type`.
-    pub kind: String,
+    /// The event type; the column is `type`.
+    pub kind: EventKind,
     pub at: i64,
     pub task_key: Option<String>,
     /// JSON object.

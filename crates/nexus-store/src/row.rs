@@ -92,6 +92,11 @@ pub(crate) fn word<T>(column: &str, value: &str, parse: fn(&str) -> Option<T>) -
     parse(value).ok_or_else(|| StoreError::Corrupt(format!("{column} holds unknown word {value:?}")))
 }
 
+/// [`word`] of a nullable column: null reads as `None`, any other word must parse.
+pub(crate) fn opt_word<T>(column: &str, value: Option<String>, parse: fn(&str) -> Option<T>) -> Result<Option<T>> {
+    value.map(|v| word(column, &v, parse)).transpose()
+}
+
 pub(crate) fn parse_public_id(column: &str, value: &str) -> Result<Uuid> {
     Uuid::parse_str(value).map_err(|_| StoreError::Corrupt(format!("{column} holds a malformed uuid {value:?}")))
 }
@@ -128,7 +133,7 @@ pub(crate) fn member(r: &impl Columns) -> Result<MemberRow> {
         kind: word("members.kind", &r.text("kind")?, MemberKind::parse)?,
         handle: r.text("handle")?,
         display_name: r.text("display_name")?,
-        role: r.text("role")?,
+        role: word("members.role", &r.text("role")?, MemberRole::parse)?,
         steward_id: r.opt_int("steward_id")?,
         configuration: r.opt_text("configuration")?,
         created_at: r.int("created_at")?,
@@ -202,8 +207,7 @@ pub(crate) fn agent_executor_of(new: &NewMember) -> Result<Option<(Uuid, &str, O
 /// The text guard over every string of a new member.
 pub(crate) fn check_member_text(new: &NewMember) -> Result<()> {
     crate::check_text(&new.handle)?;
-    crate::check_text(&new.display_name)?;
-    crate::check_text(&new.role)
+    crate::check_text(&new.display_name)
 }
 
 pub(crate) fn check_announcement_text(a: &Announcement) -> Result<()> {
@@ -223,7 +227,7 @@ pub(crate) fn run(r: &impl Columns) -> Result<RunRow> {
         answering_member_id: r.int("answering_member_id")?,
         declaring_agent_id: r.opt_int("declaring_agent_id")?,
         status: word("runs.status", &r.text("status")?, RunStatus::parse)?,
-        hosting: r.text("hosting")?,
+        hosting: word("runs.hosting", &r.text("hosting")?, Hosting::parse)?,
         approval_mode: word("runs.approval_mode", &r.text("approval_mode")?, ApprovalMode::from_word)?,
         approval_rules: r.opt_text("approval_rules")?.map(|t| approval_rules(&t)).transpose()?,
         default_runner_id: r.opt_int("default_runner_id")?,
@@ -289,7 +293,11 @@ pub(crate) fn task_end(r: &impl Columns) -> Result<TaskEndRow> {
         key: r.text("key")?,
         status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         on_failure: word("tasks.on_failure", &r.text("on_failure")?, OnFailure::parse)?,
-        failure_resolution: r.opt_text("failure_resolution")?,
+        failure_resolution: opt_word(
+            "tasks.failure_resolution",
+            r.opt_text("failure_resolution")?,
+            FailureResolution::parse,
+        )?,
     })
 }
 
@@ -308,7 +316,11 @@ pub(crate) fn task(r: &impl Columns) -> Result<Pending<TaskRow>> {
         status: word("tasks.status", &r.text("status")?, TaskStatus::parse)?,
         generation: r.int("generation")?,
         on_failure: word("tasks.on_failure", &r.text("on_failure")?, OnFailure::parse)?,
-        failure_resolution: r.opt_text("failure_resolution")?,
+        failure_resolution: opt_word(
+            "tasks.failure_resolution",
+            r.opt_text("failure_resolution")?,
+            FailureResolution::parse,
+        )?,
         visibility: word("tasks.visibility", &r.text("visibility")?, Visibility::parse)?,
         mainline: r.boolean("mainline")?,
         branch_of: r.opt_text("branch_of")?,
@@ -320,7 +332,11 @@ pub(crate) fn task(r: &impl Columns) -> Result<Pending<TaskRow>> {
         tool_call_id: r.opt_text("tool_call_id")?,
         target_executor_id: r.opt_int("target_executor_id")?,
         addressed_executor_id: r.opt_int("addressed_executor_id")?,
-        addressed_role: r.opt_text("addressed_role")?,
+        addressed_role: opt_word(
+            "tasks.addressed_role",
+            r.opt_text("addressed_role")?,
+            ExecutorKind::parse,
+        )?,
         effect_profile: r.opt_text("effect_profile")?,
         timeout_ms: r.opt_int("timeout_ms")?,
         await_started_at: r.opt_int("await_started_at")?,
@@ -387,7 +403,7 @@ pub(crate) fn event(r: &impl Columns) -> Result<EventRow> {
     Ok(EventRow {
         run_id: r.int("run_id")?,
         sequence: r.int("sequence")?,
-        kind: r.text("type")?,
+        kind: word("events.type", &r.text("type")?, EventKind::parse)?,
         at: r.int("at")?,
         task_key: r.opt_text("task_key")?,
         data: r.text("data")?,
@@ -509,14 +525,12 @@ macro_rules! check_task_text {
     ($t:expr) => {{
         let t = $t;
         for s in [
-            &t.failure_resolution,
             &t.branch_of,
             &t.pairs_with,
             &t.tool_name,
             &t.tool_alias,
             &t.tool_input,
             &t.tool_call_id,
-            &t.addressed_role,
             &t.effect_profile,
             &t.claim_token,
             &t.content,
@@ -553,7 +567,6 @@ pub(crate) fn check_task_row_text(t: &TaskRow) -> Result<()> {
 }
 
 pub(crate) fn check_new_run_text(r: &NewRun) -> Result<()> {
-    crate::check_text(&r.hosting)?;
     if let Some(rules) = &r.approval_rules {
         crate::check_text(rules)?;
     }

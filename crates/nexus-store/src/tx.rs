@@ -303,7 +303,7 @@ impl Tx {
     pub async fn append_event(
         &mut self,
         run_id: i64,
-        kind: &str,
+        kind: crate::EventKind,
         task_key: Option<&str>,
         data: &Value,
         at: i64,
@@ -691,7 +691,7 @@ impl Tx {
     pub async fn append_conversation_event(
         &mut self,
         conversation_id: i64,
-        kind: &str,
+        kind: crate::ConversationEventKind,
         at: i64,
         data: &str,
     ) -> Result<i64> {

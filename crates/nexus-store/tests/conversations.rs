@@ -235,25 +235,32 @@ async fn the_feed_is_gapless_per_conversation() {
             .await
             .unwrap();
         assert_eq!(
-            tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+            tx.append_conversation_event(a.id, nexus_store::ConversationEventKind::InputAccepted, NOW, "{}")
                 .await
                 .unwrap(),
             1
         );
         assert_eq!(
-            tx.append_conversation_event(b.id, "input_accepted", NOW, "{}")
+            tx.append_conversation_event(b.id, nexus_store::ConversationEventKind::InputAccepted, NOW, "{}")
                 .await
                 .unwrap(),
             1
         );
         let data = r#"{"z":1,"a":2}"#;
         assert_eq!(
-            tx.append_conversation_event(a.id, "conversation_archived", NOW + 1, data)
-                .await
-                .unwrap(),
+            tx.append_conversation_event(
+                a.id,
+                nexus_store::ConversationEventKind::ConversationArchived,
+                NOW + 1,
+                data
+            )
+            .await
+            .unwrap(),
             2
         );
-        let missing = tx.append_conversation_event(-1, "input_accepted", NOW, "{}").await;
+        let missing = tx
+            .append_conversation_event(-1, nexus_store::ConversationEventKind::InputAccepted, NOW, "{}")
+            .await;
         assert!(
             matches!(missing, Err(StoreError::NotFound(_))),
             "{}: {missing:?}",
@@ -262,7 +269,7 @@ async fn the_feed_is_gapless_per_conversation() {
         tx.commit().await.unwrap();
         // A rolled-back append leaves no event and no sequence behind.
         let mut tx = s.begin().await.unwrap();
-        tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+        tx.append_conversation_event(a.id, nexus_store::ConversationEventKind::InputAccepted, NOW, "{}")
             .await
             .unwrap();
         drop(tx);
@@ -281,7 +288,7 @@ async fn the_feed_is_gapless_per_conversation() {
         assert_eq!(rest.len(), 1);
         let mut tx = s.begin().await.unwrap();
         assert_eq!(
-            tx.append_conversation_event(a.id, "input_accepted", NOW, "{}")
+            tx.append_conversation_event(a.id, nexus_store::ConversationEventKind::InputAccepted, NOW, "{}")
                 .await
                 .unwrap(),
             3

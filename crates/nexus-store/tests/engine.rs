@@ -22,7 +22,7 @@ fn human(account_id: i64, handle: &str) -> NewMember {
         kind: MemberKind::Human,
         handle: handle.into(),
         display_name: format!("Human {handle}"),
-        role: "admin".into(),
+        role: MemberRole::Admin,
         steward_id: None,
         agent_executor_public_id: None,
         now: NOW,
@@ -36,7 +36,7 @@ fn agent(account_id: i64, handle: &str, steward_id: i64) -> NewMember {
         kind: MemberKind::Agent,
         handle: handle.into(),
         display_name: format!("Agent {handle}"),
-        role: "member".into(),
+        role: MemberRole::Member,
         steward_id: Some(steward_id),
         agent_executor_public_id: Some(id()),
         now: NOW + 1,
@@ -616,9 +616,6 @@ async fn nul_text_is_refused_everywhere() {
         let mut m = human(a.id, "ana");
         m.display_name = "A\0".into();
         nul(s.create_member(m).await.unwrap_err());
-        let mut m = human(a.id, "ana");
-        m.role = "admin\0".into();
-        nul(s.create_member(m).await.unwrap_err());
         let (h, _) = s.create_member(human(a.id, "ana")).await.unwrap();
         nul(s
             .set_member_configuration(h.id, Some("{\"a\":\"\0\"}"), NOW)
@@ -796,7 +793,7 @@ async fn sqlite_migration_0008_rebuilds_the_run_tables_with_their_rows() {
                  VALUES (1, '0190a000-0000-7000-8000-000000000003', 1, 'human', 'h', 'H', 'admin', 0, 0);
              INSERT INTO runs (id, public_id, workspace_id, created_by_id, answering_member_id, status, hosting,
                  approval_mode, revision, last_event_sequence, created_at)
-                 VALUES (7, '0190a000-0000-7000-8000-000000000004', 1, 1, 1, 'running', 'kernel', 'bypass', 1, 0, 0);
+                 VALUES (7, '0190a000-0000-7000-8000-000000000004', 1, 1, 1, 'running', '{\"kind\":\"standalone\"}', 'bypass', 1, 0, 0);
              INSERT INTO tasks (id, run_id, key, kind, status, generation, origin, on_failure, visibility,
                  mainline, structured_present, is_error, created_at, content, frozen_digest)
                  VALUES (40, 7, 'a', 'tool_task', 'completed', 1, 'author', 'propagate', 'visible', 1, 0, 0, 0, 'ok', 'd');
@@ -905,7 +902,7 @@ const ROWS_BEFORE_0006: &str = "
     INSERT INTO runs (public_id, workspace_id, created_by_id, answering_member_id, status, hosting,
             approval_mode, revision, last_event_sequence, created_at)
         VALUES ('0190a000-0000-7000-8000-000000000004', (SELECT id FROM workspaces),
-            (SELECT id FROM members), (SELECT id FROM members), 'running', 'kernel', 'bypass', 1, 0, 0);
+            (SELECT id FROM members), (SELECT id FROM members), 'running', '{\"kind\":\"standalone\"}', 'bypass', 1, 0, 0);
     INSERT INTO tasks (run_id, key, kind, status, generation, origin, on_failure, visibility,
             mainline, structured_present, is_error, created_at, frozen_context)
         VALUES ((SELECT id FROM runs), 'a', 'model_task', 'completed', 1, 'kernel', 'propagate',

@@ -85,7 +85,7 @@ fn full_task(run_id: i64, f: &Fixture, declaring: Option<i64>) -> NewTask {
         generation: 3,
         origin: Origin::Model,
         on_failure: OnFailure::Halt,
-        failure_resolution: Some("abandoned".into()),
+        failure_resolution: Some(FailureResolution::Abandoned),
         visibility: Visibility::Hidden,
         mainline: true,
         branch_of: Some("call-1".into()),
@@ -97,7 +97,7 @@ fn full_task(run_id: i64, f: &Fixture, declaring: Option<i64>) -> NewTask {
         tool_call_id: Some("toolu_1".into()),
         target_executor_id: Some(f.runner_id),
         addressed_executor_id: Some(f.runner_id),
-        addressed_role: Some("runner".into()),
+        addressed_role: Some(ExecutorKind::Runner),
         effect_profile: Some(r#"{"reads":true}"#.into()),
         timeout_ms: Some(60_000),
         await_started_at: Some(NOW + 1),
@@ -136,7 +136,7 @@ fn assert_task_is(t: &TaskRow, n: &NewTask) {
         generation: n.generation,
         origin: n.origin,
         on_failure: n.on_failure,
-        failure_resolution: n.failure_resolution.clone(),
+        failure_resolution: n.failure_resolution,
         visibility: n.visibility,
         mainline: n.mainline,
         branch_of: n.branch_of.clone(),
@@ -148,7 +148,7 @@ fn assert_task_is(t: &TaskRow, n: &NewTask) {
         tool_call_id: n.tool_call_id.clone(),
         target_executor_id: n.target_executor_id,
         addressed_executor_id: n.addressed_executor_id,
-        addressed_role: n.addressed_role.clone(),
+        addressed_role: n.addressed_role,
         effect_profile: n.effect_profile.clone(),
         timeout_ms: n.timeout_ms,
         await_started_at: n.await_started_at,
@@ -199,7 +199,7 @@ async fn every_row_type_round_trips() {
                 answering_member_id: f.member_id,
                 declaring_agent_id: None,
                 status: RunStatus::Pending,
-                hosting: new.hosting.clone(),
+                hosting: new.hosting,
                 approval_mode: ApprovalMode::Rules,
                 approval_rules: new.approval_rules.clone(),
                 default_runner_id: Some(f.runner_id),
@@ -233,7 +233,7 @@ async fn every_row_type_round_trips() {
         let e = tx
             .append_event(
                 run.id,
-                "tasks_appended",
+                EventKind::TasksAppended,
                 None,
                 &json!({"keys": ["seed"], "origin": "author"}),
                 NOW,
@@ -245,7 +245,7 @@ async fn every_row_type_round_trips() {
             EventRow {
                 run_id: run.id,
                 sequence: 1,
-                kind: "tasks_appended".into(),
+                kind: EventKind::TasksAppended,
                 at: NOW,
                 task_key: None,
                 data: r#"{"keys":["seed"],"origin":"author"}"#.into(),
@@ -558,12 +558,10 @@ async fn duplicate_keys_and_bad_words_are_refused() {
         bad.frozen_context = Some("\0".into());
         assert!(matches!(tx.insert_task(bad).await, Err(StoreError::UnsupportedText)));
         assert!(matches!(
-            tx.append_event(run.id, "x", None, &json!({"a": "\u{0}"}), NOW).await,
+            tx.append_event(run.id, EventKind::TaskClaimed, None, &json!({"a": "\u{0}"}), NOW)
+                .await,
             Err(StoreError::UnsupportedText)
         ));
-        let mut bad_run = new_run(&f, RunStatus::Pending);
-        bad_run.hosting = "\0".into();
-        assert!(matches!(tx.insert_run(bad_run).await, Err(StoreError::UnsupportedText)));
         let mut t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
         t.content = Some("\0".into());
         assert!(matches!(
@@ -573,7 +571,8 @@ async fn duplicate_keys_and_bad_words_are_refused() {
         t.content = None;
         assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
         assert!(matches!(
-            tx.append_event(run.id + 99, "x", None, &json!({}), NOW).await,
+            tx.append_event(run.id + 99, EventKind::TaskClaimed, None, &json!({}), NOW)
+                .await,
             Err(StoreError::NotFound(_))
         ));
     });
@@ -589,7 +588,9 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
 
         // A unique violation: later calls and the commit answer TxAborted, nothing is written.
         let mut tx = s.begin().await.unwrap();
-        tx.append_event(run.id, "before", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(run.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert!(matches!(
             tx.insert_task(tool_task(run.id, "a", TaskStatus::Waiting)).await,
             Err(StoreError::Conflict(_))
@@ -628,7 +629,9 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
         assert!(tx.insert_edge(other.id, t.id, EdgeKind::After).await.unwrap());
         assert!(!tx.insert_edge(other.id, t.id, EdgeKind::After).await.unwrap());
         assert!(!tx.is_void());
-        tx.append_event(run.id, "after", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(run.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 1, "{}", ts.dialect);
     });
@@ -645,7 +648,7 @@ async fn update_run_writes_the_mutable_row_only() {
         let stale = tx.lock_run(run.id).await.unwrap();
         tx.append_event(
             run.id,
-            "run_status_changed",
+            EventKind::RunStatusChanged,
             None,
             &json!({"from": "pending", "to": "running"}),
             NOW,
@@ -1158,7 +1161,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
             let e = tx
                 .append_event(
                     run.id,
-                    "task_status_changed",
+                    EventKind::TaskStatusChanged,
                     Some("a"),
                     &json!({"from": "waiting"}),
                     NOW,
@@ -1173,7 +1176,9 @@ async fn events_are_gapless_and_atomic_with_the_change() {
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
         // An explicit rollback does the same.
         let mut tx = s.begin().await.unwrap();
-        tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(run.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         tx.rollback().await.unwrap();
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
 
@@ -1182,15 +1187,24 @@ async fn events_are_gapless_and_atomic_with_the_change() {
             let mut tx = s.begin().await.unwrap();
             tx.lock_run(run.id).await.unwrap();
             let a = tx
-                .append_event(run.id, "e", Some("a"), &json!({"i": i}), NOW + i)
+                .append_event(run.id, EventKind::TaskClaimed, Some("a"), &json!({"i": i}), NOW + i)
                 .await
                 .unwrap();
             let b = tx
-                .append_event(run.id, "e", None, &json!({"i": i, "second": true}), NOW + i)
+                .append_event(
+                    run.id,
+                    EventKind::TaskClaimed,
+                    None,
+                    &json!({"i": i, "second": true}),
+                    NOW + i,
+                )
                 .await
                 .unwrap();
             assert_eq!((a.sequence, b.sequence), (2 * i + 1, 2 * i + 2));
-            let o = tx.append_event(other.id, "e", None, &json!({}), NOW).await.unwrap();
+            let o = tx
+                .append_event(other.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+                .await
+                .unwrap();
             assert_eq!(o.sequence, i + 1);
             tx.commit().await.unwrap();
         }
@@ -1267,7 +1281,9 @@ async fn the_lock_with_its_row_and_appends_under_it() {
         })
         .await
         .unwrap();
-        tx.append_event(run.id, "x", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(run.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         drop(tx);
         assert_eq!(s.latest_event_sequence(run.id).await.unwrap(), 0);
 
@@ -1284,8 +1300,14 @@ async fn the_lock_with_its_row_and_appends_under_it() {
             .unwrap();
         assert_eq!(locked.last_event_sequence, 0);
         let data = json!({"q": "it's", "b": "back\\slash \\' E'x' $1 ;COMMIT", "u": "é ✓ \n\t"});
-        let e1 = tx.append_event(run.id, "k'ind\\", Some(key), &data, NOW).await.unwrap();
-        let e2 = tx.append_event(run.id, "e", None, &json!({}), NOW + 1).await.unwrap();
+        let e1 = tx
+            .append_event(run.id, EventKind::TaskClaimed, Some(key), &data, NOW)
+            .await
+            .unwrap();
+        let e2 = tx
+            .append_event(run.id, EventKind::TaskClaimed, None, &json!({}), NOW + 1)
+            .await
+            .unwrap();
         assert_eq!((e1.sequence, e2.sequence), (1, 2));
         assert_eq!(tx.run_by_id(run.id).await.unwrap().unwrap().last_event_sequence, 2);
         tx.commit().await.unwrap();
@@ -1326,11 +1348,17 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
         let account_id = s.workspace_by_id(f.workspace_id).await.unwrap().unwrap().account_id;
         let mut tx = s.begin().await.unwrap();
         let fresh = tx.insert_run(new_run(&f, RunStatus::Running)).await.unwrap();
-        let e = tx.append_event(fresh.id, "a", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(fresh.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 1, "a run inserted in this unit");
         let mid = tx.run_by_id(fresh.id).await.unwrap().unwrap();
         assert_eq!(mid.last_event_sequence, 1, "the run row moved with the append");
-        let e = tx.append_event(fresh.id, "b", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(fresh.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 2, "after run_by_id");
         tx.commit().await.unwrap();
         task_in(s, tool_task(fresh.id, "k", TaskStatus::Dispatched)).await;
@@ -1356,7 +1384,10 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
             }
             for _ in 0..2 {
                 expected += 1;
-                let e = tx.append_event(fresh.id, how, None, &json!({}), NOW).await.unwrap();
+                let e = tx
+                    .append_event(fresh.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+                    .await
+                    .unwrap();
                 assert_eq!(e.sequence, expected, "{how}");
             }
             assert_eq!(
@@ -1369,11 +1400,16 @@ async fn every_append_takes_the_next_sequence_whatever_the_unit_read() {
         // A unit rolled back after its appends leaves the next unit at the committed sequence.
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(fresh.id).await.unwrap();
-        tx.append_event(fresh.id, "lost", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(fresh.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         tx.rollback().await.unwrap();
         let mut tx = s.begin().await.unwrap();
         tx.lock_run(fresh.id).await.unwrap();
-        let e = tx.append_event(fresh.id, "kept", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(fresh.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, expected + 1);
         tx.commit().await.unwrap();
 
@@ -1403,7 +1439,7 @@ async fn the_run_row_holds_the_last_append_after_any_mix_of_updates() {
         // Appends, then the run's update (given a row whose sequence is stale), then the commit.
         let mut tx = s.begin().await.unwrap();
         let mut row = tx.lock_run(one.id).await.unwrap();
-        for kind in ["a", "b"] {
+        for kind in [EventKind::TaskClaimed, EventKind::TasksAppended] {
             tx.append_event(one.id, kind, None, &json!({}), NOW).await.unwrap();
         }
         row.revision += 1;
@@ -1418,14 +1454,25 @@ async fn the_run_row_holds_the_last_append_after_any_mix_of_updates() {
         let mut tx = s.begin().await.unwrap();
         let row = tx.lock_run(one.id).await.unwrap();
         assert_eq!(row.last_event_sequence, 2);
-        tx.append_event(one.id, "c", None, &json!({}), NOW).await.unwrap();
+        tx.append_event(one.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         tx.update_run(&row).await.unwrap();
-        let e = tx.append_event(one.id, "d", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(one.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 4);
-        let e = tx.append_event(two.id, "x", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(two.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 1, "a run the unit never read");
         assert_eq!(tx.run_by_id(two.id).await.unwrap().unwrap().last_event_sequence, 1);
-        let e = tx.append_event(two.id, "y", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(two.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 2);
         tx.commit().await.unwrap();
         assert_eq!(s.latest_event_sequence(one.id).await.unwrap(), 4, "{}", ts.dialect);
@@ -1434,7 +1481,10 @@ async fn the_run_row_holds_the_last_append_after_any_mix_of_updates() {
 
         // The next unit, which reads nothing first, appends after the committed sequences.
         let mut tx = s.begin().await.unwrap();
-        let e = tx.append_event(one.id, "e", None, &json!({}), NOW).await.unwrap();
+        let e = tx
+            .append_event(one.id, EventKind::TaskClaimed, None, &json!({}), NOW)
+            .await
+            .unwrap();
         assert_eq!(e.sequence, 5);
         tx.commit().await.unwrap();
         assert_eq!(s.latest_event_sequence(one.id).await.unwrap(), 5);
@@ -1458,12 +1508,18 @@ async fn concurrent_appends_never_collide() {
                     let mut tx = s.begin().await.unwrap();
                     tx.lock_run(run.id).await.unwrap();
                     let a = tx
-                        .append_event(run.id, "e", None, &json!({"w": w, "i": i}), NOW)
+                        .append_event(run.id, EventKind::TaskClaimed, None, &json!({"w": w, "i": i}), NOW)
                         .await
                         .unwrap();
                     tokio::task::yield_now().await;
                     let b = tx
-                        .append_event(run.id, "e", None, &json!({"w": w, "i": i, "b": 1}), NOW)
+                        .append_event(
+                            run.id,
+                            EventKind::TaskClaimed,
+                            None,
+                            &json!({"w": w, "i": i, "b": 1}),
+                            NOW,
+                        )
                         .await
                         .unwrap();
                     assert_eq!(b.sequence, a.sequence + 1, "one transaction's events are consecutive");
@@ -1931,11 +1987,7 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
             // What the run's end reads of a row, column for column.
             assert_eq!(rows[1], TaskEndRow::from(&closed), "{open}");
             assert_eq!(
-                (
-                    rows[1].key.as_str(),
-                    rows[1].status,
-                    rows[1].failure_resolution.as_deref()
-                ),
+                (rows[1].key.as_str(), rows[1].status, rows[1].failure_resolution),
                 ("open", TaskStatus::Failed, None),
                 "{open}"
             );

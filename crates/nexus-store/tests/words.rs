@@ -309,3 +309,121 @@ async fn every_fixed_set_column_reads_a_bad_word_as_a_corrupt_row() {
         assert_eq!((rules.as_str(), rules.rules().len()), (good, 1), "{d}");
     }
 }
+
+/// The fixed-set columns no CHECK constraint guards (a task's failure resolution and addressed
+/// role, a member's role, a run's hosting, the event types of runs and conversations): each enum's words read
+/// back as themselves, and any other word as a corrupt row naming the column, never a default.
+#[tokio::test]
+async fn every_unguarded_word_column_reads_a_bad_word_as_a_corrupt_row() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let (run, task) = run_and_task(s).await;
+        let member = s.member_by_id(run.created_by_id).await.unwrap().unwrap();
+        let ws = s.workspace_by_id(run.workspace_id).await.unwrap().unwrap();
+        let mut tx = s.begin().await.unwrap();
+        tx.lock_run(run.id).await.unwrap();
+        tx.append_event(run.id, EventKind::TasksAppended, None, &serde_json::json!({}), NOW)
+            .await
+            .unwrap();
+        let conversation = tx
+            .insert_conversation(NewConversation {
+                public_id: uuid::Uuid::now_v7(),
+                workspace_id: ws.id,
+                created_by_id: member.id,
+                answering_member_id: member.id,
+                default_runner_id: None,
+                title: None,
+                parent_id: None,
+                spawn_task_id: None,
+                label: None,
+                reply_route: None,
+                created_at: NOW,
+            })
+            .await
+            .unwrap();
+        tx.append_conversation_event(conversation.id, ConversationEventKind::TurnStarted, NOW, "{}")
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        let mut raw = Raw::open(&ts).await;
+        let task_word = |read: Result<Option<TaskRow>>| read.unwrap().unwrap();
+
+        // The words read back as themselves.
+        for &r in FailureResolution::ALL {
+            assert!(raw.set("tasks", "failure_resolution", task.id, r.as_str()).await, "{d}");
+            assert_eq!(
+                task_word(s.task_by_id(task.id).await).failure_resolution,
+                Some(r),
+                "{d}"
+            );
+        }
+        for &k in ExecutorKind::ALL {
+            assert!(raw.set("tasks", "addressed_role", task.id, k.as_str()).await, "{d}");
+            assert_eq!(task_word(s.task_by_id(task.id).await).addressed_role, Some(k), "{d}");
+        }
+        for &role in MemberRole::ALL {
+            assert!(raw.set("members", "role", member.id, role.as_str()).await, "{d}");
+            assert_eq!(s.member_by_id(member.id).await.unwrap().unwrap().role, role, "{d}");
+        }
+        for &kind in EventKind::ALL {
+            assert!(
+                raw.set_where("events", "type", "run_id", run.id, kind.as_str()).await,
+                "{d}"
+            );
+            assert_eq!(s.events_after(run.id, 0, 10).await.unwrap()[0].kind, kind, "{d}");
+        }
+        for &kind in ConversationEventKind::ALL {
+            let (table, id) = ("conversation_events", conversation.id);
+            assert!(
+                raw.set_where(table, "type", "conversation_id", id, kind.as_str()).await,
+                "{d}"
+            );
+            assert_eq!(s.conversation_events(id, 0, 10).await.unwrap()[0].kind, kind, "{d}");
+        }
+
+        let hosted = Hosting::Conversation {
+            conversation_public_id: conversation.public_id,
+            turn_public_id: uuid::Uuid::now_v7(),
+        };
+        assert!(raw.set("runs", "hosting", run.id, &hosted.to_text()).await, "{d}");
+        assert_eq!(s.run_by_id(run.id).await.unwrap().unwrap().hosting, hosted, "{d}");
+
+        // Any other word is a corrupt row, from every read of the row (a hosting that does not
+        // read is never taken for "standalone").
+        let columns = [
+            ("tasks", "failure_resolution", "id", task.id, "abandoned"),
+            ("tasks", "addressed_role", "id", task.id, "runner"),
+            ("members", "role", "id", member.id, "admin"),
+            ("runs", "hosting", "id", run.id, r#"{"kind":"standalone"}"#),
+            ("events", "type", "run_id", run.id, "tasks_appended"),
+            (
+                "conversation_events",
+                "type",
+                "conversation_id",
+                conversation.id,
+                "turn_started",
+            ),
+        ];
+        for (table, column, key, id, good) in columns {
+            assert!(raw.set_where(table, column, key, id, "bogus").await, "{d}");
+            let name = format!("{table}.{column}");
+            match table {
+                "tasks" => {
+                    assert_corrupt(s.task_by_id(task.id).await, &name, d);
+                    assert_corrupt(s.tasks_of_run(run.id, 0, 10).await, &name, d);
+                }
+                "members" => assert_corrupt(s.member_by_id(member.id).await, &name, d),
+                "runs" => assert_corrupt(s.run_by_id(run.id).await, &name, d),
+                "events" => assert_corrupt(s.events_after(run.id, 0, 10).await, &name, d),
+                _ => assert_corrupt(s.conversation_events(conversation.id, 0, 10).await, &name, d),
+            }
+            assert!(raw.set_where(table, column, key, id, good).await, "{d}");
+        }
+        assert_eq!(
+            task_word(s.task_by_id(task.id).await).addressed_role,
+            Some(ExecutorKind::Runner),
+            "{d}"
+        );
+    }
+}

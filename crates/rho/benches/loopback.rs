@@ -251,7 +251,7 @@ async fn follow_kernel(mut feed: nexus_kernel::signals::Subscription<nexus_store
     let mut rows = Rows::default();
     while let Ok(row) = feed.recv().await {
         let now = Instant::now();
-        let kind = EventKind::deserialize(Value::String(row.kind)).expect("an event type");
+        let kind = EventKind::deserialize(Value::String(row.kind.as_str().to_string())).expect("an event type");
         let data: Value = serde_json::from_str(&row.data).unwrap_or_default();
         if rows.see(now, &kind, row.task_key.as_deref(), &data) {
             break;

@@ -12,19 +12,9 @@ pub(crate) struct Hosting {
     pub turn_public_id: Uuid,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-enum HostingColumn {
-    Standalone,
-    Conversation {
-        conversation_public_id: Uuid,
-        turn_public_id: Uuid,
-    },
-}
-
 /// 409 `conversation_hosted` for a run a conversation hosts (its growth is the
 /// conversation's): the envelope names the conversation and the turn.
-pub(crate) fn refuse_hosted(hosting_column: &str) -> crate::error::KernelResult<()> {
+pub(crate) fn refuse_hosted(hosting_column: &nexus_store::Hosting) -> crate::error::KernelResult<()> {
     match Hosting::of(hosting_column) {
         Some(h) => Err(crate::error::KernelError::new(
             nexus_core::codes::Code::ConversationHosted,
@@ -37,26 +27,26 @@ pub(crate) fn refuse_hosted(hosting_column: &str) -> crate::error::KernelResult<
 }
 
 impl Hosting {
-    /// The stored column text.
-    pub fn to_text(self) -> String {
-        serde_json::to_string(&HostingColumn::Conversation {
+    /// The run's stored hosting.
+    pub fn to_stored(self) -> nexus_store::Hosting {
+        nexus_store::Hosting::Conversation {
             conversation_public_id: self.conversation_public_id,
             turn_public_id: self.turn_public_id,
-        })
-        .expect("hosting serializes")
+        }
     }
 
-    /// The hosting of a run's stored column (`None`: standalone, or unreadable).
-    pub fn of(column: &str) -> Option<Hosting> {
-        match serde_json::from_str(column).ok()? {
-            HostingColumn::Conversation {
+    /// The conversation's turn hosting a run (`None`: standalone). The store reads a column
+    /// that is neither as a corrupt row.
+    pub fn of(hosting: &nexus_store::Hosting) -> Option<Hosting> {
+        match *hosting {
+            nexus_store::Hosting::Conversation {
                 conversation_public_id,
                 turn_public_id,
             } => Some(Hosting {
                 conversation_public_id,
                 turn_public_id,
             }),
-            HostingColumn::Standalone => None,
+            nexus_store::Hosting::Standalone => None,
         }
     }
 }

@@ -473,8 +473,13 @@ impl Kernel {
             }
         };
         let data = json!({"input_public_id": row.public_id, "delivery_mode": row.delivery_mode.as_str()});
-        tx.append_conversation_event(conversation.id, "input_accepted", now, &data.to_string())
-            .await?;
+        tx.append_conversation_event(
+            conversation.id,
+            nexus_store::ConversationEventKind::InputAccepted,
+            now,
+            &data.to_string(),
+        )
+        .await?;
         tx.refresh_wake(conversation.id).await?;
         Ok(row)
     }

@@ -485,8 +485,13 @@ impl Kernel {
             tree.extend(self.store.conversation_children(id).await?.iter().map(|c| c.id));
         }
         if archive && row.archived_at.is_none() {
-            tx.append_conversation_event(row.id, "conversation_archived", now, "{}")
-                .await?;
+            tx.append_conversation_event(
+                row.id,
+                nexus_store::ConversationEventKind::ConversationArchived,
+                now,
+                "{}",
+            )
+            .await?;
         }
         let row = tx
             .conversation_by_public_id(c)

@@ -160,8 +160,13 @@ impl Kernel {
             return Ok(false);
         };
         let data = json!({"input_public_id": row.public_id, "kind": "task_result", "delivery_mode": "queue"});
-        tx.append_conversation_event(conversation_id, "input_accepted", now, &data.to_string())
-            .await?;
+        tx.append_conversation_event(
+            conversation_id,
+            nexus_store::ConversationEventKind::InputAccepted,
+            now,
+            &data.to_string(),
+        )
+        .await?;
         tx.refresh_wake(conversation_id).await?;
         Ok(true)
     }

@@ -102,7 +102,7 @@ impl ConversationStream {
                 return Some(ConversationFeedItem {
                     sequence: row.sequence,
                     event: event_of(self.conversation_public_id, &row),
-                    kind: row.kind,
+                    kind: row.kind.to_string(),
                 });
             }
             // The backlog is the store's, in order; a published row past the next sequence
@@ -152,7 +152,7 @@ mod tests {
             let n = 1_100;
             let mut tx = kernel.store.begin().await.unwrap();
             for _ in 0..n {
-                tx.append_conversation_event(id, "input_accepted", 1, "{}")
+                tx.append_conversation_event(id, nexus_store::ConversationEventKind::InputAccepted, 1, "{}")
                     .await
                     .unwrap();
             }

@@ -85,7 +85,7 @@ fn turn_outcome(run: &RunRow, rows: &[TaskRow]) -> (TurnStatus, Option<String>) 
     }
     let abandoned = rows
         .iter()
-        .filter(|t| t.failure_resolution.as_deref() == Some(crate::runs::rows::ABANDONED))
+        .filter(|t| t.failure_resolution == Some(nexus_store::FailureResolution::Abandoned))
         .max_by_key(|t| t.id);
     let key = abandoned.or(tip).and_then(|t| t.error_key.clone());
     (TurnStatus::Failed, key)
@@ -254,7 +254,7 @@ impl Kernel {
         };
         tx.append_conversation_event(
             conversation.id,
-            "turn_started",
+            nexus_store::ConversationEventKind::TurnStarted,
             now,
             &started(&user_turn, None).to_string(),
         )
@@ -306,7 +306,7 @@ impl Kernel {
                 answering_member_id: answerer.id,
                 declaring_agent_id: Some(answerer.id),
                 status: RunStatus::Running,
-                hosting: hosting.to_text(),
+                hosting: hosting.to_stored(),
                 approval_mode,
                 approval_rules,
                 default_runner_id: conversation.default_runner_id,
@@ -336,8 +336,13 @@ impl Kernel {
             "position": turn.position,
             "run_public_id": run.public_id,
         });
-        tx.append_conversation_event(conversation.id, "turn_started", now, &data.to_string())
-            .await?;
+        tx.append_conversation_event(
+            conversation.id,
+            nexus_store::ConversationEventKind::TurnStarted,
+            now,
+            &data.to_string(),
+        )
+        .await?;
         effects.push(AfterCommit::RunEvents(run.id));
         Ok(())
     }
@@ -366,8 +371,13 @@ impl Kernel {
             })
             .await?;
         let data = json!({"turn_public_id": turn.public_id, "status": "failed", "error": {"key": key}});
-        tx.append_conversation_event(conversation.id, "turn_ended", now, &data.to_string())
-            .await?;
+        tx.append_conversation_event(
+            conversation.id,
+            nexus_store::ConversationEventKind::TurnEnded,
+            now,
+            &data.to_string(),
+        )
+        .await?;
         // A spawned child that cannot answer still answers its parent, with the reason.
         let reason = format!("{key}: the child's turn could not start");
         self.deliver_first_reply(tx, conversation.id, Some(&reason), TurnStatus::Failed, now, effects)
@@ -406,7 +416,7 @@ impl Kernel {
         tx.update_run(run).await?;
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "tasks_appended",
+            nexus_store::EventKind::TasksAppended,
             None,
             json!({"keys": [SEED_ROUND], "origin": "kernel"}),
         )
@@ -477,8 +487,13 @@ impl Kernel {
         if let Some(key) = &error_key {
             data["error"] = json!({"key": key});
         }
-        tx.append_conversation_event(turn.conversation_id, "turn_ended", now, &data.to_string())
-            .await?;
+        tx.append_conversation_event(
+            turn.conversation_id,
+            nexus_store::ConversationEventKind::TurnEnded,
+            now,
+            &data.to_string(),
+        )
+        .await?;
         effects.push(AfterCommit::ConversationEvents(turn.conversation_id));
         effects.push(AfterCommit::WakeJobs);
         self.deliver_first_reply(tx, turn.conversation_id, reply.as_deref(), status, now, effects)

@@ -401,7 +401,7 @@ impl Kernel {
         let mut effects = Vec::new();
         self.emit(
             &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-            "task_claimed",
+            nexus_store::EventKind::TaskClaimed,
             Some(&next.key),
             data,
         )
@@ -488,7 +488,7 @@ impl Kernel {
         let mut effects: Vec<AfterCommit> = Vec::new();
         self.emit(
             &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-            "task_deadline_extended",
+            nexus_store::EventKind::TaskDeadlineExtended,
             Some(&next.key),
             data,
         )

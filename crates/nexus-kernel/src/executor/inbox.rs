@@ -181,7 +181,7 @@ impl Kernel {
     pub(crate) async fn inbox_row(&self, l: &mut Names, run: &RunRow, task: &TaskRow) -> KernelResult<InboxRow> {
         let kind = row_kind(task);
         let ws_public = self.workspace_public(l, run.workspace_id).await?.unwrap_or_default();
-        let hosting = parse(Some(&run.hosting)).unwrap_or(Value::Null);
+        let hosting = json!(run.hosting);
         let hosted = |key: &str| {
             hosting
                 .get(key)
@@ -196,7 +196,7 @@ impl Kernel {
                 .executor_public(l, a)
                 .await?
                 .map(|(executor_public_id, _)| AddressedTo {
-                    role: task.addressed_role.clone(),
+                    role: task.addressed_role.map(|r| r.as_str().to_string()),
                     executor_public_id,
                 }),
             None => None,

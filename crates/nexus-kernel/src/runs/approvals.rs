@@ -226,7 +226,8 @@ impl Kernel {
         by: Uuid,
     ) -> KernelResult<()> {
         let data = json!({"decision": verb.word(), "origin": origin, "decided_by": by.to_string()});
-        self.emit(u, "approval_decided", Some(&task.key), data).await
+        self.emit(u, nexus_store::EventKind::ApprovalDecided, Some(&task.key), data)
+            .await
     }
 
     /// `GET W/approvals?after=&limit=` → `{approvals, pagination}`: held rows of the

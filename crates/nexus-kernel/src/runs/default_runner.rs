@@ -100,7 +100,7 @@ impl Kernel {
             let data = json!({"from": from, "to": runner.as_ref().map(|r| r.public_id)});
             self.emit(
                 &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                "default_runner_changed",
+                nexus_store::EventKind::DefaultRunnerChanged,
                 None,
                 data,
             )

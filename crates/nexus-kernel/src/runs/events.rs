@@ -19,7 +19,7 @@ impl Kernel {
     pub(crate) async fn emit(
         &self,
         u: &mut Unit<'_>,
-        kind: &str,
+        kind: nexus_store::EventKind,
         task_key: Option<&str>,
         data: Value,
     ) -> KernelResult<()> {
@@ -68,6 +68,24 @@ impl Kernel {
         }
         for conversation_id in conversations {
             self.state.signals.conversation_events(conversation_id).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// The event types the store holds are words the wire names: no stored type reaches a
+    /// client as a word its SDK does not know.
+    #[test]
+    fn every_stored_event_type_is_a_wire_word() {
+        use nexus_api::conversations::ConversationEventKind as WireConversation;
+        use nexus_api::events::EventKind as Wire;
+        for kind in nexus_store::EventKind::ALL {
+            assert!(!matches!(Wire::from(kind.as_str()), Wire::Other(_)), "{kind}");
+        }
+        for kind in nexus_store::ConversationEventKind::ALL {
+            let wire = WireConversation::from(kind.as_str());
+            assert!(!matches!(wire, WireConversation::Other(_)), "{kind}");
         }
     }
 }

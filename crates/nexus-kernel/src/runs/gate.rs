@@ -46,8 +46,7 @@ pub(crate) enum Addressee {
     Executor {
         id: i64,
         public_id: Uuid,
-        /// `runner` or `agent_application`.
-        role: &'static str,
+        role: ExecutorKind,
     },
 }
 
@@ -134,7 +133,7 @@ impl<'a> Call<'a> {
 }
 
 /// An executor address serving the call under its announced entry.
-fn executor_addressing(executor: &ExecutorRow, role: &'static str, entry: &Value) -> Addressing {
+fn executor_addressing(executor: &ExecutorRow, role: ExecutorKind, entry: &Value) -> Addressing {
     let (effect_profile, announced_timeout_ms) = announced_profile(entry);
     Addressing {
         addressee: Addressee::Executor {
@@ -291,7 +290,7 @@ impl Kernel {
             && Self::agent_address_eligible(run, &app)
             && let Some(entry) = served_entry(&app, &call.tool_name)
         {
-            return Ok(Ok(executor_addressing(&app, "agent_application", &entry)));
+            return Ok(Ok(executor_addressing(&app, ExecutorKind::AgentApplication, &entry)));
         }
         // 5. Nobody serves it.
         Ok(Err(format!("no executor serves `{}` for this run", call.tool_name)))
@@ -342,7 +341,7 @@ impl Kernel {
                 )));
             }
         }
-        Ok(Ok(executor_addressing(&runner, "runner", &entry)))
+        Ok(Ok(executor_addressing(&runner, ExecutorKind::Runner, &entry)))
     }
 
     /// Step 2 of [`Kernel::address`]: a skill whose frozen catalog entry names an
@@ -379,7 +378,7 @@ impl Kernel {
         if !announces_document(&app, doc) {
             return Ok(Err(format!("{} no longer announces the skill `{doc}`", app.public_id)));
         }
-        Ok(Ok(executor_addressing(&app, "agent_application", &served)))
+        Ok(Ok(executor_addressing(&app, ExecutorKind::AgentApplication, &served)))
     }
 
     /// The frozen skill catalog's entry for the call's callable and document, if any.
@@ -474,7 +473,7 @@ impl Kernel {
     ) -> KernelResult<bool> {
         let address = self.declaring_address(run).await?;
         task.addressed_executor_id = address.as_ref().map(|a| a.id);
-        task.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+        task.addressed_role = address.as_ref().map(|_| ExecutorKind::AgentApplication);
         authored_timeout(task);
         task.await_started_at = Some(now);
         task.timeout_ms = Some(HOLD_TIMEOUT_MS);
@@ -491,7 +490,7 @@ impl Kernel {
         let data = json!({"reason": "approval_required", "task_key": task.key});
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "attention_required",
+            nexus_store::EventKind::AttentionRequired,
             Some(&task.key),
             data,
         )
@@ -574,7 +573,7 @@ impl Kernel {
                     .or(addressing.announced_timeout_ms)
                     .unwrap_or(DEFAULT_TOOL_TIMEOUT_MS);
                 task.addressed_executor_id = Some(*id);
-                task.addressed_role = Some((*role).to_string());
+                task.addressed_role = Some(*role);
                 task.timeout_ms = Some(budget);
                 task.deadline_at = Some(now + budget);
                 task.started_at = task.started_at.or(Some(now));

@@ -362,7 +362,7 @@ impl Kernel {
         };
         let addressed_to = match task.addressed_executor_id {
             Some(a) => self.executor_public(names, a).await?.map(|(id, _)| AddressedTo {
-                role: task.addressed_role.clone(),
+                role: task.addressed_role.map(|r| r.as_str().to_string()),
                 executor_public_id: id,
             }),
             None => None,

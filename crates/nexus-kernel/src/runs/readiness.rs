@@ -231,12 +231,12 @@ impl Kernel {
         if tokenless_ask {
             let address = self.declaring_address(run).await?;
             t.addressed_executor_id = address.as_ref().map(|a| a.id);
-            t.addressed_role = address.as_ref().map(|_| "agent_application".to_string());
+            t.addressed_role = address.as_ref().map(|_| nexus_store::ExecutorKind::AgentApplication);
             if self.transition(tx, run, t, to, now).await? {
                 let data = json!({"reason": "awaiting_human", "task_key": t.key});
                 self.emit(
                     &mut Unit::of(tx, run, now, effects),
-                    "attention_required",
+                    nexus_store::EventKind::AttentionRequired,
                     Some(&t.key),
                     data,
                 )

@@ -27,7 +27,7 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::columns::RequestSurface;
-use super::rows::{ABANDONED, Graph};
+use super::rows::Graph;
 use super::run_end::is_candidate;
 use super::unit::Unit;
 use super::view::TaskReply;
@@ -158,7 +158,7 @@ impl Kernel {
             return Err(refuse(Code::NotAbandonable, not_candidate(key, &task, &run)));
         }
         let next = TaskRow {
-            failure_resolution: Some(ABANDONED.into()),
+            failure_resolution: Some(nexus_store::FailureResolution::Abandoned),
             ..task.clone()
         };
         if !tx.update_task(&next, task.generation, &[task.status]).await? {
@@ -223,7 +223,7 @@ impl Kernel {
         let mut settled = Vec::new();
         for mut t in live {
             let was_running_model = t.kind == TaskKind::Model && t.status == TaskStatus::Running;
-            t.failure_resolution = Some("canceled".into());
+            t.failure_resolution = Some(nexus_store::FailureResolution::Canceled);
             let error = SettleError::new(TASK_CANCELED, None);
             if self
                 .settle_with_error(&mut tx, &mut run, &mut t, TaskStatus::Canceled, error, now)
@@ -314,7 +314,7 @@ impl Kernel {
         let key = attention.get("task_key").and_then(Value::as_str).map(str::to_string);
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "attention_resolved",
+            nexus_store::EventKind::AttentionResolved,
             key.as_deref(),
             attention,
         )
@@ -330,10 +330,7 @@ fn not_candidate(key: &str, task: &TaskRow, run: &RunRow) -> String {
         format!(
             "{key:?} is {}{}: only an unresolved failure that is not absorbed is adjudicated",
             task.status,
-            task.failure_resolution
-                .as_deref()
-                .map(|r| format!(" ({r})"))
-                .unwrap_or_default()
+            task.failure_resolution.map(|r| format!(" ({r})")).unwrap_or_default()
         )
     } else {
         format!("the run is {}", run.status)

@@ -9,9 +9,6 @@ use nexus_store::{DependentsProbe, EdgeKind, EdgeRow, OnFailure, TaskEndRow, Tas
 
 use crate::error::KernelResult;
 
-/// The `failure_resolution` of an abandoned failure.
-pub(crate) const ABANDONED: &str = "abandoned";
-
 /// The run's end-of-run read ([`Tx::tasks_if_quiescent`]'s answer) when a unit read it ahead
 /// of its use; `None`: not read ahead.
 pub type Prefetched = Option<Option<Vec<TaskEndRow>>>;
@@ -238,7 +235,10 @@ fn satisfies(dep: &TaskRow) -> bool {
     match dep.status {
         TaskStatus::Completed => true,
         TaskStatus::Skipped => false,
-        _ => dep.on_failure == OnFailure::Absorb || dep.failure_resolution.as_deref() == Some(ABANDONED),
+        _ => {
+            dep.on_failure == OnFailure::Absorb
+                || dep.failure_resolution == Some(nexus_store::FailureResolution::Abandoned)
+        }
     }
 }
 

@@ -189,8 +189,13 @@ impl Kernel {
         }
         // The event first: on SQLite the run's update then writes the unit's event sequence
         // with it, instead of a separate write before the commit (nexus-store's tx.rs).
-        self.emit(&mut Unit::of(tx, run, now, effects), "run_status_changed", None, data)
-            .await?;
+        self.emit(
+            &mut Unit::of(tx, run, now, effects),
+            nexus_store::EventKind::RunStatusChanged,
+            None,
+            data,
+        )
+        .await?;
         tx.update_run(run).await?;
         // A hosted run's end ends its turn (runs.md §12).
         if matches!(to, RunStatus::Completed | RunStatus::Canceled)
@@ -321,7 +326,7 @@ mod tests {
         );
         // A resolved failure is no candidate.
         let mut resolved = failed;
-        resolved.failure_resolution = Some("accepted".into());
+        resolved.failure_resolution = Some(nexus_store::FailureResolution::Accepted);
         assert_eq!(end(RunStatus::Running, None, &[done, resolved]), RunEnd::Completed);
     }
 }

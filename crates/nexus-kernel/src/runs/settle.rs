@@ -153,7 +153,13 @@ impl Kernel {
                 data["error"] = error;
             }
             let row = tx
-                .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+                .append_event(
+                    run.id,
+                    nexus_store::EventKind::TaskStatusChanged,
+                    Some(&next.key),
+                    &data,
+                    now,
+                )
                 .await?;
             run.last_event_sequence = row.sequence;
         }
@@ -240,7 +246,13 @@ impl Kernel {
             data["error"] = err;
         }
         let row = tx
-            .append_event(run.id, "task_status_changed", Some(&next.key), &data, now)
+            .append_event(
+                run.id,
+                nexus_store::EventKind::TaskStatusChanged,
+                Some(&next.key),
+                &data,
+                now,
+            )
             .await?;
         run.last_event_sequence = row.sequence;
         effects.push(AfterCommit::Event(row));
@@ -282,7 +294,8 @@ impl Kernel {
             return Ok(false);
         }
         let data = json!({"from": from, "to": TaskStatus::Waiting, "generation": next.generation});
-        self.emit(u, "task_status_changed", Some(&next.key), data).await?;
+        self.emit(u, nexus_store::EventKind::TaskStatusChanged, Some(&next.key), data)
+            .await?;
         *task = next;
         Ok(true)
     }

@@ -106,7 +106,7 @@ impl EventStream {
                 let json = Kernel::event_json(self.run_public_id, &row);
                 return Some(FeedItem::Durable {
                     sequence: row.sequence,
-                    kind: row.kind.clone(),
+                    kind: row.kind.to_string(),
                     json,
                 });
             }
@@ -168,7 +168,7 @@ mod tests {
             let run_id = kernel.store.run_by_public_id(run).await.unwrap().unwrap().id;
             let mut tx = kernel.store.begin().await.unwrap();
             for _ in 0..1_100 {
-                tx.append_event(run_id, "run_started", None, &json!({}), 0)
+                tx.append_event(run_id, nexus_store::EventKind::RunStatusChanged, None, &json!({}), 0)
                     .await
                     .unwrap();
             }

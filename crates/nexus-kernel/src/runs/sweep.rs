@@ -132,7 +132,7 @@ impl Kernel {
                     let data = json!({"from": addressee.public_id, "to": Value::Null});
                     self.emit(
                         &mut Unit::of(&mut tx, &mut run, now, &mut effects),
-                        "task_readdressed",
+                        nexus_store::EventKind::TaskReaddressed,
                         Some(&task.key),
                         data,
                     )

@@ -44,7 +44,7 @@ pub(crate) fn run_record(run: &RunRow, names: RunNames) -> nexus_api::runs::Run 
         status: nexus_api::common::RunStatus::from(run.status.as_str()),
         approval_mode: nexus_api::common::ApprovalMode::from(run.approval_mode),
         approval_rules: parse(run.approval_rules.as_deref()),
-        hosting: parse(Some(&run.hosting)).unwrap_or_else(|| serde_json::json!({"kind": "standalone"})),
+        hosting: serde_json::to_value(run.hosting).expect("a hosting serializes"),
         created_by: id(names.created_by),
         answering_principal: id(names.answering),
         declaring_agent: id(names.declaring_agent),
@@ -204,7 +204,10 @@ impl Trace {
             started_at: task.started_at.map(time::iso),
             settled_at: task.settled_at.map(time::iso),
             waiting_on,
-            failure_resolution: task.failure_resolution.clone().filter(|_| settled),
+            failure_resolution: task
+                .failure_resolution
+                .filter(|_| settled)
+                .map(|r| r.as_str().to_string()),
             error: task.error_key.as_ref().filter(|_| settled).map(|key| TaskError {
                 key: key.clone(),
                 detail: task.error_detail.clone(),

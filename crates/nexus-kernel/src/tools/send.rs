@@ -181,8 +181,13 @@ async fn queue(
     Ok(match tx.insert_input(new, bounds::PENDING_INPUTS as i64).await? {
         InputInsert::Inserted(row) => {
             let data = json!({"input_public_id": row.public_id, "delivery_mode": row.delivery_mode.as_str()});
-            tx.append_conversation_event(target.id, "input_accepted", call.now, &data.to_string())
-                .await?;
+            tx.append_conversation_event(
+                target.id,
+                nexus_store::ConversationEventKind::InputAccepted,
+                call.now,
+                &data.to_string(),
+            )
+            .await?;
             tx.refresh_wake(target.id).await?;
             effects.push(AfterCommit::ConversationEvents(target.id));
             effects.push(AfterCommit::WakeJobs);

@@ -426,8 +426,13 @@ async fn create_child(u: &mut Unit<'_>, s: &Spawn<'_>, route: ReplyRoute) -> Ker
     tx.refresh_wake(child.id).await?;
     let data =
         json!({"conversation_public_id": child.public_id, "label": input.label, "spawn_task_key": call.call.key});
-    tx.append_conversation_event(s.parent.id, "child_spawned", call.now, &data.to_string())
-        .await?;
+    tx.append_conversation_event(
+        s.parent.id,
+        nexus_store::ConversationEventKind::ChildSpawned,
+        call.now,
+        &data.to_string(),
+    )
+    .await?;
     effects.push(AfterCommit::ConversationEvents(s.parent.id));
     effects.push(AfterCommit::WakeJobs);
     Ok(())

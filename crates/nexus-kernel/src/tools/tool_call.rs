@@ -81,7 +81,7 @@ pub(super) async fn place_child(
             kernel
                 .emit(
                     &mut Unit::of(tx, run, now, effects),
-                    "tasks_appended",
+                    nexus_store::EventKind::TasksAppended,
                     None,
                     json!({"keys": [key], "origin": origin}),
                 )

@@ -56,7 +56,8 @@ pub fn status_of(route: &Route, code: Code) -> u16 {
 pub fn codes_of(route: &Route, op: &Op) -> BTreeSet<&'static str> {
     let mut codes: Vec<Code> = op.codes.to_vec();
     if route.plane != Plane::Public {
-        codes.extend([Code::Unauthorized, Code::Unavailable]);
+        // Any route behind a credential reads stored rows, and one may be damaged.
+        codes.extend([Code::Unauthorized, Code::Unavailable, Code::CorruptRow]);
     }
     match route.standing {
         Standing::Own => {

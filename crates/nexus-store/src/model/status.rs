@@ -1,5 +1,6 @@
 //! The stored words with a fixed set: run statuses (runs.md §1), task statuses (runs.md §5),
-//! task kinds, failure policies, visibilities, edge kinds and executor statuses. Each is an
+//! task kinds, failure policies and resolutions, visibilities, edge kinds, executor statuses
+//! and kinds, member roles, and the event types of runs and conversations. Each is an
 //! enum whose word ([`TaskStatus::as_str`], …) is exactly what the database column holds and
 //! what the API and the events serve; the tables' CHECK constraints name the same words. A word
 //! read back that no variant has is a corrupt row ([`crate::StoreError::Corrupt`]), never a
@@ -258,6 +259,69 @@ stored_words! {
     }
 }
 
+stored_words! {
+    /// How a failed task's failure was accepted (runs.md §6): not a status. The default only
+    /// lets rows derive `Default`.
+    pub enum FailureResolution {
+        /// `POST R/tasks/{k}/abandon`: the failure stands, the run goes on without the row.
+        #[default]
+        Abandoned = "abandoned",
+        /// A branch cancel settled the row.
+        Canceled = "canceled",
+        /// The run's end accepted the failure of a row nothing waited on.
+        Accepted = "accepted",
+    }
+}
+
+stored_words! {
+    /// A member's role in its account. The default only lets rows derive `Default`.
+    pub enum MemberRole {
+        #[default]
+        Member = "member",
+        Admin = "admin",
+    }
+}
+
+stored_words! {
+    /// An executor's kind, which is also the role a tool row is addressed to
+    /// (`tasks.addressed_role`). The default only lets rows derive `Default`.
+    pub enum ExecutorKind {
+        #[default]
+        Runner = "runner",
+        AgentApplication = "agent_application",
+    }
+}
+
+stored_words! {
+    /// A durable run event's type (runs.md §11): the `events.type` column. The wire's open
+    /// word set (`nexus_api::events::EventKind`) converts from it in one place.
+    pub enum EventKind {
+        #[default]
+        RunStatusChanged = "run_status_changed",
+        TasksAppended = "tasks_appended",
+        TaskStatusChanged = "task_status_changed",
+        TaskClaimed = "task_claimed",
+        TaskDeadlineExtended = "task_deadline_extended",
+        ApprovalDecided = "approval_decided",
+        AttentionRequired = "attention_required",
+        AttentionResolved = "attention_resolved",
+        TaskReaddressed = "task_readdressed",
+        DefaultRunnerChanged = "default_runner_changed",
+    }
+}
+
+stored_words! {
+    /// A conversation feed event's type (runs.md §12): the `conversation_events.type` column.
+    pub enum ConversationEventKind {
+        #[default]
+        InputAccepted = "input_accepted",
+        TurnStarted = "turn_started",
+        TurnEnded = "turn_ended",
+        ChildSpawned = "child_spawned",
+        ConversationArchived = "conversation_archived",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,6 +349,19 @@ mod tests {
         check(Visibility::ALL, Visibility::as_str, Visibility::parse);
         check(EdgeKind::ALL, EdgeKind::as_str, EdgeKind::parse);
         check(ExecutorStatus::ALL, ExecutorStatus::as_str, ExecutorStatus::parse);
+        check(
+            FailureResolution::ALL,
+            FailureResolution::as_str,
+            FailureResolution::parse,
+        );
+        check(MemberRole::ALL, MemberRole::as_str, MemberRole::parse);
+        check(ExecutorKind::ALL, ExecutorKind::as_str, ExecutorKind::parse);
+        check(EventKind::ALL, EventKind::as_str, EventKind::parse);
+        check(
+            ConversationEventKind::ALL,
+            ConversationEventKind::as_str,
+            ConversationEventKind::parse,
+        );
     }
 
     /// The settled statuses are exactly the six runs.md §5 names; the rest are open.

@@ -136,7 +136,7 @@ macro_rules! account_ops {
                 .bind(new.kind.as_str())
                 .bind(&new.handle)
                 .bind(&new.display_name)
-                .bind(&new.role)
+                .bind(new.role.as_str())
                 .bind(new.steward_id)
                 .bind(new.now)
                 .fetch_one(&mut *c)

@@ -190,7 +190,7 @@ pub struct NewInput {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationEventRow {
     pub sequence: i64,
-    pub kind: String,
+    pub kind: crate::ConversationEventKind,
     pub at: i64,
     pub data: String,
 }
@@ -331,7 +331,11 @@ pub(crate) fn conversation(r: &impl crate::row::Columns) -> crate::Result<Conver
 pub(crate) fn event(r: &impl crate::row::Columns) -> crate::Result<ConversationEventRow> {
     Ok(ConversationEventRow {
         sequence: r.int("sequence")?,
-        kind: r.text("type")?,
+        kind: crate::row::word(
+            "conversation_events.type",
+            &r.text("type")?,
+            crate::ConversationEventKind::parse,
+        )?,
         at: r.int("at")?,
         data: r.text("data")?,
     })
@@ -575,7 +579,7 @@ macro_rules! conversation_ops {
         pub(crate) async fn append_conversation_event(
             c: &mut Conn,
             conversation_id: i64,
-            kind: &str,
+            kind: $crate::ConversationEventKind,
             at: i64,
             data: &str,
         ) -> Result<i64> {

@@ -12,12 +12,11 @@ macro_rules! event_ops {
             c: &mut Conn,
             run_id: i64,
             known: Option<i64>,
-            kind: &str,
+            kind: $crate::EventKind,
             task_key: Option<&str>,
             data: &serde_json::Value,
             at: i64,
         ) -> Result<EventRow> {
-            check_text(kind)?;
             if let Some(k) = task_key {
                 check_text(k)?;
             }
@@ -54,7 +53,7 @@ macro_rules! event_ops {
             Ok(EventRow {
                 run_id,
                 sequence,
-                kind: kind.to_string(),
+                kind,
                 at,
                 task_key: task_key.map(str::to_string),
                 data,

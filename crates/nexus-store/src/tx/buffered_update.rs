@@ -193,7 +193,7 @@ mod tests {
         let event = crate::model::EventRow {
             run_id: 1,
             sequence: 1,
-            kind: "k".into(),
+            kind: crate::EventKind::TaskClaimed,
             at: 1,
             task_key: None,
             data: "{}".into(),

@@ -104,7 +104,7 @@ impl Deferred {
     pub(crate) fn append(
         &mut self,
         run_id: i64,
-        kind: &str,
+        kind: crate::EventKind,
         task_key: Option<&str>,
         data: &serde_json::Value,
         at: i64,
@@ -112,7 +112,6 @@ impl Deferred {
         let Some(entry) = self.locked.iter_mut().find(|(id, _)| *id == run_id) else {
             return Ok(None);
         };
-        check_text(kind)?;
         if let Some(k) = task_key {
             check_text(k)?;
         }
@@ -124,7 +123,7 @@ impl Deferred {
         let row = EventRow {
             run_id,
             sequence: entry.1,
-            kind: kind.to_string(),
+            kind,
             at,
             task_key: task_key.map(str::to_string),
             data,
@@ -233,9 +232,9 @@ mod tests {
         locked(&mut d, 1, 10);
         locked(&mut d, 2, 20);
         let data = serde_json::json!({});
-        d.append(1, "task_claimed", Some("a"), &data, 5).unwrap();
-        d.append(2, "task_claimed", Some("b"), &data, 5).unwrap();
-        d.append(2, "run_completed", None, &data, 5).unwrap();
+        d.append(1, crate::EventKind::TaskClaimed, Some("a"), &data, 5).unwrap();
+        d.append(2, crate::EventKind::TaskClaimed, Some("b"), &data, 5).unwrap();
+        d.append(2, crate::EventKind::RunStatusChanged, None, &data, 5).unwrap();
         let ints: Vec<i64> = (3..=8).collect();
         let mut row: Vec<&dyn Literal> = vec![&2i64, &"completed"];
         row.extend(ints.iter().map(|n| n as &dyn Literal));
@@ -265,7 +264,8 @@ mod tests {
         let ints: Vec<i64> = (1..=8).collect();
         d.buffer_run_update(1, &ints.iter().map(|n| n as &dyn Literal).collect::<Vec<_>>());
         assert!(d.take_buffered().is_some());
-        d.append(1, "task_claimed", None, &serde_json::json!({}), 5).unwrap();
+        d.append(1, crate::EventKind::TaskClaimed, None, &serde_json::json!({}), 5)
+            .unwrap();
         let stmts = d.commit_statements().unwrap();
         assert_eq!(stmts.len(), 2);
         let Stmt::Template { text, literals } = &stmts[1] else {

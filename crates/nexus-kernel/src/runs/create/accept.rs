@@ -370,7 +370,10 @@ impl Kernel {
         };
         if let Some(id) = target {
             match self.eligible_runner(id, ctx.answering).await? {
-                None => faults.push(Fault::new(Code::RunnerNotEligible.as_str(), format!("{path}.tool.route"))),
+                None => faults.push(Fault::new(
+                    Code::RunnerNotEligible.as_str(),
+                    format!("{path}.tool.route"),
+                )),
                 Some(runner) if serves_tool(&runner, name) => d.task.target_executor_id = Some(runner.id),
                 Some(_) => faults.push(Fault::new("tool_not_served", format!("{path}.tool.name"))),
             }

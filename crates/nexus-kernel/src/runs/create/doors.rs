@@ -163,7 +163,7 @@ impl Kernel {
         tx.update_run(run).await?;
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "tasks_appended",
+            nexus_store::EventKind::TasksAppended,
             None,
             json!({"keys": keys, "origin": "author", "revision": revision}),
         )
@@ -286,7 +286,7 @@ impl Kernel {
                 answering_member_id: member.id,
                 declaring_agent_id: declaring_agent.map(|a| a.id),
                 status: RunStatus::Pending,
-                hosting: json!({"kind": "standalone"}).to_string(),
+                hosting: nexus_store::Hosting::Standalone,
                 approval_mode,
                 approval_rules,
                 default_runner_id: plan.default_runner.as_ref().map(|r| r.id),

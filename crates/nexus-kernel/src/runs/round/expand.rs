@@ -199,7 +199,7 @@ impl Kernel {
         }
         self.emit(
             &mut Unit::of(tx, run, now, effects),
-            "tasks_appended",
+            nexus_store::EventKind::TasksAppended,
             None,
             json!({"keys": keys, "origin": "model"}),
         )
