@@ -16,18 +16,9 @@ const MAX_FN_LINES: usize = 80;
 
 /// Functions still over the bound: (crate, file under `src/`, function, lines today).
 const LONG_ALLOWED: &[(&str, &str, &str, usize)] = &[
-    ("nexus-kernel", "runs/round/apply.rs", "apply_unit", 179),
+    ("nexus-kernel", "runs/round/apply.rs", "apply_unit", 182),
     ("nexus-kernel", "runs/round/apply.rs", "plan_calls", 85),
     ("nexus-kernel", "runs/round/expand.rs", "expand", 131),
-    ("nexus-kernel", "runs/round/seal.rs", "seal", 148),
-    ("nexus-kernel", "tools/ask.rs", "run", 101),
-    ("nexus-kernel", "tools/delegate_task.rs", "run", 293),
-    ("nexus-kernel", "tools/mod.rs", "evaluate_kernel_tool", 131),
-    ("nexus-kernel", "tools/search_cache.rs", "index_keyed", 81),
-    ("nexus-kernel", "tools/send.rs", "run", 115),
-    ("nexus-kernel", "tools/spawn.rs", "run", 244),
-    ("nexus-kernel", "tools/tool_call.rs", "run", 111),
-    ("nexus-kernel", "tools/wait.rs", "run", 112),
     ("nexus-store", "testing/schema.rs", "introspect_postgres", 132),
     ("nexus-store", "testing/schema.rs", "introspect_sqlite", 114),
 ];
