@@ -73,7 +73,7 @@ async fn main() {
         .expect("profile");
     let request = CreateConversationRequest::parse(&json!({"conversation": {"title": "Bench"}})).expect("body");
     let made = kernel
-        .create_conversation(&agent, ws, request, None)
+        .create_conversation(&agent, ws, Ok(request), None)
         .await
         .expect("conversation")
         .new_one()
@@ -88,7 +88,7 @@ async fn main() {
                 &agent,
                 ws,
                 c,
-                CreateInputRequest::parse(&json!({"input": {"content": format!("Question {i}")}})).expect("body"),
+                CreateInputRequest::parse(&json!({"input": {"content": format!("Question {i}")}})),
                 None,
             )
             .await

@@ -20,7 +20,7 @@ impl World {
         let request = CreateConversationRequest::parse(&json!({"conversation": {"title": title}})).unwrap();
         let made = self
             .kernel
-            .create_conversation(&self.agent, self.ws, request, None)
+            .create_conversation(&self.agent, self.ws, Ok(request), None)
             .await
             .unwrap();
         let made = made.new_one().expect("a new conversation");

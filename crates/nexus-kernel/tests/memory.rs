@@ -101,7 +101,11 @@ impl World {
 
     async fn put(&self, who: &MemberPrincipal, body: Value) -> Value {
         let request = PutDocumentRequest::parse(&body).unwrap();
-        let reply = self.kernel.memory_put_document(who, self.ws, request).await.unwrap();
+        let reply = self
+            .kernel
+            .memory_put_document(who, self.ws, Ok(request))
+            .await
+            .unwrap();
         serde_json::to_value(reply).unwrap()
     }
 }
@@ -342,7 +346,7 @@ async fn scope_bounds_refuse_with_memory_full_and_ls_leaves_lines_out() {
             .memory_put_document(
                 &w.agent,
                 w.ws,
-                PutDocumentRequest::parse(&json!({"path": "user/extra", "content": "x"})).unwrap(),
+                PutDocumentRequest::parse(&json!({"path": "user/extra", "content": "x"})),
             )
             .await
             .unwrap_err();

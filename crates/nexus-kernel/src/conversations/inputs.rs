@@ -495,11 +495,12 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-        request: CreateInputRequest,
+        request: KernelResult<CreateInputRequest>,
         idempotency_key: Option<&str>,
     ) -> KernelResult<Created<InputEnvelope>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let conversation = self.conversation_in(&ws, c).await?;
+        let request = request?;
         let route = "POST /workspaces/{workspace}/conversations/{conversation}/inputs";
         let idem = match self
             .idempotency_open(principal, route, &[workspace, c], idempotency_key, &request.envelope)

@@ -345,10 +345,11 @@ impl Kernel {
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        request: CreateConversationRequest,
+        request: KernelResult<CreateConversationRequest>,
         idempotency_key: Option<&str>,
     ) -> KernelResult<Created<ConversationEnvelope>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let request = request?;
         let route = "POST /workspaces/{workspace}/conversations";
         let idem = match self
             .idempotency_open(principal, route, &[workspace], idempotency_key, &request.envelope)
@@ -532,10 +533,11 @@ impl Kernel {
         principal: &MemberPrincipal,
         workspace: Uuid,
         c: Uuid,
-        request: DefaultRunnerRequest,
+        request: KernelResult<DefaultRunnerRequest>,
     ) -> KernelResult<ConversationEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let row = self.conversation_in(&ws, c).await?;
+        let request = request?;
         let runner_id = match request.runner {
             Some(id) => Some(self.eligible_default_runner(&row, id).await?),
             None => None,

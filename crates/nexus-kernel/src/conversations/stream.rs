@@ -143,7 +143,7 @@ mod tests {
         for ts in engines().await {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let request = crate::conversations::CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
-            let made = kernel.create_conversation(&agent, ws, request, None).await.unwrap();
+            let made = kernel.create_conversation(&agent, ws, Ok(request), None).await.unwrap();
             let made = made.new_one().expect("a new conversation");
             let c = uuid::Uuid::parse_str(&made.conversation.public_id).unwrap();
             let mut following = kernel.conversation_event_stream(&agent, ws, c, 0).await.unwrap();

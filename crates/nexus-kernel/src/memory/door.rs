@@ -315,9 +315,10 @@ impl Kernel {
         &self,
         principal: &MemberPrincipal,
         workspace: Uuid,
-        request: PutDocumentRequest,
+        request: KernelResult<PutDocumentRequest>,
     ) -> KernelResult<DocumentEnvelope> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
+        let request = request?;
         let owners = self.door_owners(principal, &ws, request.conversation).await?;
         let owner = owner_of(&owners, request.path.scope, &request.path.full)?;
         request.check()?;

@@ -56,7 +56,7 @@ impl Hosted {
         let request = CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
         let made = self
             .kernel
-            .create_conversation(&self.agent, ws, request, None)
+            .create_conversation(&self.agent, ws, Ok(request), None)
             .await
             .unwrap();
         let made = made.new_one().expect("a new conversation");

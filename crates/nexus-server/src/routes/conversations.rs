@@ -74,7 +74,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let ws = path_id(&ws)?;
     let key = idempotency_key(&headers)?;
-    let request = CreateConversationRequest::parse(&body)?;
+    let request = CreateConversationRequest::parse(&body);
     let reply = state
         .kernel
         .create_conversation(&p, ws, request, key.as_deref())
@@ -153,7 +153,7 @@ pub async fn default_runner(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<ConversationEnvelope>> {
     let (ws, c) = (path_id(&ws)?, path_id(&c)?);
-    let request = DefaultRunnerRequest::parse(&body)?;
+    let request = DefaultRunnerRequest::parse(&body);
     Ok(Json(
         state.kernel.put_conversation_default_runner(&p, ws, c, request).await?,
     ))
@@ -168,7 +168,7 @@ pub async fn create_input(
 ) -> ApiResult<Response> {
     let (ws, c) = (path_id(&ws)?, path_id(&c)?);
     let key = idempotency_key(&headers)?;
-    let request = CreateInputRequest::parse(&body)?;
+    let request = CreateInputRequest::parse(&body);
     let reply = state.kernel.create_input(&p, ws, c, request, key.as_deref()).await?;
     Ok(created_reply(reply))
 }

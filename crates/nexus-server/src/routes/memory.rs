@@ -76,7 +76,7 @@ pub async fn put(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<DocumentEnvelope>> {
     let ws = path_id(&ws)?;
-    let request = PutDocumentRequest::parse(&body)?;
+    let request = PutDocumentRequest::parse(&body);
     Ok(Json(state.kernel.memory_put_document(&p, ws, request).await?))
 }
 
