@@ -76,7 +76,7 @@ async fn main() {
         .create_conversation(&agent, ws, Ok(request), None)
         .await
         .expect("conversation")
-        .new_one()
+        .fresh()
         .expect("a new conversation");
     let c = Uuid::parse_str(&made.conversation.public_id).expect("uuid");
 

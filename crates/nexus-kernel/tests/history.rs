@@ -23,7 +23,7 @@ impl World {
             .create_conversation(&self.agent, self.ws, Ok(request), None)
             .await
             .unwrap();
-        let made = made.new_one().expect("a new conversation");
+        let made = made.fresh().expect("a new conversation");
         let id = Uuid::parse_str(&made.conversation.public_id).unwrap();
         let row = self.kernel.store.conversation_by_public_id(id).await.unwrap().unwrap();
         let turns = testing::seed_turns(&self.kernel.store, row.id, texts, row.created_at).await;

@@ -15,11 +15,11 @@ use nexus_store::{
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
-use super::{Created, opt_string, page_after, refuse, replay_in, uuid_of};
+use super::{opt_string, page_after, refuse, replay_in, uuid_of};
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, parse_cursor};
-use crate::runs::AfterCommit;
+use crate::runs::{AfterCommit, Idempotent};
 use crate::{Kernel, MemberPrincipal, time};
 
 /// The approval words from loosest to tightest (runs.md §12: an input may only tighten).
@@ -497,7 +497,7 @@ impl Kernel {
         c: Uuid,
         request: KernelResult<CreateInputRequest>,
         idempotency_key: Option<&str>,
-    ) -> KernelResult<Created<InputEnvelope>> {
+    ) -> KernelResult<Idempotent<InputEnvelope>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let conversation = self.conversation_in(&ws, c).await?;
         let request = request?;
@@ -507,7 +507,7 @@ impl Kernel {
             .await?
         {
             Ok(idem) => idem,
-            Err(replay) => return Ok(Created::Replayed(replay)),
+            Err(replay) => return Ok(Idempotent::Replayed(replay)),
         };
         let input = request.shape.at(self.now_ms())?;
         self.check_against_answerer(&ws, &conversation, &input).await?;
@@ -520,7 +520,7 @@ impl Kernel {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
-            return Ok(Created::Replayed(replay));
+            return Ok(Idempotent::Replayed(replay));
         }
         let row = self
             .queue_input(&mut tx, principal, &conversation, input, upload_ids, now)

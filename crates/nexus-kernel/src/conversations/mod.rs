@@ -29,6 +29,7 @@ use uuid::Uuid;
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, parse_cursor};
+use crate::runs::Idempotent;
 use crate::runs::create::idempotency::Idempotency;
 use crate::{Kernel, MemberPrincipal, time};
 
@@ -36,27 +37,6 @@ pub use inputs::CreateInputRequest;
 pub use requests::{CreateConversationRequest, DefaultRunnerRequest};
 
 mod requests;
-
-/// The answer of a create route that takes an `Idempotency-Key`: the resource as created, or
-/// the stored answer of an earlier create with the same key and body, replayed as stored with
-/// `replayed: true` (the server answers 201 and 200 respectively).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Created<T> {
-    /// Created by this call.
-    New(T),
-    /// The stored answer of the earlier create.
-    Replayed(Value),
-}
-
-impl<T> Created<T> {
-    /// The resource when this call created it (`None`: a replay).
-    pub fn new_one(self) -> Option<T> {
-        match self {
-            Created::New(t) => Some(t),
-            Created::Replayed(_) => None,
-        }
-    }
-}
 
 /// `GET C/children`: `{conversations}`, the direct children (one page, without `pagination`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -177,15 +157,15 @@ impl Kernel {
         idem: Option<&Idempotency>,
         response: T,
         now: i64,
-    ) -> KernelResult<Created<T>> {
+    ) -> KernelResult<Idempotent<T>> {
         if let Some(idem) = idem {
             let stored = serde_json::to_value(&response).expect("a created reply serializes");
             if let Some((_, replay)) = self.put_receipt(&mut tx, idem, 201, &stored, now).await? {
-                return Ok(Created::Replayed(replay));
+                return Ok(Idempotent::Replayed(replay));
             }
         }
         tx.commit().await?;
-        Ok(Created::New(response))
+        Ok(Idempotent::Fresh(response))
     }
 
     /// The conversation `c` of workspace `ws`, or 404 `not_found`.
@@ -347,7 +327,7 @@ impl Kernel {
         workspace: Uuid,
         request: KernelResult<CreateConversationRequest>,
         idempotency_key: Option<&str>,
-    ) -> KernelResult<Created<ConversationEnvelope>> {
+    ) -> KernelResult<Idempotent<ConversationEnvelope>> {
         let (ws, _) = self.workspace_for(principal, workspace, true).await?;
         let request = request?;
         let route = "POST /workspaces/{workspace}/conversations";
@@ -356,7 +336,7 @@ impl Kernel {
             .await?
         {
             Ok(idem) => idem,
-            Err(replay) => return Ok(Created::Replayed(replay)),
+            Err(replay) => return Ok(Idempotent::Replayed(replay)),
         };
         let answerer = match request.answerer {
             None => principal.member.clone(),
@@ -373,7 +353,7 @@ impl Kernel {
         let now = self.now_ms();
         let mut tx = self.store.begin().await?;
         if let Some(replay) = replay_in(&mut tx, idem.as_ref(), now).await? {
-            return Ok(Created::Replayed(replay));
+            return Ok(Idempotent::Replayed(replay));
         }
         let row = tx
             .insert_conversation(NewConversation {

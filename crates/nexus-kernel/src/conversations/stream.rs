@@ -144,7 +144,7 @@ mod tests {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let request = crate::conversations::CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
             let made = kernel.create_conversation(&agent, ws, Ok(request), None).await.unwrap();
-            let made = made.new_one().expect("a new conversation");
+            let made = made.fresh().expect("a new conversation");
             let c = uuid::Uuid::parse_str(&made.conversation.public_id).unwrap();
             let mut following = kernel.conversation_event_stream(&agent, ws, c, 0).await.unwrap();
             let id = following.conversation_id;

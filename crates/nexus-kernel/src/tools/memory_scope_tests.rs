@@ -59,7 +59,7 @@ impl Hosted {
             .create_conversation(&self.agent, ws, Ok(request), None)
             .await
             .unwrap();
-        let made = made.new_one().expect("a new conversation");
+        let made = made.fresh().expect("a new conversation");
         Uuid::parse_str(&made.conversation.public_id).unwrap()
     }
 

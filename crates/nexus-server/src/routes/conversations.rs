@@ -7,18 +7,18 @@
 use crate::extract::{Path, Query};
 use axum::Json;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
 use nexus_api::conversations::{ConversationEnvelope, ConversationEventPage, ConversationPage};
 use nexus_api::inputs::{InputEnvelope, InputPage};
 use nexus_api::turns::{Cancellation, TurnPage};
 use nexus_kernel::conversations::history::{HistoryQuery, ReadPage, SearchPage, SearchQuery};
 use nexus_kernel::conversations::{
-    ConversationChildren, CreateConversationRequest, CreateInputRequest, Created, DefaultRunnerRequest,
+    ConversationChildren, CreateConversationRequest, CreateInputRequest, DefaultRunnerRequest,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use super::runs::{idempotency_key, int_param, path_id};
+use super::runs::{idempotency_key, idempotent, int_param, path_id};
 use crate::AppState;
 use crate::auth::Member;
 use crate::body::JsonObject;
@@ -50,21 +50,6 @@ pub struct ListQuery {
     pub limit: Option<String>,
 }
 
-/// A create's answer: 201 with the new resource, or 200 with the stored answer of an earlier
-/// create with the same `Idempotency-Key` and the `Idempotency-Replayed: true` header.
-pub fn created_reply<T: Serialize>(created: Created<T>) -> Response {
-    match created {
-        Created::New(body) => (StatusCode::CREATED, Json(body)).into_response(),
-        Created::Replayed(body) => {
-            let mut response = (StatusCode::OK, Json(body)).into_response();
-            response
-                .headers_mut()
-                .insert("idempotency-replayed", HeaderValue::from_static("true"));
-            response
-        }
-    }
-}
-
 pub async fn create(
     State(state): State<AppState>,
     Member(p): Member,
@@ -79,7 +64,7 @@ pub async fn create(
         .kernel
         .create_conversation(&p, ws, request, key.as_deref())
         .await?;
-    Ok(created_reply(reply))
+    Ok(idempotent(reply, StatusCode::CREATED))
 }
 
 pub async fn list(
@@ -170,7 +155,7 @@ pub async fn create_input(
     let key = idempotency_key(&headers)?;
     let request = CreateInputRequest::parse(&body);
     let reply = state.kernel.create_input(&p, ws, c, request, key.as_deref()).await?;
-    Ok(created_reply(reply))
+    Ok(idempotent(reply, StatusCode::CREATED))
 }
 
 pub async fn list_inputs(
