@@ -14,6 +14,9 @@ use std::path::{Path, PathBuf};
 
 use syn::visit::Visit;
 
+mod source;
+use source::{is_test, rust_files};
+
 /// Public functions whose contract is free JSON: (file under `src/`, function).
 const FREE_JSON: &[(&str, &str)] = &[
     // A stored agent configuration is the member's own JSON document.
@@ -67,16 +70,6 @@ const ROUND_TRIP_WORDS_LEFT: &[(&str, &str)] = &[
     ("runs/rows.rs", "probe_dependents"),
     ("runs/settle.rs", "update_task_over"),
 ];
-
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        let path = a.path();
-        if path.segments.last().is_some_and(|s| s.ident == "test") {
-            return true;
-        }
-        path.is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string() == "test")
-    })
-}
 
 fn matches_word(ident: &str, word: &str) -> bool {
     if let Some(prefix) = word.strip_suffix('*') {
@@ -149,17 +142,6 @@ impl<'ast> Visit<'ast> for Walker {
         let name = i.to_string();
         if ROUND_TRIP_WORDS.iter().any(|w| matches_word(&name, w)) && !self.seen.words.contains(&name) {
             self.seen.words.push(name);
-        }
-    }
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable source directory") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
         }
     }
 }

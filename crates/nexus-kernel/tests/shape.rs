@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
+mod source;
+use source::{is_test, rust_files};
+
 /// The longest a function may be, from its `fn` line to its closing brace.
 const MAX_FN_LINES: usize = 80;
 
@@ -30,17 +33,6 @@ struct Long {
     file: String,
     name: String,
     lines: usize,
-}
-
-/// Whether the attributes mark test-only code (`#[test]`, `#[tokio::test]`, `#[cfg(test)]`).
-fn is_test(attrs: &[syn::Attribute]) -> bool {
-    attrs.iter().any(|a| {
-        let path = a.path();
-        if path.segments.last().is_some_and(|s| s.ident == "test") {
-            return true;
-        }
-        path.is_ident("cfg") && a.meta.require_list().is_ok_and(|l| l.tokens.to_string() == "test")
-    })
 }
 
 /// Collects the functions of one file that exceed the bound.
@@ -91,17 +83,6 @@ impl<'ast> Visit<'ast> for Finder<'_> {
             self.check(&f.sig.ident, &f.sig, block);
         }
         syn::visit::visit_trait_item_fn(self, f);
-    }
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("a readable source directory") {
-        let path = entry.expect("an entry").path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
     }
 }
 
