@@ -73,8 +73,24 @@ const SQLITE_TABLES: &str = "m.type = 'table' AND m.name NOT LIKE 'sqlite_%' AND
      AND m.name IN (SELECT tl.name FROM pragma_table_list tl WHERE tl.schema = 'main' AND tl.type = 'table')";
 
 fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
+    let (columns, primary_keys) = sqlite_columns(conn)?;
+    Ok(RawSchema {
+        dialect: "sqlite",
+        indexes: sqlite_indexes(conn)?,
+        foreign_keys: sqlite_foreign_keys(conn)?,
+        full_text: sqlite_full_text(conn)?,
+        columns,
+        primary_keys,
+    })
+}
+
+/// `(table, primary key columns in key order)`, as [`RawSchema::primary_keys`].
+type PrimaryKeys = Vec<(String, Vec<String>)>;
+
+/// The columns of the ordinary tables, and each table's primary key in key order.
+fn sqlite_columns(conn: &mut rusqlite::Connection) -> Result<(Vec<RawColumn>, PrimaryKeys)> {
     use crate::row::Columns;
-    use crate::sqlite::driver::{query, query_scalar};
+    use crate::sqlite::driver::query;
     let rows = query(&format!(
         "SELECT m.name AS table_name, p.name AS column_name, p.type AS declared_type, \
          p.\"notnull\" AS not_null, p.dflt_value AS default_value, p.pk AS pk \
@@ -102,23 +118,38 @@ fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
             identity: false,
         });
     }
+    let primary_keys = sqlite_primary_keys(pk);
+    mark_rowid_aliases(&mut columns, &primary_keys);
+    Ok((columns, primary_keys))
+}
+
+/// Groups `(table, position, column)` into each table's key columns in key order.
+fn sqlite_primary_keys(mut pk: Vec<(String, i64, String)>) -> PrimaryKeys {
     pk.sort();
-    let mut primary_keys: Vec<(String, Vec<String>)> = Vec::new();
+    let mut primary_keys: PrimaryKeys = Vec::new();
     for (table, _, column) in pk {
         match primary_keys.last_mut() {
             Some((t, cols)) if *t == table => cols.push(column),
             _ => primary_keys.push((table, vec![column])),
         }
     }
-    // The rowid alias: a sole INTEGER primary key column.
-    for (table, cols) in &primary_keys {
+    primary_keys
+}
+
+/// The rowid alias: a sole INTEGER primary key column.
+fn mark_rowid_aliases(columns: &mut [RawColumn], primary_keys: &PrimaryKeys) {
+    for (table, cols) in primary_keys {
         if let [only] = cols.as_slice() {
             for c in columns.iter_mut().filter(|c| &c.table == table && &c.name == only) {
                 c.identity = c.declared_type.eq_ignore_ascii_case("INTEGER");
             }
         }
     }
+}
 
+fn sqlite_indexes(conn: &mut rusqlite::Connection) -> Result<Vec<RawIndex>> {
+    use crate::row::Columns;
+    use crate::sqlite::driver::{query, query_scalar};
     let rows = query(&format!(
         "SELECT m.name AS table_name, il.name AS index_name, il.\"unique\" AS is_unique, \
          il.origin AS origin, \
@@ -153,7 +184,12 @@ fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
             predicate,
         });
     }
+    Ok(indexes)
+}
 
+fn sqlite_foreign_keys(conn: &mut rusqlite::Connection) -> Result<Vec<RawForeignKey>> {
+    use crate::row::Columns;
+    use crate::sqlite::driver::query;
     let rows = query(&format!(
         "SELECT m.name AS table_name, f.\"from\" AS column_name, f.\"table\" AS references_table, \
          f.\"to\" AS references_column \
@@ -171,42 +207,86 @@ fn introspect_sqlite(conn: &mut rusqlite::Connection) -> Result<RawSchema> {
             references_column: r.text("references_column")?,
         });
     }
-    let full_text: Vec<String> = query_scalar(
+    Ok(foreign_keys)
+}
+
+/// The FTS5 virtual tables.
+fn sqlite_full_text(conn: &mut rusqlite::Connection) -> Result<Vec<String>> {
+    use crate::sqlite::driver::query_scalar;
+    Ok(query_scalar(
         "SELECT tl.name FROM pragma_table_list tl JOIN sqlite_master m ON m.name = tl.name \
          WHERE tl.schema = 'main' AND tl.type = 'virtual' AND m.sql LIKE '%USING fts5%' ORDER BY tl.name",
     )
     .fetch_all(conn)
-    .into_inner()?;
-    Ok(RawSchema {
-        dialect: "sqlite",
-        full_text,
-        columns,
-        primary_keys,
-        indexes,
-        foreign_keys,
-    })
+    .into_inner()?)
 }
 
 async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
-    // Full-text tables (a `tsvector` column) and indexes (GIN), named and set aside.
-    let text_tables: Vec<String> = sqlx::query_scalar(
-        "SELECT DISTINCT table_name::text FROM information_schema.columns \
-         WHERE table_schema = current_schema() AND data_type = 'tsvector' ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await?;
-    // (index, table) of each GIN index.
-    let text_indexes: Vec<(String, String)> = sqlx::query_as(
-        "SELECT i.relname::text, t.relname::text FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid \
-         JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_am am ON am.oid = i.relam \
-         JOIN pg_namespace n ON n.oid = i.relnamespace \
-         WHERE n.nspname = current_schema() AND am.amname = 'gin' ORDER BY 1",
-    )
-    .fetch_all(pool)
-    .await?;
-    let set_aside = |table: &str, index: Option<&str>| {
-        text_tables.iter().any(|t| t == table) || index.is_some_and(|i| text_indexes.iter().any(|(x, _)| x == i))
-    };
+    let text = PgFullText::read(pool).await?;
+    let columns = pg_columns(pool, &text).await?;
+    let indexes = pg_indexes(pool, &text).await?;
+    let primary_keys = indexes
+        .iter()
+        .filter(|i| i.primary)
+        .map(|i| (i.table.clone(), i.columns.clone()))
+        .collect();
+    Ok(RawSchema {
+        dialect: "postgres",
+        foreign_keys: pg_foreign_keys(pool, &text).await?,
+        full_text: text.names(),
+        columns,
+        primary_keys,
+        indexes,
+    })
+}
+
+/// PostgreSQL's full-text structures: tables that hold a `tsvector` column and GIN indexes,
+/// named and set aside.
+struct PgFullText {
+    tables: Vec<String>,
+    /// (index, table) of each GIN index.
+    indexes: Vec<(String, String)>,
+}
+
+impl PgFullText {
+    async fn read(pool: &sqlx::PgPool) -> Result<Self> {
+        let tables: Vec<String> = sqlx::query_scalar(
+            "SELECT DISTINCT table_name::text FROM information_schema.columns \
+             WHERE table_schema = current_schema() AND data_type = 'tsvector' ORDER BY 1",
+        )
+        .fetch_all(pool)
+        .await?;
+        let indexes: Vec<(String, String)> = sqlx::query_as(
+            "SELECT i.relname::text, t.relname::text FROM pg_index ix JOIN pg_class i ON i.oid = ix.indexrelid \
+             JOIN pg_class t ON t.oid = ix.indrelid JOIN pg_am am ON am.oid = i.relam \
+             JOIN pg_namespace n ON n.oid = i.relnamespace \
+             WHERE n.nspname = current_schema() AND am.amname = 'gin' ORDER BY 1",
+        )
+        .fetch_all(pool)
+        .await?;
+        Ok(Self { tables, indexes })
+    }
+
+    /// Whether a table (or an index on it) is full-text machinery, left out of the comparison.
+    fn set_aside(&self, table: &str, index: Option<&str>) -> bool {
+        self.tables.iter().any(|t| t == table) || index.is_some_and(|i| self.indexes.iter().any(|(x, _)| x == i))
+    }
+
+    /// The structures' names, sorted. A full-text table's own GIN indexes are part of it; a
+    /// GIN index on another table is a full-text structure of its own.
+    fn names(&self) -> Vec<String> {
+        let mut full_text = self.tables.clone();
+        for (index, table) in &self.indexes {
+            if !self.tables.contains(table) {
+                full_text.push(index.clone());
+            }
+        }
+        full_text.sort();
+        full_text
+    }
+}
+
+async fn pg_columns(pool: &sqlx::PgPool, text: &PgFullText) -> Result<Vec<RawColumn>> {
     let rows = sqlx::query(
         "SELECT table_name::text AS table_name, column_name::text AS column_name, \
          data_type::text AS data_type, is_nullable::text AS is_nullable, \
@@ -220,7 +300,7 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
     let mut columns = Vec::new();
     for r in &rows {
         let table: String = r.try_get("table_name")?;
-        if set_aside(&table, None) {
+        if text.set_aside(&table, None) {
             continue;
         }
         columns.push(RawColumn {
@@ -232,7 +312,10 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
             identity: r.try_get::<String, _>("is_identity")? == "YES",
         });
     }
+    Ok(columns)
+}
 
+async fn pg_indexes(pool: &sqlx::PgPool, text: &PgFullText) -> Result<Vec<RawIndex>> {
     let rows = sqlx::query(
         "SELECT t.relname::text AS table_name, i.relname::text AS index_name, \
          ix.indisunique AS is_unique, ix.indisprimary AS is_primary, \
@@ -253,7 +336,6 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
     .fetch_all(pool)
     .await?;
     let mut indexes = Vec::new();
-    let mut primary_keys = Vec::new();
     for r in &rows {
         let index = RawIndex {
             table: r.try_get("table_name")?,
@@ -264,15 +346,14 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
             constraint: r.try_get("from_constraint")?,
             predicate: r.try_get("predicate")?,
         };
-        if set_aside(&index.table, Some(&index.name)) {
-            continue;
+        if !text.set_aside(&index.table, Some(&index.name)) {
+            indexes.push(index);
         }
-        if index.primary {
-            primary_keys.push((index.table.clone(), index.columns.clone()));
-        }
-        indexes.push(index);
     }
+    Ok(indexes)
+}
 
+async fn pg_foreign_keys(pool: &sqlx::PgPool, text: &PgFullText) -> Result<Vec<RawForeignKey>> {
     let rows = sqlx::query(
         "SELECT cl.relname::text AS table_name, a.attname::text AS column_name, \
          rcl.relname::text AS references_table, ra.attname::text AS references_column \
@@ -291,7 +372,7 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
     let mut foreign_keys = Vec::new();
     for r in &rows {
         let table: String = r.try_get("table_name")?;
-        if set_aside(&table, None) {
+        if text.set_aside(&table, None) {
             continue;
         }
         foreign_keys.push(RawForeignKey {
@@ -301,23 +382,7 @@ async fn introspect_postgres(pool: &sqlx::PgPool) -> Result<RawSchema> {
             references_column: r.try_get("references_column")?,
         });
     }
-    // A full-text table's own GIN indexes are part of it; a GIN index on another table is a
-    // full-text structure of its own.
-    let mut full_text = text_tables.clone();
-    for (index, table) in &text_indexes {
-        if !text_tables.contains(table) {
-            full_text.push(index.clone());
-        }
-    }
-    full_text.sort();
-    Ok(RawSchema {
-        dialect: "postgres",
-        full_text,
-        columns,
-        primary_keys,
-        indexes,
-        foreign_keys,
-    })
+    Ok(foreign_keys)
 }
 
 /// How many rows of `table` meet `condition` (PostgreSQL: in the store's schema), for tests

@@ -101,121 +101,48 @@ impl Kernel {
         round: &TaskRow,
         plan: &Expansion<'_>,
     ) -> KernelResult<Vec<i64>> {
-        let Unit { tx, run, now, effects } = u;
-        let now = *now;
-        let Expansion {
-            planned,
-            n,
-            fan_on_failure,
-            has_dependents,
-            ref facts,
-        } = *plan;
-        let fan_on_failure = OnFailure::parse(fan_on_failure)
-            .ok_or_else(|| StoreError::Corrupt(format!("a frozen fan_on_failure holds {fan_on_failure:?}")))?;
-        let mut keys: Vec<String> = Vec::with_capacity(planned.len() + 1);
-        let mut members: Vec<i64> = Vec::with_capacity(planned.len());
-        let mut rows: Vec<TaskRow> = Vec::with_capacity(planned.len());
-        for (i, p) in planned.iter().enumerate() {
-            let key = format!("r{n}t{i}");
-            let row = tx
-                .insert_task(NewTask {
-                    run_id: run.id,
-                    key: key.clone(),
-                    kind: TaskKind::Tool,
-                    status: TaskStatus::Waiting,
-                    generation: 1,
-                    origin: Origin::Model,
-                    on_failure: fan_on_failure,
-                    visibility: Visibility::Collapsed,
-                    mainline: round.mainline,
-                    branch_of: round.branch_of.clone(),
-                    declaring_task_id: Some(round.id),
-                    tool_name: Some(p.tool_name.clone()),
-                    tool_alias: p.tool_alias.clone(),
-                    tool_input: Some(serde_json::to_string(&p.tool_input).expect("input serializes")),
-                    tool_call_id: Some(p.call_id.clone()),
-                    target_executor_id: p.target_executor_id,
-                    created_at: now,
-                    ..Default::default()
-                })
-                .await?;
-            tx.put_edge(row.id, round.id, EdgeKind::After).await?;
-            g.put(&row);
-            g.add_edge(row.id, round.id);
-            members.push(row.id);
-            keys.push(key);
-            rows.push(row);
+        let fan_on_failure = OnFailure::parse(plan.fan_on_failure)
+            .ok_or_else(|| StoreError::Corrupt(format!("a frozen fan_on_failure holds {:?}", plan.fan_on_failure)))?;
+        let fan = insert_fan(u, g, round, plan, fan_on_failure).await?;
+        let continuation = insert_continuation(u, g, round, plan, &fan.members).await?;
+        if plan.has_dependents {
+            follow_continuation(u.tx, g, round, &fan.members, continuation.id).await?;
         }
-        let key = format!("r{n}");
-        let continuation = tx
-            .insert_task(NewTask {
-                run_id: run.id,
-                key: key.clone(),
-                kind: TaskKind::Model,
-                status: TaskStatus::Waiting,
-                generation: 1,
-                origin: Origin::Model,
-                on_failure: round.on_failure,
-                visibility: round.visibility,
-                mainline: round.mainline,
-                branch_of: round.branch_of.clone(),
-                declaring_task_id: Some(round.id),
-                frozen_context: round.frozen_context.clone(),
-                request_surface: round.request_surface.clone(),
-                created_at: now,
-                ..Default::default()
-            })
-            .await?;
-        g.put(&continuation);
-        for &m in &members {
-            tx.put_edge(continuation.id, m, EdgeKind::After).await?;
-            g.add_edge(continuation.id, m);
-        }
-        tx.put_round_facts(&RoundFactsRow {
-            task_id: continuation.id,
-            chain_rounds: facts.rounds,
-            key_floor: facts.key_floor,
-            history: serde_json::to_string(facts.history).expect("a history serializes"),
-        })
-        .await?;
-        // Waiters on the round follow the continuation.
-        let edges = if has_dependents {
-            tx.edges_into(round.id).await?
-        } else {
-            Vec::new()
-        };
-        for e in edges
-            .iter()
-            .filter(|e| e.depends_on_id == round.id && !members.contains(&e.task_id))
-        {
-            if e.task_id != continuation.id && tx.insert_edge(e.task_id, continuation.id, e.kind).await? {
-                g.add_edge(e.task_id, continuation.id);
-            }
-        }
-        keys.push(key);
-        if run.deliverable_task_id == Some(round.id) {
-            run.deliverable_task_id = Some(continuation.id);
-            tx.update_run(run).await?;
+        let mut keys = fan.keys;
+        keys.push(format!("r{}", plan.n));
+        if u.run.deliverable_task_id == Some(round.id) {
+            u.run.deliverable_task_id = Some(continuation.id);
+            u.tx.update_run(u.run).await?;
         }
         self.emit(
-            &mut Unit::of(tx, run, now, effects),
+            &mut Unit::of(u.tx, u.run, u.now, u.effects),
             nexus_store::EventKind::TasksAppended,
             None,
             json!({"keys": keys, "origin": "model"}),
         )
         .await?;
-        // Birth failures: authored, then failed in the same transaction.
+        self.fail_births(u, g, fan.rows, plan.planned).await
+    }
+
+    /// Birth failures: authored, then failed in the same transaction. Returns their ids.
+    async fn fail_births(
+        &self,
+        u: &mut Unit<'_>,
+        g: &mut Graph,
+        rows: Vec<TaskRow>,
+        planned: &[PlannedCall],
+    ) -> KernelResult<Vec<i64>> {
         let mut births = Vec::new();
         for (mut row, p) in rows.into_iter().zip(planned) {
             if let Some((error, detail)) = &p.birth
                 && self
                     .settle_with_error(
-                        tx,
-                        run,
+                        u.tx,
+                        u.run,
                         &mut row,
                         TaskStatus::Failed,
                         SettleError::new(error, detail.clone()),
-                        now,
+                        u.now,
                     )
                     .await?
             {
@@ -225,6 +152,124 @@ impl Kernel {
         }
         Ok(births)
     }
+}
+
+/// The fan an expansion inserted: its rows, their ids and keys, in call order.
+struct Fan {
+    rows: Vec<TaskRow>,
+    members: Vec<i64>,
+    keys: Vec<String>,
+}
+
+/// Inserts the fan `r{n}t{i}`, each member after the round.
+async fn insert_fan(
+    u: &mut Unit<'_>,
+    g: &mut Graph,
+    round: &TaskRow,
+    plan: &Expansion<'_>,
+    on_failure: OnFailure,
+) -> KernelResult<Fan> {
+    let n = plan.n;
+    let mut fan = Fan {
+        rows: Vec::with_capacity(plan.planned.len()),
+        members: Vec::with_capacity(plan.planned.len()),
+        keys: Vec::with_capacity(plan.planned.len() + 1),
+    };
+    for (i, p) in plan.planned.iter().enumerate() {
+        let key = format!("r{n}t{i}");
+        let row =
+            u.tx.insert_task(NewTask {
+                run_id: u.run.id,
+                key: key.clone(),
+                kind: TaskKind::Tool,
+                status: TaskStatus::Waiting,
+                generation: 1,
+                origin: Origin::Model,
+                on_failure,
+                visibility: Visibility::Collapsed,
+                mainline: round.mainline,
+                branch_of: round.branch_of.clone(),
+                declaring_task_id: Some(round.id),
+                tool_name: Some(p.tool_name.clone()),
+                tool_alias: p.tool_alias.clone(),
+                tool_input: Some(serde_json::to_string(&p.tool_input).expect("input serializes")),
+                tool_call_id: Some(p.call_id.clone()),
+                target_executor_id: p.target_executor_id,
+                created_at: u.now,
+                ..Default::default()
+            })
+            .await?;
+        u.tx.put_edge(row.id, round.id, EdgeKind::After).await?;
+        g.put(&row);
+        g.add_edge(row.id, round.id);
+        fan.members.push(row.id);
+        fan.keys.push(key);
+        fan.rows.push(row);
+    }
+    Ok(fan)
+}
+
+/// Inserts the continuation `r{n}` after every fan member, with its chain facts.
+async fn insert_continuation(
+    u: &mut Unit<'_>,
+    g: &mut Graph,
+    round: &TaskRow,
+    plan: &Expansion<'_>,
+    members: &[i64],
+) -> KernelResult<TaskRow> {
+    let continuation =
+        u.tx.insert_task(NewTask {
+            run_id: u.run.id,
+            key: format!("r{}", plan.n),
+            kind: TaskKind::Model,
+            status: TaskStatus::Waiting,
+            generation: 1,
+            origin: Origin::Model,
+            on_failure: round.on_failure,
+            visibility: round.visibility,
+            mainline: round.mainline,
+            branch_of: round.branch_of.clone(),
+            declaring_task_id: Some(round.id),
+            frozen_context: round.frozen_context.clone(),
+            request_surface: round.request_surface.clone(),
+            created_at: u.now,
+            ..Default::default()
+        })
+        .await?;
+    g.put(&continuation);
+    for &m in members {
+        u.tx.put_edge(continuation.id, m, EdgeKind::After).await?;
+        g.add_edge(continuation.id, m);
+    }
+    let facts = &plan.facts;
+    u.tx.put_round_facts(&RoundFactsRow {
+        task_id: continuation.id,
+        chain_rounds: facts.rounds,
+        key_floor: facts.key_floor,
+        history: serde_json::to_string(facts.history).expect("a history serializes"),
+    })
+    .await?;
+    Ok(continuation)
+}
+
+/// Waiters on the round follow the continuation.
+async fn follow_continuation(
+    tx: &mut Tx,
+    g: &mut Graph,
+    round: &TaskRow,
+    members: &[i64],
+    continuation: i64,
+) -> KernelResult<()> {
+    let edges = tx.edges_into(round.id).await?;
+    for e in edges
+        .iter()
+        .filter(|e| e.depends_on_id == round.id && !members.contains(&e.task_id))
+    {
+        if e.task_id != continuation && tx.insert_edge(e.task_id, continuation, e.kind).await? {
+            g.add_edge(e.task_id, continuation);
+        }
+    }
+    Ok(())
 }
 
 /// One planned fan member.
