@@ -12,7 +12,7 @@ use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::Deny;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, EventRow, MemberKind, Standing, TaskRow, TaskStatus};
+use nexus_store::{Engine, EventRow, MemberKind, Standing, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -29,42 +29,18 @@ fn read_tools() -> Value {
     ])
 }
 
+/// The runner's environment as it announces it.
+fn environment() -> Value {
+    json!({"os": "linux"})
+}
+
 async fn world(ts: TestStore) -> World {
     let w = common::world(ts).await;
-    w.announce(read_tools()).await;
+    w.announce(read_tools(), environment()).await;
     w
 }
 
 impl World {
-    async fn announce(&self, tools: Value) {
-        let runner = self
-            .kernel
-            .store
-            .executor_by_public_id(self.runner)
-            .await
-            .unwrap()
-            .unwrap();
-        self.kernel
-            .store
-            .put_announcement(
-                runner.id,
-                &Announcement {
-                    served_tools: tools.to_string(),
-                    environment: json!({"os": "linux"}).to_string(),
-                    served_documents: "[]".into(),
-                },
-                nexus_kernel::time::now_ms(),
-            )
-            .await
-            .unwrap();
-    }
-
-    fn routed(&self, callable: &str, served: &str) -> Value {
-        json!({"type": "function",
-               "function": {"name": callable, "description": format!("{served} on the runner"), "parameters": {"type": "object"}},
-               "route": {"kind": "runner", "runner_executor_public_id": self.runner.to_string(), "tool_name": served}})
-    }
-
     /// Creates and starts a run of one model step that calls `calls` (script `name`), as `who`.
     async fn model_run(&self, who: &MemberPrincipal, name: &str, mode: &str, rules: Value, calls: Value) -> Uuid {
         self.script(
@@ -82,36 +58,7 @@ impl World {
         if !rules.is_null() {
             run["approval_rules"] = rules;
         }
-        self.start(who, run).await
-    }
-
-    async fn start(&self, who: &MemberPrincipal, run: Value) -> Uuid {
-        let body = self
-            .kernel
-            .create_run(who, self.ws, &json!({ "run": run }), None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        self.kernel.start_run(who, self.ws, id).await.unwrap();
-        self.kernel.work_until_idle(50).await.unwrap();
-        id
-    }
-
-    async fn task(&self, id: Uuid, key: &str) -> TaskRow {
-        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
-        self.kernel
-            .store
-            .task_by_key(run.id, key)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("no task {key}"))
-    }
-
-    async fn events(&self, id: Uuid) -> Vec<EventRow> {
-        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
-        self.kernel.store.events_after(run.id, 0, 1000).await.unwrap()
+        self.start_as(who, run).await
     }
 
     /// The `from → to` status changes of one task, in order.
@@ -125,16 +72,6 @@ impl World {
                 format!("{}>{}", d["from"].as_str().unwrap(), d["to"].as_str().unwrap())
             })
             .collect()
-    }
-
-    async fn executor_id(&self, public: Uuid) -> i64 {
-        self.kernel
-            .store
-            .executor_by_public_id(public)
-            .await
-            .unwrap()
-            .unwrap()
-            .id
     }
 }
 
@@ -395,7 +332,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
             "denied"
         );
         // The fan absorbs the failure: the continuation runs and the run completes.
-        w.kernel.work_until_idle(50).await.unwrap();
+        w.drive().await;
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(run.run.status.as_str(), "completed");
@@ -466,7 +403,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         assert_eq!(e.code, Code::NotAwaitingApproval);
         assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 0);
         // The continuation reads both expiries.
-        w.kernel.work_until_idle(50).await.unwrap();
+        w.drive().await;
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
     }
 }
@@ -546,7 +483,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
                                    "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string()}}});
         // `rules` with no rules: an author row is granted (origin author), not denied.
         let id = w
-            .start(&w.agent, json!({"approval_mode": "rules", "steps": [step.clone()]}))
+            .start_as(&w.agent, json!({"approval_mode": "rules", "steps": [step.clone()]}))
             .await;
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!(t.origin, nexus_store::Origin::Author);
@@ -556,7 +493,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         let rules =
             json!([{"tool": "read", "verdict": "deny"}, {"tool": "read", "verdict": "ask", "origin": "author"}]);
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [step.clone()]}),
             )
@@ -565,7 +502,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         assert_eq!(t.status, TaskStatus::NeedsApproval);
         let rules = json!([{"tool": "read", "verdict": "deny", "origin": "author", "reason": "authors may not read"}]);
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [step.clone()]}),
             )
@@ -579,7 +516,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
                                     "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string()}}});
         let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "bypass", "approval_rules": rules, "steps": [timed]}),
             )
@@ -595,7 +532,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         let rules = json!([{"tool": "read", "verdict": "ask", "origin": "author"}]);
         let step = json!({"tool": {"name": "read", "input": {"path": "a"}, "route": {"kind": "runner"}}});
         let id = w
-            .start(
+            .start_as(
                 &w.human,
                 json!({"approval_mode": "ask", "approval_rules": rules,
                        "default_runner_executor_public_id": w.runner.to_string(), "steps": [step]}),
@@ -626,7 +563,7 @@ async fn approve_addresses_again_and_compares_the_profile() {
         // The runner changes the profile of `read`: the approver must see it again.
         let mut tools = read_tools();
         tools[0]["effect_profile"] = write_profile();
-        w.announce(tools).await;
+        w.announce(tools, environment()).await;
         let before = w.task(id, "r1t0").await;
         let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
@@ -641,7 +578,7 @@ async fn approve_addresses_again_and_compares_the_profile() {
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
         // The runner stops serving `read`: approving fails the row.
-        w.announce(json!([])).await;
+        w.announce(json!([]), environment()).await;
         let out = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "failed");
@@ -663,7 +600,7 @@ async fn an_unserved_name_fails_from_waiting_without_a_park() {
         );
         let tools = json!([{"type": "function", "function": {"name": "lookup", "description": "Look.", "parameters": {"type": "object"}}}]);
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/unserved", "tools": tools}}]}),
             )
@@ -689,7 +626,7 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
             ],
         );
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "ask", "steps": [{"model": {"prompt": "Go.", "model": "scripted/held-kernel",
                                                                     "kernel_tools": ["nexus.runners.list"]}}]}),
@@ -706,7 +643,7 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
         assert!(out["task"].get("addressed_to").is_none());
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 600_000));
-        w.kernel.work_until_idle(50).await.unwrap();
+        w.drive().await;
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Completed);
         assert_eq!(
@@ -732,7 +669,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
         // door's units hand nothing to a worker), which is then lost: another node dequeues
         // and deletes it, and dies before evaluating.
         let id = w
-            .start(
+            .start_as(
                 &w.agent,
                 json!({"approval_mode": "ask", "steps": [{"model": {"prompt": "Go.", "model": "scripted/lost",
                                                                     "kernel_tools": ["nexus.runners.list"]}}]}),
@@ -790,16 +727,9 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
             );
             let run = json!({"approval_mode": mode, "approval_rules": rules, "steps": [{"model": {
                 "prompt": "Go.", "model": "scripted/corrupt", "tools": [w.routed("read", "read")]}}]});
-            let body = w
-                .kernel
-                .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
-                .await
-                .unwrap()
-                .fresh()
-                .expect("a fresh create");
-            let id = Uuid::parse_str(&body.run.public_id).unwrap();
+            let (id, _) = w.create(run).await;
             w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-            let run_id = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id;
+            let run_id = w.run_row(id).await.id;
             w.ts.execute_unchecked(
                 &["runs"],
                 &format!("UPDATE runs SET {column} = '{word}' WHERE id = {run_id}"),
@@ -807,11 +737,12 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
             .await;
             assert!(w.kernel.store.run_by_id(run_id).await.is_err(), "{column} on {d}");
 
-            w.kernel.work_until_idle(50).await.unwrap();
+            w.drive().await;
             let status =
                 w.ts.query_text(&format!("SELECT status FROM runs WHERE id = {run_id}"))
                     .await;
             assert_eq!(status.as_deref(), Some("needs_attention"), "{column} on {d}");
+            // The run row no longer reads: its tasks and events by its internal id.
             let tasks = w.kernel.store.tasks_of_run(run_id, 0, 100).await.unwrap();
             assert!(
                 tasks
@@ -849,35 +780,21 @@ async fn a_round_whose_stored_words_do_not_read_stops_its_run() {
         w.script("unread", &[json!({"text": "Done."})]);
         let run = json!({"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Go.", "model": "scripted/unread"}}]});
-        let body = w
-            .kernel
-            .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
+        let (id, _) = w.create(run).await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        let run_id = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id;
+        let run_id = w.run_row(id).await.id;
         w.ts.execute_unchecked(
             &["tasks"],
             &format!("UPDATE tasks SET failure_resolution = 'bogus' WHERE run_id = {run_id}"),
         )
         .await;
 
-        w.kernel.work_until_idle(50).await.unwrap();
+        w.drive().await;
         let status =
             w.ts.query_text(&format!("SELECT status FROM runs WHERE id = {run_id}"))
                 .await;
         assert_eq!(status.as_deref(), Some("needs_attention"), "{d}");
-        let last = w
-            .kernel
-            .store
-            .events_after(run_id, 0, 1000)
-            .await
-            .unwrap()
-            .pop()
-            .unwrap();
+        let last = w.events(id).await.pop().unwrap();
         assert_eq!(last.kind, nexus_store::EventKind::RunStatusChanged, "{d}");
         let data: Value = serde_json::from_str(&last.data).unwrap();
         assert_eq!(data["reason"], "corrupt_row", "{d}");

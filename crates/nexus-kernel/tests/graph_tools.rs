@@ -11,30 +11,14 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
-use nexus_kernel::MemberPrincipal;
-use nexus_kernel::admin::MemberSpec;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{Engine, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 const DAY: i64 = 86_400_000;
 
 impl World {
-    async fn start(&self, run: Value) -> Uuid {
-        let body = self
-            .kernel
-            .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
-        self.drive().await;
-        id
-    }
-
     /// A run of one model step (script `name`) declaring `kernel_tools` plus `tools`.
     async fn model_run(&self, name: &str, mode: &str, kernel_tools: Value, tools: Value) -> Uuid {
         let mut model = json!({"prompt": "Go.", "model": format!("scripted/{name}"), "kernel_tools": kernel_tools});
@@ -45,44 +29,9 @@ impl World {
             .await
     }
 
-    async fn drive(&self) {
-        self.kernel.work_until_idle(200).await.unwrap();
-    }
-
-    async fn run_row(&self, id: Uuid) -> RunRow {
-        self.kernel.store.run_by_public_id(id).await.unwrap().unwrap()
-    }
-
-    async fn tasks(&self, id: Uuid) -> Vec<TaskRow> {
-        let run = self.run_row(id).await;
-        self.kernel.store.tasks_of_run(run.id, 0, 1000).await.unwrap()
-    }
-
-    async fn task(&self, id: Uuid, key: &str) -> TaskRow {
-        let run = self.run_row(id).await;
-        self.kernel
-            .store
-            .task_by_key(run.id, key)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("no task {key}"))
-    }
-
-    async fn maybe_task(&self, id: Uuid, key: &str) -> Option<TaskRow> {
-        let run = self.run_row(id).await;
-        self.kernel.store.task_by_key(run.id, key).await.unwrap()
-    }
-
+    /// The sealed record of the round `key`.
     async fn sealed(&self, id: Uuid, key: &str) -> Value {
-        let t = self.task(id, key).await;
-        let s = self
-            .kernel
-            .store
-            .sealed_request(t.id, t.generation)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("{key} is not sealed"));
-        serde_json::from_str(&s.record).unwrap()
+        self.sealed_row(id, key).await.0
     }
 
     /// The `(output, is_error)` the round `key` read for `call_id`.
@@ -101,41 +50,9 @@ impl World {
             entry["is_error"].as_bool().unwrap_or(false),
         )
     }
-
-    async fn events(&self, id: Uuid) -> Vec<EventRow> {
-        let run = self.run_row(id).await;
-        self.kernel.store.events_after(run.id, 0, 5000).await.unwrap()
-    }
-
-    async fn executor_id(&self, public: Uuid) -> i64 {
-        self.kernel
-            .store
-            .executor_by_public_id(public)
-            .await
-            .unwrap()
-            .unwrap()
-            .id
-    }
-
-    async fn member(&self, handle: &str, standing: Option<Standing>) -> MemberPrincipal {
-        let m = self
-            .kernel
-            .create_member(MemberSpec {
-                kind: MemberKind::Human,
-                handle: handle.into(),
-                display_name: None,
-                steward: None,
-                standing,
-            })
-            .await
-            .unwrap();
-        self.kernel
-            .authenticate_member(Some(&format!("Bearer {}", m.member_token)))
-            .await
-            .unwrap()
-    }
 }
 
+/// The text of a settled row's content blocks, a line each.
 fn text_of(t: &TaskRow) -> String {
     let blocks: Value = serde_json::from_str(t.content.as_deref().unwrap_or("[]")).unwrap();
     blocks
@@ -800,20 +717,9 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
     for ts in engines().await {
         let w = world(ts).await;
         // Not started: the ask is still waiting.
-        let body = w
-            .kernel
-            .create_run(
-                &w.agent,
-                w.ws,
-                &json!({"run": {"approval_mode": "bypass", "steps": [{"ask": {"prompt": "First?"}}, {"ask": {"prompt": "Second?"}}]}}),
-                None,
-            )
-            .await
-            .unwrap()
-        .fresh()
-        .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        let body = serde_json::to_value(&body).unwrap();
+        let (id, body) = w
+            .create(json!({"approval_mode": "bypass", "steps": [{"ask": {"prompt": "First?"}}, {"ask": {"prompt": "Second?"}}]}))
+            .await;
         let keys = body["receipt"]["accepted_task_keys"].clone();
         let first = keys[0].as_str().unwrap().to_string();
         let second = keys[1].as_str().unwrap().to_string();

@@ -10,7 +10,7 @@ use common::{World, text_of, world};
 use nexus_kernel::conversations::CreateConversationRequest;
 use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
 use nexus_store::testing::{self, engines};
-use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{Engine, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -32,42 +32,8 @@ impl World {
 
     /// Runs one call per round and returns each call's settled row.
     async fn history_calls(&self, name: &str, calls: &[(&str, Value)]) -> Vec<TaskRow> {
-        let mut lines: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, (tool, input))| json!({"tool_calls": [{"id": format!("c{i}"), "name": tool, "input": input}]}))
-            .collect();
-        lines.push(json!({"text": "Done."}));
-        self.script(name, &lines);
-        let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
-            "prompt": "Look back.", "model": format!("scripted/{name}"),
-            "kernel_tools": ["nexus.conversation.search", "nexus.conversation.read"]}}]}});
-        let body = self
-            .kernel
-            .create_run(&self.agent, self.ws, &body, None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
-        self.kernel.work_until_idle(400).await.unwrap();
-        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
-        assert_eq!(run.status, RunStatus::Completed, "on {}", self.dialect);
-        let tools: Vec<TaskRow> = self
-            .kernel
-            .store
-            .tasks_of_run(run.id, 0, 10_000)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|t| t.kind == TaskKind::Tool)
-            .collect();
-        assert_eq!(tools.len(), calls.len(), "on {}", self.dialect);
-        for t in &tools {
-            assert_eq!(t.status, TaskStatus::Completed, "{} on {}", t.key, self.dialect);
-        }
-        tools
+        let tools = ["nexus.conversation.search", "nexus.conversation.read"];
+        self.call_rounds(name, "Look back.", &tools, calls).await
     }
 }
 

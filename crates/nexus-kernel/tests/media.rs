@@ -4,13 +4,15 @@
 //! round's last result (accepted images and PDFs), index lines for oversized or refused media,
 //! and the resource_link JSON of non-media links.
 
-use nexus_core::registry::EffectProfile;
+mod common;
+
+use common::{RunnerWorld as World, runner_world, shot_tools};
+
 use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::uploads::Creator;
-use nexus_kernel::{ExecutorPrincipal, Kernel, MemberPrincipal};
 use nexus_providers::{Entry, Part};
+use nexus_store::TaskKind;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -20,57 +22,8 @@ const PNG: &[u8] = &[
 ];
 const PDF: &[u8] = b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<<>>\nendobj\n";
 
-struct World {
-    _ts: TestStore,
-    dir: tempfile::TempDir,
-    kernel: Kernel,
-    agent: MemberPrincipal,
-    runner: ExecutorPrincipal,
-    ws: Uuid,
-}
-
 async fn world(ts: TestStore) -> World {
-    let dir = tempfile::tempdir().unwrap();
-    let scripts = dir.path().join("scripts");
-    std::fs::create_dir_all(&scripts).unwrap();
-    let kernel = Kernel::builder(ts.store.clone())
-        .scripts_dir(&scripts)
-        .blobs_dir(dir.path().join("blobs"))
-        .provider_backoff_ms(vec![1, 1, 1])
-        .build();
-    let boot = kernel.bootstrap().await.unwrap();
-    let agent = kernel
-        .authenticate_member(Some(&format!(
-            "Bearer {}",
-            boot["agent"]["member_token"].as_str().unwrap()
-        )))
-        .await
-        .unwrap();
-    let transport = format!("Bearer {}", boot["runner"]["transport_token"].as_str().unwrap());
-    let runner = kernel.authenticate_executor(Some(&transport)).await.unwrap();
-    let tools = json!([{"name": "shot", "effect_profile": EffectProfile::READ.to_json(),
-                        "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
-    ts.store
-        .put_announcement(
-            runner.executor.id,
-            &Announcement {
-                served_tools: tools.to_string(),
-                environment: "{}".into(),
-                served_documents: "[]".into(),
-            },
-            nexus_kernel::time::now_ms(),
-        )
-        .await
-        .unwrap();
-    let runner = kernel.authenticate_executor(Some(&transport)).await.unwrap();
-    World {
-        ws: Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap(),
-        _ts: ts,
-        dir,
-        kernel,
-        agent,
-        runner,
-    }
+    runner_world(ts, shot_tools()).await
 }
 
 impl World {
@@ -87,39 +40,19 @@ impl World {
             .unwrap()
     }
 
-    async fn tasks(&self, run: Uuid) -> Vec<TaskRow> {
-        let run = self.kernel.store.run_by_public_id(run).await.unwrap().unwrap();
-        self.kernel.store.tasks_of_run(run.id, 0, 100).await.unwrap()
-    }
-
     /// A started run of one model step `m` (script `name`: one call of `shot`, then "Done.").
     async fn run(&self, name: &str, model: &str) -> Uuid {
-        let lines = [
-            json!({"text": "Shooting.", "tool_calls": [{"id": "c1", "name": "shot", "input": {}}]}),
-            json!({"text": "Done."}),
-        ];
-        let text: Vec<String> = lines.iter().map(Value::to_string).collect();
-        std::fs::write(
-            self.dir.path().join("scripts").join(format!("{name}.jsonl")),
-            text.join("\n"),
-        )
-        .unwrap();
-        let routed = json!({"type": "function",
-            "function": {"name": "shot", "description": "shot on the runner", "parameters": {"type": "object"}},
-            "route": {"kind": "runner", "runner_executor_public_id": self.runner.executor.public_id.to_string(), "tool_name": "shot"}});
-        let body = json!({"run": {"approval_mode": "bypass", "steps": [
-            {"key": "m", "model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}});
-        let created = self
-            .kernel
-            .create_run(&self.agent, self.ws, &body, None)
+        self.script(
+            name,
+            &[
+                json!({"text": "Shooting.", "tool_calls": [{"id": "c1", "name": "shot", "input": {}}]}),
+                json!({"text": "Done."}),
+            ],
+        );
+        let routed = self.routed("shot", "shot");
+        self.start(json!({"approval_mode": "bypass", "steps": [
+            {"key": "m", "model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}))
             .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&created.run.public_id).unwrap();
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
-        self.kernel.work_until_idle(50).await.unwrap();
-        id
     }
 
     /// Claims the run's tool row: (key, claim token).
@@ -140,7 +73,7 @@ impl World {
             Ok(body) => self.kernel.commit(&self.runner, run, &claim.0, &body).await,
             Err(refused) => Err(refused),
         };
-        self.kernel.work_until_idle(50).await.unwrap();
+        self.drive().await;
         out.map(|reply| serde_json::to_value(reply.task).unwrap())
             .unwrap_or_else(|e| json!({"error": e.code.as_str()}))
     }
@@ -153,15 +86,7 @@ impl World {
             .iter()
             .find(|t| t.kind == TaskKind::Model && t.declaring_task_id == Some(root.id))
             .expect("a continuation round");
-        let read = self
-            .kernel
-            .get_request(&self.agent, self.ws, run, &next.key, false)
-            .await
-            .unwrap();
-        let nexus_kernel::runs::RequestRead::Json(v) = read else {
-            panic!("a JSON read")
-        };
-        serde_json::from_value(v["request"]["entries"].clone()).unwrap()
+        serde_json::from_value(self.request_read(run, &next.key).await["entries"].clone()).unwrap()
     }
 }
 

@@ -5,13 +5,13 @@
 
 mod common;
 
-use common::{World, world};
+use common::{World, text_of, world};
 
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::declarations::AssemblyPreview;
 use nexus_kernel::memory::door::{MemoryQuery, PutDocumentRequest};
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{RunStatus, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -24,79 +24,26 @@ const MEMORY_TOOLS: [&str; 6] = [
     "nexus.memory.delete",
 ];
 
-/// The text of a settled row's content blocks.
-fn text_of(t: &TaskRow) -> String {
-    let blocks: Value = serde_json::from_str(t.content.as_deref().unwrap_or("[]")).unwrap();
-    blocks
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|b| b["text"].as_str())
-        .collect::<Vec<_>>()
-        .join("")
-}
-
 impl World {
     /// Creates a run of one model step with the memory tools (and `extra` kernel tools).
-    async fn create(&self, script: &str, extra: &[&str]) -> Uuid {
+    async fn memory_run(&self, script: &str, extra: &[&str]) -> Uuid {
         let mut tools: Vec<&str> = MEMORY_TOOLS.to_vec();
         tools.extend_from_slice(extra);
-        let body = json!({"run": {"approval_mode": "bypass", "steps": [{"model": {
-            "prompt": "Use memory.", "model": format!("scripted/{script}"), "kernel_tools": tools}}]}});
-        let created = self
-            .kernel
-            .create_run(&self.agent, self.ws, &body, None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        Uuid::parse_str(&created.run.public_id).unwrap()
+        let run = json!({"approval_mode": "bypass", "steps": [{"model": {
+            "prompt": "Use memory.", "model": format!("scripted/{script}"), "kernel_tools": tools}}]});
+        self.create(run).await.0
     }
 
     async fn start_and_drive(&self, id: Uuid) {
         self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
-        self.kernel.work_until_idle(400).await.unwrap();
-    }
-
-    async fn tasks(&self, id: Uuid) -> Vec<TaskRow> {
-        let run = self.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
-        self.kernel.store.tasks_of_run(run.id, 0, 10_000).await.unwrap()
-    }
-
-    async fn run_status(&self, id: Uuid) -> RunStatus {
-        self.kernel.store.run_by_public_id(id).await.unwrap().unwrap().status
+        self.drive().await;
     }
 
     /// Runs one call per round, in order, and returns each call's settled row.
     async fn calls(&self, name: &str, calls: &[(&str, Value)], extra: &[&str]) -> Vec<TaskRow> {
-        let mut lines: Vec<Value> = calls
-            .iter()
-            .enumerate()
-            .map(|(i, (tool, input))| json!({"tool_calls": [{"id": format!("c{i}"), "name": tool, "input": input}]}))
-            .collect();
-        lines.push(json!({"text": "Done."}));
-        self.script(name, &lines);
-        let id = self.create(name, extra).await;
-        self.start_and_drive(id).await;
-        let tools: Vec<TaskRow> = self
-            .tasks(id)
-            .await
-            .into_iter()
-            .filter(|t| t.kind == TaskKind::Tool)
-            .collect();
-        assert_eq!(tools.len(), calls.len(), "on {}", self.dialect);
-        for t in &tools {
-            assert_eq!(
-                t.status,
-                TaskStatus::Completed,
-                "{} on {}: {:?}",
-                t.key,
-                self.dialect,
-                t.error_key
-            );
-        }
-        assert_eq!(self.run_status(id).await, RunStatus::Completed, "on {}", self.dialect);
-        tools
+        let mut tools: Vec<&str> = MEMORY_TOOLS.to_vec();
+        tools.extend_from_slice(extra);
+        self.call_rounds(name, "Use memory.", &tools, calls).await
     }
 
     async fn put(&self, who: &MemberPrincipal, body: Value) -> Value {
@@ -149,9 +96,9 @@ async fn memory_write_then_read_in_consecutive_rounds() {
                                   "contains": "step one\nstep two"}}}),
             ],
         );
-        let id = w.create("wr", &[]).await;
+        let id = w.memory_run("wr", &[]).await;
         w.start_and_drive(id).await;
-        assert_eq!(w.run_status(id).await, RunStatus::Completed, "on {}", w.dialect);
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed, "on {}", w.dialect);
         let tools: Vec<TaskRow> = w
             .tasks(id)
             .await
@@ -407,14 +354,14 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
                 json!({"text": "Loaded."}),
             ],
         );
-        let id = w.create("skills", &["nexus.skill.load"]).await;
+        let id = w.memory_run("skills", &["nexus.skill.load"]).await;
         // A document removed after acceptance is skill_unknown at load.
         w.kernel
             .memory_delete_document(&w.agent, w.ws, &doc_at("user/skills/notes"))
             .await
             .unwrap();
         w.start_and_drive(id).await;
-        assert_eq!(w.run_status(id).await, RunStatus::Completed, "on {}", w.dialect);
+        assert_eq!(w.run_row(id).await.status, RunStatus::Completed, "on {}", w.dialect);
         let tasks = w.tasks(id).await;
         let model = tasks.iter().find(|t| t.key == "s1-model-1").unwrap();
         let frozen: Value = serde_json::from_str(model.frozen_context.as_deref().unwrap()).unwrap();

@@ -10,7 +10,7 @@ mod continues;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use common::World;
+use common::{World, shot_tools};
 use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai, schema};
 use nexus_kernel::runs::{RequestRead, Stop};
 use nexus_providers::{InstanceConfig, Kind, Providers};
@@ -53,37 +53,23 @@ async fn world(ts: TestStore, upstream: &FakeUpstream, configure: impl Fn(&mut I
 }
 
 impl World {
-    /// A run of one model step on `model` declaring three kernel tools, started and driven.
+    /// A run of one model step on `model` declaring three kernel tools, started (not driven).
     async fn kernel_tool_run(&self, model: &str) -> Uuid {
-        let body = self
-            .kernel
-            .create_run(
-                &self.agent,
-                self.ws,
-                &json!({"run": {
-                    "approval_mode": "bypass",
-                    "default_runner_executor_public_id": self.runner.to_string(),
-                    "steps": [{"model": {
-                        "prompt": "List the runners.",
-                        "instructions": "Be brief.",
-                        "model": model,
-                        "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
-                        "runner_executor_public_ids": [self.runner.to_string()],
-                    }}],
-                }}),
-                None,
-            )
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
+        let (id, _) = self
+            .create(json!({
+                "approval_mode": "bypass",
+                "default_runner_executor_public_id": self.runner.to_string(),
+                "steps": [{"model": {
+                    "prompt": "List the runners.",
+                    "instructions": "Be brief.",
+                    "model": model,
+                    "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
+                    "runner_executor_public_ids": [self.runner.to_string()],
+                }}],
+            }))
+            .await;
         self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
         id
-    }
-
-    async fn drive(&self) {
-        self.kernel.work_until_idle(100).await.unwrap();
     }
 
     async fn run_json(&self, id: Uuid) -> Value {
@@ -92,18 +78,6 @@ impl World {
 
     async fn cache(&self, id: Uuid) -> Value {
         serde_json::to_value(self.kernel.run_cache(&self.agent, self.ws, id).await.unwrap()).unwrap()
-    }
-
-    async fn sealed(&self, id: Uuid, key: &str) -> Value {
-        let RequestRead::Json(v) = self
-            .kernel
-            .get_request(&self.agent, self.ws, id, key, false)
-            .await
-            .unwrap()
-        else {
-            panic!("a JSON read");
-        };
-        v["request"].clone()
     }
 
     async fn provider_bytes(&self, id: Uuid, key: &str) -> (Vec<u8>, String) {
@@ -118,39 +92,9 @@ impl World {
         (body, body_sha256)
     }
 
-    /// The bootstrap runner announces one tool, `shot`.
-    async fn announce_shot(&self) {
-        let row = self
-            .kernel
-            .store
-            .executor_by_public_id(self.runner)
-            .await
-            .unwrap()
-            .unwrap();
-        let served = json!([{"name": "shot", "effect_profile": nexus_core::registry::EffectProfile::READ.to_json(),
-            "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
-        self.kernel
-            .store
-            .put_announcement(
-                row.id,
-                &nexus_store::Announcement {
-                    served_tools: served.to_string(),
-                    environment: "{}".into(),
-                    served_documents: "[]".into(),
-                },
-                nexus_kernel::time::now_ms(),
-            )
-            .await
-            .unwrap();
-    }
-
     /// The key of the run's first model round (the step's key).
     async fn first_round(&self, id: Uuid) -> String {
         self.cache(id).await["rounds"][0]["key"].as_str().unwrap().to_string()
-    }
-
-    async fn task(&self, id: Uuid, key: &str) -> Value {
-        self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()["task"].clone()
     }
 }
 
@@ -197,7 +141,7 @@ async fn three_rounds(w: &World, upstream: &FakeUpstream, route: Route, model: &
         assert_eq!(round["tools_sha256"], sha_hex(&first_tools), "round {i}");
         assert_eq!(round["tools_changed"], false);
         // The received body is the sealed one.
-        let sealed = w.sealed(id, key).await;
+        let sealed = w.request_read(id, key).await;
         assert_eq!(sealed["body_sha256"], req.sha256_hex(), "round {i}");
         assert_eq!(sealed["request_bytes"], req.body.len());
         let (bytes, digest) = w.provider_bytes(id, key).await;
@@ -312,7 +256,7 @@ async fn anthropic_rounds_send_identical_tools_and_the_sealed_bytes() {
         let cache = w.cache(id).await;
         assert_eq!(cache["rounds"][1]["usage"]["cache_read_input_tokens"], 90);
         let key = w.first_round(id).await;
-        assert_eq!(w.task(id, &key).await["usage"]["cache_creation_input_tokens"], 90);
+        assert_eq!(w.task_read(id, &key).await["usage"]["cache_creation_input_tokens"], 90);
     }
 }
 
@@ -386,8 +330,8 @@ async fn one_round(w: &World, upstream: &FakeUpstream, replies: Vec<Reply>) -> (
     let id = w.kernel_tool_run("anthropic/claude-test").await;
     w.drive().await;
     let key = w.first_round(id).await;
-    let task = w.task(id, &key).await;
-    let sealed = w.sealed(id, &key).await;
+    let task = w.task_read(id, &key).await;
+    let sealed = w.request_read(id, &key).await;
     (task, sealed)
 }
 
@@ -537,18 +481,19 @@ async fn a_streamed_reply_sends_model_delta_frames_on_the_live_feed() {
             if route == Route::ChatCompletions {
                 schema::assert_valid(schema::REQUEST, &body);
             }
-            let task = w.task(id, &key).await;
+            let task = w.task_read(id, &key).await;
             assert_eq!(task["status"], "completed", "{task}");
             assert_eq!(task["usage"]["output_tokens"], 5);
             // Deltas are never stored: the run's events hold none.
-            let events = w.kernel.store.events_after(run_id(&w, id).await, 0, 500).await.unwrap();
+            let events = w
+                .kernel
+                .store
+                .events_after(w.run_row(id).await.id, 0, 500)
+                .await
+                .unwrap();
             assert!(events.iter().all(|e| !e.kind.as_str().contains("delta")));
         }
     }
-}
-
-async fn run_id(w: &World, id: Uuid) -> i64 {
-    w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id
 }
 
 #[tokio::test]
@@ -579,7 +524,7 @@ async fn a_stop_aborts_a_streaming_call() {
         let run = w.run_json(id).await;
         assert_eq!(run["run"]["status"], "canceled", "{run}");
         let key = w.first_round(id).await;
-        assert_eq!(w.task(id, &key).await["status"], "canceled");
+        assert_eq!(w.task_read(id, &key).await["status"], "canceled");
         assert_eq!(upstream.requests().len(), 1);
     }
 }
@@ -614,30 +559,18 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
             Route::Messages,
             Expectation::any(anthropic::Message::new(m).text("Done.").reply()),
         );
-        w.announce_shot().await;
+        w.announce(shot_tools(), json!({})).await;
         let deferred = json!({"type": "function", "defer_loading": true,
             "function": {"name": "shot", "description": "Take a screenshot.", "parameters": {"type": "object"}},
             "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
-        let body = w
-            .kernel
-            .create_run(
-                &w.agent,
-                w.ws,
-                &json!({"run": {"approval_mode": "bypass",
-                    "default_runner_executor_public_id": w.runner.to_string(),
-                    "steps": [{"model": {"prompt": "Find the screenshot tool.", "model": "anthropic/claude-search",
-                        "tools": [deferred],
-                        "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
-                        "runner_executor_public_ids": [w.runner.to_string()]}}]}}),
-                None,
-            )
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        w.drive().await;
+        let id = w
+            .start(json!({"approval_mode": "bypass",
+            "default_runner_executor_public_id": w.runner.to_string(),
+            "steps": [{"model": {"prompt": "Find the screenshot tool.", "model": "anthropic/claude-search",
+                "tools": [deferred],
+                "kernel_tools": ["nexus.runners.list", "nexus.tools.search", "nexus.tools.call"],
+                "runner_executor_public_ids": [w.runner.to_string()]}}]}))
+            .await;
         upstream.assert_no_mismatches();
         let sent = upstream.requests_on(Route::Messages);
         assert_eq!(sent.len(), 2);
@@ -680,7 +613,7 @@ async fn server_side_tool_search_marks_deferred_entries_and_replays_native_block
         );
         // The sealed tools show the native form.
         let key = w.first_round(id).await;
-        let sealed = w.sealed(id, &key).await;
+        let sealed = w.request_read(id, &key).await;
         assert!(sealed.to_string().contains("shot"), "{sealed}");
     }
 }
@@ -696,7 +629,7 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
     for r in replies {
         upstream.expect(route, Expectation::any(r));
     }
-    let runner = w.kernel.authenticate_executor(Some(&w.runner_transport)).await.unwrap();
+    let runner = w.runner_principal().await;
     let mut writer = w.kernel.begin_upload().await.unwrap();
     writer.write(PNG).await.unwrap();
     let capture = w
@@ -705,32 +638,16 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         .await
         .map(|created| serde_json::to_value(created.upload).unwrap())
         .unwrap();
-    let routed = json!({"type": "function",
-        "function": {"name": "shot", "description": "shot on the runner", "parameters": {"type": "object"}},
-        "route": {"kind": "runner", "runner_executor_public_id": w.runner.to_string(), "tool_name": "shot"}});
-    let body = w
-        .kernel
-        .create_run(
-            &w.agent,
-            w.ws,
-            &json!({"run": {"approval_mode": "bypass", "steps": [
-                {"model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}}),
-            None,
-        )
-        .await
-        .unwrap()
-        .fresh()
-        .expect("a fresh create");
-    let id = Uuid::parse_str(&body.run.public_id).unwrap();
+    let routed = w.routed("shot", "shot");
+    let (id, _) = w
+        .create(json!({"approval_mode": "bypass", "steps": [
+            {"model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}))
+        .await;
     w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
     w.drive().await;
-    let run = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
     let tool = w
-        .kernel
-        .store
-        .tasks_of_run(run.id, 0, 100)
+        .tasks(id)
         .await
-        .unwrap()
         .into_iter()
         .find(|t| t.kind == nexus_store::TaskKind::Tool)
         .expect("the call's tool row");
@@ -769,7 +686,7 @@ async fn a_capture_is_an_image_block_for_capable_models_and_an_index_line_otherw
             }
         })
         .await;
-        w.announce_shot().await;
+        w.announce(shot_tools(), json!({})).await;
         let body = shot_round(
             &w,
             &upstream,

@@ -10,54 +10,23 @@ use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::{RequestRead, RunsQuery};
+use nexus_store::MemberKind;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, MemberKind};
 use serde_json::{Value, json};
 use sha2::Digest;
 use uuid::Uuid;
 
 async fn world(ts: TestStore) -> World {
     let w = common::world(ts).await;
-    let row = w.kernel.store.executor_by_public_id(w.runner).await.unwrap().unwrap();
     let tools = json!([
         {"name": "read", "effect_profile": EffectProfile::READ.to_json(), "description": "Read a file from the workspace.", "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}},
         {"name": "grep", "effect_profile": EffectProfile::READ.to_json(), "description": "Search file contents.", "input_schema": {"type": "object"}},
     ]);
-    w.kernel
-        .store
-        .put_announcement(
-            row.id,
-            &Announcement {
-                served_tools: tools.to_string(),
-                environment: json!({"os": "linux", "root": "/srv"}).to_string(),
-                served_documents: "[]".into(),
-            },
-            nexus_kernel::time::now_ms(),
-        )
-        .await
-        .unwrap();
+    w.announce(tools, json!({"os": "linux", "root": "/srv"})).await;
     w
 }
 
 impl World {
-    async fn start(&self, run: Value) -> Uuid {
-        let body = self
-            .kernel
-            .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
-        self.kernel.work_until_idle(50).await.unwrap();
-        id
-    }
-
-    async fn task(&self, id: Uuid, key: &str) -> Value {
-        self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()["task"].clone()
-    }
-
     /// A run whose one model step (imports from the runner, kernel tools declared) makes
     /// `calls` and then ends.
     async fn kernel_tool_run(&self, name: &str, calls: Value) -> Uuid {
@@ -96,7 +65,7 @@ async fn runners_list_reads_the_frozen_environment() {
                 json!([{"id": "c1", "name": "runners_list", "input": {}}, {"id": "c2", "name": "runners_list", "input": {"x": 1}}]),
             )
             .await;
-        let t = w.task(id, "r1t0").await;
+        let t = w.task_read(id, "r1t0").await;
         assert_eq!(t["status"], "completed", "{t}");
         assert!(t.get("is_error").is_none());
         assert_eq!(t["approval"]["origin"], "mode");
@@ -109,14 +78,14 @@ async fn runners_list_reads_the_frozen_environment() {
                                 "environment": {"os": "linux", "root": "/srv"}}]})
         );
         assert_eq!(t["content"], json!([{"type": "text", "text": t["output"]}]));
-        let bad = w.task(id, "r1t1").await;
+        let bad = w.task_read(id, "r1t1").await;
         assert_eq!(bad["status"], "completed");
         assert_eq!(bad["is_error"], true);
         assert!(
             bad["output"].as_str().unwrap().starts_with("parameter_invalid: `x`"),
             "{bad}"
         );
-        assert_eq!(w.task(id, "r1").await["status"], "completed");
+        assert_eq!(w.task_read(id, "r1").await["status"], "completed");
     }
 }
 
@@ -135,7 +104,7 @@ async fn tool_search_finds_deferred_imports_with_their_wire_definition() {
                 ]),
             )
             .await;
-        let exact = w.task(id, "r1t0").await;
+        let exact = w.task_read(id, "r1t0").await;
         assert_eq!(exact["status"], "completed", "{exact}");
         let v = output_json(&exact);
         assert_eq!(v["truncated"], false);
@@ -153,7 +122,7 @@ async fn tool_search_finds_deferred_imports_with_their_wire_definition() {
         );
         assert_eq!(tools[0]["skills"], json!([]));
         // Terms match descriptions, case-folded, in declaration order.
-        let v = output_json(&w.task(id, "r1t1").await);
+        let v = output_json(&w.task_read(id, "r1t1").await);
         let names: Vec<&str> = v["tools"]
             .as_array()
             .unwrap()
@@ -161,10 +130,10 @@ async fn tool_search_finds_deferred_imports_with_their_wire_definition() {
             .map(|t| t["name"].as_str().unwrap())
             .collect();
         assert!(names.contains(&"read") && names.contains(&"grep"), "{v}");
-        let blank = w.task(id, "r1t2").await;
+        let blank = w.task_read(id, "r1t2").await;
         assert_eq!(blank["is_error"], true);
         assert!(blank["output"].as_str().unwrap().starts_with("parameter_invalid: "));
-        let limited = output_json(&w.task(id, "r1t3").await);
+        let limited = output_json(&w.task_read(id, "r1t3").await);
         assert_eq!(limited["tools"].as_array().unwrap().len(), 1);
         assert_eq!(limited["truncated"], true);
     }
@@ -199,7 +168,7 @@ async fn task_reads_transcript_graph_and_events() {
             .await;
 
         // The model row.
-        let m = w.task(id, "s1-model-1").await;
+        let m = w.task_read(id, "s1-model-1").await;
         assert_eq!(m["kind"], "model_task");
         assert_eq!(m["status"], "completed");
         assert_eq!(m["mainline"], true);
@@ -241,7 +210,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(members(&m), [&TRACE[..], &own, &OUTCOME].concat());
 
         // The tool row.
-        let t = w.task(id, "r1t0").await;
+        let t = w.task_read(id, "r1t0").await;
         assert_eq!(t["kind"], "tool_task");
         assert_eq!(t["tool_name"], "runners_list");
         assert_eq!(t["tool_input"], json!({}));
@@ -265,7 +234,7 @@ async fn task_reads_transcript_graph_and_events() {
             "effect_profile",
         ];
         assert_eq!(members(&t), [&TRACE[..], &own, &OUTCOME].concat());
-        let r1 = w.task(id, "r1").await;
+        let r1 = w.task_read(id, "r1").await;
         assert_eq!(r1["after"], json!(["r1t0"]));
 
         // Unknown keys and runs are 404; a member without standing sees nothing.

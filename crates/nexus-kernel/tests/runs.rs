@@ -4,63 +4,14 @@
 
 mod common;
 
-use common::{World, world};
+use common::world;
 
 use nexus_core::codes::Code;
 use nexus_kernel::runs::{Idempotent, Stop};
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{Engine, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
-
-impl World {
-    async fn create(&self, run: Value) -> (Uuid, Value) {
-        let body = self
-            .kernel
-            .create_run(&self.agent, self.ws, &json!({ "run": run }), None)
-            .await
-            .unwrap()
-            .fresh()
-            .expect("a fresh create");
-        let id = Uuid::parse_str(&body.run.public_id).unwrap();
-        (id, serde_json::to_value(&body).unwrap())
-    }
-
-    async fn run_row(&self, id: Uuid) -> RunRow {
-        self.kernel.store.run_by_public_id(id).await.unwrap().unwrap()
-    }
-
-    async fn tasks(&self, id: Uuid) -> Vec<TaskRow> {
-        let run = self.run_row(id).await;
-        self.kernel.store.tasks_of_run(run.id, 0, 1000).await.unwrap()
-    }
-
-    async fn task(&self, id: Uuid, key: &str) -> TaskRow {
-        let run = self.run_row(id).await;
-        self.kernel
-            .store
-            .task_by_key(run.id, key)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("no task {key}"))
-    }
-
-    async fn sealed(&self, id: Uuid, key: &str) -> (Value, Vec<u8>) {
-        let t = self.task(id, key).await;
-        let s = self
-            .kernel
-            .store
-            .sealed_request(t.id, t.generation)
-            .await
-            .unwrap()
-            .unwrap_or_else(|| panic!("{key} is not sealed"));
-        (serde_json::from_str(&s.record).unwrap(), s.body)
-    }
-
-    async fn drive(&self) {
-        self.kernel.work_until_idle(50).await.unwrap();
-    }
-}
 
 fn model_step(model: &str, extra: Value) -> Value {
     let mut m = json!({"prompt": "Look around.", "model": model});
@@ -121,7 +72,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(r1t0.visibility, nexus_store::Visibility::Collapsed);
 
         // The continuation reads every call, in call order.
-        let (r1, _) = w.sealed(id, "r1").await;
+        let (r1, _) = w.sealed_row(id, "r1").await;
         let entries = r1["entries"].as_array().unwrap();
         let kinds: Vec<&str> = entries.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["user", "assistant", "tool_result", "tool_result"]);
@@ -135,7 +86,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         );
 
         // The tools block is byte-identical round after round, and exactly the projection.
-        let (s1, _) = w.sealed(id, "s1-model-1").await;
+        let (s1, _) = w.sealed_row(id, "s1-model-1").await;
         let tools0 = serde_json::to_string(&s1["request_options"]["tools"]).unwrap();
         let tools1 = serde_json::to_string(&r1["request_options"]["tools"]).unwrap();
         assert_eq!(tools0, tools1);
@@ -210,7 +161,7 @@ async fn an_undeclared_call_fails_at_birth_and_the_round_goes_on() {
         assert_eq!(t2.error_key.as_deref(), Some("invalid_tool_arguments"));
         assert_eq!(t2.tool_input.as_deref(), Some("{}"));
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
-        let (r1, _) = w.sealed(id, "r1").await;
+        let (r1, _) = w.sealed_row(id, "r1").await;
         let first = &r1["entries"][2];
         assert_eq!(first["call_id"], "a");
         assert_eq!(first["is_error"], true);
@@ -248,7 +199,7 @@ async fn an_alias_call_is_stored_under_the_wire_name() {
         assert_eq!(t.tool_name.as_deref(), Some("runners_list"));
         assert_eq!(t.tool_alias.as_deref(), Some("ListRunners"));
         assert_eq!(t.status, TaskStatus::Completed, "{:?}", t.error_key);
-        let (r1, _) = w.sealed(id, "r1").await;
+        let (r1, _) = w.sealed_row(id, "r1").await;
         assert_eq!(r1["entries"][2]["name"], "ListRunners");
         assert_eq!(r1["request_options"]["tools"][0]["function"]["name"], "ListRunners");
     }
@@ -390,7 +341,7 @@ async fn appended_model_steps_replay_the_mainline() {
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
-        let (s2, _) = w.sealed(id, "s1-model-2").await;
+        let (s2, _) = w.sealed_row(id, "s1-model-2").await;
         let entries = s2["entries"].as_array().unwrap();
         let kinds: Vec<&str> = entries.iter().map(|e| e["type"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["user", "assistant", "user"]);
@@ -735,7 +686,7 @@ async fn a_repeat_call_loop_refuses_expansion() {
             }))
             .await;
         w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-        w.kernel.work_until_idle(200).await.unwrap();
+        w.drive().await;
         let refused: Vec<TaskRow> = w
             .tasks(id)
             .await

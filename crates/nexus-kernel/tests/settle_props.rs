@@ -4,13 +4,17 @@
 //! Kernel over the same store) never settle a task twice and never accept a stale token.
 //! Every answer is checked against a small model of the park.
 
+mod common;
+
+use common::{RunnerWorld as World, runner_world};
+
 use nexus_core::codes::Code;
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::executor::claim::Extend;
 use nexus_kernel::executor::commit::CommitRequest;
-use nexus_kernel::{ExecutorPrincipal, Kernel, KernelResult, MemberPrincipal};
+use nexus_kernel::{Kernel, KernelResult};
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, RunStatus, Store, TaskStatus};
+use nexus_store::{Engine, RunStatus, Store, TaskStatus};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use serde_json::{Value, json};
@@ -69,65 +73,16 @@ struct Park {
     settled: Option<&'static str>,
 }
 
-struct World {
-    ts: TestStore,
-    human: MemberPrincipal,
-    runner: ExecutorPrincipal,
-    ws: Uuid,
-    runner_id: Uuid,
-}
-
 async fn world(ts: TestStore) -> World {
-    let kernel = Kernel::new(ts.store.clone());
-    let boot = kernel.bootstrap().await.unwrap();
-    let human = kernel
-        .authenticate_member(Some(&format!(
-            "Bearer {}",
-            boot["human"]["member_token"].as_str().unwrap()
-        )))
-        .await
-        .unwrap();
-    let runner = kernel
-        .authenticate_executor(Some(&format!(
-            "Bearer {}",
-            boot["runner"]["transport_token"].as_str().unwrap()
-        )))
-        .await
-        .unwrap();
     let tools = json!([{"name": "read", "effect_profile": EffectProfile::READ.to_json(), "timeout_ms": ANNOUNCED_MS,
                         "description": "Read a file.", "input_schema": {"type": "object"}}]);
-    ts.store
-        .put_announcement(
-            runner.executor.id,
-            &Announcement {
-                served_tools: tools.to_string(),
-                environment: "{}".into(),
-                served_documents: "[]".into(),
-            },
-            nexus_kernel::time::now_ms(),
-        )
-        .await
-        .unwrap();
-    let runner = kernel
-        .authenticate_executor(Some(&format!(
-            "Bearer {}",
-            boot["runner"]["transport_token"].as_str().unwrap()
-        )))
-        .await
-        .unwrap();
-    World {
-        human,
-        ws: Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap(),
-        runner_id: runner.executor.public_id,
-        runner,
-        ts,
-    }
+    runner_world(ts, tools).await
 }
 
 /// A started run of one runner-routed `read` step `t`, dispatched.
 async fn dispatched_run(w: &World, kernel: &Kernel) -> (Uuid, i64) {
     let step = json!({"key": "t", "tool": {"name": "read", "input": {"path": "x"},
-                      "route": {"kind": "runner", "runner_executor_public_id": w.runner_id.to_string()}}});
+                      "route": {"kind": "runner", "runner_executor_public_id": w.runner.executor.public_id.to_string()}}});
     let body = json!({"run": {"approval_mode": "bypass", "steps": [step]}});
     let created = kernel
         .create_run(&w.human, w.ws, &body, None)
@@ -338,7 +293,7 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         let dialect = ts.dialect;
         let w = world(ts).await;
         let kernel = Kernel::new(w.ts.store.clone());
-        let route = json!({"kind": "runner", "runner_executor_public_id": w.runner_id.to_string()});
+        let route = json!({"kind": "runner", "runner_executor_public_id": w.runner.executor.public_id.to_string()});
         let steps = json!([
             {"key": "a", "tool": {"name": "read", "input": {"path": "a"}, "route": route}},
             {"key": "b", "tool": {"name": "read", "input": {"path": "b"}, "route": route}},

@@ -10,7 +10,6 @@ use common::world;
 use nexus_store::testing::{self, OutsideSession};
 use nexus_store::{Engine, RunStatus, TaskStatus};
 use serde_json::json;
-use uuid::Uuid;
 
 /// Polls `check` every 10 ms for up to 10 s.
 async fn until<F: AsyncFnMut() -> bool>(what: &str, mut check: F) {
@@ -32,20 +31,14 @@ async fn a_model_reply_whose_unit_was_a_deadlock_victim_is_applied_again() {
     let w = world(ts).await;
     // One text-only round whose reply takes a moment, so the round's row can be held first.
     w.script("slow", &[json!({"text": "Done.", "delay_ms": 1500})]);
-    let body = json!({"run": {
-        "approval_mode": "bypass",
-        "steps": [{"model": {"prompt": "Say done.", "model": "scripted/slow"}}],
-    }});
-    let created = w
-        .kernel
-        .create_run(&w.agent, w.ws, &body, None)
-        .await
-        .unwrap()
-        .fresh()
-        .expect("a fresh create");
-    let id = Uuid::parse_str(&created.run.public_id).unwrap();
+    let (id, _) = w
+        .create(json!({
+            "approval_mode": "bypass",
+            "steps": [{"model": {"prompt": "Say done.", "model": "scripted/slow"}}],
+        }))
+        .await;
     w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
-    let run = w.kernel.store.run_by_public_id(id).await.unwrap().unwrap();
+    let run = w.run_row(id).await;
     let key = "s1-model-1";
 
     let kernel = w.kernel.clone();
