@@ -1,6 +1,7 @@
 //! The unit of work: one transaction on either engine, through which the kernel writes run
 //! state so that each change and its event commit together (storage-and-scale.md §3). Its
-//! contract, the same on both engines, is all here; how an engine keeps it is its own business.
+//! contract, the same on both engines, is all here; how an engine keeps it is its own business
+//! (PostgreSQL's: `postgres/unit/`).
 //!
 //! - **Begin and lock.** [`crate::Store::begin`] opens it; [`Tx::lock`] takes a run's lock and
 //!   reads what a typed request names under it ([`RunLock`], [`LockReads`]). Lock order: the
@@ -10,18 +11,21 @@
 //! - **Buffered writes** (`put_*`, `delete_*`, [`Tx::update_run`]) answer `Result<()>` and may
 //!   be sent later: before the unit's next read, or with its commit. A buffered write's failure
 //!   is therefore answered by that read or the commit (SQLite sends each at once, and answers
-//!   it there; PostgreSQL sends them with the next statement, `tx/buffered.rs`).
-//! - **Answering writes** (`insert_*` returning a row or an id, `update_task*` returning
-//!   whether a row matched) answer on the call.
+//!   it there; PostgreSQL sends them with the next statement).
+//! - **Answering writes** (`insert_*` returning a row or an id, [`Tx::update_task`] returning
+//!   whether the row met its [`Expect`]) answer on the call. A task row the unit read or wrote
+//!   under its run's lock is known as stored (`tx/known.rs`): an update of it is decided on that
+//!   row, without reading it again, whatever the caller's copy holds.
 //! - **Ids.** The kernel names no id it was not given: an insert answers its row's id. A run's
 //!   rows take ascending ids in the order the unit inserts them, on any node. (PostgreSQL may
-//!   take ids ahead of a unit's inserts, `tx/reserved.rs`; that is private to it.)
+//!   take ids ahead of a unit's inserts and buffer them; that is private to it.)
 //! - **Failure voids the unit.** A statement that fails in the database (a unique or foreign
 //!   key violation: `Conflict`, `NotFound`; or `Database`) voids the unit on both engines, as
 //!   PostgreSQL aborts the transaction: every later call and the commit answer
 //!   [`StoreError::TxAborted`]; drop it and begin again. A key already used (a task key in its
-//!   run, a sealed generation) is [`StoreError::Conflict`], whichever call answers it. The
-//!   store's own answers do not void it: `NotFound` for a missing run found by a read
+//!   run, a sealed generation) is [`StoreError::Conflict`], whichever call answers it: the
+//!   insert, or the read or commit a buffered insert went out with (`tests/key_conflicts.rs`).
+//!   The store's own answers do not void it: `NotFound` for a missing run found by a read
 //!   ([`Tx::lock`], `update_run`, `append_event`), the text guard, a bad argument (`Config`),
 //!   and the two designed non-failures — [`Tx::idempotency_put`]'s `Conflict` for a taken
 //!   scope and [`Tx::insert_edge`]'s `false` for an existing edge.
@@ -44,6 +48,8 @@ pub struct SqliteTx {
     /// writer moves a sequence, and inside the unit only [`Tx::append_event`] does. An append to
     /// a run listed here takes the next sequence without reading the run row back.
     sequences: Vec<RunSequence>,
+    /// The task rows the unit knows as stored (`tx/known.rs`).
+    known: known::Known,
 }
 
 /// A run's latest event sequence inside a SQLite unit of work. The appends do not write the run
@@ -66,7 +72,7 @@ pub struct PgTx {
     /// The runs the unit holds locked and the appends it sends with its `COMMIT`.
     deferred: deferred::Deferred,
     /// The task rows the unit knows as stored (`tx/known.rs`).
-    known: Vec<TaskRow>,
+    known: known::Known,
     /// The run's answering member, read with a claim door's lock ([`Tx::open_claim_door`]).
     answerer: Option<Box<crate::MemberRow>>,
     /// Ids taken ahead of the unit's inserts (`tx/reserved.rs`), once the unit asks for some.
@@ -79,6 +85,7 @@ impl SqliteTx {
             tx,
             void: false,
             sequences: Vec::new(),
+            known: known::Known::default(),
         }
     }
 }
@@ -89,7 +96,7 @@ impl PgTx {
             tx,
             void: false,
             deferred: deferred::Deferred::default(),
-            known: Vec::new(),
+            known: known::Known::default(),
             answerer: None,
             ids: None,
         }
@@ -147,7 +154,8 @@ macro_rules! tx_dispatch {
                 let result = Box::pin(async move {
                     tx.ensure_begun().await?;
                     if let Some(held) = held {
-                        tx.execute_simple(&held).await?;
+                        // A buffered write's failure is a write's: a used key is `Conflict`.
+                        tx.execute_simple(&held).await.map_err(write_error)?;
                     }
                     postgres::ops::$f(&mut **tx, $($arg),*).await
                 })
@@ -337,7 +345,7 @@ impl Tx {
             && let Some(id) = t.take_reserved_id(false)
         {
             let row = t.buffer_task_insert(id, new)?;
-            t.remember(&row);
+            self.remember(&row);
             return Ok(row);
         }
         let after_held = match self {
@@ -348,9 +356,7 @@ impl Tx {
             Some(row) => row?,
             None => tx_dispatch!(self, insert_task(&new))?,
         };
-        if let Tx::Postgres(t) = self {
-            t.remember(&row);
-        }
+        self.remember(&row);
         Ok(row)
     }
 
@@ -407,8 +413,8 @@ impl Tx {
         };
         if let Some((found, task)) = &mut opened {
             self.note_locked(&mut found.run);
-            if let (Tx::Postgres(t), Some(task)) = (&mut *self, task) {
-                t.remember(task);
+            if let Some(task) = task {
+                self.remember(task);
             }
         }
         Ok(opened)
@@ -430,12 +436,23 @@ impl Tx {
         tx_dispatch!(self, tasks_of_run(run_id))
     }
 
+    /// The task keyed `key` in the run (known as stored when the unit holds the run's lock:
+    /// `tx/known.rs`).
     pub async fn task_by_key(&mut self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
-        tx_dispatch!(self, task_by_key(run_id, key))
+        let task = tx_dispatch!(self, task_by_key(run_id, key))?;
+        if let Some(task) = &task {
+            self.remember(task);
+        }
+        Ok(task)
     }
 
+    /// The task `task_id` (known as stored when the unit holds its run's lock: `tx/known.rs`).
     pub async fn task_by_id(&mut self, task_id: i64) -> Result<Option<TaskRow>> {
-        tx_dispatch!(self, task_by_id(task_id))
+        let task = tx_dispatch!(self, task_by_id(task_id))?;
+        if let Some(task) = &task {
+            self.remember(task);
+        }
+        Ok(task)
     }
 
     /// A task's id, kind, declaring row and `frozen_digest`, without reading `frozen_context`.
@@ -712,6 +729,7 @@ mod history;
 mod known;
 mod locked;
 mod reserved;
+pub use known::{Expect, TaskUpdate};
 pub use locked::{LockReads, Locked, RunLock};
 mod sequences;
 mod turns;

@@ -321,7 +321,7 @@ pub(crate) const TASK_AND_DEPS: &str = task_select!(
 
 /// The rows depending on task `$1`, each with the rows it depends on, by dependent (`of_task`)
 /// and id: [`TASK_AND_DEPS`] of every dependent in one statement (PostgreSQL, after a settle's
-/// buffered writes: `crate::Tx::probe_dependents`).
+/// buffered writes: `crate::Tx::around_settled`).
 pub(crate) const DEPENDENTS_AND_THEIR_DEPS_PG: &str = concat!(
     "SELECT x.of_task AS of_task, ",
     task_columns_t!(),

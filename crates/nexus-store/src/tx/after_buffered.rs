@@ -18,7 +18,7 @@ use sqlx::postgres::PgRow;
 impl Tx {
     /// The edges into `depends_on_id` (its dependents), by (task_id, depends_on_id, kind),
     /// unless run `run_id` holds a kernel-held (`running`) await (`None`): one statement. A
-    /// settle asks through [`Tx::probe_dependents`], which sends it after buffered writes.
+    /// settle asks through [`Tx::around_settled`], which sends it after buffered writes.
     pub async fn edges_into_unless_awaiting(
         &mut self,
         run_id: i64,
@@ -27,40 +27,38 @@ impl Tx {
         tx_dispatch!(self, edges_into_unless_awaiting(run_id, depends_on_id))
     }
 
-    /// [`Tx::edges_into_unless_awaiting`], and what a settle reads next, as the caller expects
-    /// it (`dependents_expected`): each dependent's [`Tx::task_and_deps`] when rows are expected
-    /// to depend on `depends_on_id`; otherwise the run's end-of-run read
-    /// ([`Tx::tasks_if_quiescent`] as the run stands after the unit's writes so far), which
-    /// answers only when no row depends on it and the run holds no kernel-held await. On
-    /// PostgreSQL with writes buffered, the two go out with them in one round trip; otherwise only
-    /// the edges are read.
-    pub async fn probe_dependents(
-        &mut self,
-        run_id: i64,
-        depends_on_id: i64,
-        dependents_expected: bool,
-    ) -> Result<DependentsProbe> {
+    /// What a settle of `settled` reads next (the rows the settle can reach, runs.md §7): the
+    /// edges into it ([`Tx::edges_into_unless_awaiting`]), and, on PostgreSQL with writes
+    /// buffered, in the same round trip as they go out, one of two reads the store picks from
+    /// the row itself. A row a model round declared (`declaring_task_id`) is followed by its
+    /// round's continuation, which depends on it: each dependent's [`Tx::task_and_deps`].
+    /// Any other row: the run's end-of-run read ([`Tx::tasks_if_quiescent`] as the run stands
+    /// after the unit's writes so far), which answers only when no row depends on it and the
+    /// run holds no kernel-held await. Otherwise only the edges are read.
+    pub async fn around_settled(&mut self, settled: &TaskRow) -> Result<AroundSettled> {
+        let (run_id, depends_on_id) = (settled.run_id, settled.id);
+        let continued = settled.declaring_task_id.is_some();
         match self {
             Tx::Postgres(t) if t.buffers_writes() => {
                 let literals = vec![run_id.to_string(), depends_on_id.to_string()];
-                let next = if dependents_expected {
+                let next = if continued {
                     let id = vec![depends_on_id.to_string()];
                     Stmt::new(crate::sql::DEPENDENTS_AND_THEIR_DEPS_PG, id)
                 } else {
                     Stmt::new(crate::sql::TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED, literals.clone())
                 };
                 let reads = vec![Stmt::new(crate::sql::EDGES_INTO_UNLESS_AWAITING, literals), next];
-                let mut sets = t.reads_after_buffered(reads, StoreError::from).await?.into_iter();
+                let mut sets = t.reads_after_buffered(reads).await?.into_iter();
                 let edges = sets.next().unwrap_or_default();
                 let edges = edges.iter().map(crate::row::edge_or_awaiting).collect::<Result<_>>()?;
                 let edges = crate::row::edges_unless_awaiting(edges);
                 let next = sets.next().unwrap_or_default();
-                let mut probe = DependentsProbe::default();
+                let mut probe = AroundSettled::default();
                 match &edges {
-                    Some(e) if dependents_expected && !e.is_empty() => {
+                    Some(e) if continued && !e.is_empty() => {
                         probe.dependents = t.dependents_read(&next).await?;
                     }
-                    Some(e) if !dependents_expected && e.is_empty() => {
+                    Some(e) if !continued && e.is_empty() => {
                         let rows = next.iter().map(crate::row::task_end).collect::<Result<Vec<_>>>()?;
                         probe.quiescence = Some(crate::row::quiescent(rows));
                     }
@@ -69,9 +67,9 @@ impl Tx {
                 probe.edges = edges;
                 Ok(probe)
             }
-            _ => Ok(DependentsProbe {
+            _ => Ok(AroundSettled {
                 edges: self.edges_into_unless_awaiting(run_id, depends_on_id).await?,
-                ..DependentsProbe::default()
+                ..AroundSettled::default()
             }),
         }
     }
@@ -81,7 +79,7 @@ impl Tx {
         match self {
             Tx::Postgres(t) if t.buffers_writes() => {
                 let read = Stmt::new(crate::sql::EDGES_FROM, vec![task_id.to_string()]);
-                let rows = t.read_after_buffered(read, StoreError::from).await?;
+                let rows = t.read_after_buffered(read).await?;
                 rows.iter().map(crate::row::edge).collect()
             }
             _ => tx_dispatch!(self, edges_from(task_id)),
@@ -99,7 +97,7 @@ impl Tx {
                 let mut literals = vec![run_id.literal()];
                 literals.extend(slots.iter().map(|k| k.literal()));
                 let rows = t
-                    .read_after_buffered(Stmt::new(crate::sql::USED_TASK_KEYS, literals), StoreError::from)
+                    .read_after_buffered(Stmt::new(crate::sql::USED_TASK_KEYS, literals))
                     .await?;
                 let mut used = rows
                     .iter()
@@ -136,7 +134,7 @@ impl Tx {
                     new.available_at.literal(),
                 ];
                 let insert = Stmt::new(crate::sql::INSERT_JOB, literals.to_vec());
-                let rows = t.read_after_buffered(insert, crate::write_error).await?;
+                let rows = t.read_after_buffered(insert).await?;
                 let id = match rows.first() {
                     Some(r) => r.try_get::<i64, _>(0),
                     None => Err(sqlx::Error::RowNotFound),
@@ -183,7 +181,7 @@ impl PgTx {
     async fn insert_task_with_buffered(&mut self, new: &NewTask) -> Result<TaskRow> {
         let literals = task_insert_literals(new)?;
         let insert = Stmt::new(crate::sql::INSERT_TASK_WITH_BODY_PG, literals);
-        let rows = self.read_after_buffered(insert, crate::write_error).await?;
+        let rows = self.read_after_buffered(insert).await?;
         let row = match rows.first() {
             Some(r) => crate::row::task(r),
             None => Err(sqlx::Error::RowNotFound.into()),
@@ -200,23 +198,21 @@ impl PgTx {
     }
 
     /// Sends the buffered writes and then `read` in one simple query; `read`'s rows. A failure
-    /// (the read's or a buffered write's) voids the unit, as any statement's does.
-    /// `classify` names the failure (`write_error` when `read` is a write).
-    async fn read_after_buffered(&mut self, read: Stmt, classify: fn(sqlx::Error) -> StoreError) -> Result<Vec<PgRow>> {
-        let mut sets = self.reads_after_buffered(vec![read], classify).await?;
+    /// (the read's or a buffered write's) voids the unit, as any statement's does, and is named
+    /// as a write's (`write_error`): a key a buffered insert found used is `Conflict`.
+    async fn read_after_buffered(&mut self, read: Stmt) -> Result<Vec<PgRow>> {
+        let mut sets = self.reads_after_buffered(vec![read]).await?;
         Ok(sets.pop().unwrap_or_default())
     }
 
     /// [`PgTx::read_after_buffered`] for several statements: each one's rows, in order.
     /// The task and job ids the unit asked for ride with them (`tx/reserved.rs`).
-    async fn reads_after_buffered(
-        &mut self,
-        mut reads: Vec<Stmt>,
-        classify: fn(sqlx::Error) -> StoreError,
-    ) -> Result<Vec<Vec<PgRow>>> {
+    async fn reads_after_buffered(&mut self, mut reads: Vec<Stmt>) -> Result<Vec<Vec<PgRow>>> {
         let held = self.deferred.take_buffered().unwrap_or_default();
         let reserving = self.ids_request().map(|r| reads.push(r)).is_some();
-        let result = Box::pin(self.tx.reads_after(held, reads)).await.map_err(classify);
+        let result = Box::pin(self.tx.reads_after(held, reads))
+            .await
+            .map_err(crate::write_error);
         let mut sets = self.void_on(result)?;
         if reserving {
             let rows = sets.pop().unwrap_or_default();

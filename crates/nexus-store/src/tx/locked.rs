@@ -167,8 +167,8 @@ impl Tx {
     fn note_lock(&mut self, locked: &mut Locked) {
         self.note_locked(&mut locked.run);
         let row = locked.task.as_ref().or(locked.round.as_ref().map(|r| &r.task));
-        if let (Tx::Postgres(t), Some(row)) = (&mut *self, row) {
-            t.remember(row);
+        if let Some(row) = row {
+            self.remember(row);
         }
     }
 }
