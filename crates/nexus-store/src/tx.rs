@@ -65,20 +65,6 @@ struct RunSequence {
     stored: bool,
 }
 
-/// An open PostgreSQL transaction (`READ COMMITTED`).
-pub struct PgTx {
-    pub(crate) tx: postgres::Transaction,
-    pub(crate) void: bool,
-    /// The runs the unit holds locked and the appends it sends with its `COMMIT`.
-    deferred: deferred::Deferred,
-    /// The task rows the unit knows as stored (`tx/known.rs`).
-    known: known::Known,
-    /// The run's answering member, read with a claim door's lock ([`Tx::open_claim_door`]).
-    answerer: Option<Box<crate::MemberRow>>,
-    /// Ids taken ahead of the unit's inserts (`tx/reserved.rs`), once the unit asks for some.
-    ids: Option<Box<reserved::ReservedIds>>,
-}
-
 impl SqliteTx {
     pub(crate) fn new(tx: sqlite::GatedTx) -> Self {
         Self {
@@ -90,36 +76,9 @@ impl SqliteTx {
     }
 }
 
-impl PgTx {
-    pub(crate) fn new(tx: postgres::Transaction) -> Self {
-        Self {
-            tx,
-            void: false,
-            deferred: deferred::Deferred::default(),
-            known: known::Known::default(),
-            answerer: None,
-            ids: None,
-        }
-    }
-}
-
-impl PgTx {
-    /// Whether the next statement is the unit's first, with nothing held before it: then
-    /// `BEGIN` goes out with it (`postgres/conns.rs`, [`Tx::lock_run`], [`Tx::open_door`]).
-    fn first_statement(&self) -> bool {
-        !self.void && !self.tx.begun() && !self.deferred.has_buffered()
-    }
-}
-
 impl std::fmt::Debug for SqliteTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SqliteTx")
-    }
-}
-
-impl std::fmt::Debug for PgTx {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PgTx")
     }
 }
 
@@ -260,25 +219,10 @@ impl Tx {
     /// ([`RunSequence`]). `NotFound` for no such run.
     pub async fn update_run(&mut self, run: &RunRow) -> Result<()> {
         if let Tx::Postgres(t) = self
-            && !t.void
-            && t.deferred.holds(run.id)
+            && let Some(buffered) = t.buffer_run_update(run)
         {
-            // Under the lock the row is there: the update is buffered (`tx/deferred.rs`).
-            crate::row::check_run_row_text(run)?;
-            t.deferred.buffer_run_update(
-                run.id,
-                &[
-                    &run.id,
-                    &run.status.as_str(),
-                    &run.deliverable_task_id,
-                    &run.revision,
-                    &run.attention.as_deref(),
-                    &run.started_at,
-                    &run.ended_at,
-                    &run.default_runner_id,
-                ],
-            );
-            return Ok(());
+            // Under the lock the row is there: the update is buffered.
+            return buffered;
         }
         let sequence = self.unstored_sequence(run.id);
         tx_dispatch!(self, update_run(run, sequence))?;
@@ -337,9 +281,9 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     ///
-    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is buffered
+    /// On PostgreSQL under an id the unit took ahead (`postgres/unit/reserved.rs`), the insert is buffered
     /// with the unit's writes; else, with writes buffered, it goes out at the end of their simple
-    /// query (`tx/after_buffered.rs`).
+    /// query (`postgres/unit/after_buffered.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
         if let Tx::Postgres(t) = self
             && let Some(id) = t.take_reserved_id(false)
@@ -644,18 +588,12 @@ impl Tx {
 
     /// Writes (or replaces) a round's facts.
     pub async fn put_round_facts(&mut self, facts: &RoundFactsRow) -> Result<()> {
-        match self {
-            // Buffered until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
-            Tx::Postgres(t) if !t.void => {
-                crate::check_text(&facts.history)?;
-                t.deferred.buffer(
-                    crate::sql::PUT_ROUND_FACTS,
-                    &[&facts.task_id, &facts.chain_rounds, &facts.key_floor, &facts.history],
-                );
-                Ok(())
-            }
-            _ => tx_dispatch!(self, put_round_facts(facts)),
+        if let Tx::Postgres(t) = self
+            && let Some(buffered) = t.buffer_round_facts(facts)
+        {
+            return buffered;
         }
+        tx_dispatch!(self, put_round_facts(facts))
     }
 
     /// Every task key of the run, in no particular order.
@@ -721,15 +659,15 @@ impl Tx {
     }
 }
 
-mod after_buffered;
+mod after_writes;
 mod buffered;
-mod buffered_update;
-mod deferred;
 mod history;
 mod known;
 mod locked;
-mod reserved;
+pub use crate::postgres::unit::PgTx;
+pub(crate) use known::Known;
 pub use known::{Expect, TaskUpdate};
+pub(crate) use locked::sealable;
 pub use locked::{LockReads, Locked, RunLock};
 mod sequences;
 mod turns;

@@ -1267,7 +1267,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
 /// A unit's first statement may take the run lock and read a row under it at once
 /// (`Tx::lock`: one round trip on PostgreSQL); the rows are
 /// those the separate reads return. Appends under the lock travel with the commit on
-/// PostgreSQL (`tx/deferred.rs`): their text arrives byte for byte, quotes and backslashes
+/// PostgreSQL (`postgres/unit/deferred.rs`): their text arrives byte for byte, quotes and backslashes
 /// included, a run row read inside the unit has the unit's sequence, and a dropped unit leaves
 /// none of them.
 #[tokio::test]
@@ -2138,7 +2138,7 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
 }
 
 /// PostgreSQL holds a task update made under the run's lock over a row the unit read
-/// (`tx/buffered_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
+/// (`postgres/unit/update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
 /// unit's next statement or its `COMMIT`. A writer that broke the lock order (it moved the row
 /// without the run's lock) makes the buffered update change nothing, and then the unit fails at
 /// its commit instead of keeping a write the caller was told happened.
@@ -2331,7 +2331,7 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
 
 /// A reply's probe of the task keys it is about to use, and the insert of a job whose id the
 /// caller needs, right after buffered writes: on PostgreSQL in the same simple query as the writes
-/// (`tx/after_buffered.rs`), with the same answers as on their own.
+/// (`postgres/unit/after_buffered.rs`), with the same answers as on their own.
 #[tokio::test]
 async fn the_used_keys_and_a_job_after_held_writes() {
     each_engine!(|ts| {
@@ -2422,7 +2422,7 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
             ])
         );
         // The dependencies of a row, read right after a buffered edge (on PostgreSQL in the same
-        // simple query as the edge's insert: `tx/after_buffered.rs`).
+        // simple query as the edge's insert: `postgres/unit/after_buffered.rs`).
         tx.put_edge(c.id, b.id, EdgeKind::After).await.unwrap();
         let from_c = vec![
             edge(c.id, EdgeKind::After),

@@ -1,5 +1,5 @@
 //! PostgreSQL: a task update over a row the unit read under its run's lock, buffered until the
-//! unit's next statement or its `COMMIT` (`tx/deferred.rs`) instead of sent at once.
+//! unit's next statement or its `COMMIT` (`deferred.rs`) instead of sent at once.
 //!
 //! Every writer of a task holds its run's lock (storage-and-scale.md §3, "Lock order"), so a
 //! row this unit read after taking that lock is still the stored row when the unit writes it:
@@ -11,6 +11,7 @@
 
 use super::*;
 use crate::postgres::{Literal, Stmt};
+use crate::tx::Expect;
 
 /// The guarded update of `task` over `before` (`None`: no column changes): a template per set
 /// of changed columns (`postgres/prepared.rs`).
@@ -66,7 +67,7 @@ fn template(columns: &[&str], with_token: bool) -> String {
 impl PgTx {
     /// [`Tx::update_task`] over `before`, the stored row, buffered when the unit holds its run
     /// lock (`None`: send the update now). The text guard is checked as the statement would.
-    pub(super) fn buffer_task_update(
+    pub(crate) fn buffer_task_update(
         &mut self,
         before: &TaskRow,
         task: &TaskRow,
