@@ -373,9 +373,13 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         let mut late = t1.clone();
         late.deadline_at = Some(nexus_kernel::time::now_ms() - 1);
         assert!(
-            tx.update_task(&late, late.generation, &[TaskStatus::NeedsApproval])
-                .await
-                .unwrap()
+            tx.update_task(nexus_store::TaskUpdate::new(
+                &late,
+                late.generation,
+                &[TaskStatus::NeedsApproval]
+            ))
+            .await
+            .unwrap()
         );
         tx.commit().await.unwrap();
         let e = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap_err();

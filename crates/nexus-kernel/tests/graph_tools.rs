@@ -778,9 +778,13 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         t.deadline_at = Some(past);
         let mut tx = w.kernel.store.begin().await.unwrap();
         assert!(
-            tx.update_task(&t, t.generation, &[TaskStatus::Dispatched])
-                .await
-                .unwrap()
+            tx.update_task(nexus_store::TaskUpdate::new(
+                &t,
+                t.generation,
+                &[TaskStatus::Dispatched]
+            ))
+            .await
+            .unwrap()
         );
         tx.commit().await.unwrap();
         let out = w

@@ -132,7 +132,11 @@ async fn claim(h: &Harness, run: &str, key: &str, token: &str) {
     t.claimant_id = Some(executor.id);
     t.claimed_at = Some(nexus_kernel::time::now_ms());
     let generation = t.generation;
-    assert!(tx.update_task(&t, generation, &[TaskStatus::Dispatched]).await.unwrap());
+    assert!(
+        tx.update_task(nexus_store::TaskUpdate::new(&t, generation, &[TaskStatus::Dispatched]))
+            .await
+            .unwrap()
+    );
     tx.commit().await.unwrap();
 }
 
@@ -143,7 +147,11 @@ async fn settle(h: &Harness, run: &str, key: &str) {
     t.status = TaskStatus::Completed;
     t.settled_at = Some(nexus_kernel::time::now_ms());
     let generation = t.generation;
-    assert!(tx.update_task(&t, generation, &[TaskStatus::Dispatched]).await.unwrap());
+    assert!(
+        tx.update_task(nexus_store::TaskUpdate::new(&t, generation, &[TaskStatus::Dispatched]))
+            .await
+            .unwrap()
+    );
     tx.commit().await.unwrap();
 }
 

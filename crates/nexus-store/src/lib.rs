@@ -37,7 +37,7 @@ pub use ops::uploads::{NewUpload, UploadRow};
 pub use postgres::PgStore;
 pub use sqlite::driver::STATEMENT_TARGET as SQLITE_STATEMENT_TARGET;
 pub use sqlite::{GateUse, SqliteStore};
-pub use tx::{LockReads, Locked, PgTx, RunLock, SqliteTx, Tx};
+pub use tx::{Expect, LockReads, Locked, PgTx, RunLock, SqliteTx, TaskUpdate, Tx};
 
 mod tx;
 

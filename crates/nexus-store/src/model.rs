@@ -487,17 +487,17 @@ pub struct TaskEndRow {
     pub failure_resolution: Option<FailureResolution>,
 }
 
-/// What a settle's probe of its dependents answers ([`crate::Tx::probe_dependents`]).
+/// What a settle reads next ([`crate::Tx::around_settled`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DependentsProbe {
+pub struct AroundSettled {
     /// The edges into the settled row, by (task_id, depends_on_id, kind); `None` when its run
     /// holds a kernel-held (`running`) await.
     pub edges: Option<Vec<EdgeRow>>,
-    /// The run's end-of-run read ([`crate::Tx::tasks_if_quiescent`]) when no dependents were
-    /// expected, none was found and no await is held; `None`: not read.
+    /// The run's end-of-run read ([`crate::Tx::tasks_if_quiescent`]) when the settled row is
+    /// no round's call, none depends on it and no await is held; `None`: not read.
     pub quiescence: Option<Option<Vec<TaskEndRow>>>,
     /// Each dependent's row with the rows it depends on, by the dependent's id, as
-    /// [`crate::Tx::task_and_deps`] reads them, when the caller expected dependents; a
+    /// [`crate::Tx::task_and_deps`] reads them, when the settled row is a round's call; a
     /// dependent missing here was not read.
     pub dependents: std::collections::HashMap<i64, Vec<TaskRow>>,
 }

@@ -25,6 +25,7 @@ mod conns;
 #[cfg(test)]
 mod plans;
 mod prepared;
+pub(crate) mod unit;
 pub(crate) use conns::Transaction;
 pub(crate) use conns::note_fault;
 use conns::{Conn, Conns};

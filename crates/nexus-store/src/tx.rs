@@ -1,6 +1,7 @@
 //! The unit of work: one transaction on either engine, through which the kernel writes run
 //! state so that each change and its event commit together (storage-and-scale.md §3). Its
-//! contract, the same on both engines, is all here; how an engine keeps it is its own business.
+//! contract, the same on both engines, is all here; how an engine keeps it is its own business
+//! (PostgreSQL's: `postgres/unit/`).
 //!
 //! - **Begin and lock.** [`crate::Store::begin`] opens it; [`Tx::lock`] takes a run's lock and
 //!   reads what a typed request names under it ([`RunLock`], [`LockReads`]). Lock order: the
@@ -10,18 +11,21 @@
 //! - **Buffered writes** (`put_*`, `delete_*`, [`Tx::update_run`]) answer `Result<()>` and may
 //!   be sent later: before the unit's next read, or with its commit. A buffered write's failure
 //!   is therefore answered by that read or the commit (SQLite sends each at once, and answers
-//!   it there; PostgreSQL sends them with the next statement, `tx/buffered.rs`).
-//! - **Answering writes** (`insert_*` returning a row or an id, `update_task*` returning
-//!   whether a row matched) answer on the call.
+//!   it there; PostgreSQL sends them with the next statement).
+//! - **Answering writes** (`insert_*` returning a row or an id, [`Tx::update_task`] returning
+//!   whether the row met its [`Expect`]) answer on the call. A task row the unit read or wrote
+//!   under its run's lock is known as stored (`tx/known.rs`): an update of it is decided on that
+//!   row, without reading it again, whatever the caller's copy holds.
 //! - **Ids.** The kernel names no id it was not given: an insert answers its row's id. A run's
 //!   rows take ascending ids in the order the unit inserts them, on any node. (PostgreSQL may
-//!   take ids ahead of a unit's inserts, `tx/reserved.rs`; that is private to it.)
+//!   take ids ahead of a unit's inserts and buffer them; that is private to it.)
 //! - **Failure voids the unit.** A statement that fails in the database (a unique or foreign
 //!   key violation: `Conflict`, `NotFound`; or `Database`) voids the unit on both engines, as
 //!   PostgreSQL aborts the transaction: every later call and the commit answer
 //!   [`StoreError::TxAborted`]; drop it and begin again. A key already used (a task key in its
-//!   run, a sealed generation) is [`StoreError::Conflict`], whichever call answers it. The
-//!   store's own answers do not void it: `NotFound` for a missing run found by a read
+//!   run, a sealed generation) is [`StoreError::Conflict`], whichever call answers it: the
+//!   insert, or the read or commit a buffered insert went out with (`tests/key_conflicts.rs`).
+//!   The store's own answers do not void it: `NotFound` for a missing run found by a read
 //!   ([`Tx::lock`], `update_run`, `append_event`), the text guard, a bad argument (`Config`),
 //!   and the two designed non-failures — [`Tx::idempotency_put`]'s `Conflict` for a taken
 //!   scope and [`Tx::insert_edge`]'s `false` for an existing edge.
@@ -44,6 +48,8 @@ pub struct SqliteTx {
     /// writer moves a sequence, and inside the unit only [`Tx::append_event`] does. An append to
     /// a run listed here takes the next sequence without reading the run row back.
     sequences: Vec<RunSequence>,
+    /// The task rows the unit knows as stored (`tx/known.rs`).
+    known: known::Known,
 }
 
 /// A run's latest event sequence inside a SQLite unit of work. The appends do not write the run
@@ -59,60 +65,20 @@ struct RunSequence {
     stored: bool,
 }
 
-/// An open PostgreSQL transaction (`READ COMMITTED`).
-pub struct PgTx {
-    pub(crate) tx: postgres::Transaction,
-    pub(crate) void: bool,
-    /// The runs the unit holds locked and the appends it sends with its `COMMIT`.
-    deferred: deferred::Deferred,
-    /// The task rows the unit knows as stored (`tx/known.rs`).
-    known: Vec<TaskRow>,
-    /// The run's answering member, read with a claim door's lock ([`Tx::open_claim_door`]).
-    answerer: Option<Box<crate::MemberRow>>,
-    /// Ids taken ahead of the unit's inserts (`tx/reserved.rs`), once the unit asks for some.
-    ids: Option<Box<reserved::ReservedIds>>,
-}
-
 impl SqliteTx {
     pub(crate) fn new(tx: sqlite::GatedTx) -> Self {
         Self {
             tx,
             void: false,
             sequences: Vec::new(),
+            known: known::Known::default(),
         }
-    }
-}
-
-impl PgTx {
-    pub(crate) fn new(tx: postgres::Transaction) -> Self {
-        Self {
-            tx,
-            void: false,
-            deferred: deferred::Deferred::default(),
-            known: Vec::new(),
-            answerer: None,
-            ids: None,
-        }
-    }
-}
-
-impl PgTx {
-    /// Whether the next statement is the unit's first, with nothing held before it: then
-    /// `BEGIN` goes out with it (`postgres/conns.rs`, [`Tx::lock_run`], [`Tx::open_door`]).
-    fn first_statement(&self) -> bool {
-        !self.void && !self.tx.begun() && !self.deferred.has_buffered()
     }
 }
 
 impl std::fmt::Debug for SqliteTx {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SqliteTx")
-    }
-}
-
-impl std::fmt::Debug for PgTx {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PgTx")
     }
 }
 
@@ -147,7 +113,8 @@ macro_rules! tx_dispatch {
                 let result = Box::pin(async move {
                     tx.ensure_begun().await?;
                     if let Some(held) = held {
-                        tx.execute_simple(&held).await?;
+                        // A buffered write's failure is a write's: a used key is `Conflict`.
+                        tx.execute_simple(&held).await.map_err(write_error)?;
                     }
                     postgres::ops::$f(&mut **tx, $($arg),*).await
                 })
@@ -252,25 +219,10 @@ impl Tx {
     /// ([`RunSequence`]). `NotFound` for no such run.
     pub async fn update_run(&mut self, run: &RunRow) -> Result<()> {
         if let Tx::Postgres(t) = self
-            && !t.void
-            && t.deferred.holds(run.id)
+            && let Some(buffered) = t.buffer_run_update(run)
         {
-            // Under the lock the row is there: the update is buffered (`tx/deferred.rs`).
-            crate::row::check_run_row_text(run)?;
-            t.deferred.buffer_run_update(
-                run.id,
-                &[
-                    &run.id,
-                    &run.status.as_str(),
-                    &run.deliverable_task_id,
-                    &run.revision,
-                    &run.attention.as_deref(),
-                    &run.started_at,
-                    &run.ended_at,
-                    &run.default_runner_id,
-                ],
-            );
-            return Ok(());
+            // Under the lock the row is there: the update is buffered.
+            return buffered;
         }
         let sequence = self.unstored_sequence(run.id);
         tx_dispatch!(self, update_run(run, sequence))?;
@@ -329,15 +281,15 @@ impl Tx {
     /// the run is `Conflict` (which aborts a PostgreSQL transaction: check
     /// [`Tx::task_by_key`] first when a repeat is expected).
     ///
-    /// On PostgreSQL under an id the unit took ahead (`tx/reserved.rs`), the insert is buffered
+    /// On PostgreSQL under an id the unit took ahead (`postgres/unit/reserved.rs`), the insert is buffered
     /// with the unit's writes; else, with writes buffered, it goes out at the end of their simple
-    /// query (`tx/after_buffered.rs`).
+    /// query (`postgres/unit/after_buffered.rs`).
     pub async fn insert_task(&mut self, new: NewTask) -> Result<TaskRow> {
         if let Tx::Postgres(t) = self
             && let Some(id) = t.take_reserved_id(false)
         {
             let row = t.buffer_task_insert(id, new)?;
-            t.remember(&row);
+            self.remember(&row);
             return Ok(row);
         }
         let after_held = match self {
@@ -348,9 +300,7 @@ impl Tx {
             Some(row) => row?,
             None => tx_dispatch!(self, insert_task(&new))?,
         };
-        if let Tx::Postgres(t) = self {
-            t.remember(&row);
-        }
+        self.remember(&row);
         Ok(row)
     }
 
@@ -407,8 +357,8 @@ impl Tx {
         };
         if let Some((found, task)) = &mut opened {
             self.note_locked(&mut found.run);
-            if let (Tx::Postgres(t), Some(task)) = (&mut *self, task) {
-                t.remember(task);
+            if let Some(task) = task {
+                self.remember(task);
             }
         }
         Ok(opened)
@@ -430,12 +380,23 @@ impl Tx {
         tx_dispatch!(self, tasks_of_run(run_id))
     }
 
+    /// The task keyed `key` in the run (known as stored when the unit holds the run's lock:
+    /// `tx/known.rs`).
     pub async fn task_by_key(&mut self, run_id: i64, key: &str) -> Result<Option<TaskRow>> {
-        tx_dispatch!(self, task_by_key(run_id, key))
+        let task = tx_dispatch!(self, task_by_key(run_id, key))?;
+        if let Some(task) = &task {
+            self.remember(task);
+        }
+        Ok(task)
     }
 
+    /// The task `task_id` (known as stored when the unit holds its run's lock: `tx/known.rs`).
     pub async fn task_by_id(&mut self, task_id: i64) -> Result<Option<TaskRow>> {
-        tx_dispatch!(self, task_by_id(task_id))
+        let task = tx_dispatch!(self, task_by_id(task_id))?;
+        if let Some(task) = &task {
+            self.remember(task);
+        }
+        Ok(task)
     }
 
     /// A task's id, kind, declaring row and `frozen_digest`, without reading `frozen_context`.
@@ -627,18 +588,12 @@ impl Tx {
 
     /// Writes (or replaces) a round's facts.
     pub async fn put_round_facts(&mut self, facts: &RoundFactsRow) -> Result<()> {
-        match self {
-            // Buffered until the unit's next statement or its `COMMIT` (`tx/deferred.rs`).
-            Tx::Postgres(t) if !t.void => {
-                crate::check_text(&facts.history)?;
-                t.deferred.buffer(
-                    crate::sql::PUT_ROUND_FACTS,
-                    &[&facts.task_id, &facts.chain_rounds, &facts.key_floor, &facts.history],
-                );
-                Ok(())
-            }
-            _ => tx_dispatch!(self, put_round_facts(facts)),
+        if let Tx::Postgres(t) = self
+            && let Some(buffered) = t.buffer_round_facts(facts)
+        {
+            return buffered;
         }
+        tx_dispatch!(self, put_round_facts(facts))
     }
 
     /// Every task key of the run, in no particular order.
@@ -704,14 +659,15 @@ impl Tx {
     }
 }
 
-mod after_buffered;
+mod after_writes;
 mod buffered;
-mod buffered_update;
-mod deferred;
 mod history;
 mod known;
 mod locked;
-mod reserved;
+pub use crate::postgres::unit::PgTx;
+pub(crate) use known::Known;
+pub use known::{Expect, TaskUpdate};
+pub(crate) use locked::sealable;
 pub use locked::{LockReads, Locked, RunLock};
 mod sequences;
 mod turns;

@@ -107,7 +107,7 @@ async fn the_sweep_passes_over_rows_and_runs_another_unit_holds() {
     next.status = TaskStatus::TimedOut;
     assert!(
         other
-            .update_task(&next, held_task.generation, &[TaskStatus::Dispatched])
+            .update_task(TaskUpdate::new(&next, held_task.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );

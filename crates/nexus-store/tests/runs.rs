@@ -565,11 +565,14 @@ async fn duplicate_keys_and_bad_words_are_refused() {
         let mut t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
         t.content = Some("\0".into());
         assert!(matches!(
-            tx.update_task(&t, 1, &[TaskStatus::Waiting]).await,
+            tx.update_task(TaskUpdate::new(&t, 1, &[TaskStatus::Waiting])).await,
             Err(StoreError::UnsupportedText)
         ));
         t.content = None;
-        assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
+        assert!(matches!(
+            tx.update_task(TaskUpdate::new(&t, 1, &[])).await,
+            Err(StoreError::Config(_))
+        ));
         assert!(matches!(
             tx.append_event(run.id + 99, EventKind::TaskClaimed, None, &json!({}), NOW)
                 .await,
@@ -616,7 +619,10 @@ async fn a_failed_statement_voids_the_unit_of_work_on_both_engines() {
             Err(StoreError::UnsupportedText)
         ));
         let t = tx.task_by_key(run.id, "a").await.unwrap().unwrap();
-        assert!(matches!(tx.update_task(&t, 1, &[]).await, Err(StoreError::Config(_))));
+        assert!(matches!(
+            tx.update_task(TaskUpdate::new(&t, 1, &[])).await,
+            Err(StoreError::Config(_))
+        ));
         tx.idempotency_put(receipt("s", "e", NOW)).await.unwrap();
         assert!(matches!(
             tx.idempotency_put(receipt("s", "e", NOW)).await,
@@ -776,7 +782,11 @@ async fn the_insert_writes_the_frozen_digest() {
         let mut changed = t.clone();
         changed.frozen_context = Some("other".into());
         changed.status = TaskStatus::Completed;
-        assert!(tx.update_task(&changed, 1, &[TaskStatus::Dispatched]).await.unwrap());
+        assert!(
+            tx.update_task(TaskUpdate::new(&changed, 1, &[TaskStatus::Dispatched]))
+                .await
+                .unwrap()
+        );
         let after = tx.task_frozen_head(t.id).await.unwrap().unwrap();
         assert_eq!(after.frozen_digest, head.frozen_digest);
         assert_eq!(tx.task_frozen_context(t.id).await.unwrap().as_deref(), Some("abc"));
@@ -940,7 +950,7 @@ async fn an_update_stores_the_given_row_whatever_changes() {
 
         let mut tx = s.begin().await.unwrap();
         assert!(
-            tx.update_task(&t, t.generation, &[TaskStatus::Dispatched])
+            tx.update_task(TaskUpdate::new(&t, t.generation, &[TaskStatus::Dispatched]))
                 .await
                 .unwrap(),
             "no change still matches"
@@ -950,7 +960,7 @@ async fn an_update_stores_the_given_row_whatever_changes() {
         claimed.claimed_at = Some(NOW);
         claimed.deadline_at = Some(NOW + 1_000);
         assert!(
-            tx.update_task(&claimed, t.generation, &[TaskStatus::Dispatched])
+            tx.update_task(TaskUpdate::new(&claimed, t.generation, &[TaskStatus::Dispatched]))
                 .await
                 .unwrap()
         );
@@ -962,15 +972,19 @@ async fn an_update_stores_the_given_row_whatever_changes() {
         settled.is_error = true;
         settled.settled_at = Some(NOW + 5);
         assert!(
-            !tx.update_task_claimed(&settled, t.generation, &[TaskStatus::Dispatched], "stale")
-                .await
-                .unwrap(),
+            !tx.update_task(
+                TaskUpdate::new(&settled, t.generation, &[TaskStatus::Dispatched]).with_claim_token(Some("stale"))
+            )
+            .await
+            .unwrap(),
             "a stale token matches nothing"
         );
         assert!(
-            tx.update_task_claimed(&settled, t.generation, &[TaskStatus::Dispatched], "token")
-                .await
-                .unwrap()
+            tx.update_task(
+                TaskUpdate::new(&settled, t.generation, &[TaskStatus::Dispatched]).with_claim_token(Some("token"))
+            )
+            .await
+            .unwrap()
         );
         tx.commit().await.unwrap();
         let stored = s.task_by_id(t.id).await.unwrap().unwrap();
@@ -979,10 +993,9 @@ async fn an_update_stores_the_given_row_whatever_changes() {
     });
 }
 
-/// The update over a row the unit of work read (`Tx::update_task_over`): it stores the given
-/// row and checks the conditions on `before`; a `before` that is no longer the stored row (its
-/// status, generation or claim token moved) changes nothing, even where the conditions hold on
-/// `before` itself.
+/// The update over a row the unit of work read and knows (`tx/known.rs`): it stores the given
+/// row and checks the conditions on the stored row; expectations taken from a copy that is no
+/// longer the stored row (its status, generation or claim token moved) change nothing.
 #[tokio::test]
 async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
     each_engine!(|ts| {
@@ -1000,13 +1013,13 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
         claimed.claimed_at = Some(NOW);
         claimed.deadline_at = Some(NOW + 1_000);
         assert!(
-            !tx.update_task_over(&before, &claimed, &[TaskStatus::Waiting], None)
+            !tx.update_task(TaskUpdate::new(&claimed, before.generation, &[TaskStatus::Waiting]))
                 .await
                 .unwrap(),
             "wrong status"
         );
         assert!(
-            tx.update_task_over(&before, &claimed, &[TaskStatus::Dispatched], None)
+            tx.update_task(TaskUpdate::new(&claimed, before.generation, &[TaskStatus::Dispatched]))
                 .await
                 .unwrap()
         );
@@ -1019,34 +1032,46 @@ async fn an_update_over_the_read_row_stores_it_and_refuses_a_stale_one() {
         let mut stale_token = before.clone();
         stale_token.claim_token = Some("other".into());
         assert!(
-            !tx.update_task_over(&stale_token, &settled, &[TaskStatus::Dispatched], Some("other"))
-                .await
-                .unwrap(),
+            !tx.update_task(
+                TaskUpdate::new(&settled, stale_token.generation, &[TaskStatus::Dispatched])
+                    .with_claim_token(Some("other"))
+            )
+            .await
+            .unwrap(),
             "a token the row does not hold"
         );
         let mut stale_status = claimed.clone();
         stale_status.status = TaskStatus::Waiting;
         assert!(
-            !tx.update_task_over(&stale_status, &settled, &[TaskStatus::Waiting], Some("token"))
-                .await
-                .unwrap(),
+            !tx.update_task(
+                TaskUpdate::new(&settled, stale_status.generation, &[TaskStatus::Waiting])
+                    .with_claim_token(Some("token"))
+            )
+            .await
+            .unwrap(),
             "a status the row is not in"
         );
         let mut stale_generation = claimed.clone();
         stale_generation.generation += 1;
         assert!(
-            !tx.update_task_over(&stale_generation, &settled, &[TaskStatus::Dispatched], Some("token"))
-                .await
-                .unwrap(),
+            !tx.update_task(
+                TaskUpdate::new(&settled, stale_generation.generation, &[TaskStatus::Dispatched])
+                    .with_claim_token(Some("token"))
+            )
+            .await
+            .unwrap(),
             "a generation the row is not at"
         );
         settled.claim_token = Some("token".into());
         settled.claimed_at = Some(NOW);
         settled.deadline_at = None;
         assert!(
-            tx.update_task_over(&claimed, &settled, &[TaskStatus::Dispatched], Some("token"))
-                .await
-                .unwrap()
+            tx.update_task(
+                TaskUpdate::new(&settled, claimed.generation, &[TaskStatus::Dispatched])
+                    .with_claim_token(Some("token"))
+            )
+            .await
+            .unwrap()
         );
         tx.commit().await.unwrap();
         let stored = s.task_by_id(t.id).await.unwrap().unwrap();
@@ -1077,28 +1102,36 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
 
         let mut tx = s.begin().await.unwrap();
         assert!(
-            !tx.update_task(&settled, 2, &[TaskStatus::Dispatched]).await.unwrap(),
+            !tx.update_task(TaskUpdate::new(&settled, 2, &[TaskStatus::Dispatched]))
+                .await
+                .unwrap(),
             "wrong generation"
         );
         assert!(
-            !tx.update_task(&settled, 1, &[TaskStatus::Running, TaskStatus::Waiting])
-                .await
-                .unwrap(),
+            !tx.update_task(TaskUpdate::new(
+                &settled,
+                1,
+                &[TaskStatus::Running, TaskStatus::Waiting]
+            ))
+            .await
+            .unwrap(),
             "wrong status"
         );
         assert!(
-            !tx.update_task_claimed(&settled, 1, &[TaskStatus::Dispatched], "token-0")
+            !tx.update_task(TaskUpdate::new(&settled, 1, &[TaskStatus::Dispatched]).with_claim_token(Some("token-0")))
                 .await
                 .unwrap(),
             "stale claim token"
         );
         assert!(
-            tx.update_task_claimed(&settled, 1, &TaskStatus::OPEN, "token-1")
+            tx.update_task(TaskUpdate::new(&settled, 1, &TaskStatus::OPEN).with_claim_token(Some("token-1")))
                 .await
                 .unwrap()
         );
         assert!(
-            !tx.update_task(&settled, 1, &TaskStatus::OPEN).await.unwrap(),
+            !tx.update_task(TaskUpdate::new(&settled, 1, &TaskStatus::OPEN))
+                .await
+                .unwrap(),
             "a second settle is idle"
         );
         tx.commit().await.unwrap();
@@ -1118,7 +1151,7 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
         retry.claim_token = None;
         let mut tx = s.begin().await.unwrap();
         assert!(
-            tx.update_task(&retry, 1, &[TaskStatus::Completed, TaskStatus::Failed])
+            tx.update_task(TaskUpdate::new(&retry, 1, &[TaskStatus::Completed, TaskStatus::Failed]))
                 .await
                 .unwrap()
         );
@@ -1132,13 +1165,13 @@ async fn conditional_task_update_is_idle_on_wrong_generation_or_status() {
         let mut tx = s.begin().await.unwrap();
         let thirteen = [TaskStatus::Waiting; 13];
         assert!(matches!(
-            tx.update_task(&stored, 2, &thirteen).await,
+            tx.update_task(TaskUpdate::new(&stored, 2, &thirteen)).await,
             Err(StoreError::Config(_))
         ));
         let mut all = TaskStatus::ALL.to_vec();
         all.push(TaskStatus::Waiting);
         assert_eq!(all.len(), MAX_EXPECTED_STATUSES);
-        assert!(tx.update_task(&stored, 2, &all).await.unwrap());
+        assert!(tx.update_task(TaskUpdate::new(&stored, 2, &all)).await.unwrap());
     });
 }
 
@@ -1157,7 +1190,11 @@ async fn events_are_gapless_and_atomic_with_the_change() {
             tx.lock_run(run.id).await.unwrap();
             let mut changed = t.clone();
             changed.status = TaskStatus::NeedsApproval;
-            assert!(tx.update_task(&changed, 1, &[TaskStatus::Waiting]).await.unwrap());
+            assert!(
+                tx.update_task(TaskUpdate::new(&changed, 1, &[TaskStatus::Waiting]))
+                    .await
+                    .unwrap()
+            );
             let e = tx
                 .append_event(
                     run.id,
@@ -1230,7 +1267,7 @@ async fn events_are_gapless_and_atomic_with_the_change() {
 /// A unit's first statement may take the run lock and read a row under it at once
 /// (`Tx::lock`: one round trip on PostgreSQL); the rows are
 /// those the separate reads return. Appends under the lock travel with the commit on
-/// PostgreSQL (`tx/deferred.rs`): their text arrives byte for byte, quotes and backslashes
+/// PostgreSQL (`postgres/unit/deferred.rs`): their text arrives byte for byte, quotes and backslashes
 /// included, a run row read inside the unit has the unit's sequence, and a dropped unit leaves
 /// none of them.
 #[tokio::test]
@@ -1981,7 +2018,7 @@ async fn a_run_is_quiescent_only_when_no_row_is_open() {
             assert_eq!(tx.tasks_if_quiescent(run.id).await.unwrap(), None, "{open}");
             let mut closed = t.clone();
             closed.status = TaskStatus::Failed;
-            assert!(tx.update_task(&closed, 1, &[open]).await.unwrap());
+            assert!(tx.update_task(TaskUpdate::new(&closed, 1, &[open])).await.unwrap());
             let rows = tx.tasks_if_quiescent(run.id).await.unwrap().expect("quiescent again");
             assert_eq!(rows.iter().map(|t| t.id).collect::<Vec<_>>(), [done.id, t.id], "{open}");
             // What the run's end reads of a row, column for column.
@@ -2101,7 +2138,7 @@ async fn sealed_deltas_read_back_whole_across_snapshots() {
 }
 
 /// PostgreSQL holds a task update made under the run's lock over a row the unit read
-/// (`tx/buffered_update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
+/// (`postgres/unit/update.rs`): the answer is decided on that row, and the `UPDATE` travels with the
 /// unit's next statement or its `COMMIT`. A writer that broke the lock order (it moved the row
 /// without the run's lock) makes the buffered update change nothing, and then the unit fails at
 /// its commit instead of keeping a write the caller was told happened.
@@ -2128,12 +2165,12 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     next.status = TaskStatus::Completed;
     next.content = Some("ok".into());
     assert!(
-        !tx.update_task_over(&before, &next, &[TaskStatus::Waiting], None)
+        !tx.update_task(TaskUpdate::new(&next, before.generation, &[TaskStatus::Waiting]))
             .await
             .unwrap()
     );
     assert!(
-        tx.update_task_over(&before, &next, &[TaskStatus::Dispatched], None)
+        tx.update_task(TaskUpdate::new(&next, before.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2162,7 +2199,7 @@ async fn a_held_task_update_over_a_moved_row_fails_its_unit() {
     let mut next = before.clone();
     next.status = TaskStatus::Completed;
     assert!(
-        tx.update_task_over(&before, &next, &[TaskStatus::Dispatched], None)
+        tx.update_task(TaskUpdate::new(&next, before.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2199,12 +2236,12 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let mut next = mine.clone();
     next.status = TaskStatus::Completed;
     assert!(
-        !tx.update_task(&next, mine.generation, &[TaskStatus::Waiting])
+        !tx.update_task(TaskUpdate::new(&next, mine.generation, &[TaskStatus::Waiting]))
             .await
             .unwrap()
     );
     assert!(
-        tx.update_task(&next, mine.generation, &[TaskStatus::Dispatched])
+        tx.update_task(TaskUpdate::new(&next, mine.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2212,7 +2249,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let mut again = next.clone();
     again.status = TaskStatus::Failed;
     assert!(
-        !tx.update_task(&again, mine.generation, &[TaskStatus::Dispatched])
+        !tx.update_task(TaskUpdate::new(&again, mine.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2222,7 +2259,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
         ..next.clone()
     };
     assert!(
-        !tx.update_task_over(&stale, &again, &[TaskStatus::Completed], None)
+        !tx.update_task(TaskUpdate::new(&again, stale.generation, &[TaskStatus::Completed]))
             .await
             .unwrap()
     );
@@ -2250,7 +2287,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let mut next = read.clone();
     next.status = TaskStatus::Completed;
     assert!(
-        tx.update_task(&next, read.generation, &[TaskStatus::Dispatched])
+        tx.update_task(TaskUpdate::new(&next, read.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2269,7 +2306,7 @@ async fn a_task_update_over_a_row_the_unit_knows_is_held() {
     let mut next = t.clone();
     next.status = TaskStatus::Completed;
     assert!(
-        !tx.update_task(&next, t.generation, &[TaskStatus::Dispatched])
+        !tx.update_task(TaskUpdate::new(&next, t.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2285,7 +2322,7 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
     moved.status = TaskStatus::Failed;
     assert!(
         other
-            .update_task(&moved, row.generation, &[TaskStatus::Dispatched])
+            .update_task(TaskUpdate::new(&moved, row.generation, &[TaskStatus::Dispatched]))
             .await
             .unwrap()
     );
@@ -2294,7 +2331,7 @@ async fn move_without_the_lock(s: &Store, row: &TaskRow) {
 
 /// A reply's probe of the task keys it is about to use, and the insert of a job whose id the
 /// caller needs, right after buffered writes: on PostgreSQL in the same simple query as the writes
-/// (`tx/after_buffered.rs`), with the same answers as on their own.
+/// (`postgres/unit/after_buffered.rs`), with the same answers as on their own.
 #[tokio::test]
 async fn the_used_keys_and_a_job_after_held_writes() {
     each_engine!(|ts| {
@@ -2385,7 +2422,7 @@ async fn the_edges_into_a_row_unless_the_run_awaits() {
             ])
         );
         // The dependencies of a row, read right after a buffered edge (on PostgreSQL in the same
-        // simple query as the edge's insert: `tx/after_buffered.rs`).
+        // simple query as the edge's insert: `postgres/unit/after_buffered.rs`).
         tx.put_edge(c.id, b.id, EdgeKind::After).await.unwrap();
         let from_c = vec![
             edge(c.id, EdgeKind::After),
@@ -2497,8 +2534,10 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
     });
 }
 
-/// The run locked and a write held, then [`Tx::probe_dependents`] of `id`.
-async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> DependentsProbe {
+/// The run locked and a write held, then [`Tx::around_settled`] of `settled`, as a round's
+/// call (a row with `declaring_task_id`) when `call`.
+async fn probe_after_held(tx: &mut Tx, settled: &TaskRow, call: bool) -> AroundSettled {
+    let run_id = settled.run_id;
     tx.lock_run(run_id).await.unwrap();
     let job = NewJob {
         kind: "kernel_tool".into(),
@@ -2508,14 +2547,18 @@ async fn probe_after_held(tx: &mut Tx, run_id: i64, id: i64, expected: bool) -> 
         available_at: NOW,
     };
     tx.put_job(job).await.unwrap();
-    tx.probe_dependents(run_id, id, expected).await.unwrap()
+    let settled = TaskRow {
+        declaring_task_id: call.then_some(settled.id),
+        ..settled.clone()
+    };
+    tx.around_settled(&settled).await.unwrap()
 }
 
-/// A settle's probe of its dependents with what the settle reads next: on PostgreSQL, after
-/// buffered writes, each dependent's rows as [`Tx::task_and_deps`] would answer them when
-/// dependents are expected, and otherwise the run's end-of-run read as
-/// [`Tx::tasks_if_quiescent`] would answer it when the row has no dependent (and the run no
-/// kernel-held await); on SQLite neither is read.
+/// What a settle reads next ([`Tx::around_settled`]): on PostgreSQL, after buffered writes,
+/// with the edges, each dependent's rows as [`Tx::task_and_deps`] would answer them when the
+/// settled row is a round's call (the store expects its continuation to depend on it), and
+/// otherwise the run's end-of-run read as [`Tx::tasks_if_quiescent`] would answer it when the
+/// row has no dependent (and the run no kernel-held await); on SQLite neither is read.
 #[tokio::test]
 async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
     each_engine!(|ts| {
@@ -2525,19 +2568,19 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         let a = task_in(s, tool_task(run.id, "a", TaskStatus::Completed)).await;
         let b = task_in(s, tool_task(run.id, "b", TaskStatus::Completed)).await;
         let pg = ts.dialect == "postgres";
-        // No dependent expected or found, every row settled: the run's rows, as the plain read
+        // No round's call, no dependent found, every row settled: the run's rows, as the plain read
         // answers them.
         let mut tx = s.begin().await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
+        let probe = probe_after_held(&mut tx, &a, false).await;
         assert_eq!(probe.edges, Some(vec![]));
         assert!(probe.dependents.is_empty());
         let plain = tx.tasks_if_quiescent(run.id).await.unwrap();
         assert_eq!(plain.as_ref().map(Vec::len), Some(2));
         assert_eq!(probe.quiescence, pg.then_some(plain));
         tx.rollback().await.unwrap();
-        // Dependents expected and none found: neither read is made.
+        // A round's call and no dependent found: neither read is made.
         let mut tx = s.begin().await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, a.id, true).await;
+        let probe = probe_after_held(&mut tx, &a, true).await;
         assert_eq!(probe.edges, Some(vec![]));
         assert_eq!(probe.quiescence, None);
         assert!(probe.dependents.is_empty());
@@ -2545,7 +2588,7 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         // An open row elsewhere in the run: read, and not quiescent.
         let open = task_in(s, tool_task(run.id, "c", TaskStatus::Waiting)).await;
         let mut tx = s.begin().await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, a.id, false).await;
+        let probe = probe_after_held(&mut tx, &a, false).await;
         assert_eq!(probe.quiescence, pg.then_some(None));
         tx.rollback().await.unwrap();
         // Dependents (one on two rows, one on this row alone, their edges buffered until the
@@ -2561,7 +2604,7 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
         tx.put_edge(open.id, b.id, EdgeKind::After).await.unwrap();
         tx.put_edge(open.id, b.id, EdgeKind::Reads).await.unwrap();
         tx.put_edge(lone.id, b.id, EdgeKind::After).await.unwrap();
-        let probe = probe_after_held(&mut tx, run.id, b.id, true).await;
+        let probe = probe_after_held(&mut tx, &b, true).await;
         assert_eq!(probe.edges.map(|e| e.len()), Some(3));
         assert_eq!(probe.quiescence, None);
         if pg {
@@ -2572,9 +2615,9 @@ async fn what_a_settle_reads_next_rides_with_the_dependents_probe() {
             assert_eq!(probe.dependents[&open.id].len(), 3);
             let read = &probe.dependents[&lone.id][1];
             assert_eq!(read.frozen_context.as_deref(), Some("the frozen context"));
-            // Not expected: the rows are left to the caller's own reads, and the end-of-run
-            // read finds a dependent.
-            let unexpected = probe_after_held(&mut tx, run.id, b.id, false).await;
+            // No round's call: the rows are left to the caller's own reads, and the
+            // end-of-run read finds a dependent.
+            let unexpected = probe_after_held(&mut tx, &b, false).await;
             assert_eq!(unexpected.edges.map(|e| e.len()), Some(3));
             assert!(unexpected.dependents.is_empty());
             assert_eq!(unexpected.quiescence, None);

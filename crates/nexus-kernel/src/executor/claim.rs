@@ -390,7 +390,11 @@ impl Kernel {
         next.await_started_at = Some(now);
         next.deadline_at = Some(now + budget);
         if !tx
-            .update_task_over(&task, &next, &[TaskStatus::Dispatched], None)
+            .update_task(nexus_store::TaskUpdate::new(
+                &next,
+                task.generation,
+                &[TaskStatus::Dispatched],
+            ))
             .await?
         {
             tx.rollback().await?;
@@ -476,7 +480,10 @@ impl Kernel {
         next.deadline_at = Some(now + ms);
         next.await_started_at = Some(now + ms - budget);
         if !tx
-            .update_task_claimed(&next, task.generation, &[TaskStatus::Dispatched], &token)
+            .update_task(
+                nexus_store::TaskUpdate::new(&next, task.generation, &[TaskStatus::Dispatched])
+                    .with_claim_token(Some(&token)),
+            )
             .await?
         {
             tx.rollback().await?;

@@ -481,8 +481,12 @@ impl Kernel {
         let moved = if from_waiting {
             self.transition(tx, run, task, TaskStatus::NeedsApproval, now).await?
         } else {
-            tx.update_task(task, task.generation, &[TaskStatus::NeedsApproval])
-                .await?
+            tx.update_task(nexus_store::TaskUpdate::new(
+                task,
+                task.generation,
+                &[TaskStatus::NeedsApproval],
+            ))
+            .await?
         };
         if !moved {
             return Ok(false);

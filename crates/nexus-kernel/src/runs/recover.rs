@@ -161,7 +161,10 @@ impl Kernel {
             failure_resolution: Some(nexus_store::FailureResolution::Abandoned),
             ..task.clone()
         };
-        if !tx.update_task(&next, task.generation, &[task.status]).await? {
+        if !tx
+            .update_task(nexus_store::TaskUpdate::new(&next, task.generation, &[task.status]))
+            .await?
+        {
             drop(tx);
             return Err(refuse(
                 Code::NotAbandonable,

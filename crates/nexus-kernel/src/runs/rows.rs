@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use nexus_store::{DependentsProbe, EdgeKind, EdgeRow, OnFailure, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{AroundSettled, EdgeKind, EdgeRow, OnFailure, TaskEndRow, TaskKind, TaskRow, TaskStatus, Tx};
 
 use crate::error::KernelResult;
 
@@ -25,14 +25,6 @@ pub(crate) struct Graph {
     pub(super) started: HashSet<i64>,
     /// Every row and edge of the run ([`Graph::load`]), not a neighbourhood.
     whole: bool,
-}
-
-/// Whether rows are known to depend on `task` before they are read: a call a model round
-/// declared is always followed by its round's continuation (runs.md §7), which depends on it.
-/// Only a hint to the store, which then reads the dependents' rows with its probe instead of
-/// the run's end-of-run read.
-fn continued(task: &TaskRow) -> bool {
-    task.declaring_task_id.is_some()
 }
 
 impl Graph {
@@ -71,14 +63,14 @@ impl Graph {
     /// With the graph comes the run's end-of-run read when `task` has no dependent, as the run
     /// stood after the settle (`None`: not read): a cascade with nothing to ready writes
     /// nothing, so it is what [`Kernel::end_if_quiescent`] would read next. Both it and the
-    /// dependents' rows come with the probe of the dependents when the store can send them
-    /// together (`Tx::probe_dependents`); a dependent it did not read is read here.
+    /// dependents' rows come with the edges when the store can send them together
+    /// (`Tx::around_settled`); a dependent it did not read is read here.
     pub async fn load_around(tx: &mut Tx, run_id: i64, task: &TaskRow) -> KernelResult<Option<(Graph, Prefetched)>> {
-        let DependentsProbe {
+        let AroundSettled {
             edges,
             quiescence: quiet,
             dependents: mut read,
-        } = tx.probe_dependents(run_id, task.id, continued(task)).await?;
+        } = tx.around_settled(task).await?;
         let Some(mut edges) = edges else {
             return Ok(None);
         };

@@ -134,7 +134,10 @@ impl Kernel {
         if (to == TaskStatus::Running || via == Some(TaskStatus::Running)) && next.started_at.is_none() {
             next.started_at = Some(now);
         }
-        if !tx.update_task(&next, task.generation, &[from]).await? {
+        if !tx
+            .update_task(nexus_store::TaskUpdate::new(&next, task.generation, &[from]))
+            .await?
+        {
             return Ok(false);
         }
         let hops = match via {
@@ -233,7 +236,9 @@ impl Kernel {
         next.error_key = error.as_ref().map(|e| e.key.clone());
         next.error_detail = error.as_ref().and_then(|e| e.detail.clone());
         // `task` is the row as this unit of work read it under the run lock.
-        let moved = tx.update_task_over(task, &next, &[from], expect_token).await?;
+        let moved = tx
+            .update_task(nexus_store::TaskUpdate::new(&next, task.generation, &[from]).with_claim_token(expect_token))
+            .await?;
         if !moved {
             return Ok(false);
         }
@@ -290,7 +295,11 @@ impl Kernel {
             settled_at: None,
             ..task.clone()
         };
-        if !u.tx.update_task(&next, task.generation, &[from]).await? {
+        if !u
+            .tx
+            .update_task(nexus_store::TaskUpdate::new(&next, task.generation, &[from]))
+            .await?
+        {
             return Ok(false);
         }
         let data = json!({"from": from, "to": TaskStatus::Waiting, "generation": next.generation});

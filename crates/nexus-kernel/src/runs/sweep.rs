@@ -126,7 +126,11 @@ impl Kernel {
                 next.addressed_executor_id = None;
                 next.addressed_role = None;
                 if tx
-                    .update_task(&next, task.generation, &[TaskStatus::NeedsApproval])
+                    .update_task(nexus_store::TaskUpdate::new(
+                        &next,
+                        task.generation,
+                        &[TaskStatus::NeedsApproval],
+                    ))
                     .await?
                 {
                     let data = json!({"from": addressee.public_id, "to": Value::Null});

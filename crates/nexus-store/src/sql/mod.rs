@@ -284,7 +284,7 @@ pub(crate) const UPDATE_RUN: &str = update_run!("");
 pub(crate) const UPDATE_RUN_AND_SEQUENCE: &str = update_run!(", last_event_sequence = $9");
 
 /// Before a unit of work commits, the run's sequence moves to its last append's: SQLite's unit
-/// when no run update wrote it (tx.rs), PostgreSQL's when none was held (`tx/deferred.rs`).
+/// when no run update wrote it (tx.rs), PostgreSQL's when none was held (`postgres/unit/deferred.rs`).
 pub(crate) const STORE_EVENT_SEQUENCE: &str = "UPDATE runs SET last_event_sequence = $2 WHERE id = $1";
 
 pub(crate) const RUN_BY_ID: &str = run_select!("WHERE id = $1");

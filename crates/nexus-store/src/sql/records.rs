@@ -6,7 +6,7 @@
 pub(crate) const INSERT_JOB: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, locked_by, \
      locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0) RETURNING id";
 
-/// [`INSERT_JOB`] without the answer: buffered with the unit of work (`tx/buffered.rs`).
+/// [`INSERT_JOB`] without the answer: buffered with the unit of work (`postgres/unit/buffered.rs`).
 pub(crate) const INSERT_JOB_BUFFERED: &str = "INSERT INTO jobs (kind, run_id, task_id, generation, available_at, \
      locked_by, locked_until, attempts) VALUES ($1, $2, $3, $4, $5, NULL, NULL, 0)";
 

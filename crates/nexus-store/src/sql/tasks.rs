@@ -89,13 +89,13 @@ pub(crate) const INSERT_TASK_WITH_BODY_PG: &str = insert_task!(
 );
 
 /// [`INSERT_TASK_WITH_BODY_PG`] under a reserved id (`$46`), buffered with the unit's writes
-/// (`tx/reserved.rs`): the caller builds the row, so nothing is returned.
+/// (`postgres/unit/reserved.rs`): the caller builds the row, so nothing is returned.
 pub(crate) const INSERT_TASK_WITH_ID_PG: &str = insert_task!(@id
     "WITH body AS (INSERT INTO frozen_contexts (digest, body) SELECT CAST($5 AS TEXT), \
      CAST($45 AS TEXT) WHERE $5 IS NOT NULL ON CONFLICT (digest) DO NOTHING) "
 );
 
-/// Ids taken ahead of the inserts a unit holds (`tx/reserved.rs`): `$1` from the `tasks`
+/// Ids taken ahead of the inserts a unit holds (`postgres/unit/reserved.rs`): `$1` from the `tasks`
 /// identity (`kind` 0), `$2` from the `jobs` identity (`kind` 1). A reserved id the unit does
 /// not use is a gap, as a rolled-back insert's is.
 pub(crate) const RESERVE_IDS: &str = "SELECT 0 AS kind, nextval(pg_get_serial_sequence('tasks', 'id')) AS id \
@@ -178,7 +178,7 @@ macro_rules! tasks_of_quiescent_run {
 pub(crate) const TASKS_OF_QUIESCENT_RUN: &str = tasks_of_quiescent_run!();
 
 /// [`TASKS_OF_QUIESCENT_RUN`] of run `$1` when no row depends on task `$2`: a settle's
-/// end-of-run read sent with its probe of the row's dependents (`tx/after_buffered.rs`). With a
+/// end-of-run read sent with its probe of the row's dependents (`postgres/unit/after_buffered.rs`). With a
 /// dependent it answers nothing (a cascade may change the statuses: the settle reads again).
 pub(crate) const TASKS_OF_QUIESCENT_RUN_UNLESS_DEPENDED: &str = concat!(
     tasks_of_quiescent_run!(),
@@ -321,7 +321,7 @@ pub(crate) const TASK_AND_DEPS: &str = task_select!(
 
 /// The rows depending on task `$1`, each with the rows it depends on, by dependent (`of_task`)
 /// and id: [`TASK_AND_DEPS`] of every dependent in one statement (PostgreSQL, after a settle's
-/// buffered writes: `crate::Tx::probe_dependents`).
+/// buffered writes: `crate::Tx::around_settled`).
 pub(crate) const DEPENDENTS_AND_THEIR_DEPS_PG: &str = concat!(
     "SELECT x.of_task AS of_task, ",
     task_columns_t!(),

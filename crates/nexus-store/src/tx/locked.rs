@@ -37,7 +37,7 @@ pub enum LockReads<'a> {
 }
 
 impl LockReads<'_> {
-    fn task_id(&self) -> i64 {
+    pub(crate) fn task_id(&self) -> i64 {
         match *self {
             LockReads::Task(id) | LockReads::Round(id) | LockReads::Evaluation(id) => id,
             LockReads::Seal(new) => new.task_id,
@@ -61,7 +61,7 @@ pub struct Locked {
 }
 
 impl Locked {
-    fn of(run: RunRow) -> Self {
+    pub(crate) fn of(run: RunRow) -> Self {
         Locked {
             run,
             task: None,
@@ -74,7 +74,7 @@ impl Locked {
 
 /// Whether a seal of `new` may store its request: the run `running`, the task `waiting` in the
 /// request's generation.
-fn sealable(run: &RunRow, task: Option<&TaskRow>, new: &NewSealedRequest) -> bool {
+pub(crate) fn sealable(run: &RunRow, task: Option<&TaskRow>, new: &NewSealedRequest) -> bool {
     run.status == RunStatus::Running
         && task.is_some_and(|t| t.generation == new.generation && t.status == TaskStatus::Waiting)
 }
@@ -106,30 +106,19 @@ impl Tx {
         Ok(locked)
     }
 
-    /// [`LockReads::Seal`]. On PostgreSQL, as the unit's first statement and when the request
-    /// is stored without reading its bases (each whole, or a delta on a base whose depth is
-    /// given, below the snapshot depth), its insert goes out with the lock in one round trip;
-    /// when the round then turns out not sealable (or the insert fails), that unit is rolled
-    /// back and the lock taken again, on a fresh transaction, without it.
+    /// [`LockReads::Seal`]. PostgreSQL may store the request with the lock in one round trip
+    /// (`postgres/unit/locked.rs`); otherwise, and when the round turned out not sealable
+    /// there, the lock and its reads, then the insert when the round is sealable.
     async fn lock_sealing(&mut self, run_id: i64, new: &NewSealedRequest) -> Result<Locked> {
         let with = RunLock {
             run_id,
             with: LockReads::Task(new.task_id),
         };
         if let Tx::Postgres(t) = self
-            && t.first_statement()
-            && let Some(stored) = crate::ops::sealed::stored_without_reads(new)
+            && let Some(mut locked) = t.seal_leading(run_id, new).await?
         {
-            match t.begin_sealing(run_id, new, stored).await {
-                Ok(mut locked) if sealable(&locked.run, locked.task.as_ref(), new) => {
-                    self.note_lock(&mut locked);
-                    return Ok(locked);
-                }
-                // Sealed already, by another unit (`Conflict`), no row to seal (`NotFound`), or
-                // a round no longer sealable: the plain lock below reads it as it stands.
-                Ok(_) | Err(StoreError::Conflict(_) | StoreError::NotFound(_)) => t.restart().await?,
-                Err(e) => return Err(e),
-            }
+            self.note_lock(&mut locked);
+            return Ok(locked);
         }
         let mut locked = self.lock_reading(with).await?;
         if sealable(&locked.run, locked.task.as_ref(), new) {
@@ -167,134 +156,8 @@ impl Tx {
     fn note_lock(&mut self, locked: &mut Locked) {
         self.note_locked(&mut locked.run);
         let row = locked.task.as_ref().or(locked.round.as_ref().map(|r| &r.task));
-        if let (Tx::Postgres(t), Some(row)) = (&mut *self, row) {
-            t.remember(row);
+        if let Some(row) = row {
+            self.remember(row);
         }
-    }
-}
-
-impl PgTx {
-    /// The unit's first statement: `BEGIN`, the run lock and the reads of `lock` in one simple
-    /// query, led by a job's claim with `taking_job`; what it read, and whether the claim found
-    /// the job.
-    async fn begin_locked(&mut self, taking_job: Option<i64>, lock: RunLock<'_>) -> Result<(Locked, bool)> {
-        let run_id = lock.run_id;
-        let id = lock.with.task_id();
-        let (run, read, taken) = match lock.with {
-            LockReads::Round(_) => {
-                let (run, round, _, taken) = self
-                    .begin_locking_run_with(
-                        taking_job,
-                        run_id,
-                        crate::sql::ROUND_FOR_REPLY,
-                        id,
-                        crate::row::round_for_reply,
-                        None,
-                    )
-                    .await?;
-                let mut locked = Locked::of(run);
-                locked.round = round;
-                return Ok((locked, taken));
-            }
-            LockReads::Evaluation(_) => {
-                let head = postgres::Stmt::new(crate::sql::SEARCH_HEAD_PG, vec![id.to_string()]);
-                self.begin_locking_run_with(
-                    taking_job,
-                    run_id,
-                    crate::sql::TASK_BY_ID,
-                    id,
-                    crate::row::task,
-                    Some(head),
-                )
-                .await
-                .map(|(run, task, head, taken)| (run, (task, head), taken))?
-            }
-            LockReads::Task(_) | LockReads::Seal(_) => self
-                .begin_locking_run_with(taking_job, run_id, crate::sql::TASK_BY_ID, id, crate::row::task, None)
-                .await
-                .map(|(run, task, _, taken)| (run, (task, None), taken))?,
-        };
-        let mut locked = Locked::of(run);
-        locked.task = read.0;
-        locked.search_head = read.1.as_ref().map(crate::row::frozen_head).transpose()?;
-        Ok((locked, taken))
-    }
-
-    /// The seal's first statement: `BEGIN`, the run lock, the task, and the insert of the
-    /// request (`stored`: how it is stored, without reading its bases) last, in one round trip.
-    /// The insert belongs to the unit; the caller restarts the unit when the round is not
-    /// sealable.
-    async fn begin_sealing(
-        &mut self,
-        run_id: i64,
-        new: &NewSealedRequest,
-        (record, body): (crate::ops::sealed::StoredRecord<'_>, crate::ops::sealed::StoredBody<'_>),
-    ) -> Result<Locked> {
-        for text in [&new.record, &new.body_sha256, &new.attempts] {
-            crate::check_text(text)?;
-        }
-        let insert = postgres::Stmt::new(
-            crate::sql::INSERT_SEALED_REQUEST_WITH_BODY_PG,
-            crate::ops::sealed::sealed_insert_literals(new, &record, &body),
-        );
-        let (run, task, answer, _) = self
-            .begin_locking_run_with(
-                None,
-                run_id,
-                crate::sql::TASK_BY_ID,
-                new.task_id,
-                crate::row::task,
-                Some(insert),
-            )
-            .await?;
-        let answer = answer.ok_or_else(|| StoreError::Corrupt("a sealed request's insert answered no row".into()))?;
-        use crate::row::Columns;
-        let id = Columns::int(&answer, "id")?;
-        let body_depth = Columns::opt_int(&answer, "body_depth")?;
-        let mut locked = Locked::of(run);
-        locked.task = task;
-        locked.sealed = Some(crate::ops::sealed::inserted_row(new, record, body, id, body_depth));
-        Ok(locked)
-    }
-
-    /// The unit's first statement on PostgreSQL: `BEGIN`, the run lock and the read of `then`
-    /// (`then_id`) in one simple query. An error that aborts the transaction voids the unit.
-    async fn begin_locking_run_with<T: crate::frozen::HoldsTask>(
-        &mut self,
-        taking_job: Option<i64>,
-        run_id: i64,
-        then: &'static str,
-        then_id: i64,
-        decode: impl Fn(&sqlx::postgres::PgRow) -> Result<crate::frozen::Pending<T>>,
-        also: Option<postgres::Stmt>,
-    ) -> Result<(RunRow, Option<T>, Option<sqlx::postgres::PgRow>, bool)> {
-        let result = Box::pin(postgres::ops::begin_locking_run_with(
-            &mut self.tx,
-            taking_job,
-            run_id,
-            then,
-            then_id,
-            decode,
-            also,
-        ))
-        .await;
-        if result.as_ref().is_err_and(voids_transaction) {
-            self.void = true;
-        }
-        result
-    }
-
-    /// Rolls the unit back and starts it again on a fresh transaction, with nothing held:
-    /// what the unit did so far is gone. The old connection goes back to the pool (rolled
-    /// back) before the new one is taken.
-    async fn restart(&mut self) -> Result<()> {
-        self.void = true;
-        self.tx.reopen().await?;
-        self.void = false;
-        self.deferred = deferred::Deferred::default();
-        self.known.clear();
-        self.answerer = None;
-        self.ids = None;
-        Ok(())
     }
 }

@@ -1,5 +1,5 @@
 //! What a unit of work knows of each run's latest event sequence (SQLite: [`RunSequence`];
-//! PostgreSQL: `tx/deferred.rs`), noted as it reads, locks and appends.
+//! PostgreSQL: `postgres/unit/deferred.rs`), noted as it reads, locks and appends.
 
 use super::*;
 
@@ -23,7 +23,7 @@ impl Tx {
     }
 
     /// A run row this unit of work holds locked: as [`Tx::note_read`], and on PostgreSQL its
-    /// later appends are sent with the `COMMIT` (`tx/deferred.rs`).
+    /// later appends are sent with the `COMMIT` (`postgres/unit/deferred.rs`).
     pub(super) fn note_locked(&mut self, run: &mut RunRow) {
         match self {
             Tx::Postgres(t) => t.deferred.note_locked(run),

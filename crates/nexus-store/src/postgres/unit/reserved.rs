@@ -1,5 +1,5 @@
 //! PostgreSQL: task and job ids a unit of work takes ahead of its inserts, so that the inserts
-//! are buffered with its writes (`tx/buffered.rs`) rather than sent one round trip each. Private to
+//! are buffered with its writes (`buffered.rs`) rather than sent one round trip each. Private to
 //! the engine: the kernel names no id it has not been given, on either engine.
 //!
 //! A task insert returns the row's id, and the next write (an edge to the row, a row that
@@ -81,7 +81,7 @@ impl PgTx {
     /// A key probe of `keys` is about to go out after buffered writes: the unit is looking for
     /// keys to insert rows under, so the probe also takes as many task ids and as many job ids
     /// as it names keys, once a unit (the rule in the module's header).
-    pub(super) fn ids_for_probe(&mut self, keys: usize) {
+    pub(crate) fn ids_for_probe(&mut self, keys: usize) {
         let ids = self.ids.get_or_insert_with(Box::default);
         if !ids.asked {
             ids.asked = true;
@@ -91,12 +91,12 @@ impl PgTx {
 
     /// The statement that takes the ids the unit asked for, to send with its next read after
     /// buffered writes (`None`: none asked for).
-    pub(super) fn ids_request(&mut self) -> Option<Stmt> {
+    pub(crate) fn ids_request(&mut self) -> Option<Stmt> {
         self.ids.as_mut()?.request()
     }
 
     /// Keeps the ids [`PgTx::ids_request`]'s statement answered.
-    pub(super) fn ids_fill(&mut self, rows: &[PgRow]) -> Result<()> {
+    pub(crate) fn ids_fill(&mut self, rows: &[PgRow]) -> Result<()> {
         match self.ids.as_mut() {
             Some(ids) => ids.fill(rows),
             None => Ok(()),
@@ -105,7 +105,7 @@ impl PgTx {
 
     /// The next reserved id of a task (`job` false) or a job, for an insert about to be made
     /// (`None`: none is reserved, or the unit is void).
-    pub(super) fn take_reserved_id(&mut self, job: bool) -> Option<i64> {
+    pub(crate) fn take_reserved_id(&mut self, job: bool) -> Option<i64> {
         if self.void {
             return None;
         }
@@ -114,7 +114,7 @@ impl PgTx {
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_TASK_WITH_ID_PG`])
     /// and returns its row.
-    pub(super) fn buffer_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
+    pub(crate) fn buffer_task_insert(&mut self, id: i64, new: NewTask) -> Result<TaskRow> {
         let mut literals = after_buffered::task_insert_literals(&new)?;
         literals.push(id.to_string());
         self.deferred
@@ -123,7 +123,7 @@ impl PgTx {
     }
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_JOB_WITH_ID`]).
-    pub(super) fn buffer_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
+    pub(crate) fn buffer_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
         crate::check_text(&new.kind)?;
         let literals: [&dyn Literal; 6] = [
             &new.kind,

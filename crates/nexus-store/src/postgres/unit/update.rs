@@ -1,5 +1,5 @@
 //! PostgreSQL: a task update over a row the unit read under its run's lock, buffered until the
-//! unit's next statement or its `COMMIT` (`tx/deferred.rs`) instead of sent at once.
+//! unit's next statement or its `COMMIT` (`deferred.rs`) instead of sent at once.
 //!
 //! Every writer of a task holds its run's lock (storage-and-scale.md §3, "Lock order"), so a
 //! row this unit read after taking that lock is still the stored row when the unit writes it:
@@ -11,6 +11,7 @@
 
 use super::*;
 use crate::postgres::{Literal, Stmt};
+use crate::tx::Expect;
 
 /// The guarded update of `task` over `before` (`None`: no column changes): a template per set
 /// of changed columns (`postgres/prepared.rs`).
@@ -64,28 +65,29 @@ fn template(columns: &[&str], with_token: bool) -> String {
 }
 
 impl PgTx {
-    /// [`Tx::update_task_over`] held, when the unit holds `before`'s run lock (`None`: send the
-    /// update now). The text guard and the expected statuses are checked as the statement would.
-    pub(super) fn buffer_task_update(
+    /// [`Tx::update_task`] over `before`, the stored row, buffered when the unit holds its run
+    /// lock (`None`: send the update now). The text guard is checked as the statement would.
+    pub(crate) fn buffer_task_update(
         &mut self,
         before: &TaskRow,
         task: &TaskRow,
-        expect_statuses: &[TaskStatus],
-        expect_claim_token: Option<&str>,
+        expect: &Expect<'_>,
     ) -> Option<Result<bool>> {
         if self.void || before.id != task.id || !self.deferred.holds(before.run_id) {
             return None;
         }
-        let checked = crate::row::check_task_row_text(task).and_then(|()| crate::row::status_slots(expect_statuses));
-        if let Err(e) = checked {
+        if let Err(e) = crate::row::check_task_row_text(task) {
             return Some(Err(e));
         }
-        let matches = expect_statuses.contains(&before.status)
-            && expect_claim_token.is_none_or(|t| before.claim_token.as_deref() == Some(t));
+        let matches = before.generation == expect.generation
+            && expect.statuses.contains(&before.status)
+            && expect
+                .claim_token
+                .is_none_or(|t| before.claim_token.as_deref() == Some(t));
         if !matches {
             return Some(Ok(false));
         }
-        if let Some(sql) = statement(before, task, expect_claim_token) {
+        if let Some(sql) = statement(before, task, expect.claim_token) {
             self.deferred.buffer_statement(sql);
         }
         Some(Ok(true))
