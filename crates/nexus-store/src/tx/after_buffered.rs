@@ -127,7 +127,6 @@ impl Tx {
         }
         match self {
             Tx::Postgres(t) if t.buffers_writes() => {
-                crate::check_text(&new.kind)?;
                 let literals = [
                     new.kind.literal(),
                     new.run_id.literal(),

@@ -15,7 +15,6 @@ impl Tx {
     pub async fn put_job(&mut self, new: NewJob) -> Result<()> {
         match self {
             Tx::Postgres(t) if !t.void => {
-                crate::check_text(&new.kind)?;
                 t.deferred.buffer(
                     crate::sql::INSERT_JOB_BUFFERED,
                     &[&new.kind, &new.run_id, &new.task_id, &new.generation, &new.available_at],
