@@ -12,7 +12,7 @@ use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::Deny;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Engine, EventRow, MemberKind, Standing, TaskRow, TaskStatus};
+use nexus_store::{Engine, EventRow, JobKind, MemberKind, RunStatus, Standing, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -688,8 +688,9 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
             .store
             .dequeue_jobs("elsewhere", nexus_kernel::time::now_ms(), 60_000, 10)
             .await
-            .unwrap();
-        assert_eq!(jobs.iter().filter(|j| j.kind == "kernel_tool").count(), 1);
+            .unwrap()
+            .jobs;
+        assert_eq!(jobs.iter().filter(|j| j.kind == JobKind::KernelTool).count(), 1);
         for j in jobs {
             w.kernel.store.delete_job(j.id).await.unwrap();
         }
@@ -808,5 +809,66 @@ async fn a_round_whose_stored_words_do_not_read_stops_its_run() {
             ))
             .await;
         assert_eq!(reply, None, "no model reply was applied on {d}");
+    }
+}
+
+/// A job whose stored kind does not read stops its run in `needs_attention` (`corrupt_row`)
+/// and leaves the queue on both engines, while the job leased beside it runs as usual: one
+/// damaged row does not fail the dequeue of every other job.
+#[tokio::test]
+async fn a_job_whose_kind_does_not_read_holds_its_run_and_spares_the_others() {
+    for ts in engines().await {
+        let w = world(ts).await;
+        let d = w.dialect;
+        let mut runs = Vec::new();
+        for name in ["damaged", "sound"] {
+            w.script(name, &[json!({"text": "Done."})]);
+            let run = json!({"approval_mode": "bypass", "steps": [{"model": {
+                "prompt": "Go.", "model": format!("scripted/{name}")}}]});
+            let body = w
+                .kernel
+                .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
+                .await
+                .unwrap()
+                .fresh()
+                .expect("a fresh create");
+            let id = Uuid::parse_str(&body.run.public_id).unwrap();
+            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            runs.push(w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id);
+        }
+        let [damaged, sound] = runs[..] else { unreachable!() };
+        let job: i64 =
+            w.ts.query_text(&format!("SELECT CAST(id AS TEXT) FROM jobs WHERE run_id = {damaged}"))
+                .await
+                .expect("the damaged run's model call is queued")
+                .parse()
+                .unwrap();
+        w.ts.execute_unchecked(&["jobs"], &format!("UPDATE jobs SET kind = 'bogus' WHERE id = {job}"))
+            .await;
+
+        w.kernel.work_until_idle(50).await.unwrap();
+        let store = &w.kernel.store;
+        let status = |id: i64| async move { store.run_by_id(id).await.unwrap().unwrap().status };
+        assert_eq!(status(damaged).await, RunStatus::NeedsAttention, "{d}");
+        assert_eq!(
+            w.kernel.store.job_by_id(job).await.unwrap(),
+            None,
+            "the job left the queue on {d}"
+        );
+        let last = w
+            .kernel
+            .store
+            .events_after(damaged, 0, 1000)
+            .await
+            .unwrap()
+            .pop()
+            .unwrap();
+        let data: Value = serde_json::from_str(&last.data).unwrap();
+        assert_eq!(
+            (last.kind, data["reason"].as_str()),
+            (nexus_store::EventKind::RunStatusChanged, Some("corrupt_row")),
+            "{d}"
+        );
+        assert_eq!(status(sound).await, RunStatus::Completed, "{d}");
     }
 }

@@ -9,7 +9,7 @@ use common::world;
 use nexus_core::codes::Code;
 use nexus_kernel::runs::{Idempotent, Stop};
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{Engine, JobKind, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -493,8 +493,9 @@ async fn a_kernel_tool_a_reply_calls_is_evaluated_in_the_same_pass() {
             .dequeue_jobs("peek", nexus_kernel::time::now_ms(), 60_000, 10)
             .await
             .unwrap();
-        let kinds: Vec<&str> = jobs.iter().map(|j| j.kind.as_str()).collect();
-        assert_eq!(kinds, ["model_call"]);
+        assert!(jobs.unreadable.is_empty());
+        let kinds: Vec<JobKind> = jobs.jobs.iter().map(|j| j.kind).collect();
+        assert_eq!(kinds, [JobKind::ModelCall]);
         w.kernel.store.release_node_leases("peek").await.unwrap();
         w.drive().await;
         assert_eq!(w.run_row(id).await.status, RunStatus::Completed);

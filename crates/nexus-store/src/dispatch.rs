@@ -169,7 +169,7 @@ impl Engine for Store {
     async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
         dispatch!(self, job_by_id(job_id))
     }
-    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
+    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Dequeued> {
         dispatch!(self, dequeue_jobs(node_id, now, lease_ms, limit))
     }
     async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool> {

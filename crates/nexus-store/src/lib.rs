@@ -252,8 +252,10 @@ pub trait Engine {
     /// Leases up to `limit` jobs with `available_at <= now` and no live lease
     /// (`locked_until IS NULL OR locked_until < now`) to `node_id` until `now + lease_ms`,
     /// counting an attempt on each; by id. PostgreSQL: `FOR UPDATE SKIP LOCKED`; SQLite: one
-    /// `UPDATE … RETURNING` in `BEGIN IMMEDIATE`. No job goes to two nodes at once.
-    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>>;
+    /// `UPDATE … RETURNING` in `BEGIN IMMEDIATE`. No job goes to two nodes at once. A leased
+    /// row whose kind does not read is answered in [`Dequeued::unreadable`], not as an error:
+    /// the caller holds its run and removes it.
+    async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Dequeued>;
     /// Extends the lease to `now + lease_ms` when `node_id` still holds it; false otherwise.
     async fn renew_job_lease(&self, job_id: i64, node_id: &str, now: i64, lease_ms: i64) -> Result<bool>;
     /// Clears every lease held by `node_id` (at start: an earlier process of this node is

@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 mod status;
 pub use status::{
-    ConversationEventKind, EdgeKind, EventKind, ExecutorKind, ExecutorStatus, FailureResolution, MemberRole, OnFailure,
-    RunStatus, TaskKind, TaskStatus, Visibility,
+    ConversationEventKind, EdgeKind, EventKind, ExecutorKind, ExecutorStatus, FailureResolution, JobKind, MemberRole,
+    OnFailure, RunStatus, TaskKind, TaskStatus, Visibility, Wake,
 };
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -540,7 +540,7 @@ pub struct EventRow {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobRow {
     pub id: i64,
-    pub kind: String,
+    pub kind: JobKind,
     pub run_id: i64,
     pub task_id: Option<i64>,
     pub generation: i64,
@@ -552,10 +552,38 @@ pub struct JobRow {
     pub attempts: i64,
 }
 
+/// A job the dequeue leased but cannot read (its `kind` is no [`JobKind`] word): answered
+/// apart from the readable ones, so one damaged row does not fail the dequeue of every other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableJob {
+    pub id: i64,
+    pub run_id: i64,
+    /// Why the row does not read (the column and the word).
+    pub reason: String,
+}
+
+/// What one dequeue leased: the jobs that read, by id, and those that do not.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dequeued {
+    pub jobs: Vec<JobRow>,
+    pub unreadable: Vec<UnreadableJob>,
+}
+
+impl Dequeued {
+    /// How many rows the dequeue leased.
+    pub fn len(&self) -> usize {
+        self.jobs.len() + self.unreadable.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
 /// A new job: unlocked, no attempts yet.
 #[derive(Debug, Clone)]
 pub struct NewJob {
-    pub kind: String,
+    pub kind: JobKind,
     pub run_id: i64,
     pub task_id: Option<i64>,
     pub generation: i64,

@@ -413,7 +413,7 @@ pub(crate) fn event(r: &impl Columns) -> Result<EventRow> {
 pub(crate) fn job(r: &impl Columns) -> Result<JobRow> {
     Ok(JobRow {
         id: r.int("id")?,
-        kind: r.text("kind")?,
+        kind: word("jobs.kind", &r.text("kind")?, JobKind::parse)?,
         run_id: r.int("run_id")?,
         task_id: r.opt_int("task_id")?,
         generation: r.int("generation")?,
@@ -422,6 +422,26 @@ pub(crate) fn job(r: &impl Columns) -> Result<JobRow> {
         locked_until: r.opt_int("locked_until")?,
         attempts: r.int("attempts")?,
     })
+}
+
+/// The rows of a dequeue: a row whose words do not read is answered as unreadable (its id and
+/// run), not as a failure of the whole dequeue.
+pub(crate) fn dequeued<C: Columns>(rows: &[C]) -> Result<Dequeued> {
+    let mut out = Dequeued::default();
+    for r in rows {
+        match job(r) {
+            Ok(job) => out.jobs.push(job),
+            Err(StoreError::Corrupt(reason)) => out.unreadable.push(UnreadableJob {
+                id: r.int("id")?,
+                run_id: r.int("run_id")?,
+                reason,
+            }),
+            Err(e) => return Err(e),
+        }
+    }
+    out.jobs.sort_by_key(|j| j.id);
+    out.unreadable.sort_by_key(|j| j.id);
+    Ok(out)
 }
 
 pub(crate) fn sealed_request(r: &impl Columns) -> Result<SealedRequestRow> {

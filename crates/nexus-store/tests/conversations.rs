@@ -35,7 +35,7 @@ fn new_input(conversation_id: i64, member: &MemberRow, kind: InputKind) -> NewIn
         attachment_upload_ids: vec![],
         model: None,
         tool_names: Some(r#"["nexus.wait"]"#.into()),
-        approval_mode: Some("ask".into()),
+        approval_mode: Some(ApprovalMode::Ask),
         created_by_id: Some(member.id),
         deliver_at: Some(NOW + 5_000),
         created_at: NOW,

@@ -30,7 +30,7 @@ fn task(run_id: i64, key: &str) -> NewTask {
 
 fn job(run_id: i64, task_id: i64) -> NewJob {
     NewJob {
-        kind: "kernel_tool".into(),
+        kind: JobKind::KernelTool,
         run_id,
         task_id: Some(task_id),
         generation: 1,

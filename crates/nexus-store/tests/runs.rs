@@ -253,7 +253,7 @@ async fn every_row_type_round_trips() {
         );
         let job_id = tx
             .insert_job(NewJob {
-                kind: "model_call".into(),
+                kind: JobKind::ModelCall,
                 run_id: run.id,
                 task_id: Some(t.id),
                 generation: 3,
@@ -496,7 +496,7 @@ async fn every_row_type_round_trips() {
             s.job_by_id(job_id).await.unwrap(),
             Some(JobRow {
                 id: job_id,
-                kind: "model_call".into(),
+                kind: JobKind::ModelCall,
                 run_id: run.id,
                 task_id: Some(t.id),
                 generation: 3,
@@ -1591,7 +1591,7 @@ async fn jobs_in(s: &Store, run_id: i64, n: usize, available_at: i64) -> Vec<i64
     for _ in 0..n {
         ids.push(
             tx.insert_job(NewJob {
-                kind: "kernel_tool".into(),
+                kind: JobKind::KernelTool,
                 run_id,
                 task_id: None,
                 generation: 0,
@@ -1614,26 +1614,38 @@ async fn dequeue_respects_availability_and_leases() {
         let now_ids = jobs_in(s, run.id, 3, NOW).await;
         let later = jobs_in(s, run.id, 1, NOW + 1_000).await[0];
 
-        let got = s.dequeue_jobs("node-a", NOW, 100, 2).await.unwrap();
+        let got = s.dequeue_jobs("node-a", NOW, 100, 2).await.unwrap().jobs;
         assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), now_ids[..2]);
         for j in &got {
             assert_eq!(j.locked_by.as_deref(), Some("node-a"));
             assert_eq!(j.locked_until, Some(NOW + 100));
             assert_eq!(j.attempts, 1);
         }
-        let got = s.dequeue_jobs("node-b", NOW, 100, 10).await.unwrap();
+        let got = s.dequeue_jobs("node-b", NOW, 100, 10).await.unwrap().jobs;
         assert_eq!(
             got.iter().map(|j| j.id).collect::<Vec<_>>(),
             [now_ids[2]],
             "leased jobs are skipped"
         );
-        assert!(s.dequeue_jobs("node-b", NOW + 50, 100, 10).await.unwrap().is_empty());
+        assert!(
+            s.dequeue_jobs("node-b", NOW + 50, 100, 10)
+                .await
+                .unwrap()
+                .jobs
+                .is_empty()
+        );
         // A lease ending exactly now still holds; after it, the job is free again.
-        assert!(s.dequeue_jobs("node-b", NOW + 100, 100, 10).await.unwrap().is_empty());
+        assert!(
+            s.dequeue_jobs("node-b", NOW + 100, 100, 10)
+                .await
+                .unwrap()
+                .jobs
+                .is_empty()
+        );
         // Renewal by the holder only.
         assert!(s.renew_job_lease(now_ids[0], "node-a", NOW + 90, 1_000).await.unwrap());
         assert!(!s.renew_job_lease(now_ids[1], "node-b", NOW + 90, 1_000).await.unwrap());
-        let got = s.dequeue_jobs("node-b", NOW + 101, 10_000, 10).await.unwrap();
+        let got = s.dequeue_jobs("node-b", NOW + 101, 10_000, 10).await.unwrap().jobs;
         assert_eq!(
             got.iter().map(|j| j.id).collect::<Vec<_>>(),
             [now_ids[1], now_ids[2]],
@@ -1644,7 +1656,7 @@ async fn dequeue_respects_availability_and_leases() {
                 .all(|j| j.attempts == 2 && j.locked_by.as_deref() == Some("node-b"))
         );
         // The later job becomes available at its time.
-        let got = s.dequeue_jobs("node-c", NOW + 1_000, 100, 10).await.unwrap();
+        let got = s.dequeue_jobs("node-c", NOW + 1_000, 100, 10).await.unwrap().jobs;
         assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), [later]);
 
         // release_node_leases frees exactly that node's leases.
@@ -1656,7 +1668,7 @@ async fn dequeue_respects_availability_and_leases() {
             s.job_by_id(now_ids[0]).await.unwrap().unwrap().locked_by.as_deref(),
             Some("node-a")
         );
-        let got = s.dequeue_jobs("node-d", NOW + 200, 100, 10).await.unwrap();
+        let got = s.dequeue_jobs("node-d", NOW + 200, 100, 10).await.unwrap().jobs;
         assert_eq!(got.iter().map(|j| j.id).collect::<Vec<_>>(), [now_ids[1], now_ids[2]]);
         // requeue: unlocked, available later.
         assert!(s.requeue_job(now_ids[1], NOW + 5_000).await.unwrap());
@@ -1666,6 +1678,7 @@ async fn dequeue_respects_availability_and_leases() {
             s.dequeue_jobs("node-e", NOW + 4_999, 1, 10)
                 .await
                 .unwrap()
+                .jobs
                 .iter()
                 .all(|j| j.id != now_ids[1])
         );
@@ -1689,7 +1702,7 @@ async fn concurrent_dequeues_never_share_a_job() {
                 let name = format!("node-{node}");
                 let mut mine = Vec::new();
                 loop {
-                    let got = s.dequeue_jobs(&name, NOW, 60_000, 3).await.unwrap();
+                    let got = s.dequeue_jobs(&name, NOW, 60_000, 3).await.unwrap().jobs;
                     if got.is_empty() {
                         break;
                     }
@@ -2348,7 +2361,7 @@ async fn the_used_keys_and_a_job_after_held_writes() {
         assert_eq!(tx.used_task_keys(run.id, &keys).await.unwrap(), vec!["a", "b"]);
         tx.put_edge(b.id, a.id, EdgeKind::Reads).await.unwrap();
         let job = NewJob {
-            kind: "kernel_tool".into(),
+            kind: JobKind::KernelTool,
             run_id: run.id,
             task_id: Some(b.id),
             generation: 1,
@@ -2487,7 +2500,7 @@ async fn a_kernel_jobs_claim_leads_its_evaluation() {
         )
         .await;
         let job = |task_id: i64| NewJob {
-            kind: "kernel_tool".into(),
+            kind: JobKind::KernelTool,
             run_id: run.id,
             task_id: Some(task_id),
             generation: 1,
@@ -2540,7 +2553,7 @@ async fn probe_after_held(tx: &mut Tx, settled: &TaskRow, call: bool) -> AroundS
     let run_id = settled.run_id;
     tx.lock_run(run_id).await.unwrap();
     let job = NewJob {
-        kind: "kernel_tool".into(),
+        kind: JobKind::KernelTool,
         run_id,
         task_id: None,
         generation: 1,
@@ -2703,7 +2716,7 @@ async fn rows_inserted_under_reserved_ids_are_held_and_stored_as_built() {
         // The edge needs both rows: held after them, it goes out in the same query.
         tx.put_edge(third.id, second.id, EdgeKind::After).await.unwrap();
         let job = NewJob {
-            kind: "kernel_tool".into(),
+            kind: JobKind::KernelTool,
             run_id: run.id,
             task_id: Some(third.id),
             generation: 1,

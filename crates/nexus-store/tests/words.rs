@@ -3,6 +3,7 @@
 //! tables, on every available engine: the CHECK constraints accept exactly the enums' words and
 //! refuse any other, and a row that holds another word anyway (written with the constraints
 //! off) reads back as a corrupt row, never a panic. So does a rule list that does not parse.
+//! A job whose kind does not read is answered apart by the dequeue, not as its failure.
 
 use nexus_store::testing::{self, TestStore};
 use nexus_store::*;
@@ -47,7 +48,7 @@ impl Raw {
         }
     }
 
-    /// Switches the CHECK constraints of `runs`, `tasks`, `task_edges` and `executors` off
+    /// Switches the CHECK constraints of `runs`, `tasks`, `task_edges`, `executors` and `turns` off
     /// (PostgreSQL: drops them; the schema is the test's own).
     async fn checks_off(&mut self) {
         match self {
@@ -56,7 +57,7 @@ impl Raw {
                 let checks: Vec<(String, String)> = sqlx::query_as(
                     "SELECT t.relname::text, k.conname::text FROM pg_constraint k \
                      JOIN pg_class t ON t.oid = k.conrelid \
-                     WHERE k.contype = 'c' AND t.relname IN ('runs', 'tasks', 'task_edges', 'executors') \
+                     WHERE k.contype = 'c' AND t.relname IN ('runs', 'tasks', 'task_edges', 'executors', 'turns') \
                      AND t.relnamespace = current_schema()::regnamespace",
                 )
                 .fetch_all(&mut *c)
@@ -425,5 +426,171 @@ async fn every_unguarded_word_column_reads_a_bad_word_as_a_corrupt_row() {
             Some(ExecutorKind::Runner),
             "{d}"
         );
+    }
+}
+
+/// A conversation with one input, a completed user turn, and a job of `run`.
+async fn conversation_input_turn_and_job(s: &Store, run: &RunRow) -> (ConversationRow, InputRow, i64) {
+    let mut tx = s.begin().await.unwrap();
+    let conversation = tx
+        .insert_conversation(NewConversation {
+            public_id: uuid::Uuid::now_v7(),
+            workspace_id: run.workspace_id,
+            created_by_id: run.created_by_id,
+            answering_member_id: run.created_by_id,
+            default_runner_id: None,
+            title: None,
+            parent_id: None,
+            spawn_task_id: None,
+            label: None,
+            reply_route: None,
+            created_at: NOW,
+        })
+        .await
+        .unwrap();
+    let input = NewInput {
+        public_id: uuid::Uuid::now_v7(),
+        conversation_id: conversation.id,
+        kind: InputKind::TaskResult,
+        delivery_mode: DeliveryMode::Queue,
+        content: Some("mail".into()),
+        attachments: "[]".into(),
+        attachment_upload_ids: vec![],
+        model: None,
+        tool_names: None,
+        approval_mode: Some(ApprovalMode::Rules),
+        created_by_id: None,
+        deliver_at: None,
+        created_at: NOW,
+        state: InputState::Pending,
+        turn_id: None,
+        wake: Some(Wake::Passive),
+        mail_key: Some("k".into()),
+    };
+    let InputInsert::Inserted(input) = tx.insert_input(input, 10).await.unwrap() else {
+        panic!("the input is queued");
+    };
+    tx.insert_turn(NewTurn {
+        public_id: uuid::Uuid::now_v7(),
+        conversation_id: conversation.id,
+        role: TurnRole::User,
+        status: TurnStatus::Completed,
+        input_id: Some(input.id),
+        run_id: None,
+        content: Some("hello".into()),
+        error_key: None,
+        created_at: NOW,
+    })
+    .await
+    .unwrap();
+    let job = tx
+        .insert_job(NewJob {
+            kind: JobKind::ModelCall,
+            run_id: run.id,
+            task_id: None,
+            generation: 1,
+            available_at: NOW,
+        })
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    (conversation, input, job)
+}
+
+/// An input's approval mode and wake, a turn's role as the conversation summary reads it, and a
+/// job's kind: each enum's words read back as themselves, any other word as a corrupt row naming
+/// the column. The dequeue answers a job whose kind does not read apart, with its id and run,
+/// and leases the jobs beside it as usual.
+#[tokio::test]
+async fn input_turn_and_job_words_read_a_bad_word_as_a_corrupt_row() {
+    for ts in testing::engines().await {
+        let s = &ts.store;
+        let d = ts.dialect;
+        let (run, _) = run_and_task(s).await;
+        let (conversation, input, job) = conversation_input_turn_and_job(s, &run).await;
+        let inputs = || s.conversation_inputs(conversation.id, 0, 10);
+        let read = inputs().await.unwrap();
+        assert_eq!(read, std::slice::from_ref(&input), "{d}");
+        assert_eq!(
+            (input.approval_mode, input.wake),
+            (Some(ApprovalMode::Rules), Some(Wake::Passive))
+        );
+        let mut raw = Raw::open(&ts).await;
+
+        // The words read back as themselves.
+        for mode in ApprovalMode::ALL {
+            let table = "conversation_inputs";
+            assert!(raw.set(table, "approval_mode", input.id, mode.as_str()).await, "{d}");
+            assert_eq!(inputs().await.unwrap()[0].approval_mode, Some(mode), "{d}");
+        }
+        for &wake in Wake::ALL {
+            assert!(
+                raw.set("conversation_inputs", "wake", input.id, wake.as_str()).await,
+                "{d}"
+            );
+            assert_eq!(inputs().await.unwrap()[0].wake, Some(wake), "{d}");
+        }
+        for role in [TurnRole::User, TurnRole::Assistant] {
+            let (table, id) = ("turns", conversation.id);
+            assert!(
+                raw.set_where(table, "role", "conversation_id", id, role.as_str()).await,
+                "{d}"
+            );
+            let summary = s.conversation_summaries(&[id]).await.unwrap();
+            assert_eq!(summary[0].last_role, Some(role), "{d}");
+        }
+        for &kind in JobKind::ALL {
+            assert!(raw.set("jobs", "kind", job, kind.as_str()).await, "{d}");
+            assert_eq!(s.job_by_id(job).await.unwrap().unwrap().kind, kind, "{d}");
+        }
+        let key = ("turns", "role", "conversation_id", conversation.id);
+        assert!(
+            !raw.set_where(key.0, key.1, key.2, key.3, "bogus").await,
+            "turns.role is guarded on {d}"
+        );
+
+        // Any other word is a corrupt row.
+        raw.checks_off().await;
+        for (table, column, good) in [
+            ("conversation_inputs", "approval_mode", "ask"),
+            ("conversation_inputs", "wake", "auto"),
+        ] {
+            assert!(raw.set(table, column, input.id, "bogus").await, "{d}");
+            assert_corrupt(inputs().await, &format!("{table}.{column}"), d);
+            assert!(raw.set(table, column, input.id, good).await, "{d}");
+        }
+        assert!(raw.set_where(key.0, key.1, key.2, key.3, "bogus").await, "{d}");
+        assert_corrupt(s.conversation_summaries(&[conversation.id]).await, "turns.role", d);
+        assert!(raw.set_where(key.0, key.1, key.2, key.3, "user").await, "{d}");
+        assert_eq!(inputs().await.unwrap().len(), 1, "{d}");
+
+        // A job whose kind does not read: its own read is corrupt, and the dequeue leases it
+        // apart from the job beside it instead of failing.
+        let mut tx = s.begin().await.unwrap();
+        let readable = tx
+            .insert_job(NewJob {
+                kind: JobKind::KernelTool,
+                run_id: run.id,
+                task_id: None,
+                generation: 1,
+                available_at: NOW,
+            })
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        assert!(raw.set("jobs", "kind", job, "bogus").await, "{d}");
+        assert_corrupt(s.job_by_id(job).await, "jobs.kind", d);
+        let leased = s.dequeue_jobs("node", NOW, 1_000, 10).await.unwrap();
+        assert_eq!(leased.len(), 2, "{d}");
+        assert_eq!(
+            leased.jobs.iter().map(|j| (j.id, j.kind)).collect::<Vec<_>>(),
+            [(readable, JobKind::KernelTool)],
+            "{d}"
+        );
+        let [bad] = &leased.unreadable[..] else {
+            panic!("one unreadable job on {d}: {leased:?}");
+        };
+        assert_eq!((bad.id, bad.run_id), (job, run.id), "{d}");
+        assert!(bad.reason.contains("jobs.kind") && bad.reason.contains("bogus"), "{d}");
     }
 }

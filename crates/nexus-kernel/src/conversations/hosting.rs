@@ -65,7 +65,7 @@ pub(crate) struct ReplyRoute {
     pub await_task: Option<i64>,
     /// `wait: false`: `turn | conversation`, and `auto | passive`.
     pub lifetime: String,
-    pub wake: String,
+    pub wake: nexus_store::Wake,
     /// `lifetime: turn`: the hidden await `<call>-delegation-1` (internal id) the run holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub obligation: Option<i64>,

@@ -22,8 +22,14 @@ use crate::paging::{page_limit, parse_cursor};
 use crate::runs::{AfterCommit, Idempotent};
 use crate::{Kernel, MemberPrincipal, time};
 
-/// The approval words from loosest to tightest (runs.md §12: an input may only tighten).
-const APPROVAL_ORDER: [&str; 3] = ["bypass", "ask", "rules"];
+/// An approval mode's place from loosest to tightest (runs.md §12: an input may only tighten).
+fn tightness(mode: Mode) -> u8 {
+    match mode {
+        Mode::Bypass => 0,
+        Mode::Ask => 1,
+        Mode::Rules => 2,
+    }
+}
 
 /// The grammar-checked body of `POST C/inputs`, before the kernel's checks.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,7 +39,7 @@ pub(crate) struct InputBody {
     pub(crate) to: Option<String>,
     pub(crate) model: Option<String>,
     pub(crate) tool_names: Option<Vec<String>>,
-    pub(crate) approval_mode: Option<&'static str>,
+    pub(crate) approval_mode: Option<Mode>,
     pub(crate) delivery_mode: DeliveryMode,
     pub(crate) deliver_at: Option<i64>,
 }
@@ -125,14 +131,12 @@ fn tool_names_of(shell: &Value) -> KernelResult<Option<Vec<String>>> {
 }
 
 /// `approval_mode`: absent, or one of the approval words.
-fn approval_mode_of(shell: &Value) -> KernelResult<Option<&'static str>> {
+fn approval_mode_of(shell: &Value) -> KernelResult<Option<Mode>> {
     match shell.get("approval_mode") {
         None | Some(Value::Null) => Ok(None),
         given => {
-            let word = given
-                .and_then(Value::as_str)
-                .and_then(|s| APPROVAL_ORDER.into_iter().find(|w| *w == s));
-            Ok(Some(word.ok_or_else(|| {
+            let mode = given.and_then(Value::as_str).and_then(Mode::from_word);
+            Ok(Some(mode.ok_or_else(|| {
                 invalid("/input/approval_mode", Mode::refusal(given))
             })?))
         }
@@ -293,10 +297,12 @@ impl Kernel {
             MemberKind::Agent => crate::profile::configuration_read(answerer.configuration.as_deref()),
             MemberKind::Human => Value::Null,
         };
-        if let Some(word) = input.approval_mode {
-            let rank = |w: &str| APPROVAL_ORDER.iter().position(|x| *x == w);
-            let floor = profile.get("approval_mode").and_then(Value::as_str).and_then(rank);
-            if floor.is_some_and(|f| rank(word).is_some_and(|r| r < f)) {
+        if let Some(mode) = input.approval_mode {
+            let floor = profile
+                .get("approval_mode")
+                .and_then(Value::as_str)
+                .and_then(Mode::from_word);
+            if floor.is_some_and(|f| tightness(mode) < tightness(f)) {
                 return Err(KernelError::validation(
                     "approval_mode_loosened",
                     "/input/approval_mode",
@@ -391,7 +397,7 @@ impl Kernel {
             attachments: serde_json::from_str(&row.attachments).unwrap_or(Value::Null),
             model: row.model.clone(),
             tool_names: row.tool_names.as_deref().and_then(|s| serde_json::from_str(s).ok()),
-            approval_mode: row.approval_mode.as_deref().map(ApprovalMode::from),
+            approval_mode: row.approval_mode.map(ApprovalMode::from),
             deliver_at: row.deliver_at.map(time::iso),
             created_by_public_id: creator.map(|id| id.to_string()),
             created_at: time::iso(row.created_at),
@@ -418,7 +424,7 @@ impl Kernel {
             attachment_upload_ids: upload_ids,
             model: input.model,
             tool_names: input.tool_names.map(|n| Value::from(n).to_string()),
-            approval_mode: input.approval_mode.map(str::to_string),
+            approval_mode: input.approval_mode,
             created_by_id: Some(principal.member.id),
             deliver_at: input.deliver_at,
             created_at: now,

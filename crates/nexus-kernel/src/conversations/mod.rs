@@ -131,7 +131,7 @@ fn summary_of(s: &ConversationSummaryRow) -> ConversationSummary {
         turn_count: s.turn_count,
         last_activity_at: s.last_activity_at.map(time::iso),
         last_message: s.last_text.as_deref().and_then(crate::runs::summary::first_line),
-        last_role: s.last_role.clone(),
+        last_role: s.last_role.map(|r| r.as_str().to_string()),
     }
 }
 

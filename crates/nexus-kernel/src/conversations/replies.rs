@@ -5,7 +5,7 @@
 
 use nexus_core::bounds;
 use nexus_core::pairing;
-use nexus_store::{DeliveryMode, InputInsert, InputKind, InputState, NewInput, TaskStatus, TurnStatus, Tx};
+use nexus_store::{DeliveryMode, InputInsert, InputKind, InputState, NewInput, TaskStatus, TurnStatus, Tx, Wake};
 use serde_json::json;
 
 use super::hosting::ReplyRoute;
@@ -79,7 +79,7 @@ impl Kernel {
         );
         let key = format!("reply:{}", child.public_id);
         if self
-            .queue_mail(tx, route.parent, envelope.clone(), &route.wake, key, now)
+            .queue_mail(tx, route.parent, envelope.clone(), route.wake, key, now)
             .await?
         {
             effects.push(AfterCommit::ConversationEvents(route.parent));
@@ -117,10 +117,10 @@ impl Kernel {
             .as_ref()
             .and_then(|c| c.tool_input.as_deref())
             .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok())
-            .and_then(|i| i.get("wake").and_then(serde_json::Value::as_str).map(str::to_string))
-            .unwrap_or_else(|| "auto".into());
+            .and_then(|i| i.get("wake").and_then(serde_json::Value::as_str).and_then(Wake::parse))
+            .unwrap_or_default();
         let key = format!("delegation:{}:{}", run.public_id, obligation.key);
-        self.queue_mail(tx, conversation.id, envelope.to_string(), &wake, key, now)
+        self.queue_mail(tx, conversation.id, envelope.to_string(), wake, key, now)
             .await?;
         Ok(())
     }
@@ -133,7 +133,7 @@ impl Kernel {
         tx: &mut Tx,
         conversation_id: i64,
         content: String,
-        wake: &str,
+        wake: Wake,
         mail_key: String,
         now: i64,
     ) -> KernelResult<bool> {
@@ -153,7 +153,7 @@ impl Kernel {
             created_at: now,
             state: InputState::Pending,
             turn_id: None,
-            wake: Some(wake.to_string()),
+            wake: Some(wake),
             mail_key: Some(mail_key),
         };
         let InputInsert::Inserted(row) = tx.insert_input(mail, bounds::PENDING_INPUTS as i64).await? else {

@@ -25,7 +25,7 @@ const PAGE: i64 = 500;
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConversationFeedItem {
     pub sequence: i64,
-    pub kind: String,
+    pub kind: nexus_store::ConversationEventKind,
     /// The event as `GET C/events` serves it.
     pub event: ConversationEvent,
 }
@@ -102,7 +102,7 @@ impl ConversationStream {
                 return Some(ConversationFeedItem {
                     sequence: row.sequence,
                     event: event_of(self.conversation_public_id, &row),
-                    kind: row.kind.to_string(),
+                    kind: row.kind,
                 });
             }
             // The backlog is the store's, in order; a published row past the next sequence

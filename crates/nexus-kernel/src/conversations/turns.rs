@@ -121,7 +121,7 @@ impl Kernel {
         let word = |k: &str| profile.get(k).and_then(Value::as_str).map(str::to_string);
         let approval_mode = tighter(
             word("approval_mode").as_deref().unwrap_or("bypass"),
-            head.approval_mode.as_deref(),
+            head.approval_mode.map(nexus_store::ApprovalMode::as_str),
         )
         .to_string();
         let approval_rules = profile.get("approval_rules").cloned().unwrap_or(Value::Null);

@@ -34,8 +34,6 @@ use crate::{Kernel, time};
 pub(crate) const HOLD_TIMEOUT_MS: i64 = 86_400_000;
 /// A tool row's budget when neither the step nor the announcement sets one (executor.md §13).
 pub(crate) const DEFAULT_TOOL_TIMEOUT_MS: i64 = 600_000;
-/// The job kind that evaluates a kernel tool.
-pub(crate) const KERNEL_TOOL_JOB: &str = "kernel_tool";
 
 /// Where a row goes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -558,7 +556,7 @@ impl Kernel {
                 }
                 let job_id = tx
                     .insert_job(NewJob {
-                        kind: KERNEL_TOOL_JOB.to_string(),
+                        kind: nexus_store::JobKind::KernelTool,
                         run_id: run.id,
                         task_id: Some(task.id),
                         generation: task.generation,

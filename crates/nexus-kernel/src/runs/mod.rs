@@ -70,14 +70,6 @@ pub use create::Stop;
 pub use create::idempotency::Idempotent;
 pub use read::{RequestRead, RunRead, RunsQuery};
 
-/// Job kinds (storage-and-scale.md §5).
-pub(crate) mod job_kind {
-    /// A model round: seal, call, apply. Lease 15 min, renewed while in flight.
-    pub const MODEL_CALL: &str = "model_call";
-    /// A kernel tool evaluation. At-most-once: the row is deleted before evaluation starts.
-    pub const KERNEL_TOOL: &str = "kernel_tool";
-}
-
 /// Task error keys the engine writes (errors-and-auth.md §4, "graph").
 pub(crate) mod graph_error {
     pub const UPSTREAM_FAILED: &str = "upstream_failed";

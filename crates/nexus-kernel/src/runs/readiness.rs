@@ -16,14 +16,14 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use nexus_store::{NewJob, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx};
+use nexus_store::{JobKind, NewJob, RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, Tx};
 use serde_json::json;
 
 use super::columns::Frozen;
 use super::render::unpaired_envelope;
 use super::rows::{Graph, Readiness, follow, readiness};
 use super::unit::Unit;
-use super::{AfterCommit, graph_error, job_kind};
+use super::{AfterCommit, graph_error};
 use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::SettleError;
@@ -179,7 +179,7 @@ impl Kernel {
         match t.kind {
             TaskKind::Model => {
                 tx.put_job(NewJob {
-                    kind: job_kind::MODEL_CALL.into(),
+                    kind: JobKind::ModelCall,
                     run_id: run.id,
                     task_id: Some(t.id),
                     generation: t.generation,

@@ -37,7 +37,11 @@ pub struct EventStream {
 #[derive(Debug, Clone, PartialEq)]
 pub enum FeedItem {
     /// A stored event: `id: <sequence>`, `event: <type>`.
-    Durable { sequence: i64, kind: String, json: Value },
+    Durable {
+        sequence: i64,
+        kind: nexus_store::EventKind,
+        json: Value,
+    },
     /// An ephemeral frame (no id): `executor_progress`, `model_delta`.
     Ephemeral { kind: &'static str, json: Value },
 }
@@ -106,7 +110,7 @@ impl EventStream {
                 let json = Kernel::event_json(self.run_public_id, &row);
                 return Some(FeedItem::Durable {
                     sequence: row.sequence,
-                    kind: row.kind.to_string(),
+                    kind: row.kind,
                     json,
                 });
             }

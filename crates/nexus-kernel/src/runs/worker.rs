@@ -10,10 +10,10 @@
 use std::future::Future;
 use std::time::Duration;
 
-use nexus_store::{Engine, JobRow};
+use nexus_store::{Dequeued, Engine, JobKind, JobRow};
 use tokio::task::JoinHandle;
 
-use super::{AfterCommit, KernelToolJob, job_kind};
+use super::{AfterCommit, KernelToolJob};
 use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
 
@@ -66,8 +66,12 @@ impl Kernel {
         Ok(self.store.release_node_leases(&self.settings.node_id).await?)
     }
 
-    async fn dequeue(&self) -> KernelResult<Vec<JobRow>> {
-        Ok(self
+    /// Leases up to [`BATCH`] jobs. A leased job whose row does not read (its kind is no
+    /// [`JobKind`]) is not run: its run is held in `needs_attention` and the job removed
+    /// ([`Kernel::hold_unreadable`]), so it is not dequeued again and again, and the jobs that
+    /// read run as usual.
+    async fn dequeue(&self) -> KernelResult<Dequeued> {
+        let leased = self
             .store
             .dequeue_jobs(
                 &self.settings.node_id,
@@ -75,7 +79,12 @@ impl Kernel {
                 self.settings.model_lease_ms,
                 BATCH,
             )
-            .await?)
+            .await?;
+        for job in &leased.unreadable {
+            tracing::error!(job = job.id, run_id = job.run_id, reason = %job.reason, "corrupt stored row");
+            self.hold_unreadable(job.run_id, Some(job.id)).await;
+        }
+        Ok(leased)
     }
 
     /// Runs one job to its end, with the kernel tools its units handed off (below). Errors
@@ -85,9 +94,9 @@ impl Kernel {
     /// bytes). The unit that applies a call's outcome is rerun in place instead, with the
     /// outcome in hand ([`rerun_transient`]).
     pub(crate) async fn run_job(&self, job: JobRow) {
-        let result = match job.kind.as_str() {
-            job_kind::MODEL_CALL => self.run_model_call(&job).await,
-            job_kind::KERNEL_TOOL => match job.task_id {
+        let result = match job.kind {
+            JobKind::ModelCall => self.run_model_call(&job).await,
+            JobKind::KernelTool => match job.task_id {
                 Some(task_id) => Ok(vec![KernelToolJob {
                     job_id: job.id,
                     run_id: job.run_id,
@@ -101,14 +110,6 @@ impl Kernel {
                     .map(|_| Vec::new())
                     .map_err(Into::into),
             },
-            other => {
-                tracing::warn!(kind = other, job = job.id, "unknown job kind; dropped");
-                self.store
-                    .delete_job(job.id)
-                    .await
-                    .map(|_| Vec::new())
-                    .map_err(Into::into)
-            }
         };
         match result {
             Ok(handed_off) => self.run_kernel_tools(handed_off).await,
@@ -188,12 +189,13 @@ impl Kernel {
     }
 
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one
-    /// sweep pass. Returns how many jobs ran. Tests drive the engine with it.
+    /// sweep pass. Returns how many jobs it leased (an unreadable one is held, not run). Tests
+    /// drive the engine with it.
     pub async fn work_once(&self) -> KernelResult<usize> {
         let turns = self.open_due_turns().await?;
-        let jobs = self.dequeue().await?;
-        let n = jobs.len();
-        for job in jobs {
+        let leased = self.dequeue().await?;
+        let n = leased.len();
+        for job in leased.jobs {
             self.run_job(job).await;
         }
         self.sweep_pass().await;
@@ -202,11 +204,11 @@ impl Kernel {
 
     /// Dequeues and runs the jobs available to this node now, one after another, without the
     /// sweep pass [`Kernel::work_once`] adds (the serve loop sweeps on its own timer). Returns
-    /// how many jobs ran. The round benchmark drives the engine with it.
+    /// how many jobs it leased. The round benchmark drives the engine with it.
     pub async fn run_jobs_once(&self) -> KernelResult<usize> {
-        let jobs = self.dequeue().await?;
-        let n = jobs.len();
-        for job in jobs {
+        let leased = self.dequeue().await?;
+        let n = leased.len();
+        for job in leased.jobs {
             self.run_job(job).await;
         }
         Ok(n)
@@ -273,9 +275,9 @@ impl Kernel {
                     tracing::warn!(error = %e, "turn pass failed");
                 }
                 match kernel.dequeue().await {
-                    Ok(jobs) => {
-                        let full = jobs.len() as i64 == BATCH;
-                        for job in jobs {
+                    Ok(leased) => {
+                        let full = leased.len() as i64 == BATCH;
+                        for job in leased.jobs {
                             let k = kernel.clone();
                             tokio::spawn(async move { k.run_job(job).await });
                         }

@@ -175,7 +175,7 @@ async fn queue(
             InputState::Pending
         },
         turn_id: steer_turn,
-        wake: input.passive.then(|| "passive".to_string()),
+        wake: input.passive.then_some(nexus_store::Wake::Passive),
         mail_key: Some(format!("send:{}:{}", run.public_id, call.call.key)),
     };
     Ok(match tx.insert_input(new, bounds::PENDING_INPUTS as i64).await? {

@@ -355,7 +355,7 @@ async fn reply_step(kernel: &Kernel, u: &mut Unit<'_>, s: &Spawn<'_>) -> KernelR
         call_key: call.call.key.clone(),
         await_task: None,
         lifetime: input.lifetime.to_string(),
-        wake: input.wake.to_string(),
+        wake: nexus_store::Wake::parse(input.wake).unwrap_or_default(),
         obligation: None,
         label: input.label.clone().unwrap_or_default(),
     };

@@ -94,7 +94,7 @@ impl Feed for EventStream {
         Some(match self.next().await? {
             FeedItem::Durable { sequence, kind, json } => Event::default()
                 .id(sequence.to_string())
-                .event(kind)
+                .event(kind.as_str())
                 .data(json.to_string()),
             FeedItem::Ephemeral { kind, json } => Event::default().event(kind).data(json.to_string()),
         })
@@ -107,7 +107,7 @@ impl Feed for ConversationStream {
         Some(
             Event::default()
                 .id(item.sequence.to_string())
-                .event(item.kind)
+                .event(item.kind.as_str())
                 .data(serde_json::to_string(&item.event).unwrap_or_default()),
         )
     }

@@ -1,6 +1,7 @@
 //! The stored words with a fixed set: run statuses (runs.md §1), task statuses (runs.md §5),
 //! task kinds, failure policies and resolutions, visibilities, edge kinds, executor statuses
-//! and kinds, member roles, and the event types of runs and conversations. Each is an
+//! and kinds, member roles, the event types of runs and conversations, job kinds and a mail
+//! input's wake. Each is an
 //! enum whose word ([`TaskStatus::as_str`], …) is exactly what the database column holds and
 //! what the API and the events serve; the tables' CHECK constraints name the same words. A word
 //! read back that no variant has is a corrupt row ([`crate::StoreError::Corrupt`]), never a
@@ -322,6 +323,29 @@ stored_words! {
     }
 }
 
+stored_words! {
+    /// A job's kind (storage-and-scale.md §5): the `jobs.kind` column. The default only lets
+    /// rows derive `Default`.
+    pub enum JobKind {
+        /// A model round: seal, call, apply. Lease 15 min, renewed while in flight.
+        #[default]
+        ModelCall = "model_call",
+        /// A kernel tool evaluation. At-most-once: the row is deleted before evaluation starts.
+        KernelTool = "kernel_tool",
+    }
+}
+
+stored_words! {
+    /// Whether a kernel mail input opens a turn of an idle conversation (`auto`) or waits for
+    /// another input to open one (`passive`): the `conversation_inputs.wake` column. The
+    /// default is the tools' (`wake: auto`).
+    pub enum Wake {
+        #[default]
+        Auto = "auto",
+        Passive = "passive",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -362,6 +386,8 @@ mod tests {
             ConversationEventKind::as_str,
             ConversationEventKind::parse,
         );
+        check(JobKind::ALL, JobKind::as_str, JobKind::parse);
+        check(Wake::ALL, Wake::as_str, Wake::parse);
     }
 
     /// The settled statuses are exactly the six runs.md §5 names; the rest are open.

@@ -150,14 +150,14 @@ pub struct InputRow {
     pub attachments: String,
     pub model: Option<String>,
     pub tool_names: Option<String>,
-    pub approval_mode: Option<String>,
+    pub approval_mode: Option<crate::ApprovalMode>,
     pub created_by_id: Option<i64>,
     pub deliver_at: Option<i64>,
     pub created_at: i64,
     /// The turn a steer is bound to, or the turn that consumed the input.
     pub turn_id: Option<i64>,
     /// A mail input's `auto | passive`.
-    pub wake: Option<String>,
+    pub wake: Option<crate::Wake>,
     /// A mail input's idempotency key (unique per conversation).
     pub mail_key: Option<String>,
 }
@@ -175,14 +175,14 @@ pub struct NewInput {
     pub attachment_upload_ids: Vec<i64>,
     pub model: Option<String>,
     pub tool_names: Option<String>,
-    pub approval_mode: Option<String>,
+    pub approval_mode: Option<crate::ApprovalMode>,
     pub created_by_id: Option<i64>,
     pub deliver_at: Option<i64>,
     pub created_at: i64,
     /// `Pending`, or `Steering` for a steer bound to the running turn `turn_id`.
     pub state: InputState,
     pub turn_id: Option<i64>,
-    pub wake: Option<String>,
+    pub wake: Option<crate::Wake>,
     pub mail_key: Option<String>,
 }
 
@@ -358,12 +358,16 @@ pub(crate) fn input(r: &impl crate::row::Columns) -> crate::Result<InputRow> {
         attachments: r.text("attachments")?,
         model: r.opt_text("model")?,
         tool_names: r.opt_text("tool_names")?,
-        approval_mode: r.opt_text("approval_mode")?,
+        approval_mode: crate::row::opt_word(
+            "conversation_inputs.approval_mode",
+            r.opt_text("approval_mode")?,
+            crate::ApprovalMode::from_word,
+        )?,
         created_by_id: r.opt_int("created_by_id")?,
         deliver_at: r.opt_int("deliver_at")?,
         created_at: r.int("created_at")?,
         turn_id: r.opt_int("turn_id")?,
-        wake: r.opt_text("wake")?,
+        wake: crate::row::opt_word("conversation_inputs.wake", r.opt_text("wake")?, crate::Wake::parse)?,
         mail_key: r.opt_text("mail_key")?,
     })
 }
@@ -474,10 +478,7 @@ macro_rules! conversation_ops {
         /// lock, binding its attachments; a `user` input is refused past `bound` pending `user`
         /// inputs; mail whose key is already held answers that input.
         pub(crate) async fn insert_input(c: &mut Conn, new: &NewInput, bound: i64) -> Result<InputInsert> {
-            for t in [&new.content, &new.model, &new.tool_names, &new.approval_mode]
-                .into_iter()
-                .flatten()
-            {
+            for t in [&new.content, &new.model, &new.tool_names].into_iter().flatten() {
                 check_text(t)?;
             }
             check_text(&new.attachments)?;
@@ -515,7 +516,7 @@ macro_rules! conversation_ops {
                 .bind(&new.attachments)
                 .bind(&new.model)
                 .bind(&new.tool_names)
-                .bind(&new.approval_mode)
+                .bind(new.approval_mode.map($crate::ApprovalMode::as_str))
                 .bind(new.created_by_id)
                 .bind(new.deliver_at)
                 .bind(new.created_at)

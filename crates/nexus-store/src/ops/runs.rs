@@ -203,7 +203,6 @@ macro_rules! run_ops {
         // ---- jobs ----
 
         pub(crate) async fn insert_job(c: &mut Conn, new: &NewJob) -> Result<i64> {
-            check_text(&new.kind)?;
             let id: i64 = query_scalar(sql::INSERT_JOB)
                 .bind(&new.kind)
                 .bind(new.run_id)
@@ -240,7 +239,7 @@ macro_rules! run_ops {
             now: i64,
             lease_ms: i64,
             limit: i64,
-        ) -> Result<Vec<JobRow>> {
+        ) -> Result<Dequeued> {
             check_text(node_id)?;
             let rows = query(<Conn as $crate::ops::Dialect>::DEQUEUE_JOBS)
                 .bind(node_id)
@@ -250,9 +249,7 @@ macro_rules! run_ops {
                 .fetch_all(&mut *c)
                 .await
                 .map_err(write_error)?;
-            let mut jobs = rows.iter().map(row::job).collect::<Result<Vec<_>>>()?;
-            jobs.sort_by_key(|j| j.id);
-            Ok(jobs)
+            row::dequeued(&rows)
         }
 
         pub(crate) async fn renew_job_lease(
@@ -399,7 +396,7 @@ macro_rules! run_methods {
         async fn job_by_id(&self, job_id: i64) -> Result<Option<JobRow>> {
             ops::job_by_id(&mut *self.pool.acquire().await?, job_id).await
         }
-        async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Vec<JobRow>> {
+        async fn dequeue_jobs(&self, node_id: &str, now: i64, lease_ms: i64, limit: i64) -> Result<Dequeued> {
             // One statement, atomic on its own (and, on SQLite, behind the writer gate like
             // every write of this process): no explicit transaction around it.
             ops::dequeue_jobs(&mut *self.write_conn().await?, node_id, now, lease_ms, limit).await

@@ -41,7 +41,7 @@ pub struct ConversationSummaryRow {
     /// The newest turn's text that has text, cut to [`SUMMARY_PROMPT_CHARS`] characters.
     pub last_text: Option<String>,
     /// That turn's role.
-    pub last_role: Option<String>,
+    pub last_role: Option<crate::TurnRole>,
 }
 
 /// The characters of a prompt or a turn's text a summary carries.
@@ -152,7 +152,7 @@ pub(crate) fn conversation_summary(r: &impl crate::row::Columns) -> crate::Resul
         turn_count: r.int("turn_count")?,
         last_activity_at: r.opt_int("last_activity_at")?,
         last_text: r.opt_text("last_text")?,
-        last_role: r.opt_text("last_role")?,
+        last_role: crate::row::opt_word("turns.role", r.opt_text("last_role")?, crate::TurnRole::parse)?,
     })
 }
 

@@ -103,9 +103,6 @@ impl PgTx {
         if !self.buffers_writes() {
             return None;
         }
-        if let Err(e) = crate::check_text(&new.kind) {
-            return Some(Err(e));
-        }
         let literals = [
             new.kind.literal(),
             new.run_id.literal(),

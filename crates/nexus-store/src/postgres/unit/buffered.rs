@@ -10,12 +10,11 @@ impl PgTx {
         if self.void {
             return None;
         }
-        Some(crate::check_text(&new.kind).map(|()| {
-            self.deferred.buffer(
-                crate::sql::INSERT_JOB_BUFFERED,
-                &[&new.kind, &new.run_id, &new.task_id, &new.generation, &new.available_at],
-            )
-        }))
+        self.deferred.buffer(
+            crate::sql::INSERT_JOB_BUFFERED,
+            &[&new.kind, &new.run_id, &new.task_id, &new.generation, &new.available_at],
+        );
+        Some(Ok(()))
     }
 
     pub(crate) fn buffer_delete_job(&mut self, job_id: i64) -> Option<Result<()>> {

@@ -124,7 +124,6 @@ impl PgTx {
 
     /// Holds the insert of `new` under the reserved `id` ([`crate::sql::INSERT_JOB_WITH_ID`]).
     pub(crate) fn buffer_job_insert(&mut self, id: i64, new: &NewJob) -> Result<()> {
-        crate::check_text(&new.kind)?;
         let literals: [&dyn Literal; 6] = [
             &new.kind,
             &new.run_id,
