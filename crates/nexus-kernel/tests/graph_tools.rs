@@ -13,8 +13,9 @@ use common::{World, world};
 use nexus_core::codes::Code;
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

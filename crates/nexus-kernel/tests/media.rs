@@ -9,8 +9,9 @@ use nexus_kernel::executor::commit::CommitRequest;
 use nexus_kernel::uploads::Creator;
 use nexus_kernel::{ExecutorPrincipal, Kernel, MemberPrincipal};
 use nexus_providers::{Entry, Part};
+use nexus_store::prelude::*;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Announcement, Engine, TaskKind, TaskRow};
+use nexus_store::{Announcement, TaskKind, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -10,8 +10,9 @@ use common::{World, world};
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::declarations::AssemblyPreview;
 use nexus_kernel::memory::door::{MemoryQuery, PutDocumentRequest};
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunStatus, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -8,8 +8,9 @@ use common::{World, world};
 
 use nexus_core::codes::Code;
 use nexus_kernel::runs::{Idempotent, Stop};
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunRow, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{RunRow, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

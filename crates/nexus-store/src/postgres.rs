@@ -159,7 +159,7 @@ impl PgStore {
     }
 
     /// A write transaction (`READ COMMITTED`).
-    async fn write_tx(&self) -> Result<Transaction> {
+    pub(crate) async fn write_tx(&self) -> Result<Transaction> {
         Ok(Transaction::begin(self.pool.acquire().await?).await?)
     }
 
@@ -171,6 +171,16 @@ impl PgStore {
     /// A pooled connection for a single write statement (SQLite gates its writers here;
     /// PostgreSQL needs no gate).
     pub(crate) async fn write_conn(&self) -> Result<Conn> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    /// The principal cache (`crate::principals`).
+    pub(crate) fn principals(&self) -> &crate::principals::Principals {
+        &self.principals
+    }
+
+    /// A pooled connection for reads.
+    pub(crate) async fn read_conn(&self) -> Result<Conn> {
         Ok(self.pool.acquire().await?)
     }
 
@@ -215,32 +225,14 @@ impl Columns for PgRow {
     }
 }
 
-/// PostgreSQL binds a public id as `uuid`.
-fn uid(id: Uuid) -> Uuid {
-    id
-}
-
 /// The decoding reads the shared operations (`crate::ops::engine_ops!`) make, with the same
-/// names as the SQLite driver's (`Query::fetch_optional_as`, `fetch_all_as`), which decodes each
+/// name as the SQLite driver's (`Query::fetch_all_as`), which decodes each
 /// row where it lies; here the rows arrive owned and are decoded from there.
 pub(crate) trait FetchAs {
-    async fn fetch_optional_as<T>(
-        self,
-        c: &mut PgConnection,
-        decode: impl Fn(&PgRow) -> Result<T>,
-    ) -> Result<Option<T>>;
     async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>>;
 }
 
 impl<'q> FetchAs for sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    async fn fetch_optional_as<T>(
-        self,
-        c: &mut PgConnection,
-        decode: impl Fn(&PgRow) -> Result<T>,
-    ) -> Result<Option<T>> {
-        self.fetch_optional(&mut *c).await?.map(|r| decode(&r)).transpose()
-    }
-
     async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
         self.fetch_all(&mut *c).await?.iter().map(decode).collect()
     }
@@ -248,7 +240,7 @@ impl<'q> FetchAs for sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgAr
 
 /// The store's operations over a PostgreSQL connection (see `crate::ops`).
 pub(crate) mod ops {
-    use super::{FetchAs, uid};
+    use super::FetchAs;
     use sqlx::PgConnection as Conn;
     use sqlx::{query, query_scalar};
     crate::ops::engine_ops!(update_task = update_task);

@@ -130,13 +130,20 @@ pub enum Tx {
 /// The PostgreSQL arm is boxed, as in `crate::Store`'s dispatch, so sqlx's large futures do
 /// not size the SQLite path's.
 macro_rules! tx_dispatch {
-    ($self:ident, $f:ident ( $($arg:expr),* )) => {{
+    ($self:ident, $area:ident :: $f:ident ( $($arg:expr),* )) => {
+        tx_dispatch!(@run $self, |c| crate::ops::$area::$f(c, $($arg),*), |c| crate::ops::$area::$f(c, $($arg),*))
+    };
+    ($self:ident, $f:ident ( $($arg:expr),* )) => {
+        tx_dispatch!(@run $self, |c| sqlite::ops::$f(c, $($arg),*), |c| postgres::ops::$f(c, $($arg),*))
+    };
+    (@run $self:ident, |$c:ident| $lite:expr, |$p:ident| $pg:expr) => {{
         let (void, result) = match $self {
             Tx::Sqlite(t) => {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
-                (&mut t.void, sqlite::ops::$f(&mut t.tx, $($arg),*).await)
+                let $c = &mut *t.tx;
+                (&mut t.void, $lite.await)
             }
             Tx::Postgres(t) => {
                 if t.void {
@@ -149,7 +156,8 @@ macro_rules! tx_dispatch {
                     if let Some(held) = held {
                         tx.execute_simple(&held).await?;
                     }
-                    postgres::ops::$f(&mut **tx, $($arg),*).await
+                    let $p = &mut **tx;
+                    $pg.await
                 })
                 .await;
                 (&mut t.void, result)

@@ -10,7 +10,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use nexus_store::{Engine, JobRow};
+use nexus_store::JobRow;
+use nexus_store::prelude::*;
 use tokio::task::JoinHandle;
 
 use super::{AfterCommit, KernelToolJob, job_kind};

@@ -28,6 +28,7 @@
 
 pub(crate) mod accounts;
 pub(crate) mod conversations;
+pub(crate) mod db;
 pub(crate) mod events;
 pub(crate) mod executors;
 pub(crate) mod history;
@@ -38,6 +39,22 @@ pub(crate) mod summaries;
 pub(crate) mod tasks;
 pub(crate) mod turns;
 pub(crate) mod uploads;
+
+/// Every area's operations by name, for an area that calls another's (and for the engines'
+/// `ops` modules, whose own operations call them).
+#[allow(unused_imports)]
+pub(crate) mod all {
+    pub(crate) use super::accounts::*;
+    pub(crate) use super::conversations::*;
+    pub(crate) use super::events::*;
+    pub(crate) use super::executors::*;
+    pub(crate) use super::history::*;
+    pub(crate) use super::memory::*;
+    pub(crate) use super::runs::*;
+    pub(crate) use super::summaries::*;
+    pub(crate) use super::turns::*;
+    pub(crate) use super::uploads::*;
+}
 
 /// The statements whose text differs by dialect, chosen by the engine's connection type (so
 /// [`engine_ops!`] keeps one definition of each operation).
@@ -125,6 +142,61 @@ impl Dialect for sqlx::PgConnection {
     }
 }
 
+/// Runs the operation `$op` over a connection `$c` of the engine `$store` holds: `read` (a
+/// pooled reader), `write` (a connection for one write statement, behind SQLite's writer
+/// gate) or `tx` (a write transaction, committed when `$op` succeeds). The operation is one
+/// generic function ([`db::Db`]); this names it once and the macro expands it per engine. The
+/// PostgreSQL arm is boxed: a future that awaits sqlx's pool and statements is about 8.7 KB, and
+/// inline it would size every store call's future on SQLite too
+/// (docs/decisions/119-futures-and-allocation.md).
+macro_rules! on_conn {
+    ($store:expr, tx, |$c:ident| $op:expr) => {
+        match $store {
+            $crate::Store::Sqlite(s) => {
+                let mut tx = s.write_tx().await?;
+                let $c = &mut *tx;
+                let out = $op.await?;
+                tx.commit().await.map_err($crate::write_error)?;
+                Ok(out)
+            }
+            $crate::Store::Postgres(s) => {
+                Box::pin(async move {
+                    let mut tx = s.write_tx().await?;
+                    let $c = &mut *tx;
+                    let out = $op.await?;
+                    tx.commit().await.map_err($crate::write_error)?;
+                    Ok(out)
+                })
+                .await
+            }
+        }
+    };
+    ($store:expr, $how:ident, |$c:ident| $op:expr) => {
+        match $store {
+            $crate::Store::Sqlite(s) => {
+                let mut held = $crate::ops::on_conn!(@conn s, $how);
+                let $c = &mut *held;
+                $op.await
+            }
+            $crate::Store::Postgres(s) => {
+                Box::pin(async move {
+                    let mut held = $crate::ops::on_conn!(@conn s, $how);
+                    let $c = &mut *held;
+                    $op.await
+                })
+                .await
+            }
+        }
+    };
+    (@conn $s:ident, read) => {
+        $s.read_conn().await?
+    };
+    (@conn $s:ident, write) => {
+        $s.write_conn().await?
+    };
+}
+pub(crate) use on_conn;
+
 /// Every area's operations, inside an engine's `ops` module. `update_task` names the shared
 /// conditional task update (the SQLite engine names it `update_task_every_column` and writes
 /// its own `update_task` beside it).
@@ -136,18 +208,10 @@ macro_rules! engine_ops {
         use $crate::sql;
         use $crate::{Result, StoreError, check_text, write_error};
 
-        $crate::ops::accounts::account_ops!();
-        $crate::ops::executors::executor_ops!();
-        $crate::ops::runs::run_ops!();
-        $crate::ops::events::event_ops!();
+        #[allow(unused_imports)]
+        pub(crate) use $crate::ops::all::*;
         $crate::ops::tasks::task_ops!(update_task = $update_task);
         $crate::ops::sealed::sealed_ops!();
-        $crate::ops::memory::memory_ops!();
-        $crate::ops::uploads::upload_ops!();
-        $crate::ops::conversations::conversation_ops!();
-        $crate::ops::turns::turn_ops!();
-        $crate::ops::history::history_ops!();
-        $crate::ops::summaries::summary_ops!();
     };
 }
 pub(crate) use engine_ops;
@@ -156,17 +220,7 @@ pub(crate) use engine_ops;
 /// migrator's two).
 macro_rules! engine_methods {
     () => {
-        $crate::ops::accounts::account_methods!();
-        $crate::ops::executors::executor_methods!();
-        $crate::ops::runs::run_methods!();
-        $crate::ops::events::event_methods!();
         $crate::ops::tasks::task_methods!();
-        $crate::ops::memory::memory_methods!();
-        $crate::ops::uploads::upload_methods!();
-        $crate::ops::conversations::conversation_methods!();
-        $crate::ops::turns::turn_methods!();
-        $crate::ops::history::history_methods!();
-        $crate::ops::summaries::summary_methods!();
     };
 }
 pub(crate) use engine_methods;

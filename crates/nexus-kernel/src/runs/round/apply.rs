@@ -10,7 +10,8 @@ use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
-use nexus_store::{Engine, JobRow, LockReads, Locked, RoundForReply, RunLock, RunStatus, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{JobRow, LockReads, Locked, RoundForReply, RunLock, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::error::KernelResult;
