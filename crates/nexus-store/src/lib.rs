@@ -1,4 +1,4 @@
-//! The Nexus store: one interface ([`Engine`]), two engines (SQLite, the embedded default, and
+//! The Nexus store: one interface (a trait per area, [`prelude`]), two engines (SQLite, the embedded default, and
 //! PostgreSQL, for several kernel nodes on one database), the same migrations in both dialects.
 //!
 //! Architecture Invariant: no SQL appears outside this crate. The kernel talks to [`Store`],
@@ -36,6 +36,7 @@ pub use ops::memory::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, Memory
 pub use ops::runs::RunStore;
 pub use ops::sealed::SNAPSHOT_DEPTH;
 pub use ops::summaries::{ConversationSummaryRow, RunSummaryRow, SUMMARY_PROMPT_CHARS, SummaryStore};
+pub use ops::tasks::TaskStore;
 pub use ops::turns::{NewTurn, TurnEnd, TurnRole, TurnRow, TurnStatus, TurnStore};
 pub use ops::uploads::{NewUpload, UploadRow, UploadStore};
 pub use postgres::PgStore;
@@ -49,8 +50,8 @@ mod tx;
 /// per area.
 pub mod prelude {
     pub use crate::{
-        AccountStore, ConversationStore, Engine, EventStore, ExecutorStore, HistoryStore, MemoryStore, RunStore,
-        SummaryStore, TurnStore, UploadStore,
+        AccountStore, ConversationStore, EventStore, ExecutorStore, HistoryStore, MemoryStore, Migrations, RunStore,
+        SummaryStore, TaskStore, TurnStore, UploadStore,
     };
 }
 
@@ -68,7 +69,7 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 /// - `postgres://…` or `postgresql://…`: any URL sqlx accepts. **Schema selection**: the
 ///   non-standard query parameter `schema=NAME` (for example
 ///   `postgres://nexus@db/nexus?schema=tenant_a`) is removed before the URL reaches sqlx, and
-///   sets `search_path` to `NAME` on every pooled connection; [`Engine::migrate`] then creates
+///   sets `search_path` to `NAME` on every pooled connection; [`Migrations::migrate`] then creates
 ///   the schema when missing and applies the migrations inside it. `NAME` must match
 ///   `[A-Za-z_][A-Za-z0-9_]*`. sqlx's own libpq-style forms also work for a schema that already
 ///   exists: `?options[search_path]=NAME` or `?options=-c%20search_path%3DNAME`.
@@ -134,79 +135,20 @@ impl SqliteSynchronous {
     }
 }
 
-/// The one store interface. Both engines implement it; [`Store`] dispatches to one of them.
+/// The migrator: each engine's own, and [`Store`]'s over the one it holds.
 ///
-/// Methods that create things take ids and timestamps from the caller (the kernel owns the
-/// clock and id generation), so both engines write identical rows for identical calls.
+/// The store's interface is one trait per area (`ops/`: [`AccountStore`], [`ExecutorStore`],
+/// [`RunStore`], [`TaskStore`], [`EventStore`], [`ConversationStore`], [`TurnStore`],
+/// [`HistoryStore`], [`SummaryStore`], [`MemoryStore`], [`UploadStore`]), each implemented
+/// once for [`Store`]; [`prelude`] names them all. Methods that create things take ids and
+/// timestamps from the caller (the kernel owns the clock and id generation), so both engines
+/// write identical rows for identical calls.
 #[allow(async_fn_in_trait)]
-pub trait Engine {
+pub trait Migrations {
     /// Applies pending migrations.
     async fn migrate(&self) -> Result<()>;
     /// How many embedded migrations are not yet applied.
     async fn pending_migrations(&self) -> Result<usize>;
-
-    // ---- accounts and workspaces ----
-
-    // ---- members ----
-
-    // ---- executors ----
-
-    // ---- credentials ----
-
-    // ---- runs (reads outside a transaction; writes go through [`Tx`]) ----
-    /// The run's tasks with `id > after_id`, by id, at most `limit`.
-    async fn tasks_of_run(&self, run_id: i64, after_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
-    async fn task_by_key(&self, run_id: i64, key: &str) -> Result<Option<TaskRow>>;
-    async fn task_by_id(&self, id: i64) -> Result<Option<TaskRow>>;
-    /// The run's rows whose `declaring_task_id` is `declaring_id`, by id.
-    async fn tasks_declared_by(&self, run_id: i64, declaring_id: i64) -> Result<Vec<TaskRow>>;
-    /// The task `id`, its declaring row (whatever their runs), and the rows of run `run_id`
-    /// that the declaring row declared, by id: a continuation round with its predecessor and
-    /// the predecessor's fan, in one read.
-    async fn task_neighbourhood(&self, run_id: i64, id: i64) -> Result<Vec<TaskRow>>;
-
-    /// The task `id` and the rows it depends on, by id (one task's read, without its run).
-    async fn task_and_deps(&self, id: i64) -> Result<Vec<TaskRow>>;
-
-    /// Every edge among the run's tasks, by (task_id, depends_on_id, kind).
-    async fn edges_of_run(&self, run_id: i64) -> Result<Vec<EdgeRow>>;
-    /// The edges out of task `task_id` (what it depends on), by (depends_on_id, kind).
-    async fn edges_from(&self, task_id: i64) -> Result<Vec<EdgeRow>>;
-    async fn sealed_request(&self, task_id: i64, generation: i64) -> Result<Option<SealedRequestRow>>;
-    /// The run's model rounds in creation order, with what the cache report reads.
-    async fn round_cache_facts(&self, run_id: i64) -> Result<Vec<RoundCacheFacts>>;
-
-    // ---- jobs (storage-and-scale.md §5) ----
-
-    // ---- the sweep and the approval queue ----
-    /// `(run_id, task_id)` of parked tasks (`needs_approval | running | dispatched |
-    /// awaiting_input`) with `deadline_at <= now` and `id > after_task_id` on runs that are not
-    /// `completed | canceled`, by task id, at most `limit` (the sweep uses 500).
-    async fn expired_parks(&self, now: i64, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>>;
-    /// `(run_id, task_id)` of parks addressed to a `revoked` executor on runs that are not
-    /// `completed | canceled`: unclaimed `dispatched` tool rows and tool rows at
-    /// `needs_approval`, with `id > after_task_id`, by task id, at most `limit`.
-    async fn revoked_parks(&self, after_task_id: i64, limit: i64) -> Result<Vec<(i64, i64)>>;
-    /// Tasks at `needs_approval` on the workspace's runs with `id > after_task_id`, oldest
-    /// (lowest id) first, at most `limit`.
-    async fn held_approvals(&self, workspace_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<TaskRow>>;
-    /// The inbox page: tasks addressed to `executor_id` in one of [`INBOX_STATUSES`] with
-    /// `id > after_task_id`, on runs `running | canceling`, by id, at most `limit`; each with
-    /// its run's row (one read for the page, which reads no more rows than it returns but for
-    /// rows of runs that are no longer live).
-    async fn inbox_page(&self, executor_id: i64, after_task_id: i64, limit: i64) -> Result<Vec<(TaskRow, RunRow)>>;
-
-    // ---- idempotency receipts (errors-and-auth.md §6) ----
-
-    // ---- conversations (migration 0017, runs.md §12; writes go through [`Tx`]) ----
-
-    // ---- turns (migration 0018, runs.md §12; writes go through [`Tx`]) ----
-
-    // ---- memory documents (migration 0004, kernel-tools.md §8; also on [`Tx`]) ----
-
-    // ---- uploads (migration 0003; writes go through [`Tx`]) ----
-
-    // ---- blob bodies (migration 0022: blobs kept in the database, one write per digest) ----
 }
 
 /// A store handle: one of the two engines. Cheap to clone (pools are shared).
@@ -216,22 +158,21 @@ pub enum Store {
     Postgres(PgStore),
 }
 
-/// Calls the engine's method. The PostgreSQL arm is boxed: a future that awaits sqlx's pool
-/// and statements is about 8.7 KB, and inline it would size every store call's future — and
-/// so every kernel and handler future that awaits one — on SQLite too, whose own are small. Every
-/// move of those futures (axum and tower move a handler's several times) copied that much
-/// (docs/decisions/119-futures-and-allocation.md). PostgreSQL pays one allocation per call beside a
-/// network round trip.
-macro_rules! dispatch {
-    ($self:ident, $method:ident ( $($arg:expr),* )) => {
-        match $self {
-            Store::Sqlite(s) => s.$method($($arg),*).await,
-            Store::Postgres(s) => Box::pin(s.$method($($arg),*)).await,
+/// The PostgreSQL arms are boxed, as in `ops::on_conn!`.
+impl Migrations for Store {
+    async fn migrate(&self) -> Result<()> {
+        match self {
+            Store::Sqlite(s) => s.migrate().await,
+            Store::Postgres(s) => Box::pin(s.migrate()).await,
         }
-    };
+    }
+    async fn pending_migrations(&self) -> Result<usize> {
+        match self {
+            Store::Sqlite(s) => s.pending_migrations().await,
+            Store::Postgres(s) => Box::pin(s.pending_migrations()).await,
+        }
+    }
 }
-
-mod dispatch;
 
 impl Store {
     /// The principal cache of the engine (`crate::principals`).

@@ -363,7 +363,7 @@ impl Tx {
     }
 
     /// An executor door's rows inside the unit of work: the run `public_id` as the account
-    /// `account_id` finds it ([`crate::Engine::run_in_account`]: `None` when it is not there),
+    /// `account_id` finds it ([`crate::RunStore::run_in_account`]: `None` when it is not there),
     /// read under the run lock, and its task keyed `key`. One statement on SQLite, whose writer
     /// page cache no commit invalidates (a reader starts cold after every commit); on
     /// PostgreSQL the lookup that takes the run lock, then the row.
@@ -422,7 +422,7 @@ impl Tx {
         Ok(opened)
     }
 
-    /// [`crate::Engine::member_by_id`] inside the unit of work (on PostgreSQL, the answering
+    /// [`crate::AccountStore::member_by_id`] inside the unit of work (on PostgreSQL, the answering
     /// member a claim's door read with its lock, when that is the one asked for).
     pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
         if let Tx::Postgres(t) = self
@@ -560,7 +560,7 @@ impl Tx {
     }
 }
 
-/// Memory documents (migration 0004): the same operations as the [`crate::Engine`] methods,
+/// Memory documents (migration 0004): the same operations as the [`crate::MemoryStore`] methods,
 /// inside the unit of work (a kernel tool's evaluation settles its row in the same
 /// transaction as its write).
 impl Tx {
@@ -583,7 +583,7 @@ impl Tx {
         tx_dispatch!(self, memory_list(scope, owner_id, with_content))
     }
 
-    /// See [`crate::Engine::memory_put`].
+    /// See [`crate::MemoryStore::memory_put`].
     pub async fn memory_put(
         &mut self,
         new: crate::NewMemoryDoc,

@@ -123,7 +123,7 @@ pub(crate) async fn standing<C: Db>(c: &mut C, workspace_id: i64, member_id: i64
 // ---- members ----
 
 /// The member and, for an agent, its agent_application executor; the caller runs it in
-/// one transaction ([`crate::Engine::create_member`]).
+/// one transaction ([`crate::AccountStore::create_member`]).
 pub(crate) async fn create_member<C: Db>(c: &mut C, new: &NewMember) -> Result<(MemberRow, Option<ExecutorRow>)> {
     row::check_member_text(new)?;
     let agent = row::agent_executor_of(new)?;

@@ -1,9 +1,7 @@
 //! Conversations and their inputs (migration 0017, runs.md §12), written once for both engines.
 //!
-//! [`conversation_ops!`] expands, inside each engine's `ops` module, to free functions over the
-//! engine's connection type; the writes run in a [`crate::Tx`] (the kernel keeps an idempotency
-//! receipt in the same transaction), the reads also on a pool through
-//! [`conversation_methods!`]. The store keeps rows consistent (the pending-input bound under the
+//! The writes run in a [`crate::Tx`] (the kernel keeps an idempotency receipt in the same
+//! transaction), the reads also on a pool through [`ConversationStore`]. The store keeps rows consistent (the pending-input bound under the
 //! conversation's lock, a whole tree archived at once, a delete only of a pending input, the
 //! text guard); grammar and eligibility are the kernel's.
 

@@ -5,7 +5,8 @@
 //! [`Db`] is implemented by `rusqlite::Connection` (through the SQLite driver,
 //! `crate::sqlite::driver`) and by `sqlx::PgConnection`; an operation is an ordinary generic
 //! function `async fn op<C: Db>(c: &mut C, …)`, monomorphized once per engine, so a statement
-//! costs what the engine's own call costs (no dispatch per statement). A pooled connection and
+//! costs what the engine's own call costs (no dispatch per statement; PostgreSQL boxes each
+//! statement's future, [`Db::Fut`]). A pooled connection and
 //! an open transaction both deref to the engine's connection type. Where the dialects need
 //! different text, [`Dialect`] (a supertrait) picks it by that type.
 //!
@@ -14,9 +15,7 @@
 //! the engine's [`StoreError`] and `write_error` classifies (unique and foreign key
 //! violations).
 
-#![allow(dead_code, reason = "used as the areas move onto it")]
-
-use std::future::Future;
+use std::future::{Future, ready};
 use std::marker::PhantomData;
 
 use rusqlite::types::{FromSql, ToSql, ToSqlOutput};
@@ -115,45 +114,54 @@ pub(crate) trait Db: Dialect + Send {
     /// An owned result row.
     type Row: Columns + Send;
     /// A result row as a decoder reads it (SQLite: in place, while the statement stands on it).
-    type Ref<'a>: Columns;
+    type Ref<'r>: Columns;
     /// The engine's statement with its arguments.
     type Query<'q>: Send;
+    /// A statement's future: a named type (no opaque one), so an operation's future is `Send`
+    /// for every lifetime (rustc could not prove that through `impl Future` here).
+    type Fut<'a, T: Send + 'a>: Future<Output = T> + Send + 'a
+    where
+        Self: 'a;
 
     fn query<'q>(sql: &'static str) -> Self::Query<'q>;
     fn bind<'q, T: Arg<'q>>(q: Self::Query<'q>, value: T) -> Self::Query<'q>;
     /// sqlx's switch for keeping a prepared statement (PostgreSQL); SQLite ignores it.
     fn persistent(q: Self::Query<'_>, keep: bool) -> Self::Query<'_>;
-    fn fetch_all<'q>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Vec<Self::Row>>> + Send;
-    fn fetch_optional<'q>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Option<Self::Row>>> + Send;
-    fn fetch_one<'q>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Self::Row>> + Send;
-    fn execute<'q>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Done>> + Send;
-    /// Every row, each decoded by `decode` (SQLite: where it lies, without an owned copy).
-    fn fetch_all_as<'q, T: Send, F>(
-        &mut self,
-        q: Self::Query<'q>,
-        decode: F,
-    ) -> impl Future<Output = Result<Vec<T>>> + Send
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send;
-    /// The first row, if any, decoded by `decode`.
-    fn fetch_optional_as<'q, T: Send, F>(
-        &mut self,
-        q: Self::Query<'q>,
-        decode: F,
-    ) -> impl Future<Output = Result<Option<T>>> + Send
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send;
+    fn fetch_all<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<Self::Row>>>;
+    fn fetch_optional<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<Self::Row>>>;
+    fn fetch_one<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Self::Row>>;
+    fn execute<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Done>>;
     /// The first column of the first row, if any.
-    fn scalar_optional<'q, T: Out>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Option<T>>> + Send;
+    fn scalar_optional<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<T>>>;
     /// The first column of every row.
-    fn scalar_all<'q, T: Out>(&mut self, q: Self::Query<'q>) -> impl Future<Output = DbResult<Vec<T>>> + Send;
+    fn scalar_all<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<T>>>;
     /// The driver's "no row" error (what `fetch_one` answers on an empty result).
     fn no_rows() -> DbError;
+    /// Every row, each decoded by `decode` (SQLite: where it lies, without an owned copy).
+    fn fetch_all_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Vec<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a;
+    /// The first row, if any, decoded by `decode`.
+    fn fetch_optional_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Option<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a;
 }
 
 impl Db for rusqlite::Connection {
     type Row = driver::LiteRow;
-    type Ref<'a> = driver::RowRef<'a, 'a>;
+    type Fut<'a, T: Send + 'a>
+        = std::future::Ready<T>
+    where
+        Self: 'a;
+    type Ref<'r> = driver::RowRef<'r, 'r>;
     type Query<'q> = driver::Query<'q>;
 
     fn query<'q>(sql: &'static str) -> Self::Query<'q> {
@@ -165,47 +173,71 @@ impl Db for rusqlite::Connection {
     fn persistent(q: Self::Query<'_>, keep: bool) -> Self::Query<'_> {
         q.persistent(keep)
     }
-    async fn fetch_all<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Vec<Self::Row>> {
-        q.fetch_all(self).await.map_err(DbError::Sqlite)
+    // The driver runs a statement when asked and answers a completed future; the answer goes
+    // on as `Ready`, which holds no borrow, so the operations' futures stay `Send` for every
+    // lifetime (an `async` body here captured its arguments' lifetimes, which rustc could not
+    // prove `Send` in general).
+    fn fetch_all<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<Self::Row>>> {
+        ready(q.fetch_all(self).into_inner().map_err(DbError::Sqlite))
     }
-    async fn fetch_optional<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Option<Self::Row>> {
-        q.fetch_optional(self).await.map_err(DbError::Sqlite)
+    fn fetch_optional<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<Self::Row>>> {
+        ready(q.fetch_optional(self).into_inner().map_err(DbError::Sqlite))
     }
-    async fn fetch_one<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Self::Row> {
-        q.fetch_one(self).await.map_err(DbError::Sqlite)
+    fn fetch_one<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Self::Row>> {
+        ready(q.fetch_one(self).into_inner().map_err(DbError::Sqlite))
     }
-    async fn execute<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Done> {
-        let done = q.execute(self).await.map_err(DbError::Sqlite)?;
-        Ok(Done(done.rows_affected()))
+    fn execute<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Done>> {
+        let done = q.execute(self).into_inner().map_err(DbError::Sqlite);
+        ready(done.map(|d| Done(d.rows_affected())))
     }
-    async fn fetch_all_as<'q, T: Send, F>(&mut self, q: Self::Query<'q>, decode: F) -> Result<Vec<T>>
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send,
-    {
-        q.fetch_all_as(self, |r| decode(r)).await
+    fn scalar_optional<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<T>>> {
+        ready(
+            q.scalar::<T>()
+                .fetch_optional(self)
+                .into_inner()
+                .map_err(DbError::Sqlite),
+        )
     }
-    async fn fetch_optional_as<'q, T: Send, F>(&mut self, q: Self::Query<'q>, decode: F) -> Result<Option<T>>
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send,
-    {
-        q.fetch_optional_as(self, |r| decode(r)).await
-    }
-    async fn scalar_optional<'q, T: Out>(&mut self, q: Self::Query<'q>) -> DbResult<Option<T>> {
-        q.scalar::<T>().fetch_optional(self).await.map_err(DbError::Sqlite)
-    }
-    async fn scalar_all<'q, T: Out>(&mut self, q: Self::Query<'q>) -> DbResult<Vec<T>> {
-        q.scalar::<T>().fetch_all(self).await.map_err(DbError::Sqlite)
+    fn scalar_all<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<T>>> {
+        ready(q.scalar::<T>().fetch_all(self).into_inner().map_err(DbError::Sqlite))
     }
     fn no_rows() -> DbError {
         DbError::Sqlite(rusqlite::Error::QueryReturnedNoRows)
+    }
+    fn fetch_all_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Vec<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a,
+    {
+        ready(q.fetch_all_as(self, |r| decode(r)).into_inner())
+    }
+    fn fetch_optional_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Option<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a,
+    {
+        ready(q.fetch_optional_as(self, |r| decode(r)).into_inner())
     }
 }
 
 type PgQuery<'q> = sqlx::query::Query<'q, Postgres, PgArguments>;
 
+// Each statement's future is boxed, as a `dyn Future + Send`: sqlx's futures capture the
+// statement's lifetimes, and rustc could not prove them `Send` for every lifetime inside the
+// operations' futures. A statement here is a network round trip; the box is one allocation.
 impl Db for sqlx::PgConnection {
     type Row = PgRow;
-    type Ref<'a> = PgRow;
+    type Fut<'a, T: Send + 'a>
+        = std::pin::Pin<Box<dyn Future<Output = T> + Send + 'a>>
+    where
+        Self: 'a;
+    type Ref<'r> = PgRow;
     type Query<'q> = PgQuery<'q>;
 
     fn query<'q>(sql: &'static str) -> Self::Query<'q> {
@@ -217,43 +249,57 @@ impl Db for sqlx::PgConnection {
     fn persistent(q: Self::Query<'_>, keep: bool) -> Self::Query<'_> {
         q.persistent(keep)
     }
-    async fn fetch_all<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Vec<Self::Row>> {
-        q.fetch_all(self).await.map_err(DbError::Postgres)
+    fn fetch_all<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<Self::Row>>> {
+        Box::pin(async move { q.fetch_all(self).await.map_err(DbError::Postgres) })
     }
-    async fn fetch_optional<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Option<Self::Row>> {
-        q.fetch_optional(self).await.map_err(DbError::Postgres)
+    fn fetch_optional<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<Self::Row>>> {
+        Box::pin(async move { q.fetch_optional(self).await.map_err(DbError::Postgres) })
     }
-    async fn fetch_one<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Self::Row> {
-        q.fetch_one(self).await.map_err(DbError::Postgres)
+    fn fetch_one<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Self::Row>> {
+        Box::pin(async move { q.fetch_one(self).await.map_err(DbError::Postgres) })
     }
-    async fn execute<'q>(&mut self, q: Self::Query<'q>) -> DbResult<Done> {
-        let done = q.execute(self).await.map_err(DbError::Postgres)?;
-        Ok(Done(done.rows_affected()))
+    fn execute<'a, 'q: 'a>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Done>> {
+        Box::pin(async move {
+            let done = q.execute(self).await.map_err(DbError::Postgres)?;
+            Ok(Done(done.rows_affected()))
+        })
     }
-    async fn fetch_all_as<'q, T: Send, F>(&mut self, q: Self::Query<'q>, decode: F) -> Result<Vec<T>>
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send,
-    {
-        q.fetch_all(self).await?.iter().map(decode).collect()
+    fn scalar_optional<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Option<T>>> {
+        Box::pin(async move {
+            match q.fetch_optional(self).await.map_err(DbError::Postgres)? {
+                Some(r) => Ok(Some(r.try_get(0).map_err(DbError::Postgres)?)),
+                None => Ok(None),
+            }
+        })
     }
-    async fn fetch_optional_as<'q, T: Send, F>(&mut self, q: Self::Query<'q>, decode: F) -> Result<Option<T>>
-    where
-        F: for<'a> Fn(&Self::Ref<'a>) -> Result<T> + Send,
-    {
-        q.fetch_optional(self).await?.map(|r| decode(&r)).transpose()
-    }
-    async fn scalar_optional<'q, T: Out>(&mut self, q: Self::Query<'q>) -> DbResult<Option<T>> {
-        match q.fetch_optional(self).await.map_err(DbError::Postgres)? {
-            Some(r) => Ok(Some(r.try_get(0).map_err(DbError::Postgres)?)),
-            None => Ok(None),
-        }
-    }
-    async fn scalar_all<'q, T: Out>(&mut self, q: Self::Query<'q>) -> DbResult<Vec<T>> {
-        let rows = q.fetch_all(self).await.map_err(DbError::Postgres)?;
-        rows.iter().map(|r| r.try_get(0).map_err(DbError::Postgres)).collect()
+    fn scalar_all<'a, 'q: 'a, T: Out>(&'a mut self, q: Self::Query<'q>) -> Self::Fut<'a, DbResult<Vec<T>>> {
+        Box::pin(async move {
+            let rows = q.fetch_all(self).await.map_err(DbError::Postgres)?;
+            rows.iter().map(|r| r.try_get(0).map_err(DbError::Postgres)).collect()
+        })
     }
     fn no_rows() -> DbError {
         DbError::Postgres(sqlx::Error::RowNotFound)
+    }
+    fn fetch_all_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Vec<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a,
+    {
+        Box::pin(async move { q.fetch_all(self).await?.iter().map(decode).collect() })
+    }
+    fn fetch_optional_as<'a, 'q: 'a, T: Send + 'a, F>(
+        &'a mut self,
+        q: Self::Query<'q>,
+        decode: F,
+    ) -> Self::Fut<'a, Result<Option<T>>>
+    where
+        F: for<'r> Fn(&Self::Ref<'r>) -> Result<T> + Send + 'a,
+    {
+        Box::pin(async move { q.fetch_optional(self).await?.map(|r| decode(&r)).transpose() })
     }
 }
 
@@ -288,31 +334,43 @@ impl<'q, C: Db> Query<'q, C> {
             q: C::persistent(self.q, keep),
         }
     }
-    pub(crate) fn fetch_all(self, c: &mut C) -> impl Future<Output = DbResult<Vec<C::Row>>> + Send {
+    pub(crate) fn fetch_all<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<Vec<C::Row>>>
+    where
+        'q: 'a,
+    {
         c.fetch_all(self.q)
     }
-    pub(crate) fn fetch_optional(self, c: &mut C) -> impl Future<Output = DbResult<Option<C::Row>>> + Send {
+    pub(crate) fn fetch_optional<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<Option<C::Row>>>
+    where
+        'q: 'a,
+    {
         c.fetch_optional(self.q)
     }
-    pub(crate) fn fetch_one(self, c: &mut C) -> impl Future<Output = DbResult<C::Row>> + Send {
+    pub(crate) fn fetch_one<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<C::Row>>
+    where
+        'q: 'a,
+    {
         c.fetch_one(self.q)
     }
-    pub(crate) fn execute(self, c: &mut C) -> impl Future<Output = DbResult<Done>> + Send {
+    pub(crate) fn execute<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<Done>>
+    where
+        'q: 'a,
+    {
         c.execute(self.q)
     }
-    pub(crate) fn fetch_all_as<T: Send, F>(self, c: &mut C, decode: F) -> impl Future<Output = Result<Vec<T>>> + Send
+    /// Every row, each decoded by `decode` (SQLite: where it lies).
+    pub(crate) fn fetch_all_as<'a, T: Send + 'a, F>(self, c: &'a mut C, decode: F) -> C::Fut<'a, Result<Vec<T>>>
     where
-        F: for<'a> Fn(&C::Ref<'a>) -> Result<T> + Send,
+        'q: 'a,
+        F: for<'r> Fn(&C::Ref<'r>) -> Result<T> + Send + 'a,
     {
         c.fetch_all_as(self.q, decode)
     }
-    pub(crate) fn fetch_optional_as<T: Send, F>(
-        self,
-        c: &mut C,
-        decode: F,
-    ) -> impl Future<Output = Result<Option<T>>> + Send
+    /// The first row, if any, decoded by `decode`.
+    pub(crate) fn fetch_optional_as<'a, T: Send + 'a, F>(self, c: &'a mut C, decode: F) -> C::Fut<'a, Result<Option<T>>>
     where
-        F: for<'a> Fn(&C::Ref<'a>) -> Result<T> + Send,
+        'q: 'a,
+        F: for<'r> Fn(&C::Ref<'r>) -> Result<T> + Send + 'a,
     {
         c.fetch_optional_as(self.q, decode)
     }
@@ -331,22 +389,22 @@ impl<'q, C: Db, T: Out> QueryScalar<'q, C, T> {
             _out: PhantomData,
         }
     }
-    pub(crate) fn persistent(self, keep: bool) -> Self {
-        QueryScalar {
-            query: self.query.persistent(keep),
-            _out: PhantomData,
-        }
-    }
     pub(crate) async fn fetch_one(self, c: &mut C) -> DbResult<T> {
         match c.scalar_optional(self.query.q).await? {
             Some(v) => Ok(v),
             None => Err(C::no_rows()),
         }
     }
-    pub(crate) fn fetch_optional(self, c: &mut C) -> impl Future<Output = DbResult<Option<T>>> + Send {
+    pub(crate) fn fetch_optional<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<Option<T>>>
+    where
+        'q: 'a,
+    {
         c.scalar_optional(self.query.q)
     }
-    pub(crate) fn fetch_all(self, c: &mut C) -> impl Future<Output = DbResult<Vec<T>>> + Send {
+    pub(crate) fn fetch_all<'a>(self, c: &'a mut C) -> C::Fut<'a, DbResult<Vec<T>>>
+    where
+        'q: 'a,
+    {
         c.scalar_all(self.query.q)
     }
 }

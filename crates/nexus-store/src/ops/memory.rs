@@ -1,10 +1,8 @@
 //! Memory documents (migration 0004, kernel-tools.md §8), written once for both engines.
 //!
-//! [`memory_ops!`] expands, inside each engine's `ops` module (beside `engine_ops!`), to free
-//! functions over that engine's connection type, so the same operation runs on a pooled
-//! connection (the member door, through [`crate::Engine`]) or inside a [`crate::Tx`] (a kernel
-//! tool's evaluation, which settles its row in the same transaction). [`memory_methods!`]
-//! expands to the [`crate::Engine`] methods over a pool.
+//! Each operation is one function over either engine's connection ([`crate::ops::db::Db`]), so
+//! it runs on a pooled connection (the member door, through [`MemoryStore`]) or inside a
+//! [`crate::Tx`] (a kernel tool's evaluation, which settles its row in the same transaction).
 //!
 //! The store checks only what keeps rows consistent: the version condition, the per-scope
 //! document bound and the text guard. Path grammar and size bounds are the kernel's.

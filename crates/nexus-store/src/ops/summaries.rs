@@ -10,7 +10,7 @@ use crate::ops::db::{Db, query};
 use crate::ops::on_conn;
 use crate::{Result, Store};
 
-/// The per-run aggregate of [`crate::Engine::run_summaries`].
+/// The per-run aggregate of [`crate::SummaryStore::run_summaries`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSummaryRow {
     pub run_id: i64,
@@ -35,7 +35,7 @@ pub struct RunSummaryRow {
     pub turn_position: Option<i64>,
 }
 
-/// The per-conversation aggregate of [`crate::Engine::conversation_summaries`].
+/// The per-conversation aggregate of [`crate::SummaryStore::conversation_summaries`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConversationSummaryRow {
     pub conversation_id: i64,

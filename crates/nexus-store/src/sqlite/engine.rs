@@ -1,12 +1,11 @@
-//! The [`Engine`] implementation of the SQLite store: the migrator's two methods, and every
-//! area's methods from `crate::ops`.
+//! The SQLite store's migrator ([`crate::Migrations`]); the areas' methods are [`crate::Store`]'s
+//! (`crate::ops`).
 
+use super::SqliteStore;
 use super::migrate::{MIGRATOR, applied_migrations, pending_of};
-use super::{SqliteStore, ops};
-use crate::model::*;
-use crate::{Engine, Result};
+use crate::Result;
 
-impl Engine for SqliteStore {
+impl crate::Migrations for SqliteStore {
     async fn migrate(&self) -> Result<()> {
         let mut conn = self.gate().await?;
         Self::migrate_now(&mut conn)
@@ -17,8 +16,6 @@ impl Engine for SqliteStore {
         let applied: Vec<i64> = applied_migrations(&mut conn)?.into_iter().map(|(v, _, _)| v).collect();
         Ok(pending_of(&MIGRATOR, &applied))
     }
-
-    crate::ops::engine_methods!();
 }
 
 #[cfg(all(test, feature = "testing"))]
