@@ -199,12 +199,13 @@ async fn sealed_body_whole<C: Db>(c: &mut C, sha256: &str) -> Result<Vec<u8>> {
     rebuild(chain)
 }
 
-pub(crate) async fn insert_sealed_request<C: Db>(c: &mut C, new: &NewSealedRequest) -> Result<SealedRequestRow> {
-    check_text(&new.record)?;
-    check_text(&new.body_sha256)?;
-    check_text(&new.attempts)?;
-    // The body: a delta while its chain is short, else whole.
-    let mut body_row: (std::borrow::Cow<'_, [u8]>, Option<&str>, Option<i64>, i64) =
+/// The row of a sealed request's body: a delta while its chain is short, else whole (bytes,
+/// base digest, kept prefix, depth).
+async fn sealed_body_row<'n, C: Db>(
+    c: &mut C,
+    new: &'n NewSealedRequest,
+) -> Result<(std::borrow::Cow<'n, [u8]>, Option<&'n str>, Option<i64>, i64)> {
+    let mut body_row: (std::borrow::Cow<'n, [u8]>, Option<&'n str>, Option<i64>, i64) =
         (std::borrow::Cow::Borrowed(&new.body[..]), None, None, 0);
     if let Some(base) = &new.body_base {
         let sha = base.sha256.as_deref().unwrap_or_default();
@@ -227,6 +228,14 @@ pub(crate) async fn insert_sealed_request<C: Db>(c: &mut C, new: &NewSealedReque
             }
         }
     }
+    Ok(body_row)
+}
+
+pub(crate) async fn insert_sealed_request<C: Db>(c: &mut C, new: &NewSealedRequest) -> Result<SealedRequestRow> {
+    check_text(&new.record)?;
+    check_text(&new.body_sha256)?;
+    check_text(&new.attempts)?;
+    let body_row = sealed_body_row(c, new).await?;
     // The record, the same way as the body.
     let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
         (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
