@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use nexus_kernel::Kernel;
 use nexus_kernel::admin::MemberSpec;
-use nexus_store::{AssignmentScope, Engine, MemberKind, Standing};
+use nexus_store::prelude::*;
+use nexus_store::{AssignmentScope, MemberKind, Standing};
 use serde_json::{Value, json};
 
 use crate::config::{self, StoreFlags};

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use anyhow::Context;
-use nexus_store::{Engine, Store};
+use nexus_store::Store;
+use nexus_store::prelude::*;
 
 use crate::config::{self, StoreFlags};
 

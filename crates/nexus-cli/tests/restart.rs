@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use common::{Server, json_of, nexus, poll, spawn_server};
 use nexus_sdk::Client;
 use nexus_sdk::member::{ApprovalMode, NewRun, Step};
-use nexus_store::{Engine, Store, StoreOptions};
+use nexus_store::prelude::*;
+use nexus_store::{Store, StoreOptions};
 use serde_json::{Value, json};
 
 async fn wait_healthy(server: &mut Server) {

@@ -34,8 +34,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nexus_kernel::{Kernel, MemberPrincipal};
+use nexus_store::prelude::*;
 use nexus_store::testing::{self, TestStore};
-use nexus_store::{Engine, RunStatus, TaskStatus};
+use nexus_store::{RunStatus, TaskStatus};
 use serde_json::json;
 use uuid::Uuid;
 

@@ -41,8 +41,9 @@ use std::time::Instant;
 use nexus_core::search::SearchIndex;
 use nexus_kernel::Kernel;
 use nexus_kernel::tools::SearchCache;
+use nexus_store::prelude::*;
 use nexus_store::testing::{self, TestStore};
-use nexus_store::{Engine, NewRun, NewTask, RunStatus, TaskKind, TaskStatus};
+use nexus_store::{NewRun, NewTask, RunStatus, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

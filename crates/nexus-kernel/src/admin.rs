@@ -2,9 +2,10 @@
 //! credentials and epochs. Tokens are returned once and only their hashes are stored.
 
 use nexus_core::codes::Code;
+use nexus_store::prelude::*;
 use nexus_store::{
-    AccountRow, AssignmentScope, CredentialRow, Engine, ExecutorKind, ExecutorRow, ExecutorStatus, MemberKind,
-    MemberRole, MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
+    AccountRow, AssignmentScope, CredentialRow, ExecutorKind, ExecutorRow, ExecutorStatus, MemberKind, MemberRole,
+    MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;

@@ -2,7 +2,8 @@
 //! revoked, wrong plane, fenced by a newer epoch — is the same [`KernelError::unauthorized`],
 //! and every path hashes a secret once so failing paths take comparable time.
 
-use nexus_store::{CredentialRow, Engine, ExecutorRow, ExecutorStatus, MemberRow, Plane};
+use nexus_store::prelude::*;
+use nexus_store::{CredentialRow, ExecutorRow, ExecutorStatus, MemberRow, Plane};
 
 use crate::Kernel;
 use crate::credentials::{parse_bearer, secret_matches, token_from_header};

@@ -3,7 +3,8 @@
 
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, DeclError, RunnerFacts};
-use nexus_store::{Engine, ExecutorKind, MemberKind, MemberRow};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorKind, MemberKind, MemberRow};
 use serde_json::Value;
 use uuid::Uuid;
 

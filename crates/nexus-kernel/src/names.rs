@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use nexus_store::{Engine, ExecutorRow, TaskRow};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorRow, TaskRow};
 use uuid::Uuid;
 
 use crate::Kernel;

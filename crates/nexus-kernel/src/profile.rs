@@ -4,7 +4,8 @@
 use nexus_api::executors::{ExecutorDescription, ExecutorRecord};
 use nexus_api::profile::{MemberList, ProfileCredential, ProfileMember, WorkspaceMember};
 use nexus_core::codes::Code;
-use nexus_store::{Engine, MemberKind, MemberRow};
+use nexus_store::prelude::*;
+use nexus_store::{MemberKind, MemberRow};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;

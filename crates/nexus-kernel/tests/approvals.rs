@@ -11,8 +11,9 @@ use nexus_core::registry::EffectProfile;
 use nexus_kernel::MemberPrincipal;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::Deny;
+use nexus_store::prelude::*;
 use nexus_store::testing::{TestStore, engines};
-use nexus_store::{Engine, EventRow, JobKind, MemberKind, RunStatus, Standing, TaskRow, TaskStatus};
+use nexus_store::{EventRow, JobKind, MemberKind, RunStatus, Standing, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

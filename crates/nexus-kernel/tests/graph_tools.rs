@@ -11,8 +11,9 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

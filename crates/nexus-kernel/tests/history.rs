@@ -9,8 +9,9 @@ use common::{World, text_of, world};
 
 use nexus_kernel::conversations::CreateConversationRequest;
 use nexus_kernel::conversations::history::{HistoryQuery, SearchQuery};
+use nexus_store::TaskRow;
+use nexus_store::prelude::*;
 use nexus_store::testing::{self, engines};
-use nexus_store::{Engine, TaskRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

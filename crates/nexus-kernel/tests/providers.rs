@@ -14,7 +14,7 @@ use common::{World, shot_tools};
 use nexus_fake_upstream::{Expectation, FakeUpstream, Reply, Route, anthropic, openai, schema};
 use nexus_kernel::runs::{RequestRead, Stop};
 use nexus_providers::{InstanceConfig, Kind, Providers};
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use nexus_store::testing::{TestStore, engines};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};

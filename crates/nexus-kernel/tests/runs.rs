@@ -8,8 +8,9 @@ use common::world;
 
 use nexus_core::codes::Code;
 use nexus_kernel::runs::{Idempotent, Stop};
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
-use nexus_store::{Engine, JobKind, RunStatus, TaskRow, TaskStatus};
+use nexus_store::{JobKind, RunStatus, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

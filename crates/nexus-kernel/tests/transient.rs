@@ -7,8 +7,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::world;
+use nexus_store::prelude::*;
 use nexus_store::testing::{self, OutsideSession};
-use nexus_store::{Engine, RunStatus, TaskStatus};
+use nexus_store::{RunStatus, TaskStatus};
 use serde_json::json;
 
 /// Polls `check` every 10 ms for up to 10 s.

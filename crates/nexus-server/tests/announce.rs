@@ -7,7 +7,8 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
 use nexus_kernel::admin::MemberSpec;
-use nexus_store::{AssignmentScope, Engine, MemberKind, Standing};
+use nexus_store::prelude::*;
+use nexus_store::{AssignmentScope, MemberKind, Standing};
 use serde_json::{Value, json};
 
 const PUT: &str = "/agent_api/v1/executor/announcement";

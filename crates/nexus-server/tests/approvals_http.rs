@@ -8,7 +8,8 @@ use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses_with_scripts, write_script};
 use nexus_core::registry::EffectProfile;
 use nexus_kernel::admin::MemberSpec;
-use nexus_store::{Engine, MemberKind, Standing};
+use nexus_store::prelude::*;
+use nexus_store::{MemberKind, Standing};
 use serde_json::{Value, json};
 
 const DAY: i64 = 86_400_000;

@@ -160,7 +160,8 @@ async fn self_reads_have_their_shapes() {
 
 #[tokio::test]
 async fn expired_credentials_get_the_same_401() {
-    use nexus_store::{Engine, NewCredential, Plane};
+    use nexus_store::prelude::*;
+    use nexus_store::{NewCredential, Plane};
     for h in harnesses().await {
         let human_id = uuid::Uuid::parse_str(h.boot["human"]["public_id"].as_str().unwrap()).unwrap();
         let human = h.kernel.store.member_by_public_id(human_id).await.unwrap().unwrap();

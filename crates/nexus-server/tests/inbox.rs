@@ -7,7 +7,8 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses, harnesses_with_scripts, write_script};
 use nexus_core::registry::EffectProfile;
-use nexus_store::{Announcement, Engine, Standing};
+use nexus_store::prelude::*;
+use nexus_store::{Announcement, Standing};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -9,7 +9,8 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses, harnesses_with_scripts, write_script};
 use nexus_core::bounds;
-use nexus_store::{Engine, Standing};
+use nexus_store::Standing;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 
 fn doc_url(h: &Harness, path: &str) -> String {

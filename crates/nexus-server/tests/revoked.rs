@@ -9,7 +9,8 @@ mod common;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
 use nexus_core::registry::EffectProfile;
-use nexus_store::{Announcement, Engine};
+use nexus_store::Announcement;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 use uuid::Uuid;
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, frames, harnesses_with_scripts, read_until, write_script};
 use nexus_kernel::admin::MemberSpec;
-use nexus_store::{Engine, MemberKind, Standing};
+use nexus_store::prelude::*;
+use nexus_store::{MemberKind, Standing};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use nexus_store::testing::{self, TestStore};
 use uuid::Uuid;
 

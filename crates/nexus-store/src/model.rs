@@ -228,7 +228,7 @@ pub struct Announcement {
 /// How many statuses one conditional task update may expect (there are 11 task statuses).
 pub const MAX_EXPECTED_STATUSES: usize = 12;
 
-/// The statuses of an executor's inbox rows ([`crate::Engine::inbox_page`]): a runner's
+/// The statuses of an executor's inbox rows ([`crate::TaskStore::inbox_page`]): a runner's
 /// dispatched tool call, an approval held for a person, an await for input. The partial index
 /// `tasks_inbox_open` and the page's statement name exactly these.
 pub const INBOX_STATUSES: [TaskStatus; 3] = [
@@ -237,7 +237,7 @@ pub const INBOX_STATUSES: [TaskStatus; 3] = [
     TaskStatus::AwaitingInput,
 ];
 
-/// A run as the executor doors find it ([`crate::Engine::run_in_account`]): the row, its
+/// A run as the executor doors find it ([`crate::RunStore::run_in_account`]): the row, its
 /// workspace's public id, and the standing its creator holds there now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunInAccount {

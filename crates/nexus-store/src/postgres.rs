@@ -16,10 +16,9 @@ use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, PgRow};
 use sqlx::{AssertSqlSafe, PgConnection, Row};
 use uuid::Uuid;
 
-use crate::model::*;
 use crate::row::Columns;
 use crate::sqlite::pending_of;
-use crate::{Engine, Result, StoreError, StoreOptions, redact_url};
+use crate::{Result, StoreError, StoreOptions, redact_url};
 
 mod conns;
 #[cfg(test)]
@@ -108,7 +107,7 @@ impl PgStore {
         Self::connect(&url, schema, options).await
     }
 
-    /// Opens a pool whose connections all work in `schema` (`search_path`); [`Engine::migrate`]
+    /// Opens a pool whose connections all work in `schema` (`search_path`); [`crate::Migrations::migrate`]
     /// creates the schema when missing and applies the migrations inside it.
     pub async fn open_in_schema(options: &StoreOptions, schema: &str) -> Result<Self> {
         let (url, from_url) = split_schema(&options.url)?;
@@ -160,7 +159,7 @@ impl PgStore {
     }
 
     /// A write transaction (`READ COMMITTED`).
-    async fn write_tx(&self) -> Result<Transaction> {
+    pub(crate) async fn write_tx(&self) -> Result<Transaction> {
         Ok(Transaction::begin(self.pool.acquire().await?).await?)
     }
 
@@ -172,6 +171,16 @@ impl PgStore {
     /// A pooled connection for a single write statement (SQLite gates its writers here;
     /// PostgreSQL needs no gate).
     pub(crate) async fn write_conn(&self) -> Result<Conn> {
+        Ok(self.pool.acquire().await?)
+    }
+
+    /// The principal cache (`crate::principals`).
+    pub(crate) fn principals(&self) -> &crate::principals::Principals {
+        &self.principals
+    }
+
+    /// A pooled connection for reads.
+    pub(crate) async fn read_conn(&self) -> Result<Conn> {
         Ok(self.pool.acquire().await?)
     }
 
@@ -216,43 +225,14 @@ impl Columns for PgRow {
     }
 }
 
-/// PostgreSQL binds a public id as `uuid`.
-fn uid(id: Uuid) -> Uuid {
-    id
-}
-
-/// The decoding reads the shared operations (`crate::ops::engine_ops!`) make, with the same
-/// names as the SQLite driver's (`Query::fetch_optional_as`, `fetch_all_as`), which decodes each
-/// row where it lies; here the rows arrive owned and are decoded from there.
-pub(crate) trait FetchAs {
-    async fn fetch_optional_as<T>(
-        self,
-        c: &mut PgConnection,
-        decode: impl Fn(&PgRow) -> Result<T>,
-    ) -> Result<Option<T>>;
-    async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>>;
-}
-
-impl<'q> FetchAs for sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
-    async fn fetch_optional_as<T>(
-        self,
-        c: &mut PgConnection,
-        decode: impl Fn(&PgRow) -> Result<T>,
-    ) -> Result<Option<T>> {
-        self.fetch_optional(&mut *c).await?.map(|r| decode(&r)).transpose()
-    }
-
-    async fn fetch_all_as<T>(self, c: &mut PgConnection, decode: impl Fn(&PgRow) -> Result<T>) -> Result<Vec<T>> {
-        self.fetch_all(&mut *c).await?.iter().map(decode).collect()
-    }
-}
-
 /// The store's operations over a PostgreSQL connection (see `crate::ops`).
 pub(crate) mod ops {
-    use super::{FetchAs, uid};
+    use crate::model::*;
+    #[allow(unused_imports)]
+    pub(crate) use crate::ops::all::*;
+    pub(crate) use crate::ops::tasks::update_task_every_column as update_task;
+    use crate::{Result, StoreError, check_text, row, sql};
     use sqlx::PgConnection as Conn;
-    use sqlx::{query, query_scalar};
-    crate::ops::engine_ops!(update_task = update_task);
 
     /// An executor door's rows: the run `public_id` as the account `account_id` finds it, read
     /// under the run lock (`SELECT … FOR UPDATE` first, storage-and-scale.md §3), then its task
@@ -323,7 +303,7 @@ pub(crate) mod ops {
             Some(set) if !set.is_empty() => Some(set.swap_remove(0)),
             _ => None,
         };
-        Ok((run, resolve_frozen_opt(tx, then).await?, also, taken))
+        Ok((run, resolve_frozen_opt(&mut **tx, then).await?, also, taken))
     }
 
     /// A lazy unit's first statement when it is an executor door ([`crate::Tx::open_door`]):
@@ -376,7 +356,7 @@ pub(crate) mod ops {
             Some(t) if keyed => row::task(t)?.map(|t| (found, Some(t))),
             _ => crate::frozen::Pending::ready((found, None)),
         };
-        let (found, task) = resolve_frozen(tx, door).await?;
+        let (found, task) = resolve_frozen(&mut **tx, door).await?;
         Ok(Some((found, task, member)))
     }
 
@@ -404,7 +384,7 @@ async fn applied_versions(conn: &mut PgConnection) -> Result<Vec<i64>> {
     Ok(applied.into_iter().map(|m| m.version).collect())
 }
 
-impl Engine for PgStore {
+impl crate::Migrations for PgStore {
     async fn migrate(&self) -> Result<()> {
         if let Some(schema) = &self.schema {
             // The name was checked to be a plain identifier when the store was opened.
@@ -421,6 +401,4 @@ impl Engine for PgStore {
         let applied = applied_versions(&mut conn).await?;
         Ok(pending_of(&MIGRATOR, &applied))
     }
-
-    crate::ops::engine_methods!();
 }

@@ -1,5 +1,5 @@
 //! The transport plane's principal cache: a credential with its executor's row, as a
-//! transport request's authentication reads them ([`crate::Engine::credential_with_executor`]),
+//! transport request's authentication reads them ([`crate::ExecutorStore::credential_with_executor`]),
 //! kept per credential with the `principal_version` it was read at (migration 0013).
 //!
 //! The version moves, by trigger, in the same transaction as every change to `credentials` or

@@ -96,13 +96,20 @@ pub enum Tx {
 /// The PostgreSQL arm is boxed, as in `crate::Store`'s dispatch, so sqlx's large futures do
 /// not size the SQLite path's.
 macro_rules! tx_dispatch {
-    ($self:ident, $f:ident ( $($arg:expr),* )) => {{
+    ($self:ident, $area:ident :: $f:ident ( $($arg:expr),* )) => {
+        tx_dispatch!(@run $self, |c| crate::ops::$area::$f(c, $($arg),*), |c| crate::ops::$area::$f(c, $($arg),*))
+    };
+    ($self:ident, $f:ident ( $($arg:expr),* )) => {
+        tx_dispatch!(@run $self, |c| sqlite::ops::$f(c, $($arg),*), |c| postgres::ops::$f(c, $($arg),*))
+    };
+    (@run $self:ident, |$c:ident| $lite:expr, |$p:ident| $pg:expr) => {{
         let (void, result) = match $self {
             Tx::Sqlite(t) => {
                 if t.void {
                     return Err(StoreError::TxAborted);
                 }
-                (&mut t.void, sqlite::ops::$f(&mut t.tx, $($arg),*).await)
+                let $c = &mut *t.tx;
+                (&mut t.void, $lite.await)
             }
             Tx::Postgres(t) => {
                 if t.void {
@@ -116,7 +123,8 @@ macro_rules! tx_dispatch {
                         // A buffered write's failure is a write's: a used key is `Conflict`.
                         tx.execute_simple(&held).await.map_err(write_error)?;
                     }
-                    postgres::ops::$f(&mut **tx, $($arg),*).await
+                    let $p = &mut **tx;
+                    $pg.await
                 })
                 .await;
                 (&mut t.void, result)
@@ -305,7 +313,7 @@ impl Tx {
     }
 
     /// An executor door's rows inside the unit of work: the run `public_id` as the account
-    /// `account_id` finds it ([`crate::Engine::run_in_account`]: `None` when it is not there),
+    /// `account_id` finds it ([`crate::RunStore::run_in_account`]: `None` when it is not there),
     /// read under the run lock, and its task keyed `key`. One statement on SQLite, whose writer
     /// page cache no commit invalidates (a reader starts cold after every commit); on
     /// PostgreSQL the lookup that takes the run lock, then the row.
@@ -364,7 +372,7 @@ impl Tx {
         Ok(opened)
     }
 
-    /// [`crate::Engine::member_by_id`] inside the unit of work (on PostgreSQL, the answering
+    /// [`crate::AccountStore::member_by_id`] inside the unit of work (on PostgreSQL, the answering
     /// member a claim's door read with its lock, when that is the one asked for).
     pub async fn member_by_id(&mut self, id: i64) -> Result<Option<crate::MemberRow>> {
         if let Tx::Postgres(t) = self
@@ -513,7 +521,7 @@ impl Tx {
     }
 }
 
-/// Memory documents (migration 0004): the same operations as the [`crate::Engine`] methods,
+/// Memory documents (migration 0004): the same operations as the [`crate::MemoryStore`] methods,
 /// inside the unit of work (a kernel tool's evaluation settles its row in the same
 /// transaction as its write).
 impl Tx {
@@ -536,7 +544,7 @@ impl Tx {
         tx_dispatch!(self, memory_list(scope, owner_id, with_content))
     }
 
-    /// See [`crate::Engine::memory_put`].
+    /// See [`crate::MemoryStore::memory_put`].
     pub async fn memory_put(
         &mut self,
         new: crate::NewMemoryDoc,

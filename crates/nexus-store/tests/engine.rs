@@ -1212,7 +1212,7 @@ async fn postgres_fresh_schema_has_pending_migrations() {
         assert_eq!(pg.pending_migrations().await?, 0);
         // Isolation: the new schema does not see the test schema's rows.
         account(&ts.store, "acme").await;
-        assert_eq!(pg.account_by_id(1).await?, None);
+        assert_eq!(Store::Postgres(pg.clone()).account_by_id(1).await?, None);
         Ok::<_, StoreError>(())
     }
     .await;

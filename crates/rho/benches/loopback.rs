@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use nexus_sdk::RunRef;
 use nexus_sdk::member::{ApprovalMode, EventKind, Frame, NewRun, RunStatus, Step, TaskStatus};
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;

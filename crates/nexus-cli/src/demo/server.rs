@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use serde::Deserialize;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;

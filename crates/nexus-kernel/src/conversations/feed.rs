@@ -5,7 +5,8 @@
 
 use nexus_api::conversations::{ConversationEvent, ConversationEventPage};
 use nexus_core::codes::Code;
-use nexus_store::{ConversationEventRow, Engine};
+use nexus_store::ConversationEventRow;
+use nexus_store::prelude::*;
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

@@ -8,9 +8,9 @@ use nexus_core::approval::Mode;
 use nexus_core::bounds;
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, DeclErrorKind};
+use nexus_store::prelude::*;
 use nexus_store::{
-    ConversationRow, DeliveryMode, Engine, InputInsert, InputKind, InputRow, MemberKind, MemberRow, NewInput,
-    WorkspaceRow,
+    ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, MemberKind, MemberRow, NewInput, WorkspaceRow,
 };
 use serde_json::{Map, Value, json};
 use uuid::Uuid;

@@ -18,9 +18,10 @@ use nexus_api::conversations::{
     Conversation, ConversationEnvelope, ConversationPage, ConversationParent, ConversationSummary,
 };
 use nexus_core::codes::Code;
+use nexus_store::prelude::*;
 use nexus_store::{
-    ArchivedFilter, ConversationRow, ConversationSummaryRow, Engine, ExecutorKind, ExecutorRow, MemberRow,
-    NewConversation, Standing, WorkspaceRow,
+    ArchivedFilter, ConversationRow, ConversationSummaryRow, ExecutorKind, ExecutorRow, MemberRow, NewConversation,
+    Standing, WorkspaceRow,
 };
 use serde::Serialize;
 use serde_json::{Map, Value};

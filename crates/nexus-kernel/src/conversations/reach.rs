@@ -2,7 +2,8 @@
 //! conversation, a target named by label (a child of the caller's) or by id (any conversation
 //! of the workspace), and whether a target is the caller's own conversation or an ancestor.
 
-use nexus_store::{ConversationRow, Engine, RunRow, Tx};
+use nexus_store::prelude::*;
+use nexus_store::{ConversationRow, RunRow, Tx};
 use uuid::Uuid;
 
 use super::hosting::Hosting;

@@ -9,7 +9,8 @@ use std::collections::VecDeque;
 
 use nexus_api::conversations::ConversationEvent;
 use nexus_core::codes::Code;
-use nexus_store::{ConversationEventRow, Engine};
+use nexus_store::ConversationEventRow;
+use nexus_store::prelude::*;
 use uuid::Uuid;
 
 use super::feed::event_of;

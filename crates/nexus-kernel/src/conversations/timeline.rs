@@ -4,7 +4,8 @@
 
 use nexus_api::turns::{Cancellation, Turn, TurnPage};
 use nexus_core::codes::Code;
-use nexus_store::{ConversationRow, Engine, RunStatus, TurnRow, Tx};
+use nexus_store::prelude::*;
+use nexus_store::{ConversationRow, RunStatus, TurnRow, Tx};
 use serde_json::{Map, json};
 use uuid::Uuid;
 

@@ -10,9 +10,10 @@
 
 use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput};
+use nexus_store::prelude::*;
 use nexus_store::{
-    ConversationRow, Engine, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, OnFailure, Origin,
-    RunRow, RunStatus, TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, Visibility, WorkspaceRow,
+    ConversationRow, InputKind, InputRow, MemberKind, MemberRow, NewRun, NewTask, NewTurn, OnFailure, Origin, RunRow,
+    RunStatus, TaskKind, TaskRow, TaskStatus, TurnEnd, TurnRole, TurnStatus, Tx, Visibility, WorkspaceRow,
 };
 use serde_json::{Value, json};
 
@@ -106,7 +107,7 @@ impl Kernel {
 
     /// The seed round for `head`, from the answerer's profile (its assembly, model and
     /// instructions), or the key of the reason the turn cannot start. `history` is the round
-    /// its history starts from ([`Engine::history_round`]): the latest turn that left a sealed
+    /// its history starts from ([`nexus_store::TurnStore::history_round`]): the latest turn that left a sealed
     /// round, so a turn that failed at birth takes none of the turns before it with it.
     async fn plan_turn(
         &self,

@@ -13,7 +13,8 @@ use nexus_api::executors::{AnnouncedDocument, AnnouncedTool, ExecutorDescription
 use nexus_core::codes::Code;
 use nexus_core::registry::{effect::EffectProfile, reserved_family_of};
 use nexus_core::{bounds, jcs};
-use nexus_store::{Announcement, Engine};
+use nexus_store::Announcement;
+use nexus_store::prelude::*;
 use serde_json::{Map, Value};
 
 use crate::Kernel;

@@ -15,8 +15,9 @@
 
 use nexus_api::inbox::{ClaimState, ClaimStatusReply};
 use nexus_core::codes::Code;
+use nexus_store::prelude::*;
 use nexus_store::{
-    Engine, ExecutorKind, ExecutorRow, ExecutorStatus, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow,
+    ExecutorKind, ExecutorRow, ExecutorStatus, RunInAccount, RunRow, RunStatus, Standing, TaskKind, TaskRow,
     TaskStatus, Tx,
 };
 use serde_json::{Value, json};

@@ -6,7 +6,8 @@
 
 use nexus_api::executors::{ExecutorEnvelope, ExecutorInfo, ExecutorList};
 use nexus_core::codes::Code;
-use nexus_store::{Engine, ExecutorKind, ExecutorRow};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorKind, ExecutorRow};
 use serde::de::DeserializeOwned;
 use serde_json::Map;
 use uuid::Uuid;

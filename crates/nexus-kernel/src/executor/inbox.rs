@@ -7,7 +7,8 @@
 //! (the last internal id of the previous page) and `next_after` is returned only when a full
 //! page was fetched.
 
-use nexus_store::{Engine, RunRow, TaskKind, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{RunRow, TaskKind, TaskRow, TaskStatus};
 use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;

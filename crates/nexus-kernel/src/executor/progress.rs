@@ -13,7 +13,8 @@ use std::time::Instant;
 
 use nexus_core::codes::Code;
 use nexus_core::{bounds, jcs};
-use nexus_store::{Engine, TaskStatus};
+use nexus_store::TaskStatus;
+use nexus_store::prelude::*;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use nexus_api::inbox::RowKind;
 use uuid::Uuid;
 
-use nexus_store::{Engine, ExecutorStatus, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorStatus, TaskRow, TaskStatus};
 
 use crate::Kernel;
 use crate::auth::ExecutorPrincipal;

@@ -19,7 +19,8 @@ use nexus_api::common::Timestamp;
 use nexus_api::memory::{DeletedEnvelope, DocumentEnvelope, DocumentList, MemoryDeleted, MemoryDocument, MemoryEntry};
 use nexus_core::codes::Code;
 use nexus_core::results::ToolWord;
-use nexus_store::{Engine, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
+use nexus_store::prelude::*;
+use nexus_store::{MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc, WorkspaceRow};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

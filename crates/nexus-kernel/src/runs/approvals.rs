@@ -3,7 +3,8 @@
 use std::collections::HashMap;
 
 use nexus_core::codes::{Code, task_error};
-use nexus_store::{Engine, MemberKind, RunStatus, TaskKind, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{MemberKind, RunStatus, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Map, Value, json};
 use uuid::Uuid;
 

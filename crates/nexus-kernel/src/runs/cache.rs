@@ -7,7 +7,8 @@
 //! visible (`tools_changed` on the round, `tools_changes` in all).
 
 use nexus_providers::Usage;
-use nexus_store::{Engine, RoundCacheFacts, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{RoundCacheFacts, TaskStatus};
 use serde::Serialize;
 use uuid::Uuid;
 

@@ -8,7 +8,8 @@
 //! accepted keep their frozen targets; only later steps read the new default.
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, ExecutorKind, RunRow};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorKind, RunRow};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

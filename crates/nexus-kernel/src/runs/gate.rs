@@ -16,8 +16,9 @@
 use nexus_core::approval::{self, Decision, GrantOrigin};
 use nexus_core::codes::task_error;
 use nexus_core::registry::{self, EffectProfile};
+use nexus_store::prelude::*;
 use nexus_store::{
-    ApprovalMode, ApprovalRules, Engine, ExecutorKind, ExecutorRow, ExecutorStatus, NewJob, RunRow, TaskKind, TaskRow,
+    ApprovalMode, ApprovalRules, ExecutorKind, ExecutorRow, ExecutorStatus, NewJob, RunRow, TaskKind, TaskRow,
     TaskStatus, Tx,
 };
 use serde_json::{Map, Value, json};

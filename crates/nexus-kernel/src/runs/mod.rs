@@ -56,7 +56,8 @@ pub mod view;
 pub(crate) mod worker;
 
 use nexus_core::codes::Code;
-use nexus_store::{Engine, EventRow, RunRow, Standing, WorkspaceRow};
+use nexus_store::prelude::*;
+use nexus_store::{EventRow, RunRow, Standing, WorkspaceRow};
 use uuid::Uuid;
 
 use crate::Kernel;

@@ -26,7 +26,8 @@
 
 use nexus_core::declaration;
 use nexus_providers::{ChainMark, Continues, Entry, ModelCapabilities, ModelRequest, Part, RequestOptions};
-use nexus_store::{Engine, TaskKind, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{TaskKind, TaskRow, TaskStatus};
 
 use super::columns::SealedRecord;
 use super::render::{replay_round, unpaired_envelope};
@@ -68,7 +69,7 @@ impl Kernel {
 
     /// For a continuation whose predecessor's fan pairs with no child: just the predecessor
     /// and its fan (all its replay reads), picked from `neighbourhood` (the round's
-    /// [`nexus_store::Engine::task_neighbourhood`]). `None` to read every row of the run.
+    /// [`nexus_store::TaskStore::task_neighbourhood`]). `None` to read every row of the run.
     fn continuation_rows(round: &TaskRow, mut neighbourhood: Vec<TaskRow>) -> Option<Rows<'static>> {
         let prev_id = round.declaring_task_id?;
         let at = neighbourhood.iter().position(|t| t.id == prev_id)?;
@@ -248,7 +249,7 @@ impl Kernel {
     }
 
     /// Builds the neutral request of `round` (its current generation; `neighbourhood` is its
-    /// [`nexus_store::Engine::task_neighbourhood`]).
+    /// [`nexus_store::TaskStore::task_neighbourhood`]).
     pub(crate) async fn build_request(
         &self,
         round: &TaskRow,

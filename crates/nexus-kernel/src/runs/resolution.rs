@@ -14,7 +14,8 @@
 use nexus_core::codes::Code;
 use nexus_core::nul::contains_nul;
 use nexus_core::results;
-use nexus_store::{Engine, RunRow, TaskKind, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{RunRow, TaskKind, TaskRow, TaskStatus};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;

@@ -7,7 +7,8 @@
 
 use std::collections::VecDeque;
 
-use nexus_store::{Engine, EventRow};
+use nexus_store::EventRow;
+use nexus_store::prelude::*;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -145,7 +146,7 @@ async fn next_frame(progress: &mut Option<Subscription<Ephemeral>>) -> Result<Ep
 
 #[cfg(test)]
 mod tests {
-    use nexus_store::Engine;
+    use nexus_store::prelude::*;
     use nexus_store::testing::engines;
     use serde_json::json;
 

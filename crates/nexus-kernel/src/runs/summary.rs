@@ -1,11 +1,12 @@
 //! The `summary` of each run on `GET W/runs` and of each conversation on `GET W/conversations`:
 //! what a list shows at a glance (the first prompt's line, the model, what the run waits on,
 //! rounds, tool calls, tokens; a conversation's turns and last message), read for a whole page
-//! in one statement ([`nexus_store::Engine::run_summaries`]).
+//! in one statement ([`nexus_store::SummaryStore::run_summaries`]).
 
 use std::collections::HashMap;
 
-use nexus_store::{Engine, RunRow, RunSummaryRow};
+use nexus_store::prelude::*;
+use nexus_store::{RunRow, RunSummaryRow};
 use serde_json::{Map, Value, json};
 
 use crate::Kernel;

@@ -17,7 +17,8 @@
 //! settling it, or a writer is changing the run, and the next pass looks again.
 
 use nexus_core::codes::task_error;
-use nexus_store::{Engine, ExecutorStatus, TaskKind, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{ExecutorStatus, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 
 use crate::Kernel;

@@ -10,7 +10,8 @@
 use std::future::Future;
 use std::time::Duration;
 
-use nexus_store::{Dequeued, Engine, JobKind, JobRow};
+use nexus_store::prelude::*;
+use nexus_store::{Dequeued, JobKind, JobRow};
 use tokio::task::JoinHandle;
 
 use super::{AfterCommit, KernelToolJob};

@@ -18,7 +18,8 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Arc, Mutex};
 
-use nexus_store::{ConversationEventRow, Engine, EventRow, Store};
+use nexus_store::prelude::*;
+use nexus_store::{ConversationEventRow, EventRow, Store};
 use tokio::sync::{Notify, broadcast};
 use uuid::Uuid;
 

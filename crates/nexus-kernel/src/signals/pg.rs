@@ -34,7 +34,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use nexus_store::{Engine, NOTICE_PAYLOAD_MAX, Store, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{NOTICE_PAYLOAD_MAX, Store, TaskStatus};
 use tokio::sync::{mpsc, watch};
 use uuid::Uuid;
 

@@ -4,7 +4,7 @@
 //! `conversation_public_id` into a model round, so the bindings are built here directly. The
 //! fixtures the memory parsers' unit tests share are here too.
 
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use nexus_store::testing::engines;
 use serde_json::{Value, json};
 use uuid::Uuid;

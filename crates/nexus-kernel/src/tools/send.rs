@@ -7,7 +7,8 @@
 use nexus_core::bounds;
 use nexus_core::codes::Code;
 use nexus_core::results::ToolWord;
-use nexus_store::{ConversationRow, DeliveryMode, Engine, InputInsert, InputKind, InputRow, InputState, NewInput};
+use nexus_store::prelude::*;
+use nexus_store::{ConversationRow, DeliveryMode, InputInsert, InputKind, InputRow, InputState, NewInput};
 use serde_json::{Map, Value, json};
 
 use super::params::Params;

@@ -7,8 +7,9 @@
 
 use nexus_core::bounds;
 use nexus_core::results::ToolWord;
+use nexus_store::prelude::*;
 use nexus_store::{
-    ConversationRow, DeliveryMode, Engine, ExecutorRow, InputKind, InputState, MemberKind, MemberRow, NewConversation,
+    ConversationRow, DeliveryMode, ExecutorRow, InputKind, InputState, MemberKind, MemberRow, NewConversation,
     NewInput, NewTask, OnFailure, Origin, RunRow, TaskKind, Visibility,
 };
 use serde_json::{Value, json};

@@ -2,7 +2,7 @@
 //! label, state: idle | running | archived, pending_inputs, last_reply}` of a conversation the
 //! caller reaches (a child label, or an id of the workspace).
 
-use nexus_store::Engine;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 
 use super::reach::{To, reach};

@@ -13,7 +13,8 @@ use nexus_core::declaration::{self, callable_of};
 use nexus_core::nul::contains_nul;
 use nexus_core::results::ToolWord;
 use nexus_core::{bounds, jcs};
-use nexus_store::{EdgeKind, Engine, NewTask, RunStatus, TaskKind, TaskRow, TaskStatus, Tx, Visibility};
+use nexus_store::prelude::*;
+use nexus_store::{EdgeKind, NewTask, RunStatus, TaskKind, TaskRow, TaskStatus, Tx, Visibility};
 use serde_json::{Value, json};
 
 use super::params::{self, Nulls, Params};

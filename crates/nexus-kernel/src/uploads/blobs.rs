@@ -233,7 +233,7 @@ impl Blobs for DbBlobs {
             self.staging.path_of(sha256).ok_or_else(bad_key)?;
             let path = staged.path.as_ref().expect("staged bytes have a path until put");
             let bytes = tokio::fs::read(path).await?;
-            use nexus_store::Engine;
+            use nexus_store::prelude::*;
             self.store.put_blob_body(sha256, &bytes).await.map_err(store_error)
             // Dropping `staged` removes the temp file.
         })
@@ -241,7 +241,7 @@ impl Blobs for DbBlobs {
 
     fn open_range<'a>(&'a self, sha256: &'a str, start: u64, len: u64) -> BlobFuture<'a, Option<BlobReader>> {
         Box::pin(async move {
-            use nexus_store::Engine;
+            use nexus_store::prelude::*;
             self.staging.path_of(sha256).ok_or_else(bad_key)?;
             let first_len = len.min(DB_CHUNK);
             let Some(first) = self
@@ -283,7 +283,7 @@ impl Blobs for DbBlobs {
 
     fn delete<'a>(&'a self, sha256: &'a str) -> BlobFuture<'a, ()> {
         Box::pin(async move {
-            use nexus_store::Engine;
+            use nexus_store::prelude::*;
             self.store.delete_blob_body(sha256).await.map_err(store_error)
         })
     }

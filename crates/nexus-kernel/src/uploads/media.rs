@@ -6,7 +6,8 @@ use std::collections::HashMap;
 use nexus_core::bounds;
 use nexus_core::pairing::{MediaInfo, MediaJudge};
 use nexus_providers::{Entry, ModelCapabilities, Part};
-use nexus_store::{Engine, UploadRow};
+use nexus_store::UploadRow;
+use nexus_store::prelude::*;
 use tokio::io::AsyncReadExt;
 use uuid::Uuid;
 

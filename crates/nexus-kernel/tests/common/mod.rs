@@ -11,10 +11,9 @@ use std::ops::Deref;
 use nexus_kernel::admin::MemberSpec;
 use nexus_kernel::runs::RequestRead;
 use nexus_kernel::{ExecutorPrincipal, Kernel, KernelBuilder, MemberPrincipal};
+use nexus_store::prelude::*;
 use nexus_store::testing::TestStore;
-use nexus_store::{
-    Announcement, Engine, EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus,
-};
+use nexus_store::{Announcement, EventRow, MemberKind, RunRow, RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
 use serde_json::{Value, json};
 use uuid::Uuid;
 

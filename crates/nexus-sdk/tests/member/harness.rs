@@ -56,7 +56,7 @@ impl Served {
     /// Inserts a child conversation labelled `label` under `parent` through the store (the
     /// kernel does not spawn children yet); returns its id.
     pub async fn child_of(&self, parent: &str, label: &str) -> String {
-        use nexus_store::Engine as _;
+        use nexus_store::prelude::*;
         let store = &self._store.store;
         let parent = store
             .conversation_by_public_id(parent.parse().unwrap())
@@ -87,7 +87,7 @@ impl Served {
     /// Stores `texts` as turns of the conversation, alternating user and assistant, through the
     /// store (turns are the kernel's turn engine's to write); returns their ids.
     pub async fn turns(&self, conversation: &str, texts: &[&str]) -> Vec<String> {
-        use nexus_store::Engine as _;
+        use nexus_store::prelude::*;
         let store = &self._store.store;
         let row = store
             .conversation_by_public_id(conversation.parse().unwrap())

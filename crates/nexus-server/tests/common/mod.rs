@@ -212,7 +212,7 @@ impl Harness {
     /// The workspace's internal id.
     pub async fn ws_id(&self) -> i64 {
         let id = uuid::Uuid::parse_str(&self.ws_public_id()).unwrap();
-        nexus_store::Engine::workspace_by_public_id(&self.kernel.store, id)
+        nexus_store::AccountStore::workspace_by_public_id(&self.kernel.store, id)
             .await
             .unwrap()
             .unwrap()
@@ -325,7 +325,7 @@ impl Harness {
             })
             .await
             .unwrap();
-        nexus_store::Engine::set_standing(&self.kernel.store, self.ws_id().await, created.member.id, standing)
+        nexus_store::AccountStore::set_standing(&self.kernel.store, self.ws_id().await, created.member.id, standing)
             .await
             .unwrap();
         created.member_token
@@ -340,7 +340,7 @@ impl Harness {
     pub async fn announce_runner(&self, tools: Value) {
         let store = &self.kernel.store;
         let id = uuid::Uuid::parse_str(&self.runner_id()).unwrap();
-        let runner = nexus_store::Engine::executor_by_public_id(store, id)
+        let runner = nexus_store::ExecutorStore::executor_by_public_id(store, id)
             .await
             .unwrap()
             .unwrap();
@@ -349,7 +349,7 @@ impl Harness {
             environment: "{}".into(),
             served_documents: "[]".into(),
         };
-        nexus_store::Engine::put_announcement(store, runner.id, &announcement, nexus_kernel::time::now_ms())
+        nexus_store::ExecutorStore::put_announcement(store, runner.id, &announcement, nexus_kernel::time::now_ms())
             .await
             .unwrap();
     }

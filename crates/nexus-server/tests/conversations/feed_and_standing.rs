@@ -1,7 +1,8 @@
 //! The conversation feed, and what read standing may do.
 
 use axum::http::{Method, StatusCode};
-use nexus_store::{Engine, Standing};
+use nexus_store::Standing;
+use nexus_store::prelude::*;
 use serde_json::json;
 
 use crate::common::{Reply, harnesses};

@@ -2,7 +2,8 @@
 //! 64-input bound, listing and deleting.
 
 use axum::http::{Method, StatusCode};
-use nexus_store::{Engine, NewUpload};
+use nexus_store::NewUpload;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 
 use crate::common::{Harness, harnesses};

@@ -19,7 +19,8 @@ mod turns;
 
 use axum::http::{Method, StatusCode};
 use common::{Harness, Reply, harnesses};
-use nexus_store::{Engine, NewConversation};
+use nexus_store::NewConversation;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 
 pub(crate) fn ok(r: &Reply, status: StatusCode) -> Value {

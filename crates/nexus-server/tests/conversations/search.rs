@@ -4,7 +4,8 @@
 //! every refusal), with read standing.
 
 use axum::http::StatusCode;
-use nexus_store::{Engine, Standing};
+use nexus_store::Standing;
+use nexus_store::prelude::*;
 use serde_json::{Value, json};
 
 use crate::common::{Harness, harnesses};

@@ -1,11 +1,14 @@
 //! Conversations and their inputs (migration 0017, runs.md §12), written once for both engines.
 //!
-//! [`conversation_ops!`] expands, inside each engine's `ops` module, to free functions over the
-//! engine's connection type; the writes run in a [`crate::Tx`] (the kernel keeps an idempotency
-//! receipt in the same transaction), the reads also on a pool through
-//! [`conversation_methods!`]. The store keeps rows consistent (the pending-input bound under the
+//! The writes run in a [`crate::Tx`] (the kernel keeps an idempotency receipt in the same
+//! transaction), the reads also on a pool through [`ConversationStore`]. The store keeps rows consistent (the pending-input bound under the
 //! conversation's lock, a whole tree archived at once, a delete only of a pending input, the
 //! text guard); grammar and eligibility are the kernel's.
+
+use crate::ops::conversations as conv;
+use crate::ops::db::{Db, query, query_scalar, uid};
+use crate::ops::on_conn;
+use crate::{Result, Store, StoreError, check_text, write_error};
 
 use uuid::Uuid;
 
@@ -372,333 +375,341 @@ pub(crate) fn input(r: &impl crate::row::Columns) -> crate::Result<InputRow> {
     })
 }
 
-macro_rules! conversation_ops {
-    () => {
-        use $crate::ops::conversations as conv;
-        use $crate::ops::conversations::{
-            ArchivedFilter, ConversationRow, InputInsert, InputRow, NewConversation, NewInput,
-        };
+// ---- conversations and inputs (migration 0017) ----
 
-        // ---- conversations and inputs (migration 0017) ----
-
-        pub(crate) async fn insert_conversation(c: &mut Conn, new: &NewConversation) -> Result<ConversationRow> {
-            for t in [&new.title, &new.label, &new.reply_route].into_iter().flatten() {
-                check_text(t)?;
-            }
-            let id: i64 = query_scalar(conv::INSERT_CONVERSATION)
-                .bind(uid(new.public_id))
-                .bind(new.workspace_id)
-                .bind(new.created_by_id)
-                .bind(new.answering_member_id)
-                .bind(new.default_runner_id)
-                .bind(&new.title)
-                .bind(new.parent_id)
-                .bind(new.spawn_task_id)
-                .bind(&new.label)
-                .bind(new.created_at)
-                .bind(&new.reply_route)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            conversation_by_id(c, id)
-                .await?
-                .ok_or_else(|| StoreError::NotFound("conversation just inserted".into()))
-        }
-
-        pub(crate) async fn conversation_by_id(c: &mut Conn, id: i64) -> Result<Option<ConversationRow>> {
-            query(conv::CONVERSATION_BY_ID)
-                .bind(id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| conv::conversation(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn conversation_by_public_id(
-            c: &mut Conn,
-            public_id: uuid::Uuid,
-        ) -> Result<Option<ConversationRow>> {
-            query(conv::CONVERSATION_BY_PUBLIC_ID)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| conv::conversation(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn top_level_conversations(
-            c: &mut Conn,
-            workspace_id: i64,
-            filter: ArchivedFilter,
-            after_id: i64,
-            limit: i64,
-        ) -> Result<Vec<ConversationRow>> {
-            let text = conv::top_level_page(filter);
-            let rows = query(text)
-                .bind(workspace_id)
-                .bind(after_id)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| conv::conversation(r)).collect()
-        }
-
-        pub(crate) async fn conversation_children(c: &mut Conn, parent_id: i64) -> Result<Vec<ConversationRow>> {
-            let rows = query(conv::CHILDREN).bind(parent_id).fetch_all(&mut *c).await?;
-            rows.iter().map(|r| conv::conversation(r)).collect()
-        }
-
-        /// Archives (`Some(at)`) or unarchives (`None`) a conversation and all its descendants;
-        /// returns how many rows it touched.
-        pub(crate) async fn archive_conversation_tree(c: &mut Conn, id: i64, at: Option<i64>) -> Result<u64> {
-            let done = query(conv::ARCHIVE_TREE)
-                .bind(id)
-                .bind(at)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected())
-        }
-
-        pub(crate) async fn set_conversation_default_runner(
-            c: &mut Conn,
-            id: i64,
-            runner_id: Option<i64>,
-        ) -> Result<bool> {
-            let done = query(conv::SET_DEFAULT_RUNNER)
-                .bind(id)
-                .bind(runner_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-
-        /// Queues an input (`pending`, or `steering` bound to a turn) under the conversation's
-        /// lock, binding its attachments; a `user` input is refused past `bound` pending `user`
-        /// inputs; mail whose key is already held answers that input.
-        pub(crate) async fn insert_input(c: &mut Conn, new: &NewInput, bound: i64) -> Result<InputInsert> {
-            for t in [&new.content, &new.model, &new.tool_names].into_iter().flatten() {
-                check_text(t)?;
-            }
-            check_text(&new.attachments)?;
-            query(<Conn as $crate::ops::Dialect>::LOCK_CONVERSATION)
-                .bind(new.conversation_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            if let Some(key) = &new.mail_key {
-                check_text(key)?;
-                let existing = query(conv::INPUT_BY_MAIL_KEY)
-                    .bind(new.conversation_id)
-                    .bind(key)
-                    .fetch_optional(&mut *c)
-                    .await?;
-                if let Some(row) = existing {
-                    return Ok(InputInsert::Existing(conv::input(&row)?));
-                }
-            }
-            if new.kind == $crate::ops::conversations::InputKind::User {
-                let pending: i64 = query_scalar(conv::PENDING_USER_INPUTS)
-                    .bind(new.conversation_id)
-                    .fetch_one(&mut *c)
-                    .await?;
-                if pending >= bound {
-                    return Ok(InputInsert::Full { bound });
-                }
-            }
-            let id: i64 = query_scalar(conv::INSERT_INPUT)
-                .bind(uid(new.public_id))
-                .bind(new.conversation_id)
-                .bind(new.kind.as_str())
-                .bind(new.delivery_mode.as_str())
-                .bind(&new.content)
-                .bind(&new.attachments)
-                .bind(&new.model)
-                .bind(&new.tool_names)
-                .bind(new.approval_mode.map($crate::ApprovalMode::as_str))
-                .bind(new.created_by_id)
-                .bind(new.deliver_at)
-                .bind(new.created_at)
-                .bind(new.state.as_str())
-                .bind(new.turn_id)
-                .bind(&new.wake)
-                .bind(&new.mail_key)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            for upload_id in &new.attachment_upload_ids {
-                query(conv::BIND_UPLOAD_TO_INPUT)
-                    .bind(*upload_id)
-                    .bind(id)
-                    .bind(new.created_at)
-                    .execute(&mut *c)
-                    .await
-                    .map_err(write_error)?;
-                query(conv::MARK_UPLOAD_BOUND)
-                    .bind(*upload_id)
-                    .bind(new.created_at)
-                    .execute(&mut *c)
-                    .await
-                    .map_err(write_error)?;
-            }
-            let row = query(conv::INPUT_BY_ID).bind(id).fetch_one(&mut *c).await?;
-            Ok(InputInsert::Inserted(conv::input(&row)?))
-        }
-
-        pub(crate) async fn input_by_public_id(
-            c: &mut Conn,
-            conversation_id: i64,
-            public_id: uuid::Uuid,
-        ) -> Result<Option<InputRow>> {
-            query(conv::INPUT_BY_PUBLIC_ID)
-                .bind(conversation_id)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| conv::input(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn conversation_inputs(
-            c: &mut Conn,
-            conversation_id: i64,
-            after_id: i64,
-            limit: i64,
-        ) -> Result<Vec<InputRow>> {
-            let rows = query(conv::INPUT_PAGE)
-                .bind(conversation_id)
-                .bind(after_id)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| conv::input(r)).collect()
-        }
-
-        /// Appends an event at the conversation's next sequence (moving its
-        /// `last_event_sequence`); returns the sequence.
-        pub(crate) async fn append_conversation_event(
-            c: &mut Conn,
-            conversation_id: i64,
-            kind: $crate::ConversationEventKind,
-            at: i64,
-            data: &str,
-        ) -> Result<i64> {
-            check_text(data)?;
-            let sequence: i64 = query_scalar(conv::NEXT_EVENT_SEQUENCE)
-                .bind(conversation_id)
-                .fetch_optional(&mut *c)
-                .await
-                .map_err(write_error)?
-                .ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))?;
-            query(conv::INSERT_EVENT)
-                .bind(conversation_id)
-                .bind(sequence)
-                .bind(kind)
-                .bind(at)
-                .bind(data)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(sequence)
-        }
-
-        pub(crate) async fn conversation_events(
-            c: &mut Conn,
-            conversation_id: i64,
-            after_sequence: i64,
-            limit: i64,
-        ) -> Result<Vec<$crate::ops::conversations::ConversationEventRow>> {
-            let rows = query(conv::EVENTS_AFTER)
-                .bind(conversation_id)
-                .bind(after_sequence)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| conv::event(r)).collect()
-        }
-
-        pub(crate) async fn latest_conversation_event_sequence(c: &mut Conn, conversation_id: i64) -> Result<i64> {
-            let s: Option<i64> = query_scalar(conv::LATEST_EVENT_SEQUENCE)
-                .bind(conversation_id)
-                .fetch_optional(&mut *c)
-                .await?;
-            s.ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))
-        }
-
-        /// `pending → canceled`; false when the input was not pending.
-        pub(crate) async fn cancel_pending_input(c: &mut Conn, id: i64) -> Result<bool> {
-            let done = query(conv::CANCEL_PENDING_INPUT)
-                .bind(id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-    };
+pub(crate) async fn insert_conversation<C: Db>(c: &mut C, new: &NewConversation) -> Result<ConversationRow> {
+    for t in [&new.title, &new.label, &new.reply_route].into_iter().flatten() {
+        check_text(t)?;
+    }
+    let id: i64 = query_scalar(conv::INSERT_CONVERSATION)
+        .bind(uid(new.public_id))
+        .bind(new.workspace_id)
+        .bind(new.created_by_id)
+        .bind(new.answering_member_id)
+        .bind(new.default_runner_id)
+        .bind(&new.title)
+        .bind(new.parent_id)
+        .bind(new.spawn_task_id)
+        .bind(&new.label)
+        .bind(new.created_at)
+        .bind(&new.reply_route)
+        .fetch_one(&mut *c)
+        .await
+        .map_err(write_error)?;
+    conversation_by_id(c, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound("conversation just inserted".into()))
 }
-pub(crate) use conversation_ops;
 
-/// The conversation reads among the [`crate::Engine`] methods of one engine, over its pool
-/// (the writes are [`crate::Tx`]'s).
-macro_rules! conversation_methods {
-    () => {
-        async fn conversation_by_id(&self, id: i64) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            ops::conversation_by_id(&mut *self.pool.acquire().await?, id).await
-        }
-        async fn conversation_by_public_id(
-            &self,
-            public_id: Uuid,
-        ) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            ops::conversation_by_public_id(&mut *self.pool.acquire().await?, public_id).await
-        }
-        async fn top_level_conversations(
-            &self,
-            workspace_id: i64,
-            filter: $crate::ops::conversations::ArchivedFilter,
-            after_id: i64,
-            limit: i64,
-        ) -> Result<Vec<$crate::ops::conversations::ConversationRow>> {
-            ops::top_level_conversations(
-                &mut *self.pool.acquire().await?,
-                workspace_id,
-                filter,
-                after_id,
-                limit,
-            )
-            .await
-        }
-        async fn conversation_children(
-            &self,
-            parent_id: i64,
-        ) -> Result<Vec<$crate::ops::conversations::ConversationRow>> {
-            ops::conversation_children(&mut *self.pool.acquire().await?, parent_id).await
-        }
-        async fn conversation_events(
-            &self,
-            conversation_id: i64,
-            after_sequence: i64,
-            limit: i64,
-        ) -> Result<Vec<$crate::ops::conversations::ConversationEventRow>> {
-            ops::conversation_events(
-                &mut *self.pool.acquire().await?,
-                conversation_id,
-                after_sequence,
-                limit,
-            )
-            .await
-        }
-        async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64> {
-            ops::latest_conversation_event_sequence(&mut *self.pool.acquire().await?, conversation_id).await
-        }
-        async fn conversation_inputs(
-            &self,
-            conversation_id: i64,
-            after_id: i64,
-            limit: i64,
-        ) -> Result<Vec<$crate::ops::conversations::InputRow>> {
-            ops::conversation_inputs(&mut *self.pool.acquire().await?, conversation_id, after_id, limit).await
-        }
-    };
+pub(crate) async fn conversation_by_id<C: Db>(c: &mut C, id: i64) -> Result<Option<ConversationRow>> {
+    query(conv::CONVERSATION_BY_ID)
+        .bind(id)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| conv::conversation(&r))
+        .transpose()
 }
-pub(crate) use conversation_methods;
+
+pub(crate) async fn conversation_by_public_id<C: Db>(
+    c: &mut C,
+    public_id: uuid::Uuid,
+) -> Result<Option<ConversationRow>> {
+    query(conv::CONVERSATION_BY_PUBLIC_ID)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| conv::conversation(&r))
+        .transpose()
+}
+
+pub(crate) async fn top_level_conversations<C: Db>(
+    c: &mut C,
+    workspace_id: i64,
+    filter: ArchivedFilter,
+    after_id: i64,
+    limit: i64,
+) -> Result<Vec<ConversationRow>> {
+    let text = conv::top_level_page(filter);
+    let rows = query(text)
+        .bind(workspace_id)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(conv::conversation).collect()
+}
+
+pub(crate) async fn conversation_children<C: Db>(c: &mut C, parent_id: i64) -> Result<Vec<ConversationRow>> {
+    let rows = query(conv::CHILDREN).bind(parent_id).fetch_all(&mut *c).await?;
+    rows.iter().map(conv::conversation).collect()
+}
+
+/// Archives (`Some(at)`) or unarchives (`None`) a conversation and all its descendants;
+/// returns how many rows it touched.
+pub(crate) async fn archive_conversation_tree<C: Db>(c: &mut C, id: i64, at: Option<i64>) -> Result<u64> {
+    let done = query(conv::ARCHIVE_TREE)
+        .bind(id)
+        .bind(at)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected())
+}
+
+pub(crate) async fn set_conversation_default_runner<C: Db>(c: &mut C, id: i64, runner_id: Option<i64>) -> Result<bool> {
+    let done = query(conv::SET_DEFAULT_RUNNER)
+        .bind(id)
+        .bind(runner_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Queues an input (`pending`, or `steering` bound to a turn) under the conversation's
+/// lock, binding its attachments; a `user` input is refused past `bound` pending `user`
+/// inputs; mail whose key is already held answers that input.
+pub(crate) async fn insert_input<C: Db>(c: &mut C, new: &NewInput, bound: i64) -> Result<InputInsert> {
+    for t in [&new.content, &new.model, &new.tool_names].into_iter().flatten() {
+        check_text(t)?;
+    }
+    check_text(&new.attachments)?;
+    query(C::LOCK_CONVERSATION)
+        .bind(new.conversation_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    if let Some(key) = &new.mail_key {
+        check_text(key)?;
+        let existing = query(conv::INPUT_BY_MAIL_KEY)
+            .bind(new.conversation_id)
+            .bind(key)
+            .fetch_optional(&mut *c)
+            .await?;
+        if let Some(row) = existing {
+            return Ok(InputInsert::Existing(conv::input(&row)?));
+        }
+    }
+    if new.kind == crate::ops::conversations::InputKind::User {
+        let pending: i64 = query_scalar(conv::PENDING_USER_INPUTS)
+            .bind(new.conversation_id)
+            .fetch_one(&mut *c)
+            .await?;
+        if pending >= bound {
+            return Ok(InputInsert::Full { bound });
+        }
+    }
+    let id: i64 = query_scalar(conv::INSERT_INPUT)
+        .bind(uid(new.public_id))
+        .bind(new.conversation_id)
+        .bind(new.kind.as_str())
+        .bind(new.delivery_mode.as_str())
+        .bind(&new.content)
+        .bind(&new.attachments)
+        .bind(&new.model)
+        .bind(&new.tool_names)
+        .bind(new.approval_mode.map(crate::ApprovalMode::as_str))
+        .bind(new.created_by_id)
+        .bind(new.deliver_at)
+        .bind(new.created_at)
+        .bind(new.state.as_str())
+        .bind(new.turn_id)
+        .bind(&new.wake)
+        .bind(&new.mail_key)
+        .fetch_one(&mut *c)
+        .await
+        .map_err(write_error)?;
+    for upload_id in &new.attachment_upload_ids {
+        query(conv::BIND_UPLOAD_TO_INPUT)
+            .bind(*upload_id)
+            .bind(id)
+            .bind(new.created_at)
+            .execute(&mut *c)
+            .await
+            .map_err(write_error)?;
+        query(conv::MARK_UPLOAD_BOUND)
+            .bind(*upload_id)
+            .bind(new.created_at)
+            .execute(&mut *c)
+            .await
+            .map_err(write_error)?;
+    }
+    let row = query(conv::INPUT_BY_ID).bind(id).fetch_one(&mut *c).await?;
+    Ok(InputInsert::Inserted(conv::input(&row)?))
+}
+
+pub(crate) async fn input_by_public_id<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    public_id: uuid::Uuid,
+) -> Result<Option<InputRow>> {
+    query(conv::INPUT_BY_PUBLIC_ID)
+        .bind(conversation_id)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| conv::input(&r))
+        .transpose()
+}
+
+pub(crate) async fn conversation_inputs<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    after_id: i64,
+    limit: i64,
+) -> Result<Vec<InputRow>> {
+    let rows = query(conv::INPUT_PAGE)
+        .bind(conversation_id)
+        .bind(after_id)
+        .bind(limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(conv::input).collect()
+}
+
+/// Appends an event at the conversation's next sequence (moving its
+/// `last_event_sequence`); returns the sequence.
+pub(crate) async fn append_conversation_event<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    kind: crate::ConversationEventKind,
+    at: i64,
+    data: &str,
+) -> Result<i64> {
+    check_text(data)?;
+    let sequence: i64 = query_scalar(conv::NEXT_EVENT_SEQUENCE)
+        .bind(conversation_id)
+        .fetch_optional(&mut *c)
+        .await
+        .map_err(write_error)?
+        .ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))?;
+    query(conv::INSERT_EVENT)
+        .bind(conversation_id)
+        .bind(sequence)
+        .bind(kind)
+        .bind(at)
+        .bind(data)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(sequence)
+}
+
+pub(crate) async fn conversation_events<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    after_sequence: i64,
+    limit: i64,
+) -> Result<Vec<crate::ops::conversations::ConversationEventRow>> {
+    let rows = query(conv::EVENTS_AFTER)
+        .bind(conversation_id)
+        .bind(after_sequence)
+        .bind(limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(conv::event).collect()
+}
+
+pub(crate) async fn latest_conversation_event_sequence<C: Db>(c: &mut C, conversation_id: i64) -> Result<i64> {
+    let s: Option<i64> = query_scalar(conv::LATEST_EVENT_SEQUENCE)
+        .bind(conversation_id)
+        .fetch_optional(&mut *c)
+        .await?;
+    s.ok_or_else(|| StoreError::NotFound(format!("conversation {conversation_id}")))
+}
+
+/// `pending → canceled`; false when the input was not pending.
+pub(crate) async fn cancel_pending_input<C: Db>(c: &mut C, id: i64) -> Result<bool> {
+    let done = query(conv::CANCEL_PENDING_INPUT)
+        .bind(id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// The conversations operations on the store (see `crate::ops`).
+#[allow(async_fn_in_trait)]
+pub trait ConversationStore {
+    /// The conversation with this internal id.
+    async fn conversation_by_id(&self, id: i64) -> Result<Option<ConversationRow>>;
+    /// The conversation with this public id.
+    async fn conversation_by_public_id(&self, public_id: Uuid) -> Result<Option<ConversationRow>>;
+    /// A page of the workspace's top-level conversations (no parent), ids ascending after
+    /// `after_id`, filtered by their archive mark.
+    async fn top_level_conversations(
+        &self,
+        workspace_id: i64,
+        filter: ArchivedFilter,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationRow>>;
+    /// The direct children of a conversation, ids ascending.
+    async fn conversation_children(&self, parent_id: i64) -> Result<Vec<ConversationRow>>;
+    /// A page of a conversation's feed, sequences ascending after `after_sequence`.
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<ConversationEventRow>>;
+    /// `conversations.last_event_sequence` (0 before the first event); `NotFound` for no such
+    /// conversation.
+    async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64>;
+    /// A page of a conversation's inputs, ids ascending after `after_id`.
+    async fn conversation_inputs(&self, conversation_id: i64, after_id: i64, limit: i64) -> Result<Vec<InputRow>>;
+}
+
+impl ConversationStore for Store {
+    async fn conversation_by_id(&self, id: i64) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+        on_conn!(self, read, |c| conversation_by_id(c, id))
+    }
+    async fn conversation_by_public_id(
+        &self,
+        public_id: Uuid,
+    ) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+        on_conn!(self, read, |c| conversation_by_public_id(c, public_id))
+    }
+    async fn top_level_conversations(
+        &self,
+        workspace_id: i64,
+        filter: crate::ops::conversations::ArchivedFilter,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::ops::conversations::ConversationRow>> {
+        on_conn!(self, read, |c| top_level_conversations(
+            c,
+            workspace_id,
+            filter,
+            after_id,
+            limit,
+        ))
+    }
+    async fn conversation_children(&self, parent_id: i64) -> Result<Vec<crate::ops::conversations::ConversationRow>> {
+        on_conn!(self, read, |c| conversation_children(c, parent_id))
+    }
+    async fn conversation_events(
+        &self,
+        conversation_id: i64,
+        after_sequence: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::ops::conversations::ConversationEventRow>> {
+        on_conn!(self, read, |c| conversation_events(
+            c,
+            conversation_id,
+            after_sequence,
+            limit,
+        ))
+    }
+    async fn latest_conversation_event_sequence(&self, conversation_id: i64) -> Result<i64> {
+        on_conn!(self, read, |c| latest_conversation_event_sequence(c, conversation_id))
+    }
+    async fn conversation_inputs(
+        &self,
+        conversation_id: i64,
+        after_id: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::ops::conversations::InputRow>> {
+        on_conn!(self, read, |c| conversation_inputs(c, conversation_id, after_id, limit))
+    }
+}

@@ -19,7 +19,10 @@
 use uuid::Uuid;
 
 use crate::ops::conversations::ArchivedFilter;
+use crate::ops::db::{Db, query, query_scalar, uid};
+use crate::ops::on_conn;
 use crate::ops::turns::TurnRole;
+use crate::{Result, Store, StoreError};
 
 /// The characters of a field the full-text index holds (migration 0019 writes the number in
 /// both dialects; a store test holds them to it).
@@ -272,7 +275,7 @@ pub(crate) fn archived_mode(filter: ArchivedFilter) -> i64 {
     }
 }
 
-pub(crate) fn hit(r: &impl crate::row::Columns) -> crate::Result<HistoryHit> {
+fn hit(r: &impl crate::row::Columns) -> Result<HistoryHit> {
     use crate::row::word;
     let turn_id = r.int("turn_id")?;
     let turn = if turn_id == 0 {
@@ -295,7 +298,7 @@ pub(crate) fn hit(r: &impl crate::row::Columns) -> crate::Result<HistoryHit> {
     })
 }
 
-pub(crate) fn history_turn(r: &impl crate::row::Columns) -> crate::Result<HistoryTurn> {
+fn history_turn(r: &impl crate::row::Columns) -> Result<HistoryTurn> {
     use crate::row::word;
     Ok(HistoryTurn {
         id: r.int("id")?,
@@ -307,121 +310,110 @@ pub(crate) fn history_turn(r: &impl crate::row::Columns) -> crate::Result<Histor
     })
 }
 
-macro_rules! history_ops {
-    () => {
-        use $crate::ops::history::{HistoryHit, HistorySearch, HistoryTurn};
-
-        // ---- conversation history (migration 0019) ----
-
-        /// One page of a ranked history search (module docs of `ops/history.rs`).
-        pub(crate) async fn search_history(c: &mut Conn, s: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
-            if s.terms.is_empty() {
-                return Err(StoreError::Config(
-                    "a history search needs at least one term".into(),
-                ));
-            }
-            let after = s.after.unwrap_or($crate::ops::history::HistoryCursor {
-                score: f64::INFINITY,
-                turn_id: 0,
-                conversation_id: 0,
-            });
-            // Not kept prepared: PostgreSQL then plans each search for its terms (the titles'
-            // match, and the candidates' own choice inside `nexus_turn_candidates`).
-            let expression = <Conn as $crate::ops::Dialect>::search_query(s.terms);
-            let text = <Conn as $crate::ops::Dialect>::SEARCH_HISTORY;
-            let rows = query(text)
-                .persistent(false)
-                .bind(expression)
-                .bind(s.workspace_id)
-                .bind(i64::from(s.include_children))
-                .bind($crate::ops::history::archived_mode(s.archived))
-                .bind(s.candidates)
-                .bind(s.text_chars)
-                .bind(after.score)
-                .bind(after.turn_id)
-                .bind(after.conversation_id)
-                .bind(s.limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| $crate::ops::history::hit(r)).collect()
-        }
-
-        /// Turns after `position` ascending (`newest_first`: before it, descending), each text
-        /// cut to `chars` characters.
-        pub(crate) async fn history_turns(
-            c: &mut Conn,
-            conversation_id: i64,
-            position: i64,
-            limit: i64,
-            newest_first: bool,
-            chars: i64,
-        ) -> Result<Vec<HistoryTurn>> {
-            let text = if newest_first {
-                $crate::ops::history::HISTORY_BEFORE
-            } else {
-                $crate::ops::history::HISTORY_AFTER
-            };
-            let rows = query(text)
-                .bind(conversation_id)
-                .bind(position)
-                .bind(limit)
-                .bind(chars)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter()
-                .map(|r| $crate::ops::history::history_turn(r))
-                .collect()
-        }
-
-        /// The position of the conversation's turn `public_id`.
-        pub(crate) async fn turn_position(
-            c: &mut Conn,
-            conversation_id: i64,
-            public_id: uuid::Uuid,
-        ) -> Result<Option<i64>> {
-            Ok(query_scalar($crate::ops::history::TURN_POSITION)
-                .bind(conversation_id)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?)
-        }
-    };
+/// The history reads, on the store's read pool.
+#[allow(async_fn_in_trait)]
+pub trait HistoryStore {
+    /// One page of a ranked history search (the module docs of `ops/history.rs`).
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>>;
+    /// Turns after `position` ascending (`newest_first`: before it, descending), each text cut
+    /// to `chars` characters.
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>>;
+    /// The position of the conversation's turn `public_id`.
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>>;
 }
-pub(crate) use history_ops;
 
-/// The history reads among the [`crate::Engine`] methods of one engine, over its pool.
-macro_rules! history_methods {
-    () => {
-        async fn search_history(
-            &self,
-            search: &$crate::ops::history::HistorySearch<'_>,
-        ) -> Result<Vec<$crate::ops::history::HistoryHit>> {
-            ops::search_history(&mut *self.pool.acquire().await?, search).await
-        }
-        async fn history_turns(
-            &self,
-            conversation_id: i64,
-            position: i64,
-            limit: i64,
-            newest_first: bool,
-            chars: i64,
-        ) -> Result<Vec<$crate::ops::history::HistoryTurn>> {
-            ops::history_turns(
-                &mut *self.pool.acquire().await?,
-                conversation_id,
-                position,
-                limit,
-                newest_first,
-                chars,
-            )
-            .await
-        }
-        async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
-            ops::turn_position(&mut *self.pool.acquire().await?, conversation_id, public_id).await
-        }
-    };
+impl HistoryStore for Store {
+    async fn search_history(&self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
+        on_conn!(self, read, |c| search_history(c, search))
+    }
+    async fn history_turns(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+        chars: i64,
+    ) -> Result<Vec<HistoryTurn>> {
+        on_conn!(self, read, |c| history_turns(
+            c,
+            conversation_id,
+            position,
+            limit,
+            newest_first,
+            chars
+        ))
+    }
+    async fn turn_position(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
+        on_conn!(self, read, |c| turn_position(c, conversation_id, public_id))
+    }
 }
-pub(crate) use history_methods;
+
+/// One page of a ranked history search (module docs).
+pub(crate) async fn search_history<C: Db>(c: &mut C, s: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
+    if s.terms.is_empty() {
+        return Err(StoreError::Config("a history search needs at least one term".into()));
+    }
+    let after = s.after.unwrap_or(HistoryCursor {
+        score: f64::INFINITY,
+        turn_id: 0,
+        conversation_id: 0,
+    });
+    // Not kept prepared: PostgreSQL then plans each search for its terms (the titles' match,
+    // and the candidates' own choice inside `nexus_turn_candidates`).
+    let expression = C::search_query(s.terms);
+    let rows = query(C::SEARCH_HISTORY)
+        .persistent(false)
+        .bind(expression)
+        .bind(s.workspace_id)
+        .bind(i64::from(s.include_children))
+        .bind(archived_mode(s.archived))
+        .bind(s.candidates)
+        .bind(s.text_chars)
+        .bind(after.score)
+        .bind(after.turn_id)
+        .bind(after.conversation_id)
+        .bind(s.limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(hit).collect()
+}
+
+/// Turns after `position` ascending (`newest_first`: before it, descending), each text cut to
+/// `chars` characters.
+pub(crate) async fn history_turns<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    position: i64,
+    limit: i64,
+    newest_first: bool,
+    chars: i64,
+) -> Result<Vec<HistoryTurn>> {
+    let text = if newest_first { HISTORY_BEFORE } else { HISTORY_AFTER };
+    let rows = query(text)
+        .bind(conversation_id)
+        .bind(position)
+        .bind(limit)
+        .bind(chars)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(history_turn).collect()
+}
+
+/// The position of the conversation's turn `public_id`.
+pub(crate) async fn turn_position<C: Db>(c: &mut C, conversation_id: i64, public_id: Uuid) -> Result<Option<i64>> {
+    Ok(query_scalar(TURN_POSITION)
+        .bind(conversation_id)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?)
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,13 +1,15 @@
 //! Memory documents (migration 0004, kernel-tools.md §8), written once for both engines.
 //!
-//! [`memory_ops!`] expands, inside each engine's `ops` module (beside `engine_ops!`), to free
-//! functions over that engine's connection type, so the same operation runs on a pooled
-//! connection (the member door, through [`crate::Engine`]) or inside a [`crate::Tx`] (a kernel
-//! tool's evaluation, which settles its row in the same transaction). [`memory_methods!`]
-//! expands to the [`crate::Engine`] methods over a pool.
+//! Each operation is one function over either engine's connection ([`crate::ops::db::Db`]), so
+//! it runs on a pooled connection (the member door, through [`MemoryStore`]) or inside a
+//! [`crate::Tx`] (a kernel tool's evaluation, which settles its row in the same transaction).
 //!
 //! The store checks only what keeps rows consistent: the version condition, the per-scope
 //! document bound and the text guard. Path grammar and size bounds are the kernel's.
+
+use crate::ops::db::{Db, query, query_scalar, uid};
+use crate::ops::on_conn;
+use crate::{Result, Store, check_text, write_error};
 
 /// A memory scope root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -129,228 +131,235 @@ pub(crate) fn memory_doc(r: &impl crate::row::Columns) -> crate::Result<MemoryDo
     })
 }
 
-macro_rules! memory_ops {
-    () => {
-        use $crate::ops::memory::{
-            MEMBER_ID_BY_PUBLIC_ID, MEMORY_COUNT, MEMORY_DELETE, MEMORY_GET, MEMORY_INSERT, MEMORY_LIST_FULL,
-            MEMORY_LIST_META, MEMORY_UPDATE, MemoryDelete, MemoryDocRow, MemoryPut, MemoryScope, NewMemoryDoc,
-            WORKSPACE_ID_BY_PUBLIC_ID, memory_doc,
-        };
+// ---- memory documents ----
 
-        // ---- memory documents ----
+pub(crate) async fn memory_get<C: Db>(
+    c: &mut C,
+    scope: MemoryScope,
+    owner_id: i64,
+    path: &str,
+) -> Result<Option<MemoryDocRow>> {
+    query(MEMORY_GET)
+        .bind(scope.as_str())
+        .bind(owner_id)
+        .bind(path)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| memory_doc(&r))
+        .transpose()
+}
 
-        pub(crate) async fn memory_get(
-            c: &mut Conn,
-            scope: MemoryScope,
-            owner_id: i64,
-            path: &str,
-        ) -> Result<Option<MemoryDocRow>> {
-            query(MEMORY_GET)
-                .bind(scope.as_str())
-                .bind(owner_id)
-                .bind(path)
+/// Every document of (scope, owner), sorted by path bytes (not by the database's
+/// collation, so both engines order alike). `with_content: false` leaves content empty.
+pub(crate) async fn memory_list<C: Db>(
+    c: &mut C,
+    scope: MemoryScope,
+    owner_id: i64,
+    with_content: bool,
+) -> Result<Vec<MemoryDocRow>> {
+    let q = if with_content {
+        MEMORY_LIST_FULL
+    } else {
+        MEMORY_LIST_META
+    };
+    let rows = query(q).bind(scope.as_str()).bind(owner_id).fetch_all(&mut *c).await?;
+    let mut out = rows.iter().map(memory_doc).collect::<Result<Vec<_>>>()?;
+    out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Ok(out)
+}
+
+pub(crate) async fn memory_put<C: Db>(
+    c: &mut C,
+    new: &NewMemoryDoc,
+    expected_lock_version: Option<i64>,
+    bound: i64,
+) -> Result<MemoryPut> {
+    check_text(&new.path)?;
+    check_text(&new.content)?;
+    if let Some(d) = &new.description {
+        check_text(d)?;
+    }
+    query(C::MEMORY_LOCK)
+        .bind(format!("memory:{}:{}", new.scope.as_str(), new.owner_id))
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    let existing = memory_get(c, new.scope, new.owner_id, &new.path).await?;
+    let current = existing.as_ref().map_or(0, |r| r.lock_version);
+    if expected_lock_version.is_some_and(|e| e != current) {
+        return Ok(MemoryPut::Stale { current });
+    }
+    let byte_size = new.content.len() as i64;
+    match existing {
+        Some(_) => {
+            let r = query(MEMORY_UPDATE)
+                .bind(new.scope.as_str())
+                .bind(new.owner_id)
+                .bind(&new.path)
+                .bind(&new.content)
+                .bind(&new.description)
+                .bind(byte_size)
+                .bind(new.now)
+                .bind(current)
                 .fetch_optional(&mut *c)
-                .await?
-                .map(|r| memory_doc(&r))
-                .transpose()
-        }
-
-        /// Every document of (scope, owner), sorted by path bytes (not by the database's
-        /// collation, so both engines order alike). `with_content: false` leaves content empty.
-        pub(crate) async fn memory_list(
-            c: &mut Conn,
-            scope: MemoryScope,
-            owner_id: i64,
-            with_content: bool,
-        ) -> Result<Vec<MemoryDocRow>> {
-            let q = if with_content {
-                MEMORY_LIST_FULL
-            } else {
-                MEMORY_LIST_META
-            };
-            let rows = query(q)
-                .bind(scope.as_str())
-                .bind(owner_id)
-                .fetch_all(&mut *c)
-                .await?;
-            let mut out = rows.iter().map(|r| memory_doc(r)).collect::<Result<Vec<_>>>()?;
-            out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-            Ok(out)
-        }
-
-        pub(crate) async fn memory_put(
-            c: &mut Conn,
-            new: &NewMemoryDoc,
-            expected_lock_version: Option<i64>,
-            bound: i64,
-        ) -> Result<MemoryPut> {
-            check_text(&new.path)?;
-            check_text(&new.content)?;
-            if let Some(d) = &new.description {
-                check_text(d)?;
-            }
-            query(<Conn as $crate::ops::Dialect>::MEMORY_LOCK)
-                .bind(format!("memory:{}:{}", new.scope.as_str(), new.owner_id))
-                .execute(&mut *c)
                 .await
                 .map_err(write_error)?;
-            let existing = memory_get(c, new.scope, new.owner_id, &new.path).await?;
-            let current = existing.as_ref().map_or(0, |r| r.lock_version);
-            if expected_lock_version.is_some_and(|e| e != current) {
-                return Ok(MemoryPut::Stale { current });
-            }
-            let byte_size = new.content.len() as i64;
-            match existing {
-                Some(_) => {
-                    let r = query(MEMORY_UPDATE)
-                        .bind(new.scope.as_str())
-                        .bind(new.owner_id)
-                        .bind(&new.path)
-                        .bind(&new.content)
-                        .bind(&new.description)
-                        .bind(byte_size)
-                        .bind(new.now)
-                        .bind(current)
-                        .fetch_optional(&mut *c)
-                        .await
-                        .map_err(write_error)?;
-                    match r {
-                        Some(r) => Ok(MemoryPut::Written {
-                            row: memory_doc(&r)?,
-                            created: false,
-                        }),
-                        None => {
-                            let now = memory_get(c, new.scope, new.owner_id, &new.path).await?;
-                            Ok(MemoryPut::Stale {
-                                current: now.map_or(0, |r| r.lock_version),
-                            })
-                        }
-                    }
-                }
+            match r {
+                Some(r) => Ok(MemoryPut::Written {
+                    row: memory_doc(&r)?,
+                    created: false,
+                }),
                 None => {
-                    let count: i64 = query_scalar(MEMORY_COUNT)
-                        .bind(new.scope.as_str())
-                        .bind(new.owner_id)
-                        .fetch_one(&mut *c)
-                        .await?;
-                    if count >= bound {
-                        return Ok(MemoryPut::Full { bound });
-                    }
-                    let r = query(MEMORY_INSERT)
-                        .bind(new.scope.as_str())
-                        .bind(new.owner_id)
-                        .bind(&new.path)
-                        .bind(&new.content)
-                        .bind(&new.description)
-                        .bind(byte_size)
-                        .bind(new.now)
-                        .fetch_one(&mut *c)
-                        .await
-                        .map_err(write_error)?;
-                    Ok(MemoryPut::Written {
-                        row: memory_doc(&r)?,
-                        created: true,
+                    let now = memory_get(c, new.scope, new.owner_id, &new.path).await?;
+                    Ok(MemoryPut::Stale {
+                        current: now.map_or(0, |r| r.lock_version),
                     })
                 }
             }
         }
-
-        pub(crate) async fn memory_delete(
-            c: &mut Conn,
-            scope: MemoryScope,
-            owner_id: i64,
-            path: &str,
-            expected_lock_version: Option<i64>,
-        ) -> Result<MemoryDelete> {
-            let Some(existing) = memory_get(c, scope, owner_id, path).await? else {
-                return Ok(MemoryDelete::NotFound);
-            };
-            if expected_lock_version.is_some_and(|e| e != existing.lock_version) {
-                return Ok(MemoryDelete::Stale {
-                    current: existing.lock_version,
-                });
+        None => {
+            let count: i64 = query_scalar(MEMORY_COUNT)
+                .bind(new.scope.as_str())
+                .bind(new.owner_id)
+                .fetch_one(&mut *c)
+                .await?;
+            if count >= bound {
+                return Ok(MemoryPut::Full { bound });
             }
-            let done = query(MEMORY_DELETE)
-                .bind(scope.as_str())
-                .bind(owner_id)
-                .bind(path)
-                .bind(existing.lock_version)
-                .execute(&mut *c)
+            let r = query(MEMORY_INSERT)
+                .bind(new.scope.as_str())
+                .bind(new.owner_id)
+                .bind(&new.path)
+                .bind(&new.content)
+                .bind(&new.description)
+                .bind(byte_size)
+                .bind(new.now)
+                .fetch_one(&mut *c)
                 .await
                 .map_err(write_error)?;
-            if done.rows_affected() == 0 {
-                return Ok(match memory_get(c, scope, owner_id, path).await? {
-                    Some(r) => MemoryDelete::Stale {
-                        current: r.lock_version,
-                    },
-                    None => MemoryDelete::NotFound,
-                });
-            }
-            Ok(MemoryDelete::Deleted(existing))
+            Ok(MemoryPut::Written {
+                row: memory_doc(&r)?,
+                created: true,
+            })
         }
-
-        /// The internal id of the member with this public id.
-        pub(crate) async fn member_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
-            Ok(query_scalar(MEMBER_ID_BY_PUBLIC_ID)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?)
-        }
-
-        /// The internal id of the workspace with this public id.
-        pub(crate) async fn workspace_id_of(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<i64>> {
-            Ok(query_scalar(WORKSPACE_ID_BY_PUBLIC_ID)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?)
-        }
-    };
+    }
 }
-pub(crate) use memory_ops;
 
-/// The memory [`crate::Engine`] methods of one engine, over its pool (reads on a pooled
-/// connection, writes in `self.write_tx()`).
-macro_rules! memory_methods {
-    () => {
-        async fn memory_document(
-            &self,
-            scope: $crate::ops::memory::MemoryScope,
-            owner_id: i64,
-            path: &str,
-        ) -> Result<Option<$crate::ops::memory::MemoryDocRow>> {
-            ops::memory_get(&mut *self.pool.acquire().await?, scope, owner_id, path).await
-        }
-        async fn memory_documents(
-            &self,
-            scope: $crate::ops::memory::MemoryScope,
-            owner_id: i64,
-            with_content: bool,
-        ) -> Result<Vec<$crate::ops::memory::MemoryDocRow>> {
-            ops::memory_list(&mut *self.pool.acquire().await?, scope, owner_id, with_content).await
-        }
-        async fn memory_put(
-            &self,
-            new: $crate::ops::memory::NewMemoryDoc,
-            expected_lock_version: Option<i64>,
-            bound: i64,
-        ) -> Result<$crate::ops::memory::MemoryPut> {
-            let mut tx = self.write_tx().await?;
-            let out = ops::memory_put(&mut tx, &new, expected_lock_version, bound).await?;
-            tx.commit().await.map_err($crate::write_error)?;
-            Ok(out)
-        }
-        async fn memory_delete(
-            &self,
-            scope: $crate::ops::memory::MemoryScope,
-            owner_id: i64,
-            path: &str,
-            expected_lock_version: Option<i64>,
-        ) -> Result<$crate::ops::memory::MemoryDelete> {
-            let mut tx = self.write_tx().await?;
-            let out = ops::memory_delete(&mut tx, scope, owner_id, path, expected_lock_version).await?;
-            tx.commit().await.map_err($crate::write_error)?;
-            Ok(out)
-        }
+pub(crate) async fn memory_delete<C: Db>(
+    c: &mut C,
+    scope: MemoryScope,
+    owner_id: i64,
+    path: &str,
+    expected_lock_version: Option<i64>,
+) -> Result<MemoryDelete> {
+    let Some(existing) = memory_get(c, scope, owner_id, path).await? else {
+        return Ok(MemoryDelete::NotFound);
     };
+    if expected_lock_version.is_some_and(|e| e != existing.lock_version) {
+        return Ok(MemoryDelete::Stale {
+            current: existing.lock_version,
+        });
+    }
+    let done = query(MEMORY_DELETE)
+        .bind(scope.as_str())
+        .bind(owner_id)
+        .bind(path)
+        .bind(existing.lock_version)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    if done.rows_affected() == 0 {
+        return Ok(match memory_get(c, scope, owner_id, path).await? {
+            Some(r) => MemoryDelete::Stale {
+                current: r.lock_version,
+            },
+            None => MemoryDelete::NotFound,
+        });
+    }
+    Ok(MemoryDelete::Deleted(existing))
 }
-pub(crate) use memory_methods;
+
+/// The internal id of the member with this public id.
+pub(crate) async fn member_id_of<C: Db>(c: &mut C, public_id: uuid::Uuid) -> Result<Option<i64>> {
+    Ok(query_scalar(MEMBER_ID_BY_PUBLIC_ID)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?)
+}
+
+/// The internal id of the workspace with this public id.
+pub(crate) async fn workspace_id_of<C: Db>(c: &mut C, public_id: uuid::Uuid) -> Result<Option<i64>> {
+    Ok(query_scalar(WORKSPACE_ID_BY_PUBLIC_ID)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?)
+}
+
+/// The memory operations on the store (see `crate::ops`).
+#[allow(async_fn_in_trait)]
+pub trait MemoryStore {
+    /// The document at `path` of (scope, owner).
+    async fn memory_document(&self, scope: MemoryScope, owner_id: i64, path: &str) -> Result<Option<MemoryDocRow>>;
+    /// Every document of (scope, owner), sorted by path bytes; `with_content: false` leaves
+    /// `content` empty.
+    async fn memory_documents(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        with_content: bool,
+    ) -> Result<Vec<MemoryDocRow>>;
+    /// Creates (`lock_version` 1) or replaces (version + 1) a document in one write
+    /// transaction. `expected_lock_version` (0 = no document) must equal the stored version
+    /// when given (`Stale`); a new document past `bound` documents of (scope, owner) is `Full`.
+    async fn memory_put(&self, new: NewMemoryDoc, expected_lock_version: Option<i64>, bound: i64) -> Result<MemoryPut>;
+    /// Deletes a document, conditionally on `expected_lock_version` when given.
+    async fn memory_delete(
+        &self,
+        scope: MemoryScope,
+        owner_id: i64,
+        path: &str,
+        expected_lock_version: Option<i64>,
+    ) -> Result<MemoryDelete>;
+}
+
+impl MemoryStore for Store {
+    async fn memory_document(
+        &self,
+        scope: crate::ops::memory::MemoryScope,
+        owner_id: i64,
+        path: &str,
+    ) -> Result<Option<crate::ops::memory::MemoryDocRow>> {
+        on_conn!(self, read, |c| memory_get(c, scope, owner_id, path))
+    }
+    async fn memory_documents(
+        &self,
+        scope: crate::ops::memory::MemoryScope,
+        owner_id: i64,
+        with_content: bool,
+    ) -> Result<Vec<crate::ops::memory::MemoryDocRow>> {
+        on_conn!(self, read, |c| memory_list(c, scope, owner_id, with_content))
+    }
+    async fn memory_put(
+        &self,
+        new: crate::ops::memory::NewMemoryDoc,
+        expected_lock_version: Option<i64>,
+        bound: i64,
+    ) -> Result<crate::ops::memory::MemoryPut> {
+        on_conn!(self, tx, |c| memory_put(c, &new, expected_lock_version, bound))
+    }
+    async fn memory_delete(
+        &self,
+        scope: crate::ops::memory::MemoryScope,
+        owner_id: i64,
+        path: &str,
+        expected_lock_version: Option<i64>,
+    ) -> Result<crate::ops::memory::MemoryDelete> {
+        on_conn!(self, tx, |c| memory_delete(
+            c,
+            scope,
+            owner_id,
+            path,
+            expected_lock_version
+        ))
+    }
+}

@@ -1,33 +1,35 @@
 //! The store's operations, written once for both engines and grouped by area: accounts
 //! (accounts, workspaces, standing, members), executors (executors, announcements,
-//! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, sealed requests,
-//! round facts, the sweep's selections and the inbox page), events, memory, uploads and
-//! conversations (conversations and their inputs), turns (turns, the
-//! running turn, the wake clock, mail and steers) and history (the ranked search over titles and
-//! turn text, the turn windows of `session_read`).
+//! credentials), runs (runs, jobs, idempotency receipts), tasks (tasks, edges, round facts, the
+//! sweep's selections and the inbox page), sealed requests, events, memory, uploads and
+//! conversations (conversations and their inputs), turns (turns, the running turn, the wake
+//! clock, mail and steers), history (the ranked search over titles and turn text, the turn
+//! windows of `session_read`) and summaries (the list pages' aggregates).
 //!
-//! Each area's file has two macros. `<area>_ops!` expands, inside each engine's `ops` module,
-//! to free functions over that engine's connection type `Conn` (a pooled connection or an open
-//! transaction both deref to it), so one text serves a single statement on a pool, an
-//! [`crate::Engine`] method and a [`crate::Tx`] unit of work alike. `<area>_methods!` expands,
-//! inside each engine's `impl Engine`, to that area's [`crate::Engine`] methods over the
-//! engine's pool. [`engine_ops!`] and [`engine_methods!`] expand every area's, so each engine's
-//! `impl Engine` is dispatch only.
+//! An operation is one generic function over the connection trait [`db::Db`] (implemented by
+//! `rusqlite::Connection` and `sqlx::PgConnection`): `async fn op<C: Db>(c: &mut C, …)`, its
+//! statements built with [`db::query`] / [`db::query_scalar`] in sqlx's words. The same
+//! function serves a single statement on a pool, a [`crate::Store`] method and a [`crate::Tx`]
+//! unit of work (a pooled connection and an open transaction both deref to the engine's
+//! connection). Where the dialects need different text, [`Dialect`] picks it by the connection
+//! type; a public id binds through [`db::uid`].
 //!
-//! An `ops` module supplies `Conn`, `query` and `query_scalar` (sqlx's, or the SQLite driver's
-//! mirror of them) and `uid` (how the engine binds a public id: TEXT in SQLite, `uuid` in
-//! PostgreSQL). Where the dialects need different text, [`Dialect`] picks it by the connection
-//! type. A methods macro's `impl` has `ops`, `self.pool` (reads), `self.write_conn()` (a
-//! connection for one write statement, behind the SQLite writer gate), `self.write_tx()` (a
-//! write transaction) and `self.principals` (the principal cache).
+//! Each area's file also holds its public trait (`AccountStore`, `RunStore`, …), implemented
+//! once for [`crate::Store`]: each method names its operation once in [`on_conn!`], which
+//! takes a reader (`read`), the connection for one write statement behind SQLite's writer gate
+//! (`write`) or a write transaction (`tx`) from the engine the store holds. An operation only
+//! one engine has stays in that engine (`sqlite/ops.rs`: the task update naming only changed
+//! columns, the executor door's one read; `postgres.rs`: the pipelined first statements of a
+//! unit of work). [`all`] names every area's operations, so an area (or an engine's own
+//! operation) calls another's by name.
 //!
 //! The foundation's and the run tables' statement texts are in `crate::sql` (they share its
-//! column lists); the memory, upload and conversation areas keep theirs in their own files. A new area is one
-//! more file here, named once in each of the two macros below; the
-//! [`crate::Engine`] trait, [`crate::Store`]'s dispatch and [`crate::Tx`] then name its methods.
+//! column lists); the memory, upload and conversation areas keep theirs in their own files. A
+//! new area is one more file here, named in [`all`] and in `crate::prelude`.
 
 pub(crate) mod accounts;
 pub(crate) mod conversations;
+pub(crate) mod db;
 pub(crate) mod events;
 pub(crate) mod executors;
 pub(crate) mod history;
@@ -39,8 +41,26 @@ pub(crate) mod tasks;
 pub(crate) mod turns;
 pub(crate) mod uploads;
 
+/// Every area's operations by name, for an area that calls another's (and for the engines'
+/// `ops` modules, whose own operations call them).
+#[allow(unused_imports)]
+pub(crate) mod all {
+    pub(crate) use super::accounts::*;
+    pub(crate) use super::conversations::*;
+    pub(crate) use super::events::*;
+    pub(crate) use super::executors::*;
+    pub(crate) use super::history::*;
+    pub(crate) use super::memory::*;
+    pub(crate) use super::runs::*;
+    pub(crate) use super::sealed::*;
+    pub(crate) use super::summaries::*;
+    pub(crate) use super::tasks::*;
+    pub(crate) use super::turns::*;
+    pub(crate) use super::uploads::*;
+}
+
 /// The statements whose text differs by dialect, chosen by the engine's connection type (so
-/// [`engine_ops!`] keeps one definition of each operation).
+/// each operation keeps one definition).
 pub(crate) trait Dialect {
     /// Appends an event at the run's next sequence and moves `runs.last_event_sequence` to it,
     /// in one statement: `$1` run, `$2` type, `$3` at, `$4` task key, `$5` data; returns the
@@ -125,48 +145,57 @@ impl Dialect for sqlx::PgConnection {
     }
 }
 
-/// Every area's operations, inside an engine's `ops` module. `update_task` names the shared
-/// conditional task update (the SQLite engine names it `update_task_every_column` and writes
-/// its own `update_task` beside it).
-macro_rules! engine_ops {
-    (update_task = $update_task:ident $(,)?) => {
-        #[allow(unused_imports)]
-        use $crate::model::*;
-        use $crate::row;
-        use $crate::sql;
-        use $crate::{Result, StoreError, check_text, write_error};
-
-        $crate::ops::accounts::account_ops!();
-        $crate::ops::executors::executor_ops!();
-        $crate::ops::runs::run_ops!();
-        $crate::ops::events::event_ops!();
-        $crate::ops::tasks::task_ops!(update_task = $update_task);
-        $crate::ops::sealed::sealed_ops!();
-        $crate::ops::memory::memory_ops!();
-        $crate::ops::uploads::upload_ops!();
-        $crate::ops::conversations::conversation_ops!();
-        $crate::ops::turns::turn_ops!();
-        $crate::ops::history::history_ops!();
-        $crate::ops::summaries::summary_ops!();
+/// Runs the operation `$op` over a connection `$c` of the engine `$store` holds: `read` (a
+/// pooled reader), `write` (a connection for one write statement, behind SQLite's writer
+/// gate) or `tx` (a write transaction, committed when `$op` succeeds). The operation is one
+/// generic function ([`db::Db`]); this names it once and the macro expands it per engine. The
+/// PostgreSQL arm is boxed: a future that awaits sqlx's pool and statements is about 8.7 KB, and
+/// inline it would size every store call's future on SQLite too
+/// (docs/decisions/119-futures-and-allocation.md).
+macro_rules! on_conn {
+    ($store:expr, tx, |$c:ident| $op:expr) => {
+        match $store {
+            $crate::Store::Sqlite(s) => {
+                let mut tx = s.write_tx().await?;
+                let $c = &mut *tx;
+                let out = $op.await?;
+                tx.commit().await.map_err($crate::write_error)?;
+                Ok(out)
+            }
+            $crate::Store::Postgres(s) => {
+                Box::pin(async move {
+                    let mut tx = s.write_tx().await?;
+                    let $c = &mut *tx;
+                    let out = $op.await?;
+                    tx.commit().await.map_err($crate::write_error)?;
+                    Ok(out)
+                })
+                .await
+            }
+        }
+    };
+    ($store:expr, $how:ident, |$c:ident| $op:expr) => {
+        match $store {
+            $crate::Store::Sqlite(s) => {
+                let mut held = $crate::ops::on_conn!(@conn s, $how);
+                let $c = &mut *held;
+                $op.await
+            }
+            $crate::Store::Postgres(s) => {
+                Box::pin(async move {
+                    let mut held = $crate::ops::on_conn!(@conn s, $how);
+                    let $c = &mut *held;
+                    $op.await
+                })
+                .await
+            }
+        }
+    };
+    (@conn $s:ident, read) => {
+        $s.read_conn().await?
+    };
+    (@conn $s:ident, write) => {
+        $s.write_conn().await?
     };
 }
-pub(crate) use engine_ops;
-
-/// Every area's [`crate::Engine`] methods, inside an engine's `impl Engine` (all but the
-/// migrator's two).
-macro_rules! engine_methods {
-    () => {
-        $crate::ops::accounts::account_methods!();
-        $crate::ops::executors::executor_methods!();
-        $crate::ops::runs::run_methods!();
-        $crate::ops::events::event_methods!();
-        $crate::ops::tasks::task_methods!();
-        $crate::ops::memory::memory_methods!();
-        $crate::ops::uploads::upload_methods!();
-        $crate::ops::conversations::conversation_methods!();
-        $crate::ops::turns::turn_methods!();
-        $crate::ops::history::history_methods!();
-        $crate::ops::summaries::summary_methods!();
-    };
-}
-pub(crate) use engine_methods;
+pub(crate) use on_conn;

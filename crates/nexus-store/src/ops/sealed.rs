@@ -6,6 +6,11 @@
 //! shorter than [`SNAPSHOT_DEPTH`]; at that depth it stores the whole bytes instead, so a read
 //! follows at most `SNAPSHOT_DEPTH - 1` bases. Reads always answer the whole bytes.
 
+use crate::ops::db::{Db, query, query_scalar};
+use crate::row;
+use crate::sql;
+use crate::{Result, StoreError, check_text, write_error};
+
 use std::borrow::Cow;
 
 use crate::model::{NewSealedRequest, SealedRequestRow};
@@ -160,173 +165,172 @@ macro_rules! bind_sealed_body {
 }
 pub(crate) use bind_sealed_body;
 
-macro_rules! sealed_ops {
-    () => {
-        use $crate::ops::sealed::{inserted_row, rebuild, stored_delta};
-
-        /// The whole record of sealed request `id`.
-        async fn sealed_record_whole(c: &mut Conn, id: i64) -> Result<Vec<u8>> {
-            let mut chain = Vec::new();
-            let mut at = Some(id);
-            while let Some(link) = at {
-                let r = query(sql::SEALED_RECORD_LINK)
-                    .bind(link)
-                    .fetch_optional(&mut *c)
-                    .await?
-                    .ok_or_else(|| StoreError::Corrupt(format!("sealed request {link} is missing")))?;
-                let keep = row::Columns::opt_int(&r, "record_keep")?;
-                at = row::Columns::opt_int(&r, "record_base_id")?;
-                chain.push((row::Columns::text(&r, "record")?.into_bytes(), at.and(keep)));
-            }
-            rebuild(chain)
-        }
-
-        /// The whole body stored under `sha256`.
-        async fn sealed_body_whole(c: &mut Conn, sha256: &str) -> Result<Vec<u8>> {
-            let mut chain = Vec::new();
-            let mut at = Some(sha256.to_string());
-            while let Some(link) = at {
-                let r = query(sql::SEALED_BODY_LINK)
-                    .bind(&link)
-                    .fetch_optional(&mut *c)
-                    .await?
-                    .ok_or_else(|| StoreError::Corrupt(format!("sealed body {link} is missing")))?;
-                let keep = row::Columns::opt_int(&r, "keep")?;
-                at = row::Columns::opt_text(&r, "base_sha256")?;
-                chain.push((row::Columns::bytes(&r, "body")?, at.as_ref().and(keep)));
-            }
-            rebuild(chain)
-        }
-
-        pub(crate) async fn insert_sealed_request(c: &mut Conn, new: &NewSealedRequest) -> Result<SealedRequestRow> {
-            check_text(&new.record)?;
-            check_text(&new.body_sha256)?;
-            check_text(&new.attempts)?;
-            // The body: a delta while its chain is short, else whole.
-            let mut body_row: (std::borrow::Cow<'_, [u8]>, Option<&str>, Option<i64>, i64) =
-                (std::borrow::Cow::Borrowed(&new.body[..]), None, None, 0);
-            if let Some(base) = &new.body_base {
-                let sha = base.sha256.as_deref().unwrap_or_default();
-                let depth: Option<i64> = match base.depth {
-                    Some(d) => Some(d),
-                    None => {
-                        query_scalar(sql::SEALED_BODY_DEPTH)
-                            .bind(sha)
-                            .fetch_optional(&mut *c)
-                            .await?
-                    }
-                };
-                match depth {
-                    Some(d) if stored_delta(d) => body_row = (body_row.0, Some(sha), Some(base.keep), d + 1),
-                    _ => {
-                        let mut whole = sealed_body_whole(c, sha).await?;
-                        whole.truncate(base.keep.max(0) as usize);
-                        whole.extend_from_slice(&new.body);
-                        body_row.0 = std::borrow::Cow::Owned(whole);
-                    }
-                }
-            }
-            // The record, the same way as the body.
-            let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
-                (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
-            if let Some(base) = &new.record_base {
-                let id = base.id.unwrap_or_default();
-                let depth: Option<i64> = match base.depth {
-                    Some(d) => Some(d),
-                    None => {
-                        query_scalar(sql::SEALED_RECORD_DEPTH)
-                            .bind(id)
-                            .fetch_optional(&mut *c)
-                            .await?
-                    }
-                };
-                match depth {
-                    Some(d) if stored_delta(d) => record_row = (record_row.0, Some(id), Some(base.keep), d + 1),
-                    _ => {
-                        let mut whole = sealed_record_whole(c, id).await?;
-                        whole.truncate(base.keep.max(0) as usize);
-                        whole.extend_from_slice(new.record.as_bytes());
-                        let whole = String::from_utf8(whole)
-                            .map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
-                        record_row.0 = std::borrow::Cow::Owned(whole);
-                    }
-                }
-            }
-            let with_body = <Conn as $crate::ops::Dialect>::INSERT_SEALED_REQUEST_WITH_BODY;
-            let (id, body_depth) = if let Some(both) = with_body {
-                // One statement for the record and the body (PostgreSQL).
-                let q = $crate::ops::sealed::bind_sealed_request!(query(both), new, record_row);
-                let r = $crate::ops::sealed::bind_sealed_body!(q, body_row)
-                    .fetch_one(&mut *c)
-                    .await
-                    .map_err(write_error)?;
-                (
-                    row::Columns::int(&r, "id")?,
-                    row::Columns::opt_int(&r, "body_depth")?,
-                )
-            } else {
-                let q = query_scalar(sql::INSERT_SEALED_BODY).bind(&new.body_sha256);
-                let inserted: Option<i64> = $crate::ops::sealed::bind_sealed_body!(q, body_row)
-                    .fetch_optional(&mut *c)
-                    .await
-                    .map_err(write_error)?;
-                // A body an earlier round stored already keeps its own depth.
-                let body_depth = match inserted {
-                    Some(depth) => Some(depth),
-                    None => {
-                        query_scalar(sql::SEALED_BODY_DEPTH)
-                            .bind(&new.body_sha256)
-                            .fetch_optional(&mut *c)
-                            .await?
-                    }
-                };
-                let q = query_scalar(sql::INSERT_SEALED_REQUEST);
-                let id: i64 = $crate::ops::sealed::bind_sealed_request!(q, new, record_row)
-                    .fetch_one(&mut *c)
-                    .await
-                    .map_err(write_error)?;
-                (id, body_depth)
-            };
-            Ok(inserted_row(new, record_row, body_row, id, body_depth))
-        }
-
-        /// The sealed request of (task, generation), its record and body whole.
-        pub(crate) async fn sealed_request(
-            c: &mut Conn,
-            task_id: i64,
-            generation: i64,
-        ) -> Result<Option<SealedRequestRow>> {
-            let Some(r) = query(sql::SEALED_REQUEST)
-                .bind(task_id)
-                .bind(generation)
-                .fetch_optional(&mut *c)
-                .await?
-            else {
-                return Ok(None);
-            };
-            let mut sealed = row::sealed_request(&r)?;
-            let record_base = row::Columns::opt_int(&r, "record_base_id")?;
-            let record_keep = row::Columns::opt_int(&r, "record_keep")?;
-            let body_base = row::Columns::opt_text(&r, "base_sha256")?;
-            let body_keep = row::Columns::opt_int(&r, "keep")?;
-            if let (Some(base), Some(keep)) = (record_base, record_keep) {
-                let mut whole = sealed_record_whole(c, base).await?;
-                whole.truncate(keep.max(0) as usize);
-                whole.extend_from_slice(sealed.record.as_bytes());
-                sealed.record =
-                    String::from_utf8(whole).map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
-            }
-            if let (Some(base), Some(keep)) = (body_base, body_keep) {
-                let mut whole = sealed_body_whole(c, &base).await?;
-                whole.truncate(keep.max(0) as usize);
-                whole.extend_from_slice(&sealed.body);
-                sealed.body = whole;
-            }
-            Ok(Some(sealed))
-        }
-    };
+/// The whole record of sealed request `id`.
+async fn sealed_record_whole<C: Db>(c: &mut C, id: i64) -> Result<Vec<u8>> {
+    let mut chain = Vec::new();
+    let mut at = Some(id);
+    while let Some(link) = at {
+        let r = query(sql::SEALED_RECORD_LINK)
+            .bind(link)
+            .fetch_optional(&mut *c)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("sealed request {link} is missing")))?;
+        let keep = row::Columns::opt_int(&r, "record_keep")?;
+        at = row::Columns::opt_int(&r, "record_base_id")?;
+        chain.push((row::Columns::text(&r, "record")?.into_bytes(), at.and(keep)));
+    }
+    rebuild(chain)
 }
-pub(crate) use sealed_ops;
+
+/// The whole body stored under `sha256`.
+async fn sealed_body_whole<C: Db>(c: &mut C, sha256: &str) -> Result<Vec<u8>> {
+    let mut chain = Vec::new();
+    let mut at = Some(sha256.to_string());
+    while let Some(link) = at {
+        let r = query(sql::SEALED_BODY_LINK)
+            .bind(&link)
+            .fetch_optional(&mut *c)
+            .await?
+            .ok_or_else(|| StoreError::Corrupt(format!("sealed body {link} is missing")))?;
+        let keep = row::Columns::opt_int(&r, "keep")?;
+        at = row::Columns::opt_text(&r, "base_sha256")?;
+        chain.push((row::Columns::bytes(&r, "body")?, at.as_ref().and(keep)));
+    }
+    rebuild(chain)
+}
+
+/// The row of a sealed request's body: a delta while its chain is short, else whole (bytes,
+/// base digest, kept prefix, depth).
+async fn sealed_body_row<'n, C: Db>(
+    c: &mut C,
+    new: &'n NewSealedRequest,
+) -> Result<(std::borrow::Cow<'n, [u8]>, Option<&'n str>, Option<i64>, i64)> {
+    let mut body_row: (std::borrow::Cow<'n, [u8]>, Option<&'n str>, Option<i64>, i64) =
+        (std::borrow::Cow::Borrowed(&new.body[..]), None, None, 0);
+    if let Some(base) = &new.body_base {
+        let sha = base.sha256.as_deref().unwrap_or_default();
+        let depth: Option<i64> = match base.depth {
+            Some(d) => Some(d),
+            None => {
+                query_scalar(sql::SEALED_BODY_DEPTH)
+                    .bind(sha)
+                    .fetch_optional(&mut *c)
+                    .await?
+            }
+        };
+        match depth {
+            Some(d) if stored_delta(d) => body_row = (body_row.0, Some(sha), Some(base.keep), d + 1),
+            _ => {
+                let mut whole = sealed_body_whole(c, sha).await?;
+                whole.truncate(base.keep.max(0) as usize);
+                whole.extend_from_slice(&new.body);
+                body_row.0 = std::borrow::Cow::Owned(whole);
+            }
+        }
+    }
+    Ok(body_row)
+}
+
+pub(crate) async fn insert_sealed_request<C: Db>(c: &mut C, new: &NewSealedRequest) -> Result<SealedRequestRow> {
+    check_text(&new.record)?;
+    check_text(&new.body_sha256)?;
+    check_text(&new.attempts)?;
+    let body_row = sealed_body_row(c, new).await?;
+    // The record, the same way as the body.
+    let mut record_row: (std::borrow::Cow<'_, str>, Option<i64>, Option<i64>, i64) =
+        (std::borrow::Cow::Borrowed(&new.record), None, None, 0);
+    if let Some(base) = &new.record_base {
+        let id = base.id.unwrap_or_default();
+        let depth: Option<i64> = match base.depth {
+            Some(d) => Some(d),
+            None => {
+                query_scalar(sql::SEALED_RECORD_DEPTH)
+                    .bind(id)
+                    .fetch_optional(&mut *c)
+                    .await?
+            }
+        };
+        match depth {
+            Some(d) if stored_delta(d) => record_row = (record_row.0, Some(id), Some(base.keep), d + 1),
+            _ => {
+                let mut whole = sealed_record_whole(c, id).await?;
+                whole.truncate(base.keep.max(0) as usize);
+                whole.extend_from_slice(new.record.as_bytes());
+                let whole =
+                    String::from_utf8(whole).map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
+                record_row.0 = std::borrow::Cow::Owned(whole);
+            }
+        }
+    }
+    let with_body = C::INSERT_SEALED_REQUEST_WITH_BODY;
+    let (id, body_depth) = if let Some(both) = with_body {
+        // One statement for the record and the body (PostgreSQL).
+        let q = crate::ops::sealed::bind_sealed_request!(query(both), new, record_row);
+        let r = crate::ops::sealed::bind_sealed_body!(q, body_row)
+            .fetch_one(&mut *c)
+            .await
+            .map_err(write_error)?;
+        (row::Columns::int(&r, "id")?, row::Columns::opt_int(&r, "body_depth")?)
+    } else {
+        let q = query_scalar(sql::INSERT_SEALED_BODY).bind(&new.body_sha256);
+        let inserted: Option<i64> = crate::ops::sealed::bind_sealed_body!(q, body_row)
+            .fetch_optional(&mut *c)
+            .await
+            .map_err(write_error)?;
+        // A body an earlier round stored already keeps its own depth.
+        let body_depth = match inserted {
+            Some(depth) => Some(depth),
+            None => {
+                query_scalar(sql::SEALED_BODY_DEPTH)
+                    .bind(&new.body_sha256)
+                    .fetch_optional(&mut *c)
+                    .await?
+            }
+        };
+        let q = query_scalar(sql::INSERT_SEALED_REQUEST);
+        let id: i64 = crate::ops::sealed::bind_sealed_request!(q, new, record_row)
+            .fetch_one(&mut *c)
+            .await
+            .map_err(write_error)?;
+        (id, body_depth)
+    };
+    Ok(inserted_row(new, record_row, body_row, id, body_depth))
+}
+
+/// The sealed request of (task, generation), its record and body whole.
+pub(crate) async fn sealed_request<C: Db>(
+    c: &mut C,
+    task_id: i64,
+    generation: i64,
+) -> Result<Option<SealedRequestRow>> {
+    let Some(r) = query(sql::SEALED_REQUEST)
+        .bind(task_id)
+        .bind(generation)
+        .fetch_optional(&mut *c)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let mut sealed = row::sealed_request(&r)?;
+    let record_base = row::Columns::opt_int(&r, "record_base_id")?;
+    let record_keep = row::Columns::opt_int(&r, "record_keep")?;
+    let body_base = row::Columns::opt_text(&r, "base_sha256")?;
+    let body_keep = row::Columns::opt_int(&r, "keep")?;
+    if let (Some(base), Some(keep)) = (record_base, record_keep) {
+        let mut whole = sealed_record_whole(c, base).await?;
+        whole.truncate(keep.max(0) as usize);
+        whole.extend_from_slice(sealed.record.as_bytes());
+        sealed.record =
+            String::from_utf8(whole).map_err(|_| StoreError::Corrupt("a sealed record is not UTF-8".into()))?;
+    }
+    if let (Some(base), Some(keep)) = (body_base, body_keep) {
+        let mut whole = sealed_body_whole(c, &base).await?;
+        whole.truncate(keep.max(0) as usize);
+        whole.extend_from_slice(&sealed.body);
+        sealed.body = whole;
+    }
+    Ok(Some(sealed))
+}
 
 #[cfg(test)]
 mod tests {

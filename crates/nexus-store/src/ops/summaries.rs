@@ -6,7 +6,11 @@
 //! statement is prepared once whatever the page's length. Token sums read each round's `usage`
 //! JSON with the dialect's JSON operator.
 
-/// The per-run aggregate of [`crate::Engine::run_summaries`].
+use crate::ops::db::{Db, query};
+use crate::ops::on_conn;
+use crate::{Result, Store};
+
+/// The per-run aggregate of [`crate::SummaryStore::run_summaries`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RunSummaryRow {
     pub run_id: i64,
@@ -31,7 +35,7 @@ pub struct RunSummaryRow {
     pub turn_position: Option<i64>,
 }
 
-/// The per-conversation aggregate of [`crate::Engine::conversation_summaries`].
+/// The per-conversation aggregate of [`crate::SummaryStore::conversation_summaries`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConversationSummaryRow {
     pub conversation_id: i64,
@@ -156,52 +160,50 @@ pub(crate) fn conversation_summary(r: &impl crate::row::Columns) -> crate::Resul
     })
 }
 
-macro_rules! summary_ops {
-    () => {
-        use $crate::ops::summaries::{ConversationSummaryRow, RunSummaryRow};
+// ---- list summaries (read only) ----
 
-        // ---- list summaries (read only) ----
-
-        pub(crate) async fn run_summaries(c: &mut Conn, run_ids: &[i64]) -> Result<Vec<RunSummaryRow>> {
-            if run_ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            query(<Conn as $crate::ops::Dialect>::RUN_SUMMARIES)
-                .bind($crate::ops::summaries::id_list(run_ids))
-                .bind($crate::ops::summaries::SUMMARY_PROMPT_CHARS)
-                .fetch_all_as(&mut *c, |r| $crate::ops::summaries::run_summary(r))
-                .await
-        }
-
-        pub(crate) async fn conversation_summaries(
-            c: &mut Conn,
-            conversation_ids: &[i64],
-        ) -> Result<Vec<ConversationSummaryRow>> {
-            if conversation_ids.is_empty() {
-                return Ok(Vec::new());
-            }
-            query(<Conn as $crate::ops::Dialect>::CONVERSATION_SUMMARIES)
-                .bind($crate::ops::summaries::id_list(conversation_ids))
-                .bind($crate::ops::summaries::SUMMARY_PROMPT_CHARS)
-                .fetch_all_as(&mut *c, |r| $crate::ops::summaries::conversation_summary(r))
-                .await
-        }
-    };
+pub(crate) async fn run_summaries<C: Db>(c: &mut C, run_ids: &[i64]) -> Result<Vec<RunSummaryRow>> {
+    if run_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query(C::RUN_SUMMARIES)
+        .bind(crate::ops::summaries::id_list(run_ids))
+        .bind(crate::ops::summaries::SUMMARY_PROMPT_CHARS)
+        .fetch_all_as(&mut *c, |r| crate::ops::summaries::run_summary(r))
+        .await
 }
-pub(crate) use summary_ops;
 
-/// The summary reads among the [`crate::Engine`] methods of one engine, over its pool.
-macro_rules! summary_methods {
-    () => {
-        async fn run_summaries(&self, run_ids: &[i64]) -> Result<Vec<$crate::ops::summaries::RunSummaryRow>> {
-            ops::run_summaries(&mut *self.pool.acquire().await?, run_ids).await
-        }
-        async fn conversation_summaries(
-            &self,
-            conversation_ids: &[i64],
-        ) -> Result<Vec<$crate::ops::summaries::ConversationSummaryRow>> {
-            ops::conversation_summaries(&mut *self.pool.acquire().await?, conversation_ids).await
-        }
-    };
+pub(crate) async fn conversation_summaries<C: Db>(
+    c: &mut C,
+    conversation_ids: &[i64],
+) -> Result<Vec<ConversationSummaryRow>> {
+    if conversation_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    query(C::CONVERSATION_SUMMARIES)
+        .bind(crate::ops::summaries::id_list(conversation_ids))
+        .bind(crate::ops::summaries::SUMMARY_PROMPT_CHARS)
+        .fetch_all_as(&mut *c, |r| crate::ops::summaries::conversation_summary(r))
+        .await
 }
-pub(crate) use summary_methods;
+
+/// The summaries operations on the store (see `crate::ops`).
+#[allow(async_fn_in_trait)]
+pub trait SummaryStore {
+    /// One summary per run of `run_ids` that has tasks (`GET W/runs`; one read for a page).
+    async fn run_summaries(&self, run_ids: &[i64]) -> Result<Vec<RunSummaryRow>>;
+    /// One summary per conversation of `conversation_ids` (`GET W/conversations`).
+    async fn conversation_summaries(&self, conversation_ids: &[i64]) -> Result<Vec<ConversationSummaryRow>>;
+}
+
+impl SummaryStore for Store {
+    async fn run_summaries(&self, run_ids: &[i64]) -> Result<Vec<crate::ops::summaries::RunSummaryRow>> {
+        on_conn!(self, read, |c| run_summaries(c, run_ids))
+    }
+    async fn conversation_summaries(
+        &self,
+        conversation_ids: &[i64],
+    ) -> Result<Vec<crate::ops::summaries::ConversationSummaryRow>> {
+        on_conn!(self, read, |c| conversation_summaries(c, conversation_ids))
+    }
+}

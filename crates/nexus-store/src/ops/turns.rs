@@ -6,6 +6,12 @@
 //! `wake_at` recomputed by one statement wherever inputs or the running turn change. Which
 //! input opens a turn, what a turn holds and when it ends are the kernel's.
 
+use crate::ops::all::*;
+use crate::ops::db::{Db, query, query_scalar, uid};
+use crate::ops::on_conn;
+use crate::row;
+use crate::{Result, Store, StoreError, check_text, write_error};
+
 use uuid::Uuid;
 
 /// A turn's role on the timeline.
@@ -224,352 +230,361 @@ pub(crate) fn turn(r: &impl crate::row::Columns) -> crate::Result<TurnRow> {
     })
 }
 
-macro_rules! turn_ops {
-    () => {
-        use $crate::ops::turns::{NewTurn, TurnEnd, TurnRow};
+// ---- turns (migration 0018) ----
 
-        // ---- turns (migration 0018) ----
-
-        /// Inserts a turn at the conversation's next position.
-        pub(crate) async fn insert_turn(c: &mut Conn, new: &NewTurn) -> Result<TurnRow> {
-            if let Some(t) = &new.content {
-                check_text(t)?;
-            }
-            let position: i64 = query_scalar($crate::ops::turns::NEXT_POSITION)
-                .bind(new.conversation_id)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            let id: i64 = query_scalar($crate::ops::turns::INSERT_TURN)
-                .bind(uid(new.public_id))
-                .bind(new.conversation_id)
-                .bind(position)
-                .bind(new.role.as_str())
-                .bind(new.status.as_str())
-                .bind(new.input_id)
-                .bind(new.run_id)
-                .bind(&new.content)
-                .bind(&new.error_key)
-                .bind(new.created_at)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            turn_by_id(c, id)
-                .await?
-                .ok_or_else(|| StoreError::NotFound("turn just inserted".into()))
-        }
-
-        pub(crate) async fn turn_by_id(c: &mut Conn, id: i64) -> Result<Option<TurnRow>> {
-            query($crate::ops::turns::TURN_BY_ID)
-                .bind(id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::turns::turn(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn turn_by_public_id(
-            c: &mut Conn,
-            conversation_id: i64,
-            public_id: uuid::Uuid,
-        ) -> Result<Option<TurnRow>> {
-            query($crate::ops::turns::TURN_BY_PUBLIC_ID)
-                .bind(conversation_id)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::turns::turn(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn turn_of_run(c: &mut Conn, run_id: i64) -> Result<Option<TurnRow>> {
-            query($crate::ops::turns::TURN_OF_RUN)
-                .bind(run_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::turns::turn(&r))
-                .transpose()
-        }
-
-        /// Turns after `position`, ascending (`newest_first`: before `position`, descending).
-        pub(crate) async fn turns_page(
-            c: &mut Conn,
-            conversation_id: i64,
-            position: i64,
-            limit: i64,
-            newest_first: bool,
-        ) -> Result<Vec<TurnRow>> {
-            let text = if newest_first {
-                $crate::ops::turns::TURNS_BEFORE
-            } else {
-                $crate::ops::turns::TURNS_AFTER
-            };
-            let rows = query(text)
-                .bind(conversation_id)
-                .bind(position)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| $crate::ops::turns::turn(r)).collect()
-        }
-
-        pub(crate) async fn last_reply(c: &mut Conn, conversation_id: i64) -> Result<Option<TurnRow>> {
-            query($crate::ops::turns::LAST_REPLY)
-                .bind(conversation_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::turns::turn(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn history_round(c: &mut Conn, conversation_id: i64) -> Result<Option<i64>> {
-            Ok(query_scalar($crate::ops::turns::HISTORY_ROUND)
-                .bind(conversation_id)
-                .fetch_optional(&mut *c)
-                .await?)
-        }
-
-        /// `running → end.status`; false when the turn had already ended.
-        pub(crate) async fn end_turn(c: &mut Conn, id: i64, end: &TurnEnd) -> Result<bool> {
-            if let Some(t) = &end.content {
-                check_text(t)?;
-            }
-            let done = query($crate::ops::turns::END_TURN)
-                .bind(id)
-                .bind(end.status.as_str())
-                .bind(&end.content)
-                .bind(&end.error_key)
-                .bind(end.at)
-                .bind(end.final_task_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-
-        /// Records the history length before the prompt of the turn a run hosts (first write wins).
-        pub(crate) async fn set_replay_from(c: &mut Conn, run_id: i64, entries: i64) -> Result<()> {
-            query($crate::ops::turns::SET_REPLAY_FROM)
-                .bind(run_id)
-                .bind(entries)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(())
-        }
-
-        /// Sets or clears the running turn, then recomputes `wake_at`.
-        pub(crate) async fn set_running_turn(c: &mut Conn, conversation_id: i64, turn_id: Option<i64>) -> Result<()> {
-            query($crate::ops::turns::SET_RUNNING_TURN)
-                .bind(conversation_id)
-                .bind(turn_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            refresh_wake(c, conversation_id).await
-        }
-
-        pub(crate) async fn refresh_wake(c: &mut Conn, conversation_id: i64) -> Result<()> {
-            query($crate::ops::turns::REFRESH_WAKE)
-                .bind(conversation_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(())
-        }
-
-        pub(crate) async fn due_conversations(c: &mut Conn, now: i64, limit: i64) -> Result<Vec<i64>> {
-            let rows = query($crate::ops::turns::DUE_CONVERSATIONS)
-                .bind(now)
-                .bind(limit)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter().map(|r| row::Columns::int(r, "id")).collect()
-        }
-
-        /// The conversation row locked for the unit of work.
-        pub(crate) async fn lock_conversation(
-            c: &mut Conn,
-            id: i64,
-        ) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            query(<Conn as $crate::ops::Dialect>::LOCK_CONVERSATION)
-                .bind(id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            conversation_by_id(c, id).await
-        }
-
-        async fn inputs_of(
-            c: &mut Conn,
-            text: &'static str,
-            key: i64,
-            now: Option<i64>,
-        ) -> Result<Vec<$crate::ops::conversations::InputRow>> {
-            let q = query(text).bind(key);
-            let q = match now {
-                Some(now) => q.bind(now),
-                None => q,
-            };
-            let rows = q.fetch_all(&mut *c).await?;
-            rows.iter()
-                .map(|r| $crate::ops::conversations::input(r))
-                .collect()
-        }
-
-        pub(crate) async fn head_input(
-            c: &mut Conn,
-            conversation_id: i64,
-            now: i64,
-        ) -> Result<Option<$crate::ops::conversations::InputRow>> {
-            Ok(
-                inputs_of(c, $crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
-                    .await?
-                    .pop(),
-            )
-        }
-
-        pub(crate) async fn due_mail(
-            c: &mut Conn,
-            conversation_id: i64,
-            now: i64,
-        ) -> Result<Vec<$crate::ops::conversations::InputRow>> {
-            inputs_of(c, $crate::ops::turns::DUE_MAIL, conversation_id, Some(now)).await
-        }
-
-        pub(crate) async fn steers_of_turn(
-            c: &mut Conn,
-            turn_id: i64,
-        ) -> Result<Vec<$crate::ops::conversations::InputRow>> {
-            inputs_of(c, $crate::ops::turns::STEERS_OF_TURN, turn_id, None).await
-        }
-
-        /// `pending | steering → consumed` by `turn_id`; false when it was neither.
-        pub(crate) async fn consume_input(c: &mut Conn, id: i64, turn_id: i64) -> Result<bool> {
-            let done = query($crate::ops::turns::CONSUME_INPUT)
-                .bind(id)
-                .bind(turn_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-
-        /// The steers still bound to `turn_id` fall back to the queue (`pending`).
-        pub(crate) async fn release_steers(c: &mut Conn, turn_id: i64) -> Result<u64> {
-            let done = query($crate::ops::turns::RELEASE_STEERS)
-                .bind(turn_id)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected())
-        }
-
-        pub(crate) async fn pending_input_count(c: &mut Conn, conversation_id: i64) -> Result<i64> {
-            Ok(query_scalar($crate::ops::turns::PENDING_INPUTS)
-                .bind(conversation_id)
-                .fetch_one(&mut *c)
-                .await?)
-        }
-
-        pub(crate) async fn child_by_label(
-            c: &mut Conn,
-            parent_id: i64,
-            label: &str,
-        ) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            query($crate::ops::turns::CHILD_BY_LABEL)
-                .bind(parent_id)
-                .bind(label)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::conversations::conversation(&r))
-                .transpose()
-        }
-
-        /// The child conversations spawned by the tasks of a run.
-        pub(crate) async fn children_of_run(
-            c: &mut Conn,
-            run_id: i64,
-        ) -> Result<Vec<$crate::ops::conversations::ConversationRow>> {
-            let rows = query($crate::ops::turns::CHILDREN_OF_RUN)
-                .bind(run_id)
-                .fetch_all(&mut *c)
-                .await?;
-            rows.iter()
-                .map(|r| $crate::ops::conversations::conversation(r))
-                .collect()
-        }
-
-        /// The child conversation a spawn call created.
-        pub(crate) async fn child_of_spawn(
-            c: &mut Conn,
-            task_id: i64,
-        ) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            query($crate::ops::turns::CHILD_OF_SPAWN)
-                .bind(task_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::ops::conversations::conversation(&r))
-                .transpose()
-        }
-    };
+/// Inserts a turn at the conversation's next position.
+pub(crate) async fn insert_turn<C: Db>(c: &mut C, new: &NewTurn) -> Result<TurnRow> {
+    if let Some(t) = &new.content {
+        check_text(t)?;
+    }
+    let position: i64 = query_scalar(crate::ops::turns::NEXT_POSITION)
+        .bind(new.conversation_id)
+        .fetch_one(&mut *c)
+        .await
+        .map_err(write_error)?;
+    let id: i64 = query_scalar(crate::ops::turns::INSERT_TURN)
+        .bind(uid(new.public_id))
+        .bind(new.conversation_id)
+        .bind(position)
+        .bind(new.role.as_str())
+        .bind(new.status.as_str())
+        .bind(new.input_id)
+        .bind(new.run_id)
+        .bind(&new.content)
+        .bind(&new.error_key)
+        .bind(new.created_at)
+        .fetch_one(&mut *c)
+        .await
+        .map_err(write_error)?;
+    turn_by_id(c, id)
+        .await?
+        .ok_or_else(|| StoreError::NotFound("turn just inserted".into()))
 }
-pub(crate) use turn_ops;
 
-/// The turn reads among the [`crate::Engine`] methods of one engine, over its pool.
-macro_rules! turn_methods {
-    () => {
-        async fn turn_by_public_id(
-            &self,
-            conversation_id: i64,
-            public_id: Uuid,
-        ) -> Result<Option<$crate::ops::turns::TurnRow>> {
-            ops::turn_by_public_id(&mut *self.pool.acquire().await?, conversation_id, public_id).await
-        }
-        async fn turn_of_run(&self, run_id: i64) -> Result<Option<$crate::ops::turns::TurnRow>> {
-            ops::turn_of_run(&mut *self.pool.acquire().await?, run_id).await
-        }
-        async fn turns_page(
-            &self,
-            conversation_id: i64,
-            position: i64,
-            limit: i64,
-            newest_first: bool,
-        ) -> Result<Vec<$crate::ops::turns::TurnRow>> {
-            ops::turns_page(
-                &mut *self.pool.acquire().await?,
-                conversation_id,
-                position,
-                limit,
-                newest_first,
-            )
-            .await
-        }
-        async fn last_reply(&self, conversation_id: i64) -> Result<Option<$crate::ops::turns::TurnRow>> {
-            ops::last_reply(&mut *self.pool.acquire().await?, conversation_id).await
-        }
-        async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>> {
-            ops::history_round(&mut *self.pool.acquire().await?, conversation_id).await
-        }
-        async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>> {
-            ops::due_conversations(&mut *self.pool.acquire().await?, now, limit).await
-        }
-        async fn pending_input_count(&self, conversation_id: i64) -> Result<i64> {
-            ops::pending_input_count(&mut *self.pool.acquire().await?, conversation_id).await
-        }
-        async fn child_by_label(
-            &self,
-            parent_id: i64,
-            label: &str,
-        ) -> Result<Option<$crate::ops::conversations::ConversationRow>> {
-            ops::child_by_label(&mut *self.pool.acquire().await?, parent_id, label).await
-        }
-        async fn turn_by_id(&self, id: i64) -> Result<Option<$crate::ops::turns::TurnRow>> {
-            ops::turn_by_id(&mut *self.pool.acquire().await?, id).await
-        }
-        async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<$crate::ops::conversations::InputRow>> {
-            ops::steers_of_turn(&mut *self.pool.acquire().await?, turn_id).await
-        }
-    };
+pub(crate) async fn turn_by_id<C: Db>(c: &mut C, id: i64) -> Result<Option<TurnRow>> {
+    query(crate::ops::turns::TURN_BY_ID)
+        .bind(id)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::turns::turn(&r))
+        .transpose()
 }
-pub(crate) use turn_methods;
+
+pub(crate) async fn turn_by_public_id<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    public_id: uuid::Uuid,
+) -> Result<Option<TurnRow>> {
+    query(crate::ops::turns::TURN_BY_PUBLIC_ID)
+        .bind(conversation_id)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::turns::turn(&r))
+        .transpose()
+}
+
+pub(crate) async fn turn_of_run<C: Db>(c: &mut C, run_id: i64) -> Result<Option<TurnRow>> {
+    query(crate::ops::turns::TURN_OF_RUN)
+        .bind(run_id)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::turns::turn(&r))
+        .transpose()
+}
+
+/// Turns after `position`, ascending (`newest_first`: before `position`, descending).
+pub(crate) async fn turns_page<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    position: i64,
+    limit: i64,
+    newest_first: bool,
+) -> Result<Vec<TurnRow>> {
+    let text = if newest_first {
+        crate::ops::turns::TURNS_BEFORE
+    } else {
+        crate::ops::turns::TURNS_AFTER
+    };
+    let rows = query(text)
+        .bind(conversation_id)
+        .bind(position)
+        .bind(limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(crate::ops::turns::turn).collect()
+}
+
+pub(crate) async fn last_reply<C: Db>(c: &mut C, conversation_id: i64) -> Result<Option<TurnRow>> {
+    query(crate::ops::turns::LAST_REPLY)
+        .bind(conversation_id)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::turns::turn(&r))
+        .transpose()
+}
+
+pub(crate) async fn history_round<C: Db>(c: &mut C, conversation_id: i64) -> Result<Option<i64>> {
+    Ok(query_scalar(crate::ops::turns::HISTORY_ROUND)
+        .bind(conversation_id)
+        .fetch_optional(&mut *c)
+        .await?)
+}
+
+/// `running → end.status`; false when the turn had already ended.
+pub(crate) async fn end_turn<C: Db>(c: &mut C, id: i64, end: &TurnEnd) -> Result<bool> {
+    if let Some(t) = &end.content {
+        check_text(t)?;
+    }
+    let done = query(crate::ops::turns::END_TURN)
+        .bind(id)
+        .bind(end.status.as_str())
+        .bind(&end.content)
+        .bind(&end.error_key)
+        .bind(end.at)
+        .bind(end.final_task_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// Records the history length before the prompt of the turn a run hosts (first write wins).
+pub(crate) async fn set_replay_from<C: Db>(c: &mut C, run_id: i64, entries: i64) -> Result<()> {
+    query(crate::ops::turns::SET_REPLAY_FROM)
+        .bind(run_id)
+        .bind(entries)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(())
+}
+
+/// Sets or clears the running turn, then recomputes `wake_at`.
+pub(crate) async fn set_running_turn<C: Db>(c: &mut C, conversation_id: i64, turn_id: Option<i64>) -> Result<()> {
+    query(crate::ops::turns::SET_RUNNING_TURN)
+        .bind(conversation_id)
+        .bind(turn_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    refresh_wake(c, conversation_id).await
+}
+
+pub(crate) async fn refresh_wake<C: Db>(c: &mut C, conversation_id: i64) -> Result<()> {
+    query(crate::ops::turns::REFRESH_WAKE)
+        .bind(conversation_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(())
+}
+
+pub(crate) async fn due_conversations<C: Db>(c: &mut C, now: i64, limit: i64) -> Result<Vec<i64>> {
+    let rows = query(crate::ops::turns::DUE_CONVERSATIONS)
+        .bind(now)
+        .bind(limit)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(|r| row::Columns::int(r, "id")).collect()
+}
+
+/// The conversation row locked for the unit of work.
+pub(crate) async fn lock_conversation<C: Db>(
+    c: &mut C,
+    id: i64,
+) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+    query(C::LOCK_CONVERSATION)
+        .bind(id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    conversation_by_id(c, id).await
+}
+
+async fn inputs_of<C: Db>(
+    c: &mut C,
+    text: &'static str,
+    key: i64,
+    now: Option<i64>,
+) -> Result<Vec<crate::ops::conversations::InputRow>> {
+    let q = query(text).bind(key);
+    let q = match now {
+        Some(now) => q.bind(now),
+        None => q,
+    };
+    let rows = q.fetch_all(&mut *c).await?;
+    rows.iter().map(crate::ops::conversations::input).collect()
+}
+
+pub(crate) async fn head_input<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    now: i64,
+) -> Result<Option<crate::ops::conversations::InputRow>> {
+    Ok(inputs_of(c, crate::ops::turns::HEAD_INPUT, conversation_id, Some(now))
+        .await?
+        .pop())
+}
+
+pub(crate) async fn due_mail<C: Db>(
+    c: &mut C,
+    conversation_id: i64,
+    now: i64,
+) -> Result<Vec<crate::ops::conversations::InputRow>> {
+    inputs_of(c, crate::ops::turns::DUE_MAIL, conversation_id, Some(now)).await
+}
+
+pub(crate) async fn steers_of_turn<C: Db>(c: &mut C, turn_id: i64) -> Result<Vec<crate::ops::conversations::InputRow>> {
+    inputs_of(c, crate::ops::turns::STEERS_OF_TURN, turn_id, None).await
+}
+
+/// `pending | steering → consumed` by `turn_id`; false when it was neither.
+pub(crate) async fn consume_input<C: Db>(c: &mut C, id: i64, turn_id: i64) -> Result<bool> {
+    let done = query(crate::ops::turns::CONSUME_INPUT)
+        .bind(id)
+        .bind(turn_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// The steers still bound to `turn_id` fall back to the queue (`pending`).
+pub(crate) async fn release_steers<C: Db>(c: &mut C, turn_id: i64) -> Result<u64> {
+    let done = query(crate::ops::turns::RELEASE_STEERS)
+        .bind(turn_id)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected())
+}
+
+pub(crate) async fn pending_input_count<C: Db>(c: &mut C, conversation_id: i64) -> Result<i64> {
+    Ok(query_scalar(crate::ops::turns::PENDING_INPUTS)
+        .bind(conversation_id)
+        .fetch_one(&mut *c)
+        .await?)
+}
+
+pub(crate) async fn child_by_label<C: Db>(
+    c: &mut C,
+    parent_id: i64,
+    label: &str,
+) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+    query(crate::ops::turns::CHILD_BY_LABEL)
+        .bind(parent_id)
+        .bind(label)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::conversations::conversation(&r))
+        .transpose()
+}
+
+/// The child conversations spawned by the tasks of a run.
+pub(crate) async fn children_of_run<C: Db>(
+    c: &mut C,
+    run_id: i64,
+) -> Result<Vec<crate::ops::conversations::ConversationRow>> {
+    let rows = query(crate::ops::turns::CHILDREN_OF_RUN)
+        .bind(run_id)
+        .fetch_all(&mut *c)
+        .await?;
+    rows.iter().map(crate::ops::conversations::conversation).collect()
+}
+
+/// The child conversation a spawn call created.
+pub(crate) async fn child_of_spawn<C: Db>(
+    c: &mut C,
+    task_id: i64,
+) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+    query(crate::ops::turns::CHILD_OF_SPAWN)
+        .bind(task_id)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::ops::conversations::conversation(&r))
+        .transpose()
+}
+
+/// The turns operations on the store (see `crate::ops`).
+#[allow(async_fn_in_trait)]
+pub trait TurnStore {
+    async fn turn_by_public_id(&self, conversation_id: i64, public_id: Uuid) -> Result<Option<TurnRow>>;
+    /// The assistant turn a run hosts.
+    async fn turn_of_run(&self, run_id: i64) -> Result<Option<TurnRow>>;
+    /// Turns after `position` ascending, or (`newest_first`) before it descending.
+    async fn turns_page(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+    ) -> Result<Vec<TurnRow>>;
+    /// The latest ended assistant turn.
+    async fn last_reply(&self, conversation_id: i64) -> Result<Option<TurnRow>>;
+    /// The round a new turn's history starts from: the final round of the latest ended
+    /// assistant turn that has a sealed request (turns that left none are passed over).
+    async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>>;
+    /// Conversations whose `wake_at` has come, earliest first.
+    async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>>;
+    /// How many inputs of the conversation are `pending`.
+    async fn pending_input_count(&self, conversation_id: i64) -> Result<i64>;
+    /// The child of `parent_id` with this label.
+    async fn child_by_label(&self, parent_id: i64, label: &str) -> Result<Option<ConversationRow>>;
+    async fn turn_by_id(&self, id: i64) -> Result<Option<TurnRow>>;
+    /// The steers bound to a turn and not yet delivered, oldest first.
+    async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<InputRow>>;
+}
+
+impl TurnStore for Store {
+    async fn turn_by_public_id(
+        &self,
+        conversation_id: i64,
+        public_id: Uuid,
+    ) -> Result<Option<crate::ops::turns::TurnRow>> {
+        on_conn!(self, read, |c| turn_by_public_id(c, conversation_id, public_id))
+    }
+    async fn turn_of_run(&self, run_id: i64) -> Result<Option<crate::ops::turns::TurnRow>> {
+        on_conn!(self, read, |c| turn_of_run(c, run_id))
+    }
+    async fn turns_page(
+        &self,
+        conversation_id: i64,
+        position: i64,
+        limit: i64,
+        newest_first: bool,
+    ) -> Result<Vec<crate::ops::turns::TurnRow>> {
+        on_conn!(self, read, |c| turns_page(
+            c,
+            conversation_id,
+            position,
+            limit,
+            newest_first,
+        ))
+    }
+    async fn last_reply(&self, conversation_id: i64) -> Result<Option<crate::ops::turns::TurnRow>> {
+        on_conn!(self, read, |c| last_reply(c, conversation_id))
+    }
+    async fn history_round(&self, conversation_id: i64) -> Result<Option<i64>> {
+        on_conn!(self, read, |c| history_round(c, conversation_id))
+    }
+    async fn due_conversations(&self, now: i64, limit: i64) -> Result<Vec<i64>> {
+        on_conn!(self, read, |c| due_conversations(c, now, limit))
+    }
+    async fn pending_input_count(&self, conversation_id: i64) -> Result<i64> {
+        on_conn!(self, read, |c| pending_input_count(c, conversation_id))
+    }
+    async fn child_by_label(
+        &self,
+        parent_id: i64,
+        label: &str,
+    ) -> Result<Option<crate::ops::conversations::ConversationRow>> {
+        on_conn!(self, read, |c| child_by_label(c, parent_id, label))
+    }
+    async fn turn_by_id(&self, id: i64) -> Result<Option<crate::ops::turns::TurnRow>> {
+        on_conn!(self, read, |c| turn_by_id(c, id))
+    }
+    async fn steers_of_turn(&self, turn_id: i64) -> Result<Vec<crate::ops::conversations::InputRow>> {
+        on_conn!(self, read, |c| steers_of_turn(c, turn_id))
+    }
+}

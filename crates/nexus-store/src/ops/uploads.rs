@@ -5,9 +5,12 @@
 //! SHA-256. The `blobs` table records which digests exist, so the reaper deletes a blob only
 //! when no descriptor references it (the `uploads.sha256` foreign key enforces it).
 
+use crate::ops::db::{Db, query, uid};
+use crate::ops::on_conn;
+use crate::{Result, Store, check_text, write_error};
+
 use uuid::Uuid;
 
-use crate::Result;
 use crate::row::Columns;
 
 /// An upload (member) or capture (executor) descriptor.
@@ -130,193 +133,190 @@ pub(crate) mod sql {
          AND NOT EXISTS (SELECT 1 FROM uploads u WHERE u.sha256 = $1) RETURNING sha256";
 }
 
-/// The upload operations, expanded inside each engine's `ops` module (which supplies `Conn`
-/// and `uid`).
-macro_rules! upload_ops {
-    () => {
-        use $crate::ops::uploads::{NewUpload, UploadRow, sql as usql, upload as upload_row};
-
-        pub(crate) async fn insert_blob(c: &mut Conn, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
-            check_text(sha256)?;
-            let done = query(usql::INSERT_BLOB)
-                .bind(sha256)
-                .bind(byte_size)
-                .bind(now)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-
-        pub(crate) async fn insert_upload(c: &mut Conn, new: &NewUpload) -> Result<UploadRow> {
-            check_text(&new.filename)?;
-            check_text(&new.content_type)?;
-            check_text(&new.sha256)?;
-            let r = query(usql::INSERT_UPLOAD)
-                .bind(uid(new.public_id))
-                .bind(new.account_id)
-                .bind(new.creator_member_id)
-                .bind(new.creator_executor_id)
-                .bind(&new.filename)
-                .bind(&new.content_type)
-                .bind(new.byte_size)
-                .bind(&new.sha256)
-                .bind(new.created_at)
-                .fetch_one(&mut *c)
-                .await
-                .map_err(write_error)?;
-            upload_row(&r)
-        }
-
-        pub(crate) async fn upload_by_public_id(c: &mut Conn, public_id: uuid::Uuid) -> Result<Option<UploadRow>> {
-            query(usql::UPLOAD_BY_PUBLIC_ID)
-                .bind(uid(public_id))
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| upload_row(&r))
-                .transpose()
-        }
-
-        pub(crate) async fn bind_upload(c: &mut Conn, upload_id: i64, task_id: i64, now: i64) -> Result<bool> {
-            let done = query(usql::BIND_UPLOAD)
-                .bind(upload_id)
-                .bind(task_id)
-                .bind(now)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            query(usql::MARK_BOUND)
-                .bind(upload_id)
-                .bind(now)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(done.rows_affected() > 0)
-        }
-
-        pub(crate) async fn upload_readable_via_workspace(
-            c: &mut Conn,
-            upload_id: i64,
-            member_id: i64,
-        ) -> Result<bool> {
-            Ok(query(usql::READABLE_VIA_WORKSPACE)
-                .bind(upload_id)
-                .bind(member_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .is_some())
-        }
-
-        pub(crate) async fn upload_bound_in_run(c: &mut Conn, upload_id: i64, run_id: i64) -> Result<bool> {
-            Ok(query(usql::BOUND_IN_RUN)
-                .bind(upload_id)
-                .bind(run_id)
-                .fetch_optional(&mut *c)
-                .await?
-                .is_some())
-        }
-
-        pub(crate) async fn bound_uploads_of_run(c: &mut Conn, run_id: i64) -> Result<Vec<UploadRow>> {
-            query(usql::BOUND_UPLOADS_OF_RUN)
-                .bind(run_id)
-                .fetch_all(&mut *c)
-                .await?
-                .iter()
-                .map(|r| upload_row(r))
-                .collect()
-        }
-
-        pub(crate) async fn delete_unbound_uploads(c: &mut Conn, created_at_or_before: i64) -> Result<Vec<String>> {
-            let rows = query(usql::DELETE_UNBOUND)
-                .bind(created_at_or_before)
-                .fetch_all(&mut *c)
-                .await
-                .map_err(write_error)?;
-            let mut shas = Vec::with_capacity(rows.len());
-            for r in &rows {
-                shas.push($crate::row::Columns::text(r, "sha256")?);
-            }
-            Ok(shas)
-        }
-
-        pub(crate) async fn delete_orphan_blob(c: &mut Conn, sha256: &str) -> Result<bool> {
-            check_text(sha256)?;
-            Ok(query(usql::DELETE_ORPHAN_BLOB)
-                .bind(sha256)
-                .fetch_optional(&mut *c)
-                .await
-                .map_err(write_error)?
-                .is_some())
-        }
-
-        pub(crate) async fn put_blob_body(c: &mut Conn, sha256: &str, body: &[u8]) -> Result<()> {
-            check_text(sha256)?;
-            query(usql::PUT_BLOB_BODY)
-                .bind(sha256)
-                .bind(body)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(())
-        }
-
-        pub(crate) async fn blob_body_range(
-            c: &mut Conn,
-            sha256: &str,
-            start: u64,
-            len: u64,
-        ) -> Result<Option<Vec<u8>>> {
-            let first = i64::try_from(start)
-                .unwrap_or(i64::MAX - 1)
-                .saturating_add(1)
-                .min(i64::from(i32::MAX));
-            let len = i64::try_from(len).unwrap_or(i64::MAX).min(i64::from(i32::MAX));
-            query(usql::BLOB_BODY_RANGE)
-                .bind(sha256)
-                .bind(first)
-                .bind(len)
-                .fetch_optional(&mut *c)
-                .await?
-                .map(|r| $crate::row::Columns::bytes(&r, "part"))
-                .transpose()
-        }
-
-        pub(crate) async fn delete_blob_body(c: &mut Conn, sha256: &str) -> Result<()> {
-            query(usql::DELETE_BLOB_BODY)
-                .bind(sha256)
-                .execute(&mut *c)
-                .await
-                .map_err(write_error)?;
-            Ok(())
-        }
-    };
+pub(crate) async fn insert_blob<C: Db>(c: &mut C, sha256: &str, byte_size: i64, now: i64) -> Result<bool> {
+    check_text(sha256)?;
+    let done = query(sql::INSERT_BLOB)
+        .bind(sha256)
+        .bind(byte_size)
+        .bind(now)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
 }
-pub(crate) use upload_ops;
 
-/// The upload [`crate::Engine`] methods of one engine, over its pool.
-macro_rules! upload_methods {
-    () => {
-        async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<$crate::UploadRow>> {
-            ops::upload_by_public_id(&mut *self.pool.acquire().await?, public_id).await
-        }
-        async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool> {
-            ops::upload_readable_via_workspace(&mut *self.pool.acquire().await?, upload_id, member_id).await
-        }
-        async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool> {
-            ops::upload_bound_in_run(&mut *self.pool.acquire().await?, upload_id, run_id).await
-        }
-        async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<$crate::UploadRow>> {
-            ops::bound_uploads_of_run(&mut *self.pool.acquire().await?, run_id).await
-        }
-        async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()> {
-            ops::put_blob_body(&mut *self.write_conn().await?, sha256, body).await
-        }
-        async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
-            ops::blob_body_range(&mut *self.pool.acquire().await?, sha256, start, len).await
-        }
-        async fn delete_blob_body(&self, sha256: &str) -> Result<()> {
-            ops::delete_blob_body(&mut *self.write_conn().await?, sha256).await
-        }
-    };
+pub(crate) async fn insert_upload<C: Db>(c: &mut C, new: &NewUpload) -> Result<UploadRow> {
+    check_text(&new.filename)?;
+    check_text(&new.content_type)?;
+    check_text(&new.sha256)?;
+    let r = query(sql::INSERT_UPLOAD)
+        .bind(uid(new.public_id))
+        .bind(new.account_id)
+        .bind(new.creator_member_id)
+        .bind(new.creator_executor_id)
+        .bind(&new.filename)
+        .bind(&new.content_type)
+        .bind(new.byte_size)
+        .bind(&new.sha256)
+        .bind(new.created_at)
+        .fetch_one(&mut *c)
+        .await
+        .map_err(write_error)?;
+    upload(&r)
 }
-pub(crate) use upload_methods;
+
+pub(crate) async fn upload_by_public_id<C: Db>(c: &mut C, public_id: uuid::Uuid) -> Result<Option<UploadRow>> {
+    query(sql::UPLOAD_BY_PUBLIC_ID)
+        .bind(uid(public_id))
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| upload(&r))
+        .transpose()
+}
+
+pub(crate) async fn bind_upload<C: Db>(c: &mut C, upload_id: i64, task_id: i64, now: i64) -> Result<bool> {
+    let done = query(sql::BIND_UPLOAD)
+        .bind(upload_id)
+        .bind(task_id)
+        .bind(now)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    query(sql::MARK_BOUND)
+        .bind(upload_id)
+        .bind(now)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(done.rows_affected() > 0)
+}
+
+pub(crate) async fn upload_readable_via_workspace<C: Db>(c: &mut C, upload_id: i64, member_id: i64) -> Result<bool> {
+    Ok(query(sql::READABLE_VIA_WORKSPACE)
+        .bind(upload_id)
+        .bind(member_id)
+        .fetch_optional(&mut *c)
+        .await?
+        .is_some())
+}
+
+pub(crate) async fn upload_bound_in_run<C: Db>(c: &mut C, upload_id: i64, run_id: i64) -> Result<bool> {
+    Ok(query(sql::BOUND_IN_RUN)
+        .bind(upload_id)
+        .bind(run_id)
+        .fetch_optional(&mut *c)
+        .await?
+        .is_some())
+}
+
+pub(crate) async fn bound_uploads_of_run<C: Db>(c: &mut C, run_id: i64) -> Result<Vec<UploadRow>> {
+    query(sql::BOUND_UPLOADS_OF_RUN)
+        .bind(run_id)
+        .fetch_all(&mut *c)
+        .await?
+        .iter()
+        .map(upload)
+        .collect()
+}
+
+pub(crate) async fn delete_unbound_uploads<C: Db>(c: &mut C, created_at_or_before: i64) -> Result<Vec<String>> {
+    let rows = query(sql::DELETE_UNBOUND)
+        .bind(created_at_or_before)
+        .fetch_all(&mut *c)
+        .await
+        .map_err(write_error)?;
+    let mut shas = Vec::with_capacity(rows.len());
+    for r in &rows {
+        shas.push(crate::row::Columns::text(r, "sha256")?);
+    }
+    Ok(shas)
+}
+
+pub(crate) async fn delete_orphan_blob<C: Db>(c: &mut C, sha256: &str) -> Result<bool> {
+    check_text(sha256)?;
+    Ok(query(sql::DELETE_ORPHAN_BLOB)
+        .bind(sha256)
+        .fetch_optional(&mut *c)
+        .await
+        .map_err(write_error)?
+        .is_some())
+}
+
+pub(crate) async fn put_blob_body<C: Db>(c: &mut C, sha256: &str, body: &[u8]) -> Result<()> {
+    check_text(sha256)?;
+    query(sql::PUT_BLOB_BODY)
+        .bind(sha256)
+        .bind(body)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(())
+}
+
+pub(crate) async fn blob_body_range<C: Db>(c: &mut C, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+    let first = i64::try_from(start)
+        .unwrap_or(i64::MAX - 1)
+        .saturating_add(1)
+        .min(i64::from(i32::MAX));
+    let len = i64::try_from(len).unwrap_or(i64::MAX).min(i64::from(i32::MAX));
+    query(sql::BLOB_BODY_RANGE)
+        .bind(sha256)
+        .bind(first)
+        .bind(len)
+        .fetch_optional(&mut *c)
+        .await?
+        .map(|r| crate::row::Columns::bytes(&r, "part"))
+        .transpose()
+}
+
+pub(crate) async fn delete_blob_body<C: Db>(c: &mut C, sha256: &str) -> Result<()> {
+    query(sql::DELETE_BLOB_BODY)
+        .bind(sha256)
+        .execute(&mut *c)
+        .await
+        .map_err(write_error)?;
+    Ok(())
+}
+
+/// The uploads operations on the store (see `crate::ops`).
+#[allow(async_fn_in_trait)]
+pub trait UploadStore {
+    async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<UploadRow>>;
+    /// Whether the upload is bound to a task of a run in a workspace where the member has
+    /// standing (uploads.md §6).
+    async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool>;
+    /// Whether the upload is bound to a task of the run.
+    async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool>;
+    /// Every upload bound to a task of the run, by id.
+    async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<UploadRow>>;
+    /// Stores a blob's bytes under `sha256` (a no-op when they are there).
+    async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()>;
+    /// `len` bytes of the blob from byte `start` (fewer at its end); `None`: no such blob.
+    async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>>;
+    /// Removes a blob's bytes (absent is fine).
+    async fn delete_blob_body(&self, sha256: &str) -> Result<()>;
+}
+
+impl UploadStore for Store {
+    async fn upload_by_public_id(&self, public_id: Uuid) -> Result<Option<crate::UploadRow>> {
+        on_conn!(self, read, |c| upload_by_public_id(c, public_id))
+    }
+    async fn upload_readable_via_workspace(&self, upload_id: i64, member_id: i64) -> Result<bool> {
+        on_conn!(self, read, |c| upload_readable_via_workspace(c, upload_id, member_id))
+    }
+    async fn upload_bound_in_run(&self, upload_id: i64, run_id: i64) -> Result<bool> {
+        on_conn!(self, read, |c| upload_bound_in_run(c, upload_id, run_id))
+    }
+    async fn bound_uploads_of_run(&self, run_id: i64) -> Result<Vec<crate::UploadRow>> {
+        on_conn!(self, read, |c| bound_uploads_of_run(c, run_id))
+    }
+    async fn put_blob_body(&self, sha256: &str, body: &[u8]) -> Result<()> {
+        on_conn!(self, write, |c| put_blob_body(c, sha256, body))
+    }
+    async fn blob_body_range(&self, sha256: &str, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        on_conn!(self, read, |c| blob_body_range(c, sha256, start, len))
+    }
+    async fn delete_blob_body(&self, sha256: &str) -> Result<()> {
+        on_conn!(self, write, |c| delete_blob_body(c, sha256))
+    }
+}

@@ -106,6 +106,14 @@ impl<'q> Query<'q> {
         self
     }
 
+    /// This statement, answering each row's first column as `T` ([`query_scalar`]).
+    pub(crate) fn scalar<T: FromSql>(self) -> QueryScalar<'q, T> {
+        QueryScalar {
+            query: self,
+            _out: PhantomData,
+        }
+    }
+
     /// sqlx's switch for keeping a prepared statement, mirrored so a shared operation can turn
     /// it off for PostgreSQL. Here it changes nothing: SQLite plans a statement the same for
     /// every bound value, so the cached statement is always the right one.

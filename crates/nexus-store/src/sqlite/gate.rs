@@ -50,6 +50,16 @@ impl SqliteStore {
         }
     }
 
+    /// The principal cache (`crate::principals`).
+    pub(crate) fn principals(&self) -> &crate::principals::Principals {
+        &self.principals
+    }
+
+    /// A reader connection, for one read.
+    pub(crate) async fn read_conn(&self) -> Result<HeldConn> {
+        self.pool.acquire().await
+    }
+
     /// The write connection for a single write statement (which commits on its own).
     pub(crate) async fn write_conn(&self) -> Result<HeldConn> {
         self.gate().await
@@ -80,12 +90,6 @@ impl SqliteStore {
     /// Opens a unit of work (the writer gate, then `BEGIN IMMEDIATE` or a savepoint).
     pub async fn begin(&self) -> Result<crate::SqliteTx> {
         Ok(crate::SqliteTx::new(self.write_tx().await?))
-    }
-
-    /// A read connection (for the test harness's introspection).
-    #[cfg(feature = "testing")]
-    pub(crate) async fn read_conn(&self) -> Result<HeldConn> {
-        self.pool.acquire().await
     }
 }
 

@@ -1,10 +1,13 @@
 //! The store's operations over a SQLite connection (see `crate::ops`), and this engine's own:
 //! the task update that names only the changed columns, and the executor door's one read.
 
-use super::driver::{query, query_scalar};
+use super::driver::query;
 use super::uid;
+use crate::model::*;
+#[allow(unused_imports)]
+pub(crate) use crate::ops::all::*;
+use crate::{Result, check_text, row, sql, write_error};
 use rusqlite::Connection as Conn;
-crate::ops::engine_ops!(update_task = update_task_every_column);
 
 /// The conditional task update, writing only the columns that change.
 ///

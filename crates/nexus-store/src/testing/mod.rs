@@ -25,7 +25,8 @@ use sqlx::{Connection, PgConnection};
 use uuid::Uuid;
 
 use crate::postgres::split_schema;
-use crate::{Engine, Store, StoreOptions};
+use crate::prelude::*;
+use crate::{Store, StoreOptions};
 
 mod measure;
 mod outside;

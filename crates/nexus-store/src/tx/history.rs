@@ -5,9 +5,9 @@ use super::*;
 use crate::{HistoryHit, HistorySearch, HistoryTurn};
 
 impl Tx {
-    /// One page of the ranked history search ([`crate::Engine::search_history`]).
+    /// One page of the ranked history search ([`crate::HistoryStore::search_history`]).
     pub async fn search_history(&mut self, search: &HistorySearch<'_>) -> Result<Vec<HistoryHit>> {
-        tx_dispatch!(self, search_history(search))
+        tx_dispatch!(self, history::search_history(search))
     }
 
     /// Turns after `position` ascending, or (`newest_first`) before it descending, each text
@@ -22,12 +22,12 @@ impl Tx {
     ) -> Result<Vec<HistoryTurn>> {
         tx_dispatch!(
             self,
-            history_turns(conversation_id, position, limit, newest_first, chars)
+            history::history_turns(conversation_id, position, limit, newest_first, chars)
         )
     }
 
     /// The position of the conversation's turn `public_id`.
     pub async fn turn_position(&mut self, conversation_id: i64, public_id: uuid::Uuid) -> Result<Option<i64>> {
-        tx_dispatch!(self, turn_position(conversation_id, public_id))
+        tx_dispatch!(self, history::turn_position(conversation_id, public_id))
     }
 }

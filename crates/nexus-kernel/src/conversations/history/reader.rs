@@ -2,7 +2,8 @@
 //! the pool for the routes, the evaluation's unit of work for the tools.
 
 use nexus_core::codes::Code;
-use nexus_store::{ConversationRow, Engine, HistoryHit, HistorySearch, HistoryTurn, Store, Tx};
+use nexus_store::prelude::*;
+use nexus_store::{ConversationRow, HistoryHit, HistorySearch, HistoryTurn, Store, Tx};
 use serde::Serialize;
 use uuid::Uuid;
 

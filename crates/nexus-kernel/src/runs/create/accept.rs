@@ -9,9 +9,9 @@ use nexus_core::codes::Code;
 use nexus_core::declaration::{self, AssemblyInput, AssemblyPaths, DeclErrorKind};
 use nexus_core::results::ToolWord;
 use nexus_core::steps::{Step, StepVerb, ToolRoute};
+use nexus_store::prelude::*;
 use nexus_store::{
-    EdgeKind, Engine, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, Origin, TaskKind, TaskStatus,
-    WorkspaceRow,
+    EdgeKind, ExecutorKind, ExecutorRow, MemberKind, MemberRow, NewTask, Origin, TaskKind, TaskStatus, WorkspaceRow,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;

@@ -8,8 +8,9 @@ use nexus_core::approval;
 use nexus_core::codes::Code;
 use nexus_core::declaration::ApprovalMode;
 use nexus_core::steps::{self, Step, StepsContext};
+use nexus_store::prelude::*;
 use nexus_store::{
-    EdgeKind, Engine, ExecutorRow, MemberKind, MemberRow, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow,
+    EdgeKind, ExecutorRow, MemberKind, MemberRow, NewRun, RunRow, RunStatus, StoreError, TaskKind, TaskRow,
     WorkspaceRow,
 };
 use serde_json::{Value, json};

@@ -3,7 +3,8 @@
 
 use nexus_core::codes::Code;
 use nexus_core::jcs;
-use nexus_store::{Engine, NewReceipt, StoreError};
+use nexus_store::prelude::*;
+use nexus_store::{NewReceipt, StoreError};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;

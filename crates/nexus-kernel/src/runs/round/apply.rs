@@ -10,9 +10,9 @@ use nexus_core::nul::contains_nul;
 use nexus_core::rounds::{self, CallRecord, RoundRecord};
 use nexus_core::{bounds, jcs};
 use nexus_providers::{ModelReply, RawToolCall, StopReason};
+use nexus_store::prelude::*;
 use nexus_store::{
-    Engine, JobRow, LockReads, Locked, RoundFactsRow, RoundForReply, RunLock, RunRow, RunStatus, TaskRow, TaskStatus,
-    Tx,
+    JobRow, LockReads, Locked, RoundFactsRow, RoundForReply, RunLock, RunRow, RunStatus, TaskRow, TaskStatus, Tx,
 };
 use serde_json::{Value, json};
 

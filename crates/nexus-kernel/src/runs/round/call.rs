@@ -12,7 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nexus_providers::{DeltaSink, EncodedRequest, ModelReply, Provider, ProviderError};
-use nexus_store::{Engine, JobRow, LockReads, Locked, RunLock, TaskRow, TaskStatus};
+use nexus_store::prelude::*;
+use nexus_store::{JobRow, LockReads, Locked, RunLock, TaskRow, TaskStatus};
 use rand::Rng;
 use serde_json::{Value, json};
 

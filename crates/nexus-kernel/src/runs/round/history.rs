@@ -11,7 +11,8 @@
 //! rebuild rare: it runs once per half-budget of growth.
 
 use nexus_providers::{Entry, ModelCapabilities, ModelRequest};
-use nexus_store::{Engine, TaskRow, TurnRole, TurnRow};
+use nexus_store::prelude::*;
+use nexus_store::{TaskRow, TurnRole, TurnRow};
 
 use crate::Kernel;
 use crate::error::KernelResult;

@@ -2,9 +2,10 @@
 //! transaction that stores the sealed record and body bytes and moves the round to `running`.
 
 use nexus_providers::{EncodedRequest, ModelRequest, Provider};
+use nexus_store::prelude::*;
 use nexus_store::{
-    Engine, JobRow, LockReads, Locked, NewSealedRequest, RunLock, RunStatus, SealedBase, SealedRequestRow, TaskKind,
-    TaskRow, TaskStatus,
+    JobRow, LockReads, Locked, NewSealedRequest, RunLock, RunStatus, SealedBase, SealedRequestRow, TaskKind, TaskRow,
+    TaskStatus,
 };
 use serde_json::Value;
 

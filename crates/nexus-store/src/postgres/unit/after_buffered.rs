@@ -139,7 +139,7 @@ impl PgTx {
         }
         let mut out = std::collections::HashMap::with_capacity(groups.len());
         for (of, pending) in groups {
-            let resolved = crate::postgres::ops::resolve_frozen_all(&mut self.tx, pending).await;
+            let resolved = crate::postgres::ops::resolve_frozen_all(&mut *self.tx, pending).await;
             out.insert(of, self.void_on(resolved)?);
         }
         Ok(out)
