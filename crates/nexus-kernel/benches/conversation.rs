@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use nexus_kernel::conversations::{CreateConversationRequest, CreateInputRequest};
+use nexus_kernel::declarations::NewConfiguration;
 use nexus_kernel::{Kernel, MemberPrincipal};
 use nexus_store::testing;
 use serde_json::json;
@@ -66,8 +67,8 @@ async fn main() {
     kernel
         .put_configuration(
             &agent,
-            &json!({"configuration": {"approval_mode": "bypass", "default_model": "scripted/chat",
-                                      "kernel_tools": ["nexus.runners.list"]}}),
+            NewConfiguration::parse(&json!({"configuration": {"approval_mode": "bypass",
+                "default_model": "scripted/chat", "kernel_tools": ["nexus.runners.list"]}})),
         )
         .await
         .expect("profile");

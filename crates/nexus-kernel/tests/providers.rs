@@ -150,7 +150,8 @@ impl World {
     }
 
     async fn task(&self, id: Uuid, key: &str) -> Value {
-        self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()["task"].clone()
+        serde_json::to_value(self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()).unwrap()["task"]
+            .clone()
     }
 }
 

@@ -105,7 +105,7 @@ pub enum RowDetail {
 #[derive(Debug, Clone, Serialize)]
 pub struct InboxPage {
     pub tasks: Vec<InboxRow>,
-    pub pagination: Value,
+    pub pagination: nexus_api::common::Pagination,
 }
 
 /// The claim and extend replies: `{task: <inbox row>, claim: {claim_token, deadline_at}}`.

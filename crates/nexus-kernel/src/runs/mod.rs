@@ -68,7 +68,10 @@ pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
 pub use create::Stop;
 pub use create::idempotency::Idempotent;
-pub use read::{RequestRead, RunRead, RunsQuery};
+pub use default_runner::DefaultRunner;
+pub use read::{RequestRead, RunRead, RunsQuery, TracePage};
+pub use recover::Retry;
+pub use resolution::Answer;
 
 /// Job kinds (storage-and-scale.md §5).
 pub(crate) mod job_kind {
