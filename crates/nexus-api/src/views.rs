@@ -47,7 +47,7 @@ pub struct TranscriptRow {
     /// A settled tool row's output preview.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_preview: Option<String>,
-    /// Whether a settled tool row's result is an error (served only when it is).
+    /// Whether a settled tool row's result is an error.
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_error: bool,
     /// `visible`, `collapsed` or `hidden`.

@@ -58,12 +58,12 @@ async fn main() {
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
     let boot = kernel.bootstrap().await.expect("bootstrap");
-    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let token = boot.agent.member_token.as_str();
     let agent: MemberPrincipal = kernel
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws = boot.workspace_public_id;
     kernel
         .put_configuration(
             &agent,

@@ -40,13 +40,10 @@ async fn world(ts: TestStore) -> World {
         .build();
     let boot = kernel.bootstrap().await.unwrap();
     let agent = kernel
-        .authenticate_member(Some(&format!(
-            "Bearer {}",
-            boot["agent"]["member_token"].as_str().unwrap()
-        )))
+        .authenticate_member(Some(&format!("Bearer {}", boot.agent.member_token.as_str())))
         .await
         .unwrap();
-    let transport = format!("Bearer {}", boot["runner"]["transport_token"].as_str().unwrap());
+    let transport = format!("Bearer {}", boot.runner.transport_token.as_str());
     let runner = kernel.authenticate_executor(Some(&transport)).await.unwrap();
     let tools = json!([{"name": "shot", "effect_profile": EffectProfile::READ.to_json(),
                         "description": "Take a screenshot.", "input_schema": {"type": "object"}}]);
@@ -64,7 +61,7 @@ async fn world(ts: TestStore) -> World {
         .unwrap();
     let runner = kernel.authenticate_executor(Some(&transport)).await.unwrap();
     World {
-        ws: Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap(),
+        ws: boot.workspace_public_id,
         _ts: ts,
         dir,
         kernel,

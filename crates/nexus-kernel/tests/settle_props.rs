@@ -81,17 +81,11 @@ async fn world(ts: TestStore) -> World {
     let kernel = Kernel::new(ts.store.clone());
     let boot = kernel.bootstrap().await.unwrap();
     let human = kernel
-        .authenticate_member(Some(&format!(
-            "Bearer {}",
-            boot["human"]["member_token"].as_str().unwrap()
-        )))
+        .authenticate_member(Some(&format!("Bearer {}", boot.human.member_token.as_str())))
         .await
         .unwrap();
     let runner = kernel
-        .authenticate_executor(Some(&format!(
-            "Bearer {}",
-            boot["runner"]["transport_token"].as_str().unwrap()
-        )))
+        .authenticate_executor(Some(&format!("Bearer {}", boot.runner.transport_token.as_str())))
         .await
         .unwrap();
     let tools = json!([{"name": "read", "effect_profile": EffectProfile::READ.to_json(), "timeout_ms": ANNOUNCED_MS,
@@ -109,15 +103,12 @@ async fn world(ts: TestStore) -> World {
         .await
         .unwrap();
     let runner = kernel
-        .authenticate_executor(Some(&format!(
-            "Bearer {}",
-            boot["runner"]["transport_token"].as_str().unwrap()
-        )))
+        .authenticate_executor(Some(&format!("Bearer {}", boot.runner.transport_token.as_str())))
         .await
         .unwrap();
     World {
         human,
-        ws: Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap(),
+        ws: boot.workspace_public_id,
         runner_id: runner.executor.public_id,
         runner,
         ts,

@@ -47,7 +47,7 @@ pub async fn world_with(
         .blobs_dir(dir.path().join("blobs"))
         .provider_backoff_ms(vec![1, 1, 1]);
     let kernel = configure(builder, &scripts).build();
-    let boot = kernel.bootstrap().await.unwrap();
+    let boot = serde_json::to_value(kernel.bootstrap().await.unwrap()).unwrap();
     let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
     let id = |v: &Value| Uuid::parse_str(v.as_str().unwrap()).unwrap();
     World {
