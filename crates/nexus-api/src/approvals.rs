@@ -16,7 +16,7 @@ pub struct Approval {
     #[serde(default)]
     pub tool_name: Option<String>,
     /// The alias the model called, when it used one.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_alias: Option<String>,
     /// The call's input, in full.
     #[serde(default)]
@@ -30,7 +30,7 @@ pub struct Approval {
     #[serde(default)]
     pub deadline_at: Option<String>,
     /// The round that made the call.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declaring_task_key: Option<String>,
     /// Members this SDK does not name.
     #[serde(flatten)]

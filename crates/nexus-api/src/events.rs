@@ -51,7 +51,7 @@ pub struct Event {
     /// The run.
     pub run_public_id: String,
     /// The task the event is about, when it is about one.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_key: Option<String>,
     /// The type's payload.
     #[serde(default)]

@@ -25,30 +25,30 @@ pub struct TranscriptRow {
     #[serde(default)]
     pub mainline: bool,
     /// The delegation call a branch row belongs to.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch_of: Option<String>,
     /// The task's status.
     pub status: TaskStatus,
     /// A prompt or a reply's text.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text: Option<String>,
     /// The calls an assistant row made.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<CallRef>>,
     /// A tool row's wire name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// A tool row's alias.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_alias: Option<String>,
     /// A tool row's title.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// A settled tool row's output preview.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_preview: Option<String>,
     /// Whether a settled tool row's result is an error.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "is_false")]
     pub is_error: bool,
     /// `visible`, `collapsed` or `hidden`.
     #[serde(default)]
@@ -75,6 +75,10 @@ impl TranscriptRow {
             .unwrap_or("a tool");
         Some(format!("Called {name}"))
     }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// `GET R/graph`: nodes, edges and a Mermaid flowchart.
@@ -104,7 +108,7 @@ pub struct GraphNode {
     #[serde(default)]
     pub mainline: bool,
     /// A tool node's name.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_name: Option<String>,
     /// A tool node's alias, when the call used one.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -152,7 +152,9 @@ fn print_lines(prefix: &str, value: &Value) {
 
 pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
     let (value, json) = match cmd {
-        AdminCommand::Bootstrap { store, json } => (kernel(&store).await?.bootstrap().await?, json),
+        AdminCommand::Bootstrap { store, json } => {
+            (serde_json::to_value(kernel(&store).await?.bootstrap().await?)?, json)
+        }
         AdminCommand::Member(MemberCommand::Create {
             store,
             kind,

@@ -16,6 +16,7 @@
 use std::time::{Duration, Instant};
 
 use nexus_kernel::conversations::{CreateConversationRequest, CreateInputRequest};
+use nexus_kernel::declarations::NewConfiguration;
 use nexus_kernel::{Kernel, MemberPrincipal};
 use nexus_store::testing;
 use serde_json::json;
@@ -57,17 +58,17 @@ async fn main() {
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
     let boot = kernel.bootstrap().await.expect("bootstrap");
-    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let token = boot.agent.member_token.as_str();
     let agent: MemberPrincipal = kernel
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws = boot.workspace_public_id;
     kernel
         .put_configuration(
             &agent,
-            &json!({"configuration": {"approval_mode": "bypass", "default_model": "scripted/chat",
-                                      "kernel_tools": ["nexus.runners.list"]}}),
+            NewConfiguration::parse(&json!({"configuration": {"approval_mode": "bypass",
+                "default_model": "scripted/chat", "kernel_tools": ["nexus.runners.list"]}})),
         )
         .await
         .expect("profile");

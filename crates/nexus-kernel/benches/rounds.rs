@@ -63,12 +63,12 @@ async fn world(ts: TestStore) -> World {
     write_script(&scripts, "rounds", ROUNDS_PER_RUN);
     let kernel = node_kernel(ts.store.clone(), &scripts);
     let boot = kernel.bootstrap().await.expect("bootstrap");
-    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let token = boot.agent.member_token.as_str();
     let agent = kernel
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws = boot.workspace_public_id;
     World {
         ts,
         dir,

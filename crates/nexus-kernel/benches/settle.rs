@@ -103,12 +103,12 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
         .authenticate_executor(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate the runner");
-    let human_token = boot["human"]["member_token"].as_str().expect("human token");
+    let human_token = boot.human.member_token.as_str();
     let human = kernel
         .authenticate_member(Some(&format!("Bearer {human_token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws = boot.workspace_public_id;
     let mut runs = Vec::with_capacity(tasks);
     for k in 0..tasks {
         let body = inbox_bench::echo_run(k, row.public_id);

@@ -189,12 +189,12 @@ fn handler() {
 /// Inserts a run and a model task holding `frozen`; returns the task id.
 async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
     let boot = kernel.bootstrap().await.expect("bootstrap");
-    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let token = boot.agent.member_token.as_str();
     let agent = kernel
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
-    let ws_id = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws_id = boot.workspace_public_id;
     let ws = kernel
         .store
         .workspace_by_public_id(ws_id)

@@ -50,12 +50,12 @@ async fn world(upstream: &FakeUpstream) -> World {
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
     let boot = kernel.bootstrap().await.expect("bootstrap");
-    let token = boot["agent"]["member_token"].as_str().expect("agent token");
+    let token = boot.agent.member_token.as_str();
     let agent = kernel
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("ws")).expect("uuid");
+    let ws = boot.workspace_public_id;
     World {
         _ts: ts,
         _dir: dir,

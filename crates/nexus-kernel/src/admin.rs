@@ -7,7 +7,6 @@ use nexus_store::{
     AccountRow, AssignmentScope, CredentialRow, ExecutorKind, ExecutorRow, ExecutorStatus, MemberKind, MemberRole,
     MemberRow, NewCredential, NewMember, NewRunner, Plane, Standing, WorkspaceRow,
 };
-use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::credentials;
@@ -20,6 +19,39 @@ pub const DEFAULT_WORKSPACE: &str = "default";
 pub const BOOTSTRAP_HUMAN: &str = "admin";
 pub const BOOTSTRAP_AGENT: &str = "agent";
 pub const BOOTSTRAP_RUNNER: &str = "default-runner";
+
+/// What [`Kernel::bootstrap`] made ready, with fresh tokens (`nexus admin bootstrap --json`).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Bootstrap {
+    pub account_public_id: Uuid,
+    pub workspace_public_id: Uuid,
+    pub agent: BootAgent,
+    pub human: BootHuman,
+    pub runner: BootRunner,
+}
+
+/// The bootstrap agent: its member token and its agent_application address's transport token.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BootAgent {
+    pub public_id: Uuid,
+    pub member_token: String,
+    pub executor_public_id: Uuid,
+    pub transport_token: String,
+}
+
+/// The bootstrap human and its member token.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BootHuman {
+    pub public_id: Uuid,
+    pub member_token: String,
+}
+
+/// The bootstrap runner and its transport token.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct BootRunner {
+    pub executor_public_id: Uuid,
+    pub transport_token: String,
+}
 
 /// What `member create` returns.
 #[derive(Debug, Clone)]
@@ -280,7 +312,7 @@ impl Kernel {
     /// Readies a store for first use (idempotent): the default account and workspace, a human,
     /// an agent stewarded by it (with its agent_application address), and a runner managed by
     /// the human; both members hold write standing. Fresh tokens every run.
-    pub async fn bootstrap(&self) -> KernelResult<Value> {
+    pub async fn bootstrap(&self) -> KernelResult<Bootstrap> {
         let (account, workspace) = self.default_account().await?;
         let human = self
             .bootstrap_member(NewMember {
@@ -334,24 +366,24 @@ impl Kernel {
         };
         self.store.set_standing(workspace.id, human.id, Standing::Write).await?;
         self.store.set_standing(workspace.id, agent.id, Standing::Write).await?;
-        Ok(json!({
-            "account_public_id": account.public_id,
-            "workspace_public_id": workspace.public_id,
-            "agent": {
-                "public_id": agent.public_id,
-                "member_token": self.mint_member_token(&agent).await?,
-                "executor_public_id": app.public_id,
-                "transport_token": self.mint_transport_token(&app).await?,
+        Ok(Bootstrap {
+            account_public_id: account.public_id,
+            workspace_public_id: workspace.public_id,
+            agent: BootAgent {
+                public_id: agent.public_id,
+                member_token: self.mint_member_token(&agent).await?,
+                executor_public_id: app.public_id,
+                transport_token: self.mint_transport_token(&app).await?,
             },
-            "human": {
-                "public_id": human.public_id,
-                "member_token": self.mint_member_token(&human).await?,
+            human: BootHuman {
+                public_id: human.public_id,
+                member_token: self.mint_member_token(&human).await?,
             },
-            "runner": {
-                "executor_public_id": runner.public_id,
-                "transport_token": self.mint_transport_token(&runner).await?,
+            runner: BootRunner {
+                executor_public_id: runner.public_id,
+                transport_token: self.mint_transport_token(&runner).await?,
             },
-        }))
+        })
     }
 
     /// The bootstrap member with `new`'s handle in its account, made from `new` the first time.

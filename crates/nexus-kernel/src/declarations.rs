@@ -138,25 +138,40 @@ fn tool_names_of(body: &Value) -> KernelResult<Option<Vec<String>>> {
     }
 }
 
-fn parse_stored(text: &str, fallback: Value) -> Value {
-    serde_json::from_str(text).unwrap_or(fallback)
-}
+/// A `PUT /agent_api/v1/profile/configuration` body, parsed: `{configuration}` validated and
+/// normalized (declarations.md §12.3).
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewConfiguration(pub declaration::Configuration);
 
-impl Kernel {
-    /// `PUT /agent_api/v1/profile/configuration`: validates and stores a whole replacement.
-    pub async fn put_configuration(
-        &self,
-        principal: &MemberPrincipal,
-        body: &Value,
-    ) -> KernelResult<crate::profile::ProfileReply> {
-        let agent = require_agent(principal)?;
+impl NewConfiguration {
+    /// The body as sent: `configuration` must be an object (400 `parameter_missing`) that
+    /// validates (the declaration grammar's refusals).
+    pub fn parse(body: &Value) -> KernelResult<NewConfiguration> {
         let Some(configuration) = body.get("configuration").filter(|c| c.is_object()) else {
             return Err(KernelError::new(
                 Code::ParameterMissing,
                 "the body needs a `configuration` object",
             ));
         };
-        let validated = declaration::validate_configuration(configuration)?;
+        Ok(NewConfiguration(declaration::validate_configuration(configuration)?))
+    }
+}
+
+fn parse_stored(text: &str, fallback: Value) -> Value {
+    serde_json::from_str(text).unwrap_or(fallback)
+}
+
+impl Kernel {
+    /// `PUT /agent_api/v1/profile/configuration`: stores a whole replacement
+    /// ([`NewConfiguration::parse`]), refused once the caller is known to be an agent; its
+    /// `default_model` must resolve.
+    pub async fn put_configuration(
+        &self,
+        principal: &MemberPrincipal,
+        request: KernelResult<NewConfiguration>,
+    ) -> KernelResult<crate::profile::ProfileReply> {
+        let agent = require_agent(principal)?;
+        let NewConfiguration(validated) = request?;
         if let Some(model) = &validated.default_model {
             let catalog = self.providers.catalog();
             catalog
@@ -196,7 +211,7 @@ impl Kernel {
         &self,
         principal: &MemberPrincipal,
         body: KernelResult<AssemblyPreview>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<declaration::Assembly> {
         let agent = require_agent(principal)?;
         let preview = body?;
         let mut input = match &preview.configuration {
@@ -211,7 +226,7 @@ impl Kernel {
         input.default_runner_executor_public_id = preview.default_runner;
         input.tool_names = preview.tool_names;
         self.gather_facts(agent, &mut input).await?;
-        Ok(declaration::assemble(&input)?.to_response_json())
+        Ok(declaration::assemble(&input)?)
     }
 
     /// Fills the runner facts and skill sources an assembly needs, as the store has them now.

@@ -1,8 +1,8 @@
 //! Paging shared by every listing route (errors-and-auth.md §5): an opaque id cursor, a page
 //! size, and the `pagination` member.
 
+use nexus_api::common::Pagination;
 use nexus_core::codes::Code;
-use serde_json::{Value, json};
 
 use crate::error::{KernelError, KernelResult};
 
@@ -26,6 +26,9 @@ pub(crate) fn page_limit(limit: Option<i64>) -> i64 {
         .clamp(1, nexus_core::bounds::PAGE_MAX as i64)
 }
 
-pub(crate) fn pagination(next: Option<i64>) -> Value {
-    json!({"next_after": next.map(|n| n.to_string())})
+/// The `pagination` member of a page whose last row has id `next` (`None` on the last page).
+pub(crate) fn pagination(next: Option<i64>) -> Pagination {
+    Pagination {
+        next_after: next.map(|n| n.to_string()),
+    }
 }

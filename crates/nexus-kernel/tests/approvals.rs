@@ -116,7 +116,7 @@ async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
             ["waiting>needs_approval", "needs_approval>dispatched"]
         );
         // The task read shows the release.
-        let read = w.kernel.get_task(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        let read = serde_json::to_value(w.kernel.get_task(&w.agent, w.ws, id, "r1t0").await.unwrap()).unwrap();
         assert_eq!(read["task"]["addressed_to"]["role"], "runner");
         assert_eq!(read["task"]["addressed_to"]["executor_public_id"], w.runner.to_string());
         assert_eq!(read["task"]["target"]["executor_public_id"], w.runner.to_string());
@@ -158,13 +158,13 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         );
         let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(run.run.status.as_str(), "running");
-        let read = w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let read = serde_json::to_value(w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap()).unwrap();
         assert_eq!(read["task"]["timeout_ms"], DAY);
         assert_eq!(read["task"]["waiting_on"], json!(["approver"]));
         assert_eq!(read["task"]["effect_profile"], write_profile());
 
         // The queue carries the frozen effect profile.
-        let q = w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap();
+        let q = serde_json::to_value(w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()).unwrap();
         let rows = q["approvals"].as_array().unwrap();
         assert_eq!(rows.len(), 1, "{q}");
         assert_eq!(rows[0]["run_public_id"], id.to_string());
@@ -177,12 +177,14 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         assert!(rows[0]["deadline_at"].as_str().unwrap().ends_with('Z'));
         assert_eq!(q["pagination"]["next_after"], Value::Null);
         let page = w.kernel.list_approvals(&w.human, w.ws, None, Some(1)).await.unwrap();
-        let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
-        let rest = w
-            .kernel
-            .list_approvals(&w.human, w.ws, Some(&next), Some(1))
-            .await
-            .unwrap();
+        let next = page.pagination.next_after.clone().unwrap();
+        let rest = serde_json::to_value(
+            w.kernel
+                .list_approvals(&w.human, w.ws, Some(&next), Some(1))
+                .await
+                .unwrap(),
+        )
+        .unwrap();
         assert_eq!(rest["approvals"], json!([]));
         let bad = w
             .kernel
@@ -220,7 +222,7 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             [json!({"decision": "approved", "origin": "human", "decided_by": w.human.member.public_id.to_string()})]
         );
         assert_eq!(
-            w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()["approvals"],
+            serde_json::to_value(w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()).unwrap()["approvals"],
             json!([])
         );
 
@@ -284,7 +286,7 @@ async fn standing_gates_the_verbs() {
         let e = w.kernel.list_approvals(&outsider, w.ws, None, None).await.unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         // Read standing reads the queue.
-        let q = w.kernel.list_approvals(&reader, w.ws, None, None).await.unwrap();
+        let q = serde_json::to_value(w.kernel.list_approvals(&reader, w.ws, None, None).await.unwrap()).unwrap();
         assert_eq!(q["approvals"].as_array().unwrap().len(), 1);
         // The declaring agent is an approver too.
         let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();

@@ -27,28 +27,16 @@ const FREE_JSON: &[(&str, &str)] = &[
     ("tools/tool_search.rs", "tool_search"),
     ("tools/tool_search.rs", "tool_search_declared"),
     ("tools/tool_search.rs", "tool_search_declared"),
+    // A tool row's frozen model context is the model's JSON, served as it was frozen.
+    ("runs/columns.rs", "model_context_of"),
     // A tool result's text rendering of a JSON value.
     ("tools/handler.rs", "json_text"),
 ];
 
 /// Public functions that still take or return `Value` though their contract has a shape.
 const NOT_YET_TYPED: &[(&str, &str)] = &[
-    ("admin.rs", "bootstrap"),
-    ("declarations.rs", "assembly_preview"),
-    ("declarations.rs", "put_configuration"),
-    ("runs/approvals.rs", "list_approvals"),
-    ("runs/columns.rs", "model_context_of"),
     ("runs/create/doors.rs", "append"),
     ("runs/create/doors.rs", "create_run"),
-    ("runs/default_runner.rs", "set_default_runner"),
-    ("runs/read.rs", "events"),
-    ("runs/read.rs", "get_task"),
-    ("runs/read.rs", "graph"),
-    ("runs/read.rs", "list_runs"),
-    ("runs/read.rs", "list_tasks"),
-    ("runs/read.rs", "transcript"),
-    ("runs/recover.rs", "retry_task"),
-    ("runs/resolution.rs", "resolve_task"),
 ];
 
 /// Identifiers that shape PostgreSQL round trips, which the kernel must not name (a prefix

@@ -11,6 +11,7 @@ mod common;
 use common::{World, world};
 
 use nexus_core::codes::Code;
+use nexus_kernel::runs::Answer;
 use nexus_store::prelude::*;
 use nexus_store::testing::engines;
 use nexus_store::{RunStatus, Standing, TaskKind, TaskRow, TaskStatus};
@@ -506,7 +507,13 @@ async fn wait_on_an_answered_ask_returns_its_envelope() {
         assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         assert!(w.maybe_task(id, "r2t0").await.is_none());
         w.kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": "yes"}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"content": "yes"})),
+            )
             .await
             .unwrap();
         w.drive().await;
@@ -546,7 +553,13 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
         assert_eq!(waiting.deadline_at, Some(waiting.await_started_at.unwrap() + 5000));
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t1-wait-1", &json!({"content": "x"}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t1-wait-1",
+                Answer::parse(&json!({"content": "x"})),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotResolvable);
@@ -556,7 +569,13 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
         assert_eq!(waited.error_key.as_deref(), Some("await_timeout"));
         assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         w.kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": "fine"}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"content": "fine"})),
+            )
             .await
             .unwrap();
         w.drive().await;
@@ -623,31 +642,37 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         let answer = json!({"content": "blue\nred"});
         let e = w
             .kernel
-            .resolve_task(&reader, w.ws, id, "r1t0-ask-1", &answer)
+            .resolve_task(&reader, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
         let e = w
             .kernel
-            .resolve_task(&outsider, w.ws, id, "r1t0-ask-1", &answer)
+            .resolve_task(&outsider, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "nope", &answer)
+            .resolve_task(&w.human, w.ws, id, "nope", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0", &answer)
+            .resolve_task(&w.human, w.ws, id, "r1t0", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotResolvable);
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"outcome": "maybe"}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"outcome": "maybe"})),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::InvalidOutcome);
@@ -658,20 +683,32 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
                 w.ws,
                 id,
                 "r1t0-ask-1",
-                &json!({"content": [{"type": "image", "data": "x"}]}),
+                Answer::parse(&json!({"content": [{"type": "image", "data": "x"}]})),
             )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::UnsupportedContentKind);
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": [{"text": "x"}]}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"content": [{"text": "x"}]})),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::InvalidContent);
         let e = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &json!({"content": "a\u{0}b"}))
+            .resolve_task(
+                &w.human,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"content": "a\u{0}b"})),
+            )
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::ResultUnstorable);
@@ -680,7 +717,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
 
         let out = w
             .kernel
-            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", &answer)
+            .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap();
         let out = serde_json::to_value(&out).unwrap();
@@ -688,7 +725,13 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         assert!(out.get("idle").is_none());
         let again = w
             .kernel
-            .resolve_task(&w.agent, w.ws, id, "r1t0-ask-1", &json!({"content": "green"}))
+            .resolve_task(
+                &w.agent,
+                w.ws,
+                id,
+                "r1t0-ask-1",
+                Answer::parse(&json!({"content": "green"})),
+            )
             .await
             .unwrap();
         assert!(again.idle);
@@ -739,7 +782,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
                 w.ws,
                 id,
                 &first,
-                &json!({"resolution_token": token, "content": "a"}),
+                Answer::parse(&json!({"resolution_token": token, "content": "a"})),
             )
             .await
             .unwrap_err();
@@ -753,7 +796,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         ] {
             let e = w
                 .kernel
-                .resolve_task(&w.human, w.ws, id, &first, &bad)
+                .resolve_task(&w.human, w.ws, id, &first, Answer::parse(&bad))
                 .await
                 .unwrap_err();
             assert_eq!(e.code, Code::StaleClaim);
@@ -765,7 +808,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
                 w.ws,
                 id,
                 &first,
-                &json!({"resolution_token": token, "content": "a"}),
+                Answer::parse(&json!({"resolution_token": token, "content": "a"})),
             )
             .await
             .unwrap();
@@ -795,7 +838,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
                 w.ws,
                 id,
                 &second,
-                &json!({"resolution_token": token2, "content": "late"}),
+                Answer::parse(&json!({"resolution_token": token2, "content": "late"})),
             )
             .await
             .unwrap();

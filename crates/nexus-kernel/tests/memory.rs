@@ -333,6 +333,7 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
             )
             .await
             .unwrap();
+        let preview = serde_json::to_value(preview).unwrap();
         assert_eq!(
             preview["skills"],
             json!([

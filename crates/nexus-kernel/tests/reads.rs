@@ -16,6 +16,11 @@ use serde_json::{Value, json};
 use sha2::Digest;
 use uuid::Uuid;
 
+/// A reply as it goes on the wire.
+fn wire(reply: impl serde::Serialize) -> Value {
+    serde_json::to_value(reply).expect("a reply serializes")
+}
+
 async fn world(ts: TestStore) -> World {
     let w = common::world(ts).await;
     let tools = json!([
@@ -278,31 +283,34 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(run["deliverable_task_key"], "r1");
         assert_eq!(run["approval_mode"], "bypass");
         assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
-        let runs = w
-            .kernel
-            .list_runs(
-                &w.agent,
-                w.ws,
-                &RunsQuery {
-                    status: Some("completed"),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap();
-        assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
-        assert_eq!(
+        let runs = wire(
             w.kernel
                 .list_runs(
                     &w.agent,
                     w.ws,
                     &RunsQuery {
-                        status: Some("running"),
+                        status: Some("completed"),
                         ..Default::default()
-                    }
+                    },
                 )
                 .await
-                .unwrap()["runs"],
+                .unwrap(),
+        );
+        assert_eq!(runs["runs"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            wire(
+                w.kernel
+                    .list_runs(
+                        &w.agent,
+                        w.ws,
+                        &RunsQuery {
+                            status: Some("running"),
+                            ..Default::default()
+                        }
+                    )
+                    .await
+                    .unwrap()
+            )["runs"],
             json!([])
         );
         let e = w
@@ -320,7 +328,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(e.code, Code::ParameterInvalid);
 
         // Tasks, paged in creation order.
-        let page = w.kernel.list_tasks(&w.agent, w.ws, id, None, Some(2)).await.unwrap();
+        let page = wire(w.kernel.list_tasks(&w.agent, w.ws, id, None, Some(2)).await.unwrap());
         let keys: Vec<&str> = page["tasks"]
             .as_array()
             .unwrap()
@@ -334,11 +342,12 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(rows[0]["model"], "scripted/reads");
         assert_eq!(members(&rows[1]), [&TRACE[..], &["tool_name"]].concat());
         let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
-        let rest = w
-            .kernel
-            .list_tasks(&w.agent, w.ws, id, Some(&next), Some(2))
-            .await
-            .unwrap();
+        let rest = wire(
+            w.kernel
+                .list_tasks(&w.agent, w.ws, id, Some(&next), Some(2))
+                .await
+                .unwrap(),
+        );
         let keys: Vec<&str> = rest["tasks"]
             .as_array()
             .unwrap()
@@ -383,7 +392,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(e.code, Code::RequestNotSealed);
 
         // The transcript: the prompt, the reply with its calls, the tool row, the continuation.
-        let rows = w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap()["rows"].clone();
+        let rows = wire(w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
         let shape: Vec<(String, String)> = rows
             .as_array()
             .unwrap()
@@ -416,7 +425,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(rows[3]["text"], "Finished.");
 
         // The graph.
-        let g = w.kernel.graph(&w.agent, w.ws, id).await.unwrap();
+        let g = wire(w.kernel.graph(&w.agent, w.ws, id).await.unwrap());
         assert_eq!(
             g["nodes"],
             json!([
@@ -435,7 +444,7 @@ async fn task_reads_transcript_graph_and_events() {
         );
 
         // Events, paged by sequence.
-        let all = w.kernel.events(&w.agent, w.ws, id, None, None).await.unwrap();
+        let all = wire(w.kernel.events(&w.agent, w.ws, id, None, None).await.unwrap());
         let events = all["events"].as_array().unwrap();
         assert!(events.len() > 5);
         for (i, e) in events.iter().enumerate() {
@@ -458,11 +467,11 @@ async fn task_reads_transcript_graph_and_events() {
                 json!(["running", "completed"])
             ]
         );
-        let two = w.kernel.events(&w.agent, w.ws, id, Some(1), Some(2)).await.unwrap();
+        let two = wire(w.kernel.events(&w.agent, w.ws, id, Some(1), Some(2)).await.unwrap());
         assert_eq!(two["events"].as_array().unwrap().len(), 2);
         assert_eq!(two["events"][0]["sequence"], 2);
         assert_eq!(two["next_after"], 3);
-        let end = w.kernel.events(&w.agent, w.ws, id, Some(10_000), None).await.unwrap();
+        let end = wire(w.kernel.events(&w.agent, w.ws, id, Some(10_000), None).await.unwrap());
         assert_eq!(end["events"], json!([]));
         assert_eq!(end["next_after"], 10_000);
     }
@@ -482,12 +491,12 @@ async fn hidden_rows_leave_the_transcript_unless_asked() {
                 ],
             }))
             .await;
-        let rows = w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap()["rows"].clone();
+        let rows = wire(w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
         assert!(
             rows.as_array().unwrap().iter().all(|r| r["key"] == "s1-model-1"),
             "{rows}"
         );
-        let all = w.kernel.transcript(&w.agent, w.ws, id, true).await.unwrap()["rows"].clone();
+        let all = wire(w.kernel.transcript(&w.agent, w.ws, id, true).await.unwrap())["rows"].clone();
         assert!(
             all.as_array()
                 .unwrap()

@@ -240,12 +240,12 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
     }
 
     // The runs: one runner-routed echo step each, round-robin over the runners.
-    let human_token = boot["human"]["member_token"].as_str().expect("human token");
+    let human_token = boot.human.member_token.as_str();
     let human = kernel
         .authenticate_member(Some(&format!("Bearer {human_token}")))
         .await
         .expect("authenticate");
-    let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
+    let ws = boot.workspace_public_id;
     for k in 0..tasks {
         let runner = runners[k % RUNNERS].0;
         let body = inbox_bench::echo_run(k, runner);

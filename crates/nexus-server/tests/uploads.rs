@@ -54,7 +54,7 @@ async fn harnesses() -> Vec<H> {
     for store in testing::engines().await {
         let blobs = tempfile::tempdir().unwrap();
         let kernel = Kernel::builder(store.store.clone()).blobs_dir(blobs.path()).build();
-        let boot = kernel.bootstrap().await.expect("bootstrap");
+        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).unwrap();
         let app = router(AppState::new(kernel.clone()));
         out.push(H {
             dialect: store.dialect,

@@ -65,7 +65,17 @@ pub async fn start(data_dir: &Path, database_url: Option<&str>, listen: &str, to
     let store = serve::open_store(&resolved, false).await?;
     store.migrate().await.context("applying migrations")?;
     let kernel = serve::build_kernel(&resolved, store)?;
-    let boot: Boot = serde_json::from_value(kernel.bootstrap().await.context("bootstrapping")?)?;
+    let made = kernel.bootstrap().await.context("bootstrapping")?;
+    let boot = Boot {
+        workspace_public_id: made.workspace_public_id.to_string(),
+        human: Member {
+            member_token: made.human.member_token,
+        },
+        runner: Runner {
+            executor_public_id: made.runner.executor_public_id.to_string(),
+            transport_token: made.runner.transport_token,
+        },
+    };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("listening on {listen}"))?;

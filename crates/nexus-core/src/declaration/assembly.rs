@@ -148,8 +148,8 @@ impl AssemblyInput {
     }
 }
 
-/// The frozen context §7.2 produces.
-#[derive(Debug, Clone, PartialEq)]
+/// The frozen context §7.2 produces; it serializes as the preview's 200 body.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Assembly {
     /// The rendered, sorted declaration.
     pub tool_definitions: Vec<Value>,

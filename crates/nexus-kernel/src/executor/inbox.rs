@@ -8,7 +8,7 @@
 //! page was fetched.
 
 use nexus_store::prelude::*;
-use nexus_store::{RunRow, TaskKind, TaskRow, TaskStatus};
+use nexus_store::{Hosting, RunRow, TaskKind, TaskRow, TaskStatus};
 use serde::Serialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -63,8 +63,10 @@ pub struct InboxRow {
     pub claimed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub addressed_to: Option<AddressedTo>,
-    pub conversation_public_id: Value,
-    pub parent_public_id: Value,
+    /// The hosting conversation, or null for a standalone run.
+    pub conversation_public_id: Option<Uuid>,
+    /// The parent conversation: a run's hosting names none, so always null today.
+    pub parent_public_id: Option<Uuid>,
     #[serde(flatten)]
     pub detail: RowDetail,
 }
@@ -72,6 +74,8 @@ pub struct InboxRow {
 /// The members of an inbox row that depend on its kind, after the common ones.
 #[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
+// Built once per served row and written out at once: never held in bulk.
+#[allow(clippy::large_enum_variant)]
 pub enum RowDetail {
     /// A `tool_call` or an `approval`.
     Tool {
@@ -94,11 +98,11 @@ pub enum RowDetail {
     },
     /// An `ask`.
     Ask {
-        prompt: Value,
+        prompt: String,
         #[serde(skip_serializing_if = "Option::is_none")]
-        options: Option<Value>,
+        options: Option<Vec<String>>,
         #[serde(skip_serializing_if = "Option::is_none")]
-        multi: Option<Value>,
+        multi: Option<bool>,
     },
 }
 
@@ -106,7 +110,7 @@ pub enum RowDetail {
 #[derive(Debug, Clone, Serialize)]
 pub struct InboxPage {
     pub tasks: Vec<InboxRow>,
-    pub pagination: Value,
+    pub pagination: nexus_api::common::Pagination,
 }
 
 /// The claim and extend replies: `{task: <inbox row>, claim: {claim_token, deadline_at}}`.
@@ -130,17 +134,17 @@ struct RowAt<'a> {
     /// `tool_call` or `approval`.
     kind: &'static str,
     ws_public: Uuid,
-    /// The hosting conversation's id, or null.
-    conversation: &'a Value,
+    /// The hosting conversation's id, if any.
+    conversation: Option<Uuid>,
 }
 
 /// The members of an `ask` row: its frozen prompt, options and `multi`.
 fn inbox_ask_detail(task: &TaskRow) -> RowDetail {
     let ask = Frozen::ask_of(task);
     RowDetail::Ask {
-        prompt: json!(ask.as_ref().map_or("", |a| a.prompt.as_str())),
-        options: ask.as_ref().and_then(|a| a.options.as_ref()).map(|o| json!(o)),
-        multi: ask.as_ref().map(|a| Value::Bool(a.multi)),
+        prompt: ask.as_ref().map_or_else(String::new, |a| a.prompt.clone()),
+        options: ask.as_ref().and_then(|a| a.options.clone()),
+        multi: ask.as_ref().map(|a| a.multi),
     }
 }
 
@@ -153,7 +157,7 @@ impl Kernel {
         run: &RunRow,
         task: &TaskRow,
         ws_public: Uuid,
-        conversation: &Value,
+        conversation: Option<Uuid>,
     ) -> KernelResult<Value> {
         let mut declaring = task.declaring_task_id;
         for _ in 0..16 {
@@ -173,7 +177,7 @@ impl Kernel {
         let user = self.member_public(l, run.answering_member_id).await?;
         Ok(json!({
             "workspace_public_id": ws_public.to_string(),
-            "conversation_public_id": conversation,
+            "conversation_public_id": conversation.map(|c| c.to_string()),
             "user_public_id": user.map_or(Value::Null, |u| Value::String(u.to_string())),
         }))
     }
@@ -182,16 +186,12 @@ impl Kernel {
     pub(crate) async fn inbox_row(&self, l: &mut Names, run: &RunRow, task: &TaskRow) -> KernelResult<InboxRow> {
         let kind = row_kind(task);
         let ws_public = self.workspace_public(l, run.workspace_id).await?.unwrap_or_default();
-        let hosting = json!(run.hosting);
-        let hosted = |key: &str| {
-            hosting
-                .get(key)
-                .cloned()
-                .filter(Value::is_string)
-                .unwrap_or(Value::Null)
+        let conversation = match run.hosting {
+            Hosting::Conversation {
+                conversation_public_id, ..
+            } => Some(conversation_public_id),
+            Hosting::Standalone => None,
         };
-        let conversation = hosted("conversation_public_id");
-        let parent = hosted("parent_public_id");
         let addressed_to = match task.addressed_executor_id {
             Some(a) => self
                 .executor_public(l, a)
@@ -209,7 +209,7 @@ impl Kernel {
                     task,
                     kind,
                     ws_public,
-                    conversation: &conversation,
+                    conversation,
                 };
                 self.inbox_tool_detail(l, at).await?
             }
@@ -226,7 +226,7 @@ impl Kernel {
             claimed: task.claimed_at.is_some(),
             addressed_to,
             conversation_public_id: conversation,
-            parent_public_id: parent,
+            parent_public_id: None,
             detail,
         })
     }

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 
+use nexus_api::approvals::{Approval, ApprovalPage};
 use nexus_core::codes::{Code, task_error};
 use nexus_store::prelude::*;
 use nexus_store::{MemberKind, RunStatus, TaskKind, TaskRow, TaskStatus};
@@ -12,7 +13,7 @@ use super::gate::approval_fact;
 use super::view::TaskReply;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::paging::{page_limit, parse_cursor};
+use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 use crate::{Kernel, time};
@@ -239,7 +240,7 @@ impl Kernel {
         ws: Uuid,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<ApprovalPage> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let after = parse_cursor(after)?;
         let limit = page_limit(limit);
@@ -267,25 +268,27 @@ impl Kernel {
                     }
                 },
             };
-            let mut m = Map::new();
-            m.insert("run_public_id".into(), json!(run_public.map(|u| u.to_string())));
-            m.insert("task_key".into(), json!(t.key));
-            m.insert("tool_name".into(), json!(t.tool_name));
-            if let Some(a) = &t.tool_alias {
-                m.insert("tool_alias".into(), json!(a));
-            }
-            m.insert("tool_input".into(), parse_json(t.tool_input.as_deref()));
-            m.insert("effect_profile".into(), parse_json(t.effect_profile.as_deref()));
-            m.insert("deadline_at".into(), json!(t.deadline_at.map(time::iso)));
-            if let Some(k) = declaring {
-                m.insert("declaring_task_key".into(), json!(k));
-            }
-            out.push(Value::Object(m));
+            // A held row's run is its foreign key: a row without one is damaged.
+            let run_public = run_public.ok_or_else(|| KernelError::of(Code::CorruptRow))?;
+            out.push(Approval {
+                run_public_id: run_public.to_string(),
+                task_key: t.key.clone(),
+                tool_name: t.tool_name.clone(),
+                tool_alias: t.tool_alias.clone(),
+                tool_input: parse_json(t.tool_input.as_deref()),
+                effect_profile: parse_json(t.effect_profile.as_deref()),
+                deadline_at: t.deadline_at.map(time::iso),
+                declaring_task_key: declaring,
+                rest: Map::new(),
+            });
         }
         let next = (rows.len() as i64 == limit)
-            .then(|| rows.last().map(|t| t.id.to_string()))
+            .then(|| rows.last().map(|t| t.id))
             .flatten();
-        Ok(json!({"approvals": out, "pagination": {"next_after": next}}))
+        Ok(ApprovalPage {
+            approvals: out,
+            pagination: pagination(next),
+        })
     }
 }
 

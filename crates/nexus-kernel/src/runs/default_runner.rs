@@ -20,6 +20,20 @@ use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 
+/// A `PUT R/default_runner` body, parsed: the runner chosen, or `None` for no default runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DefaultRunner {
+    pub executor_public_id: Option<Uuid>,
+}
+
+impl DefaultRunner {
+    /// `{default_runner: {executor_public_id: UUID|null}}` as sent (400 `parameter_missing` /
+    /// `parameter_invalid`).
+    pub fn parse(body: &Value) -> KernelResult<DefaultRunner> {
+        parse_selector(body).map(|executor_public_id| DefaultRunner { executor_public_id })
+    }
+}
+
 /// The body's selector: `Some(id)` for a runner, `None` for no default runner.
 fn parse_selector(body: &Value) -> KernelResult<Option<Uuid>> {
     let Some(selector) = body.get("default_runner") else {
@@ -50,17 +64,18 @@ fn parse_selector(body: &Value) -> KernelResult<Option<Uuid>> {
 }
 
 impl Kernel {
-    /// `PUT R/default_runner` → 200 `{run}`.
+    /// `PUT R/default_runner` → 200 `{run}`. The body ([`DefaultRunner::parse`]) is answered
+    /// after the standing and the run.
     pub async fn set_default_runner(
         &self,
         p: &MemberPrincipal,
         ws: Uuid,
         run: Uuid,
-        body: &Value,
+        request: KernelResult<DefaultRunner>,
     ) -> KernelResult<nexus_api::runs::RunEnvelope> {
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
         let found = self.run_in(&ws_row, run).await?;
-        let selected = parse_selector(body)?;
+        let selected = request?.executor_public_id;
         crate::conversations::hosting::refuse_hosted(&found.hosting)?;
         refuse_ended(&found)?;
         let runner = match selected {

@@ -69,7 +69,10 @@ pub use cache::{CacheReport, CacheRound};
 pub(crate) use columns::{FrozenContext, RequestSurface, StoredReply};
 pub use create::Stop;
 pub use create::idempotency::Idempotent;
-pub use read::{RequestRead, RunRead, RunsQuery};
+pub use default_runner::DefaultRunner;
+pub use read::{RequestRead, RunRead, RunsQuery, TracePage};
+pub use recover::Retry;
+pub use resolution::Answer;
 
 /// Task error keys the engine writes (errors-and-auth.md §4, "graph").
 pub(crate) mod graph_error {

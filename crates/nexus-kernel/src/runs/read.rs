@@ -6,7 +6,10 @@
 
 use std::collections::HashMap;
 
-use nexus_api::runs::RunEnvelope;
+use nexus_api::common::Pagination;
+use nexus_api::events::{Event, EventPage};
+use nexus_api::runs::{RunEnvelope, RunPage};
+use nexus_api::views::{self, Graph, Transcript, TranscriptRow};
 use nexus_core::codes::Code;
 use nexus_core::graph::{self, GraphNode};
 use nexus_core::results::{self};
@@ -30,8 +33,8 @@ pub struct RunsQuery<'a> {
     pub order: Option<&'a str>,
 }
 use super::view::{
-    AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskView, ToolDetail, ToolNames, Trace,
-    TraceRow, preview, to_value,
+    AskDetail, AwaitDetail, CallRef, Dep, KindDetail, ModelDetail, Outcome, TaskReply, TaskView, ToolDetail, ToolNames,
+    Trace, TraceRow, preview,
 };
 use super::{FrozenContext, RequestSurface, StoredReply};
 use crate::auth::MemberPrincipal;
@@ -63,17 +66,11 @@ fn not_found(what: &str) -> KernelError {
     KernelError::new(Code::NotFound, format!("no such {what}"))
 }
 
-/// A JSON object of `entries`, in order, each value moved in as it is. `json!` would copy an
-/// expression's `Value` through serde (every map rebuilt, every key hashed again): for a reply
-/// wrapping a whole task view that copy cost about as much as building the view.
-pub(crate) fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(entries.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
-}
-
-fn insert_opt(m: &mut Map<String, Value>, key: &str, v: Option<Value>) {
-    if let Some(v) = v {
-        m.insert(key.into(), v);
-    }
+/// `GET R/tasks`: one page of trace rows.
+#[derive(Debug, Clone, Serialize)]
+pub struct TracePage {
+    pub tasks: Vec<TraceRow>,
+    pub pagination: Pagination,
 }
 
 /// The transcript's order: creation order, except that a row a tool call declared (the tool
@@ -107,76 +104,73 @@ fn transcript_order(tasks: &[TaskRow]) -> Vec<&TaskRow> {
     out
 }
 
+/// A transcript row of `t` under `role`, its text and tool members unset.
+fn transcript_row(t: &TaskRow, role: &str) -> TranscriptRow {
+    TranscriptRow {
+        key: t.key.clone(),
+        kind: t.kind.as_str().into(),
+        role: role.to_string(),
+        mainline: t.mainline,
+        branch_of: t.branch_of.clone(),
+        status: t.status.as_str().into(),
+        text: None,
+        tool_calls: None,
+        tool_name: None,
+        tool_alias: None,
+        title: None,
+        output_preview: None,
+        is_error: false,
+        visibility: Some(t.visibility.as_str().to_string()),
+        rest: Map::new(),
+    }
+}
+
 /// A model row's transcript rows: the root round's prompt as the user's, then the reply with
 /// the calls it declared.
-fn model_rows(t: &TaskRow, tasks: &[TaskRow], rows: &mut Vec<Value>) {
+fn model_rows(t: &TaskRow, tasks: &[TaskRow], rows: &mut Vec<TranscriptRow>) {
     let root = t
         .declaring_task_id
         .and_then(|d| tasks.iter().find(|x| x.id == d))
         .is_none_or(|d| d.kind != TaskKind::Model);
     let prompt = root.then(|| FrozenContext::of(t).prompt).filter(|p| !p.is_empty());
-    let base = |role: &str| {
-        let mut m = Map::new();
-        m.insert("key".into(), json!(t.key));
-        m.insert("kind".into(), json!(t.kind));
-        m.insert("role".into(), json!(role));
-        m.insert("mainline".into(), json!(t.mainline));
-        insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
-        m.insert("status".into(), json!(t.status));
-        m
-    };
     if let Some(prompt) = prompt {
-        let mut m = base("user");
-        m.insert("text".into(), json!(prompt));
-        m.insert("visibility".into(), json!(t.visibility));
-        rows.push(Value::Object(m));
+        rows.push(TranscriptRow {
+            text: Some(prompt),
+            ..transcript_row(t, "user")
+        });
     }
-    let mut m = base("assistant");
     let text = StoredReply::of(t).and_then(|r| r.text).or_else(|| {
         t.status
             .is_settled()
             .then(|| results::text_projection(&blocks_of(t)))
             .filter(|s| !s.is_empty())
     });
-    insert_opt(&mut m, "text", text.map(Value::String));
-    let calls: Vec<Value> = tasks
+    let calls: Vec<nexus_api::common::CallRef> = tasks
         .iter()
         .filter(|c| c.kind == TaskKind::Tool && c.declaring_task_id == Some(t.id))
-        .map(call_json)
+        .map(|c| CallRef::of(c).into())
         .collect();
-    if !calls.is_empty() {
-        m.insert("tool_calls".into(), Value::Array(calls));
-    }
-    m.insert("visibility".into(), json!(t.visibility));
-    rows.push(Value::Object(m));
+    rows.push(TranscriptRow {
+        text,
+        tool_calls: Some(calls).filter(|c| !c.is_empty()),
+        ..transcript_row(t, "assistant")
+    });
 }
 
 /// A tool row's transcript row: its names, status and output preview.
-fn tool_row(t: &TaskRow) -> Value {
-    let mut m = Map::new();
-    m.insert("key".into(), json!(t.key));
-    m.insert("kind".into(), json!(t.kind));
-    m.insert("role".into(), json!("tool"));
-    m.insert("mainline".into(), json!(t.mainline));
-    insert_opt(&mut m, "branch_of", t.branch_of.as_ref().map(|b| json!(b)));
-    m.insert("status".into(), json!(t.status));
-    m.insert("tool_name".into(), json!(t.tool_name));
-    insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|a| json!(a)));
-    insert_opt(&mut m, "title", t.title.as_ref().map(|a| json!(a)));
-    if t.status.is_settled() {
-        let output = results::text_projection(&blocks_of(t));
-        m.insert("output_preview".into(), json!(preview(&output)));
-        if t.is_error {
-            m.insert("is_error".into(), json!(true));
-        }
+fn tool_row(t: &TaskRow) -> TranscriptRow {
+    let output = t
+        .status
+        .is_settled()
+        .then(|| preview(&results::text_projection(&blocks_of(t))));
+    TranscriptRow {
+        tool_name: t.tool_name.clone(),
+        tool_alias: t.tool_alias.clone(),
+        title: t.title.clone(),
+        is_error: output.is_some() && t.is_error,
+        output_preview: output,
+        ..transcript_row(t, "tool")
     }
-    m.insert("visibility".into(), json!(t.visibility));
-    Value::Object(m)
-}
-
-/// [`CallRef`] as a `Value`, for the transcript's entries.
-fn call_json(t: &TaskRow) -> Value {
-    json!(CallRef::of(t))
 }
 
 /// An await row's members of the task read: its frozen wait or ask.
@@ -205,10 +199,6 @@ pub(crate) struct Neighbours {
 }
 
 impl Kernel {
-    async fn run_json_with(&self, names: &mut Names, ws_public_id: Uuid, run: &RunRow) -> KernelResult<Value> {
-        to_value(&self.run_record_with(names, ws_public_id, run).await?)
-    }
-
     /// The run record of runs.md §1, its public names read through `names`.
     pub(crate) async fn run_record_with(
         &self,
@@ -262,7 +252,7 @@ impl Kernel {
     /// `GET W/runs?status=&after=&limit=&order=` → `{runs, pagination}`: oldest first by
     /// default, newest first with `order=desc` (the console's runs list; `after` then continues
     /// below the cursor).
-    pub async fn list_runs(&self, p: &MemberPrincipal, ws: Uuid, q: &RunsQuery<'_>) -> KernelResult<Value> {
+    pub async fn list_runs(&self, p: &MemberPrincipal, ws: Uuid, q: &RunsQuery<'_>) -> KernelResult<RunPage> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let status = match q.status {
             None => None,
@@ -293,13 +283,16 @@ impl Kernel {
         let mut names = Names::default();
         let mut runs = Vec::with_capacity(rows.len());
         for r in &rows {
-            runs.push(self.run_json_with(&mut names, ws_row.public_id, r).await?);
+            runs.push(self.run_record_with(&mut names, ws_row.public_id, r).await?);
         }
         self.summarize_runs(&mut runs, &rows).await?;
         let next = (rows.len() as i64 == limit)
             .then(|| rows.last().map(|r| r.id))
             .flatten();
-        Ok(json!({"runs": runs, "pagination": pagination(next)}))
+        Ok(RunPage {
+            runs,
+            pagination: pagination(next),
+        })
     }
 
     /// The dependencies of each task.
@@ -479,13 +472,13 @@ impl Kernel {
     }
 
     /// `GET R/tasks/{key}` → `{task}`.
-    pub async fn get_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<Value> {
+    pub async fn get_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let Some(task) = self.store.task_by_key(run.id, key).await? else {
             return Err(not_found("task"));
         };
-        Ok(object([("task", self.task_view(&run, task.id).await?.into_value()?)]))
+        Ok(TaskReply::of(self.task_view(&run, task.id).await?))
     }
 
     /// `GET R/tasks?after=&limit=` → `{tasks, pagination}`: trace rows in creation order.
@@ -496,7 +489,7 @@ impl Kernel {
         run: Uuid,
         after: Option<&str>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<TracePage> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let after = parse_cursor(after)?;
@@ -522,7 +515,10 @@ impl Kernel {
         let next = (page.len() as i64 == limit)
             .then(|| page.last().map(|t| t.id))
             .flatten();
-        Ok(object([("tasks", to_value(&tasks)?), ("pagination", pagination(next))]))
+        Ok(TracePage {
+            tasks,
+            pagination: pagination(next),
+        })
     }
 
     /// `GET R/tasks/{k}/request` (`?format=provider` → the exact body bytes): the current
@@ -591,7 +587,7 @@ impl Kernel {
         ws: Uuid,
         run: Uuid,
         include_hidden: bool,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<Transcript> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
@@ -606,34 +602,32 @@ impl Kernel {
                 TaskKind::Await => {}
             }
         }
-        Ok(json!({"rows": rows}))
+        Ok(Transcript { rows })
     }
 
     /// `GET R/graph` → `{nodes, edges, mermaid}` (runs.md §10).
-    pub async fn graph(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Value> {
+    pub async fn graph(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<Graph> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let tasks = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
         let edges = self.store.edges_of_run(run.id).await?;
         let ids: Vec<String> = (0..tasks.len()).map(|i| format!("n{i}")).collect();
         let index: HashMap<i64, usize> = tasks.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
-        let nodes: Vec<Value> = tasks
+        let nodes: Vec<views::GraphNode> = tasks
             .iter()
             .enumerate()
-            .map(|(i, t)| {
-                let mut m = Map::new();
-                m.insert("id".into(), json!(ids[i]));
-                m.insert("key".into(), json!(t.key));
-                m.insert("kind".into(), json!(t.kind));
-                m.insert("status".into(), json!(t.status));
-                m.insert("mainline".into(), json!(t.mainline));
-                insert_opt(&mut m, "tool_name", t.tool_name.as_ref().map(|n| json!(n)));
-                insert_opt(&mut m, "tool_alias", t.tool_alias.as_ref().map(|n| json!(n)));
-                if t.kind == TaskKind::Model {
-                    let model = RequestSurface::of(t).model;
-                    insert_opt(&mut m, "model", (!model.is_empty()).then(|| json!(model)));
-                }
-                Value::Object(m)
+            .map(|(i, t)| views::GraphNode {
+                id: ids[i].clone(),
+                key: t.key.clone(),
+                kind: t.kind.as_str().into(),
+                status: t.status.as_str().into(),
+                mainline: t.mainline,
+                tool_name: t.tool_name.clone(),
+                tool_alias: t.tool_alias.clone(),
+                model: (t.kind == TaskKind::Model)
+                    .then(|| RequestSurface::of(t).model)
+                    .filter(|m| !m.is_empty()),
+                rest: Map::new(),
             })
             .collect();
         let mut pairs: Vec<(usize, usize, &str)> = edges
@@ -641,9 +635,13 @@ impl Kernel {
             .filter_map(|e| Some((*index.get(&e.depends_on_id)?, *index.get(&e.task_id)?, e.kind.as_str())))
             .collect();
         pairs.sort_by_key(|(from, to, _)| (*to, *from));
-        let edge_json: Vec<Value> = pairs
+        let graph_edges: Vec<views::GraphEdge> = pairs
             .iter()
-            .map(|(from, to, kind)| json!({"from": ids[*from], "to": ids[*to], "kind": kind}))
+            .map(|(from, to, kind)| views::GraphEdge {
+                from: ids[*from].clone(),
+                to: ids[*to].clone(),
+                kind: (*kind).to_string(),
+            })
             .collect();
         let graph_nodes: Vec<GraphNode> = tasks
             .iter()
@@ -664,20 +662,30 @@ impl Kernel {
             }
         }
         let mermaid = graph::mermaid(&graph_nodes, &lines);
-        Ok(json!({"nodes": nodes, "edges": edge_json, "mermaid": mermaid}))
+        Ok(Graph {
+            nodes,
+            edges: graph_edges,
+            mermaid,
+        })
     }
 
     /// One durable event on the wire (runs.md §11).
+    pub(crate) fn event_record(run_public_id: Uuid, e: &EventRow) -> Event {
+        Event {
+            sequence: e.sequence,
+            kind: e.kind.as_str().into(),
+            at: time::iso(e.at),
+            at_ms: Some(e.at),
+            run_public_id: run_public_id.to_string(),
+            task_key: e.task_key.clone(),
+            data: parse(Some(&e.data)).unwrap_or_else(|| Value::Object(Map::new())),
+            rest: Map::new(),
+        }
+    }
+
+    /// [`Self::event_record`] as JSON, for the event stream's frames.
     pub(crate) fn event_json(run_public_id: Uuid, e: &EventRow) -> Value {
-        let mut m = Map::new();
-        m.insert("sequence".into(), json!(e.sequence));
-        m.insert("type".into(), json!(e.kind));
-        m.insert("at".into(), json!(time::iso(e.at)));
-        m.insert("at_ms".into(), json!(e.at));
-        m.insert("run_public_id".into(), json!(run_public_id.to_string()));
-        insert_opt(&mut m, "task_key", e.task_key.as_ref().map(|k| json!(k)));
-        m.insert("data".into(), parse(Some(&e.data)).unwrap_or_else(|| json!({})));
-        Value::Object(m)
+        json!(Self::event_record(run_public_id, e))
     }
 
     /// `GET R/events?after=&limit=` → `{events, next_after}` (limit default 100, max 500).
@@ -688,7 +696,7 @@ impl Kernel {
         run: Uuid,
         after: Option<i64>,
         limit: Option<i64>,
-    ) -> KernelResult<Value> {
+    ) -> KernelResult<EventPage> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         let after = after.unwrap_or(0);
@@ -701,7 +709,10 @@ impl Kernel {
         let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
         let rows = self.store.events_after(run.id, after, limit).await?;
         let next = rows.last().map_or(after, |e| e.sequence);
-        let events: Vec<Value> = rows.iter().map(|e| Self::event_json(run.public_id, e)).collect();
-        Ok(json!({"events": events, "next_after": next}))
+        let events = rows.iter().map(|e| Self::event_record(run.public_id, e)).collect();
+        Ok(EventPage {
+            events,
+            next_after: next,
+        })
     }
 }

@@ -98,16 +98,39 @@ fn is_branch_root(g: &Graph, task: &TaskRow) -> bool {
             .is_some_and(|c| c.key == call)
 }
 
+/// A `POST R/tasks/{key}/retry` body, parsed: `{model?}`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Retry {
+    /// A model round's new `provider/model` (absent or null keeps the row's).
+    pub model: Option<String>,
+}
+
+impl Retry {
+    /// The body as sent: `model`, when present and not null, must be a string (400
+    /// `parameter_invalid`). Whether it resolves, and whether the row is a round, is the
+    /// retry's to check at its turn.
+    pub fn parse(body: &Value) -> KernelResult<Retry> {
+        match body.get("model") {
+            None | Some(Value::Null) => Ok(Retry::default()),
+            Some(Value::String(m)) => Ok(Retry { model: Some(m.clone()) }),
+            Some(other) => Err(refuse(
+                Code::ParameterInvalid,
+                format!("model must be a provider/model string, got {other}"),
+            )),
+        }
+    }
+}
+
 impl Kernel {
-    /// `POST R/tasks/{key}/retry` with `{model?}` → 200 `{task}` (the row in its new
-    /// generation).
+    /// `POST R/tasks/{key}/retry` with `{model?}` ([`Retry::parse`]) → 200 `{task}` (the row
+    /// in its new generation). The body is answered after the row's candidacy.
     pub async fn retry_task(
         &self,
         p: &MemberPrincipal,
         ws: Uuid,
         run: Uuid,
         key: &str,
-        body: &Value,
+        request: KernelResult<Retry>,
     ) -> KernelResult<TaskReply> {
         let (mut tx, mut run, mut task) = self.adjudicated_row(p, ws, run, key).await?;
         let now = self.now_ms();
@@ -115,7 +138,7 @@ impl Kernel {
             tx.rollback().await?;
             return Err(refuse(Code::NotRetryable, not_candidate(key, &task, &run)));
         }
-        if let Some(model) = self.retry_model(&task, body)? {
+        if let Some(model) = self.retry_model(&task, request?)? {
             let mut surface = RequestSurface::of(&task);
             surface.model = model;
             task.request_surface = Some(serde_json::to_string(&surface).expect("a surface serializes"));
@@ -273,17 +296,11 @@ impl Kernel {
 
     /// The retry's `model`: absent or null keeps the row's model; a string must resolve and is
     /// for model rows only (400 `parameter_invalid` otherwise).
-    fn retry_model(&self, task: &TaskRow, body: &Value) -> KernelResult<Option<String>> {
-        let model = match body.get("model") {
-            None | Some(Value::Null) => return Ok(None),
-            Some(Value::String(m)) => m,
-            Some(other) => {
-                return Err(refuse(
-                    Code::ParameterInvalid,
-                    format!("model must be a provider/model string, got {other}"),
-                ));
-            }
+    fn retry_model(&self, task: &TaskRow, request: Retry) -> KernelResult<Option<String>> {
+        let Some(model) = request.model else {
+            return Ok(None);
         };
+        let model = &model;
         if task.kind != TaskKind::Model {
             return Err(refuse(
                 Code::ParameterInvalid,

@@ -37,7 +37,8 @@ const AWAIT_FAILED: &str = "await_failed";
 const AWAIT_TIMEOUT: &str = "await_timeout";
 
 /// A resolution body, parsed: `{resolution_token?, content?, outcome?}`.
-struct Answer {
+#[derive(Debug, Clone)]
+pub struct Answer {
     /// `outcome: failed`.
     failed: bool,
     /// The `resolution_token` given (empty when absent).
@@ -47,7 +48,9 @@ struct Answer {
 }
 
 impl Answer {
-    fn parse(body: &Value) -> KernelResult<Answer> {
+    /// The body as sent (`invalid_outcome`, a `resolution_token` that is not a string, the
+    /// content grammar's refusals).
+    pub fn parse(body: &Value) -> KernelResult<Answer> {
         Ok(Answer {
             failed: outcome_of(body)?,
             token: token_of(body, "resolution_token")?.to_string(),
@@ -67,15 +70,16 @@ fn unstorable(message: &str) -> KernelError {
 }
 
 impl Kernel {
-    /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}` → 200
-    /// `{task}` (or `{task, idle: true}` when the await had already settled).
+    /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}`
+    /// ([`Answer::parse`]) → 200 `{task}` (or `{task, idle: true}` when the await had already
+    /// settled).
     pub async fn resolve_task(
         &self,
         p: &MemberPrincipal,
         ws: Uuid,
         run: Uuid,
         key: &str,
-        body: &Value,
+        request: KernelResult<Answer>,
     ) -> KernelResult<TaskReply> {
         // 1. Write standing.
         let (ws_row, _) = self.workspace_for(p, ws, true).await?;
@@ -93,7 +97,7 @@ impl Kernel {
         }
         // 4. The body's grammar, before the row's state: a malformed answer is refused even
         // when the await has settled.
-        let answer = Answer::parse(body)?;
+        let answer = request?;
         // 5. The settle engine.
         self.settle_answer(p, run_row.id, found.id, key, answer).await
     }

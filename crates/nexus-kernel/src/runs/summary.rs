@@ -5,9 +5,9 @@
 
 use std::collections::HashMap;
 
+use nexus_api::runs::{Run, RunSummary, Waiting, WaitingOn};
 use nexus_store::prelude::*;
 use nexus_store::{RunRow, RunSummaryRow};
-use serde_json::{Map, Value, json};
 
 use crate::Kernel;
 use crate::error::KernelResult;
@@ -17,66 +17,42 @@ pub(crate) fn first_line(text: &str) -> Option<String> {
     text.lines().map(str::trim).find(|l| !l.is_empty()).map(String::from)
 }
 
-fn run_summary_json(s: &RunSummaryRow) -> Value {
-    let mut waiting = Vec::new();
-    for (count, on) in [
-        (s.held_for_approval, "approval"),
-        (s.waiting_on_runner, "runner"),
-        (s.waiting_on_child, "child"),
-    ] {
-        if count > 0 {
-            waiting.push(json!({"on": on, "count": count}));
-        }
-    }
-    let mut m = Map::new();
-    m.insert("prompt".into(), json!(s.prompt.as_deref().and_then(first_line)));
-    m.insert("model".into(), json!(s.model));
-    m.insert("conversation_title".into(), json!(s.conversation_title));
-    m.insert("turn_position".into(), json!(s.turn_position));
-    m.insert("rounds".into(), json!(s.rounds));
-    m.insert("tool_calls".into(), json!(s.tool_calls));
-    m.insert("input_tokens".into(), json!(s.input_tokens));
-    m.insert("output_tokens".into(), json!(s.output_tokens));
-    m.insert("waiting_on".into(), Value::Array(waiting));
-    Value::Object(m)
-}
-
-/// Sets `summary` on each of `items` (run objects, in the order of `ids`).
-fn attach<R>(
-    items: &mut [Value],
-    ids: &[i64],
-    rows: &[R],
-    id_of: impl Fn(&R) -> i64,
-    to_json: impl Fn(Option<&R>) -> Value,
-) {
-    let by_id: HashMap<i64, &R> = rows.iter().map(|r| (id_of(r), r)).collect();
-    for (item, id) in items.iter_mut().zip(ids) {
-        if let Value::Object(m) = item {
-            m.insert("summary".into(), to_json(by_id.get(id).copied()));
-        }
+fn run_summary(s: &RunSummaryRow, row: &RunRow) -> RunSummary {
+    let waiting_on = [
+        (s.held_for_approval, WaitingOn::Approval),
+        (s.waiting_on_runner, WaitingOn::Runner),
+        (s.waiting_on_child, WaitingOn::Child),
+    ]
+    .into_iter()
+    .filter(|(count, _)| *count > 0)
+    .map(|(count, on)| Waiting { on, count })
+    .collect();
+    RunSummary {
+        prompt: s.prompt.as_deref().and_then(first_line),
+        model: s.model.clone(),
+        conversation_title: s.conversation_title.clone(),
+        turn_position: s.turn_position,
+        rounds: s.rounds,
+        tool_calls: s.tool_calls,
+        input_tokens: s.input_tokens,
+        output_tokens: s.output_tokens,
+        waiting_on,
+        // The run's times to the millisecond (`started_at` and `ended_at` are whole seconds),
+        // for a duration that does not read "0 ms" for a run shorter than a second.
+        started_at_ms: row.started_at,
+        ended_at_ms: row.ended_at,
     }
 }
 
 impl Kernel {
     /// Sets `summary` on each run of a page (`rows` the page's run rows, in order).
-    pub(crate) async fn summarize_runs(&self, runs: &mut [Value], rows: &[RunRow]) -> KernelResult<()> {
+    pub(crate) async fn summarize_runs(&self, runs: &mut [Run], rows: &[RunRow]) -> KernelResult<()> {
         let ids: Vec<i64> = rows.iter().map(|r| r.id).collect();
         let sums = self.store.run_summaries(&ids).await?;
+        let by_id: HashMap<i64, &RunSummaryRow> = sums.iter().map(|r| (r.run_id, r)).collect();
         let empty = RunSummaryRow::default();
-        attach(
-            runs,
-            &ids,
-            &sums,
-            |r| r.run_id,
-            |r| run_summary_json(r.unwrap_or(&empty)),
-        );
-        // The run's times to the millisecond (`started_at` and `ended_at` are whole seconds),
-        // for a duration that does not read "0 ms" for a run shorter than a second.
         for (run, row) in runs.iter_mut().zip(rows) {
-            if let Some(Value::Object(m)) = run.get_mut("summary") {
-                m.insert("started_at_ms".into(), json!(row.started_at));
-                m.insert("ended_at_ms".into(), json!(row.ended_at));
-            }
+            run.summary = Some(run_summary(by_id.get(&row.id).copied().unwrap_or(&empty), row));
         }
         Ok(())
     }
@@ -102,9 +78,10 @@ mod tests {
             waiting_on_child: 2,
             ..RunSummaryRow::default()
         };
+        let summary = serde_json::to_value(run_summary(&s, &RunRow::default())).unwrap();
         assert_eq!(
-            run_summary_json(&s)["waiting_on"],
-            json!([{"on": "approval", "count": 1}, {"on": "child", "count": 2}])
+            summary["waiting_on"],
+            serde_json::json!([{"on": "approval", "count": 1}, {"on": "child", "count": 2}])
         );
     }
 }

@@ -12,10 +12,7 @@ use serde::Serialize;
 use serde_json::Value;
 use uuid::Uuid;
 
-use nexus_core::codes::Code;
-
 use super::render::blocks_of;
-use crate::error::{KernelError, KernelResult};
 use crate::time;
 
 const OUTPUT_PREVIEW_CHARS: usize = 200;
@@ -257,6 +254,17 @@ pub struct CallRef {
     pub task_key: String,
 }
 
+impl From<CallRef> for nexus_api::common::CallRef {
+    fn from(c: CallRef) -> Self {
+        nexus_api::common::CallRef {
+            call_id: c.call_id,
+            name: c.name,
+            task_key: c.task_key,
+            rest: Default::default(),
+        }
+    }
+}
+
 impl CallRef {
     pub(crate) fn of(t: &TaskRow) -> CallRef {
         CallRef {
@@ -321,19 +329,6 @@ pub struct Outcome {
 /// The first characters of a text projection (`output_preview`).
 pub(crate) fn preview(output: &str) -> String {
     output.chars().take(OUTPUT_PREVIEW_CHARS).collect()
-}
-
-/// A typed projection as a `Value`, for the replies that still assemble one.
-pub(crate) fn to_value(v: &impl Serialize) -> KernelResult<Value> {
-    serde_json::to_value(v)
-        .map_err(|e| KernelError::new(Code::InternalError, format!("a projection did not serialize: {e}")))
-}
-
-impl TaskView {
-    /// This view as a `Value` (the member verbs' replies wrap it with other members).
-    pub(crate) fn into_value(self) -> KernelResult<Value> {
-        to_value(&self)
-    }
 }
 
 impl Outcome {

@@ -57,7 +57,7 @@ pub async fn world_with(
         .blobs_dir(dir.path().join("blobs"))
         .provider_backoff_ms(vec![1, 1, 1]);
     let kernel = configure(builder, &scripts).build();
-    let boot = kernel.bootstrap().await.unwrap();
+    let boot = serde_json::to_value(kernel.bootstrap().await.unwrap()).unwrap();
     let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
     let id = |v: &Value| Uuid::parse_str(v.as_str().unwrap()).unwrap();
     World {
@@ -136,7 +136,8 @@ impl World {
 
     /// The task `key` as the agent reads it through the door (`get_task`'s `task`).
     pub async fn task_read(&self, id: Uuid, key: &str) -> Value {
-        self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()["task"].clone()
+        serde_json::to_value(self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()).unwrap()["task"]
+            .clone()
     }
 
     /// The run's events (the first 5,000).

@@ -49,7 +49,8 @@ impl Drop for Live {
 pub async fn lives() -> Vec<Live> {
     let mut out = Vec::new();
     for store in nexus_store::testing::engines().await {
-        let boot = Kernel::new(store.store.clone()).bootstrap().await.expect("bootstrap");
+        let boot =
+            serde_json::to_value(Kernel::new(store.store.clone()).bootstrap().await.expect("bootstrap")).expect("JSON");
         let options = StoreOptions {
             single_node_lock: false,
             ..store.options()

@@ -3,8 +3,8 @@
 
 use axum::Json;
 use axum::extract::State;
+use nexus_core::declaration::Assembly;
 use nexus_kernel::declarations::AssemblyPreview;
-use serde_json::Value;
 
 use crate::AppState;
 use crate::auth::Member;
@@ -15,7 +15,7 @@ pub async fn preview(
     State(state): State<AppState>,
     Member(principal): Member,
     JsonObject(body): JsonObject,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Assembly>> {
     let preview = AssemblyPreview::parse(&body);
     Ok(Json(state.kernel.assembly_preview(&principal, preview).await?))
 }

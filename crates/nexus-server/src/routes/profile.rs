@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use nexus_api::profile::MemberList;
+use nexus_kernel::declarations::NewConfiguration;
 use nexus_kernel::profile::ProfileReply;
 
 use super::runs::path_id;
@@ -36,5 +37,10 @@ pub async fn put_configuration(
     Member(principal): Member,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<ProfileReply>> {
-    Ok(Json(state.kernel.put_configuration(&principal, &body).await?))
+    Ok(Json(
+        state
+            .kernel
+            .put_configuration(&principal, NewConfiguration::parse(&body))
+            .await?,
+    ))
 }

@@ -12,9 +12,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use nexus_api::runs::RunEnvelope;
+use nexus_api::approvals::ApprovalPage;
+use nexus_api::events::EventPage;
+use nexus_api::runs::{RunEnvelope, RunPage};
+use nexus_api::views::{Graph, Transcript};
 use nexus_kernel::runs::view::TaskReply;
-use nexus_kernel::runs::{Deny, Idempotent, RequestRead, RunRead, RunsQuery, Stop};
+use nexus_kernel::runs::{
+    Answer, DefaultRunner, Deny, Idempotent, RequestRead, Retry, RunRead, RunsQuery, Stop, TracePage,
+};
 
 use crate::AppState;
 use crate::auth::Member;
@@ -104,7 +109,7 @@ pub async fn list(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(page): Query<Page>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<RunPage>> {
     let ws = path_id(&ws)?;
     Ok(Json(
         state
@@ -173,7 +178,7 @@ pub async fn list_tasks(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     Query(page): Query<Page>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TracePage>> {
     Ok(Json(
         state
             .kernel
@@ -192,7 +197,7 @@ pub async fn get_task(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run, key)): Path<(String, String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
         state.kernel.get_task(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
     ))
@@ -267,7 +272,7 @@ pub async fn transcript(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     Query(q): Query<TranscriptQuery>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Transcript>> {
     let include_hidden = match q.include_hidden.as_deref() {
         None | Some("false") => false,
         Some("true") => true,
@@ -290,7 +295,7 @@ pub async fn graph(
     State(state): State<AppState>,
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<Graph>> {
     Ok(Json(state.kernel.graph(&p, path_id(&ws)?, path_id(&run)?).await?))
 }
 
@@ -299,7 +304,7 @@ pub async fn events(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
     Query(page): Query<Page>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<EventPage>> {
     Ok(Json(
         state
             .kernel
@@ -349,7 +354,7 @@ pub async fn resolution(
     Ok(Json(
         state
             .kernel
-            .resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, Answer::parse(&body))
             .await?,
     ))
 }
@@ -365,7 +370,7 @@ pub async fn retry(
     Ok(Json(
         state
             .kernel
-            .retry_task(&p, path_id(&ws)?, path_id(&run)?, &key, &body)
+            .retry_task(&p, path_id(&ws)?, path_id(&run)?, &key, Retry::parse(&body))
             .await?,
     ))
 }
@@ -410,7 +415,7 @@ pub async fn default_runner(
     Ok(Json(
         state
             .kernel
-            .set_default_runner(&p, path_id(&ws)?, path_id(&run)?, &body)
+            .set_default_runner(&p, path_id(&ws)?, path_id(&run)?, DefaultRunner::parse(&body))
             .await?,
     ))
 }
@@ -420,7 +425,7 @@ pub async fn list_approvals(
     Member(p): Member,
     Path(ws): Path<String>,
     Query(page): Query<Page>,
-) -> ApiResult<Json<Value>> {
+) -> ApiResult<Json<ApprovalPage>> {
     Ok(Json(
         state
             .kernel

@@ -65,14 +65,13 @@ pub async fn world(store: nexus_store::testing::TestStore) -> World {
     let worker = kernel.spawn_worker(std::future::pending());
     let state = nexus_server::AppState::new(kernel.clone());
     let server = tokio::spawn(nexus_server::serve(listener, state, std::future::pending()));
-    let s = |v: &Value| v.as_str().unwrap().to_string();
     World {
         dialect: store.dialect,
-        member: Client::new(&base, &s(&boot["human"]["member_token"])),
+        member: Client::new(&base, &boot.human.member_token),
         base,
-        ws: s(&boot["workspace_public_id"]),
-        runner_id: s(&boot["runner"]["executor_public_id"]),
-        runner_token: s(&boot["runner"]["transport_token"]),
+        ws: boot.workspace_public_id.to_string(),
+        runner_id: boot.runner.executor_public_id.to_string(),
+        runner_token: boot.runner.transport_token.clone(),
         kernel,
         store: store.store.clone(),
         dir,
