@@ -56,14 +56,16 @@ async fn main() {
         .scripts_dir(dir.path())
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let token = boot["agent"]["member_token"].as_str().expect("agent token");
     let agent: MemberPrincipal = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
     let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().expect("workspace")).expect("uuid");
     kernel
+        .admin()
         .put_configuration(
             &agent,
             &json!({"configuration": {"approval_mode": "bypass", "default_model": "scripted/chat",

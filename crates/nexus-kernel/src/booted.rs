@@ -18,9 +18,9 @@ pub(crate) struct Booted {
 impl Booted {
     pub(crate) async fn new(store: &nexus_store::Store) -> Booted {
         let kernel = Kernel::builder(store.clone()).build();
-        let boot = kernel.bootstrap().await.unwrap();
+        let boot = kernel.admin().bootstrap().await.unwrap();
         let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
-        let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
+        let agent = kernel.admin().authenticate_member(Some(&bearer)).await.unwrap();
         let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
         Booted {
             kernel,

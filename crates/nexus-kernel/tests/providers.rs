@@ -630,7 +630,7 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         upstream.expect(route, Expectation::any(r));
     }
     let runner = w.runner_principal().await;
-    let mut writer = w.kernel.begin_upload().await.unwrap();
+    let mut writer = w.kernel.uploads().begin_upload().await.unwrap();
     writer.write(PNG).await.unwrap();
     let capture = w
         .kernel

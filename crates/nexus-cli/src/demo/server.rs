@@ -65,7 +65,7 @@ pub async fn start(data_dir: &Path, database_url: Option<&str>, listen: &str, to
     let store = serve::open_store(&resolved, false).await?;
     store.migrate().await.context("applying migrations")?;
     let kernel = serve::build_kernel(&resolved, store)?;
-    let boot: Boot = serde_json::from_value(kernel.bootstrap().await.context("bootstrapping")?)?;
+    let boot: Boot = serde_json::from_value(kernel.admin().bootstrap().await.context("bootstrapping")?)?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .with_context(|| format!("listening on {listen}"))?;

@@ -244,7 +244,7 @@ impl Kernel {
             tracing::warn!(error = %e, "receipt purge failed");
         }
         // Unbound uploads older than a day (uploads.md §5); at most once an hour per process.
-        if let Err(e) = self.reap_uploads_if_due(now).await {
+        if let Err(e) = self.uploads().reap_uploads_if_due(now).await {
             tracing::warn!(error = %e, "upload reaper failed");
         }
     }

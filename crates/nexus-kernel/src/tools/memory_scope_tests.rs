@@ -172,6 +172,7 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
         let c1s = c1.to_string();
         let doc = h
             .kernel
+            .memory()
             .memory_read_document(
                 &h.agent,
                 h.ws,

@@ -15,7 +15,7 @@ use crate::body::JsonObject;
 use crate::error::ApiResult;
 
 pub async fn read(State(state): State<AppState>, Member(principal): Member) -> ApiResult<Json<ProfileReply>> {
-    Ok(Json(state.kernel.profile(&principal).await?))
+    Ok(Json(state.kernel.admin().profile(&principal).await?))
 }
 
 /// `GET W/members?kind=agent|human`.
@@ -27,7 +27,11 @@ pub async fn members(
 ) -> ApiResult<Json<MemberList>> {
     let kind = q.get("kind").map(String::as_str);
     Ok(Json(
-        state.kernel.workspace_members(&principal, path_id(&ws)?, kind).await?,
+        state
+            .kernel
+            .admin()
+            .workspace_members(&principal, path_id(&ws)?, kind)
+            .await?,
     ))
 }
 
@@ -36,5 +40,5 @@ pub async fn put_configuration(
     Member(principal): Member,
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<ProfileReply>> {
-    Ok(Json(state.kernel.put_configuration(&principal, &body).await?))
+    Ok(Json(state.kernel.admin().put_configuration(&principal, &body).await?))
 }

@@ -375,7 +375,7 @@ async fn history_past_its_budget_drops_whole_oldest_turns() {
         let kernel = nexus_kernel::Kernel::builder(ts.store.clone())
             .providers(providers)
             .build();
-        let boot = kernel.bootstrap().await.unwrap();
+        let boot = kernel.admin().bootstrap().await.unwrap();
         let app = nexus_server::router(nexus_server::AppState::new(kernel.clone()));
         let h = Harness {
             dialect: ts.dialect,
