@@ -75,6 +75,7 @@ async fn main() {
         .expect("profile");
     let request = CreateConversationRequest::parse(&json!({"conversation": {"title": "Bench"}})).expect("body");
     let made = kernel
+        .conversations()
         .create_conversation(&agent, ws, Ok(request), None)
         .await
         .expect("conversation")
@@ -86,6 +87,7 @@ async fn main() {
     for i in 1..=turns {
         let start = Instant::now();
         kernel
+            .conversations()
             .create_input(
                 &agent,
                 ws,
@@ -96,7 +98,7 @@ async fn main() {
             .await
             .expect("input");
         loop {
-            let opened = kernel.open_due_turns().await.expect("turns");
+            let opened = kernel.conversations().open_due_turns().await.expect("turns");
             let ran = kernel.run_jobs_once().await.expect("jobs");
             if opened == 0 && ran == 0 {
                 break;
@@ -109,6 +111,7 @@ async fn main() {
     }
     // Every turn replied with its own line: the history was replayed in full each time.
     let last = kernel
+        .conversations()
         .list_turns(&agent, ws, c, Some(2 * turns as i64 - 2), Some(2))
         .await
         .expect("turns");

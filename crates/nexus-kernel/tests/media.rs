@@ -34,6 +34,7 @@ impl World {
         w.write(a).await.unwrap();
         w.write(b).await.unwrap();
         self.kernel
+            .uploads()
             .create_upload(Creator::Executor(&self.runner), name, w)
             .await
             .map(|created| serde_json::to_value(created.upload).unwrap())
@@ -192,6 +193,7 @@ async fn a_foreign_link_refuses_the_commit_and_the_park_stands() {
         let other = w.kernel.uploads().begin_upload().await.unwrap();
         let member_upload = w
             .kernel
+            .uploads()
             .create_upload(Creator::Member(&w.agent), "m.png", other)
             .await
             .map(|created| serde_json::to_value(created.upload).unwrap())

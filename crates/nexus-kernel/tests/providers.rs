@@ -634,6 +634,7 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
     writer.write(PNG).await.unwrap();
     let capture = w
         .kernel
+        .uploads()
         .create_upload(nexus_kernel::uploads::Creator::Executor(&runner), "screen.png", writer)
         .await
         .map(|created| serde_json::to_value(created.upload).unwrap())

@@ -355,14 +355,12 @@ async fn bearers(h: &Harness) -> Bearers {
         now,
     };
     let (steward, _) = store
-        .admin()
         .create_member(outsider(MemberKind::Human, "outsider", None))
         .await
         .unwrap();
     // An agent, so that the agent-only routes (the configuration, the assembly) reach their
     // account checks too.
     let (member, _) = store
-        .admin()
         .create_member(outsider(MemberKind::Agent, "outsider-agent", Some(steward.id)))
         .await
         .unwrap();

@@ -190,7 +190,7 @@ impl Kernel {
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one
     /// sweep pass. Returns how many jobs ran. Tests drive the engine with it.
     pub async fn work_once(&self) -> KernelResult<usize> {
-        let turns = self.open_due_turns().await?;
+        let turns = self.conversations().open_due_turns().await?;
         let jobs = self.dequeue().await?;
         let n = jobs.len();
         for job in jobs {
@@ -269,7 +269,7 @@ impl Kernel {
                     kernel.sweep_pass().await;
                     next_sweep = tokio::time::Instant::now() + sweep_every;
                 }
-                if let Err(e) = kernel.open_due_turns().await {
+                if let Err(e) = kernel.conversations().open_due_turns().await {
                     tracing::warn!(error = %e, "turn pass failed");
                 }
                 match kernel.dequeue().await {

@@ -56,6 +56,7 @@ impl Hosted {
         let request = CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
         let made = self
             .kernel
+            .conversations()
             .create_conversation(&self.agent, ws, Ok(request), None)
             .await
             .unwrap();
