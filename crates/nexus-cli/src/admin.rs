@@ -152,9 +152,10 @@ fn print_lines(prefix: &str, value: &Value) {
 
 pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
     let (value, json) = match cmd {
-        AdminCommand::Bootstrap { store, json } => {
-            (serde_json::to_value(kernel(&store).await?.bootstrap().await?)?, json)
-        }
+        AdminCommand::Bootstrap { store, json } => (
+            serde_json::to_value(kernel(&store).await?.admin().bootstrap().await?)?,
+            json,
+        ),
         AdminCommand::Member(MemberCommand::Create {
             store,
             kind,
@@ -166,6 +167,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
         }) => {
             let kernel = kernel(&store).await?;
             let created = kernel
+                .admin()
                 .create_member(MemberSpec {
                     kind: MemberKind::parse(&kind).expect("clap restricts --kind"),
                     handle,
@@ -194,14 +196,18 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             json,
         }) => {
             let scope = AssignmentScope::parse(&scope).expect("clap restricts --scope");
-            let (runner, token) = kernel(&store).await?.create_runner(&name, scope, &manager).await?;
+            let (runner, token) = kernel(&store)
+                .await?
+                .admin()
+                .create_runner(&name, scope, &manager)
+                .await?;
             (
                 json!({"executor_public_id": runner.public_id, "transport_token": token}),
                 json,
             )
         }
         AdminCommand::Executor(ExecutorCommand::Repair { store, id, json }) => {
-            let (executor, token) = kernel(&store).await?.repair_executor(&id).await?;
+            let (executor, token) = kernel(&store).await?.admin().repair_executor(&id).await?;
             (
                 json!({
                     "executor_public_id": executor.public_id,
@@ -212,7 +218,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             )
         }
         AdminCommand::Executor(ExecutorCommand::Revoke { store, id, json }) => {
-            let executor = kernel(&store).await?.revoke_executor(&id).await?;
+            let executor = kernel(&store).await?.admin().revoke_executor(&id).await?;
             (
                 json!({"executor_public_id": executor.public_id, "status": executor.status}),
                 json,
@@ -226,6 +232,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
         }) => {
             let token = kernel(&store)
                 .await?
+                .admin()
                 .create_token(member.as_deref(), executor.as_deref())
                 .await?;
             (json!({"token": token}), json)
@@ -235,7 +242,7 @@ pub async fn run(cmd: AdminCommand) -> anyhow::Result<ExitCode> {
             credential,
             json,
         }) => {
-            let id = kernel(&store).await?.revoke_token(&credential).await?;
+            let id = kernel(&store).await?.admin().revoke_token(&credential).await?;
             (json!({"credential_public_id": id, "revoked": true}), json)
         }
     };

@@ -57,14 +57,16 @@ async fn main() {
         .scripts_dir(dir.path())
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let token = boot.agent.member_token.as_str();
     let agent: MemberPrincipal = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");
     let ws = boot.workspace_public_id;
     kernel
+        .admin()
         .put_configuration(
             &agent,
             NewConfiguration::parse(&json!({"configuration": {"approval_mode": "bypass",
@@ -74,6 +76,7 @@ async fn main() {
         .expect("profile");
     let request = CreateConversationRequest::parse(&json!({"conversation": {"title": "Bench"}})).expect("body");
     let made = kernel
+        .conversations()
         .create_conversation(&agent, ws, Ok(request), None)
         .await
         .expect("conversation")
@@ -85,6 +88,7 @@ async fn main() {
     for i in 1..=turns {
         let start = Instant::now();
         kernel
+            .conversations()
             .create_input(
                 &agent,
                 ws,
@@ -95,7 +99,7 @@ async fn main() {
             .await
             .expect("input");
         loop {
-            let opened = kernel.open_due_turns().await.expect("turns");
+            let opened = kernel.conversations().open_due_turns().await.expect("turns");
             let ran = kernel.run_jobs_once().await.expect("jobs");
             if opened == 0 && ran == 0 {
                 break;
@@ -108,6 +112,7 @@ async fn main() {
     }
     // Every turn replied with its own line: the history was replayed in full each time.
     let last = kernel
+        .conversations()
         .list_turns(&agent, ws, c, Some(2 * turns as i64 - 2), Some(2))
         .await
         .expect("turns");

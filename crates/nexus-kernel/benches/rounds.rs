@@ -62,9 +62,10 @@ async fn world(ts: TestStore) -> World {
     write_script(&scripts, "warmup", WARMUP_ROUNDS);
     write_script(&scripts, "rounds", ROUNDS_PER_RUN);
     let kernel = node_kernel(ts.store.clone(), &scripts);
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let token = boot.agent.member_token.as_str();
     let agent = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");

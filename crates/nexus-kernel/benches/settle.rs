@@ -82,12 +82,14 @@ struct World {
 
 async fn world(ts: &TestStore, tasks: usize) -> World {
     let kernel = Kernel::new(ts.store.clone());
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let (row, token) = kernel
+        .admin()
         .create_runner("bench-runner", AssignmentScope::AccountWide, "admin")
         .await
         .expect("create_runner");
     let runner = kernel
+        .admin()
         .authenticate_executor(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate the runner");
@@ -100,11 +102,13 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
         .expect("announce");
     // The announcement changed the executor row: authenticate again, as the next request would.
     let runner = kernel
+        .admin()
         .authenticate_executor(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate the runner");
     let human_token = boot.human.member_token.as_str();
     let human = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {human_token}")))
         .await
         .expect("authenticate");

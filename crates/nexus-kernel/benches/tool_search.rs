@@ -188,9 +188,10 @@ fn handler() {
 
 /// Inserts a run and a model task holding `frozen`; returns the task id.
 async fn round_row(kernel: &Kernel, frozen: &str) -> i64 {
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let token = boot.agent.member_token.as_str();
     let agent = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");

@@ -49,9 +49,10 @@ async fn world(upstream: &FakeUpstream) -> World {
         .blobs_dir(dir.path().join("blobs"))
         .provider_backoff_ms(vec![0, 0, 0])
         .build();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let token = boot.agent.member_token.as_str();
     let agent = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {token}")))
         .await
         .expect("authenticate");

@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use crate::credentials;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
+use crate::{Admin, Kernel, time};
 
 /// Handles bootstrap ensures. Stable, so a second bootstrap finds the same rows.
 pub const DEFAULT_ACCOUNT: &str = "default";
@@ -74,7 +74,7 @@ pub struct MemberSpec {
     pub standing: Option<Standing>,
 }
 
-impl Kernel {
+impl Admin<'_> {
     /// The default account and workspace, created when absent.
     pub async fn default_account(&self) -> KernelResult<(AccountRow, WorkspaceRow)> {
         let now = self.now_ms();
@@ -393,9 +393,11 @@ impl Kernel {
             None => Ok(self.store.create_member(new).await?.0),
         }
     }
+}
 
+impl Kernel {
     /// Whether `runner` is eligible for the principal `principal` (executor.md §1).
-    pub async fn runner_eligible_for(&self, runner: &ExecutorRow, principal: &MemberRow) -> KernelResult<bool> {
+    pub(crate) async fn runner_eligible_for(&self, runner: &ExecutorRow, principal: &MemberRow) -> KernelResult<bool> {
         self.runner_eligible_with(runner, principal, None, self.now_ms()).await
     }
 

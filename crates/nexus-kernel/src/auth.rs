@@ -5,7 +5,7 @@
 use nexus_store::prelude::*;
 use nexus_store::{CredentialRow, ExecutorRow, ExecutorStatus, MemberRow, Plane};
 
-use crate::Kernel;
+use crate::Admin;
 use crate::credentials::{parse_bearer, secret_matches, token_from_header};
 use crate::error::{KernelError, KernelResult};
 
@@ -55,7 +55,7 @@ fn presented(header: Option<&str>) -> KernelResult<(uuid::Uuid, &str)> {
     }
 }
 
-impl Kernel {
+impl Admin<'_> {
     /// Verifies a bearer for `plane`; returns the credential row when it is valid and current.
     async fn credential(&self, header: Option<&str>, plane: Plane) -> KernelResult<CredentialRow> {
         let (id, secret) = presented(header)?;

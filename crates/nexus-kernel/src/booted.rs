@@ -18,9 +18,9 @@ pub(crate) struct Booted {
 impl Booted {
     pub(crate) async fn new(store: &nexus_store::Store) -> Booted {
         let kernel = Kernel::builder(store.clone()).build();
-        let boot = serde_json::to_value(kernel.bootstrap().await.unwrap()).unwrap();
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.unwrap()).unwrap();
         let bearer = format!("Bearer {}", boot["agent"]["member_token"].as_str().unwrap());
-        let agent = kernel.authenticate_member(Some(&bearer)).await.unwrap();
+        let agent = kernel.admin().authenticate_member(Some(&bearer)).await.unwrap();
         let ws = Uuid::parse_str(boot["workspace_public_id"].as_str().unwrap()).unwrap();
         Booted {
             kernel,

@@ -8,9 +8,9 @@ use nexus_store::{ExecutorKind, MemberKind, MemberRow};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
+use crate::{Admin, Kernel};
 
 impl From<DeclError> for KernelError {
     fn from(err: DeclError) -> Self {
@@ -161,7 +161,7 @@ fn parse_stored(text: &str, fallback: Value) -> Value {
     serde_json::from_str(text).unwrap_or(fallback)
 }
 
-impl Kernel {
+impl Admin<'_> {
     /// `PUT /agent_api/v1/profile/configuration`: stores a whole replacement
     /// ([`NewConfiguration::parse`]), refused once the caller is known to be an agent; its
     /// `default_model` must resolve.
@@ -228,12 +228,14 @@ impl Kernel {
         self.gather_facts(agent, &mut input).await?;
         Ok(declaration::assemble(&input)?)
     }
+}
 
+impl Kernel {
     /// Fills the runner facts and skill sources an assembly needs, as the store has them now.
     /// The workspace skill source is the default workspace of the principal's account, when the
     /// principal has standing there (the assembly preview names no workspace); acceptance uses
     /// [`Kernel::gather_facts_in`] with the run's workspace.
-    pub async fn gather_facts(&self, principal: &MemberRow, input: &mut AssemblyInput) -> KernelResult<()> {
+    pub(crate) async fn gather_facts(&self, principal: &MemberRow, input: &mut AssemblyInput) -> KernelResult<()> {
         let workspace = match self
             .store
             .workspace_by_handle(principal.account_id, crate::admin::DEFAULT_WORKSPACE)
@@ -249,7 +251,7 @@ impl Kernel {
     /// the workspace skill source (`None`: no workspace source). The user source is the
     /// `user/skills/<name>` documents of the principal's controlling human (declarations.md §8,
     /// §11).
-    pub async fn gather_facts_in(
+    pub(crate) async fn gather_facts_in(
         &self,
         principal: &MemberRow,
         workspace: Option<&nexus_store::WorkspaceRow>,

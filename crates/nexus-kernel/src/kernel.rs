@@ -1,8 +1,15 @@
-//! The [`Kernel`] struct and its builder: a store, the providers, the settings
-//! ([`KernelSettings`]) and the in-process state ([`KernelState`]). Its behaviour is the
-//! `impl Kernel` blocks of the other files; the types it holds live in files that name no
+//! The [`Kernel`] struct, its builder and its services. The kernel is the shared context: a
+//! store, the providers, the settings ([`KernelSettings`]) and the in-process state
+//! ([`KernelState`]), plus the `pub(crate)` internals every area uses (settle, the gate,
+//! events, the clock, signals), written as `impl Kernel` blocks in the other files. An area's
+//! public doors are methods of its service ([`Runs`], [`Executor`], [`Conversations`],
+//! [`Uploads`], [`Memory`], [`Admin`]), reached as `kernel.runs()` and so on; a service is a
+//! borrowed view of the kernel and derefs to it, so a door reads the context as `self.store`
+//! and calls an internal as `self.emit(..)`. Outside this file no `impl Kernel` method is
+//! public (`tests/architecture.rs`). The types the kernel holds live in files that name no
 //! `Kernel` (ARCHITECTURE.md, "nexus-kernel"), so this file and those import one way.
 
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -13,7 +20,7 @@ use crate::clock::Clock;
 use crate::settings::KernelSettings;
 use crate::signals::Signals;
 use crate::state::KernelState;
-use crate::uploads::{Blobs, DbBlobs, FsBlobs, Uploads};
+use crate::uploads::{Blobs, DbBlobs, FsBlobs, UploadState};
 use crate::{DEFAULT_BLOBS_DIR, DEFAULT_SCRIPTS_DIR, time};
 
 /// The kernel: a store, the deployment's settings and this process's state. Cheap to clone.
@@ -55,6 +62,99 @@ impl Kernel {
             model_lease_ms: None,
             provider_backoff_ms: None,
         }
+    }
+}
+
+/// Runs: create, start, stop and read runs and tasks; approvals, recovery, the worker.
+#[derive(Clone, Copy)]
+pub struct Runs<'k>(&'k Kernel);
+
+impl Deref for Runs<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// The executor protocol: announce, claim, extend, commit; the inbox, progress, push, discovery.
+#[derive(Clone, Copy)]
+pub struct Executor<'k>(&'k Kernel);
+
+impl Deref for Executor<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// Conversations: create and read them; their inputs, turns, history and feeds.
+#[derive(Clone, Copy)]
+pub struct Conversations<'k>(&'k Kernel);
+
+impl Deref for Conversations<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// Uploads and captures: ingest, read, bind to results, reap.
+#[derive(Clone, Copy)]
+pub struct Uploads<'k>(&'k Kernel);
+
+impl Deref for Uploads<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// Memory documents: list, read, put, delete.
+#[derive(Clone, Copy)]
+pub struct Memory<'k>(&'k Kernel);
+
+impl Deref for Memory<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// The deployment: accounts, members, executors, tokens, authentication, profiles, declarations.
+#[derive(Clone, Copy)]
+pub struct Admin<'k>(&'k Kernel);
+
+impl Deref for Admin<'_> {
+    type Target = Kernel;
+    fn deref(&self) -> &Kernel {
+        self.0
+    }
+}
+
+/// The service accessors: each area's public doors (the module doc).
+impl Kernel {
+    pub fn runs(&self) -> Runs<'_> {
+        Runs(self)
+    }
+
+    pub fn executor(&self) -> Executor<'_> {
+        Executor(self)
+    }
+
+    pub fn conversations(&self) -> Conversations<'_> {
+        Conversations(self)
+    }
+
+    pub fn uploads(&self) -> Uploads<'_> {
+        Uploads(self)
+    }
+
+    pub fn memory(&self) -> Memory<'_> {
+        Memory(self)
+    }
+
+    pub fn admin(&self) -> Admin<'_> {
+        Admin(self)
     }
 }
 
@@ -158,7 +258,7 @@ impl KernelBuilder {
         let state = KernelState::new(
             Signals::for_store(self.store.clone()),
             Clock::for_store(&self.store),
-            Uploads::new(blobs),
+            UploadState::new(blobs),
         );
         Kernel {
             store: self.store,

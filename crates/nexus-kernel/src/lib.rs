@@ -30,7 +30,7 @@ pub mod uploads;
 
 pub use auth::{ExecutorPrincipal, MemberPrincipal};
 pub use error::{KernelError, KernelResult};
-pub use kernel::{Kernel, KernelBuilder};
+pub use kernel::{Admin, Conversations, Executor, Kernel, KernelBuilder, Memory, Runs, Uploads};
 pub use settings::KernelSettings;
 pub use state::KernelState;
 

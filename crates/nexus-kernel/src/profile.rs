@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use crate::auth::{ExecutorPrincipal, MemberPrincipal};
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
+use crate::{Admin, time};
 
 /// A member as the profile and the workspace's member list read it.
 fn profile_member(m: &MemberRow) -> ProfileMember {
@@ -73,7 +73,7 @@ pub fn configuration_read(stored: Option<&str>) -> Value {
     Value::Object(out)
 }
 
-impl Kernel {
+impl Admin<'_> {
     /// `GET /agent_api/v1/profile`.
     pub async fn profile(&self, principal: &MemberPrincipal) -> KernelResult<ProfileReply> {
         let m = &principal.member;

@@ -13,7 +13,7 @@ use crate::executor::cadence::ProgressCadence;
 use crate::runs::sealed::SealedCache;
 use crate::signals::Signals;
 use crate::tools::SearchCache;
-use crate::uploads::Uploads;
+use crate::uploads::UploadState;
 
 /// What a kernel holds in memory besides its settings.
 pub struct KernelState {
@@ -28,14 +28,14 @@ pub struct KernelState {
     /// Built `tool_search` indexes, keyed by the exact frozen context bytes (bounded, LRU).
     pub search_cache: SearchCache,
     /// Uploads and captures: the blob store (uploads.md) and the reaper's clock.
-    pub uploads: Uploads,
+    pub uploads: UploadState,
     /// The per-task clock that thins progress frames (executor.md §11).
     pub(crate) progress_cadence: ProgressCadence,
 }
 
 impl KernelState {
     /// Fresh state over `signals`, `clock` and `uploads`: empty caches.
-    pub fn new(signals: Signals, clock: Clock, uploads: Uploads) -> Self {
+    pub fn new(signals: Signals, clock: Clock, uploads: UploadState) -> Self {
         Self {
             signals,
             clock,

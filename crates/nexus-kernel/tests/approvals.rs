@@ -243,6 +243,7 @@ async fn standing_gates_the_verbs() {
             .await;
         let reader = w
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Human,
                 handle: "reader".into(),
@@ -254,11 +255,13 @@ async fn standing_gates_the_verbs() {
             .unwrap();
         let reader = w
             .kernel
+            .admin()
             .authenticate_member(Some(&format!("Bearer {}", reader.member_token)))
             .await
             .unwrap();
         let outsider = w
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Human,
                 handle: "outsider".into(),
@@ -270,6 +273,7 @@ async fn standing_gates_the_verbs() {
             .unwrap();
         let outsider = w
             .kernel
+            .admin()
             .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
             .await
             .unwrap();

@@ -21,6 +21,7 @@ impl World {
         let request = CreateConversationRequest::parse(&json!({"conversation": {"title": title}})).unwrap();
         let made = self
             .kernel
+            .conversations()
             .create_conversation(&self.agent, self.ws, Ok(request), None)
             .await
             .unwrap();
@@ -93,6 +94,7 @@ async fn the_tools_search_and_read_the_workspace_history_as_the_routes_do() {
         let found = answer(&rows[0]);
         let route = w
             .kernel
+            .conversations()
             .conversation_search(
                 &w.human,
                 w.ws,
@@ -116,6 +118,7 @@ async fn the_tools_search_and_read_the_workspace_history_as_the_routes_do() {
         let window = answer(&rows[1]);
         let route = w
             .kernel
+            .conversations()
             .conversation_history(
                 &w.human,
                 w.ws,

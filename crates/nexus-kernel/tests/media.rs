@@ -29,11 +29,12 @@ async fn world(ts: TestStore) -> World {
 impl World {
     /// A capture of the runner holding `bytes` (streamed in two chunks).
     async fn capture(&self, name: &str, bytes: &[u8]) -> Value {
-        let mut w = self.kernel.begin_upload().await.unwrap();
+        let mut w = self.kernel.uploads().begin_upload().await.unwrap();
         let (a, b) = bytes.split_at(bytes.len() / 2);
         w.write(a).await.unwrap();
         w.write(b).await.unwrap();
         self.kernel
+            .uploads()
             .create_upload(Creator::Executor(&self.runner), name, w)
             .await
             .map(|created| serde_json::to_value(created.upload).unwrap())
@@ -176,7 +177,7 @@ async fn a_committed_capture_rides_in_the_attachment_only_message() {
         );
 
         // The committed captures are bound: the run's members read their bytes.
-        let bytes = w.kernel.upload_bytes(&w.agent, id(&png)).await.unwrap();
+        let bytes = w.kernel.uploads().upload_bytes(&w.agent, id(&png)).await.unwrap();
         assert_eq!(bytes.upload.content_type, "image/png", "{d}");
     }
 }
@@ -189,9 +190,10 @@ async fn a_foreign_link_refuses_the_commit_and_the_park_stands() {
         let png = w.capture("shot.png", PNG).await;
         let run = w.run("refused", "scripted/refused").await;
         let claim = w.claim(run).await;
-        let other = w.kernel.begin_upload().await.unwrap();
+        let other = w.kernel.uploads().begin_upload().await.unwrap();
         let member_upload = w
             .kernel
+            .uploads()
             .create_upload(Creator::Member(&w.agent), "m.png", other)
             .await
             .map(|created| serde_json::to_value(created.upload).unwrap())

@@ -50,6 +50,7 @@ impl World {
         let request = PutDocumentRequest::parse(&body).unwrap();
         let reply = self
             .kernel
+            .memory()
             .memory_put_document(who, self.ws, Ok(request))
             .await
             .unwrap();
@@ -110,6 +111,7 @@ async fn memory_write_then_read_in_consecutive_rounds() {
         // The member door sees the model's write, version 1.
         let doc = w
             .kernel
+            .memory()
             .memory_read_document(&w.human, w.ws, &doc_at("workspace/notes/deploy.md"))
             .await
             .unwrap();
@@ -243,6 +245,7 @@ async fn every_word_of_the_memory_tools() {
         // user/ is the controlling human of the answering agent: the human sees it.
         let mine = w
             .kernel
+            .memory()
             .memory_read_document(&w.human, w.ws, &doc_at("user/me.md"))
             .await
             .unwrap();
@@ -290,6 +293,7 @@ async fn scope_bounds_refuse_with_memory_full_and_ls_leaves_lines_out() {
         // The door refuses the 65th person document with 422 memory_full too.
         let err = w
             .kernel
+            .memory()
             .memory_put_document(
                 &w.agent,
                 w.ws,
@@ -326,6 +330,7 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
         // The assembly preview (the account's default workspace).
         let preview = w
             .kernel
+            .admin()
             .assembly_preview(
                 &w.agent,
                 AssemblyPreview::parse(&json!({"default_runner_executor_public_id": null,
@@ -358,6 +363,7 @@ async fn skill_documents_reach_the_catalog_the_skills_block_and_skill() {
         let id = w.memory_run("skills", &["nexus.skill.load"]).await;
         // A document removed after acceptance is skill_unknown at load.
         w.kernel
+            .memory()
             .memory_delete_document(&w.agent, w.ws, &doc_at("user/skills/notes"))
             .await
             .unwrap();

@@ -630,10 +630,11 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         upstream.expect(route, Expectation::any(r));
     }
     let runner = w.runner_principal().await;
-    let mut writer = w.kernel.begin_upload().await.unwrap();
+    let mut writer = w.kernel.uploads().begin_upload().await.unwrap();
     writer.write(PNG).await.unwrap();
     let capture = w
         .kernel
+        .uploads()
         .create_upload(nexus_kernel::uploads::Creator::Executor(&runner), "screen.png", writer)
         .await
         .map(|created| serde_json::to_value(created.upload).unwrap())

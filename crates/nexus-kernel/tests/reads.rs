@@ -249,6 +249,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(e.code, Code::NotFound);
         let outsider = w
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Human,
                 handle: "outsider".into(),
@@ -260,6 +261,7 @@ async fn task_reads_transcript_graph_and_events() {
             .unwrap();
         let outsider = w
             .kernel
+            .admin()
             .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
             .await
             .unwrap();

@@ -28,7 +28,7 @@ async fn live_servers() -> Vec<Live> {
     let mut out = Vec::new();
     for store in nexus_store::testing::engines().await {
         let kernel = nexus_kernel::Kernel::new(store.store.clone());
-        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).expect("JSON");
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.expect("bootstrap")).expect("JSON");
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
         let base = format!("http://{}", listener.local_addr().unwrap());
         let state = nexus_server::AppState::new(kernel);

@@ -209,12 +209,13 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
     }
     let kernel = nodes[0].kernel.clone();
     let store = nodes[0].store.clone();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
 
     // Runners, each announcing `echo` over HTTP with its own transport token.
     let mut runners = Vec::with_capacity(RUNNERS);
     for j in 0..RUNNERS {
         let (row, token) = kernel
+            .admin()
             .create_runner(&format!("bench-runner-{j}"), AssignmentScope::AccountWide, "admin")
             .await
             .expect("create_runner");
@@ -242,6 +243,7 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
     // The runs: one runner-routed echo step each, round-robin over the runners.
     let human_token = boot.human.member_token.as_str();
     let human = kernel
+        .admin()
         .authenticate_member(Some(&format!("Bearer {human_token}")))
         .await
         .expect("authenticate");

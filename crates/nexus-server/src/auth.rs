@@ -23,7 +23,9 @@ impl FromRequestParts<AppState> for Member {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
-        Ok(Member(state.kernel.authenticate_member(authorization(parts)).await?))
+        Ok(Member(
+            state.kernel.admin().authenticate_member(authorization(parts)).await?,
+        ))
     }
 }
 
@@ -32,7 +34,7 @@ impl FromRequestParts<AppState> for Executor {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         Ok(Executor(
-            state.kernel.authenticate_executor(authorization(parts)).await?,
+            state.kernel.admin().authenticate_executor(authorization(parts)).await?,
         ))
     }
 }

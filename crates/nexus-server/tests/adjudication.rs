@@ -547,7 +547,7 @@ async fn the_default_runner_changes_without_moving_accepted_targets() {
         );
 
         // A revoked runner is no longer eligible.
-        h.kernel.revoke_executor(&runner).await.unwrap();
+        h.kernel.admin().revoke_executor(&runner).await.unwrap();
         refused(
             &put(human.clone(), to(json!(runner))).await,
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -437,6 +437,7 @@ async fn discovery_lists_only_runners_eligible_for_the_caller() {
     for h in harnesses().await {
         let bob = h
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Human,
                 handle: "bob".into(),
@@ -448,11 +449,13 @@ async fn discovery_lists_only_runners_eligible_for_the_caller() {
             .unwrap();
         let (bobs_private, _) = h
             .kernel
+            .admin()
             .create_runner("bobs-box", AssignmentScope::UserPrivate, "bob")
             .await
             .unwrap();
         let (shared, _) = h
             .kernel
+            .admin()
             .create_runner("shared", AssignmentScope::AccountWide, "bob")
             .await
             .unwrap();
@@ -537,7 +540,11 @@ async fn discovery_lists_only_runners_eligible_for_the_caller() {
             );
         }
         // A revoked runner is no longer listed.
-        h.kernel.revoke_executor(&shared.public_id.to_string()).await.unwrap();
+        h.kernel
+            .admin()
+            .revoke_executor(&shared.public_id.to_string())
+            .await
+            .unwrap();
         let r = h.get(&format!("{LIST}?kind=runner"), Some(&h.human_token())).await;
         assert_eq!(ids(&r), [runner_id(&h)]);
         // Discovery is on the member plane: a transport bearer gets the uniform 401.

@@ -131,6 +131,7 @@ async fn continuation_reads(h: &Harness, run: &str) -> Value {
 async fn member(h: &Harness, handle: &str, standing: Option<Standing>) -> String {
     let created = h
         .kernel
+        .admin()
         .create_member(MemberSpec {
             kind: MemberKind::Human,
             handle: handle.into(),

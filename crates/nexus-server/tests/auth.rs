@@ -52,7 +52,7 @@ async fn member_plane_matrix() {
             assert_identical_401(&reply, label, h.dialect);
         }
         // revoked
-        h.kernel.revoke_token(&good).await.unwrap();
+        h.kernel.admin().revoke_token(&good).await.unwrap();
         assert_identical_401(&h.get("/agent_api/v1/profile", Some(&good)).await, "revoked", h.dialect);
         // another member's token still works
         assert_eq!(
@@ -85,7 +85,7 @@ async fn transport_plane_matrix() {
 
         // fenced: re-pairing advances the epoch; the old bearer dies, the new one works.
         let runner_id = h.boot["runner"]["executor_public_id"].as_str().unwrap().to_string();
-        let (executor, fresh) = h.kernel.repair_executor(&runner_id).await.unwrap();
+        let (executor, fresh) = h.kernel.admin().repair_executor(&runner_id).await.unwrap();
         assert_eq!(executor.credential_epoch, 1);
         assert_identical_401(&h.get("/agent_api/v1/executor", Some(&good)).await, "fenced", h.dialect);
         let ok = h.get("/agent_api/v1/executor", Some(&fresh)).await;
@@ -93,7 +93,7 @@ async fn transport_plane_matrix() {
         assert_eq!(ok.json()["executor"]["credential_epoch"], 1);
 
         // revoked token
-        h.kernel.revoke_token(&fresh).await.unwrap();
+        h.kernel.admin().revoke_token(&fresh).await.unwrap();
         assert_identical_401(
             &h.get("/agent_api/v1/executor", Some(&fresh)).await,
             "revoked",
@@ -107,7 +107,7 @@ async fn transport_plane_matrix() {
             StatusCode::OK
         );
         let app_id = h.boot["agent"]["executor_public_id"].as_str().unwrap().to_string();
-        h.kernel.revoke_executor(&app_id).await.unwrap();
+        h.kernel.admin().revoke_executor(&app_id).await.unwrap();
         assert_identical_401(
             &h.get("/agent_api/v1/executor", Some(&app_token)).await,
             "revoked executor",

@@ -256,6 +256,7 @@ fn collision_callable(runner: &str, served: &str) -> String {
 
 async fn human(h: &Harness, handle: &str) {
     h.kernel
+        .admin()
         .create_member(MemberSpec {
             kind: MemberKind::Human,
             handle: handle.into(),
@@ -268,7 +269,7 @@ async fn human(h: &Harness, handle: &str) {
 }
 
 async fn runner(h: &Harness, name: &str, scope: AssignmentScope, manager: &str) -> String {
-    let (row, _token) = h.kernel.create_runner(name, scope, manager).await.unwrap();
+    let (row, _token) = h.kernel.admin().create_runner(name, scope, manager).await.unwrap();
     row.public_id.to_string()
 }
 
@@ -1416,7 +1417,7 @@ async fn assembly_runner_refusals() {
         announce(&h, &revoked, vec![describable("read")], json!({})).await;
         let body = json!({"default_runner_executor_public_id": revoked});
         assert_ok(&assembly(&h, body.clone()).await, "before revoke");
-        h.kernel.revoke_executor(&revoked).await.unwrap();
+        h.kernel.admin().revoke_executor(&revoked).await.unwrap();
         let reply = assembly(&h, body).await;
         assert_refused(
             &reply,
@@ -1892,6 +1893,7 @@ async fn eligibility_follows_the_controlling_human_and_the_transport_credential(
         let bobs = runner(&h, "bobs-runner", AssignmentScope::UserPrivate, "bob").await;
         let bobs_agent = h
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Agent,
                 handle: "bobs-agent".into(),
@@ -1927,12 +1929,13 @@ async fn eligibility_follows_the_controlling_human_and_the_transport_credential(
         // repair mints one at the new epoch.
         let (row, token) = h
             .kernel
+            .admin()
             .create_runner("fleeting", AssignmentScope::UserPrivate, "admin")
             .await
             .unwrap();
         let id = row.public_id.to_string();
         assert_ok(&select(&h, h.agent_token(), &id).await, "fresh runner");
-        h.kernel.revoke_token(&token).await.unwrap();
+        h.kernel.admin().revoke_token(&token).await.unwrap();
         let reply = select(&h, h.agent_token(), &id).await;
         assert_refused(
             &reply,
@@ -1940,7 +1943,7 @@ async fn eligibility_follows_the_controlling_human_and_the_transport_credential(
             "runner_not_eligible",
             "no credential",
         );
-        h.kernel.repair_executor(&id).await.unwrap();
+        h.kernel.admin().repair_executor(&id).await.unwrap();
         assert_ok(&select(&h, h.agent_token(), &id).await, "repaired runner");
     }
 }

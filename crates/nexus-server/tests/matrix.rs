@@ -369,7 +369,7 @@ async fn bearers(h: &Harness) -> Bearers {
         .set_standing(ws.id, member.id, nexus_store::Standing::Write)
         .await
         .unwrap();
-    let foreign_member = h.kernel.mint_member_token(&member).await.unwrap();
+    let foreign_member = h.kernel.admin().mint_member_token(&member).await.unwrap();
     let foreign = store
         .create_runner(NewRunner {
             public_id: Uuid::now_v7(),
@@ -381,7 +381,7 @@ async fn bearers(h: &Harness) -> Bearers {
         })
         .await
         .unwrap();
-    let foreign_runner = h.kernel.mint_transport_token(&foreign).await.unwrap();
+    let foreign_runner = h.kernel.admin().mint_transport_token(&foreign).await.unwrap();
 
     // Per plane: revoked and expired credentials of live holders.
     let human_row = store
@@ -394,10 +394,10 @@ async fn bearers(h: &Harness) -> Bearers {
         .await
         .unwrap()
         .unwrap();
-    let revoked_member = h.kernel.mint_member_token(&human_row).await.unwrap();
-    h.kernel.revoke_token(&revoked_member).await.unwrap();
-    let revoked_transport = h.kernel.mint_transport_token(&runner_row).await.unwrap();
-    h.kernel.revoke_token(&revoked_transport).await.unwrap();
+    let revoked_member = h.kernel.admin().mint_member_token(&human_row).await.unwrap();
+    h.kernel.admin().revoke_token(&revoked_member).await.unwrap();
+    let revoked_transport = h.kernel.admin().mint_transport_token(&runner_row).await.unwrap();
+    h.kernel.admin().revoke_token(&revoked_transport).await.unwrap();
     let expired = |plane, member_id, executor_id| {
         let minted = credentials::mint();
         let new = NewCredential {
@@ -420,10 +420,15 @@ async fn bearers(h: &Harness) -> Bearers {
     // Fenced: a second runner re-paired, so its first bearer is one epoch behind.
     let (second, stale) = h
         .kernel
+        .admin()
         .create_runner("fenced", AssignmentScope::UserPrivate, &human_row.handle)
         .await
         .unwrap();
-    h.kernel.repair_executor(&second.public_id.to_string()).await.unwrap();
+    h.kernel
+        .admin()
+        .repair_executor(&second.public_id.to_string())
+        .await
+        .unwrap();
 
     let failing = |bearer: &str, other_plane: &str, revoked: String, expired: String| {
         let (id, _) = credentials::parse_bearer(bearer).unwrap();

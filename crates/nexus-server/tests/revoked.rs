@@ -142,7 +142,7 @@ async fn a_revoked_runner_loses_its_unclaimed_rows_and_its_claims_run_out() {
             row.deadline_at.unwrap()
         };
 
-        h.kernel.revoke_executor(&runner_id(&h)).await.unwrap();
+        h.kernel.admin().revoke_executor(&runner_id(&h)).await.unwrap();
         // Revocation itself changes no row: the sweep does.
         assert_eq!(task(&h, &unclaimed).await["status"], "dispatched");
 
@@ -218,7 +218,7 @@ async fn a_held_approval_loses_its_revoked_addressee_and_stays_approvable() {
         let inbox = h.get(&format!("{X}/inbox"), Some(&h.agent_transport_token())).await;
         assert_eq!(inbox.json()["tasks"][0]["kind"], "approval", "{}", inbox.json());
 
-        h.kernel.revoke_executor(&agent_app_id(&h)).await.unwrap();
+        h.kernel.admin().revoke_executor(&agent_app_id(&h)).await.unwrap();
         let now = nexus_kernel::time::now_ms();
         assert_eq!(h.kernel.sweep_at(now).await.unwrap(), 1, "{}", h.dialect);
 

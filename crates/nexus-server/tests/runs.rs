@@ -123,6 +123,7 @@ async fn run_status(h: &Harness, run: &str) -> String {
 async fn member(h: &Harness, handle: &str, standing: Option<Standing>) -> String {
     let created = h
         .kernel
+        .admin()
         .create_member(MemberSpec {
             kind: MemberKind::Human,
             handle: handle.into(),

@@ -54,7 +54,7 @@ async fn harnesses() -> Vec<H> {
     for store in testing::engines().await {
         let blobs = tempfile::tempdir().unwrap();
         let kernel = Kernel::builder(store.store.clone()).blobs_dir(blobs.path()).build();
-        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).unwrap();
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.expect("bootstrap")).unwrap();
         let app = router(AppState::new(kernel.clone()));
         out.push(H {
             dialect: store.dialect,
@@ -220,7 +220,7 @@ impl H {
             })
             .await
             .unwrap();
-        self.kernel.mint_member_token(&m).await.unwrap()
+        self.kernel.admin().mint_member_token(&m).await.unwrap()
     }
 
     /// A run of the bootstrap workspace created by the agent, with one tool row addressed to
@@ -283,7 +283,11 @@ impl H {
     async fn bind(&self, task_id: i64, upload: &Value) {
         let id = Uuid::parse_str(upload["public_id"].as_str().unwrap()).unwrap();
         let mut tx = self.kernel.store.begin().await.unwrap();
-        self.kernel.bind_result_uploads(&mut tx, task_id, &[id]).await.unwrap();
+        self.kernel
+            .uploads()
+            .bind_result_uploads(&mut tx, task_id, &[id])
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
     }
 
@@ -630,10 +634,12 @@ async fn result_links_must_name_the_committers_own_uploads() {
 
         let mut tx = h.kernel.store.begin().await.unwrap();
         h.kernel
+            .uploads()
             .check_result_uploads(&mut tx, Committer::Executor(runner), &[mine])
             .await
             .unwrap();
         h.kernel
+            .uploads()
             .check_result_uploads(&mut tx, Committer::Executor(runner), &[])
             .await
             .unwrap();
@@ -645,6 +651,7 @@ async fn result_links_must_name_the_committers_own_uploads() {
         ] {
             let e = h
                 .kernel
+                .uploads()
                 .check_result_uploads(&mut tx, Committer::Executor(runner), &ids)
                 .await
                 .unwrap_err();
@@ -652,11 +659,13 @@ async fn result_links_must_name_the_committers_own_uploads() {
             assert_eq!(e.code.status(), 422, "{d}");
         }
         h.kernel
+            .uploads()
             .check_result_uploads(&mut tx, Committer::Member(human), &[member_upload])
             .await
             .unwrap();
         let e = h
             .kernel
+            .uploads()
             .check_result_uploads(&mut tx, Committer::Member(human), &[mine])
             .await
             .unwrap_err();
@@ -665,6 +674,7 @@ async fn result_links_must_name_the_committers_own_uploads() {
         assert!(!tx.is_void(), "{d}");
         let e = h
             .kernel
+            .uploads()
             .bind_result_uploads(&mut tx, 1, &[Uuid::now_v7()])
             .await
             .unwrap_err();
@@ -686,9 +696,17 @@ async fn the_reaper_reclaims_unbound_uploads_after_a_day() {
         assert_eq!(h.blob_files(), 2, "{d}");
 
         let now = nexus_kernel::time::now_ms();
-        assert_eq!(h.kernel.reap_uploads(now).await.unwrap(), 0, "{d}: too young");
-        assert_eq!(h.kernel.reap_uploads(now + 23 * 3_600_000).await.unwrap(), 0, "{d}");
-        assert_eq!(h.kernel.reap_uploads(now + 25 * 3_600_000).await.unwrap(), 2, "{d}");
+        assert_eq!(h.kernel.uploads().reap_uploads(now).await.unwrap(), 0, "{d}: too young");
+        assert_eq!(
+            h.kernel.uploads().reap_uploads(now + 23 * 3_600_000).await.unwrap(),
+            0,
+            "{d}"
+        );
+        assert_eq!(
+            h.kernel.uploads().reap_uploads(now + 25 * 3_600_000).await.unwrap(),
+            2,
+            "{d}"
+        );
         // The unbound upload and its blob are gone; the shared blob stays for the bound capture.
         assert_eq!(h.blob_files(), 1, "{d}");
         for u in [&unbound, &shared_a] {
@@ -718,6 +736,7 @@ async fn the_reaper_reclaims_unbound_uploads_after_a_day() {
         let member = h.member_id("agent").await;
         let e = h
             .kernel
+            .uploads()
             .check_result_uploads(&mut tx, Committer::Member(member), &[id_of(&unbound)])
             .await
             .unwrap_err();
@@ -735,8 +754,12 @@ async fn the_reaper_reclaims_unbound_uploads_after_a_day() {
         assert_eq!(r.bytes, b"only me", "{d}");
         // The hourly gate: a second call within the hour does nothing.
         let later = now + 50 * 3_600_000;
-        h.kernel.reap_uploads_if_due(later).await.unwrap();
-        assert_eq!(h.kernel.reap_uploads_if_due(later + 1000).await.unwrap(), 0, "{d}");
+        h.kernel.uploads().reap_uploads_if_due(later).await.unwrap();
+        assert_eq!(
+            h.kernel.uploads().reap_uploads_if_due(later + 1000).await.unwrap(),
+            0,
+            "{d}"
+        );
     }
 }
 

@@ -65,7 +65,7 @@ pub async fn start(data_dir: &Path, database_url: Option<&str>, listen: &str, to
     let store = serve::open_store(&resolved, false).await?;
     store.migrate().await.context("applying migrations")?;
     let kernel = serve::build_kernel(&resolved, store)?;
-    let made = kernel.bootstrap().await.context("bootstrapping")?;
+    let made = kernel.admin().bootstrap().await.context("bootstrapping")?;
     let boot = Boot {
         workspace_public_id: made.workspace_public_id.to_string(),
         human: Member {

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::refuse;
 use crate::error::KernelResult;
-use crate::{Kernel, MemberPrincipal, time};
+use crate::{Conversations, MemberPrincipal, time};
 
 /// A feed page's default and largest sizes (as a run's feed).
 const EVENTS_DEFAULT: i64 = 100;
@@ -31,7 +31,7 @@ pub(super) fn event_of(conversation: Uuid, e: &ConversationEventRow) -> Conversa
     }
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// `GET C/events?after=&limit=` → `{events, next_after}`: events after the sequence
     /// `after` (default 0), oldest first; `next_after` is the last sequence returned (or
     /// `after` when none). A negative `after` is 400 `parameter_invalid`.

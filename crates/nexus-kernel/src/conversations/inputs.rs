@@ -20,7 +20,7 @@ use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, parse_cursor};
 use crate::runs::{AfterCommit, Idempotent};
-use crate::{Kernel, MemberPrincipal, time};
+use crate::{Conversations, MemberPrincipal, time};
 
 /// An approval mode's place from loosest to tightest (runs.md §12: an input may only tighten).
 fn tightness(mode: Mode) -> u8 {
@@ -269,7 +269,7 @@ impl CreateInputRequest {
     }
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// The checks that need the answerer, in order: `to` names the answerer (422
     /// `answerer_not_eligible`), `approval_mode` only tightens the profile's (422
     /// `validation_failed`, reason `approval_mode_loosened`), every `tool_names` entry is a

@@ -32,7 +32,7 @@ use crate::names::Names;
 use crate::paging::{page_limit, parse_cursor};
 use crate::runs::Idempotent;
 use crate::runs::create::idempotency::Idempotency;
-use crate::{Kernel, MemberPrincipal, time};
+use crate::{Conversations, MemberPrincipal, time};
 
 pub use inputs::CreateInputRequest;
 pub use requests::{CreateConversationRequest, DefaultRunnerRequest};
@@ -136,7 +136,7 @@ fn summary_of(s: &ConversationSummaryRow) -> ConversationSummary {
     }
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// Sets `summary` on each conversation of a page (`ids` their row ids, in order), read
     /// for the whole page at once.
     async fn summarize_conversations(&self, page: &mut [Conversation], ids: &[i64]) -> KernelResult<()> {

@@ -7,10 +7,10 @@ use nexus_store::{ConversationRow, RunRow, Tx};
 use uuid::Uuid;
 
 use super::hosting::Hosting;
-use crate::Kernel;
+use crate::Conversations;
 use crate::error::KernelResult;
 
-impl Kernel {
+impl Conversations<'_> {
     /// The conversation hosting `run` (`None`: a standalone run).
     pub(crate) async fn hosting_conversation(&self, run: &RunRow) -> KernelResult<Option<ConversationRow>> {
         let Some(h) = Hosting::of(&run.hosting) else {

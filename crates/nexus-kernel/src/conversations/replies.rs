@@ -11,14 +11,14 @@ use serde_json::json;
 use super::hosting::ReplyRoute;
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
-use crate::{Kernel, time};
+use crate::{Conversations, time};
 
 /// The text blocks of a kernel-completed await.
 fn text_blocks(text: &str) -> String {
     json!([{"type": "text", "text": text}]).to_string()
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// Completes a running kernel-held await of the spawning run with `text` (idle when it has
     /// already settled: a timed-out wait keeps its timeout).
     async fn complete_await_with(

@@ -17,7 +17,7 @@ use super::feed::event_of;
 use super::refuse;
 use crate::error::KernelResult;
 use crate::signals::{RecvError, Subscription};
-use crate::{Kernel, MemberPrincipal};
+use crate::{Conversations, Kernel, MemberPrincipal};
 
 /// How many stored events one backlog read takes.
 const PAGE: i64 = 500;
@@ -44,7 +44,7 @@ pub struct ConversationStream {
     rx: Subscription<ConversationEventRow>,
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// Opens the feed of conversation `c` after sequence `after` (0 = from the start). Read
     /// standing; 404 `not_found` for a conversation outside the workspace; 400
     /// `parameter_invalid` for a negative cursor.
@@ -63,7 +63,7 @@ impl Kernel {
         // Subscribe before reading the backlog, so nothing committed in between is missed.
         let rx = self.state.signals.subscribe_conversation(conversation.id).await;
         let mut stream = ConversationStream {
-            kernel: self.clone(),
+            kernel: Kernel::clone(self),
             conversation_id: conversation.id,
             conversation_public_id: conversation.public_id,
             last: after,
@@ -144,10 +144,18 @@ mod tests {
         for ts in engines().await {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let request = crate::conversations::CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
-            let made = kernel.create_conversation(&agent, ws, Ok(request), None).await.unwrap();
+            let made = kernel
+                .conversations()
+                .create_conversation(&agent, ws, Ok(request), None)
+                .await
+                .unwrap();
             let made = made.fresh().expect("a new conversation");
             let c = uuid::Uuid::parse_str(&made.conversation.public_id).unwrap();
-            let mut following = kernel.conversation_event_stream(&agent, ws, c, 0).await.unwrap();
+            let mut following = kernel
+                .conversations()
+                .conversation_event_stream(&agent, ws, c, 0)
+                .await
+                .unwrap();
             let id = following.conversation_id;
 
             let n = 1_100;
@@ -160,7 +168,11 @@ mod tests {
             tx.commit().await.unwrap();
             kernel.publish(vec![AfterCommit::ConversationEvents(id)]).await;
 
-            let mut fresh = kernel.conversation_event_stream(&agent, ws, c, 0).await.unwrap();
+            let mut fresh = kernel
+                .conversations()
+                .conversation_event_stream(&agent, ws, c, 0)
+                .await
+                .unwrap();
             for stream in [&mut following, &mut fresh] {
                 for want in 1..=n {
                     let item = stream.next().await.expect("an event");
@@ -170,7 +182,11 @@ mod tests {
                 }
                 assert_eq!(stream.last_sequence(), n);
             }
-            let mut resumed = kernel.conversation_event_stream(&agent, ws, c, n - 1).await.unwrap();
+            let mut resumed = kernel
+                .conversations()
+                .conversation_event_stream(&agent, ws, c, n - 1)
+                .await
+                .unwrap();
             assert_eq!(resumed.next().await.unwrap().sequence, n, "on {}", ts.dialect);
         }
     }

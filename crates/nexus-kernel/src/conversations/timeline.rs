@@ -13,13 +13,13 @@ use super::hosting::ReplyRoute;
 use super::refuse;
 use crate::error::KernelResult;
 use crate::runs::AfterCommit;
-use crate::{Kernel, MemberPrincipal, time};
+use crate::{Conversations, MemberPrincipal, time};
 
 /// The largest turns page, and its default.
 const TURNS_MAX: i64 = 200;
 const TURNS_DEFAULT: i64 = 50;
 
-impl Kernel {
+impl Conversations<'_> {
     /// The public shape of a turn.
     async fn turn_of(&self, turn: &TurnRow) -> KernelResult<Turn> {
         let run = match turn.run_id {

@@ -23,7 +23,7 @@ use crate::runs::columns::Frozen;
 use crate::runs::rows::Graph;
 use crate::runs::unit::Unit;
 use crate::runs::{AfterCommit, FrozenContext, RequestSurface};
-use crate::{Kernel, time};
+use crate::{Conversations, time};
 
 /// How many due conversations one pass takes.
 const TURN_BATCH: i64 = 32;
@@ -92,7 +92,7 @@ fn turn_outcome(run: &RunRow, rows: &[TaskRow]) -> (TurnStatus, Option<String>) 
     (TurnStatus::Failed, key)
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// The worker's turn pass: opens the turns of every conversation whose wake time has
     /// come. Returns how many conversations it looked at.
     pub async fn open_due_turns(&self) -> KernelResult<usize> {

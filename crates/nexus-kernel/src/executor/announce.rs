@@ -381,7 +381,7 @@ impl Kernel {
         self.store
             .put_announcement(principal.executor.id, &announcement, self.now_ms())
             .await?;
-        Ok(self.executor_description(principal))
+        Ok(self.admin().executor_description(principal))
     }
 }
 

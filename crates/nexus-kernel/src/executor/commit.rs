@@ -336,7 +336,8 @@ impl Kernel {
         // Settle 5: the payload's links (its grammar was door 1; the park stands).
         let links = results::linked_uploads(&payload.blocks);
         // Whole or nothing: every link must be this executor's own capture (uploads hand-off).
-        self.check_result_uploads(tx, Committer::Executor(p.executor.id), &links)
+        self.uploads()
+            .check_result_uploads(tx, Committer::Executor(p.executor.id), &links)
             .await?;
         // Settle 6: unstorable bytes close a tool park; an await stays open.
         if payload.unstorable() {
@@ -359,7 +360,7 @@ impl Kernel {
         if !self.settle_park(unit, task, next, to, error, expect_token).await? {
             return Ok(Step::Idle);
         }
-        self.bind_result_uploads(tx, task.id, &links).await?;
+        self.uploads().bind_result_uploads(tx, task.id, &links).await?;
         Ok(Step::Settled(effects))
     }
 

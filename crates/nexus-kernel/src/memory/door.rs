@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::{DESCRIPTION_BYTES, DOCUMENT_BYTES, MemPath, Owners, parse_path, parse_prefix, scope_bound};
-use crate::Kernel;
+use crate::Memory;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 
@@ -226,7 +226,7 @@ fn stale(path: &str, current: i64) -> KernelError {
     .with_extra("current_lock_version", json!(current))
 }
 
-impl Kernel {
+impl Memory<'_> {
     /// The scope owners of a door caller in `ws`: its controlling human, the workspace, and the
     /// conversation `conversation` names (404 `not_found` unless it is one of `ws`).
     async fn door_owners(

@@ -336,7 +336,9 @@ impl Kernel {
         let done = self.transition(tx, run, w, TaskStatus::Completed, now).await?;
         // A conversation-hosted run's background result is kernel mail (kernel-tools.md §0).
         if done && Frozen::wait_of(w).is_some_and(|wait| wait.delegation) {
-            self.mail_delegation_result(tx, run, w, &output, now).await?;
+            self.conversations()
+                .mail_delegation_result(tx, run, w, &output, now)
+                .await?;
         }
         Ok(done)
     }

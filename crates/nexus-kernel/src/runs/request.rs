@@ -272,7 +272,7 @@ impl Kernel {
             .iter()
             .any(|t| t.content.as_deref().is_some_and(|c| c.contains("resource_link")));
         let judge = if links {
-            self.media_judge(round.run_id, Some(capabilities)).await?
+            self.uploads().media_judge(round.run_id, Some(capabilities)).await?
         } else {
             UploadJudge::new(&[], Some(capabilities))
         };

@@ -144,7 +144,8 @@ impl Kernel {
         let mut effects: Vec<AfterCommit> = Vec::new();
         let linked = results::linked_uploads(&answer.blocks);
         if !linked.is_empty() {
-            self.check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)
+            self.uploads()
+                .check_result_uploads(&mut tx, crate::uploads::Committer::Member(p.member.id), &linked)
                 .await?;
         }
         let Some(to) = answer_into(&mut task, &answer) else {
@@ -168,7 +169,7 @@ impl Kernel {
             return Ok(TaskReply::idle(self.task_view(&run, task.id).await?));
         }
         if !linked.is_empty() {
-            self.bind_result_uploads(&mut tx, task.id, &linked).await?;
+            self.uploads().bind_result_uploads(&mut tx, task.id, &linked).await?;
         }
         effects.extend(self.after_settle(&mut tx, &mut run, &task, now).await?);
         tx.commit().await?;

@@ -201,7 +201,7 @@ impl Kernel {
         if matches!(to, RunStatus::Completed | RunStatus::Canceled)
             && crate::conversations::hosting::Hosting::of(&run.hosting).is_some()
         {
-            self.end_hosted_turn(tx, run, now, effects).await?;
+            self.conversations().end_hosted_turn(tx, run, now, effects).await?;
         }
         Ok(())
     }

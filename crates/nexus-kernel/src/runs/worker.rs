@@ -193,7 +193,7 @@ impl Kernel {
     /// sweep pass. Returns how many jobs it leased (an unreadable one is held, not run). Tests
     /// drive the engine with it.
     pub async fn work_once(&self) -> KernelResult<usize> {
-        let turns = self.open_due_turns().await?;
+        let turns = self.conversations().open_due_turns().await?;
         let leased = self.dequeue().await?;
         let n = leased.len();
         for job in leased.jobs {
@@ -247,7 +247,7 @@ impl Kernel {
             tracing::warn!(error = %e, "receipt purge failed");
         }
         // Unbound uploads older than a day (uploads.md §5); at most once an hour per process.
-        if let Err(e) = self.reap_uploads_if_due(now).await {
+        if let Err(e) = self.uploads().reap_uploads_if_due(now).await {
             tracing::warn!(error = %e, "upload reaper failed");
         }
     }
@@ -272,7 +272,7 @@ impl Kernel {
                     kernel.sweep_pass().await;
                     next_sweep = tokio::time::Instant::now() + sweep_every;
                 }
-                if let Err(e) = kernel.open_due_turns().await {
+                if let Err(e) = kernel.conversations().open_due_turns().await {
                     tracing::warn!(error = %e, "turn pass failed");
                 }
                 match kernel.dequeue().await {

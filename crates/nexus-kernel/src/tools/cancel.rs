@@ -19,7 +19,11 @@ pub(super) async fn run(kernel: &Kernel, u: &mut Unit<'_>, call: &GraphCall<'_>)
         Err(refusal) => return Ok(refusal),
     };
     Ok(
-        match kernel.cancel_turn_in(u.tx, target.id, call.now, u.effects).await? {
+        match kernel
+            .conversations()
+            .cancel_turn_in(u.tx, target.id, call.now, u.effects)
+            .await?
+        {
             Some(turn) => KernelToolOutcome::text(format!(
                 "Canceled the running turn {turn} of conversation {}.",
                 target.public_id

@@ -56,6 +56,7 @@ impl Hosted {
         let request = CreateConversationRequest::parse(&json!({"conversation": {}})).unwrap();
         let made = self
             .kernel
+            .conversations()
             .create_conversation(&self.agent, ws, Ok(request), None)
             .await
             .unwrap();
@@ -172,6 +173,7 @@ async fn a_hosted_round_reaches_its_conversation_scope() {
         let c1s = c1.to_string();
         let doc = h
             .kernel
+            .memory()
             .memory_read_document(
                 &h.agent,
                 h.ws,

@@ -35,10 +35,10 @@ pub(super) async fn reach(
     tool: &str,
     to: &str,
 ) -> KernelResult<Result<(ConversationRow, ConversationRow), KernelToolOutcome>> {
-    let Some(caller) = kernel.hosting_conversation(run).await? else {
+    let Some(caller) = kernel.conversations().hosting_conversation(run).await? else {
         return Ok(Err(params::unknown_conversation(tool, to)));
     };
-    let Some(target) = kernel.conversation_target(tx, &caller, to).await? else {
+    let Some(target) = kernel.conversations().conversation_target(tx, &caller, to).await? else {
         return Ok(Err(params::unknown_conversation(tool, to)));
     };
     Ok(Ok((caller, target)))
@@ -58,7 +58,7 @@ pub(super) async fn reach_below(
         Ok(found) => found,
         Err(refusal) => return Ok(Err(refusal)),
     };
-    if kernel.is_ancestor_or_self(tx, &caller, &target).await? {
+    if kernel.conversations().is_ancestor_or_self(tx, &caller, &target).await? {
         return Ok(Err(KernelToolOutcome::error(
             ToolWord::AncestorConversation,
             &format!("{to:?} is your own conversation or one of its ancestors; {repair}"),

@@ -189,7 +189,7 @@ async fn check<'s>(
     call: &'s GraphCall<'s>,
     input: &'s SpawnInput,
 ) -> KernelResult<Result<Spawn<'s>, KernelToolOutcome>> {
-    let Some(parent) = kernel.hosting_conversation(u.run).await? else {
+    let Some(parent) = kernel.conversations().hosting_conversation(u.run).await? else {
         return Ok(Err(KernelToolOutcome::error(
             ToolWord::SpawnNeedsConversation,
             "this run is standalone, and only a run hosted by a conversation can start child conversations; use \

@@ -11,7 +11,7 @@ use nexus_store::prelude::*;
 use tokio::io::AsyncReadExt;
 use uuid::Uuid;
 
-use crate::Kernel;
+use crate::Uploads;
 use crate::error::KernelResult;
 use crate::uploads::io_error;
 
@@ -73,7 +73,7 @@ impl MediaJudge for UploadJudge {
     }
 }
 
-impl Kernel {
+impl Uploads<'_> {
     /// The judge of a request build for a round of `run_id`: every upload bound in the run.
     pub async fn media_judge(
         &self,

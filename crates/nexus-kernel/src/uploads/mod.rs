@@ -30,11 +30,11 @@ use uuid::Uuid;
 
 use crate::auth::{ExecutorPrincipal, MemberPrincipal};
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
+use crate::{Uploads, time};
 
 pub use blobs::{BlobReader, Blobs, DbBlobs, FsBlobs};
 pub use media::UploadJudge;
-pub use state::Uploads;
+pub use state::UploadState;
 
 /// Who commits a result that links uploads (executor.md §9, runs.md §6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,7 +126,7 @@ fn json_mentions(value: &Value, uri: &str) -> bool {
     }
 }
 
-impl Kernel {
+impl Uploads<'_> {
     /// A staging writer for a new upload's bytes.
     pub async fn begin_upload(&self) -> KernelResult<UploadWriter> {
         Ok(UploadWriter {

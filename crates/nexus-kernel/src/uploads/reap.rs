@@ -3,7 +3,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::Kernel;
+use crate::Uploads;
 use crate::error::KernelResult;
 use crate::uploads::io_error;
 
@@ -12,7 +12,7 @@ pub const UNBOUND_LIFETIME_MS: i64 = 24 * 60 * 60 * 1000;
 /// How often the reaper runs.
 pub const REAP_INTERVAL_MS: i64 = 60 * 60 * 1000;
 
-impl Kernel {
+impl Uploads<'_> {
     /// Deletes unbound uploads created at or before `now - 24 h`, and the blobs no descriptor
     /// references any more. Returns how many uploads were reclaimed.
     ///

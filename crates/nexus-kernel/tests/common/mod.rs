@@ -57,12 +57,12 @@ pub async fn world_with(
         .blobs_dir(dir.path().join("blobs"))
         .provider_backoff_ms(vec![1, 1, 1]);
     let kernel = configure(builder, &scripts).build();
-    let boot = serde_json::to_value(kernel.bootstrap().await.unwrap()).unwrap();
+    let boot = serde_json::to_value(kernel.admin().bootstrap().await.unwrap()).unwrap();
     let auth = |who: &str| format!("Bearer {}", boot[who]["member_token"].as_str().unwrap());
     let id = |v: &Value| Uuid::parse_str(v.as_str().unwrap()).unwrap();
     World {
-        agent: kernel.authenticate_member(Some(&auth("agent"))).await.unwrap(),
-        human: kernel.authenticate_member(Some(&auth("human"))).await.unwrap(),
+        agent: kernel.admin().authenticate_member(Some(&auth("agent"))).await.unwrap(),
+        human: kernel.admin().authenticate_member(Some(&auth("human"))).await.unwrap(),
         ws: id(&boot["workspace_public_id"]),
         runner: id(&boot["runner"]["executor_public_id"]),
         agent_app: id(&boot["agent"]["executor_public_id"]),
@@ -212,6 +212,7 @@ impl World {
     pub async fn member(&self, handle: &str, standing: Option<Standing>) -> MemberPrincipal {
         let m = self
             .kernel
+            .admin()
             .create_member(MemberSpec {
                 kind: MemberKind::Human,
                 handle: handle.into(),
@@ -222,6 +223,7 @@ impl World {
             .await
             .unwrap();
         self.kernel
+            .admin()
             .authenticate_member(Some(&format!("Bearer {}", m.member_token)))
             .await
             .unwrap()
@@ -230,6 +232,7 @@ impl World {
     /// The bootstrap runner signed in through its transport bearer (as of its announcement).
     pub async fn runner_principal(&self) -> ExecutorPrincipal {
         self.kernel
+            .admin()
             .authenticate_executor(Some(&self.runner_transport))
             .await
             .unwrap()

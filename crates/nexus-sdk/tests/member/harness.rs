@@ -147,7 +147,7 @@ pub async fn served(scripts: &[(&str, Vec<Value>)]) -> Vec<Served> {
             .provider_backoff_ms(vec![0, 0, 0])
             .sweep_interval_ms(50)
             .build();
-        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).expect("JSON");
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.expect("bootstrap")).expect("JSON");
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let server = tokio::spawn(nexus_server::serve(

@@ -49,8 +49,14 @@ impl Drop for Live {
 pub async fn lives() -> Vec<Live> {
     let mut out = Vec::new();
     for store in nexus_store::testing::engines().await {
-        let boot =
-            serde_json::to_value(Kernel::new(store.store.clone()).bootstrap().await.expect("bootstrap")).expect("JSON");
+        let boot = serde_json::to_value(
+            Kernel::new(store.store.clone())
+                .admin()
+                .bootstrap()
+                .await
+                .expect("bootstrap"),
+        )
+        .expect("JSON");
         let options = StoreOptions {
             single_node_lock: false,
             ..store.options()

@@ -17,5 +17,5 @@ pub async fn preview(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<Assembly>> {
     let preview = AssemblyPreview::parse(&body);
-    Ok(Json(state.kernel.assembly_preview(&principal, preview).await?))
+    Ok(Json(state.kernel.admin().assembly_preview(&principal, preview).await?))
 }

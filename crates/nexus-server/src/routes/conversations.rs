@@ -62,6 +62,7 @@ pub async fn create(
     let request = CreateConversationRequest::parse(&body);
     let reply = state
         .kernel
+        .conversations()
         .create_conversation(&p, ws, request, key.as_deref())
         .await?;
     Ok(idempotent(reply, StatusCode::CREATED))
@@ -77,6 +78,7 @@ pub async fn list(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .list_conversations(&p, path_id(&ws)?, q.archived.as_deref(), q.after.as_deref(), limit)
             .await?,
     ))
@@ -88,7 +90,11 @@ pub async fn read(
     Path((ws, c)): Path<(String, String)>,
 ) -> ApiResult<Json<ConversationEnvelope>> {
     Ok(Json(
-        state.kernel.read_conversation(&p, path_id(&ws)?, path_id(&c)?).await?,
+        state
+            .kernel
+            .conversations()
+            .read_conversation(&p, path_id(&ws)?, path_id(&c)?)
+            .await?,
     ))
 }
 
@@ -100,6 +106,7 @@ pub async fn children(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .conversation_children(&p, path_id(&ws)?, path_id(&c)?)
             .await?,
     ))
@@ -113,6 +120,7 @@ pub async fn archive(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .archive_conversation(&p, path_id(&ws)?, path_id(&c)?, true)
             .await?,
     ))
@@ -126,6 +134,7 @@ pub async fn unarchive(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .archive_conversation(&p, path_id(&ws)?, path_id(&c)?, false)
             .await?,
     ))
@@ -140,7 +149,11 @@ pub async fn default_runner(
     let (ws, c) = (path_id(&ws)?, path_id(&c)?);
     let request = DefaultRunnerRequest::parse(&body);
     Ok(Json(
-        state.kernel.put_conversation_default_runner(&p, ws, c, request).await?,
+        state
+            .kernel
+            .conversations()
+            .put_conversation_default_runner(&p, ws, c, request)
+            .await?,
     ))
 }
 
@@ -154,7 +167,11 @@ pub async fn create_input(
     let (ws, c) = (path_id(&ws)?, path_id(&c)?);
     let key = idempotency_key(&headers)?;
     let request = CreateInputRequest::parse(&body);
-    let reply = state.kernel.create_input(&p, ws, c, request, key.as_deref()).await?;
+    let reply = state
+        .kernel
+        .conversations()
+        .create_input(&p, ws, c, request, key.as_deref())
+        .await?;
     Ok(idempotent(reply, StatusCode::CREATED))
 }
 
@@ -168,6 +185,7 @@ pub async fn list_inputs(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .list_inputs(&p, path_id(&ws)?, path_id(&c)?, q.after.as_deref(), limit)
             .await?,
     ))
@@ -181,6 +199,7 @@ pub async fn delete_input(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .delete_input(&p, path_id(&ws)?, path_id(&c)?, path_id(&input)?)
             .await?,
     ))
@@ -197,6 +216,7 @@ pub async fn events(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .conversation_events(&p, path_id(&ws)?, path_id(&c)?, after, limit)
             .await?,
     ))
@@ -213,6 +233,7 @@ pub async fn turns(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .list_turns(&p, path_id(&ws)?, path_id(&c)?, after, limit)
             .await?,
     ))
@@ -226,6 +247,7 @@ pub async fn cancellation(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .cancel_conversation(&p, path_id(&ws)?, path_id(&c)?)
             .await?,
     ))
@@ -244,7 +266,13 @@ pub async fn search(
         limit: q.limit.as_deref(),
         after: q.after.as_deref(),
     };
-    Ok(Json(state.kernel.conversation_search(&p, path_id(&ws)?, &q).await?))
+    Ok(Json(
+        state
+            .kernel
+            .conversations()
+            .conversation_search(&p, path_id(&ws)?, &q)
+            .await?,
+    ))
 }
 
 pub async fn history(
@@ -262,6 +290,7 @@ pub async fn history(
     Ok(Json(
         state
             .kernel
+            .conversations()
             .conversation_history(&p, path_id(&ws)?, path_id(&c)?, &q)
             .await?,
     ))

@@ -18,7 +18,7 @@ use crate::error::ApiResult;
 use crate::routes::runs::path_id;
 
 pub async fn describe(State(state): State<AppState>, Executor(principal): Executor) -> Json<ExecutorDescription> {
-    Json(state.kernel.executor_description(&principal))
+    Json(state.kernel.admin().executor_description(&principal))
 }
 
 /// `PUT X/announcement`: 200 with the `GET X` body.

@@ -52,7 +52,9 @@ pub async fn list(
         conversation_public_id: q.conversation_public_id.as_deref(),
         ..MemoryQuery::default()
     };
-    Ok(Json(state.kernel.memory_list(&p, path_id(&ws)?, &query).await?))
+    Ok(Json(
+        state.kernel.memory().memory_list(&p, path_id(&ws)?, &query).await?,
+    ))
 }
 
 pub async fn read(
@@ -64,6 +66,7 @@ pub async fn read(
     Ok(Json(
         state
             .kernel
+            .memory()
             .memory_read_document(&p, path_id(&ws)?, &q.as_query())
             .await?,
     ))
@@ -77,7 +80,7 @@ pub async fn put(
 ) -> ApiResult<Json<DocumentEnvelope>> {
     let ws = path_id(&ws)?;
     let request = PutDocumentRequest::parse(&body);
-    Ok(Json(state.kernel.memory_put_document(&p, ws, request).await?))
+    Ok(Json(state.kernel.memory().memory_put_document(&p, ws, request).await?))
 }
 
 pub async fn delete(
@@ -89,6 +92,7 @@ pub async fn delete(
     Ok(Json(
         state
             .kernel
+            .memory()
             .memory_delete_document(&p, path_id(&ws)?, &q.as_query())
             .await?,
     ))

@@ -16,7 +16,7 @@ use crate::body::JsonObject;
 use crate::error::ApiResult;
 
 pub async fn read(State(state): State<AppState>, Member(principal): Member) -> ApiResult<Json<ProfileReply>> {
-    Ok(Json(state.kernel.profile(&principal).await?))
+    Ok(Json(state.kernel.admin().profile(&principal).await?))
 }
 
 /// `GET W/members?kind=agent|human`.
@@ -28,7 +28,11 @@ pub async fn members(
 ) -> ApiResult<Json<MemberList>> {
     let kind = q.get("kind").map(String::as_str);
     Ok(Json(
-        state.kernel.workspace_members(&principal, path_id(&ws)?, kind).await?,
+        state
+            .kernel
+            .admin()
+            .workspace_members(&principal, path_id(&ws)?, kind)
+            .await?,
     ))
 }
 
@@ -40,6 +44,7 @@ pub async fn put_configuration(
     Ok(Json(
         state
             .kernel
+            .admin()
             .put_configuration(&principal, NewConfiguration::parse(&body))
             .await?,
     ))

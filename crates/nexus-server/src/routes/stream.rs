@@ -78,6 +78,7 @@ pub async fn conversation_stream(
     let after = resume_after(&headers, &q)?;
     let feed = state
         .kernel
+        .conversations()
         .conversation_event_stream(&p, path_id(&ws)?, path_id(&c)?, after)
         .await?;
     Ok(sse(feed))

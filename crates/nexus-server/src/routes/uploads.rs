@@ -107,7 +107,7 @@ async fn ingest(
                 format!("the {FILE_PART} part is not a file (it has no filename)"),
             ));
         };
-        let mut writer = kernel.begin_upload().await?;
+        let mut writer = kernel.uploads().begin_upload().await?;
         while let Some(chunk) = field.chunk().await.map_err(multipart_error)? {
             if writer.len() + chunk.len() as u64 > bounds::UPLOAD as u64 {
                 return Err(too_large());
@@ -117,7 +117,7 @@ async fn ingest(
         found = Some((filename, writer));
     }
     let (filename, writer) = found.ok_or_else(missing_part)?;
-    let body = kernel.create_upload(creator, &filename, writer).await?;
+    let body = kernel.uploads().create_upload(creator, &filename, writer).await?;
     Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
@@ -127,7 +127,7 @@ pub async fn get(
     Member(p): Member,
     Path(id): Path<String>,
 ) -> ApiResult<Json<UploadEnvelope>> {
-    Ok(Json(state.kernel.get_upload(&p, path_id(&id)?).await?))
+    Ok(Json(state.kernel.uploads().get_upload(&p, path_id(&id)?).await?))
 }
 
 /// `GET /agent_api/v1/uploads/{id}/bytes`.
@@ -137,7 +137,7 @@ pub async fn bytes(
     Path(id): Path<String>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
-    let read = state.kernel.upload_bytes(&p, path_id(&id)?).await?;
+    let read = state.kernel.uploads().upload_bytes(&p, path_id(&id)?).await?;
     serve_bytes(&state.kernel, &read.upload, &headers, PRIVATE_CACHE).await
 }
 
@@ -147,7 +147,7 @@ pub async fn get_capture(
     Executor(e): Executor,
     Path(id): Path<String>,
 ) -> ApiResult<Json<UploadEnvelope>> {
-    Ok(Json(state.kernel.get_capture(&e, path_id(&id)?).await?))
+    Ok(Json(state.kernel.uploads().get_capture(&e, path_id(&id)?).await?))
 }
 
 fn claim_token(headers: &HeaderMap) -> Option<&str> {
@@ -197,7 +197,11 @@ async fn claim_read(
     }
     let run = path_id(run)?;
     let upload = path_id(upload)?;
-    Ok(kernel.claim_attachment(e, run, task, upload, token).await?.upload)
+    Ok(kernel
+        .uploads()
+        .claim_attachment(e, run, task, upload, token)
+        .await?
+        .upload)
 }
 
 /// A requested byte range, resolved against the blob size.
@@ -315,7 +319,7 @@ async fn serve_bytes(kernel: &Kernel, u: &UploadRow, headers: &HeaderMap, cache:
             return Ok(response);
         }
     };
-    let reader = kernel.open_upload(u, start, len).await?;
+    let reader = kernel.uploads().open_upload(u, start, len).await?;
     let inline = u.content_type.starts_with("image/") || u.content_type == "application/pdf";
     let disposition = format!(
         "{}; filename*={}",

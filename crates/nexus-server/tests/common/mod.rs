@@ -119,7 +119,7 @@ pub async fn harnesses() -> Vec<Harness> {
     let mut out = Vec::new();
     for store in testing::engines().await {
         let kernel = Kernel::new(store.store.clone());
-        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).unwrap();
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.expect("bootstrap")).unwrap();
         let app = router(AppState::new(kernel.clone()));
         out.push(Harness {
             dialect: store.dialect,
@@ -144,7 +144,7 @@ pub async fn harnesses_with_scripts(dir: &std::path::Path) -> Vec<Harness> {
             .scripts_dir(dir)
             .provider_backoff_ms(vec![0, 0, 0])
             .build();
-        let boot = serde_json::to_value(kernel.bootstrap().await.expect("bootstrap")).unwrap();
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.expect("bootstrap")).unwrap();
         let app = router(AppState::new(kernel.clone()));
         out.push(Harness {
             dialect: store.dialect,
@@ -316,6 +316,7 @@ impl Harness {
     pub async fn member_with(&self, handle: &str, standing: nexus_store::Standing) -> String {
         let created = self
             .kernel
+            .admin()
             .create_member(nexus_kernel::admin::MemberSpec {
                 kind: nexus_store::MemberKind::Human,
                 handle: handle.into(),

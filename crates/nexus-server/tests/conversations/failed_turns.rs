@@ -116,7 +116,7 @@ async fn a_turn_canceled_before_its_first_round_leaves_the_earlier_turns_in_the_
             StatusCode::CREATED,
         );
         // The turn opens; it is canceled before its seed round is sealed.
-        h.kernel.open_due_turns().await.unwrap();
+        h.kernel.conversations().open_due_turns().await.unwrap();
         let cancel = h
             .json(
                 Method::POST,

@@ -375,7 +375,7 @@ async fn list_children_archive_and_default_runner() {
             Value::Null
         );
         // A revoked runner still exists but is no longer eligible.
-        h.kernel.revoke_executor(&runner_id).await.unwrap();
+        h.kernel.admin().revoke_executor(&runner_id).await.unwrap();
         refused(
             &put(json!({"default_runner": {"executor_public_id": runner_id}})).await,
             StatusCode::UNPROCESSABLE_ENTITY,

@@ -221,7 +221,7 @@ async fn a_steer_lands_after_the_next_results_or_falls_back_to_the_queue() {
             StatusCode::CREATED,
         );
         // Open the turn only: its run is live when the steer arrives.
-        h.kernel.open_due_turns().await.unwrap();
+        h.kernel.conversations().open_due_turns().await.unwrap();
         let steer = ok(
             &input(
                 &h,
@@ -247,7 +247,7 @@ async fn a_steer_lands_after_the_next_results_or_falls_back_to_the_queue() {
             &input(&h, &agent, &conv, json!({"content": "Second"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.open_due_turns().await.unwrap();
+        h.kernel.conversations().open_due_turns().await.unwrap();
         let late = ok(
             &input(
                 &h,
@@ -302,7 +302,7 @@ async fn cancellation_stops_the_running_turn() {
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.open_due_turns().await.unwrap();
+        h.kernel.conversations().open_due_turns().await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         let canceled = ok(
             &h.json(
@@ -375,7 +375,7 @@ async fn history_past_its_budget_drops_whole_oldest_turns() {
         let kernel = nexus_kernel::Kernel::builder(ts.store.clone())
             .providers(providers)
             .build();
-        let boot = serde_json::to_value(kernel.bootstrap().await.unwrap()).unwrap();
+        let boot = serde_json::to_value(kernel.admin().bootstrap().await.unwrap()).unwrap();
         let app = nexus_server::router(nexus_server::AppState::new(kernel.clone()));
         let h = Harness {
             dialect: ts.dialect,

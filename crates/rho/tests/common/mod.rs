@@ -59,7 +59,7 @@ pub async fn world(store: nexus_store::testing::TestStore) -> World {
         .blobs_dir(dir.path().join("blobs"))
         .provider_backoff_ms(vec![1, 1, 1])
         .build();
-    let boot = kernel.bootstrap().await.expect("bootstrap");
+    let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
     let base = format!("http://{}", listener.local_addr().unwrap());
     let worker = kernel.spawn_worker(std::future::pending());

@@ -9,7 +9,7 @@ use super::read::{ReadAsk, ReadPage, read, read_cursor};
 use super::reader::HistoryRefusal;
 use super::search::{SearchAsk, SearchPage, archived_word, search};
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, MemberPrincipal};
+use crate::{Conversations, MemberPrincipal};
 
 /// A route's integer parameter as given (`None`: absent); anything else is 400.
 fn route_int(value: Option<&str>, name: &str) -> KernelResult<Option<i64>> {
@@ -40,7 +40,7 @@ pub struct HistoryQuery<'a> {
     pub limit: Option<&'a str>,
 }
 
-impl Kernel {
+impl Conversations<'_> {
     /// `GET W/conversation_search`: the ranked search of the workspace's history
     /// (kernel-tools.md §10), as `session_search` answers it. Needs read standing; refusals
     /// are 400 `parameter_invalid`.

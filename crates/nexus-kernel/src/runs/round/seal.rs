@@ -116,7 +116,7 @@ impl Kernel {
             .build_request(task, neighbourhood, &capabilities, &steer_texts)
             .await?;
         let (mut request, prev, mut anchor) = (built.request, built.prev, built.anchor);
-        let blobs = self.media_bytes(&request.entries).await?;
+        let blobs = self.uploads().media_bytes(&request.entries).await?;
         let mut encoded = provider.encode_continuing(&request, &blobs, built.prior);
         // A turn's seed round past its history budget drops whole oldest turns (runs.md §12).
         if let (Some(turn), Ok(enc)) = (&turn, &encoded)
@@ -124,7 +124,7 @@ impl Kernel {
         {
             let budget = history::budget_bytes(&capabilities, &RequestSurface::of(task));
             if enc.body.len() > budget {
-                let judge = self.media_judge(task.run_id, Some(&capabilities)).await?;
+                let judge = self.uploads().media_judge(task.run_id, Some(&capabilities)).await?;
                 self.trim_history(turn, &mut request, budget, &judge).await?;
                 encoded = provider.encode_continuing(&request, &blobs, None);
                 anchor = None;
