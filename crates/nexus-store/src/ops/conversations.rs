@@ -514,7 +514,7 @@ pub(crate) async fn insert_input<C: Db>(c: &mut C, new: &NewInput, bound: i64) -
         .bind(new.created_at)
         .bind(new.state.as_str())
         .bind(new.turn_id)
-        .bind(&new.wake)
+        .bind(new.wake)
         .bind(&new.mail_key)
         .fetch_one(&mut *c)
         .await

@@ -203,7 +203,7 @@ pub(crate) async fn runs_of_workspace<C: Db>(
 
 pub(crate) async fn insert_job<C: Db>(c: &mut C, new: &NewJob) -> Result<i64> {
     let id: i64 = query_scalar(sql::INSERT_JOB)
-        .bind(&new.kind)
+        .bind(new.kind)
         .bind(new.run_id)
         .bind(new.task_id)
         .bind(new.generation)
