@@ -1,6 +1,6 @@
 //! The inbox path's kernel work, without HTTP: one runner, `TASKS` started runs of one
 //! runner-routed `echo` step (bypass), then a loop that claims and commits each task through
-//! `Kernel::claim` and `Kernel::commit` (and reads an inbox page of 50 every 50 tasks, as the
+//! `Executor::claim` and `Executor::commit` (and reads an inbox page of 50 every 50 tasks, as the
 //! HTTP bench's runners do), one call at a time (see `NEXUS_BENCH_CALLERS` below for more).
 //!
 //! This is the work the HTTP bench (`cargo bench -p nexus-server --bench inbox`) serialises
@@ -94,6 +94,7 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
         .await
         .expect("authenticate the runner");
     kernel
+        .executor()
         .announce(
             &runner,
             &announce::parse(&inbox_bench::echo_announcement()).expect("a valid announcement"),
@@ -133,11 +134,11 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
 /// callgrind's `--toggle-collect` can find it.
 #[inline(never)]
 async fn settle_one(kernel: &Kernel, runner: &ExecutorPrincipal, run: Uuid) {
-    let claim = kernel.claim(runner, run, "t").await.expect("claim");
+    let claim = kernel.executor().claim(runner, run, "t").await.expect("claim");
     let token = claim.claim.claim_token;
     // The body's parse is measured with the commit, as the route runs it.
     let body = CommitRequest::parse(&json!({"claim_token": token, "content": "ok"})).expect("a commit body");
-    let done = kernel.commit(runner, run, "t", &body).await.expect("commit");
+    let done = kernel.executor().commit(runner, run, "t", &body).await.expect("commit");
     assert_eq!(done.task.trace.status, TaskStatus::Completed, "{done:?}");
 }
 
@@ -158,7 +159,7 @@ async fn settle_share(kernel: &Kernel, runner: &ExecutorPrincipal, runs: Vec<Uui
     for (i, run) in runs.into_iter().enumerate() {
         let t0 = Instant::now();
         if i % PAGE as usize == 0 {
-            let page = kernel.inbox(runner, None, Some(PAGE)).await.expect("inbox");
+            let page = kernel.executor().inbox(runner, None, Some(PAGE)).await.expect("inbox");
             assert!(!page.tasks.is_empty(), "{page:?}");
         }
         settle_one(kernel, runner, run).await;

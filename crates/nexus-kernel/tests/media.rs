@@ -64,14 +64,19 @@ impl World {
             .into_iter()
             .find(|t| t.kind == TaskKind::Tool)
             .expect("the call's tool row");
-        let claimed = self.kernel.claim(&self.runner, run, &tool.key).await.unwrap();
+        let claimed = self
+            .kernel
+            .executor()
+            .claim(&self.runner, run, &tool.key)
+            .await
+            .unwrap();
         (tool.key, claimed.claim.claim_token)
     }
 
     /// Commits the claimed tool row with `content`, then drives the engine.
     async fn commit(&self, run: Uuid, claim: &(String, String), content: Value) -> Value {
         let out = match CommitRequest::parse(&json!({"claim_token": claim.1, "content": content})) {
-            Ok(body) => self.kernel.commit(&self.runner, run, &claim.0, &body).await,
+            Ok(body) => self.kernel.executor().commit(&self.runner, run, &claim.0, &body).await,
             Err(refused) => Err(refused),
         };
         self.drive().await;

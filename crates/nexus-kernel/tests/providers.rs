@@ -652,11 +652,11 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         .into_iter()
         .find(|t| t.kind == nexus_store::TaskKind::Tool)
         .expect("the call's tool row");
-    let claimed = w.kernel.claim(&runner, id, &tool.key).await.unwrap();
+    let claimed = w.kernel.executor().claim(&runner, id, &tool.key).await.unwrap();
     let link = json!({"type": "resource_link", "name": "screen",
         "uri": format!("nexus://uploads/{}", capture["public_id"].as_str().unwrap())});
     w.kernel
-        .commit(
+        .executor().commit(
             &runner,
             id,
             &tool.key,

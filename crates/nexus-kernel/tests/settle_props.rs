@@ -139,7 +139,7 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
         let at = format!("op {i} {op:?} with {park:?} at {now}");
         match op {
             Op::Claim => {
-                let r = kernel.claim_at(&w.runner, run, "t", now).await;
+                let r = kernel.executor().claim_at(&w.runner, run, "t", now).await;
                 let expected = if park.settled.is_some() {
                     Some(Code::TaskNotClaimable)
                 } else if park.token.is_some() {
@@ -161,7 +161,10 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                     _ => Uuid::now_v7().to_string(),
                 };
                 let body = json!({"claim_token": token, "timeout_ms": ms});
-                let r = kernel.extend_at(&w.runner, run, "t", &Extend::parse(&body), now).await;
+                let r = kernel
+                    .executor()
+                    .extend_at(&w.runner, run, "t", &Extend::parse(&body), now)
+                    .await;
                 let accepted = *current && park.token.is_some();
                 let expected = if park.settled.is_some() || park.token.is_none() || park.deadline <= now {
                     Some(Code::NotExtendable)
@@ -199,7 +202,7 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
                     body["claim_token"] = json!(t);
                 }
                 let r = match CommitRequest::parse(&body) {
-                    Ok(request) => kernel.commit_at(&w.runner, run, "t", &request, now).await,
+                    Ok(request) => kernel.executor().commit_at(&w.runner, run, "t", &request, now).await,
                     Err(refused) => Err(refused),
                 }
                 .map(|reply| serde_json::to_value(reply).unwrap());
@@ -324,9 +327,10 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         let settle = |key: &'static str| {
             let (kernel, runner) = (kernel.clone(), w.runner.clone());
             async move {
-                let claimed = kernel.claim(&runner, run, key).await.unwrap();
+                let claimed = kernel.executor().claim(&runner, run, key).await.unwrap();
                 let token = claimed.claim.claim_token;
                 kernel
+                    .executor()
                     .commit(
                         &runner,
                         run,

@@ -317,7 +317,7 @@ async fn progress_frames_are_relayed_thinned_and_refused_by_code() {
         assert_eq!((r.status.as_u16(), r.code().as_str()), (409, "not_claimant"));
 
         claim(&h, &run, key, "tok-1").await;
-        let mut rx = h.kernel.subscribe_progress(run_id);
+        let mut rx = h.kernel.executor().subscribe_progress(run_id);
         // A wrong token, or the right token from another executor: 409 not_claimant.
         assert_eq!(progress(&h, &runner, frame("tok-2")).await.code(), "not_claimant");
         assert_eq!(

@@ -5,7 +5,7 @@
 //! the whole list before the next begins, so kernel classification (check 3) refuses a
 //! reserved name at `tools[1].name` even when `tools[0].name` is malformed (check 4): the
 //! classification is "before format" across the announcement, not per entry. The server
-//! calls [`parse`] and then [`Kernel::announce`] (apply).
+//! calls [`parse`] and then [`Executor::announce`] (apply).
 
 use std::collections::HashSet;
 
@@ -17,7 +17,7 @@ use nexus_store::Announcement;
 use nexus_store::prelude::*;
 use serde_json::{Map, Value};
 
-use crate::Kernel;
+use crate::Executor;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 
@@ -369,7 +369,7 @@ fn stored_text(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).expect("an announcement's typed parts always serialize")
 }
 
-impl Kernel {
+impl Executor<'_> {
     /// `PUT X/announcement`: stores a validated announcement whole (updating `last_seen_at`)
     /// and answers the `GET X` body.
     pub async fn announce(&self, principal: &ExecutorPrincipal, v: &Validated) -> KernelResult<ExecutorDescription> {

@@ -32,7 +32,7 @@ use crate::names::Names;
 use crate::runs::AfterCommit;
 use crate::runs::gate::{served_entry, serves};
 use crate::runs::unit::Unit;
-use crate::{Kernel, time};
+use crate::{Executor, Kernel, time};
 
 /// The body of `POST X/inbox/{run}/{task}/extend`, read by [`Extend::parse`]. Reading never
 /// refuses: the spec checks the row and the claimant before the body's `timeout_ms`
@@ -313,7 +313,9 @@ impl Kernel {
         }
         Ok(if repeat { Claimable::Repeat } else { Claimable::Grant })
     }
+}
 
+impl Executor<'_> {
     /// `POST X/inbox/{run}/{task}/claim` at the process clock.
     pub async fn claim(&self, p: &ExecutorPrincipal, run: Uuid, key: &str) -> KernelResult<ClaimReply> {
         self.claim_at(p, run, key, self.now_ms()).await
@@ -337,7 +339,7 @@ impl Kernel {
         self.claim_keyed_at(p, run, key, idempotency_key, self.now_ms()).await
     }
 
-    /// [`Kernel::claim_at`] with an optional `Idempotency-Key` (1–64 visible ASCII characters,
+    /// [`Executor::claim_at`] with an optional `Idempotency-Key` (1–64 visible ASCII characters,
     /// else 400 `parameter_invalid`): the token is derived from it, and the claimant repeating
     /// it while the claim stands gets the same grant, changing nothing.
     pub async fn claim_keyed_at(
@@ -367,7 +369,7 @@ impl Kernel {
             }
         };
         let keyed = idempotency_key.map(|k| keyed_token(p.executor.public_id, run_public_id, &task, k));
-        match Self::check_claimable(&run, &task, &p.executor, &facts, keyed.as_deref(), now) {
+        match Kernel::check_claimable(&run, &task, &p.executor, &facts, keyed.as_deref(), now) {
             Ok(Claimable::Grant) => {}
             Ok(Claimable::Repeat) => {
                 // The standing grant, as the first answer gave it; nothing changes.

@@ -23,7 +23,6 @@ use uuid::Uuid;
 
 use super::claim::{deadline_passed, is_claimant};
 use super::inbox::row_kind;
-use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::runs::AfterCommit;
@@ -31,6 +30,7 @@ use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
 use crate::runs::view::TaskView;
 use crate::uploads::Committer;
+use crate::{Executor, Kernel};
 
 /// The storage guard's word for text the store refuses (a U+0000).
 pub const UNSUPPORTED_TEXT: &str = "unsupported_text";
@@ -48,7 +48,7 @@ pub struct CommitReply {
     pub idle: bool,
 }
 
-/// A commit body, its grammar checked (door 1): the request of [`Kernel::commit`], built by
+/// A commit body, its grammar checked (door 1): the request of [`Executor::commit`], built by
 /// [`CommitRequest::parse`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct CommitRequest {
@@ -233,7 +233,7 @@ impl Payload {
     }
 }
 
-impl Kernel {
+impl Executor<'_> {
     /// `{task, idle: true}`: the commit found the row already settled.
     async fn idle(&self, run: &RunRow, task_id: i64) -> KernelResult<CommitReply> {
         Ok(CommitReply {
@@ -285,7 +285,7 @@ impl Kernel {
             Ok(Step::Settled(effects)) => {
                 // The reply's dependencies come from the unit that settled the row: the row as
                 // committed, and no cold read after the commit.
-                let neighbours = match Self::committed_neighbours(&mut tx, &task).await {
+                let neighbours = match Kernel::committed_neighbours(&mut tx, &task).await {
                     Ok(n) => n,
                     Err(e) => {
                         tx.rollback().await?;

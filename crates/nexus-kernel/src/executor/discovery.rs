@@ -14,14 +14,14 @@ use uuid::Uuid;
 
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
-use crate::{Kernel, time};
+use crate::{Executor, time};
 
 /// A stored announcement part; unreadable text reads as empty (discovery is display only).
 fn stored<T: DeserializeOwned + Default>(text: &str) -> T {
     serde_json::from_str(text).unwrap_or_default()
 }
 
-impl Kernel {
+impl Executor<'_> {
     /// `presence` of an executor (display only, never used for routing).
     pub fn presence(&self, executor: &ExecutorRow) -> &'static str {
         if self.state.signals.executor_connected(executor.public_id) {

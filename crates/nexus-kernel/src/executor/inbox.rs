@@ -20,7 +20,7 @@ use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::runs::FrozenContext;
 use crate::runs::columns::Frozen;
 use crate::runs::view::{AddressedTo, Target, parse};
-use crate::{Kernel, time};
+use crate::{Executor, Kernel, time};
 
 /// The inbox kind of a row in its current status (`None`: the row is not an inbox row).
 pub(crate) fn inbox_kind(task: &TaskRow) -> Option<&'static str> {
@@ -279,7 +279,9 @@ impl Kernel {
             model_context,
         })
     }
+}
 
+impl Executor<'_> {
     /// `GET X/inbox?after=&limit=` → `{tasks, pagination: {next_after}}`.
     pub async fn inbox(
         &self,

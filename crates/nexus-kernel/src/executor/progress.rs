@@ -5,7 +5,7 @@
 //! `executor_progress` frame on the run's progress channel. Nothing is persisted and nothing
 //! gets an event id: a subscriber that misses a frame has lost nothing durable.
 //!
-//! The relay is the signals seam's per-run progress channel ([`Kernel::subscribe_progress`]),
+//! The relay is the signals seam's per-run progress channel ([`Executor::subscribe_progress`]),
 //! beside the durable event feed (`runs::stream`), so the SSE route can merge it as id-less
 //! frames. The cadence clock is the kernel's state (`cadence.rs`).
 
@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use crate::Kernel;
+use crate::Executor;
 use crate::auth::ExecutorPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::signals::{Ephemeral, Subscription};
@@ -73,7 +73,7 @@ fn invalid(path: &str, message: &str) -> KernelError {
     KernelError::new(Code::InvalidFrame, format!("invalid progress frame: {message}")).with_path(path)
 }
 
-/// A checked progress frame, the request of [`Kernel::progress`]: built by [`parse`].
+/// A checked progress frame, the request of [`Executor::progress`]: built by [`parse`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
     pub run: Uuid,
@@ -133,7 +133,7 @@ pub fn parse(body: &Value) -> KernelResult<Frame> {
     })
 }
 
-impl Kernel {
+impl Executor<'_> {
     /// `POST X/progress`: 202 with the outcome, or a refusal (`not_found`, `not_claimant`;
     /// [`parse`] refuses `invalid_frame` and `frame_too_large`).
     pub async fn progress(&self, principal: &ExecutorPrincipal, frame: &Frame) -> KernelResult<ProgressOutcome> {

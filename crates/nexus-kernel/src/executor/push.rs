@@ -14,13 +14,13 @@ use uuid::Uuid;
 use nexus_store::prelude::*;
 use nexus_store::{ExecutorStatus, TaskRow, TaskStatus};
 
-use crate::Kernel;
 use crate::auth::ExecutorPrincipal;
 use crate::error::KernelResult;
 use crate::executor::frames::PushFrame;
 use crate::executor::inbox::inbox_kind;
 use crate::runs::AfterCommit;
 use crate::signals::Subscription;
+use crate::{Executor, Kernel};
 
 /// `{"type":"work_available","kind","run_public_id","task_key"}`.
 pub fn work_available_frame(kind: &str, run: Uuid, task_key: &str) -> PushFrame {
@@ -111,7 +111,9 @@ impl Kernel {
         }
         Ok(effects)
     }
+}
 
+impl Executor<'_> {
     /// Opens a push channel for an authenticated executor: the receiver of its frames from now
     /// on, and the `hello` frame to send first. The executor counts as seen now (discovery's
     /// `last_seen_at` moves on every connect, not only on an announcement).

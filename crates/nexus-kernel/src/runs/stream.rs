@@ -65,7 +65,7 @@ impl Kernel {
         let run = self.run_in(&ws_row, run).await?;
         // Subscribe before reading the backlog, so nothing committed in between is missed.
         let rx = self.subscribe(run.id);
-        let progress = self.subscribe_progress(run.id);
+        let progress = self.executor().subscribe_progress(run.id);
         let mut stream = EventStream {
             kernel: self.clone(),
             run_id: run.id,

@@ -42,11 +42,11 @@ pub async fn channel(
 
 async fn serve(kernel: Kernel, principal: ExecutorPrincipal, socket: WebSocket) {
     relay(&kernel, &principal, socket).await;
-    kernel.channel_closed(&principal).await;
+    kernel.executor().channel_closed(&principal).await;
 }
 
 async fn relay(kernel: &Kernel, principal: &ExecutorPrincipal, mut socket: WebSocket) {
-    let (hello, mut rx) = kernel.open_channel(principal).await;
+    let (hello, mut rx) = kernel.executor().open_channel(principal).await;
     if socket.send(Message::Text(hello.to_text().into())).await.is_err() {
         return;
     }
@@ -64,7 +64,7 @@ async fn relay(kernel: &Kernel, principal: &ExecutorPrincipal, mut socket: WebSo
                 Err(RecvError::Closed) => return,
             },
             _ = ping.tick() => {
-                if !kernel.channel_still_valid(principal).await {
+                if !kernel.executor().channel_still_valid(principal).await {
                     let _ = socket.send(Message::Close(None)).await;
                     return;
                 }

@@ -28,7 +28,7 @@ pub async fn announce(
     JsonObject(body): JsonObject,
 ) -> ApiResult<Json<ExecutorDescription>> {
     let announcement = announce::parse(&body)?;
-    Ok(Json(state.kernel.announce(&principal, &announcement).await?))
+    Ok(Json(state.kernel.executor().announce(&principal, &announcement).await?))
 }
 
 /// `POST X/progress`: 202, relayed or dropped.
@@ -38,7 +38,7 @@ pub async fn progress(
     JsonObject(body): JsonObject,
 ) -> ApiResult<(StatusCode, Json<ProgressOutcome>)> {
     let frame = progress::parse(&body)?;
-    let outcome = state.kernel.progress(&principal, &frame).await?;
+    let outcome = state.kernel.executor().progress(&principal, &frame).await?;
     Ok((StatusCode::ACCEPTED, Json(outcome)))
 }
 
@@ -49,7 +49,11 @@ pub async fn list(
     Query(q): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<ExecutorList>> {
     Ok(Json(
-        state.kernel.list_runners(&p, q.get("kind").map(String::as_str)).await?,
+        state
+            .kernel
+            .executor()
+            .list_runners(&p, q.get("kind").map(String::as_str))
+            .await?,
     ))
 }
 
@@ -59,5 +63,5 @@ pub async fn get(
     Member(p): Member,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ExecutorEnvelope>> {
-    Ok(Json(state.kernel.get_runner(&p, path_id(&id)?).await?))
+    Ok(Json(state.kernel.executor().get_runner(&p, path_id(&id)?).await?))
 }

@@ -66,7 +66,9 @@ pub async fn list(
     Query(page): Query<Page>,
 ) -> InboxResult<Json<InboxPage>> {
     let limit = int_param(page.limit.as_deref(), "limit")?;
-    Ok(Json(state.kernel.inbox(&p, page.after.as_deref(), limit).await?))
+    Ok(Json(
+        state.kernel.executor().inbox(&p, page.after.as_deref(), limit).await?,
+    ))
 }
 
 /// `POST X/inbox/{run}/{task}/claim`, with an optional `Idempotency-Key` (a repeat by the
@@ -80,6 +82,7 @@ pub async fn claim(
     let idempotency = idempotency_key(&headers)?;
     let reply = state
         .kernel
+        .executor()
         .claim_keyed(&p, path_id(&run)?, &key, idempotency.as_deref())
         .await?;
     Ok(Json(reply))
@@ -98,7 +101,11 @@ pub async fn claim_status(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| KernelError::new(Code::ParameterMissing, "the Claim-Token header is required"))?;
-    let body = state.kernel.claim_status(&p, path_id(&run)?, &key, token).await;
+    let body = state
+        .kernel
+        .executor()
+        .claim_status(&p, path_id(&run)?, &key, token)
+        .await;
     let mut response = match body {
         Ok(body) => Json(body).into_response(),
         Err(e) => InboxError(e).into_response(),
@@ -117,7 +124,13 @@ pub async fn extend(
     JsonObject(body): JsonObject,
 ) -> InboxResult<Json<ClaimReply>> {
     let extend = Extend::parse(&body);
-    Ok(Json(state.kernel.extend(&p, path_id(&run)?, &key, &extend).await?))
+    Ok(Json(
+        state
+            .kernel
+            .executor()
+            .extend(&p, path_id(&run)?, &key, &extend)
+            .await?,
+    ))
 }
 
 /// `POST X/inbox/{run}/{task}/commit` with the flat result envelope.
@@ -129,5 +142,5 @@ pub async fn commit(
 ) -> InboxResult<Json<CommitReply>> {
     let run = path_id(&run)?;
     let commit = CommitRequest::parse(&body)?;
-    Ok(Json(state.kernel.commit(&p, run, &key, &commit).await?))
+    Ok(Json(state.kernel.executor().commit(&p, run, &key, &commit).await?))
 }
