@@ -97,11 +97,12 @@ pub async fn serve_kernel(
 ) -> anyhow::Result<()> {
     kernel.read_clock().await.context("reading the database clock")?;
     kernel
+        .runs()
         .recover_leases()
         .await
         .context("recovering this node's job leases")?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-    let worker = kernel.spawn_worker(wait_for_stop(stop_rx.clone()));
+    let worker = kernel.runs().spawn_worker(wait_for_stop(stop_rx.clone()));
     let state = nexus_server::AppState::new(kernel);
     nexus_server::serve(listener, state, async move {
         shutdown.await;

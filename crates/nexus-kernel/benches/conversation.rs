@@ -100,7 +100,7 @@ async fn main() {
             .expect("input");
         loop {
             let opened = kernel.conversations().open_due_turns().await.expect("turns");
-            let ran = kernel.run_jobs_once().await.expect("jobs");
+            let ran = kernel.runs().run_jobs_once().await.expect("jobs");
             if opened == 0 && ran == 0 {
                 break;
             }

@@ -5,12 +5,12 @@
 //! A round is the work that advances the chain by one round: the model call job (seal,
 //! scripted send, reply application, expansion, the kernel tool's readiness and its job) with
 //! the kernel tool evaluation it hands off (evaluation, settle, the continuation's readiness
-//! and its model job). The engine is driven with `Kernel::work_once`, one job per pass (one
+//! and its model job). The engine is driven with `Runs::work_once`, one job per pass (one
 //! chain at a time), and a round is timed with `Instant` from the end of the previous pass to
 //! the end of its own.
 //! Each `work_once` also runs one sweep pass and a receipt purge, so that figure is an upper
 //! bound on the serve loop (which sweeps on a timer); the same measurement is repeated on a
-//! fresh store with `Kernel::run_jobs_once` (jobs only).
+//! fresh store with `Runs::run_jobs_once` (jobs only).
 //!
 //! `cargo bench -p nexus-kernel --bench rounds`
 //! `NEXUS_TEST_DATABASE_URL=postgres://postgres@127.0.0.1:5432/test cargo bench -p nexus-kernel --bench rounds`
@@ -114,6 +114,7 @@ impl World {
         }});
         let body = self
             .kernel
+            .runs()
             .create_run(&self.agent, self.ws, &body, None)
             .await
             .expect("create_run")
@@ -121,6 +122,7 @@ impl World {
             .expect("a fresh create");
         let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
         self.kernel
+            .runs()
             .start_run(&self.agent, self.ws, id)
             .await
             .expect("start_run");
@@ -137,9 +139,9 @@ impl World {
         let mut passes = 0usize;
         loop {
             let n = if sweep {
-                self.kernel.work_once().await.expect("work_once")
+                self.kernel.runs().work_once().await.expect("work_once")
             } else {
-                self.kernel.run_jobs_once().await.expect("run_jobs_once")
+                self.kernel.runs().run_jobs_once().await.expect("run_jobs_once")
             };
             if n == 0 {
                 break;
@@ -272,7 +274,7 @@ async fn measure(engine: &'static str, ts: TestStore, sweep: bool) -> Figures {
 }
 
 /// The serve loop's figure (`NEXUS_BENCH_NODES=<n>`, PostgreSQL): [`CHAINS`] runs at once,
-/// worked by the real worker (`Kernel::spawn_worker`: signals, batched dequeue, jobs spawned
+/// worked by the real worker (`Runs::spawn_worker`: signals, batched dequeue, jobs spawned
 /// concurrently) of `nodes` kernels, each over its own store (connection pool and listening
 /// connection) on the same database, as `nodes` `nexus serve` processes would be.
 struct Serve {
@@ -299,7 +301,7 @@ async fn measure_serve(ts: TestStore, nodes: usize) -> Serve {
     let mut workers = Vec::new();
     for k in &kernels {
         let mut rx = stop_rx.clone();
-        workers.push(k.spawn_worker(async move {
+        workers.push(k.runs().spawn_worker(async move {
             let _ = rx.wait_for(|v| *v).await;
         }));
     }

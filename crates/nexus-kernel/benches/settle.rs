@@ -118,13 +118,14 @@ async fn world(ts: &TestStore, tasks: usize) -> World {
     for k in 0..tasks {
         let body = inbox_bench::echo_run(k, row.public_id);
         let body = kernel
+            .runs()
             .create_run(&human, ws, &body, None)
             .await
             .expect("create_run")
             .fresh()
             .expect("a fresh create");
         let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
-        kernel.start_run(&human, ws, id).await.expect("start_run");
+        kernel.runs().start_run(&human, ws, id).await.expect("start_run");
         runs.push(id);
     }
     World { kernel, runner, runs }

@@ -1,7 +1,7 @@
 //! The kernel's own time per round with a real adapter (issue 23): the same run — a model that
 //! calls `tool_search` with a distinct query each round, 100 rounds — on `scripted` and on
 //! `anthropic` against the local fake upstream (`nexus-fake-upstream`, loopback HTTP, canned
-//! JSON replies), SQLite, driven one job per pass with `Kernel::run_jobs_once`, in alternating
+//! JSON replies), SQLite, driven one job per pass with `Runs::run_jobs_once`, in alternating
 //! sittings (scripted, anthropic, scripted, anthropic, …).
 //!
 //! A round's wall time with `anthropic` includes the upstream's part: the loopback HTTP
@@ -94,17 +94,22 @@ impl World {
             "kernel_tools": ["nexus.tools.search"]}}]}});
         let created = self
             .kernel
+            .runs()
             .create_run(&self.agent, self.ws, &body, None)
             .await
             .expect("create")
             .fresh()
             .expect("a fresh create");
         let id = Uuid::parse_str(&created.run.public_id).expect("uuid");
-        self.kernel.start_run(&self.agent, self.ws, id).await.expect("start");
+        self.kernel
+            .runs()
+            .start_run(&self.agent, self.ws, id)
+            .await
+            .expect("start");
         let mut bounds = vec![Instant::now()];
         let mut passes = 0usize;
         loop {
-            let n = self.kernel.run_jobs_once().await.expect("run_jobs_once");
+            let n = self.kernel.runs().run_jobs_once().await.expect("run_jobs_once");
             if n == 0 {
                 break;
             }

@@ -6,7 +6,7 @@
 //! [`Uploads`], [`Memory`], [`Admin`]), reached as `kernel.runs()` and so on; a service is a
 //! borrowed view of the kernel and derefs to it, so a door reads the context as `self.store`
 //! and calls an internal as `self.emit(..)`. Outside this file no `impl Kernel` method is
-//! public (`tests/architecture.rs`). The types the kernel holds live in files that name no
+//! public (`tests/services.rs`). The types the kernel holds live in files that name no
 //! `Kernel` (ARCHITECTURE.md, "nexus-kernel"), so this file and those import one way.
 
 use std::ops::Deref;

@@ -116,7 +116,7 @@ async fn bypass_grants_a_model_call_by_mode_and_dispatches_it() {
             ["waiting>needs_approval", "needs_approval>dispatched"]
         );
         // The task read shows the release.
-        let read = serde_json::to_value(w.kernel.get_task(&w.agent, w.ws, id, "r1t0").await.unwrap()).unwrap();
+        let read = serde_json::to_value(w.kernel.runs().get_task(&w.agent, w.ws, id, "r1t0").await.unwrap()).unwrap();
         assert_eq!(read["task"]["addressed_to"]["role"], "runner");
         assert_eq!(read["task"]["addressed_to"]["executor_public_id"], w.runner.to_string());
         assert_eq!(read["task"]["target"]["executor_public_id"], w.runner.to_string());
@@ -156,15 +156,22 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             serde_json::from_str::<Value>(&attention[0].data).unwrap(),
             json!({"reason": "approval_required", "task_key": "r1t0"})
         );
-        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
+        let run = w.kernel.runs().get_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(run.run.status.as_str(), "running");
-        let read = serde_json::to_value(w.kernel.get_task(&w.human, w.ws, id, "r1t0").await.unwrap()).unwrap();
+        let read = serde_json::to_value(w.kernel.runs().get_task(&w.human, w.ws, id, "r1t0").await.unwrap()).unwrap();
         assert_eq!(read["task"]["timeout_ms"], DAY);
         assert_eq!(read["task"]["waiting_on"], json!(["approver"]));
         assert_eq!(read["task"]["effect_profile"], write_profile());
 
         // The queue carries the frozen effect profile.
-        let q = serde_json::to_value(w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()).unwrap();
+        let q = serde_json::to_value(
+            w.kernel
+                .runs()
+                .list_approvals(&w.human, w.ws, None, None)
+                .await
+                .unwrap(),
+        )
+        .unwrap();
         let rows = q["approvals"].as_array().unwrap();
         assert_eq!(rows.len(), 1, "{q}");
         assert_eq!(rows[0]["run_public_id"], id.to_string());
@@ -176,10 +183,16 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         assert_eq!(rows[0]["declaring_task_key"], "s1-model-1");
         assert!(rows[0]["deadline_at"].as_str().unwrap().ends_with('Z'));
         assert_eq!(q["pagination"]["next_after"], Value::Null);
-        let page = w.kernel.list_approvals(&w.human, w.ws, None, Some(1)).await.unwrap();
+        let page = w
+            .kernel
+            .runs()
+            .list_approvals(&w.human, w.ws, None, Some(1))
+            .await
+            .unwrap();
         let next = page.pagination.next_after.clone().unwrap();
         let rest = serde_json::to_value(
             w.kernel
+                .runs()
                 .list_approvals(&w.human, w.ws, Some(&next), Some(1))
                 .await
                 .unwrap(),
@@ -188,13 +201,14 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
         assert_eq!(rest["approvals"], json!([]));
         let bad = w
             .kernel
+            .runs()
             .list_approvals(&w.human, w.ws, Some("x"), None)
             .await
             .unwrap_err();
         assert_eq!(bad.code, Code::ParameterInvalid);
 
         // The human approves: released with the announced timeout.
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = w.kernel.runs().approve(&w.human, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
         assert_eq!(out["task"]["approval"]["origin"], "human");
@@ -222,14 +236,21 @@ async fn ask_holds_and_approve_releases_with_the_approvers_fact() {
             [json!({"decision": "approved", "origin": "human", "decided_by": w.human.member.public_id.to_string()})]
         );
         assert_eq!(
-            serde_json::to_value(w.kernel.list_approvals(&w.human, w.ws, None, None).await.unwrap()).unwrap()["approvals"],
+            serde_json::to_value(
+                w.kernel
+                    .runs()
+                    .list_approvals(&w.human, w.ws, None, None)
+                    .await
+                    .unwrap()
+            )
+            .unwrap()["approvals"],
             json!([])
         );
 
         // A second decision finds nothing held.
-        let again = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap_err();
+        let again = w.kernel.runs().approve(&w.human, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(again.code, Code::NotAwaitingApproval);
-        let missing = w.kernel.approve(&w.human, w.ws, id, "nope").await.unwrap_err();
+        let missing = w.kernel.runs().approve(&w.human, w.ws, id, "nope").await.unwrap_err();
         assert_eq!(missing.code, Code::NotFound);
     }
 }
@@ -277,23 +298,29 @@ async fn standing_gates_the_verbs() {
             .authenticate_member(Some(&format!("Bearer {}", outsider.member_token)))
             .await
             .unwrap();
-        let e = w.kernel.approve(&reader, w.ws, id, "r1t0").await.unwrap_err();
+        let e = w.kernel.runs().approve(&reader, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
         let e = w
             .kernel
+            .runs()
             .deny(&reader, w.ws, id, "r1t0", Deny::parse(&json!({"reason": 3})))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
-        let e = w.kernel.approve(&outsider, w.ws, id, "r1t0").await.unwrap_err();
+        let e = w.kernel.runs().approve(&outsider, w.ws, id, "r1t0").await.unwrap_err();
         assert_eq!(e.code, Code::NotFound);
-        let e = w.kernel.list_approvals(&outsider, w.ws, None, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .list_approvals(&outsider, w.ws, None, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         // Read standing reads the queue.
-        let q = serde_json::to_value(w.kernel.list_approvals(&reader, w.ws, None, None).await.unwrap()).unwrap();
+        let q = serde_json::to_value(w.kernel.runs().list_approvals(&reader, w.ws, None, None).await.unwrap()).unwrap();
         assert_eq!(q["approvals"].as_array().unwrap().len(), 1);
         // The declaring agent is an approver too.
-        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        let out = w.kernel.runs().approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["approval"]["origin"], "agent");
     }
@@ -308,6 +335,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
             .await;
         let e = w
             .kernel
+            .runs()
             .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({"reason": ["no"]})))
             .await
             .unwrap_err();
@@ -316,6 +344,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         let reason = format!("{}é and more", "x".repeat(255));
         let out = w
             .kernel
+            .runs()
             .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({"reason": reason})))
             .await
             .unwrap();
@@ -341,11 +370,12 @@ async fn deny_fails_the_row_and_the_continuation_reads_it() {
         // The fan absorbs the failure: the continuation runs and the run completes.
         w.drive().await;
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
-        let run = w.kernel.get_run(&w.agent, w.ws, id).await.unwrap();
+        let run = w.kernel.runs().get_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(run.run.status.as_str(), "completed");
         // The run is over: nothing is adjudicable.
         let e = w
             .kernel
+            .runs()
             .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({})))
             .await
             .unwrap_err();
@@ -373,7 +403,10 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
             ("needs_approval", "needs_approval")
         );
         // Nothing is due yet.
-        assert_eq!(w.kernel.sweep_once(nexus_kernel::time::now_ms()).await.unwrap(), 0);
+        assert_eq!(
+            w.kernel.runs().sweep_once(nexus_kernel::time::now_ms()).await.unwrap(),
+            0
+        );
 
         // A late decision settles the row expired first, then refuses.
         let mut tx = w.kernel.store.begin().await.unwrap();
@@ -389,7 +422,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
             .unwrap()
         );
         tx.commit().await.unwrap();
-        let e = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap_err();
+        let e = w.kernel.runs().approve(&w.human, w.ws, id, "r1t1").await.unwrap_err();
         assert_eq!(e.code, Code::NotAwaitingApproval);
         let t1 = w.task(id, "r1t1").await;
         assert_eq!(t1.status, TaskStatus::TimedOut);
@@ -398,7 +431,7 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
 
         // The sweep, a day later, expires the other hold.
         let later = t0.deadline_at.unwrap();
-        assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 1);
+        assert_eq!(w.kernel.runs().sweep_once(later).await.unwrap(), 1);
         let t0 = w.task(id, "r1t0").await;
         assert_eq!(t0.status, TaskStatus::TimedOut);
         assert_eq!(t0.error_key.as_deref(), Some("approval_expired"));
@@ -408,11 +441,12 @@ async fn a_hold_expires_through_the_sweep_and_on_a_late_decision() {
         );
         let e = w
             .kernel
+            .runs()
             .deny(&w.human, w.ws, id, "r1t0", Deny::parse(&json!({})))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotAwaitingApproval);
-        assert_eq!(w.kernel.sweep_once(later).await.unwrap(), 0);
+        assert_eq!(w.kernel.runs().sweep_once(later).await.unwrap(), 0);
         // The continuation reads both expiries.
         w.drive().await;
         assert_eq!(w.task(id, "r1").await.status, TaskStatus::Completed);
@@ -534,7 +568,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
             .await;
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!((t.status.as_str(), t.timeout_ms), ("needs_approval", Some(DAY)));
-        w.kernel.approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
+        w.kernel.runs().approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!((t.status.as_str(), t.timeout_ms), ("dispatched", Some(5000)));
         assert_eq!(t.deadline_at, Some(t.await_started_at.unwrap() + 5000));
@@ -552,7 +586,7 @@ async fn author_rows_are_granted_as_themselves_unless_a_rule_asks() {
         let t = w.task(id, "s1-tool-1").await;
         assert_eq!(t.status, TaskStatus::NeedsApproval);
         assert_eq!(t.addressed_executor_id, None);
-        let out = w.kernel.approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
+        let out = w.kernel.runs().approve(&w.human, w.ws, id, "s1-tool-1").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
     }
@@ -576,7 +610,7 @@ async fn approve_addresses_again_and_compares_the_profile() {
         tools[0]["effect_profile"] = write_profile();
         w.announce(tools, environment()).await;
         let before = w.task(id, "r1t0").await;
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = w.kernel.runs().approve(&w.human, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "needs_approval");
         assert_eq!(out["task"]["effect_profile"], write_profile());
@@ -585,12 +619,12 @@ async fn approve_addresses_again_and_compares_the_profile() {
         assert_eq!(after.deadline_at, Some(after.await_started_at.unwrap() + DAY));
         assert!(after.approval.is_none());
         // Approved against the new profile, it is released.
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t0").await.unwrap();
+        let out = w.kernel.runs().approve(&w.human, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "dispatched");
         // The runner stops serving `read`: approving fails the row.
         w.announce(json!([]), environment()).await;
-        let out = w.kernel.approve(&w.human, w.ws, id, "r1t1").await.unwrap();
+        let out = w.kernel.runs().approve(&w.human, w.ws, id, "r1t1").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "failed");
         assert_eq!(out["task"]["error"]["key"], "tool_not_served");
@@ -648,7 +682,7 @@ async fn a_held_kernel_tool_runs_in_the_kernel_once_approved() {
         // Held rows are addressed to the declaring agent, kernel tools included.
         assert_eq!(t.addressed_executor_id, Some(w.executor_id(w.agent_app).await));
         assert_eq!(profile(&t), EffectProfile::READ.to_json());
-        let out = w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        let out = w.kernel.runs().approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "running");
         assert!(out["task"].get("addressed_to").is_none());
@@ -686,7 +720,7 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
                                                                     "kernel_tools": ["nexus.runners.list"]}}]}),
             )
             .await;
-        w.kernel.approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
+        w.kernel.runs().approve(&w.agent, w.ws, id, "r1t0").await.unwrap();
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Running);
         let deadline = t.deadline_at.unwrap();
@@ -701,8 +735,8 @@ async fn a_lost_kernel_evaluation_times_out_through_the_sweep() {
         for j in jobs {
             w.kernel.store.delete_job(j.id).await.unwrap();
         }
-        assert_eq!(w.kernel.sweep_once(deadline - 1).await.unwrap(), 0);
-        assert_eq!(w.kernel.sweep_once(deadline).await.unwrap(), 1);
+        assert_eq!(w.kernel.runs().sweep_once(deadline - 1).await.unwrap(), 0);
+        assert_eq!(w.kernel.runs().sweep_once(deadline).await.unwrap(), 1);
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::TimedOut);
         assert_eq!(t.error_key.as_deref(), Some("tool_timeout"));
@@ -740,7 +774,7 @@ async fn a_run_whose_approval_words_do_not_read_passes_no_call() {
             let run = json!({"approval_mode": mode, "approval_rules": rules, "steps": [{"model": {
                 "prompt": "Go.", "model": "scripted/corrupt", "tools": [w.routed("read", "read")]}}]});
             let (id, _) = w.create(run).await;
-            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
             let run_id = w.run_row(id).await.id;
             w.ts.execute_unchecked(
                 &["runs"],
@@ -793,7 +827,7 @@ async fn a_round_whose_stored_words_do_not_read_stops_its_run() {
         let run = json!({"approval_mode": "bypass", "steps": [{"model": {
             "prompt": "Go.", "model": "scripted/unread"}}]});
         let (id, _) = w.create(run).await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         let run_id = w.run_row(id).await.id;
         w.ts.execute_unchecked(
             &["tasks"],
@@ -834,13 +868,14 @@ async fn a_job_whose_kind_does_not_read_holds_its_run_and_spares_the_others() {
                 "prompt": "Go.", "model": format!("scripted/{name}")}}]});
             let body = w
                 .kernel
+                .runs()
                 .create_run(&w.agent, w.ws, &json!({ "run": run }), None)
                 .await
                 .unwrap()
                 .fresh()
                 .expect("a fresh create");
             let id = Uuid::parse_str(&body.run.public_id).unwrap();
-            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
             runs.push(w.kernel.store.run_by_public_id(id).await.unwrap().unwrap().id);
         }
         let [damaged, sound] = runs[..] else { unreachable!() };
@@ -853,7 +888,7 @@ async fn a_job_whose_kind_does_not_read_holds_its_run_and_spares_the_others() {
         w.ts.execute_unchecked(&["jobs"], &format!("UPDATE jobs SET kind = 'bogus' WHERE id = {job}"))
             .await;
 
-        w.kernel.work_until_idle(50).await.unwrap();
+        w.kernel.runs().work_until_idle(50).await.unwrap();
         let store = &w.kernel.store;
         let status = |id: i64| async move { store.run_by_id(id).await.unwrap().unwrap().status };
         assert_eq!(status(damaged).await, RunStatus::NeedsAttention, "{d}");

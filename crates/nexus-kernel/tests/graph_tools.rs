@@ -134,7 +134,12 @@ async fn tool_call_reaches_a_deferred_tool_through_search_and_the_approval_gate(
         assert_eq!(w.task(id, "r2").await.status, TaskStatus::Waiting);
         assert_eq!(w.run_row(id).await.status, RunStatus::Running);
 
-        let out = w.kernel.approve(&w.human, w.ws, id, "r2t0-tool-1").await.unwrap();
+        let out = w
+            .kernel
+            .runs()
+            .approve(&w.human, w.ws, id, "r2t0-tool-1")
+            .await
+            .unwrap();
         let out = serde_json::to_value(&out).unwrap();
         assert_eq!(out["task"]["status"], "running");
         w.drive().await;
@@ -507,6 +512,7 @@ async fn wait_on_an_answered_ask_returns_its_envelope() {
         assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         assert!(w.maybe_task(id, "r2t0").await.is_none());
         w.kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -553,6 +559,7 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
         assert_eq!(waiting.deadline_at, Some(waiting.await_started_at.unwrap() + 5000));
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -563,12 +570,13 @@ async fn a_wait_on_live_work_times_out_and_the_target_keeps_running() {
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotResolvable);
-        w.kernel.sweep_at(waiting.deadline_at.unwrap()).await.unwrap();
+        w.kernel.runs().sweep_at(waiting.deadline_at.unwrap()).await.unwrap();
         let waited = w.task(id, "r1t1-wait-1").await;
         assert_eq!(waited.status, TaskStatus::TimedOut);
         assert_eq!(waited.error_key.as_deref(), Some("await_timeout"));
         assert_eq!(w.task(id, "r1t0-ask-1").await.status, TaskStatus::AwaitingInput);
         w.kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -642,30 +650,35 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         let answer = json!({"content": "blue\nred"});
         let e = w
             .kernel
+            .runs()
             .resolve_task(&reader, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotAuthorized);
         let e = w
             .kernel
+            .runs()
             .resolve_task(&outsider, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let e = w
             .kernel
+            .runs()
             .resolve_task(&w.human, w.ws, id, "nope", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let e = w
             .kernel
+            .runs()
             .resolve_task(&w.human, w.ws, id, "r1t0", Answer::parse(&answer))
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::NotResolvable);
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -678,6 +691,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         assert_eq!(e.code, Code::InvalidOutcome);
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -690,6 +704,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         assert_eq!(e.code, Code::UnsupportedContentKind);
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -702,6 +717,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         assert_eq!(e.code, Code::InvalidContent);
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -717,6 +733,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
 
         let out = w
             .kernel
+            .runs()
             .resolve_task(&w.human, w.ws, id, "r1t0-ask-1", Answer::parse(&answer))
             .await
             .unwrap();
@@ -725,6 +742,7 @@ async fn ask_parks_for_a_person_and_the_answer_is_the_result() {
         assert!(out.get("idle").is_none());
         let again = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.agent,
                 w.ws,
@@ -777,6 +795,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
             .to_string();
         let e = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -787,7 +806,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::TaskNotRunning);
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         assert_eq!(w.task(id, &first).await.status, TaskStatus::Dispatched);
         for bad in [
@@ -796,6 +815,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         ] {
             let e = w
                 .kernel
+                .runs()
                 .resolve_task(&w.human, w.ws, id, &first, Answer::parse(&bad))
                 .await
                 .unwrap_err();
@@ -803,6 +823,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         }
         let out = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,
@@ -833,6 +854,7 @@ async fn resolution_of_authored_asks_tokens_waiting_and_deadline() {
         tx.commit().await.unwrap();
         let out = w
             .kernel
+            .runs()
             .resolve_task(
                 &w.human,
                 w.ws,

@@ -35,7 +35,7 @@ impl World {
     }
 
     async fn start_and_drive(&self, id: Uuid) {
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
+        self.kernel.runs().start_run(&self.agent, self.ws, id).await.unwrap();
         self.drive().await;
     }
 

@@ -68,21 +68,22 @@ impl World {
                 }}],
             }))
             .await;
-        self.kernel.start_run(&self.agent, self.ws, id).await.unwrap();
+        self.kernel.runs().start_run(&self.agent, self.ws, id).await.unwrap();
         id
     }
 
     async fn run_json(&self, id: Uuid) -> Value {
-        serde_json::to_value(self.kernel.get_run(&self.agent, self.ws, id).await.unwrap()).unwrap()
+        serde_json::to_value(self.kernel.runs().get_run(&self.agent, self.ws, id).await.unwrap()).unwrap()
     }
 
     async fn cache(&self, id: Uuid) -> Value {
-        serde_json::to_value(self.kernel.run_cache(&self.agent, self.ws, id).await.unwrap()).unwrap()
+        serde_json::to_value(self.kernel.runs().run_cache(&self.agent, self.ws, id).await.unwrap()).unwrap()
     }
 
     async fn provider_bytes(&self, id: Uuid, key: &str) -> (Vec<u8>, String) {
         let RequestRead::Provider { body, body_sha256 } = self
             .kernel
+            .runs()
             .get_request(&self.agent, self.ws, id, key, true)
             .await
             .unwrap()
@@ -458,7 +459,7 @@ async fn a_streamed_reply_sends_model_delta_frames_on_the_live_feed() {
         ] {
             upstream.expect(route, Expectation::any(reply));
             let id = w.kernel_tool_run(model).await;
-            let mut feed = w.kernel.event_stream(&w.agent, w.ws, id, 0).await.unwrap();
+            let mut feed = w.kernel.runs().event_stream(&w.agent, w.ws, id, 0).await.unwrap();
             w.drive().await;
             let key = w.first_round(id).await;
             let mut deltas = String::new();
@@ -508,10 +509,11 @@ async fn a_stop_aborts_a_streaming_call() {
         upstream.expect(Route::Messages, Expectation::any(reply.hang_after(3)));
         let id = w.kernel_tool_run("anthropic/claude-test").await;
         let kernel = w.kernel.clone();
-        let worker = tokio::spawn(async move { kernel.work_until_idle(100).await });
+        let worker = tokio::spawn(async move { kernel.runs().work_until_idle(100).await });
         assert!(upstream.wait_for_requests(1, Duration::from_secs(10)).await);
         let stopped = w
             .kernel
+            .runs()
             .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
             .await
             .unwrap();
@@ -644,7 +646,7 @@ async fn shot_round(w: &World, upstream: &FakeUpstream, route: Route, model: &st
         .create(json!({"approval_mode": "bypass", "steps": [
             {"model": {"prompt": "Take a shot.", "model": model, "tools": [routed]}}]}))
         .await;
-    w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+    w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
     w.drive().await;
     let tool = w
         .tasks(id)

@@ -243,9 +243,14 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(r1["after"], json!(["r1t0"]));
 
         // Unknown keys and runs are 404; a member without standing sees nothing.
-        let e = w.kernel.get_task(&w.agent, w.ws, id, "nope").await.unwrap_err();
+        let e = w.kernel.runs().get_task(&w.agent, w.ws, id, "nope").await.unwrap_err();
         assert_eq!(e.code, Code::NotFound);
-        let e = w.kernel.get_run(&w.agent, w.ws, Uuid::now_v7()).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .get_run(&w.agent, w.ws, Uuid::now_v7())
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
         let outsider = w
             .kernel
@@ -266,15 +271,20 @@ async fn task_reads_transcript_graph_and_events() {
             .await
             .unwrap();
         for e in [
-            w.kernel.get_run(&outsider, w.ws, id).await.unwrap_err(),
-            w.kernel.graph(&outsider, w.ws, id).await.unwrap_err(),
-            w.kernel.events(&outsider, w.ws, id, None, None).await.unwrap_err(),
+            w.kernel.runs().get_run(&outsider, w.ws, id).await.unwrap_err(),
+            w.kernel.runs().graph(&outsider, w.ws, id).await.unwrap_err(),
+            w.kernel
+                .runs()
+                .events(&outsider, w.ws, id, None, None)
+                .await
+                .unwrap_err(),
         ] {
             assert_eq!(e.code, Code::NotFound);
         }
 
         // The run and the list of runs.
-        let run = serde_json::to_value(w.kernel.get_run(&w.agent, w.ws, id).await.unwrap()).unwrap()["run"].clone();
+        let run =
+            serde_json::to_value(w.kernel.runs().get_run(&w.agent, w.ws, id).await.unwrap()).unwrap()["run"].clone();
         assert_eq!(run["public_id"], id.to_string());
         assert_eq!(run["workspace_public_id"], w.ws.to_string());
         assert_eq!(run["status"], "completed");
@@ -287,6 +297,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert!(run["ended_at"].as_str().unwrap().ends_with('Z'));
         let runs = wire(
             w.kernel
+                .runs()
                 .list_runs(
                     &w.agent,
                     w.ws,
@@ -302,6 +313,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(
             wire(
                 w.kernel
+                    .runs()
                     .list_runs(
                         &w.agent,
                         w.ws,
@@ -317,6 +329,7 @@ async fn task_reads_transcript_graph_and_events() {
         );
         let e = w
             .kernel
+            .runs()
             .list_runs(
                 &w.agent,
                 w.ws,
@@ -330,7 +343,13 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(e.code, Code::ParameterInvalid);
 
         // Tasks, paged in creation order.
-        let page = wire(w.kernel.list_tasks(&w.agent, w.ws, id, None, Some(2)).await.unwrap());
+        let page = wire(
+            w.kernel
+                .runs()
+                .list_tasks(&w.agent, w.ws, id, None, Some(2))
+                .await
+                .unwrap(),
+        );
         let keys: Vec<&str> = page["tasks"]
             .as_array()
             .unwrap()
@@ -346,6 +365,7 @@ async fn task_reads_transcript_graph_and_events() {
         let next = page["pagination"]["next_after"].as_str().unwrap().to_string();
         let rest = wire(
             w.kernel
+                .runs()
                 .list_tasks(&w.agent, w.ws, id, Some(&next), Some(2))
                 .await
                 .unwrap(),
@@ -362,6 +382,7 @@ async fn task_reads_transcript_graph_and_events() {
         // The sealed request.
         let RequestRead::Json(req) = w
             .kernel
+            .runs()
             .get_request(&w.agent, w.ws, id, "s1-model-1", false)
             .await
             .unwrap()
@@ -376,6 +397,7 @@ async fn task_reads_transcript_graph_and_events() {
             body_sha256,
         } = w
             .kernel
+            .runs()
             .get_request(&w.agent, w.ws, id, "s1-model-1", true)
             .await
             .unwrap()
@@ -388,13 +410,14 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(body_sha256, hex::encode(digest));
         let e = w
             .kernel
+            .runs()
             .get_request(&w.agent, w.ws, id, "r1t0", false)
             .await
             .unwrap_err();
         assert_eq!(e.code, Code::RequestNotSealed);
 
         // The transcript: the prompt, the reply with its calls, the tool row, the continuation.
-        let rows = wire(w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
+        let rows = wire(w.kernel.runs().transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
         let shape: Vec<(String, String)> = rows
             .as_array()
             .unwrap()
@@ -427,7 +450,7 @@ async fn task_reads_transcript_graph_and_events() {
         assert_eq!(rows[3]["text"], "Finished.");
 
         // The graph.
-        let g = wire(w.kernel.graph(&w.agent, w.ws, id).await.unwrap());
+        let g = wire(w.kernel.runs().graph(&w.agent, w.ws, id).await.unwrap());
         assert_eq!(
             g["nodes"],
             json!([
@@ -446,7 +469,7 @@ async fn task_reads_transcript_graph_and_events() {
         );
 
         // Events, paged by sequence.
-        let all = wire(w.kernel.events(&w.agent, w.ws, id, None, None).await.unwrap());
+        let all = wire(w.kernel.runs().events(&w.agent, w.ws, id, None, None).await.unwrap());
         let events = all["events"].as_array().unwrap();
         assert!(events.len() > 5);
         for (i, e) in events.iter().enumerate() {
@@ -469,11 +492,23 @@ async fn task_reads_transcript_graph_and_events() {
                 json!(["running", "completed"])
             ]
         );
-        let two = wire(w.kernel.events(&w.agent, w.ws, id, Some(1), Some(2)).await.unwrap());
+        let two = wire(
+            w.kernel
+                .runs()
+                .events(&w.agent, w.ws, id, Some(1), Some(2))
+                .await
+                .unwrap(),
+        );
         assert_eq!(two["events"].as_array().unwrap().len(), 2);
         assert_eq!(two["events"][0]["sequence"], 2);
         assert_eq!(two["next_after"], 3);
-        let end = wire(w.kernel.events(&w.agent, w.ws, id, Some(10_000), None).await.unwrap());
+        let end = wire(
+            w.kernel
+                .runs()
+                .events(&w.agent, w.ws, id, Some(10_000), None)
+                .await
+                .unwrap(),
+        );
         assert_eq!(end["events"], json!([]));
         assert_eq!(end["next_after"], 10_000);
     }
@@ -493,12 +528,12 @@ async fn hidden_rows_leave_the_transcript_unless_asked() {
                 ],
             }))
             .await;
-        let rows = wire(w.kernel.transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
+        let rows = wire(w.kernel.runs().transcript(&w.agent, w.ws, id, false).await.unwrap())["rows"].clone();
         assert!(
             rows.as_array().unwrap().iter().all(|r| r["key"] == "s1-model-1"),
             "{rows}"
         );
-        let all = wire(w.kernel.transcript(&w.agent, w.ws, id, true).await.unwrap())["rows"].clone();
+        let all = wire(w.kernel.runs().transcript(&w.agent, w.ws, id, true).await.unwrap())["rows"].clone();
         assert!(
             all.as_array()
                 .unwrap()

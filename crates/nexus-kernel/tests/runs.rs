@@ -49,7 +49,7 @@ async fn a_round_of_two_kernel_calls_pairs_in_call_order() {
         assert_eq!(body["run"]["status"], "pending");
         assert_eq!(body["receipt"]["accepted_task_keys"], json!(["s1-model-1"]));
         assert_eq!(body["receipt"]["revision"], 1);
-        let started = w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        let started = w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         assert_eq!(started.run.status.as_str(), "running");
         w.drive().await;
 
@@ -151,7 +151,7 @@ async fn an_undeclared_call_fails_at_birth_and_the_round_goes_on() {
                 "steps": [model_step("scripted/guess", json!({"kernel_tools": ["nexus.runners.list"]}))],
             }))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t0 = w.task(id, "r1t0").await;
         assert_eq!(t0.status, TaskStatus::Failed);
@@ -194,7 +194,7 @@ async fn an_alias_call_is_stored_under_the_wire_name() {
                 }))],
             }))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.tool_name.as_deref(), Some("runners_list"));
@@ -214,9 +214,10 @@ async fn stop_cancels_live_work() {
         let (id, _) = w
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         let stopped = w
             .kernel
+            .runs()
             .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
             .await
             .unwrap();
@@ -233,6 +234,7 @@ async fn stop_cancels_live_work() {
         assert_eq!(sealed, None);
         let again = w
             .kernel
+            .runs()
             .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({})))
             .await
             .unwrap_err();
@@ -243,11 +245,12 @@ async fn stop_cancels_live_work() {
             .await;
         let stopped = w
             .kernel
+            .runs()
             .stop_run(&w.agent, w.ws, id2, Stop::parse(&json!({"force": false})))
             .await
             .unwrap();
         assert_eq!(stopped.run.status.as_str(), "canceled");
-        let e = w.kernel.start_run(&w.agent, w.ws, id2).await.unwrap_err();
+        let e = w.kernel.runs().start_run(&w.agent, w.ws, id2).await.unwrap_err();
         assert_eq!(e.code, Code::NotStartable);
     }
 }
@@ -261,30 +264,55 @@ async fn append_refusals() {
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
         let tool = json!({"steps": [{"key": "s1-model-1", "tool": {"name": "read"}}]});
-        let e = w.kernel.append(&w.agent, w.ws, id, &tool, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &tool, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::DuplicateTaskKey);
         let stale = json!({"steps": [model_step("scripted/quiet", json!({}))], "expected_revision": 7});
-        let e = w.kernel.append(&w.agent, w.ws, id, &stale, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &stale, None)
+            .await
+            .unwrap_err();
         assert_eq!(
             e.code,
             Code::TipLive,
             "a live mainline round refuses a model step first"
         );
         let stale = json!({"steps": [{"tool": {"name": "read"}}], "expected_revision": 7});
-        let e = w.kernel.append(&w.agent, w.ws, id, &stale, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &stale, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::StaleRevision);
         assert_eq!(e.extra.as_ref().unwrap()["current_revision"], 1);
         let bad = json!({"steps": [{"tool": {"name": ""}}]});
-        let e = w.kernel.append(&w.agent, w.ws, id, &bad, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &bad, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::InvalidSteps);
         assert_eq!(e.extra.as_ref().unwrap()["steps"][0]["path"], "steps[0].tool.name");
 
         // An accepted append continues the mainline and moves the deliverable.
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
         let more = json!({"steps": [model_step("scripted/quiet", json!({}))]});
-        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &more, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::RunNotAppendable);
 
         // Append before the run finishes: the second round replays the first.
@@ -292,14 +320,19 @@ async fn append_refusals() {
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
         let more = json!({"steps": [{"tool": {"name": "read"}, "on_failure": "absorb"}, model_step("scripted/quiet", json!({}))], "expected_revision": 1});
-        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &more, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::TipLive);
         let more = json!({"steps": [{"key": "peek", "tool": {"name": "read"}, "on_failure": "absorb"}], "expected_revision": 1});
-        let appended = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap();
+        let appended = w.kernel.runs().append(&w.agent, w.ws, id, &more, None).await.unwrap();
         let appended = appended.fresh().expect("a fresh append");
         assert_eq!(appended.receipt.revision, 2);
         assert_eq!(appended.receipt.deliverable_task_key.as_deref(), Some("peek"));
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         // `read` is served by nobody: the row fails tool_not_served, absorbed; the run ends.
         let peek = w.task(id, "peek").await;
@@ -310,7 +343,7 @@ async fn append_refusals() {
         let (id, _) = w
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/missing", json!({}))]}))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t = w.task(id, "s1-model-1").await;
         assert_eq!(t.status, TaskStatus::Failed);
@@ -320,7 +353,12 @@ async fn append_refusals() {
         let attention: Value = serde_json::from_str(run.attention.as_deref().unwrap()).unwrap();
         assert_eq!(attention, json!({"reason": "halt_failure", "task_key": "s1-model-1"}));
         let more = json!({"steps": [{"tool": {"name": "read"}}]});
-        let e = w.kernel.append(&w.agent, w.ws, id, &more, None).await.unwrap_err();
+        let e = w
+            .kernel
+            .runs()
+            .append(&w.agent, w.ws, id, &more, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::TipUnresolved);
     }
 }
@@ -339,7 +377,7 @@ async fn appended_model_steps_replay_the_mainline() {
                 {"model": {"prompt": "And then?", "model": "scripted/chat"}}
             ]}))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         assert_eq!(w.run_row(id).await.status, RunStatus::Completed);
         let (s2, _) = w.sealed_row(id, "s1-model-2").await;
@@ -355,9 +393,10 @@ async fn create_refusals_and_idempotency() {
     for ts in engines().await {
         let w = world(ts).await;
         let k = &w.kernel;
-        let e = k.create_run(&w.agent, w.ws, &json!({}), None).await.unwrap_err();
+        let e = k.runs().create_run(&w.agent, w.ws, &json!({}), None).await.unwrap_err();
         assert_eq!(e.code, Code::ParameterMissing);
         let e = k
+            .runs()
             .create_run(
                 &w.agent,
                 w.ws,
@@ -369,6 +408,7 @@ async fn create_refusals_and_idempotency() {
         assert_eq!(e.code, Code::EdgeAuthoringRefused);
         assert_eq!(e.path.as_deref(), Some("run.tasks"));
         let e = k
+            .runs()
             .create_run(
                 &w.agent,
                 w.ws,
@@ -379,7 +419,7 @@ async fn create_refusals_and_idempotency() {
             .unwrap_err();
         assert_eq!(e.code, Code::InvalidApprovalMode);
         let e = k
-            .create_run(
+            .runs().create_run(
                 &w.agent,
                 w.ws,
                 &json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "rules", "approval_rules": [{"verdict": "allow"}]}}),
@@ -390,6 +430,7 @@ async fn create_refusals_and_idempotency() {
         assert_eq!(e.code, Code::InvalidApprovalRules);
         assert_eq!(e.reason.as_deref(), Some("tool_required"));
         let e = k
+            .runs()
             .create_run(
                 &w.agent,
                 w.ws,
@@ -404,7 +445,7 @@ async fn create_refusals_and_idempotency() {
             json!({"code": "model_required", "path": "run.steps[0].model"})
         );
         let e = k
-            .create_run(
+            .runs().create_run(
                 &w.agent,
                 w.ws,
                 &json!({"run": {"steps": [{"tool": {"name": "x", "route": {"kind": "runner"}}}], "approval_mode": "bypass"}}),
@@ -414,7 +455,7 @@ async fn create_refusals_and_idempotency() {
             .unwrap_err();
         assert_eq!(e.extra.as_ref().unwrap()["steps"][0]["code"], "runner_target_required");
         let e = k
-            .create_run(
+            .runs().create_run(
                 &w.agent,
                 w.ws,
                 &json!({"run": {"steps": [{"key": "a", "tool": {"name": "x"}}, {"key": "a", "tool": {"name": "y"}}], "approval_mode": "bypass"}}),
@@ -426,9 +467,9 @@ async fn create_refusals_and_idempotency() {
 
         // Idempotency: replay, mismatch, invalid key.
         let body = json!({"run": {"steps": [{"tool": {"name": "x"}}], "approval_mode": "bypass"}});
-        let b1 = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
+        let b1 = k.runs().create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap();
         let b1 = b1.fresh().expect("the first create applies");
-        let Idempotent::Replayed(b2) = k.create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap() else {
+        let Idempotent::Replayed(b2) = k.runs().create_run(&w.agent, w.ws, &body, Some("key-1")).await.unwrap() else {
             panic!("a repeated key replays");
         };
         assert_eq!(b2["replayed"], true);
@@ -439,19 +480,27 @@ async fn create_refusals_and_idempotency() {
         let replayed = format!("{},\"replayed\":true}}", &first[..first.len() - 1]);
         assert_eq!(serde_json::to_string(&b2).unwrap(), replayed);
         let other = json!({"run": {"steps": [{"tool": {"name": "y"}}], "approval_mode": "bypass"}});
-        let e = k.create_run(&w.agent, w.ws, &other, Some("key-1")).await.unwrap_err();
+        let e = k
+            .runs()
+            .create_run(&w.agent, w.ws, &other, Some("key-1"))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::IdempotencyEnvelopeMismatch);
-        let e = k.create_run(&w.agent, w.ws, &body, Some("bad key")).await.unwrap_err();
+        let e = k
+            .runs()
+            .create_run(&w.agent, w.ws, &body, Some("bad key"))
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::ParameterInvalid);
-        let e = k.create_run(&w.agent, w.ws, &body, Some("")).await.unwrap_err();
+        let e = k.runs().create_run(&w.agent, w.ws, &body, Some("")).await.unwrap_err();
         assert_eq!(e.code, Code::ParameterInvalid);
 
         // Append idempotency.
         let run = Uuid::parse_str(&b1.run.public_id).unwrap();
         let add = json!({"steps": [{"tool": {"name": "z"}}]});
-        let a1 = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
+        let a1 = k.runs().append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap();
         let a1 = a1.fresh().expect("the first append applies");
-        let Idempotent::Replayed(a2) = k.append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap() else {
+        let Idempotent::Replayed(a2) = k.runs().append(&w.agent, w.ws, run, &add, Some("k")).await.unwrap() else {
             panic!("a repeated key replays");
         };
         assert_eq!(a2["replayed"], true);
@@ -459,7 +508,11 @@ async fn create_refusals_and_idempotency() {
         assert_eq!(w.run_row(run).await.revision, 2);
 
         // Standing: another workspace is concealed.
-        let e = k.create_run(&w.agent, Uuid::now_v7(), &body, None).await.unwrap_err();
+        let e = k
+            .runs()
+            .create_run(&w.agent, Uuid::now_v7(), &body, None)
+            .await
+            .unwrap_err();
         assert_eq!(e.code, Code::NotFound);
     }
 }
@@ -481,10 +534,10 @@ async fn a_kernel_tool_a_reply_calls_is_evaluated_in_the_same_pass() {
                 "steps": [model_step("scripted/handoff", json!({"kernel_tools": ["nexus.runners.list"]}))],
             }))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         // One job: the model call, then the kernel tool job its reply inserted, handed to the
         // worker that applied the reply instead of waiting in the queue for a dequeue.
-        assert_eq!(w.kernel.work_once().await.unwrap(), 1);
+        assert_eq!(w.kernel.runs().work_once().await.unwrap(), 1);
         let t = w.task(id, "r1t0").await;
         assert_eq!(t.status, TaskStatus::Completed);
         // What the queue holds now is the continuation's model call alone.
@@ -512,8 +565,8 @@ async fn the_live_feed_publishes_after_commit() {
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/quiet", json!({}))]}))
             .await;
         let run = w.run_row(id).await;
-        let mut rx = w.kernel.subscribe(run.id);
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        let mut rx = w.kernel.runs().subscribe(run.id);
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let mut seen = Vec::new();
         while let Ok(e) = rx.try_recv() {
@@ -537,7 +590,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
         let (id, _) = w
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/flaky", json!({}))]}))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         assert_eq!(w.task(id, "s1-model-1").await.status, TaskStatus::Completed);
         let t = w.task(id, "s1-model-1").await;
@@ -562,7 +615,7 @@ async fn provider_errors_are_retried_then_fail_the_round() {
         let (id, _) = w
             .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/down", json!({}))]}))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let t = w.task(id, "s1-model-1").await;
         assert_eq!(t.status, TaskStatus::Failed);
@@ -592,7 +645,7 @@ async fn the_spawned_worker_drives_runs_to_the_end() {
             ],
         );
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = w.kernel.spawn_worker(async move {
+        let handle = w.kernel.runs().spawn_worker(async move {
             let _ = stop_rx.await;
         });
         let (id, _) = w
@@ -601,7 +654,7 @@ async fn the_spawned_worker_drives_runs_to_the_end() {
                 "steps": [model_step("scripted/bg", json!({"kernel_tools": ["nexus.runners.list"]}))],
             }))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         loop {
             if w.run_row(id).await.status == RunStatus::Completed {
@@ -637,20 +690,21 @@ async fn stop_during_a_model_call() {
         let w = world(ts).await;
         w.script("slow", &[json!({"text": "late", "delay_ms": 400})]);
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-        let handle = w.kernel.spawn_worker(async move {
+        let handle = w.kernel.runs().spawn_worker(async move {
             let _ = stop_rx.await;
         });
         for force in [false, true] {
             let (id, _) = w
                 .create(json!({"approval_mode": "bypass", "steps": [model_step("scripted/slow", json!({}))]}))
                 .await;
-            w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+            w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
             wait_for("the seal", || async {
                 w.task(id, "s1-model-1").await.status == TaskStatus::Running
             })
             .await;
             let stopped = w
                 .kernel
+                .runs()
                 .stop_run(&w.agent, w.ws, id, Stop::parse(&json!({"force": force})))
                 .await
                 .unwrap();
@@ -687,7 +741,7 @@ async fn a_repeat_call_loop_refuses_expansion() {
                 "steps": [model_step("scripted/loop", json!({"kernel_tools": ["nexus.runners.list"]}))],
             }))
             .await;
-        w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+        w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
         w.drive().await;
         let refused: Vec<TaskRow> = w
             .tasks(id)

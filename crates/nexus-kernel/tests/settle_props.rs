@@ -86,14 +86,15 @@ async fn dispatched_run(w: &World, kernel: &Kernel) -> (Uuid, i64) {
                       "route": {"kind": "runner", "runner_executor_public_id": w.runner.executor.public_id.to_string()}}});
     let body = json!({"run": {"approval_mode": "bypass", "steps": [step]}});
     let created = kernel
+        .runs()
         .create_run(&w.human, w.ws, &body, None)
         .await
         .unwrap()
         .fresh()
         .expect("a fresh create");
     let id = Uuid::parse_str(&created.run.public_id).unwrap();
-    kernel.start_run(&w.human, w.ws, id).await.unwrap();
-    kernel.work_until_idle(10).await.unwrap();
+    kernel.runs().start_run(&w.human, w.ws, id).await.unwrap();
+    kernel.runs().work_until_idle(10).await.unwrap();
     let run = w.ts.store.run_by_public_id(id).await.unwrap().unwrap();
     (id, run.id)
 }
@@ -239,7 +240,11 @@ async fn run_case(w: &World, ops: &[Op]) -> Result<(), TestCaseError> {
             }
             Op::Advance(ms) => now += ms,
             Op::Sweep => {
-                kernel.sweep_at(now).await.map_err(|e| fail(format!("{at}: {e}")))?;
+                kernel
+                    .runs()
+                    .sweep_at(now)
+                    .await
+                    .map_err(|e| fail(format!("{at}: {e}")))?;
                 if park.settled.is_none() && park.deadline <= now {
                     park.settled = Some("timed_out");
                 }
@@ -304,14 +309,15 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         ]);
         let body = json!({"run": {"approval_mode": "bypass", "steps": steps}});
         let created = kernel
+            .runs()
             .create_run(&w.human, w.ws, &body, None)
             .await
             .unwrap()
             .fresh()
             .expect("a fresh create");
         let run = Uuid::parse_str(&created.run.public_id).unwrap();
-        kernel.start_run(&w.human, w.ws, run).await.unwrap();
-        kernel.work_until_idle(10).await.unwrap();
+        kernel.runs().start_run(&w.human, w.ws, run).await.unwrap();
+        kernel.runs().work_until_idle(10).await.unwrap();
         let status_of = |key: &'static str| {
             let store = w.ts.store.clone();
             async move {
@@ -345,12 +351,12 @@ async fn a_commit_reaches_its_dependents_on_both_engines() {
         let reply = settle("a").await;
         assert_eq!(reply["task"]["status"], "completed", "{dialect}: {reply}");
         assert_eq!(reply["task"]["after"], json!([]), "{dialect}: {reply}");
-        kernel.work_until_idle(10).await.unwrap();
+        kernel.runs().work_until_idle(10).await.unwrap();
         assert_eq!(status_of("b").await, TaskStatus::Dispatched, "{dialect}");
         let reply = settle("b").await;
         // The reply names what the row waited for.
         assert_eq!(reply["task"]["after"], json!(["a"]), "{dialect}: {reply}");
-        kernel.work_until_idle(10).await.unwrap();
+        kernel.runs().work_until_idle(10).await.unwrap();
         let row = w.ts.store.run_by_public_id(run).await.unwrap().unwrap();
         assert_eq!(row.status, RunStatus::Completed, "{dialect}");
     }

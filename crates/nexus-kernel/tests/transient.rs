@@ -38,12 +38,12 @@ async fn a_model_reply_whose_unit_was_a_deadlock_victim_is_applied_again() {
             "steps": [{"model": {"prompt": "Say done.", "model": "scripted/slow"}}],
         }))
         .await;
-    w.kernel.start_run(&w.agent, w.ws, id).await.unwrap();
+    w.kernel.runs().start_run(&w.agent, w.ws, id).await.unwrap();
     let run = w.run_row(id).await;
     let key = "s1-model-1";
 
     let kernel = w.kernel.clone();
-    let worker = tokio::spawn(async move { kernel.work_once().await });
+    let worker = tokio::spawn(async move { kernel.runs().work_once().await });
     // The round sealed, its call in flight: an outside session holds the round's row. Its
     // own deadlock check waits 30 s, so the kernel's session (1 s, the default) finds the
     // cycle first and is the victim.

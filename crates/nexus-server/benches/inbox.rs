@@ -190,7 +190,7 @@ async fn start_node(store: nexus_store::Store, stop_rx: &tokio::sync::watch::Rec
         AppState::new(kernel.clone()),
         pending(stop_rx.clone()),
     ));
-    let worker = kernel.spawn_worker(pending(stop_rx.clone()));
+    let worker = kernel.runs().spawn_worker(pending(stop_rx.clone()));
     Node {
         store,
         kernel,
@@ -252,13 +252,14 @@ async fn bench(ts: TestStore, tasks: usize, node_count: usize) -> Outcome {
         let runner = runners[k % RUNNERS].0;
         let body = inbox_bench::echo_run(k, runner);
         let body = kernel
+            .runs()
             .create_run(&human, ws, &body, None)
             .await
             .expect("create_run")
             .fresh()
             .expect("a fresh create");
         let id = Uuid::parse_str(&body.run.public_id).expect("uuid");
-        kernel.start_run(&human, ws, id).await.expect("start_run");
+        kernel.runs().start_run(&human, ws, id).await.expect("start_run");
     }
     let setup = setup_start.elapsed();
 

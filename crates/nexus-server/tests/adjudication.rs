@@ -77,7 +77,7 @@ async fn settle_claimed(h: &Harness, run: &str, key: &str, outcome: &str, conten
         .await;
     let token = ok(&c)["claim"]["claim_token"].as_str().unwrap().to_string();
     let r = commit(h, run, key, &token, outcome, content).await;
-    h.kernel.work_until_idle(20).await.unwrap();
+    h.kernel.runs().work_until_idle(20).await.unwrap();
     (ok(&r)["task"].clone(), token)
 }
 
@@ -214,7 +214,7 @@ async fn a_failed_model_round_is_retried_with_a_new_sealed_generation() {
         let human = h.human_token();
         let steps = json!([{"key": "m", "model": {"prompt": "Go.", "model": "scripted/broken"}}]);
         let id = h.start_run(&human, "bypass", Value::Null, steps).await;
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let key = "m";
         let round = task(&h, &id, key).await;
         assert_eq!(round["status"], "failed", "{round}");
@@ -240,7 +240,7 @@ async fn a_failed_model_round_is_retried_with_a_new_sealed_generation() {
             (again["generation"].clone(), again["status"].clone()),
             (json!(2), json!("waiting"))
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         assert_eq!(task(&h, &id, key).await["status"], "failed");
         let second = ok(&h.get(&request(None), Some(&human)).await)["request"].clone();
         assert_eq!(second["body_sha256"], first["body_sha256"], "same model, same bytes");
@@ -248,7 +248,7 @@ async fn a_failed_model_round_is_retried_with_a_new_sealed_generation() {
         // A retry with another model succeeds; every generation's sealed record stays readable.
         let fixed = ok(&verb(&h, &human, &id, key, "retry", json!({"model": "scripted/fixed"})).await)["task"].clone();
         assert_eq!(fixed["generation"], 3);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let round = task(&h, &id, key).await;
         assert_eq!(
             (round["status"].clone(), round["generation"].clone()),
@@ -329,7 +329,7 @@ async fn an_abandoned_failure_returns_the_run_to_running_and_appendable() {
             )
             .await;
         ok(&r);
-        h.kernel.work_until_idle(20).await.unwrap();
+        h.kernel.runs().work_until_idle(20).await.unwrap();
         assert_eq!(settle(&h, &id, "v", "completed", "ok").await["status"], "completed");
         assert_eq!(run_of(&h, &id).await["status"], "completed");
         // An ended run: nothing is abandonable.
@@ -396,7 +396,7 @@ async fn a_branch_is_canceled_with_its_live_rows() {
         let steps = json!([{"model": {"prompt": "Go.", "model": "scripted/branching",
                              "kernel_tools": ["nexus.graph.delegate_task", "nexus.human.ask"]}}]);
         let id = h.start_run(&human, "bypass", Value::Null, steps).await;
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let rows = ok(&h.get(&format!("{}/tasks?limit=100", h.r(&id)), Some(&human)).await)["tasks"].clone();
         let rows = rows.as_array().unwrap();
         let root = rows
@@ -445,7 +445,7 @@ async fn a_branch_is_canceled_with_its_live_rows() {
             "already_terminal",
         );
         // Nothing of the branch is live; the main line is not touched.
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let rows = ok(&h.get(&format!("{}/tasks?limit=100", h.r(&id)), Some(&human)).await)["tasks"].clone();
         for t in rows.as_array().unwrap() {
             assert!(

@@ -70,7 +70,7 @@ async fn model_run(h: &Harness, name: &str, mode: &str, rules: Option<Value>) ->
         )
         .await;
     assert_eq!(r.status, StatusCode::OK);
-    h.kernel.work_until_idle(50).await.unwrap();
+    h.kernel.runs().work_until_idle(50).await.unwrap();
     id
 }
 
@@ -330,7 +330,7 @@ async fn ask_holds_lists_and_approve_completes_the_run() {
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
         assert_eq!(h.get_ok(&format!("{}/approvals", h.w())).await["approvals"], json!([]));
 
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         assert_eq!(task(&h, &id, "r1t0").await["status"], "completed");
         assert_eq!(task(&h, &id, "r1").await["status"], "completed");
         assert_eq!(run_status(&h, &id).await, "completed");
@@ -388,7 +388,7 @@ async fn deny_fails_the_row_and_the_continuation_reads_approval_denied() {
         let r = decide(&h, &h.agent_token(), &id, "r1t0", "approve", None).await;
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
 
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let read = continuation_reads(&h, &id).await;
         let output = read["output"].as_str().unwrap();
         assert!(output.starts_with("<tool_use_error>"), "{output}");
@@ -439,9 +439,9 @@ async fn a_hold_expires_through_the_sweep() {
         assert_eq!(task(&h, &id, "r1t0").await["status"], "needs_approval");
         // Just before the deadline nothing happens; after it the row times out.
         let now = nexus_kernel::time::now_ms();
-        h.kernel.sweep_at(now + DAY - 60_000).await.unwrap();
+        h.kernel.runs().sweep_at(now + DAY - 60_000).await.unwrap();
         assert_eq!(task(&h, &id, "r1t0").await["status"], "needs_approval");
-        h.kernel.sweep_at(now + DAY + 1_000).await.unwrap();
+        h.kernel.runs().sweep_at(now + DAY + 1_000).await.unwrap();
         let t = task(&h, &id, "r1t0").await;
         assert_eq!(t["status"], "timed_out", "{t}");
         assert_eq!(t["error"]["key"], "approval_expired");
@@ -450,7 +450,7 @@ async fn a_hold_expires_through_the_sweep() {
         let r = decide(&h, &h.human_token(), &id, "r1t0", "approve", None).await;
         refused(&r, StatusCode::CONFLICT, "not_awaiting_approval");
 
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let read = continuation_reads(&h, &id).await;
         let output = read["output"].as_str().unwrap();
         assert!(output.starts_with("<tool_use_error>"), "{output}");

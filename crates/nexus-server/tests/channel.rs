@@ -101,7 +101,7 @@ async fn dispatched_run(h: &Harness) -> String {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
-    h.kernel.work_until_idle(10).await.unwrap();
+    h.kernel.runs().work_until_idle(10).await.unwrap();
     run
 }
 

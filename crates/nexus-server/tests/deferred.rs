@@ -69,7 +69,7 @@ async fn start(h: &Harness, script: &str, kernel_tools: Value) -> String {
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", String::from_utf8_lossy(&r.bytes));
-    h.kernel.work_until_idle(50).await.unwrap();
+    h.kernel.runs().work_until_idle(50).await.unwrap();
     id
 }
 
@@ -161,7 +161,7 @@ async fn a_deferred_runner_import_is_found_by_search_and_called_through_tool_cal
             )
             .await;
         assert_eq!(a.status, StatusCode::OK, "{}", String::from_utf8_lossy(&a.bytes));
-        h.kernel.work_until_idle(20).await.unwrap();
+        h.kernel.runs().work_until_idle(20).await.unwrap();
 
         // The runner finds it in its inbox, claims and commits over HTTP.
         let inbox = h.get(&format!("{X}/inbox"), Some(&h.runner_token())).await.json();
@@ -193,7 +193,7 @@ async fn a_deferred_runner_import_is_found_by_search_and_called_through_tool_cal
             )
             .await;
         assert_eq!(done.status, StatusCode::OK, "{}", String::from_utf8_lossy(&done.bytes));
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
 
         // The next round carries the runner's result as tool_call's paired result.
         let r2 = request(&h, &run, "r2").await;

@@ -650,7 +650,7 @@ async fn a_skill_put_through_the_door_is_assembled_listed_and_loaded() {
         ok(&h
             .json(Method::POST, &format!("{}/start", h.r(&run)), Some(&agent), &json!({}))
             .await);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let body = ok(&h.get(&h.r(&run), Some(&agent)).await);
         assert_eq!(body["run"]["status"], "completed", "{} on {}", body, h.dialect);
         let call = ok(&h.get(&format!("{}/tasks/r1t0", h.r(&run)), Some(&agent)).await);

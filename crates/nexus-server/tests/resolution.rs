@@ -55,7 +55,7 @@ async fn an_ask_is_answered_through_the_resolution_route() {
             )
             .await;
         assert_eq!(s.status, StatusCode::OK);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
 
         let t = h
             .get(&format!("{}/tasks/r1t0-ask-1", h.r(&id)), Some(&h.agent_token()))
@@ -121,7 +121,7 @@ async fn an_ask_is_answered_through_the_resolution_route() {
             "validation_failed",
         );
 
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let req = h
             .get(&format!("{}/tasks/r1/request", h.r(&id)), Some(&h.agent_token()))
             .await;

@@ -147,7 +147,7 @@ async fn a_revoked_runner_loses_its_unclaimed_rows_and_its_claims_run_out() {
         assert_eq!(task(&h, &unclaimed).await["status"], "dispatched");
 
         let now = nexus_kernel::time::now_ms();
-        assert_eq!(h.kernel.sweep_at(now).await.unwrap(), 1, "{}", h.dialect);
+        assert_eq!(h.kernel.runs().sweep_at(now).await.unwrap(), 1, "{}", h.dialect);
 
         // The unclaimed row failed `executor_revoked`, in one event, and its run reached
         // attention (the deliverable failed).
@@ -183,16 +183,16 @@ async fn a_revoked_runner_loses_its_unclaimed_rows_and_its_claims_run_out() {
         assert_eq!(task(&h, &claimed).await["status"], "dispatched");
 
         // A second pass at the same clock changes nothing.
-        assert_eq!(h.kernel.sweep_at(now).await.unwrap(), 0);
+        assert_eq!(h.kernel.runs().sweep_at(now).await.unwrap(), 0);
         assert_eq!(settles(&h, &unclaimed).await.len(), 1);
 
         // At the deadline the expiry rule settles the claim: `write` is not replayable, so the
         // row is `uncertain`. Once, whatever the later passes.
-        assert_eq!(h.kernel.sweep_at(deadline).await.unwrap(), 1);
+        assert_eq!(h.kernel.runs().sweep_at(deadline).await.unwrap(), 1);
         let t = task(&h, &claimed).await;
         assert_eq!(t["status"], "uncertain", "{t}");
         assert_eq!(t["error"]["key"], "tool_uncertain", "{t}");
-        assert_eq!(h.kernel.sweep_at(deadline + 1).await.unwrap(), 0);
+        assert_eq!(h.kernel.runs().sweep_at(deadline + 1).await.unwrap(), 0);
         for run in [&unclaimed, &claimed] {
             let s = settles(&h, run).await;
             assert_eq!(s.len(), 1, "settled twice: {s:?}");
@@ -220,7 +220,7 @@ async fn a_held_approval_loses_its_revoked_addressee_and_stays_approvable() {
 
         h.kernel.admin().revoke_executor(&agent_app_id(&h)).await.unwrap();
         let now = nexus_kernel::time::now_ms();
-        assert_eq!(h.kernel.sweep_at(now).await.unwrap(), 1, "{}", h.dialect);
+        assert_eq!(h.kernel.runs().sweep_at(now).await.unwrap(), 1, "{}", h.dialect);
 
         // The row keeps its status and clock; only the addressee is cleared, with one event.
         let t = task(&h, &run).await;
@@ -243,7 +243,7 @@ async fn a_held_approval_loses_its_revoked_addressee_and_stays_approvable() {
         assert!(settles(&h, &run).await.is_empty());
 
         // Idle on the next pass: no second event.
-        assert_eq!(h.kernel.sweep_at(now).await.unwrap(), 0);
+        assert_eq!(h.kernel.runs().sweep_at(now).await.unwrap(), 0);
         assert_eq!(readdressed(&h, &run).await.len(), 1);
 
         // A member still approves it, and the row goes to its runner.

@@ -94,7 +94,7 @@ async fn start(h: &Harness, run: &str) -> Reply {
 async fn run_to_idle(h: &Harness, run: Value) -> String {
     let (id, _) = create(h, run).await;
     assert_eq!(start(h, &id).await.status, StatusCode::OK);
-    h.kernel.work_until_idle(50).await.unwrap();
+    h.kernel.runs().work_until_idle(50).await.unwrap();
     id
 }
 
@@ -565,7 +565,7 @@ async fn start_and_stop() {
         let r = start(&h, &id).await;
         let e = refused(&r, StatusCode::CONFLICT, "not_startable");
         assert!(e["message"].as_str().unwrap().contains("running"), "{e}");
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         assert_eq!(run_status(&h, &id).await, "completed");
         let r = start(&h, &id).await;
         refused(&r, StatusCode::CONFLICT, "not_startable");
@@ -778,7 +778,7 @@ async fn append_door_refusals_receipt_and_idempotency() {
 
         // The run finishes; a completed run is not appendable.
         assert_eq!(start(&h, &id).await.status, StatusCode::OK);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         assert_eq!(run_status(&h, &id).await, "completed");
         assert_eq!(task_keys(&h, &id).await, ["s1-model-1", "peek", "s2-tool-2"]);
         let r = post(json!({"steps": [{"tool": {"name": "read"}}]})).await;
@@ -1314,7 +1314,7 @@ async fn sse_feed_sends_durable_events_and_resumes() {
         assert_eq!(got[0].2["data"]["keys"], json!(["s1-model-1"]));
         // Live: start and drive; the open stream receives what commits.
         assert_eq!(start(&h, &id).await.status, StatusCode::OK);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let total = h.get_ok(&format!("{}/events", h.r(&id))).await["events"]
             .as_array()
             .unwrap()

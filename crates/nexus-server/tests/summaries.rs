@@ -140,7 +140,7 @@ async fn each_listed_conversation_carries_its_turns_and_last_message() {
             .as_str()
             .unwrap()
             .to_string();
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let page = h.get_ok(&format!("{}/conversations", h.w())).await;
         let of = |id: &str| {
             page["conversations"]

@@ -142,7 +142,7 @@ impl common::World {
             .unwrap()
             .expect("the run row")
             .id;
-        let kernel = tokio::spawn(follow_kernel(self.kernel.subscribe(run_id)));
+        let kernel = tokio::spawn(follow_kernel(self.kernel.runs().subscribe(run_id)));
         let feed = tokio::spawn(follow_feed(run.stream(0).await.expect("open the live feed")));
         run.start().await.expect("start the run");
         let wait = |task: JoinHandle<Vec<Marks>>| async {

@@ -16,7 +16,7 @@ use crate::error::{KernelError, KernelResult};
 use crate::paging::{page_limit, pagination, parse_cursor};
 use crate::runs::settle::SettleError;
 use crate::runs::unit::Unit;
-use crate::{Kernel, time};
+use crate::{Runs, time};
 
 /// A deny `reason` is carried as `error.detail` cut to this many bytes.
 const REASON_BYTES: usize = nexus_core::bounds::REASON_BYTES;
@@ -60,7 +60,7 @@ pub struct Deny {
 
 impl Deny {
     /// The body's grammar. A refusal is answered after the caller's standing (approvals.md §5
-    /// check 1), so [`Kernel::deny`] takes this result as it is.
+    /// check 1), so [`Runs::deny`] takes this result as it is.
     pub fn parse(body: &Value) -> KernelResult<Deny> {
         match body.get("reason") {
             None | Some(Value::Null) => Ok(Deny { reason: None }),
@@ -82,7 +82,7 @@ struct Decider {
     now: i64,
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// `POST R/tasks/{key}/approve` → `{task}` (the body names nothing).
     pub async fn approve(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
         self.adjudicate(p, ws, run, key, Verb::Approve, None).await

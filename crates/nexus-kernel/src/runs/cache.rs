@@ -12,9 +12,9 @@ use nexus_store::{RoundCacheFacts, TaskStatus};
 use serde::Serialize;
 use uuid::Uuid;
 
-use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
+use crate::{Kernel, Runs};
 
 /// One round of the report.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -84,14 +84,16 @@ fn add(total: &mut Usage, u: &Usage) {
     total.cache_creation_input_tokens += u.cache_creation_input_tokens;
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// The cache report of a run the principal can read.
     pub async fn run_cache(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<CacheReport> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
         let run = self.run_in(&ws_row, run).await?;
         Ok(CacheReport::of(self.store.round_cache_facts(run.id).await?))
     }
+}
 
+impl Kernel {
     /// The sum of the run's round usage (`usage` on `GET R`).
     pub(crate) async fn run_usage(&self, run_id: i64) -> KernelResult<Usage> {
         Ok(CacheReport::of(self.store.round_cache_facts(run_id).await?).usage)

@@ -16,7 +16,7 @@ use uuid::Uuid;
 use super::AfterCommit;
 use super::refuse;
 use super::unit::Unit;
-use crate::Kernel;
+use crate::Runs;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 
@@ -63,7 +63,7 @@ fn parse_selector(body: &Value) -> KernelResult<Option<Uuid>> {
     }
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// `PUT R/default_runner` → 200 `{run}`. The body ([`DefaultRunner::parse`]) is answered
     /// after the standing and the run.
     pub async fn set_default_runner(

@@ -41,7 +41,7 @@ use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::names::Names;
 use crate::paging::{page_limit, pagination, parse_cursor};
-use crate::{Kernel, time};
+use crate::{Kernel, Runs, time};
 
 const EVENTS_DEFAULT: i64 = 100;
 const EVENTS_MAX: i64 = 500;
@@ -236,7 +236,9 @@ impl Kernel {
             run: self.run_record_with(&mut names, ws_public_id, run).await?,
         })
     }
+}
 
+impl Runs<'_> {
     /// `GET R` → `{run, usage}`: `usage` sums the token usage of the run's model rounds (beside
     /// the run, so the run object stays the one every other read serves).
     pub async fn get_run(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid) -> KernelResult<RunRead> {
@@ -294,7 +296,9 @@ impl Kernel {
             pagination: pagination(next),
         })
     }
+}
 
+impl Kernel {
     /// The dependencies of each task.
     fn deps_of(tasks: &[TaskRow], edges: &[nexus_store::EdgeRow]) -> HashMap<i64, Vec<Dep>> {
         let by_id: HashMap<i64, &TaskRow> = tasks.iter().map(|t| (t.id, t)).collect();
@@ -470,7 +474,9 @@ impl Kernel {
         self.task_view_of(&mut names, task, &declared, deps.get(&task.id).unwrap_or(&empty))
             .await
     }
+}
 
+impl Runs<'_> {
     /// `GET R/tasks/{key}` → `{task}`.
     pub async fn get_task(&self, p: &MemberPrincipal, ws: Uuid, run: Uuid, key: &str) -> KernelResult<TaskReply> {
         let (ws_row, _) = self.workspace_for(p, ws, false).await?;
@@ -497,7 +503,7 @@ impl Kernel {
         let page = self.store.tasks_of_run(run.id, after, limit).await?;
         let all = self.store.tasks_of_run(run.id, 0, i64::MAX).await?;
         let edges = self.store.edges_of_run(run.id).await?;
-        let deps = Self::deps_of(&all, &edges);
+        let deps = Kernel::deps_of(&all, &edges);
         let empty = Vec::new();
         let tasks: Vec<TraceRow> = page
             .iter()
@@ -668,7 +674,9 @@ impl Kernel {
             mermaid,
         })
     }
+}
 
+impl Kernel {
     /// One durable event on the wire (runs.md §11).
     pub(crate) fn event_record(run_public_id: Uuid, e: &EventRow) -> Event {
         Event {
@@ -687,7 +695,9 @@ impl Kernel {
     pub(crate) fn event_json(run_public_id: Uuid, e: &EventRow) -> Value {
         json!(Self::event_record(run_public_id, e))
     }
+}
 
+impl Runs<'_> {
     /// `GET R/events?after=&limit=` → `{events, next_after}` (limit default 100, max 500).
     pub async fn events(
         &self,
@@ -709,7 +719,7 @@ impl Kernel {
         let limit = limit.unwrap_or(EVENTS_DEFAULT).clamp(1, EVENTS_MAX);
         let rows = self.store.events_after(run.id, after, limit).await?;
         let next = rows.last().map_or(after, |e| e.sequence);
-        let events = rows.iter().map(|e| Self::event_record(run.public_id, e)).collect();
+        let events = rows.iter().map(|e| Kernel::event_record(run.public_id, e)).collect();
         Ok(EventPage {
             events,
             next_after: next,

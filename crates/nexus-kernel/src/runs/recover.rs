@@ -32,7 +32,7 @@ use super::run_end::is_candidate;
 use super::unit::Unit;
 use super::view::TaskReply;
 use super::{AfterCommit, refuse};
-use crate::Kernel;
+use crate::Runs;
 use crate::auth::MemberPrincipal;
 use crate::conversations::hosting::Hosting;
 use crate::error::KernelResult;
@@ -121,7 +121,7 @@ impl Retry {
     }
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// `POST R/tasks/{key}/retry` with `{model?}` ([`Retry::parse`]) → 200 `{task}` (the row
     /// in its new generation). The body is answered after the row's candidacy.
     pub async fn retry_task(

@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::columns::Frozen;
 use super::view::TaskReply;
 use super::{AfterCommit, refuse};
-use crate::Kernel;
+use crate::Runs;
 use crate::auth::MemberPrincipal;
 use crate::error::{KernelError, KernelResult};
 use crate::executor::commit::{blocks_of, outcome_of, token_of};
@@ -69,7 +69,7 @@ fn unstorable(message: &str) -> KernelError {
     refuse(Code::ResultUnstorable, message.to_string())
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// `POST R/tasks/{key}/resolution` with `{resolution_token?, content?, outcome?}`
     /// ([`Answer::parse`]) → 200 `{task}` (or `{task, idle: true}` when the await had already
     /// settled).

@@ -12,10 +12,10 @@ use nexus_store::prelude::*;
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::Kernel;
 use crate::auth::MemberPrincipal;
 use crate::error::KernelResult;
 use crate::signals::{Ephemeral, RecvError, Subscription};
+use crate::{Kernel, Runs};
 
 const PAGE: i64 = 500;
 
@@ -47,7 +47,7 @@ pub enum FeedItem {
     Ephemeral { kind: &'static str, json: Value },
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// Live feed: a receiver of the run's durable events, published after each commit.
     pub fn subscribe(&self, run_id: i64) -> Subscription<EventRow> {
         self.state.signals.subscribe_run(run_id)
@@ -67,7 +67,7 @@ impl Kernel {
         let rx = self.subscribe(run.id);
         let progress = self.executor().subscribe_progress(run.id);
         let mut stream = EventStream {
-            kernel: self.clone(),
+            kernel: Kernel::clone(self),
             run_id: run.id,
             run_public_id: run.public_id,
             last: after.max(0),
@@ -161,7 +161,7 @@ mod tests {
         for ts in engines().await {
             let Booted { kernel, agent, ws, .. } = Booted::new(&ts.store).await;
             let made = kernel
-                .create_run(
+                .runs().create_run(
                     &agent,
                     ws,
                     &json!({"run": {"approval_mode": "bypass", "steps": [{"model": {"prompt": "Go.", "model": "scripted/unserved"}}]}}),
@@ -179,7 +179,7 @@ mod tests {
             }
             tx.commit().await.unwrap();
             let last = kernel.store.latest_event_sequence(run_id).await.unwrap();
-            let mut stream = kernel.event_stream(&agent, ws, run, 3).await.unwrap();
+            let mut stream = kernel.runs().event_stream(&agent, ws, run, 3).await.unwrap();
             for want in 4..=last {
                 let item = tokio::time::timeout(std::time::Duration::from_secs(5), stream.next())
                     .await

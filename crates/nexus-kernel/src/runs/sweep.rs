@@ -21,15 +21,15 @@ use nexus_store::prelude::*;
 use nexus_store::{ExecutorStatus, TaskKind, TaskStatus};
 use serde_json::{Value, json};
 
-use crate::Kernel;
 use crate::error::KernelResult;
 use crate::runs::settle::{SettleError, expiry_of};
 use crate::runs::unit::Unit;
+use crate::{Kernel, Runs};
 
 /// The sweep's batch size.
 pub(crate) const SWEEP_BATCH: i64 = 500;
 
-impl Kernel {
+impl Runs<'_> {
     /// One sweep pass at `now`: settles every expired park, then handles the parks of revoked
     /// addressees. Returns how many rows changed. Public so tests (and operators' tools) can
     /// drive the clock.
@@ -77,7 +77,9 @@ impl Kernel {
             }
         }
     }
+}
 
+impl Kernel {
     /// Handles one park of a revoked addressee under the run lock, after re-reading it: an
     /// unclaimed `dispatched` tool row fails `executor_revoked` (through the executor plane's
     /// single settle, so `after_settle` runs in the same transaction); a held approval has its

@@ -2,7 +2,7 @@
 //!
 //! - `model_call` jobs hold a 15-minute lease, renewed while the call is in flight; a job whose
 //!   node died is dequeued again when its lease lapses (or at once, when the same node
-//!   restarts: [`Kernel::recover_leases`]) and re-sends the sealed bytes.
+//!   restarts: [`Runs::recover_leases`]) and re-sends the sealed bytes.
 //! - `kernel_tool` jobs are at-most-once: the job row is deleted before the evaluation starts,
 //!   so a lost evaluation is settled by the sweep at the row's deadline (`tool_timeout`).
 //! - The sweep is a timer, not a job.
@@ -15,8 +15,8 @@ use nexus_store::{Dequeued, JobKind, JobRow};
 use tokio::task::JoinHandle;
 
 use super::{AfterCommit, KernelToolJob};
-use crate::Kernel;
 use crate::error::{KernelError, KernelResult};
+use crate::{Kernel, Runs};
 
 /// How many jobs one dequeue leases.
 const BATCH: i64 = 16;
@@ -60,7 +60,7 @@ where
     }
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// Startup recovery: releases every job lease held under this node's id by an earlier
     /// process, so its in-flight model calls resume at once.
     pub async fn recover_leases(&self) -> KernelResult<u64> {
@@ -87,7 +87,9 @@ impl Kernel {
         }
         Ok(leased)
     }
+}
 
+impl Kernel {
     /// Runs one job to its end, with the kernel tools its units handed off (below). Errors
     /// are logged: the job's lease lapses and it runs again (a model call is not rerun here:
     /// after its seal a rerun of the same dequeued job would find the round running and take
@@ -188,7 +190,9 @@ impl Kernel {
         })
         .await
     }
+}
 
+impl Runs<'_> {
     /// Dequeues and runs the jobs available to this node now, one after another, then runs one
     /// sweep pass. Returns how many jobs it leased (an unreadable one is held, not run). Tests
     /// drive the engine with it.
@@ -204,7 +208,7 @@ impl Kernel {
     }
 
     /// Dequeues and runs the jobs available to this node now, one after another, without the
-    /// sweep pass [`Kernel::work_once`] adds (the serve loop sweeps on its own timer). Returns
+    /// sweep pass [`Runs::work_once`] adds (the serve loop sweeps on its own timer). Returns
     /// how many jobs it leased. The round benchmark drives the engine with it.
     pub async fn run_jobs_once(&self) -> KernelResult<usize> {
         let leased = self.dequeue().await?;
@@ -215,7 +219,7 @@ impl Kernel {
         Ok(n)
     }
 
-    /// [`Kernel::work_once`] until a pass runs no job (bounded by `max_passes`).
+    /// [`Runs::work_once`] until a pass runs no job (bounded by `max_passes`).
     pub async fn work_until_idle(&self, max_passes: usize) -> KernelResult<usize> {
         let mut total = 0;
         for _ in 0..max_passes {
@@ -259,9 +263,9 @@ impl Kernel {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        let kernel = self.clone();
+        let kernel = Kernel::clone(self);
         tokio::spawn(async move {
-            if let Err(e) = kernel.recover_leases().await {
+            if let Err(e) = kernel.runs().recover_leases().await {
                 tracing::warn!(error = %e, "lease recovery failed");
             }
             tokio::pin!(shutdown);
@@ -269,13 +273,13 @@ impl Kernel {
             let mut next_sweep = tokio::time::Instant::now();
             loop {
                 if tokio::time::Instant::now() >= next_sweep {
-                    kernel.sweep_pass().await;
+                    kernel.runs().sweep_pass().await;
                     next_sweep = tokio::time::Instant::now() + sweep_every;
                 }
                 if let Err(e) = kernel.conversations().open_due_turns().await {
                     tracing::warn!(error = %e, "turn pass failed");
                 }
-                match kernel.dequeue().await {
+                match kernel.runs().dequeue().await {
                     Ok(leased) => {
                         let full = leased.len() as i64 == BATCH;
                         for job in leased.jobs {

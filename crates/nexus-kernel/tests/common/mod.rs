@@ -78,13 +78,14 @@ pub async fn world_with(
 impl World {
     /// Works the engine until a pass runs no job (at most [`DRIVE_PASSES`]).
     pub async fn drive(&self) {
-        self.kernel.work_until_idle(DRIVE_PASSES).await.unwrap();
+        self.kernel.runs().work_until_idle(DRIVE_PASSES).await.unwrap();
     }
 
     /// Creates the run `run` as `who` (a fresh create): its id and the create's reply.
     pub async fn create_as(&self, who: &MemberPrincipal, run: Value) -> (Uuid, Value) {
         let body = self
             .kernel
+            .runs()
             .create_run(who, self.ws, &json!({ "run": run }), None)
             .await
             .unwrap()
@@ -102,7 +103,7 @@ impl World {
     /// Creates and starts the run `run` as `who`, then drives the engine.
     pub async fn start_as(&self, who: &MemberPrincipal, run: Value) -> Uuid {
         let (id, _) = self.create_as(who, run).await;
-        self.kernel.start_run(who, self.ws, id).await.unwrap();
+        self.kernel.runs().start_run(who, self.ws, id).await.unwrap();
         self.drive().await;
         id
     }
@@ -136,7 +137,14 @@ impl World {
 
     /// The task `key` as the agent reads it through the door (`get_task`'s `task`).
     pub async fn task_read(&self, id: Uuid, key: &str) -> Value {
-        serde_json::to_value(self.kernel.get_task(&self.agent, self.ws, id, key).await.unwrap()).unwrap()["task"]
+        serde_json::to_value(
+            self.kernel
+                .runs()
+                .get_task(&self.agent, self.ws, id, key)
+                .await
+                .unwrap(),
+        )
+        .unwrap()["task"]
             .clone()
     }
 
@@ -163,6 +171,7 @@ impl World {
     pub async fn request_read(&self, id: Uuid, key: &str) -> Value {
         let RequestRead::Json(v) = self
             .kernel
+            .runs()
             .get_request(&self.agent, self.ws, id, key, false)
             .await
             .unwrap()

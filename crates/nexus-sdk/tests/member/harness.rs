@@ -155,7 +155,7 @@ pub async fn served(scripts: &[(&str, Vec<Value>)]) -> Vec<Served> {
             nexus_server::AppState::new(kernel.clone()),
             std::future::pending(),
         ));
-        let worker = kernel.spawn_worker(std::future::pending());
+        let worker = kernel.runs().spawn_worker(std::future::pending());
         let token = |who: &str| boot[who]["member_token"].as_str().unwrap().to_owned();
         out.push(Served {
             dialect: store.dialect,

@@ -99,7 +99,7 @@ impl Live {
         runtime.spawn(async move {
             let store = Store::open(&options).await.expect("open the store");
             let kernel = Kernel::builder(store).blobs_dir(blobs).sweep_interval_ms(100).build();
-            let _worker = kernel.spawn_worker(std::future::pending());
+            let _worker = kernel.runs().spawn_worker(std::future::pending());
             let state = nexus_server::AppState::new(kernel);
             let _ = nexus_server::serve(listener, state, std::future::pending()).await;
         });

@@ -100,7 +100,7 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let ws = path_id(&ws)?;
     let key = idempotency_key(&headers)?;
-    let answer = state.kernel.create_run(&p, ws, &body, key.as_deref()).await?;
+    let answer = state.kernel.runs().create_run(&p, ws, &body, key.as_deref()).await?;
     Ok(idempotent(answer, StatusCode::CREATED))
 }
 
@@ -114,6 +114,7 @@ pub async fn list(
     Ok(Json(
         state
             .kernel
+            .runs()
             .list_runs(
                 &p,
                 ws,
@@ -133,7 +134,9 @@ pub async fn get(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
 ) -> ApiResult<Json<RunRead>> {
-    Ok(Json(state.kernel.get_run(&p, path_id(&ws)?, path_id(&run)?).await?))
+    Ok(Json(
+        state.kernel.runs().get_run(&p, path_id(&ws)?, path_id(&run)?).await?,
+    ))
 }
 
 pub async fn start(
@@ -141,7 +144,9 @@ pub async fn start(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
 ) -> ApiResult<Json<RunEnvelope>> {
-    Ok(Json(state.kernel.start_run(&p, path_id(&ws)?, path_id(&run)?).await?))
+    Ok(Json(
+        state.kernel.runs().start_run(&p, path_id(&ws)?, path_id(&run)?).await?,
+    ))
 }
 
 pub async fn stop(
@@ -153,6 +158,7 @@ pub async fn stop(
     Ok(Json(
         state
             .kernel
+            .runs()
             .stop_run(&p, path_id(&ws)?, path_id(&run)?, Stop::parse(&body))
             .await?,
     ))
@@ -168,6 +174,7 @@ pub async fn append(
     let key = idempotency_key(&headers)?;
     let answer = state
         .kernel
+        .runs()
         .append(&p, path_id(&ws)?, path_id(&run)?, &body, key.as_deref())
         .await?;
     Ok(idempotent(answer, StatusCode::OK))
@@ -182,6 +189,7 @@ pub async fn list_tasks(
     Ok(Json(
         state
             .kernel
+            .runs()
             .list_tasks(
                 &p,
                 path_id(&ws)?,
@@ -199,7 +207,11 @@ pub async fn get_task(
     Path((ws, run, key)): Path<(String, String, String)>,
 ) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
-        state.kernel.get_task(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
+        state
+            .kernel
+            .runs()
+            .get_task(&p, path_id(&ws)?, path_id(&run)?, &key)
+            .await?,
     ))
 }
 
@@ -220,7 +232,7 @@ pub async fn get_cache(
     Path((ws, run)): Path<(String, String)>,
 ) -> ApiResult<Json<Value>> {
     let (ws, run) = (path_id(&ws)?, path_id(&run)?);
-    let report = state.kernel.run_cache(&p, ws, run).await?;
+    let report = state.kernel.runs().run_cache(&p, ws, run).await?;
     Ok(Json(json!({ "cache": report })))
 }
 
@@ -244,6 +256,7 @@ pub async fn get_request(
     let generation = int_param(q.generation.as_deref(), "generation")?;
     match state
         .kernel
+        .runs()
         .get_request_of(&p, ws, run, &key, generation, provider_format)
         .await?
     {
@@ -286,6 +299,7 @@ pub async fn transcript(
     Ok(Json(
         state
             .kernel
+            .runs()
             .transcript(&p, path_id(&ws)?, path_id(&run)?, include_hidden)
             .await?,
     ))
@@ -296,7 +310,9 @@ pub async fn graph(
     Member(p): Member,
     Path((ws, run)): Path<(String, String)>,
 ) -> ApiResult<Json<Graph>> {
-    Ok(Json(state.kernel.graph(&p, path_id(&ws)?, path_id(&run)?).await?))
+    Ok(Json(
+        state.kernel.runs().graph(&p, path_id(&ws)?, path_id(&run)?).await?,
+    ))
 }
 
 pub async fn events(
@@ -308,6 +324,7 @@ pub async fn events(
     Ok(Json(
         state
             .kernel
+            .runs()
             .events(
                 &p,
                 path_id(&ws)?,
@@ -326,7 +343,11 @@ pub async fn approve(
     OptionalJsonObject(_body): OptionalJsonObject,
 ) -> ApiResult<Json<TaskReply>> {
     Ok(Json(
-        state.kernel.approve(&p, path_id(&ws)?, path_id(&run)?, &key).await?,
+        state
+            .kernel
+            .runs()
+            .approve(&p, path_id(&ws)?, path_id(&run)?, &key)
+            .await?,
     ))
 }
 
@@ -339,6 +360,7 @@ pub async fn deny(
     Ok(Json(
         state
             .kernel
+            .runs()
             .deny(&p, path_id(&ws)?, path_id(&run)?, &key, Deny::parse(&body))
             .await?,
     ))
@@ -354,6 +376,7 @@ pub async fn resolution(
     Ok(Json(
         state
             .kernel
+            .runs()
             .resolve_task(&p, path_id(&ws)?, path_id(&run)?, &key, Answer::parse(&body))
             .await?,
     ))
@@ -370,6 +393,7 @@ pub async fn retry(
     Ok(Json(
         state
             .kernel
+            .runs()
             .retry_task(&p, path_id(&ws)?, path_id(&run)?, &key, Retry::parse(&body))
             .await?,
     ))
@@ -385,6 +409,7 @@ pub async fn abandon(
     Ok(Json(
         state
             .kernel
+            .runs()
             .abandon_task(&p, path_id(&ws)?, path_id(&run)?, &key)
             .await?,
     ))
@@ -400,6 +425,7 @@ pub async fn cancel(
     Ok(Json(
         state
             .kernel
+            .runs()
             .cancel_branch(&p, path_id(&ws)?, path_id(&run)?, &key)
             .await?,
     ))
@@ -415,6 +441,7 @@ pub async fn default_runner(
     Ok(Json(
         state
             .kernel
+            .runs()
             .set_default_runner(&p, path_id(&ws)?, path_id(&run)?, DefaultRunner::parse(&body))
             .await?,
     ))
@@ -429,6 +456,7 @@ pub async fn list_approvals(
     Ok(Json(
         state
             .kernel
+            .runs()
             .list_approvals(
                 &p,
                 path_id(&ws)?,

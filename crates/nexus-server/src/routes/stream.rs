@@ -62,6 +62,7 @@ pub async fn stream(
     let after = resume_after(&headers, &q)?;
     let feed = state
         .kernel
+        .runs()
         .event_stream(&p, path_id(&ws)?, path_id(&run)?, after)
         .await?;
     Ok(sse(feed))

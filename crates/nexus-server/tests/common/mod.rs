@@ -205,7 +205,7 @@ impl Harness {
             )
             .await;
         assert_eq!(s.status, StatusCode::OK, "{}", s.json());
-        self.kernel.work_until_idle(10).await.unwrap();
+        self.kernel.runs().work_until_idle(10).await.unwrap();
         id
     }
 

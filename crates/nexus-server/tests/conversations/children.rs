@@ -51,13 +51,13 @@ async fn a_parent_spawns_children_waits_on_one_and_reads_the_other_as_mail() {
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(100).await.unwrap();
+        h.kernel.runs().work_until_idle(100).await.unwrap();
         // A later turn finds the first reply by its words.
         ok(
             &input(&h, &agent, &conv, json!({"content": "What did A say?"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(100).await.unwrap();
+        h.kernel.runs().work_until_idle(100).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         let replies: Vec<&Value> = t
             .iter()
@@ -120,7 +120,7 @@ async fn a_background_branch_result_arrives_as_mail_in_a_later_turn() {
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(100).await.unwrap();
+        h.kernel.runs().work_until_idle(100).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         let roles: Vec<(&str, &Value)> = t.iter().map(|t| (t["role"].as_str().unwrap(), &t["content"])).collect();
         assert_eq!(roles.len(), 4, "{} {t:?}", h.dialect);
@@ -179,7 +179,7 @@ async fn send_and_status_reach_a_child_by_its_label() {
             &input(&h, &agent, &conv, json!({"content": "Go"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(100).await.unwrap();
+        h.kernel.runs().work_until_idle(100).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t[1]["content"], "Sent.", "{} {t:?}", h.dialect);
         // The child's first reply was passive mail: it waits for the parent's next turn.
@@ -278,7 +278,7 @@ async fn the_conversation_tools_refuse_on_a_standalone_run_and_check_their_param
             "nexus.conversation.spawn", "nexus.conversation.send", "nexus.conversation.status",
             "nexus.conversation.cancel"]}}]);
         let id = h.start_run(&human, "bypass", Value::Null, steps).await;
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let want = [
             ("r1t0", "spawn_needs_conversation"),
             ("r1t1", "parameter_invalid"),

@@ -13,7 +13,7 @@ use super::{c, input, new_conversation, ok};
 /// Sends an input and runs the kernel until it is idle.
 async fn say(h: &Harness, token: &str, conv: &str, body: Value) {
     ok(&input(h, token, conv, body).await, StatusCode::CREATED);
-    h.kernel.work_until_idle(50).await.unwrap();
+    h.kernel.runs().work_until_idle(50).await.unwrap();
 }
 
 /// The entries of the sealed request of a hosted run's seed round, as `(type, text)`: a user
@@ -126,7 +126,7 @@ async fn a_turn_canceled_before_its_first_round_leaves_the_earlier_turns_in_the_
             )
             .await;
         ok(&cancel, StatusCode::OK);
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = third_turn_replays_the_first(&h, &agent, &conv).await;
         assert_eq!(t[3]["status"], "canceled", "{} {t:?}", h.dialect);
     }
@@ -173,7 +173,7 @@ async fn abandoning_a_turns_failed_round_ends_the_turn_and_opens_the_next() {
             )
             .await;
         assert_eq!(ok(&abandon, StatusCode::OK)["task"]["failure_resolution"], "abandoned");
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
 
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(

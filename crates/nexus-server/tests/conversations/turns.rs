@@ -86,7 +86,7 @@ async fn each_input_opens_a_turn_whose_run_replies_with_history() {
             &input(&h, &agent, &conv, json!({"content": "Hello"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let first = turns(&h, &agent, &conv).await;
         assert_eq!(
             summary(&first),
@@ -121,7 +121,7 @@ async fn each_input_opens_a_turn_whose_run_replies_with_history() {
             &input(&h, &agent, &conv, json!({"content": "Again"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let all = turns(&h, &agent, &conv).await;
         assert_eq!(all.len(), 4, "{all:?}");
         assert_eq!(all[3]["content"], "Hi, second.", "{} {all:?}", h.dialect);
@@ -173,7 +173,7 @@ async fn a_human_answerer_records_user_turns_and_a_turn_without_a_model_fails() 
             &input(&h, &human, &conv, json!({"content": "Note two"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         assert_eq!(
             summary(&turns(&h, &human, &conv).await),
             vec![
@@ -190,7 +190,7 @@ async fn a_human_answerer_records_user_turns_and_a_turn_without_a_model_fails() 
             &input(&h, &agent, &conv, json!({"content": "Hello"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t.len(), 2, "{t:?}");
         assert_eq!(t[1]["status"], "failed", "{t:?}");
@@ -233,7 +233,7 @@ async fn a_steer_lands_after_the_next_results_or_falls_back_to_the_queue() {
             StatusCode::CREATED,
         );
         assert_eq!(steer["input"]["state"], "steering", "{steer}");
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t.len(), 2, "the steer opened no turn of its own: {t:?}");
         let run = t[1]["run_public_id"].as_str().unwrap();
@@ -259,7 +259,7 @@ async fn a_steer_lands_after_the_next_results_or_falls_back_to_the_queue() {
             StatusCode::CREATED,
         );
         assert_eq!(late["input"]["state"], "steering");
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(
             summary(&t[2..]),
@@ -315,7 +315,7 @@ async fn cancellation_stops_the_running_turn() {
             StatusCode::OK,
         );
         assert_eq!(canceled["canceled_turn_public_id"], t[1]["public_id"], "{canceled}");
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t[1]["status"], "canceled", "{} {t:?}", h.dialect);
         let run = t[1]["run_public_id"].as_str().unwrap();
@@ -336,14 +336,14 @@ async fn a_scheduled_input_opens_its_turn_when_due_after_a_restart() {
             &input(&h, &agent, &conv, json!({"content": "Remind me", "deliver_in": "1s"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(10).await.unwrap();
+        h.kernel.runs().work_until_idle(10).await.unwrap();
         assert!(turns(&h, &agent, &conv).await.is_empty(), "not due yet");
         // A new kernel over the same store: nothing in memory carries the schedule.
         let kernel = nexus_kernel::Kernel::builder(h.kernel.store.clone())
             .scripts_dir(dir.path())
             .build();
         tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-        kernel.work_until_idle(50).await.unwrap();
+        kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(
             summary(&t),
@@ -393,7 +393,7 @@ async fn history_past_its_budget_drops_whole_oldest_turns() {
                 &input(&h, &agent, &conv, json!({"content": content})).await,
                 StatusCode::CREATED,
             );
-            h.kernel.work_until_idle(20).await.unwrap();
+            h.kernel.runs().work_until_idle(20).await.unwrap();
         }
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t.len(), 16, "{t:?}");
@@ -442,7 +442,7 @@ async fn a_turn_writes_its_conversations_memory() {
             &input(&h, &agent, &conv, json!({"content": "Note it"})).await,
             StatusCode::CREATED,
         );
-        h.kernel.work_until_idle(50).await.unwrap();
+        h.kernel.runs().work_until_idle(50).await.unwrap();
         let t = turns(&h, &agent, &conv).await;
         assert_eq!(t[1]["content"], "Noted.", "{} {t:?}", h.dialect);
         let doc = ok(

@@ -62,7 +62,7 @@ pub async fn world(store: nexus_store::testing::TestStore) -> World {
     let boot = kernel.admin().bootstrap().await.expect("bootstrap");
     let listener = TcpListener::bind("127.0.0.1:0").await.expect("a loopback port");
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let worker = kernel.spawn_worker(std::future::pending());
+    let worker = kernel.runs().spawn_worker(std::future::pending());
     let state = nexus_server::AppState::new(kernel.clone());
     let server = tokio::spawn(nexus_server::serve(listener, state, std::future::pending()));
     World {

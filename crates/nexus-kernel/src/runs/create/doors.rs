@@ -25,7 +25,7 @@ use crate::runs::run_end::is_candidate;
 use crate::runs::unit::Unit;
 use crate::runs::view::{RunNames, run_record};
 use crate::runs::{AfterCommit, refuse};
-use crate::{Kernel, time};
+use crate::{Kernel, Runs, time};
 
 /// A `POST R/stop` body, parsed: `{force?: bool}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ fn steps_refused(e: steps::StepsError) -> KernelError {
     )
 }
 
-impl Kernel {
+impl Runs<'_> {
     /// Inserts accepted steps, their edges (written order, `after`, `results`) and the
     /// `tasks_appended` event; moves the deliverable to the last step. Returns the receipt.
     async fn insert_envelope(
@@ -381,7 +381,9 @@ impl Kernel {
         self.publish(effects).await;
         self.run_envelope(ws.public_id, &run).await
     }
+}
 
+impl Kernel {
     /// The stop of runs.md §2 inside the caller's unit of work, on a locked run that has not
     /// ended: a pending run is canceled at once; a live one passes through `canceling` (its
     /// live rows canceled by `force`) until it drains.
@@ -420,7 +422,9 @@ impl Kernel {
         );
         Ok(())
     }
+}
 
+impl Runs<'_> {
     /// `POST R/tasks` `{steps, expected_revision?}` (runs.md §3): the receipt, or the replay of
     /// an earlier append with the same key.
     pub async fn append(
