@@ -1,5 +1,5 @@
 //! Reading the crates' own source, for the tests that check the code's shape and edges
-//! (`shape.rs`, `boundary.rs`).
+//! (`shape.rs`, `boundary.rs`, `services.rs`).
 
 use std::path::{Path, PathBuf};
 
