@@ -66,7 +66,9 @@ pub(crate) fn query(sql: &str) -> Query<'_> {
     Query { sql, args: Vec::new() }
 }
 
-/// [`query`], answering each row's first column as `T`.
+/// [`query`], answering each row's first column as `T` (the store's own operations use the
+/// neutral builder's; this one serves the test harness and the driver's tests).
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn query_scalar<T: FromSql>(sql: &str) -> QueryScalar<'_, T> {
     QueryScalar {
         query: query(sql),
@@ -234,6 +236,7 @@ impl<'q> Query<'q> {
 }
 
 impl<'q, T: FromSql> QueryScalar<'q, T> {
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn bind<A: ToSql + Send + 'q>(self, value: A) -> Self {
         Self {
             query: self.query.bind(value),
@@ -241,6 +244,7 @@ impl<'q, T: FromSql> QueryScalar<'q, T> {
         }
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub(crate) fn fetch_one(self, c: &mut Connection) -> Ready<rusqlite::Result<T>> {
         ready(
             self.query
